@@ -1,0 +1,214 @@
+// Child-process, port and temp-dir helpers for the benchmark.
+// Everything started here is tracked so it can be torn down on normal exit, on errors and on Ctrl-C.
+import { execFileSync, spawn } from "node:child_process";
+import { accessSync, constants, mkdtempSync, rmSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+
+const children = new Set();
+const tempDirs = new Set();
+
+/** Progress line on stderr (the results go to stdout). */
+export function progress(msg) {
+  process.stderr.write(`[bench] ${msg}\n`);
+}
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A system that could not be measured; `reason` is printed as-is. */
+export class NotMeasured extends Error {
+  constructor(reason, details = "") {
+    super(reason);
+    this.details = details;
+  }
+}
+
+/** Absolute path of an executable: `envVar` if set, else the first match on PATH, else the fallbacks. */
+export function findBinary(name, envVar, fallbacks = []) {
+  const candidates = [];
+  if (envVar && process.env[envVar]) candidates.push(process.env[envVar]);
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter))
+    if (dir) candidates.push(path.join(dir, name));
+  candidates.push(...fallbacks);
+  for (const c of candidates) {
+    try {
+      accessSync(c, constants.X_OK);
+      return c;
+    } catch {
+      // try the next one
+    }
+  }
+  return null;
+}
+
+/** First line of `<bin> --version`, or null. */
+export function binaryVersion(bin) {
+  if (!bin) return null;
+  try {
+    const out = execFileSync(bin, ["--version"], { encoding: "utf8", timeout: 5000, stdio: "pipe" });
+    return out.trim().split("\n")[0];
+  } catch {
+    return null;
+  }
+}
+
+export function makeTempDir(label) {
+  const base = process.env.BENCH_TMPDIR || os.tmpdir();
+  const dir = mkdtempSync(path.join(base, `mq9-bench-${label}-`));
+  tempDirs.add(dir);
+  return dir;
+}
+
+export function removeTempDir(dir) {
+  try {
+    rmSync(dir, { recursive: true, force: true });
+  } catch (err) {
+    progress(`could not remove ${dir}: ${err.message}`);
+  }
+  tempDirs.delete(dir);
+}
+
+/** A TCP port that was free a moment ago on 127.0.0.1. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function portAccepts(host, port) {
+  return new Promise((resolve) => {
+    const sock = net.connect({ host, port });
+    const done = (ok) => {
+      sock.destroy();
+      resolve(ok);
+    };
+    sock.setTimeout(1000, () => done(false));
+    sock.once("connect", () => done(true));
+    sock.once("error", () => done(false));
+  });
+}
+
+const OUTPUT_LIMIT = 64 * 1024;
+
+/**
+ * Starts `cmd args` and resolves once `host:port` accepts a TCP connection.
+ * Rejects with NotMeasured (carrying the child's output) if it exits first or is not ready in time.
+ */
+export async function startServer({ name, cmd, args, port, host = "127.0.0.1", timeoutMs = 15000, cwd }) {
+  let output = "";
+  let exited = null;
+  const child = spawn(cmd, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
+  children.add(child);
+  const exitPromise = new Promise((resolve) => {
+    child.once("exit", (code, signal) => {
+      exited = { code, signal };
+      children.delete(child);
+      resolve();
+    });
+    child.once("error", (err) => {
+      output += `\n${err.message}`;
+      exited = { code: null, signal: null, error: err };
+      children.delete(child);
+      resolve();
+    });
+  });
+  const collect = (chunk) => {
+    output += chunk.toString();
+    if (output.length > OUTPUT_LIMIT) output = output.slice(-OUTPUT_LIMIT);
+  };
+  child.stdout.on("data", collect);
+  child.stderr.on("data", collect);
+
+  const server = {
+    name,
+    pid: child.pid,
+    output: () => output.trim(),
+    exited: () => exited,
+    async stop() {
+      if (exited) return;
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => {
+        if (!exited) child.kill("SIGKILL");
+      }, 5000);
+      await exitPromise;
+      clearTimeout(timer);
+    },
+  };
+
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (exited) {
+      const how = exited.error
+        ? exited.error.message
+        : `exit code ${exited.code}${exited.signal ? `, signal ${exited.signal}` : ""}`;
+      throw new NotMeasured(`${name} exited during startup (${how})`, output.trim());
+    }
+    if (await portAccepts(host, port)) return server;
+    if (Date.now() > deadline) {
+      await server.stop();
+      throw new NotMeasured(
+        `${name} did not accept connections on ${host}:${port} within ${timeoutMs / 1000}s`,
+        output.trim(),
+      );
+    }
+    await sleep(100);
+  }
+}
+
+/** Stops every child still running and removes every temp dir. */
+export async function cleanupAll() {
+  await Promise.all(
+    [...children].map(
+      (child) =>
+        new Promise((resolve) => {
+          const timer = setTimeout(() => {
+            child.kill("SIGKILL");
+            resolve();
+          }, 5000);
+          child.once("exit", () => {
+            clearTimeout(timer);
+            resolve();
+          });
+          child.kill("SIGTERM");
+        }),
+    ),
+  );
+  for (const dir of [...tempDirs]) removeTempDir(dir);
+}
+
+function cleanupSync() {
+  for (const child of children) {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+  children.clear();
+  for (const dir of [...tempDirs]) removeTempDir(dir);
+}
+
+/** Ctrl-C / SIGTERM / process exit: never leave servers or data dirs behind. */
+export function installCleanupHandlers() {
+  let interrupted = false;
+  const onSignal = (signal, code) => {
+    if (interrupted) {
+      cleanupSync();
+      process.exit(code);
+    }
+    interrupted = true;
+    progress(`${signal}: stopping child processes and removing temp dirs`);
+    cleanupAll().finally(() => process.exit(code));
+  };
+  process.on("SIGINT", () => onSignal("SIGINT", 130));
+  process.on("SIGTERM", () => onSignal("SIGTERM", 143));
+  process.on("SIGHUP", () => onSignal("SIGHUP", 129));
+  process.on("exit", cleanupSync);
+}

@@ -1,0 +1,291 @@
+#!/usr/bin/env node
+// `npm run bench`: durable SEND throughput/latency and FETCH+ACK drain rate of mq9 vs NATS JetStream vs
+// Redis Streams, 1 KiB payloads on loopback, each server started fresh by this script on a free port.
+// Figures only, no asserts. Progress goes to stderr, results to stdout.
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import os from "node:os";
+import { performance } from "node:perf_hooks";
+import * as jetstream from "./jetstream.js";
+import * as mq9 from "./mq9.js";
+import { binaryVersion, cleanupAll, findBinary, installCleanupHandlers, progress } from "./proc.js";
+import * as redis from "./redis.js";
+import { measureDrain, measureSend } from "./stats.js";
+
+const SYSTEMS = [mq9, jetstream, redis];
+
+const USAGE = `usage: node bench/run.js [--quick] [--help]
+
+  --quick   fast smoke run (small message counts)
+
+environment (defaults in brackets, quick-run defaults after the slash):
+  BENCH_MESSAGES        messages sent at BENCH_CONCURRENCY in flight     [30000 / 2000]
+  BENCH_SEQ_MESSAGES    messages sent one at a time                      [3000 / 300]
+  BENCH_WARMUP          warm-up messages before each of the two runs     [500 / 100]
+  BENCH_CONCURRENCY     requests in flight for the windowed run          [64]
+  BENCH_PAYLOAD_BYTES   payload size                                     [1024]
+  BENCH_DRAIN_BATCH     messages per FETCH / XREADGROUP                  [100]
+  BENCH_PHASE_TIMEOUT_S a phase stops early after this many seconds      [30 / 10]
+  BENCH_SYSTEMS         comma-separated subset of: ${SYSTEMS.map((s) => s.id).join(",")}
+  BENCH_TMPDIR          where the servers' temp data dirs go             [os.tmpdir()]
+  BENCH_NATS_SERVER, BENCH_REDIS_SERVER   binaries to use instead of the ones on PATH
+  BENCH_MQ9_CLI         our CLI entry point                              [packages/cli/dist/main.js]
+`;
+
+function intFromEnv(name, fallback, min = 1) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) {
+    process.stderr.write(`${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}\n`);
+    process.exit(2);
+  }
+  return n;
+}
+
+function parseConfig(argv) {
+  const args = new Set(argv);
+  if (args.has("--help") || args.has("-h")) {
+    process.stdout.write(USAGE);
+    process.exit(0);
+  }
+  for (const a of args) {
+    if (a !== "--quick") {
+      process.stderr.write(`unknown argument ${a}\n${USAGE}`);
+      process.exit(2);
+    }
+  }
+  const quick = args.has("--quick");
+  const wanted = (process.env.BENCH_SYSTEMS || SYSTEMS.map((s) => s.id).join(","))
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const w of wanted) {
+    if (!SYSTEMS.some((s) => s.id === w)) {
+      process.stderr.write(`BENCH_SYSTEMS: unknown system ${w}\n`);
+      process.exit(2);
+    }
+  }
+  const payloadBytes = intFromEnv("BENCH_PAYLOAD_BYTES", 1024);
+  return {
+    quick,
+    messages: intFromEnv("BENCH_MESSAGES", quick ? 2000 : 30000),
+    seqMessages: intFromEnv("BENCH_SEQ_MESSAGES", quick ? 300 : 3000),
+    warmup: intFromEnv("BENCH_WARMUP", quick ? 100 : 500, 0),
+    concurrency: intFromEnv("BENCH_CONCURRENCY", 64),
+    drainBatch: intFromEnv("BENCH_DRAIN_BATCH", 100),
+    phaseMs: intFromEnv("BENCH_PHASE_TIMEOUT_S", quick ? 10 : 30) * 1000,
+    payloadBytes,
+    payload: randomBytes(payloadBytes),
+    systems: SYSTEMS.filter((s) => wanted.includes(s.id)),
+  };
+}
+
+function cpuModel() {
+  try {
+    const m = /^model name\s*:\s*(.+)$/m.exec(readFileSync("/proc/cpuinfo", "utf8"));
+    if (m) return m[1].trim();
+  } catch {
+    // not Linux
+  }
+  return os.cpus()[0]?.model ?? "unknown";
+}
+
+async function benchSystem(mod, cfg) {
+  const r = { id: mod.id, label: mod.label, durability: mod.durability };
+  progress(`${mod.label}: starting`);
+  let sys;
+  try {
+    sys = await mod.start(cfg);
+  } catch (err) {
+    r.skipped = err.message;
+    r.details = err.details ?? "";
+    progress(`${mod.label}: not measured (${r.skipped})`);
+    return r;
+  }
+  r.version = sys.version;
+  const send = () => sys.send();
+  const opts = (count, concurrency) => ({ count, concurrency, maxMs: cfg.phaseMs });
+  let sent = 0;
+  try {
+    if (cfg.warmup > 0) {
+      progress(
+        `${mod.label}: warm-up (${cfg.warmup} sequential + ${cfg.warmup} at ${cfg.concurrency} in flight)`,
+      );
+      sent += (await measureSend(send, opts(cfg.warmup, 1))).count;
+      sent += (await measureSend(send, opts(cfg.warmup, cfg.concurrency))).count;
+    }
+    progress(`${mod.label}: SEND x${cfg.seqMessages}, 1 in flight`);
+    r.seq = await measureSend(send, opts(cfg.seqMessages, 1));
+    sent += r.seq.count;
+    progress(`${mod.label}: SEND x${cfg.messages}, ${cfg.concurrency} in flight`);
+    r.par = await measureSend(send, opts(cfg.messages, cfg.concurrency));
+    sent += r.par.count;
+    r.sent = sent;
+    progress(`${mod.label}: drain ${sent} messages, FETCH(${cfg.drainBatch}) + ACK`);
+    await sys.prepareDrain?.();
+    r.drain = await measureDrain(() => sys.drainOnce(), { maxMs: cfg.phaseMs });
+    if (!r.drain.truncated && r.drain.count !== sent) r.warning = `drained ${r.drain.count} of ${sent} sent`;
+    const note = await sys.verify?.();
+    if (note) r.warning = [r.warning, note].filter(Boolean).join("; ");
+  } catch (err) {
+    r.failed = err.message;
+    r.details = sys.output();
+    progress(`${mod.label}: failed: ${err.message}`);
+  } finally {
+    await sys.close().catch((err) => progress(`${mod.label}: close failed: ${err.message}`));
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------- output
+
+const fmtRate = (v) => (Number.isFinite(v) ? Math.round(v).toLocaleString("en-US") : "-");
+const fmtMs = (v) => (Number.isFinite(v) ? v.toFixed(3) : "-");
+const fmtRatio = (v) => (Number.isFinite(v) ? `${v.toFixed(2)}x` : "n/a");
+
+/** Plain-text table; the first `leftColumns` columns are left-aligned, the rest right-aligned. */
+function table(rows, leftColumns = 1) {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => String(row[i]).length)));
+  const line = (cells) => cells.join("  ").trimEnd();
+  const lines = rows.map((row) =>
+    line(
+      row.map((cell, i) =>
+        i < leftColumns ? String(cell).padEnd(widths[i]) : String(cell).padStart(widths[i]),
+      ),
+    ),
+  );
+  lines.splice(1, 0, line(widths.map((w) => "-".repeat(w))));
+  return lines.join("\n");
+}
+
+function indent(text, maxLines = 25) {
+  const lines = text.split("\n");
+  const shown = lines.length > maxLines ? ["...", ...lines.slice(-maxLines)] : lines;
+  return shown.map((l) => `      | ${l}`).join("\n");
+}
+
+function report(cfg, results, machine, totalMs) {
+  const out = [];
+  out.push("");
+  out.push(
+    `mq9 benchmark — ${cfg.payloadBytes}-byte payloads, loopback${cfg.quick ? " (--quick smoke run)" : ""}`,
+  );
+  out.push(`machine: ${machine.cpu}, ${machine.cores} cores, ${machine.memGiB} GiB RAM, ${machine.os}`);
+  out.push(
+    `node ${process.version}; ${machine.nats ?? "nats-server: n/a"}; ${machine.redis ?? "redis-server: n/a"}`,
+  );
+  out.push(
+    `runs: warm-up ${cfg.warmup}+${cfg.warmup}, SEND ${cfg.seqMessages} at 1 in flight, ` +
+      `${cfg.messages} at ${cfg.concurrency} in flight, drain FETCH(${cfg.drainBatch})+ACK; ` +
+      `phases capped at ${cfg.phaseMs / 1000}s; temp dirs in ${process.env.BENCH_TMPDIR || os.tmpdir()}`,
+  );
+  out.push("");
+
+  const c = cfg.concurrency;
+  const rows = [
+    [
+      "system",
+      "SEND@1 msg/s",
+      "p50@1 ms",
+      "p99@1 ms",
+      `SEND@${c} msg/s`,
+      `p50@${c} ms`,
+      `p99@${c} ms`,
+      "drain msg/s",
+    ],
+  ];
+  for (const r of results) {
+    if (r.skipped) {
+      rows.push([r.label, "not measured", "", "", "", "", "", ""]);
+      continue;
+    }
+    rows.push([
+      r.label,
+      fmtRate(r.seq?.rate),
+      fmtMs(r.seq?.p50),
+      fmtMs(r.seq?.p99),
+      fmtRate(r.par?.rate),
+      fmtMs(r.par?.p50),
+      fmtMs(r.par?.p99),
+      fmtRate(r.drain?.rate),
+    ]);
+  }
+  out.push(table(rows));
+  out.push("");
+
+  for (const r of results) {
+    if (r.skipped) {
+      const why = r.id === "mq9" ? `our broker could not start: ${r.skipped}` : r.skipped;
+      out.push(`${r.label}: not measured (${why})`);
+      if (r.details) out.push(indent(r.details));
+      continue;
+    }
+    const notes = [];
+    if (r.seq?.truncated) notes.push(`SEND@1 stopped after ${r.seq.count} msgs (time cap)`);
+    if (r.par?.truncated) notes.push(`SEND@${c} stopped after ${r.par.count} msgs (time cap)`);
+    if (r.drain) notes.push(`drained ${r.drain.count} msgs in ${r.drain.batches} batches`);
+    if (r.drain?.truncated) notes.push("drain stopped early (time cap)");
+    if (r.warning) notes.push(`WARNING ${r.warning}`);
+    out.push(`${r.label}: ${r.durability}${notes.length ? `; ${notes.join("; ")}` : ""}`);
+    if (r.failed) {
+      out.push(`  FAILED during measurement: ${r.failed}`);
+      if (r.details) out.push(indent(r.details));
+    }
+  }
+  out.push("");
+
+  const ours = results.find((r) => r.id === "mq9");
+  const peer = (id) => results.find((r) => r.id === id);
+  const ratio = (a, b) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? a / b : Number.NaN);
+  const lines = [];
+  const add = (metric, versus, a, b, target) => {
+    const v = ratio(a, b);
+    const verdict =
+      target === undefined ? "(no target)" : Number.isFinite(v) ? (v >= target ? "met" : "NOT met") : "-";
+    lines.push([metric, versus, fmtRatio(v), target === undefined ? "" : `>= ${target}x`, verdict]);
+  };
+  const js = peer("jetstream");
+  const rd = peer("redis");
+  add(`SEND@${c} throughput`, "mq9 / JetStream", ours?.par?.rate, js?.par?.rate, 1.5);
+  add(`SEND@${c} throughput`, "mq9 / Redis XADD", ours?.par?.rate, rd?.par?.rate, 1);
+  add("SEND@1 p50 latency", "JetStream / mq9", js?.seq?.p50, ours?.seq?.p50, 1);
+  add("SEND@1 p50 latency", "Redis / mq9", rd?.seq?.p50, ours?.seq?.p50);
+  add(`drain FETCH(${cfg.drainBatch})+ACK`, "mq9 / JetStream", ours?.drain?.rate, js?.drain?.rate, 1);
+  add(`drain FETCH(${cfg.drainBatch})+ACK`, "mq9 / Redis", ours?.drain?.rate, rd?.drain?.rate);
+  out.push("ratios vs the issue's targets (p50 ratios are peer_p50 / our_p50: > 1 means mq9 is faster)");
+  out.push(table([["metric", "ratio", "value", "target", ""], ...lines], 2));
+  if (!ours || ours.skipped || ours.failed) out.push("(n/a: our broker was not measured in this run)");
+  out.push("");
+  out.push("(these are figures, not asserts: the exit code does not depend on them)");
+  out.push(`total bench time ${(totalMs / 1000).toFixed(1)}s`);
+  process.stdout.write(`${out.join("\n")}\n`);
+}
+
+async function main() {
+  const cfg = parseConfig(process.argv.slice(2));
+  installCleanupHandlers();
+  const t0 = performance.now();
+  const results = [];
+  for (const mod of cfg.systems) results.push(await benchSystem(mod, cfg));
+  const machine = {
+    cpu: cpuModel(),
+    cores: os.availableParallelism?.() ?? os.cpus().length,
+    memGiB: (os.totalmem() / 2 ** 30).toFixed(1),
+    os: `${os.type()} ${os.release()}`,
+    nats: binaryVersion(findBinary("nats-server", "BENCH_NATS_SERVER", ["/usr/sbin/nats-server"])),
+    redis:
+      binaryVersion(findBinary("redis-server", "BENCH_REDIS_SERVER", ["/usr/bin/redis-server"]))?.replace(
+        /^Redis server v=(\S+).*/,
+        "redis-server v$1",
+      ) ?? null,
+  };
+  report(cfg, results, machine, performance.now() - t0);
+}
+
+main()
+  .catch((err) => {
+    process.stderr.write(`bench failed: ${err.stack ?? err}\n`);
+    process.exitCode = 1;
+  })
+  .finally(cleanupAll);

@@ -1,0 +1,98 @@
+import { Defaults, isMq9Subject } from "@mq9/protocol";
+import { type Logger, silentLogger } from "./engine/logger.js";
+import { MessagingEngine } from "./engine/messaging-engine.js";
+import type { Notifier } from "./engine/notifier.js";
+import { NatsListener, type NatsListenerOptions } from "./nats/index.js";
+import { Mq9Service } from "./service/mq9-service.js";
+import { SqliteStore, type SyncMode } from "./store/sqlite-store.js";
+import type { Store } from "./store/store.js";
+
+export interface BrokerOptions {
+  host?: string;
+  /** 0 picks a free port. */
+  port?: number;
+  /** Folder of the embedded SQLite store. */
+  dataDir?: string;
+  sync?: SyncMode;
+  /** Another Store (e.g. a shared database); replaces the embedded one. */
+  store?: Store;
+  notifier?: Notifier;
+  maxPayload?: number;
+  maxConnections?: number;
+  maxPendingBytes?: number;
+  auth?: NatsListenerOptions["auth"];
+  tls?: NatsListenerOptions["tls"];
+  leaseMs?: number;
+  maxWaitMs?: number;
+  fetchMaxBytes?: number;
+  defaultMailboxTtl?: number;
+  sweepIntervalMs?: number;
+  logger?: Logger;
+}
+
+const encoder = new TextEncoder();
+
+/** One mq9 broker: store + engine + embedded NATS-protocol listener. */
+export class Broker {
+  private closing?: Promise<void>;
+
+  private constructor(
+    readonly host: string,
+    readonly port: number,
+    readonly engine: MessagingEngine,
+    private readonly listener: NatsListener,
+    private readonly store: Store,
+  ) {}
+
+  /** Opens the store, starts background work and listens; resolves once connections are accepted. */
+  static async start(options: BrokerOptions = {}): Promise<Broker> {
+    const logger = options.logger ?? silentLogger;
+    const store =
+      options.store ?? new SqliteStore({ dataDir: options.dataDir ?? "./mq9-data", sync: options.sync });
+    const engine = new MessagingEngine({
+      store,
+      notifier: options.notifier,
+      logger,
+      leaseMs: options.leaseMs,
+      maxWaitMs: options.maxWaitMs,
+      fetchMaxBytes: options.fetchMaxBytes,
+      defaultMailboxTtl: options.defaultMailboxTtl,
+      sweepIntervalMs: options.sweepIntervalMs,
+    });
+    const listener = new NatsListener({
+      host: options.host ?? "127.0.0.1",
+      port: options.port ?? Defaults.port,
+      maxPayload: options.maxPayload ?? Defaults.maxPayload,
+      maxConnections: options.maxConnections,
+      maxPendingBytes: options.maxPendingBytes,
+      auth: options.auth,
+      tls: options.tls,
+      serverName: "mq9",
+      logger,
+    });
+    const service = new Mq9Service(engine, logger);
+    listener.setService(isMq9Subject, (request) => {
+      void service.handle(request).then((reply) => {
+        if (request.reply) listener.publish(request.reply, encoder.encode(JSON.stringify(reply)));
+      });
+    });
+    try {
+      const address = await listener.listen();
+      engine.start();
+      return new Broker(address.host, address.port, engine, listener, store);
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
+  }
+
+  /** Graceful stop: answers what is in flight, flushes clients, closes the store. Idempotent. */
+  close(options: { drainTimeoutMs?: number } = {}): Promise<void> {
+    this.closing ??= (async () => {
+      await this.engine.close();
+      await this.listener.close({ drainTimeoutMs: options.drainTimeoutMs ?? 5_000 });
+      await this.store.close();
+    })();
+    return this.closing;
+  }
+}

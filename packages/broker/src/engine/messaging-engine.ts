@@ -1,0 +1,238 @@
+import {
+  type AckRequest,
+  Defaults,
+  Errors,
+  type FetchRequest,
+  type MailboxCreateRequest,
+  Mq9Error,
+  mailAddressError,
+  parseHeaderBlock,
+  parseSendOptions,
+  type QueryRequest,
+} from "@mq9/protocol";
+import type { AppendResult, NewMessage, StartPosition, Store, StoredMessage } from "../store/store.js";
+import { ExpiryScheduler } from "./expiry-scheduler.js";
+import { type Logger, silentLogger } from "./logger.js";
+import { generateMailAddress } from "./mail-address-generator.js";
+import { LocalNotifier, type Notifier } from "./notifier.js";
+import { SendBatcher } from "./send-batcher.js";
+
+export interface MessagingEngineOptions {
+  store: Store;
+  notifier?: Notifier;
+  logger?: Logger;
+  now?: () => number;
+  /** How long a delivered, un-ACKed message stays with one member of a group. */
+  leaseMs?: number;
+  /** Upper bound on a FETCH's max_wait_ms, kept below the SDKs' 5 s request timeout. */
+  maxWaitMs?: number;
+  /** Byte budget of the payloads in one FETCH reply (at least one message is always returned). */
+  fetchMaxBytes?: number;
+  /** TTL in seconds for mailboxes created without one; 0 = never expire. */
+  defaultMailboxTtl?: number;
+  sweepIntervalMs?: number;
+}
+
+const wholeNumber = /^\d+$/;
+
+function sleep(ms: number): { done: Promise<void>; cancel(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  const done = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  return { done, cancel: () => clearTimeout(timer) };
+}
+
+/**
+ * Mailboxes and their messages: the mq9 messaging semantics over a Store.
+ * Touches no socket; the transports call one method per request.
+ */
+export class MessagingEngine {
+  readonly store: Store;
+  private readonly notifier: Notifier;
+  private readonly logger: Logger;
+  private readonly now: () => number;
+  private readonly leaseMs: number;
+  private readonly maxWaitMs: number;
+  private readonly fetchMaxBytes: number;
+  private readonly defaultMailboxTtl: number;
+  private readonly batcher: SendBatcher;
+  private readonly expiry: ExpiryScheduler;
+  private closing = false;
+  private readonly closed: { promise: Promise<void>; resolve: () => void };
+
+  constructor(options: MessagingEngineOptions) {
+    this.store = options.store;
+    this.notifier = options.notifier ?? new LocalNotifier();
+    this.logger = options.logger ?? silentLogger;
+    this.now = options.now ?? Date.now;
+    this.leaseMs = options.leaseMs ?? 30_000;
+    this.maxWaitMs = options.maxWaitMs ?? 4_500;
+    this.fetchMaxBytes = options.fetchMaxBytes ?? 8 * 1024 * 1024;
+    this.defaultMailboxTtl = options.defaultMailboxTtl ?? 0;
+    this.batcher = new SendBatcher(this.store, (batch, results) => this.committed(batch, results), this.now);
+    this.expiry = new ExpiryScheduler({
+      store: this.store,
+      onPromoted: (mailbox) => this.notifier.notify(mailbox),
+      sweepIntervalMs: options.sweepIntervalMs ?? 1_000,
+      now: this.now,
+      logger: this.logger,
+    });
+    let resolve!: () => void;
+    this.closed = { promise: new Promise((r) => (resolve = r)), resolve };
+  }
+
+  /** Starts background promotion of delayed messages and expiry. */
+  start(): void {
+    this.expiry.start();
+  }
+
+  /** Creates a mailbox and returns its address. */
+  async createMailbox(request: MailboxCreateRequest): Promise<string> {
+    const now = this.now();
+    const address = request.name ?? generateMailAddress(now);
+    const invalid = mailAddressError(address);
+    if (invalid) throw new Mq9Error("INVALID_NAME", invalid);
+    const ttlSeconds = request.ttl ?? this.defaultMailboxTtl;
+    const created = await this.store.createMailbox(
+      {
+        address,
+        ttlSeconds,
+        desc: request.desc ?? "",
+        createdMs: now,
+        expiresMs: ttlSeconds > 0 ? now + ttlSeconds * 1000 : undefined,
+      },
+      now,
+    );
+    if (!created) throw new Mq9Error("MAILBOX_EXISTS", Errors.mailboxExists(address));
+    return address;
+  }
+
+  /** Stores a message once committed; returns its msg_id, or -1 when it is delayed. */
+  async send(mailbox: string, payload: Uint8Array, header?: Uint8Array): Promise<number> {
+    const options = parseSendOptions(header ? parseHeaderBlock(header) : undefined);
+    if (!options.ok) throw new Mq9Error("INVALID_REQUEST", options.error);
+    const { priority, key, tags, delaySeconds, ttlSeconds } = options.value;
+    const now = this.now();
+    const result = await this.batcher.append({
+      mailbox,
+      priority,
+      key,
+      tags,
+      header,
+      payload,
+      sentMs: now,
+      dueMs: delaySeconds ? now + delaySeconds * 1000 : undefined,
+      expiresMs: ttlSeconds ? now + ttlSeconds * 1000 : undefined,
+    });
+    if ("missingMailbox" in result) throw this.missing(mailbox);
+    return result.id;
+  }
+
+  /** Returns the next messages for a group (leased to this caller) or a stateless reader, waiting up to max_wait_ms. */
+  async fetch(mailbox: string, request: FetchRequest): Promise<StoredMessage[]> {
+    await this.requireMailbox(mailbox);
+    const limit = request.config?.num_msgs ?? Defaults.fetchNumMsgs;
+    if (limit === 0) return [];
+    const group = request.group_name || undefined;
+    const deadline =
+      this.now() + Math.min(request.config?.max_wait_ms ?? Defaults.fetchMaxWaitMs, this.maxWaitMs);
+    const leaseMs = request.config?.lease_ms || this.leaseMs;
+    let reset = group !== undefined && request.force_deliver === true;
+    const needsStart = group === undefined || reset || !(await this.store.hasGroup(mailbox, group));
+    const start = needsStart ? await this.resolveStart(mailbox, request) : { fromId: 0 };
+    for (;;) {
+      const watch = this.notifier.watch(mailbox);
+      try {
+        const nowMs = this.now();
+        const read = { limit, maxBytes: this.fetchMaxBytes, nowMs };
+        const items = group
+          ? await this.store.claim(mailbox, group, { ...read, start, reset, leaseMs })
+          : await this.store.read(mailbox, start, read);
+        reset = false;
+        if (items.length > 0 || nowMs >= deadline || this.closing) return items;
+        const timer = sleep(deadline - nowMs);
+        await Promise.race([watch.fired, timer.done, this.closed.promise]);
+        timer.cancel();
+      } finally {
+        watch.cancel();
+      }
+    }
+  }
+
+  /** Acknowledges a message and those delivered before it in the same FETCH reply. */
+  async ack(mailbox: string, request: AckRequest): Promise<void> {
+    // Go and C# consume loops ACK with an empty group after stateless fetches.
+    if (request.group_name === "") return;
+    await this.requireMailbox(mailbox);
+    const acked = await this.store.ack(mailbox, request.group_name, request.msg_id, this.now());
+    if (!acked) throw new Mq9Error("MESSAGE_NOT_FOUND", Errors.messageNotFound);
+  }
+
+  /** Live messages matching the filters: the most recent `limit`, oldest first. Touches no group. */
+  async query(mailbox: string, request: QueryRequest): Promise<StoredMessage[]> {
+    await this.requireMailbox(mailbox);
+    return this.store.query(mailbox, {
+      key: request.key,
+      tags: request.tags && request.tags.length > 0 ? request.tags : undefined,
+      createdFromMs: request.since === undefined ? undefined : (request.since + 1) * 1000,
+      limit: Math.min(request.limit ?? Defaults.queryLimit, Defaults.queryMaxLimit),
+      nowMs: this.now(),
+    });
+  }
+
+  /** Deletes one message of the mailbox. */
+  async delete(mailbox: string, msgIdToken: string): Promise<void> {
+    const msgId = Number(msgIdToken);
+    if (!wholeNumber.test(msgIdToken) || !Number.isSafeInteger(msgId)) {
+      throw new Mq9Error("INVALID_REQUEST", Errors.invalidMsgId(msgIdToken));
+    }
+    await this.requireMailbox(mailbox);
+    if (!(await this.store.deleteMessage(mailbox, msgId))) {
+      throw new Mq9Error("MESSAGE_NOT_FOUND", Errors.messageNotFound);
+    }
+  }
+
+  /** Finishes pending commits, wakes long-polls, stops background work. Does not close the store. */
+  async close(): Promise<void> {
+    this.closing = true;
+    this.closed.resolve();
+    await this.batcher.drained();
+    await this.expiry.stop();
+    await this.notifier.close();
+  }
+
+  private async resolveStart(mailbox: string, request: FetchRequest): Promise<StartPosition> {
+    switch (request.deliver ?? "latest") {
+      case "earliest":
+        return { fromId: 0 };
+      case "from_id":
+        return { fromId: request.from_id ?? 0 };
+      case "from_time": {
+        const fromMs = (request.from_time ?? 0) * 1000;
+        return { fromId: await this.store.firstIdCreatedAtOrAfter(mailbox, fromMs), fromCreatedMs: fromMs };
+      }
+      default:
+        return { fromId: await this.store.nextMessageId(mailbox) };
+    }
+  }
+
+  private async requireMailbox(mailbox: string): Promise<void> {
+    if (!(await this.store.getMailbox(mailbox, this.now()))) throw this.missing(mailbox);
+  }
+
+  private missing(mailbox: string): Mq9Error {
+    return new Mq9Error("MAILBOX_NOT_FOUND", Errors.mailboxMissing(mailbox));
+  }
+
+  private committed(batch: readonly NewMessage[], results: AppendResult[]): void {
+    const woken = new Set<string>();
+    batch.forEach((message, i) => {
+      const result = results[i];
+      if ("missingMailbox" in result) return;
+      if (message.dueMs !== undefined) this.expiry.delayedStored(message.dueMs);
+      else woken.add(message.mailbox);
+    });
+    for (const mailbox of woken) this.notifier.notify(mailbox);
+  }
+}

@@ -1,0 +1,20 @@
+export { Broker, type BrokerOptions } from "./broker.js";
+export { type Logger, silentLogger } from "./engine/logger.js";
+export { MessagingEngine, type MessagingEngineOptions } from "./engine/messaging-engine.js";
+export { LocalNotifier, type Notifier, type Watch } from "./engine/notifier.js";
+export { NatsListener, type NatsListenerOptions } from "./nats/index.js";
+export { type Mq9Request, Mq9Service, type ReplyBody } from "./service/mq9-service.js";
+export { SqliteStore, type SqliteStoreOptions, type SyncMode } from "./store/sqlite-store.js";
+export { StorageError } from "./store/storage-error.js";
+export type {
+  AppendResult,
+  ClaimOptions,
+  MailboxRecord,
+  NewMessage,
+  PurgeResult,
+  QueryOptions,
+  ReadOptions,
+  StartPosition,
+  Store,
+  StoredMessage,
+} from "./store/store.js";

@@ -1,0 +1,83 @@
+import {
+  Errors,
+  Mq9Error,
+  type Mq9Reply,
+  type Parsed,
+  parseAckRequest,
+  parseCreateRequest,
+  parseFetchRequest,
+  parseMq9Subject,
+  parseQueryRequest,
+} from "@mq9/protocol";
+import type { Logger } from "../engine/logger.js";
+import type { MessagingEngine } from "../engine/messaging-engine.js";
+import { toMessageItem } from "./message-item.js";
+
+/** One mq9 request as any transport hands it over. */
+export interface Mq9Request {
+  subject: string;
+  /** Raw NATS header block, when the request had headers. */
+  header?: Uint8Array;
+  payload: Uint8Array;
+}
+
+export type ReplyBody = Mq9Reply & Record<string, unknown>;
+
+function unwrap<T>(parsed: Parsed<T>): T {
+  if (!parsed.ok) throw new Mq9Error("INVALID_REQUEST", parsed.error);
+  return parsed.value;
+}
+
+/**
+ * Decodes an mq9 request, calls one engine method and builds the JSON reply.
+ * Transport-neutral: the embedded listener and the cluster attachment both use it.
+ */
+export class Mq9Service {
+  constructor(
+    private readonly engine: MessagingEngine,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Always resolves with the reply envelope; failures become `{error}`. */
+  async handle(request: Mq9Request): Promise<ReplyBody> {
+    try {
+      return { error: "", ...(await this.dispatch(request)) };
+    } catch (err) {
+      if (err instanceof Mq9Error) return { error: err.message };
+      this.logger.error({ err, subject: request.subject }, "mq9 request failed");
+      return { error: Errors.internal(err instanceof Error ? err.message : String(err)) };
+    }
+  }
+
+  private async dispatch(request: Mq9Request): Promise<Record<string, unknown>> {
+    const command = parseMq9Subject(request.subject);
+    const engine = this.engine;
+    switch (command?.op) {
+      case "mailbox.create":
+        return { mail_address: await engine.createMailbox(unwrap(parseCreateRequest(request.payload))) };
+      case "msg.send":
+        return { msg_id: await engine.send(command.mailAddress, request.payload, request.header) };
+      case "msg.fetch": {
+        const messages = await engine.fetch(command.mailAddress, unwrap(parseFetchRequest(request.payload)));
+        return { messages: messages.map(toMessageItem) };
+      }
+      case "msg.ack":
+        await engine.ack(command.mailAddress, unwrap(parseAckRequest(request.payload)));
+        return {};
+      case "msg.query": {
+        const messages = await engine.query(command.mailAddress, unwrap(parseQueryRequest(request.payload)));
+        return { messages: messages.map(toMessageItem) };
+      }
+      case "msg.delete":
+        await engine.delete(command.mailAddress, command.msgIdToken);
+        return { deleted: true };
+      case "agent.register":
+      case "agent.unregister":
+      case "agent.report":
+      case "agent.discover":
+        throw new Mq9Error("INVALID_REQUEST", "the agent registry is not enabled in this broker build yet");
+      default:
+        throw new Mq9Error("UNKNOWN_SUBJECT", Errors.unknownSubject(request.subject));
+    }
+  }
+}

@@ -1,0 +1,65 @@
+/** Tables of the SQLite store. Priorities are stored as their rank (0 = critical). */
+export const SQLITE_SCHEMA = `
+CREATE TABLE IF NOT EXISTS mailboxes (
+  id INTEGER PRIMARY KEY,
+  address TEXT NOT NULL UNIQUE,
+  ttl_s INTEGER NOT NULL,
+  description TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  expires_ms INTEGER,
+  next_msg_id INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS mailboxes_by_expiry ON mailboxes(expires_ms) WHERE expires_ms IS NOT NULL;
+
+CREATE TABLE IF NOT EXISTS messages (
+  mbox INTEGER NOT NULL,
+  msg_id INTEGER NOT NULL,
+  priority INTEGER NOT NULL,
+  msg_key TEXT,
+  tags TEXT,
+  header BLOB,
+  payload BLOB NOT NULL,
+  created_ms INTEGER NOT NULL,
+  expires_ms INTEGER,
+  PRIMARY KEY (mbox, msg_id)
+);
+CREATE INDEX IF NOT EXISTS messages_by_class ON messages(mbox, priority, msg_id);
+CREATE UNIQUE INDEX IF NOT EXISTS messages_by_key ON messages(mbox, msg_key) WHERE msg_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_by_expiry ON messages(expires_ms) WHERE expires_ms IS NOT NULL;
+
+CREATE TABLE IF NOT EXISTS delayed (
+  id INTEGER PRIMARY KEY,
+  mbox INTEGER NOT NULL,
+  due_ms INTEGER NOT NULL,
+  priority INTEGER NOT NULL,
+  msg_key TEXT,
+  tags TEXT,
+  header BLOB,
+  payload BLOB NOT NULL,
+  expires_ms INTEGER
+);
+CREATE INDEX IF NOT EXISTS delayed_by_due ON delayed(due_ms);
+CREATE INDEX IF NOT EXISTS delayed_by_mailbox ON delayed(mbox);
+
+CREATE TABLE IF NOT EXISTS groups (
+  mbox INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  cursor0 INTEGER NOT NULL,
+  cursor1 INTEGER NOT NULL,
+  cursor2 INTEGER NOT NULL,
+  next_batch INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (mbox, name)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS deliveries (
+  mbox INTEGER NOT NULL,
+  grp TEXT NOT NULL,
+  msg_id INTEGER NOT NULL,
+  priority INTEGER NOT NULL,
+  batch INTEGER NOT NULL,
+  pos INTEGER NOT NULL,
+  lease_until_ms INTEGER NOT NULL,
+  acked INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (mbox, grp, msg_id)
+) WITHOUT ROWID;
+`;

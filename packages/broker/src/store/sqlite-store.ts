@@ -1,0 +1,531 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { PRIORITIES, priorityRank } from "@mq9/protocol";
+import Database from "better-sqlite3";
+import { SQLITE_SCHEMA } from "./sqlite-schema.js";
+import { StorageError } from "./storage-error.js";
+import type {
+  AppendResult,
+  ClaimOptions,
+  MailboxRecord,
+  NewMessage,
+  PurgeResult,
+  QueryOptions,
+  ReadOptions,
+  StartPosition,
+  Store,
+  StoredMessage,
+} from "./store.js";
+
+export type SyncMode = "normal" | "full";
+
+export interface SqliteStoreOptions {
+  /** Folder that holds `mq9.db`; created when missing. Use ":memory:" for a throw-away store. */
+  dataDir: string;
+  /** normal: a commit survives a killed process; full: it also survives power loss. */
+  sync?: SyncMode;
+}
+
+interface MailboxRow {
+  id: number;
+  address: string;
+  ttl_s: number;
+  description: string;
+  created_ms: number;
+  expires_ms: number | null;
+  next_msg_id: number;
+}
+
+interface MessageRow {
+  msg_id: number;
+  priority: number;
+  msg_key: string | null;
+  tags: string | null;
+  header: Buffer | null;
+  payload: Buffer;
+  created_ms: number;
+  expires_ms: number | null;
+}
+
+interface DelayedRow extends Omit<MessageRow, "msg_id" | "created_ms"> {
+  id: number;
+  mbox: number;
+  due_ms: number;
+}
+
+interface GroupRow {
+  cursor0: number;
+  cursor1: number;
+  cursor2: number;
+  next_batch: number;
+}
+
+const RANKS = [0, 1, 2] as const;
+const MESSAGE_COLUMNS = "msg_id, priority, msg_key, tags, header, payload, created_ms, expires_ms";
+
+function toStored(row: MessageRow): StoredMessage {
+  return {
+    id: row.msg_id,
+    priority: PRIORITIES[row.priority],
+    key: row.msg_key ?? undefined,
+    tags: row.tags ? (JSON.parse(row.tags) as string[]) : undefined,
+    header: row.header ?? undefined,
+    payload: row.payload,
+    createdMs: row.created_ms,
+    expiresMs: row.expires_ms ?? undefined,
+  };
+}
+
+function isLive(row: MailboxRow, nowMs: number): boolean {
+  return row.expires_ms === null || row.expires_ms > nowMs;
+}
+
+/** Takes messages in order until `limit` or the byte budget is reached (always at least one). */
+function withinBudget(
+  rows: MessageRow[],
+  limit: number,
+  maxBytes: number,
+  used = { bytes: 0 },
+): MessageRow[] {
+  const taken: MessageRow[] = [];
+  for (const row of rows) {
+    if (taken.length >= limit) break;
+    if (used.bytes > 0 && used.bytes + row.payload.length > maxBytes) break;
+    used.bytes += row.payload.length;
+    taken.push(row);
+  }
+  return taken;
+}
+
+/**
+ * The embedded store: one SQLite file in WAL mode, owned by this process
+ * (exclusive lock), so mailbox metadata can be cached in memory.
+ */
+export class SqliteStore implements Store {
+  private readonly db: Database.Database;
+  private readonly mailboxCache = new Map<string, MailboxRow>();
+  private readonly stmt;
+
+  constructor(options: SqliteStoreOptions) {
+    const file = options.dataDir === ":memory:" ? ":memory:" : join(options.dataDir, "mq9.db");
+    if (file !== ":memory:") mkdirSync(options.dataDir, { recursive: true });
+    try {
+      this.db = new Database(file);
+      this.db.pragma("journal_mode = WAL");
+      this.db.pragma(`synchronous = ${options.sync === "full" ? "FULL" : "NORMAL"}`);
+      this.db.pragma("locking_mode = EXCLUSIVE");
+      this.db.exec(SQLITE_SCHEMA);
+    } catch (err) {
+      throw StorageError.from(err, `cannot open the store in ${options.dataDir}`);
+    }
+    const db = this.db;
+    this.stmt = {
+      mailboxByAddress: db.prepare<[string], MailboxRow>("SELECT * FROM mailboxes WHERE address = ?"),
+      insertMailbox: db.prepare(
+        "INSERT INTO mailboxes (address, ttl_s, description, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?)",
+      ),
+      setNextId: db.prepare("UPDATE mailboxes SET next_msg_id = ? WHERE id = ?"),
+      insertMessage: db.prepare(
+        `INSERT INTO messages (mbox, ${MESSAGE_COLUMNS}) VALUES (@mbox, @msg_id, @priority, @msg_key, @tags, @header, @payload, @created_ms, @expires_ms)`,
+      ),
+      idByKey: db.prepare<[number, string], { msg_id: number }>(
+        "SELECT msg_id FROM messages WHERE mbox = ? AND msg_key = ?",
+      ),
+      deleteMessage: db.prepare("DELETE FROM messages WHERE mbox = ? AND msg_id = ?"),
+      deleteDeliveriesOf: db.prepare("DELETE FROM deliveries WHERE mbox = ? AND msg_id = ?"),
+      insertDelayed: db.prepare(
+        "INSERT INTO delayed (mbox, due_ms, priority, msg_key, tags, header, payload, expires_ms) VALUES (@mbox, @due_ms, @priority, @msg_key, @tags, @header, @payload, @expires_ms)",
+      ),
+      firstIdFrom: db.prepare<[number, number], { msg_id: number }>(
+        "SELECT min(msg_id) AS msg_id FROM messages WHERE mbox = ? AND created_ms >= ?",
+      ),
+      readClass: db.prepare<[number, number, number, number, number, number], MessageRow>(
+        `SELECT ${MESSAGE_COLUMNS} FROM messages
+         WHERE mbox = ? AND priority = ? AND msg_id >= ? AND (expires_ms IS NULL OR expires_ms > ?) AND created_ms >= ?
+         ORDER BY msg_id LIMIT ?`,
+      ),
+      group: db.prepare<[number, string], GroupRow>(
+        "SELECT cursor0, cursor1, cursor2, next_batch FROM groups WHERE mbox = ? AND name = ?",
+      ),
+      upsertGroup: db.prepare(
+        `INSERT INTO groups (mbox, name, cursor0, cursor1, cursor2, next_batch) VALUES (@mbox, @name, @c0, @c1, @c2, @batch)
+         ON CONFLICT (mbox, name) DO UPDATE SET cursor0 = @c0, cursor1 = @c1, cursor2 = @c2, next_batch = @batch`,
+      ),
+      clearDeliveries: db.prepare("DELETE FROM deliveries WHERE mbox = ? AND grp = ?"),
+      claimableClass: db.prepare<
+        [number, number, number, number, number, string, number, number],
+        MessageRow
+      >(
+        `SELECT ${MESSAGE_COLUMNS} FROM messages m
+         WHERE m.mbox = ? AND m.priority = ? AND m.msg_id >= ? AND (m.expires_ms IS NULL OR m.expires_ms > ?)
+           AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.mbox = ? AND d.grp = ? AND d.msg_id = m.msg_id
+                           AND (d.acked = 1 OR d.lease_until_ms > ?))
+         ORDER BY m.msg_id LIMIT ?`,
+      ),
+      upsertDelivery: db.prepare(
+        `INSERT INTO deliveries (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked)
+         VALUES (@mbox, @grp, @msg_id, @priority, @batch, @pos, @lease, 0)
+         ON CONFLICT (mbox, grp, msg_id) DO UPDATE SET batch = @batch, pos = @pos, lease_until_ms = @lease, acked = 0`,
+      ),
+      delivery: db.prepare<[number, string, number], { batch: number; pos: number }>(
+        "SELECT batch, pos FROM deliveries WHERE mbox = ? AND grp = ? AND msg_id = ?",
+      ),
+      ackBatch: db.prepare(
+        "UPDATE deliveries SET acked = 1 WHERE mbox = ? AND grp = ? AND batch = ? AND pos <= ?",
+      ),
+      priorityOf: db.prepare<[number, number], { priority: number }>(
+        "SELECT priority FROM messages WHERE mbox = ? AND msg_id = ?",
+      ),
+      firstUnacked: db.prepare<[number, number, number, number, number, string], { msg_id: number | null }>(
+        `SELECT min(m.msg_id) AS msg_id FROM messages m
+         WHERE m.mbox = ? AND m.priority = ? AND m.msg_id >= ? AND (m.expires_ms IS NULL OR m.expires_ms > ?)
+           AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.mbox = ? AND d.grp = ? AND d.msg_id = m.msg_id AND d.acked = 1)`,
+      ),
+      maxAcked: db.prepare<[number, string, number], { msg_id: number | null }>(
+        "SELECT max(msg_id) AS msg_id FROM deliveries WHERE mbox = ? AND grp = ? AND priority = ? AND acked = 1",
+      ),
+      pruneDeliveries: db.prepare(
+        "DELETE FROM deliveries WHERE mbox = ? AND grp = ? AND priority = ? AND msg_id < ?",
+      ),
+      setCursors: db.prepare(
+        "UPDATE groups SET cursor0 = ?, cursor1 = ?, cursor2 = ? WHERE mbox = ? AND name = ?",
+      ),
+      dueDelayed: db.prepare<[number], DelayedRow>(
+        "SELECT * FROM delayed WHERE due_ms <= ? ORDER BY due_ms, id",
+      ),
+      deleteDelayed: db.prepare("DELETE FROM delayed WHERE id = ?"),
+      nextDue: db.prepare<[], { due: number | null }>("SELECT min(due_ms) AS due FROM delayed"),
+      mailboxById: db.prepare<[number], MailboxRow>("SELECT * FROM mailboxes WHERE id = ?"),
+      expiredMailboxes: db.prepare<[number], MailboxRow>(
+        "SELECT * FROM mailboxes WHERE expires_ms IS NOT NULL AND expires_ms <= ?",
+      ),
+      expireMessages: db.prepare("DELETE FROM messages WHERE expires_ms IS NOT NULL AND expires_ms <= ?"),
+    };
+  }
+
+  async createMailbox(record: MailboxRecord, nowMs: number): Promise<boolean> {
+    return this.db.transaction(() => {
+      const existing = this.mailboxRow(record.address);
+      if (existing) {
+        if (isLive(existing, nowMs)) return false;
+        this.dropMailbox(existing);
+      }
+      this.stmt.insertMailbox.run(
+        record.address,
+        record.ttlSeconds,
+        record.desc,
+        record.createdMs,
+        record.expiresMs ?? null,
+      );
+      return true;
+    })();
+  }
+
+  async getMailbox(address: string, nowMs: number): Promise<MailboxRecord | undefined> {
+    const row = this.liveMailbox(address, nowMs);
+    if (!row) return undefined;
+    return {
+      address: row.address,
+      ttlSeconds: row.ttl_s,
+      desc: row.description,
+      createdMs: row.created_ms,
+      expiresMs: row.expires_ms ?? undefined,
+    };
+  }
+
+  async append(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
+    const nextIds = new Map<MailboxRow, number>();
+    const results = () =>
+      batch.map((message): AppendResult => {
+        const box = this.liveMailbox(message.mailbox, nowMs);
+        if (!box) return { missingMailbox: true };
+        const row = {
+          mbox: box.id,
+          priority: priorityRank[message.priority],
+          msg_key: message.key ?? null,
+          tags: message.tags ? JSON.stringify(message.tags) : null,
+          header: message.header ?? null,
+          payload: message.payload,
+          expires_ms: message.expiresMs ?? null,
+        };
+        if (message.dueMs !== undefined) {
+          this.stmt.insertDelayed.run({ ...row, due_ms: message.dueMs });
+          return { id: -1 };
+        }
+        const id = nextIds.get(box) ?? box.next_msg_id;
+        nextIds.set(box, id + 1);
+        this.insertMessage(row, id, message.sentMs);
+        return { id };
+      });
+    return this.withNextIds(nextIds, results);
+  }
+
+  async nextMessageId(mailbox: string): Promise<number> {
+    return this.mailboxRow(mailbox)?.next_msg_id ?? 0;
+  }
+
+  async firstIdCreatedAtOrAfter(mailbox: string, createdMs: number): Promise<number> {
+    const box = this.mailboxRow(mailbox);
+    if (!box) return 0;
+    return this.stmt.firstIdFrom.get(box.id, createdMs)?.msg_id ?? box.next_msg_id;
+  }
+
+  async read(mailbox: string, start: StartPosition, options: ReadOptions): Promise<StoredMessage[]> {
+    const box = this.liveMailbox(mailbox, options.nowMs);
+    if (!box) return [];
+    const used = { bytes: 0 };
+    const out: StoredMessage[] = [];
+    for (const rank of RANKS) {
+      const remaining = options.limit - out.length;
+      if (remaining <= 0 || (used.bytes > 0 && used.bytes >= options.maxBytes)) break;
+      const rows = this.stmt.readClass.all(
+        box.id,
+        rank,
+        start.fromId,
+        options.nowMs,
+        start.fromCreatedMs ?? 0,
+        remaining,
+      );
+      const taken = withinBudget(rows, remaining, options.maxBytes, used);
+      out.push(...taken.map(toStored));
+      if (taken.length < rows.length) break;
+    }
+    return out;
+  }
+
+  async hasGroup(mailbox: string, group: string): Promise<boolean> {
+    const box = this.mailboxRow(mailbox);
+    return box !== undefined && this.stmt.group.get(box.id, group) !== undefined;
+  }
+
+  async claim(mailbox: string, group: string, options: ClaimOptions): Promise<StoredMessage[]> {
+    const box = this.liveMailbox(mailbox, options.nowMs);
+    if (!box) return [];
+    return this.db.transaction(() => {
+      let state = this.stmt.group.get(box.id, group);
+      if (!state || options.reset) {
+        const from = options.start.fromId;
+        state = { cursor0: from, cursor1: from, cursor2: from, next_batch: state?.next_batch ?? 0 };
+        if (options.reset) this.stmt.clearDeliveries.run(box.id, group);
+      }
+      const cursors = [state.cursor0, state.cursor1, state.cursor2];
+      const used = { bytes: 0 };
+      const taken: MessageRow[] = [];
+      for (const rank of RANKS) {
+        const remaining = options.limit - taken.length;
+        if (remaining <= 0 || (used.bytes > 0 && used.bytes >= options.maxBytes)) break;
+        const rows = this.stmt.claimableClass.all(
+          box.id,
+          rank,
+          cursors[rank],
+          options.nowMs,
+          box.id,
+          group,
+          options.nowMs,
+          remaining,
+        );
+        const within = withinBudget(rows, remaining, options.maxBytes, used);
+        taken.push(...within);
+        if (within.length < rows.length) break;
+      }
+      const batch = state.next_batch;
+      this.stmt.upsertGroup.run({
+        mbox: box.id,
+        name: group,
+        c0: state.cursor0,
+        c1: state.cursor1,
+        c2: state.cursor2,
+        batch: taken.length > 0 ? batch + 1 : batch,
+      });
+      const lease = options.nowMs + options.leaseMs;
+      taken.forEach((row, pos) => {
+        this.stmt.upsertDelivery.run({
+          mbox: box.id,
+          grp: group,
+          msg_id: row.msg_id,
+          priority: row.priority,
+          batch,
+          pos,
+          lease,
+        });
+      });
+      return taken.map(toStored);
+    })();
+  }
+
+  async ack(mailbox: string, group: string, msgId: number, nowMs: number): Promise<boolean> {
+    const box = this.liveMailbox(mailbox, nowMs);
+    if (!box) return false;
+    return this.db.transaction(() => {
+      const state = this.stmt.group.get(box.id, group);
+      if (!state) return false;
+      const cursors = [state.cursor0, state.cursor1, state.cursor2];
+      const delivery = this.stmt.delivery.get(box.id, group, msgId);
+      if (!delivery) return this.isBelowCursor(box.id, msgId, cursors);
+      this.stmt.ackBatch.run(box.id, group, delivery.batch, delivery.pos);
+      this.advanceCursors(box.id, group, cursors, nowMs);
+      return true;
+    })();
+  }
+
+  async query(mailbox: string, options: QueryOptions): Promise<StoredMessage[]> {
+    const box = this.liveMailbox(mailbox, options.nowMs);
+    if (!box || options.limit <= 0) return [];
+    const where = ["mbox = @mbox", "(expires_ms IS NULL OR expires_ms > @now)"];
+    if (options.key !== undefined) where.push("msg_key = @key");
+    if (options.createdFromMs !== undefined) where.push("created_ms >= @from");
+    if (options.tags !== undefined) {
+      where.push(
+        "tags IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(tags) WHERE value IN (SELECT value FROM json_each(@tags)))",
+      );
+    }
+    const rows = this.db
+      .prepare<unknown[], MessageRow>(
+        `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE ${where.join(" AND ")} ORDER BY msg_id DESC LIMIT @limit`,
+      )
+      .all({
+        mbox: box.id,
+        now: options.nowMs,
+        key: options.key,
+        from: options.createdFromMs,
+        tags: options.tags ? JSON.stringify(options.tags) : undefined,
+        limit: options.limit,
+      });
+    return rows.reverse().map(toStored);
+  }
+
+  async deleteMessage(mailbox: string, msgId: number): Promise<boolean> {
+    const box = this.mailboxRow(mailbox);
+    if (!box) return false;
+    return this.db.transaction(() => {
+      this.stmt.deleteDeliveriesOf.run(box.id, msgId);
+      return this.stmt.deleteMessage.run(box.id, msgId).changes > 0;
+    })();
+  }
+
+  async promoteDue(nowMs: number): Promise<string[]> {
+    const nextIds = new Map<MailboxRow, number>();
+    const touched = () => {
+      const addresses = new Set<string>();
+      for (const row of this.stmt.dueDelayed.all(nowMs)) {
+        this.stmt.deleteDelayed.run(row.id);
+        const box = this.stmt.mailboxById.get(row.mbox);
+        if (!box) continue;
+        const cached = this.mailboxRow(box.address)!;
+        const id = nextIds.get(cached) ?? cached.next_msg_id;
+        nextIds.set(cached, id + 1);
+        this.insertMessage(row, id, nowMs);
+        addresses.add(box.address);
+      }
+      return [...addresses];
+    };
+    return this.withNextIds(nextIds, touched);
+  }
+
+  async nextDueMs(): Promise<number | undefined> {
+    return this.stmt.nextDue.get()?.due ?? undefined;
+  }
+
+  async purgeExpired(nowMs: number): Promise<PurgeResult> {
+    return this.db.transaction(() => {
+      const expired = this.stmt.expiredMailboxes.all(nowMs);
+      for (const row of expired) this.dropMailbox(row);
+      const messages = this.stmt.expireMessages.run(nowMs).changes;
+      return { mailboxes: expired.map((row) => row.address), messages };
+    })();
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+
+  private mailboxRow(address: string): MailboxRow | undefined {
+    let row = this.mailboxCache.get(address);
+    if (!row) {
+      row = this.stmt.mailboxByAddress.get(address);
+      if (row) this.mailboxCache.set(address, row);
+    }
+    return row;
+  }
+
+  private liveMailbox(address: string, nowMs: number): MailboxRow | undefined {
+    const row = this.mailboxRow(address);
+    return row && isLive(row, nowMs) ? row : undefined;
+  }
+
+  /** Inserts a message under its id, first removing the message it replaces by key. */
+  private insertMessage(
+    row: {
+      mbox: number;
+      priority: number;
+      msg_key: string | null;
+      tags: string | null;
+      header: Uint8Array | null;
+      payload: Uint8Array;
+      expires_ms: number | null;
+    },
+    id: number,
+    createdMs: number,
+  ): void {
+    if (row.msg_key !== null) {
+      const previous = this.stmt.idByKey.get(row.mbox, row.msg_key);
+      if (previous) {
+        this.stmt.deleteMessage.run(row.mbox, previous.msg_id);
+        this.stmt.deleteDeliveriesOf.run(row.mbox, previous.msg_id);
+      }
+    }
+    this.stmt.insertMessage.run({
+      mbox: row.mbox,
+      msg_id: id,
+      priority: row.priority,
+      msg_key: row.msg_key,
+      tags: row.tags,
+      header: row.header,
+      payload: row.payload,
+      created_ms: createdMs,
+      expires_ms: row.expires_ms,
+    });
+  }
+
+  /**
+   * Runs `work` in one transaction together with the id counters it advanced
+   * in `nextIds`; the cached counters change only once that commit succeeded.
+   */
+  private withNextIds<T>(nextIds: Map<MailboxRow, number>, work: () => T): T {
+    const result = this.db.transaction(() => {
+      const value = work();
+      for (const [box, next] of nextIds) this.stmt.setNextId.run(next, box.id);
+      return value;
+    })();
+    for (const [box, next] of nextIds) box.next_msg_id = next;
+    return result;
+  }
+
+  private isBelowCursor(mbox: number, msgId: number, cursors: number[]): boolean {
+    const row = this.stmt.priorityOf.get(mbox, msgId);
+    if (row) return msgId < cursors[row.priority];
+    return msgId < Math.min(...cursors);
+  }
+
+  /** Moves each class cursor to its first message not yet ACKed, then drops delivery rows behind it. */
+  private advanceCursors(mbox: number, group: string, cursors: number[], nowMs: number): void {
+    const next = cursors.map((cursor, rank) => {
+      const first = this.stmt.firstUnacked.get(mbox, rank, cursor, nowMs, mbox, group)?.msg_id;
+      if (first !== null && first !== undefined) return first;
+      const acked = this.stmt.maxAcked.get(mbox, group, rank)?.msg_id;
+      return acked !== null && acked !== undefined ? Math.max(cursor, acked + 1) : cursor;
+    });
+    next.forEach((cursor, rank) => {
+      if (cursor !== cursors[rank]) this.stmt.pruneDeliveries.run(mbox, group, rank, cursor);
+    });
+    this.stmt.setCursors.run(next[0], next[1], next[2], mbox, group);
+  }
+
+  private dropMailbox(row: MailboxRow): void {
+    for (const table of ["messages", "delayed", "groups", "deliveries"]) {
+      this.db.prepare(`DELETE FROM ${table} WHERE mbox = ?`).run(row.id);
+    }
+    this.db.prepare("DELETE FROM mailboxes WHERE id = ?").run(row.id);
+    this.mailboxCache.delete(row.address);
+  }
+}

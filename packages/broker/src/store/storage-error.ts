@@ -1,0 +1,30 @@
+/** A failure of the storage backend, mapped to one class with a stable code. */
+export class StorageError extends Error {
+  readonly code: string;
+
+  constructor(message: string, code = "STORAGE_FAILED", options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "StorageError";
+    this.code = code;
+  }
+
+  /** Maps a backend error to ours, saying what to do where we know. */
+  static from(err: unknown, context: string): StorageError {
+    const code = (err as { code?: string }).code ?? "";
+    if (code === "SQLITE_BUSY" || code === "SQLITE_LOCKED") {
+      return new StorageError(
+        `${context}: it is in use by another mq9 broker; stop that one or pick another --data directory`,
+        "STORE_LOCKED",
+        { cause: err },
+      );
+    }
+    if (code === "SQLITE_CANTOPEN" || code === "SQLITE_READONLY" || code === "EACCES" || code === "EROFS") {
+      return new StorageError(
+        `${context}: the directory is not writable; check its permissions or pick another --data directory`,
+        "STORE_NOT_WRITABLE",
+        { cause: err },
+      );
+    }
+    return new StorageError(`${context}: ${(err as Error).message}`, "STORAGE_FAILED", { cause: err });
+  }
+}

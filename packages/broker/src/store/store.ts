@@ -1,0 +1,119 @@
+import type { Priority } from "@mq9/protocol";
+
+/** A mailbox as the store keeps it. */
+export interface MailboxRecord {
+  address: string;
+  /** Seconds; 0 = never expires. */
+  ttlSeconds: number;
+  desc: string;
+  createdMs: number;
+  /** When the mailbox stops existing; undefined = never. */
+  expiresMs?: number;
+}
+
+/** A message handed to the store by SEND. */
+export interface NewMessage {
+  mailbox: string;
+  priority: Priority;
+  key?: string;
+  tags?: string[];
+  /** Raw NATS header block of the SEND, when it had one. */
+  header?: Uint8Array;
+  payload: Uint8Array;
+  sentMs: number;
+  /** Set for a delayed message: it joins the mailbox (and gets its id) at this time. */
+  dueMs?: number;
+  expiresMs?: number;
+}
+
+export interface StoredMessage {
+  id: number;
+  priority: Priority;
+  key?: string;
+  tags?: string[];
+  header?: Uint8Array;
+  payload: Uint8Array;
+  createdMs: number;
+  expiresMs?: number;
+}
+
+/** Outcome of one message of an append batch: its id (-1 when delayed) or the missing mailbox. */
+export type AppendResult = { id: number } | { missingMailbox: true };
+
+/** Where a consumer starts, already resolved to a msg_id (every id >= it is eligible). */
+export interface StartPosition {
+  fromId: number;
+  /** Stateless `from_time`: only messages created at or after this time. */
+  fromCreatedMs?: number;
+}
+
+export interface ReadOptions {
+  limit: number;
+  /** Stop adding messages once their payload bytes reach this budget (at least one is returned). */
+  maxBytes: number;
+  nowMs: number;
+}
+
+export interface ClaimOptions extends ReadOptions {
+  /** Used when the group is new, or always when `reset` is set (force_deliver). */
+  start: StartPosition;
+  reset: boolean;
+  leaseMs: number;
+}
+
+export interface QueryOptions {
+  key?: string;
+  tags?: string[];
+  /** Only messages created at or after this time. */
+  createdFromMs?: number;
+  limit: number;
+  nowMs: number;
+}
+
+export interface PurgeResult {
+  mailboxes: string[];
+  messages: number;
+}
+
+/**
+ * Where mailboxes, messages and consumer-group state live. Every method is
+ * atomic. Ids of one mailbox start at 0, grow in send order across all
+ * priorities, are never reused, and become visible in increasing order.
+ * Implementations pass test/store-conformance.ts.
+ */
+export interface Store {
+  /** Creates a mailbox; false when a live one with that address exists (an expired one is replaced). */
+  createMailbox(record: MailboxRecord, nowMs: number): Promise<boolean>;
+  /** The live mailbox, or undefined when it never existed or has expired. */
+  getMailbox(address: string, nowMs: number): Promise<MailboxRecord | undefined>;
+  /** Stores a batch in one commit, in order, applying key compaction; delayed messages get id -1. */
+  append(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]>;
+  /** The id the next message of the mailbox will get. */
+  nextMessageId(mailbox: string): Promise<number>;
+  /** The first id whose message was created at or after the time; nextMessageId when none. */
+  firstIdCreatedAtOrAfter(mailbox: string, createdMs: number): Promise<number>;
+  /** Stateless read: eligible messages from `start`, critical then urgent then normal, FIFO within each. */
+  read(mailbox: string, start: StartPosition, options: ReadOptions): Promise<StoredMessage[]>;
+  hasGroup(mailbox: string, group: string): Promise<boolean>;
+  /**
+   * Hands the next eligible messages to one member of a group and leases them:
+   * un-ACKed, un-leased, un-expired, from the group's position, in priority order.
+   */
+  claim(mailbox: string, group: string, options: ClaimOptions): Promise<StoredMessage[]>;
+  /**
+   * Acknowledges the message and every message delivered before it in the same
+   * claim. False when the message was never delivered to the group.
+   */
+  ack(mailbox: string, group: string, msgId: number, nowMs: number): Promise<boolean>;
+  /** Live messages matching every given filter; the most recent `limit`, ascending by id. */
+  query(mailbox: string, options: QueryOptions): Promise<StoredMessage[]>;
+  /** False when the mailbox holds no message with that id. */
+  deleteMessage(mailbox: string, msgId: number): Promise<boolean>;
+  /** Moves delayed messages whose time has come into their mailboxes; returns those mailboxes. */
+  promoteDue(nowMs: number): Promise<string[]>;
+  /** The earliest due time of a waiting delayed message. */
+  nextDueMs(): Promise<number | undefined>;
+  /** Deletes expired mailboxes (with their messages, delayed messages and groups) and expired messages. */
+  purgeExpired(nowMs: number): Promise<PurgeResult>;
+  close(): Promise<void>;
+}

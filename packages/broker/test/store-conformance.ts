@@ -1,0 +1,294 @@
+import type { Priority } from "@mq9/protocol";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { NewMessage, Store } from "../src/store/store.js";
+
+export interface StoreFactory {
+  /** A fresh, empty store. */
+  open(): Promise<Store>;
+  /** The same data opened again, as after a restart; omit when the backend cannot. */
+  reopen?(previous: Store): Promise<Store>;
+}
+
+const T0 = 1_800_000_000_000;
+const text = (s: string) => new TextEncoder().encode(s);
+const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+
+function message(mailbox: string, body: string, extra: Partial<NewMessage> = {}): NewMessage {
+  return { mailbox, priority: "normal", payload: text(body), sentMs: T0, ...extra };
+}
+
+/**
+ * The behaviour every Store must show. A new backend runs this suite against
+ * the real thing; passing it is what makes the backend usable by the engine.
+ */
+export function storeConformance(name: string, factory: StoreFactory): void {
+  describe(`store conformance — ${name}`, () => {
+    let store: Store;
+    const read = { limit: 100, maxBytes: 1 << 20, nowMs: T0 };
+    const claim = { ...read, start: { fromId: 0 }, reset: false, leaseMs: 30_000 };
+
+    beforeEach(async () => {
+      store = await factory.open();
+      await store.createMailbox({ address: "box", ttlSeconds: 0, desc: "", createdMs: T0 }, T0);
+    });
+    afterEach(async () => {
+      await store.close();
+    });
+
+    const send = async (body: string, extra: Partial<NewMessage> = {}) => {
+      const [result] = await store.append([message("box", body, extra)], extra.sentMs ?? T0);
+      if (!("id" in result)) throw new Error("append failed");
+      return result.id;
+    };
+    const bodies = (messages: { payload: Uint8Array }[]) => messages.map((m) => decode(m.payload));
+
+    it("mailboxes — create refuses a live duplicate and reads back", async () => {
+      expect(await store.createMailbox({ address: "box", ttlSeconds: 0, desc: "", createdMs: T0 }, T0)).toBe(
+        false,
+      );
+      expect(await store.getMailbox("box", T0)).toMatchObject({ address: "box", ttlSeconds: 0 });
+      expect(await store.getMailbox("nope", T0)).toBeUndefined();
+    });
+
+    it("mailboxes — an expired one is invisible at its expiry time and can be created again empty", async () => {
+      await store.createMailbox(
+        { address: "tmp", ttlSeconds: 2, desc: "d", createdMs: T0, expiresMs: T0 + 2000 },
+        T0,
+      );
+      await store.append([message("tmp", "old")], T0);
+      expect(await store.getMailbox("tmp", T0 + 1999)).toBeDefined();
+      expect(await store.getMailbox("tmp", T0 + 2000)).toBeUndefined();
+      expect(
+        await store.createMailbox(
+          { address: "tmp", ttlSeconds: 0, desc: "", createdMs: T0 + 3000 },
+          T0 + 3000,
+        ),
+      ).toBe(true);
+      expect(await store.read("tmp", { fromId: 0 }, { ...read, nowMs: T0 + 3000 })).toEqual([]);
+    });
+
+    it("append — ids start at 0, grow across priorities, and a missing mailbox is reported per message", async () => {
+      const results = await store.append(
+        [message("box", "a"), message("nope", "x"), message("box", "b", { priority: "critical" })],
+        T0,
+      );
+      expect(results).toEqual([{ id: 0 }, { missingMailbox: true }, { id: 1 }]);
+      expect(await store.nextMessageId("box")).toBe(2);
+    });
+
+    it("read — critical, then urgent, then normal, FIFO within each; limit and byte budget", async () => {
+      const order: [string, Priority][] = [
+        ["n0", "normal"],
+        ["u1", "urgent"],
+        ["c2", "critical"],
+        ["n3", "normal"],
+        ["c4", "critical"],
+        ["u5", "urgent"],
+      ];
+      for (const [body, priority] of order) await send(body, { priority });
+      expect(bodies(await store.read("box", { fromId: 0 }, read))).toEqual([
+        "c2",
+        "c4",
+        "u1",
+        "u5",
+        "n0",
+        "n3",
+      ]);
+      expect(bodies(await store.read("box", { fromId: 0 }, { ...read, limit: 3 }))).toEqual([
+        "c2",
+        "c4",
+        "u1",
+      ]);
+      expect(bodies(await store.read("box", { fromId: 3 }, read))).toEqual(["c4", "u5", "n3"]);
+      expect(bodies(await store.read("box", { fromId: 0 }, { ...read, maxBytes: 5 }))).toEqual(["c2", "c4"]);
+      expect(bodies(await store.read("box", { fromId: 0 }, { ...read, maxBytes: 1 }))).toEqual(["c2"]);
+    });
+
+    it("read — expired messages are hidden from their expiry time on", async () => {
+      await send("short", { expiresMs: T0 + 1000 });
+      await send("long");
+      expect(bodies(await store.read("box", { fromId: 0 }, { ...read, nowMs: T0 + 999 }))).toEqual([
+        "short",
+        "long",
+      ]);
+      expect(bodies(await store.read("box", { fromId: 0 }, { ...read, nowMs: T0 + 1000 }))).toEqual(["long"]);
+    });
+
+    it("read — fromCreatedMs keeps only messages created at or after it", async () => {
+      await send("early", { sentMs: T0 });
+      await send("late", { sentMs: T0 + 5000 });
+      const later = await store.firstIdCreatedAtOrAfter("box", T0 + 1000);
+      expect(later).toBe(1);
+      expect(await store.firstIdCreatedAtOrAfter("box", T0 + 9000)).toBe(2);
+      expect(bodies(await store.read("box", { fromId: 0, fromCreatedMs: T0 + 1000 }, read))).toEqual([
+        "late",
+      ]);
+    });
+
+    it("key compaction — a new message with the key replaces the old one, any priority", async () => {
+      await send("v1", { key: "status" });
+      await send("other");
+      const last = await send("v2", { key: "status", priority: "urgent" });
+      expect(last).toBe(2);
+      expect(bodies(await store.read("box", { fromId: 0 }, read))).toEqual(["v2", "other"]);
+      expect(bodies(await store.query("box", { key: "status", limit: 100, nowMs: T0 }))).toEqual(["v2"]);
+    });
+
+    it("delayed — id -1, invisible until promoted, then gets the next id and its promotion time", async () => {
+      const [result] = await store.append([message("box", "later", { dueMs: T0 + 5000 })], T0);
+      expect(result).toEqual({ id: -1 });
+      await send("now");
+      expect(await store.nextDueMs()).toBe(T0 + 5000);
+      expect(await store.promoteDue(T0 + 4999)).toEqual([]);
+      expect(bodies(await store.read("box", { fromId: 0 }, read))).toEqual(["now"]);
+      expect(await store.promoteDue(T0 + 5000)).toEqual(["box"]);
+      const all = await store.read("box", { fromId: 0 }, { ...read, nowMs: T0 + 5000 });
+      expect(all.map((m) => [decode(m.payload), m.id, m.createdMs])).toEqual([
+        ["now", 0, T0],
+        ["later", 1, T0 + 5000],
+      ]);
+      expect(await store.nextDueMs()).toBeUndefined();
+    });
+
+    it("claim — members of one group get disjoint messages until the lease ends", async () => {
+      for (const body of ["a", "b", "c", "d"]) await send(body);
+      const first = await store.claim("box", "g", { ...claim, limit: 2 });
+      const second = await store.claim("box", "g", { ...claim, limit: 10 });
+      expect(bodies(first)).toEqual(["a", "b"]);
+      expect(bodies(second)).toEqual(["c", "d"]);
+      expect(await store.claim("box", "g", claim)).toEqual([]);
+      const later = await store.claim("box", "g", { ...claim, nowMs: T0 + 30_000 });
+      expect(bodies(later)).toEqual(["a", "b", "c", "d"]);
+    });
+
+    it("claim — independent groups each receive every message", async () => {
+      for (const body of ["a", "b"]) await send(body);
+      expect(bodies(await store.claim("box", "g1", claim))).toEqual(["a", "b"]);
+      expect(bodies(await store.claim("box", "g2", claim))).toEqual(["a", "b"]);
+      expect(await store.hasGroup("box", "g1")).toBe(true);
+      expect(await store.hasGroup("box", "g3")).toBe(false);
+    });
+
+    it("claim — a new group keeps the start it was created with", async () => {
+      await send("old");
+      const start = { fromId: await store.nextMessageId("box") };
+      expect(await store.claim("box", "g", { ...claim, start })).toEqual([]);
+      await send("new");
+      expect(bodies(await store.claim("box", "g", { ...claim, start: { fromId: 0 } }))).toEqual(["new"]);
+    });
+
+    it("ack — batch-aware: acknowledges the message and everything before it in the same claim", async () => {
+      for (const body of ["a", "b", "c"]) await send(body);
+      await send("crit", { priority: "critical" });
+      const batch = await store.claim("box", "g", claim);
+      expect(bodies(batch)).toEqual(["crit", "a", "b", "c"]);
+      expect(await store.ack("box", "g", batch[1].id, T0)).toBe(true);
+      const redelivered = await store.claim("box", "g", { ...claim, nowMs: T0 + 30_000 });
+      expect(bodies(redelivered)).toEqual(["b", "c"]);
+      expect(await store.ack("box", "g", redelivered[1].id, T0 + 30_000)).toBe(true);
+      await send("d");
+      expect(bodies(await store.claim("box", "g", { ...claim, nowMs: T0 + 90_000 }))).toEqual(["d"]);
+    });
+
+    it("ack — acking every message in turn or the last one gives the same result", async () => {
+      for (const body of ["a", "b", "c"]) await send(body);
+      const batch = await store.claim("box", "g", claim);
+      for (const m of batch) expect(await store.ack("box", "g", m.id, T0)).toBe(true);
+      expect(await store.ack("box", "g", batch[0].id, T0)).toBe(true);
+      expect(await store.claim("box", "g", { ...claim, nowMs: T0 + 60_000 })).toEqual([]);
+    });
+
+    it("ack — a message never delivered to the group is refused", async () => {
+      const id = await send("a");
+      expect(await store.ack("box", "g", id, T0)).toBe(false);
+      await store.claim("box", "other", claim);
+      expect(await store.ack("box", "g", id, T0)).toBe(false);
+      expect(await store.ack("box", "other", 99, T0)).toBe(false);
+    });
+
+    it("ack — out-of-order acks from competing members never lose or repeat messages", async () => {
+      for (const body of ["a", "b", "c", "d"]) await send(body);
+      const m1 = await store.claim("box", "g", { ...claim, limit: 2 });
+      expect(bodies(m1)).toEqual(["a", "b"]);
+      const m2 = await store.claim("box", "g", { ...claim, limit: 2 });
+      expect(await store.ack("box", "g", m2[1].id, T0)).toBe(true);
+      // m1 is still leased; after its lease it comes back, m2's never does.
+      expect(bodies(await store.claim("box", "g", { ...claim, nowMs: T0 + 30_000 }))).toEqual(["a", "b"]);
+    });
+
+    it("claim — reset (force_deliver) starts the group over from the given position", async () => {
+      for (const body of ["a", "b"]) await send(body);
+      const batch = await store.claim("box", "g", claim);
+      await store.ack("box", "g", batch[1].id, T0);
+      const again = await store.claim("box", "g", { ...claim, reset: true, start: { fromId: 0 } });
+      expect(bodies(again)).toEqual(["a", "b"]);
+    });
+
+    it("query — key, tags (any), since and limit intersect; most recent first cut, ascending order", async () => {
+      await send("a", { tags: ["x"], sentMs: T0 });
+      await send("b", { tags: ["y", "z"], sentMs: T0 + 2000 });
+      await send("c", { sentMs: T0 + 4000 });
+      await send("d", { tags: ["x"], key: "k", sentMs: T0 + 6000 });
+      const q = { limit: 100, nowMs: T0 + 10_000 };
+      expect(bodies(await store.query("box", q))).toEqual(["a", "b", "c", "d"]);
+      expect(bodies(await store.query("box", { ...q, limit: 2 }))).toEqual(["c", "d"]);
+      expect(bodies(await store.query("box", { ...q, tags: ["x", "z"] }))).toEqual(["a", "b", "d"]);
+      expect(bodies(await store.query("box", { ...q, tags: ["nope"] }))).toEqual([]);
+      expect(bodies(await store.query("box", { ...q, createdFromMs: T0 + 2000 }))).toEqual(["b", "c", "d"]);
+      expect(bodies(await store.query("box", { ...q, key: "k", tags: ["x"] }))).toEqual(["d"]);
+      expect(bodies(await store.query("box", { ...q, key: "missing" }))).toEqual([]);
+      expect(await store.query("box", { ...q, limit: 0 })).toEqual([]);
+    });
+
+    it("delete — removes one message of that mailbox only", async () => {
+      await store.createMailbox({ address: "other", ttlSeconds: 0, desc: "", createdMs: T0 }, T0);
+      const id = await send("a");
+      await store.append([message("other", "keep")], T0);
+      expect(await store.deleteMessage("box", id)).toBe(true);
+      expect(await store.deleteMessage("box", id)).toBe(false);
+      expect(await store.read("box", { fromId: 0 }, read)).toEqual([]);
+      expect(bodies(await store.read("other", { fromId: 0 }, read))).toEqual(["keep"]);
+    });
+
+    it("purge — removes expired mailboxes with everything in them, and expired messages", async () => {
+      await store.createMailbox(
+        { address: "tmp", ttlSeconds: 1, desc: "", createdMs: T0, expiresMs: T0 + 1000 },
+        T0,
+      );
+      await store.append([message("tmp", "x"), message("tmp", "later", { dueMs: T0 + 60_000 })], T0);
+      await send("gone", { expiresMs: T0 + 500 });
+      await send("stays");
+      expect(await store.purgeExpired(T0 + 499)).toEqual({ mailboxes: [], messages: 0 });
+      const purged = await store.purgeExpired(T0 + 1000);
+      expect(purged).toEqual({ mailboxes: ["tmp"], messages: 1 });
+      expect(await store.nextDueMs()).toBeUndefined();
+      expect(bodies(await store.read("box", { fromId: 0 }, { ...read, nowMs: T0 + 1000 }))).toEqual([
+        "stays",
+      ]);
+    });
+
+    it("binary payloads and header blocks round-trip byte for byte", async () => {
+      const payload = new Uint8Array(256).map((_, i) => i);
+      const header = text("NATS/1.0\r\nmq9-key: k\r\n\r\n");
+      await send("", { payload, header, key: "k" });
+      const [stored] = await store.read("box", { fromId: 0 }, read);
+      expect(Buffer.from(stored.payload).equals(Buffer.from(payload))).toBe(true);
+      expect(decode(stored.header!)).toBe("NATS/1.0\r\nmq9-key: k\r\n\r\n");
+    });
+
+    if (factory.reopen) {
+      const reopen = factory.reopen;
+      it("restart — messages, ids, groups and acks survive a reopen", async () => {
+        for (const body of ["a", "b", "c"]) await send(body);
+        const batch = await store.claim("box", "g", { ...claim, limit: 2 });
+        await store.ack("box", "g", batch[1].id, T0);
+        await store.append([message("box", "later", { dueMs: T0 + 1000 })], T0);
+        store = await reopen(store);
+        expect(await store.nextMessageId("box")).toBe(3);
+        expect(await send("d")).toBe(3);
+        expect(bodies(await store.claim("box", "g", claim))).toEqual(["c", "d"]);
+        expect(await store.promoteDue(T0 + 1000)).toEqual(["box"]);
+      });
+    }
+  });
+}

@@ -1,0 +1,25 @@
+/**
+ * The error texts the broker puts in a reply's `error` field. Texts that the
+ * reference broker also produces are kept word for word (callers grep for
+ * "does not exist" and "already exists"); the others say what to fix.
+ */
+export const Errors = {
+  emptyName: "prefix must not be empty",
+  badNameChars: "name may only contain lowercase letters, digits, and dots",
+  badNameEnds: "prefix must start and end with a lowercase letter or digit",
+  nameTooLong: "mail_address must be 1-128 characters",
+  consecutiveDots: "mail_address must not contain consecutive dots",
+  mailboxExists: (address: string) => `mailbox ${address} already exists`,
+  mailboxMissing: (address: string) => `mailbox ${address} does not exist`,
+  messageNotFound: "message not found",
+  invalidMsgId: (token: string) => `invalid msg_id: ${token}`,
+  unknownSubject: (subject: string) => `unrecognized mq9 subject: ${subject}`,
+  invalidPayload: (command: string, reason: string) => `invalid ${command} payload: ${reason}`,
+  invalidQuery: (reason: string) => `invalid query request: ${reason}`,
+  invalidHeader: (name: string, value: string, expected: string) =>
+    `invalid ${name} header value '${value}': expected ${expected}`,
+  agentNotFound: "agent not found",
+  agentNameEmpty: "agent name must not be empty",
+  emptyRegistration: "payload must not be empty",
+  internal: (what: string) => `internal error: ${what}`,
+} as const;

@@ -1,0 +1,49 @@
+/** Header names interpreted by MSG.SEND (matched case-insensitively). */
+export const Headers = {
+  priority: "mq9-priority",
+  key: "mq9-key",
+  delay: "mq9-delay",
+  ttl: "mq9-ttl",
+  tags: "mq9-tags",
+  /** Conventions of A2A over mq9; opaque to the broker. */
+  replyTo: "mq9-reply-to",
+  a2aMethod: "mq9-a2a-method",
+  a2aType: "mq9-a2a-type",
+  a2aLast: "mq9-a2a-last",
+  a2aTaskId: "mq9-a2a-task-id",
+} as const;
+
+const HEADER_VERSION_LINE = "NATS/1.0";
+
+/**
+ * Reads a NATS header block (`NATS/1.0\r\nKey: Value\r\n...\r\n\r\n`) into a map
+ * with lowercased keys. A later duplicate overwrites an earlier one.
+ */
+export function parseHeaderBlock(block: Uint8Array | string): Map<string, string> {
+  const text = typeof block === "string" ? block : new TextDecoder().decode(block);
+  const headers = new Map<string, string>();
+  const lines = text.split("\r\n");
+  for (let i = 1; i < lines.length; i++) {
+    const line = lines[i];
+    if (line === "") break;
+    const colon = line.indexOf(":");
+    if (colon <= 0) continue;
+    headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
+  }
+  return headers;
+}
+
+/** Builds a NATS header block from name/value pairs. */
+export function encodeHeaderBlock(headers: Iterable<[string, string]>): Uint8Array {
+  let text = `${HEADER_VERSION_LINE}\r\n`;
+  for (const [name, value] of headers) text += `${name}: ${value}\r\n`;
+  return new TextEncoder().encode(`${text}\r\n`);
+}
+
+/** Splits an `mq9-tags` value (`a, b,,c`) into its non-empty, trimmed tags. */
+export function splitTags(value: string): string[] {
+  return value
+    .split(",")
+    .map((tag) => tag.trim())
+    .filter((tag) => tag !== "");
+}

@@ -1,0 +1,204 @@
+import { Errors } from "./errors.js";
+import { Headers, splitTags } from "./headers.js";
+import {
+  type AckRequest,
+  DELIVER_POLICIES,
+  type DeliverPolicy,
+  type FetchRequest,
+  type MailboxCreateRequest,
+  type QueryRequest,
+} from "./messages.js";
+import { isPriority, type Priority } from "./priority.js";
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
+
+class BodyError extends Error {}
+
+type JsonObject = Record<string, unknown>;
+
+/** Decodes a request body as a JSON object; an empty body counts as `{}` where `emptyAsObject`. */
+function readObject(body: Uint8Array, emptyAsObject: boolean): JsonObject {
+  const text = new TextDecoder().decode(body).trim();
+  if (text === "") {
+    if (emptyAsObject) return {};
+    throw new BodyError("the body is empty; send a JSON object");
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new BodyError(`malformed JSON (${(err as Error).message})`);
+  }
+  // Python SDKs send the JSON string "" as an empty body for some commands.
+  if (value === null || value === "") {
+    if (emptyAsObject) return {};
+    throw new BodyError("the body is empty; send a JSON object");
+  }
+  if (typeof value !== "object" || Array.isArray(value)) throw new BodyError("expected a JSON object");
+  return value as JsonObject;
+}
+
+function optional(obj: JsonObject, field: string): unknown {
+  const value = obj[field];
+  return value === null ? undefined : value;
+}
+
+function optionalString(obj: JsonObject, field: string): string | undefined {
+  const value = optional(obj, field);
+  if (value === undefined) return undefined;
+  if (typeof value !== "string") throw new BodyError(`'${field}' must be a string`);
+  return value;
+}
+
+function optionalUInt(obj: JsonObject, field: string): number | undefined {
+  const value = optional(obj, field);
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
+    throw new BodyError(`'${field}' must be a non-negative integer, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+function requiredUInt(obj: JsonObject, field: string): number {
+  const value = optionalUInt(obj, field);
+  if (value === undefined) throw new BodyError(`missing field '${field}'`);
+  return value;
+}
+
+function optionalBool(obj: JsonObject, field: string): boolean | undefined {
+  const value = optional(obj, field);
+  if (value === undefined) return undefined;
+  if (typeof value !== "boolean") throw new BodyError(`'${field}' must be true or false`);
+  return value;
+}
+
+function parseWith<T>(read: () => T, wrap: (reason: string) => string): Parsed<T> {
+  try {
+    return { ok: true, value: read() };
+  } catch (err) {
+    if (err instanceof BodyError) return { ok: false, error: wrap(err.message) };
+    throw err;
+  }
+}
+
+export function parseCreateRequest(body: Uint8Array): Parsed<MailboxCreateRequest> {
+  return parseWith(
+    () => {
+      const obj = readObject(body, true);
+      return {
+        name: optionalString(obj, "name"),
+        ttl: optionalUInt(obj, "ttl"),
+        desc: optionalString(obj, "desc"),
+      };
+    },
+    (reason) => Errors.invalidPayload("MAILBOX.CREATE", reason),
+  );
+}
+
+export function parseFetchRequest(body: Uint8Array): Parsed<FetchRequest> {
+  return parseWith(
+    () => {
+      const obj = readObject(body, false);
+      const deliver = optionalString(obj, "deliver");
+      if (deliver !== undefined && !DELIVER_POLICIES.includes(deliver as DeliverPolicy)) {
+        throw new BodyError(`'deliver' must be one of ${DELIVER_POLICIES.join(", ")}, got '${deliver}'`);
+      }
+      const configValue = optional(obj, "config");
+      if (configValue !== undefined && (typeof configValue !== "object" || Array.isArray(configValue))) {
+        throw new BodyError("'config' must be an object");
+      }
+      const config = (configValue ?? {}) as JsonObject;
+      return {
+        group_name: optionalString(obj, "group_name"),
+        deliver: deliver as DeliverPolicy | undefined,
+        from_time: optionalUInt(obj, "from_time"),
+        from_id: optionalUInt(obj, "from_id"),
+        force_deliver: optionalBool(obj, "force_deliver"),
+        config: {
+          num_msgs: optionalUInt(config, "num_msgs"),
+          max_wait_ms: optionalUInt(config, "max_wait_ms"),
+          lease_ms: optionalUInt(config, "lease_ms"),
+        },
+      };
+    },
+    (reason) => Errors.invalidPayload("MSG.FETCH", reason),
+  );
+}
+
+export function parseAckRequest(body: Uint8Array): Parsed<AckRequest> {
+  return parseWith(
+    () => {
+      const obj = readObject(body, false);
+      const group = optionalString(obj, "group_name");
+      if (group === undefined) throw new BodyError("missing field 'group_name'");
+      return {
+        group_name: group,
+        mail_address: optionalString(obj, "mail_address"),
+        msg_id: requiredUInt(obj, "msg_id"),
+      };
+    },
+    (reason) => Errors.invalidPayload("MSG.ACK", reason),
+  );
+}
+
+export function parseQueryRequest(body: Uint8Array): Parsed<QueryRequest> {
+  return parseWith(() => {
+    const obj = readObject(body, true);
+    const tags = optional(obj, "tags");
+    if (tags !== undefined && (!Array.isArray(tags) || tags.some((t) => typeof t !== "string"))) {
+      throw new BodyError("'tags' must be an array of strings");
+    }
+    return {
+      key: optionalString(obj, "key"),
+      tags: tags as string[] | undefined,
+      since: optionalUInt(obj, "since"),
+      limit: optionalUInt(obj, "limit"),
+    };
+  }, Errors.invalidQuery);
+}
+
+/** The options a SEND carries in its headers. */
+export interface SendOptions {
+  priority: Priority;
+  key?: string;
+  delaySeconds?: number;
+  ttlSeconds?: number;
+  tags?: string[];
+}
+
+const wholeSeconds = /^\d+$/;
+
+function secondsHeader(headers: Map<string, string>, name: string): number | undefined {
+  const raw = headers.get(name);
+  if (raw === undefined) return undefined;
+  if (!wholeSeconds.test(raw) || !Number.isSafeInteger(Number(raw))) {
+    throw new BodyError(Errors.invalidHeader(name, raw, "a non-negative whole number of seconds"));
+  }
+  return Number(raw);
+}
+
+/** Reads the mq9-* SEND headers (already lowercased by `parseHeaderBlock`). */
+export function parseSendOptions(headers: Map<string, string> | undefined): Parsed<SendOptions> {
+  if (!headers) return { ok: true, value: { priority: "normal" } };
+  return parseWith(
+    () => {
+      const rawPriority = headers.get(Headers.priority);
+      const priority = rawPriority === undefined || rawPriority === "" ? "normal" : rawPriority.toLowerCase();
+      if (!isPriority(priority)) {
+        throw new BodyError(
+          Errors.invalidHeader(Headers.priority, rawPriority!, "critical, urgent or normal"),
+        );
+      }
+      const tagsValue = headers.get(Headers.tags);
+      const tags = tagsValue === undefined ? undefined : splitTags(tagsValue);
+      return {
+        priority,
+        key: headers.get(Headers.key),
+        delaySeconds: secondsHeader(headers, Headers.delay) || undefined,
+        ttlSeconds: secondsHeader(headers, Headers.ttl) || undefined,
+        tags: tags && tags.length > 0 ? tags : undefined,
+      };
+    },
+    (reason) => reason,
+  );
+}
