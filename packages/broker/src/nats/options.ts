@@ -74,7 +74,9 @@ const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error: noop 
 function positive(name: string, value: number | undefined, fallback: number, allowZero = false): number {
   if (value === undefined) return fallback;
   if (!Number.isInteger(value) || value < 0 || (!allowZero && value === 0)) {
-    throw new RangeError(`NatsListener option ${name} must be a ${allowZero ? "non-negative" : "positive"} integer, got ${value}`);
+    throw new RangeError(
+      `NatsListener option ${name} must be a ${allowZero ? "non-negative" : "positive"} integer, got ${value}`,
+    );
   }
   return value;
 }

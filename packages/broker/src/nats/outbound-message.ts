@@ -1,12 +1,29 @@
 /**
+ * Encodings that recur across messages, kept so a publish usually allocates nothing for its MSG
+ * line: subjects repeat (a cache of "MSG <subject> " per subject), and so do sizes of reply-less
+ * messages. Both caches are bounded; they are cleared when full, which is cheap and rare.
+ */
+const MAX_CACHED = 4096;
+const plainHeads = new Map<string, Buffer>();
+const headerHeads = new Map<string, Buffer>();
+const sizeTails: Buffer[] = [];
+
+function cachedHead(cache: Map<string, Buffer>, op: string, subject: string): Buffer {
+  let head = cache.get(subject);
+  if (head === undefined) {
+    if (cache.size >= MAX_CACHED) cache.clear();
+    head = Buffer.from(`${op} ${subject} `);
+    cache.set(subject, head);
+  }
+  return head;
+}
+
+/**
  * One routed message. The MSG/HMSG control line differs per subscriber only in the sid, so the parts
- * around it are encoded once per publish and shared by every delivery; payload bytes are never
- * copied until the per-connection flush.
+ * around it are encoded once per publish (or taken from the caches above) and shared by every delivery.
  */
 export class OutboundMessage {
-  private msgHead: Buffer | undefined;
   private msgTail: Buffer | undefined;
-  private hmsgHead: Buffer | undefined;
   private hmsgTail: Buffer | undefined;
 
   constructor(
@@ -19,29 +36,34 @@ export class OutboundMessage {
 
   /** "MSG <subject> " — the sid follows. */
   get plainHead(): Buffer {
-    this.msgHead ??= Buffer.from(`MSG ${this.subject} `);
-    return this.msgHead;
+    return cachedHead(plainHeads, "MSG", this.subject);
   }
 
   /** " [reply] <size>\r\n" after the sid of a MSG. */
   get plainTail(): Buffer {
-    this.msgTail ??= Buffer.from(
-      this.reply === undefined ? ` ${this.body.length}\r\n` : ` ${this.reply} ${this.body.length}\r\n`,
-    );
+    if (this.msgTail !== undefined) return this.msgTail;
+    const size = this.body.length;
+    if (this.reply !== undefined) {
+      this.msgTail = Buffer.from(` ${this.reply} ${size}\r\n`);
+    } else if (size < MAX_CACHED) {
+      this.msgTail = sizeTails[size] ??= Buffer.from(` ${size}\r\n`);
+    } else {
+      this.msgTail = Buffer.from(` ${size}\r\n`);
+    }
     return this.msgTail;
   }
 
   /** "HMSG <subject> " — the sid follows. */
   get headerHead(): Buffer {
-    this.hmsgHead ??= Buffer.from(`HMSG ${this.subject} `);
-    return this.hmsgHead;
+    return cachedHead(headerHeads, "HMSG", this.subject);
   }
 
   /** " [reply] <header size> <total size>\r\n" after the sid of an HMSG. */
   get headerTail(): Buffer {
+    if (this.hmsgTail !== undefined) return this.hmsgTail;
     const h = this.header?.length ?? 0;
     const total = h + this.body.length;
-    this.hmsgTail ??= Buffer.from(
+    this.hmsgTail = Buffer.from(
       this.reply === undefined ? ` ${h} ${total}\r\n` : ` ${this.reply} ${h} ${total}\r\n`,
     );
     return this.hmsgTail;

@@ -26,7 +26,7 @@ const SPACE = 0x20;
 const TAB = 0x09;
 const MAX_ARGS = 4;
 
-const enum State {
+enum State {
   Control,
   Payload,
   Stopped,
@@ -58,6 +58,7 @@ export class ProtocolParser {
   private pubReply: string | undefined;
   private pubHeaderSize = -1;
   private pubSize = 0;
+  private lastSubject = "";
   // Token boundaries of the current control line, reused to avoid allocating per line.
   private readonly argStart = new Int32Array(MAX_ARGS + 1);
   private readonly argEnd = new Int32Array(MAX_ARGS + 1);
@@ -167,18 +168,36 @@ export class ProtocolParser {
     const c0 = buf[start] | 0x20;
     switch (c0) {
       case 0x70: // p
-        if (opLen === 3 && isOp(buf, start, "pub")) return this.pub(buf, opEnd, end, false);
-        if (opLen === 4 && isOp(buf, start, "ping")) return this.noArgs(buf, opEnd, end, "ping");
-        if (opLen === 4 && isOp(buf, start, "pong")) return this.noArgs(buf, opEnd, end, "pong");
+        if (opLen === 3 && isOp(buf, start, "pub")) {
+          this.pub(buf, opEnd, end, false);
+          return;
+        }
+        if (opLen === 4 && isOp(buf, start, "ping")) {
+          this.noArgs(buf, opEnd, end, "ping");
+          return;
+        }
+        if (opLen === 4 && isOp(buf, start, "pong")) {
+          this.noArgs(buf, opEnd, end, "pong");
+          return;
+        }
         break;
       case 0x68: // h
-        if (opLen === 4 && isOp(buf, start, "hpub")) return this.pub(buf, opEnd, end, true);
+        if (opLen === 4 && isOp(buf, start, "hpub")) {
+          this.pub(buf, opEnd, end, true);
+          return;
+        }
         break;
       case 0x73: // s
-        if (opLen === 3 && isOp(buf, start, "sub")) return this.sub(buf, opEnd, end);
+        if (opLen === 3 && isOp(buf, start, "sub")) {
+          this.sub(buf, opEnd, end);
+          return;
+        }
         break;
       case 0x75: // u
-        if (opLen === 5 && isOp(buf, start, "unsub")) return this.unsub(buf, opEnd, end);
+        if (opLen === 5 && isOp(buf, start, "unsub")) {
+          this.unsub(buf, opEnd, end);
+          return;
+        }
         break;
       case 0x63: // c
         if (opLen === 7 && isOp(buf, start, "connect")) {
@@ -227,7 +246,7 @@ export class ProtocolParser {
       size = parseSize(buf, s[n - 1], e[n - 1]);
     }
     if (size > this.limits.maxPayload) throw new ParseFailure(ProtocolError.MaxPayload);
-    this.pubSubject = buf.toString("utf8", s[0], e[0]);
+    this.pubSubject = this.subject(buf, s[0], e[0]);
     this.pubReply = reply;
     this.pubHeaderSize = headerSize;
     this.pubSize = size;
@@ -239,7 +258,7 @@ export class ProtocolParser {
     if (n !== 2 && n !== 3) throw unknownOp;
     const s = this.argStart;
     const e = this.argEnd;
-    const subject = buf.toString("utf8", s[0], e[0]);
+    const subject = this.subject(buf, s[0], e[0]);
     const queue = n === 3 ? buf.toString("utf8", s[1], e[1]) : undefined;
     this.handler.onSub(subject, queue, buf.toString("utf8", s[n - 1], e[n - 1]));
   }
@@ -251,6 +270,25 @@ export class ProtocolParser {
     const e = this.argEnd;
     const max = n === 2 ? parseSize(buf, s[1], e[1]) : 0;
     this.handler.onUnsub(buf.toString("utf8", s[0], e[0]), max);
+  }
+
+  /**
+   * Decodes a subject, reusing the previous string when the bytes are the same ASCII subject again.
+   * Publishers mostly repeat subjects; a reused string skips the decode and keeps its cached hash
+   * for the sublist lookup.
+   */
+  private subject(buf: Buffer, start: number, end: number): string {
+    const last = this.lastSubject;
+    const len = end - start;
+    if (last.length === len) {
+      let i = 0;
+      while (i < len && buf[start + i] === last.charCodeAt(i)) i++;
+      if (i === len) return last;
+    }
+    const subject = buf.toString("utf8", start, end);
+    // Only an ASCII subject has one char per byte, which the comparison above relies on.
+    this.lastSubject = subject.length === len ? subject : "";
+    return subject;
   }
 
   /** Records whitespace-separated argument boundaries; returns their count (MAX_ARGS + 1 means too many). */

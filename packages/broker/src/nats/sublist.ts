@@ -26,7 +26,7 @@ interface Level<T> {
   tail: Node<T> | undefined;
 }
 
-const EMPTY: SublistResult<never> = Object.freeze({ psubs: [], qsubs: [] });
+const EMPTY: SublistResult<never> = Object.freeze({ psubs: [] as never[], qsubs: [] as never[][] });
 const DEFAULT_CACHE_SIZE = 4096;
 
 function newLevel<T>(): Level<T> {
@@ -38,7 +38,9 @@ function newNode<T>(): Node<T> {
 }
 
 function isEmptyNode<T>(node: Node<T>): boolean {
-  return node.psubs.size === 0 && node.qsubs.size === 0 && (node.next === undefined || isEmptyLevel(node.next));
+  return (
+    node.psubs.size === 0 && node.qsubs.size === 0 && (node.next === undefined || isEmptyLevel(node.next))
+  );
 }
 
 function isEmptyLevel<T>(level: Level<T>): boolean {

@@ -108,9 +108,9 @@ export class SqliteStore implements Store {
 
   constructor(options: SqliteStoreOptions) {
     const file = options.dataDir === ":memory:" ? ":memory:" : join(options.dataDir, "mq9.db");
-    if (file !== ":memory:") mkdirSync(options.dataDir, { recursive: true });
     try {
-      this.db = new Database(file);
+      if (file !== ":memory:") mkdirSync(options.dataDir, { recursive: true });
+      this.db = new Database(file, { timeout: 200 });
       this.db.pragma("journal_mode = WAL");
       this.db.pragma(`synchronous = ${options.sync === "full" ? "FULL" : "NORMAL"}`);
       this.db.pragma("locking_mode = EXCLUSIVE");

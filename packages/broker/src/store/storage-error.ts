@@ -18,7 +18,14 @@ export class StorageError extends Error {
         { cause: err },
       );
     }
-    if (code === "SQLITE_CANTOPEN" || code === "SQLITE_READONLY" || code === "EACCES" || code === "EROFS") {
+    if (
+      code === "SQLITE_CANTOPEN" ||
+      code === "SQLITE_READONLY" ||
+      code === "EACCES" ||
+      code === "EROFS" ||
+      code === "ENOTDIR" ||
+      code === "EEXIST"
+    ) {
       return new StorageError(
         `${context}: the directory is not writable; check its permissions or pick another --data directory`,
         "STORE_NOT_WRITABLE",

@@ -1,0 +1,388 @@
+import { timingSafeEqual } from "node:crypto";
+import type { Socket } from "node:net";
+import { type SecureContext, TLSSocket } from "node:tls";
+import { errLine, ProtocolError, type ProtocolErrorText } from "./errors.js";
+import type { ResolvedOptions } from "./options.js";
+import type { OutboundMessage } from "./outbound-message.js";
+import { OutputBuffer } from "./output-buffer.js";
+import { type ProtocolHandler, ProtocolParser } from "./parser.js";
+import type { Router } from "./router.js";
+import { hasWildcardToken, isValidSubscribeSubject, isWellFormedSubject } from "./subject.js";
+import { type Subscriber, Subscription } from "./subscription.js";
+
+const OK = Buffer.from("+OK\r\n");
+const PING = Buffer.from("PING\r\n");
+const PONG = Buffer.from("PONG\r\n");
+/** How long a closing socket may take to flush before it is destroyed. */
+const CLOSE_GRACE_MS = 2000;
+
+/** What a connection needs from the listener that owns it. */
+export interface ConnectionHost {
+  readonly options: ResolvedOptions;
+  readonly router: Router;
+  /** A valid client publish, to hand to the service or route to subscribers. */
+  clientPublish(
+    from: ClientConnection,
+    subject: string,
+    reply: string | undefined,
+    header: Buffer | undefined,
+    body: Buffer,
+  ): void;
+  /** Asks for `flush()` to be called once the current I/O phase is over. */
+  scheduleFlush(conn: ClientConnection): void;
+  /** The connection stopped taking part in routing (its subscriptions are gone). */
+  connectionClosed(conn: ClientConnection): void;
+  /** The socket is fully gone. */
+  socketClosed(conn: ClientConnection): void;
+}
+
+/** The TLS part of a connection's start; absent when TLS is off. */
+export interface TlsSetup {
+  secureContext: SecureContext;
+  verifyClients: boolean;
+}
+
+interface ConnectOptions {
+  verbose?: unknown;
+  pedantic?: unknown;
+  echo?: unknown;
+  headers?: unknown;
+  no_responders?: unknown;
+  auth_token?: unknown;
+  user?: unknown;
+  pass?: unknown;
+  name?: unknown;
+}
+
+/**
+ * One client connection: parses its input, applies CONNECT settings and auth, keeps its
+ * subscriptions, and batches its output into one socket write per event-loop turn.
+ */
+export class ClientConnection implements ProtocolHandler, Subscriber {
+  echo = true;
+  headers = false;
+  noResponders = false;
+  private verbose = false;
+  private pedantic = false;
+  private connected = false;
+  private closed = false;
+  private name: string | undefined;
+  private socket: Socket;
+  private readonly parser: ProtocolParser;
+  private readonly subs = new Map<string, Subscription>();
+  private readonly out = new OutputBuffer();
+  private flushQueued = false;
+  private pingsOut = 0;
+  /** Input seen since the last ping tick: a talking client needs no ping. */
+  private active = true;
+  private authTimer: NodeJS.Timeout | undefined;
+  private destroyTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly id: number,
+    socket: Socket,
+    readonly remoteIp: string,
+    private readonly host: ConnectionHost,
+  ) {
+    this.socket = socket;
+    this.parser = new ProtocolParser(this, host.options);
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  private get log() {
+    return this.host.options.logger;
+  }
+
+  /** Sends INFO, upgrades to TLS when configured, and starts reading. */
+  start(info: Buffer, tls: TlsSetup | undefined): void {
+    const raw = this.socket;
+    raw.setNoDelay(true);
+    raw.on("error", (err) => this.socketError(err));
+    // INFO always goes out in plain text: NATS clients read it before they start the TLS handshake.
+    raw.write(info);
+    if (tls !== undefined) {
+      const secure = new TLSSocket(raw, {
+        isServer: true,
+        secureContext: tls.secureContext,
+        requestCert: tls.verifyClients,
+        rejectUnauthorized: tls.verifyClients,
+      });
+      secure.on("error", (err) => this.socketError(err));
+      this.socket = secure;
+    }
+    const socket = this.socket;
+    socket.on("data", (chunk: Buffer) => this.read(chunk));
+    // The server runs with allowHalfOpen so that queued replies still go out after the client's FIN.
+    socket.on("end", () => this.close("client closed its side"));
+    socket.on("close", () => {
+      this.close("socket closed");
+      clearTimeout(this.destroyTimer);
+      this.host.socketClosed(this);
+    });
+    this.authTimer = setTimeout(() => {
+      if (!this.connected) this.close("no CONNECT in time", ProtocolError.AuthenticationTimeout);
+    }, this.host.options.authTimeoutMs);
+    this.authTimer.unref();
+  }
+
+  private read(chunk: Buffer): void {
+    this.active = true;
+    try {
+      this.parser.feed(chunk);
+    } catch (err) {
+      // A bug on our side must cost this one connection, not the process.
+      this.log.error({ err, clientId: this.id }, "nats: error while handling client input");
+      this.close("internal error");
+    }
+  }
+
+  private socketError(err: Error): void {
+    this.log.debug({ err, clientId: this.id }, "nats: socket error");
+    this.close("socket error");
+  }
+
+  // ---- protocol operations -------------------------------------------------------------------
+
+  onConnect(json: string): void {
+    let opts: ConnectOptions;
+    try {
+      opts = JSON.parse(json) as ConnectOptions;
+    } catch {
+      opts = undefined as unknown as ConnectOptions;
+    }
+    if (typeof opts !== "object" || opts === null || Array.isArray(opts)) {
+      this.close("malformed CONNECT", ProtocolError.UnknownOperation);
+      return;
+    }
+    if (!this.connected) {
+      if (!this.authorized(opts)) {
+        this.log.warn({ clientId: this.id, ip: this.remoteIp }, "nats: authorization violation");
+        this.close("authorization violation", ProtocolError.AuthorizationViolation);
+        return;
+      }
+      this.connected = true;
+      clearTimeout(this.authTimer);
+      this.authTimer = undefined;
+    }
+    this.verbose = opts.verbose === true;
+    this.pedantic = opts.pedantic === true;
+    this.echo = opts.echo !== false;
+    this.headers = opts.headers === true;
+    this.noResponders = opts.no_responders === true;
+    if (typeof opts.name === "string") this.name = opts.name;
+    this.ok();
+  }
+
+  onPub(subject: string, reply: string | undefined, headerSize: number, data: Buffer): void {
+    if (!this.admitted()) return;
+    if (!isWellFormedSubject(subject)) {
+      this.sendError(ProtocolError.InvalidSubject);
+      return;
+    }
+    if (this.pedantic && hasWildcardToken(subject)) {
+      this.sendError(ProtocolError.InvalidPublishSubject);
+      return;
+    }
+    if (reply !== undefined && (!isWellFormedSubject(reply) || (this.pedantic && hasWildcardToken(reply)))) {
+      this.sendError(ProtocolError.InvalidSubject);
+      return;
+    }
+    this.ok();
+    if (headerSize < 0) {
+      this.host.clientPublish(this, subject, reply, undefined, data);
+    } else {
+      this.host.clientPublish(this, subject, reply, data.subarray(0, headerSize), data.subarray(headerSize));
+    }
+  }
+
+  onSub(subject: string, queue: string | undefined, sid: string): void {
+    if (!this.admitted()) return;
+    if (!isValidSubscribeSubject(subject, this.pedantic)) {
+      this.sendError(ProtocolError.InvalidSubject);
+      return;
+    }
+    // A repeated sid is ignored, as nats-server does, rather than silently replacing the first.
+    if (!this.subs.has(sid)) {
+      const sub = new Subscription(this, subject, queue, sid);
+      this.subs.set(sid, sub);
+      this.host.router.add(sub);
+    }
+    this.ok();
+  }
+
+  onUnsub(sid: string, max: number): void {
+    if (!this.admitted()) return;
+    const sub = this.subs.get(sid);
+    if (sub !== undefined) {
+      // The limit counts deliveries already made, so UNSUB 5 after 3 messages allows 2 more.
+      if (max > 0 && sub.delivered < max) sub.max = max;
+      else this.unsubscribe(sub);
+    }
+    this.ok();
+  }
+
+  onPing(): void {
+    if (!this.admitted()) return;
+    this.enqueue(PONG);
+  }
+
+  onPong(): void {
+    this.pingsOut = 0;
+  }
+
+  onClientError(text: string): void {
+    this.log.debug({ clientId: this.id, text }, "nats: client sent -ERR");
+    this.close("client reported an error");
+  }
+
+  onProtocolError(text: ProtocolErrorText): void {
+    this.log.debug({ clientId: this.id, ip: this.remoteIp, error: text }, "nats: protocol error");
+    this.close("protocol error", text);
+  }
+
+  /** Before CONNECT, only servers without auth accept operations (telnet-style use). */
+  private admitted(): boolean {
+    if (this.connected || this.host.options.auth === undefined) return !this.closed;
+    this.close("operation before CONNECT", ProtocolError.AuthorizationViolation);
+    return false;
+  }
+
+  private authorized(opts: ConnectOptions): boolean {
+    const auth = this.host.options.auth;
+    if (auth === undefined) return true;
+    if (auth.token !== undefined && sameSecret(opts.auth_token, auth.token)) return true;
+    return (
+      auth.user !== undefined &&
+      sameSecret(opts.user, auth.user) &&
+      sameSecret(opts.pass, auth.password ?? "")
+    );
+  }
+
+  private ok(): void {
+    if (this.verbose) this.enqueue(OK);
+  }
+
+  /** A non-fatal -ERR: the connection stays open. */
+  private sendError(text: ProtocolErrorText): void {
+    this.log.debug({ clientId: this.id, error: text }, "nats: client error");
+    this.enqueue(errLine(text));
+  }
+
+  private unsubscribe(sub: Subscription): void {
+    this.subs.delete(sub.sid);
+    this.host.router.remove(sub);
+  }
+
+  // ---- output --------------------------------------------------------------------------------
+
+  deliver(sub: Subscription, msg: OutboundMessage): void {
+    if (this.closed) return;
+    const out = this.out;
+    const header = msg.header;
+    // A client that did not ask for headers gets the body only, like nats-server does.
+    if (header !== undefined && this.headers) {
+      out.append(msg.headerHead);
+      out.append(sub.sidBytes);
+      out.append(msg.headerTail);
+      out.append(header);
+    } else {
+      out.append(msg.plainHead);
+      out.append(sub.sidBytes);
+      out.append(msg.plainTail);
+    }
+    out.append(msg.body);
+    out.appendCrlf();
+    sub.delivered++;
+    if (sub.max > 0 && sub.delivered >= sub.max) this.unsubscribe(sub);
+    this.queued();
+  }
+
+  private enqueue(frame: Buffer): void {
+    if (this.closed) return;
+    this.out.append(frame);
+    this.queued();
+  }
+
+  private queued(): void {
+    const pending = this.out.length + this.socket.writableLength;
+    if (pending > this.host.options.maxPendingBytes) {
+      this.log.warn(
+        { clientId: this.id, ip: this.remoteIp, name: this.name, pendingBytes: pending },
+        "nats: slow consumer, closing connection",
+      );
+      this.out.clear();
+      this.close("slow consumer", ProtocolError.SlowConsumer);
+      return;
+    }
+    if (!this.flushQueued) {
+      this.flushQueued = true;
+      this.host.scheduleFlush(this);
+    }
+  }
+
+  /** Writes everything queued in one socket write. */
+  flush(): void {
+    this.flushQueued = false;
+    const data = this.out.take();
+    if (data !== undefined && this.socket.writable) this.socket.write(data);
+  }
+
+  /** Called by the listener's ping timer every pingIntervalMs. */
+  pingTick(): void {
+    if (this.closed) return;
+    if (this.active) {
+      this.active = false;
+      return;
+    }
+    if (this.pingsOut >= this.host.options.maxPingsOut) {
+      this.log.info({ clientId: this.id, ip: this.remoteIp, name: this.name }, "nats: stale connection");
+      this.close("stale connection", ProtocolError.StaleConnection);
+      return;
+    }
+    this.pingsOut++;
+    this.enqueue(PING);
+  }
+
+  /**
+   * Takes the connection out of routing, sends what is queued (plus `error` if given), then ends the
+   * socket; a peer that does not read the rest loses the socket after a grace period. Idempotent.
+   */
+  close(reason: string, error?: ProtocolErrorText): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.parser.stop();
+    clearTimeout(this.authTimer);
+    for (const sub of this.subs.values()) this.host.router.remove(sub);
+    this.subs.clear();
+    this.host.connectionClosed(this);
+    this.log.debug(
+      { clientId: this.id, ip: this.remoteIp, name: this.name, reason },
+      "nats: connection closed",
+    );
+    if (error !== undefined) {
+      this.out.append(errLine(error));
+    }
+    this.flush();
+    const socket = this.socket;
+    if (socket.destroyed) return;
+    socket.end();
+    this.destroyTimer = setTimeout(() => socket.destroy(), CLOSE_GRACE_MS);
+    this.destroyTimer.unref();
+  }
+
+  /** Ends the socket at once, for a listener shutdown that ran out of drain time. */
+  destroy(): void {
+    this.socket.destroy();
+  }
+}
+
+/** Constant-time comparison, so response timing does not reveal how much of a secret matched. */
+function sameSecret(given: unknown, expected: string): boolean {
+  if (typeof given !== "string") return false;
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}

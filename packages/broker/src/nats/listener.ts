@@ -1,0 +1,250 @@
+import { readFile } from "node:fs/promises";
+import { createServer, type Server, type Socket } from "node:net";
+import { createSecureContext } from "node:tls";
+import { ClientConnection, type ConnectionHost, type TlsSetup } from "./client-connection.js";
+import { errLine, ProtocolError } from "./errors.js";
+import { generateServerId, InfoBuilder } from "./info.js";
+import {
+  type NatsListenerOptions,
+  type ResolvedOptions,
+  resolveOptions,
+  type ServiceHandler,
+} from "./options.js";
+import { OutboundMessage } from "./outbound-message.js";
+import { Router } from "./router.js";
+import { isWellFormedSubject } from "./subject.js";
+
+const DEFAULT_DRAIN_TIMEOUT_MS = 2000;
+const REFUSED_GRACE_MS = 1000;
+
+/**
+ * The embedded NATS-protocol server. Any NATS client can connect, subscribe and publish; publishes
+ * whose subject the service claims (see setService) go to the service handler instead of to
+ * subscribers, and the service answers through `publish`.
+ */
+export class NatsListener {
+  readonly options: ResolvedOptions;
+  readonly router = new Router();
+  private readonly serverId = generateServerId();
+  private server: Server | undefined;
+  private info: InfoBuilder | undefined;
+  private tls: TlsSetup | undefined;
+  private service: { matches: (subject: string) => boolean; handler: ServiceHandler } | undefined;
+  /** Connections taking part in routing. */
+  private readonly clients = new Set<ClientConnection>();
+  /** Connections whose socket is still open (a closed client may still be flushing). */
+  private readonly sockets = new Set<ClientConnection>();
+  private readonly refused = new Set<Socket>();
+  private dirty: ClientConnection[] = [];
+  private flushScheduled = false;
+  private nextClientId = 1;
+  private pingTimer: NodeJS.Timeout | undefined;
+  private closing: Promise<void> | undefined;
+  private socketsDrained: (() => void) | undefined;
+  private readonly host: ConnectionHost;
+
+  constructor(options?: NatsListenerOptions) {
+    this.options = resolveOptions(options);
+    // Connections see the listener only through this narrow interface.
+    this.host = {
+      options: this.options,
+      router: this.router,
+      clientPublish: (from, subject, reply, header, body) =>
+        this.clientPublish(from, subject, reply, header, body),
+      scheduleFlush: (conn) => this.scheduleFlush(conn),
+      connectionClosed: (conn) => this.clients.delete(conn),
+      socketClosed: (conn) => {
+        this.sockets.delete(conn);
+        if (this.sockets.size === 0) this.socketsDrained?.();
+      },
+    };
+  }
+
+  /** Publishes whose subject satisfies `matches` go to `handler` instead of to subscribers. */
+  setService(matches: (subject: string) => boolean, handler: ServiceHandler): void {
+    this.service = { matches, handler };
+  }
+
+  /** Number of open client connections. */
+  get connectionCount(): number {
+    return this.clients.size;
+  }
+
+  /** Starts accepting connections; resolves with the bound address (the real port when port was 0). */
+  async listen(): Promise<{ host: string; port: number }> {
+    if (this.server !== undefined) throw new Error("NatsListener.listen() was already called");
+    if (this.closing !== undefined) throw new Error("NatsListener was closed; create a new one");
+    const { host, port, tls } = this.options;
+    if (tls !== undefined) this.tls = await loadTls(tls);
+    // allowHalfOpen: a client that ends its side still gets what was queued for it before we close.
+    const server = createServer({ allowHalfOpen: true, noDelay: true }, (socket) => this.accept(socket));
+    this.server = server;
+    server.on("error", (err) => this.options.logger.error({ err }, "nats: listener error"));
+    await new Promise<void>((resolve, reject) => {
+      const fail = (err: Error): void =>
+        reject(new Error(`NatsListener cannot listen on ${host}:${port}: ${err.message}`, { cause: err }));
+      server.once("error", fail);
+      server.listen(port, host, () => {
+        server.off("error", fail);
+        resolve();
+      });
+    });
+    const address = server.address();
+    const bound = typeof address === "object" && address !== null ? address.port : port;
+    this.info = new InfoBuilder({
+      serverId: this.serverId,
+      serverName: this.options.serverName ?? this.serverId,
+      host,
+      port: bound,
+      maxPayload: this.options.maxPayload,
+      authRequired: this.options.auth !== undefined,
+      tlsRequired: this.tls !== undefined,
+      tlsVerify: this.tls?.verifyClients ?? false,
+    });
+    this.pingTimer = setInterval(() => this.pingAll(), this.options.pingIntervalMs);
+    this.pingTimer.unref();
+    this.options.logger.info({ host, port: bound, tls: this.tls !== undefined }, "nats: listening");
+    return { host, port: bound };
+  }
+
+  /** A server-originated message (e.g. a reply) delivered to every matching subscription. */
+  publish(subject: string, payload: Uint8Array, header?: Uint8Array): void {
+    // The subject is written into MSG lines verbatim, so whitespace would corrupt the stream.
+    if (!isWellFormedSubject(subject) || /\s/.test(subject)) {
+      throw new TypeError(`NatsListener.publish: invalid subject ${JSON.stringify(subject)}`);
+    }
+    const msg = new OutboundMessage(subject, undefined, header && asBuffer(header), asBuffer(payload));
+    this.router.route(msg, undefined);
+  }
+
+  /** Stops accepting, flushes what is queued to clients, then closes every connection. */
+  close(options: { drainTimeoutMs?: number } = {}): Promise<void> {
+    this.closing ??= this.shutdown(options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS);
+    return this.closing;
+  }
+
+  private async shutdown(drainTimeoutMs: number): Promise<void> {
+    clearInterval(this.pingTimer);
+    const server = this.server;
+    if (server === undefined) return;
+    const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const conn of [...this.clients]) conn.close("listener closing");
+    for (const socket of this.refused) socket.destroy();
+    if (this.sockets.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        this.socketsDrained = resolve;
+        timer = setTimeout(resolve, drainTimeoutMs);
+      });
+      clearTimeout(timer);
+      for (const conn of this.sockets) conn.destroy();
+    }
+    await serverClosed;
+    this.options.logger.info("nats: listener closed");
+  }
+
+  private accept(socket: Socket): void {
+    const info = this.info;
+    const ip = (socket.remoteAddress ?? "").replace(/^::ffff:/, "");
+    if (info === undefined || this.closing !== undefined) {
+      socket.destroy();
+      return;
+    }
+    const id = this.nextClientId++;
+    if (this.clients.size >= this.options.maxConnections) {
+      this.options.logger.warn(
+        { ip, max: this.options.maxConnections },
+        "nats: maximum connections exceeded",
+      );
+      this.refuse(socket, info.line(id, ip));
+      return;
+    }
+    const conn = new ClientConnection(id, socket, ip, this.host);
+    this.clients.add(conn);
+    this.sockets.add(conn);
+    this.options.logger.debug({ clientId: id, ip }, "nats: connection accepted");
+    conn.start(info.line(id, ip), this.tls);
+  }
+
+  /** INFO first so that clients report the -ERR instead of an unexpected-response error. */
+  private refuse(socket: Socket, info: Buffer): void {
+    this.refused.add(socket);
+    socket.on("error", () => {});
+    socket.on("close", () => this.refused.delete(socket));
+    socket.end(Buffer.concat([info, errLine(ProtocolError.MaxConnections)]));
+    setTimeout(() => socket.destroy(), REFUSED_GRACE_MS).unref();
+  }
+
+  private clientPublish(
+    from: ClientConnection,
+    subject: string,
+    reply: string | undefined,
+    header: Buffer | undefined,
+    body: Buffer,
+  ): void {
+    const service = this.service;
+    if (service?.matches(subject)) {
+      try {
+        service.handler({ subject, reply, header, payload: body, clientId: from.id });
+      } catch (err) {
+        this.options.logger.error({ err, subject, clientId: from.id }, "nats: service handler threw");
+      }
+      return;
+    }
+    const delivered = this.router.route(new OutboundMessage(subject, reply, header, body), from);
+    if (delivered === 0 && reply !== undefined && from.headers && from.noResponders && !from.isClosed) {
+      this.router.noResponders(from, reply);
+    }
+  }
+
+  private scheduleFlush(conn: ClientConnection): void {
+    this.dirty.push(conn);
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    // setImmediate runs after the poll phase, so the output of every socket read in this turn of
+    // the event loop leaves in one write per connection.
+    setImmediate(this.flushAll);
+  }
+
+  private readonly flushAll = (): void => {
+    this.flushScheduled = false;
+    const dirty = this.dirty;
+    this.dirty = [];
+    for (let i = 0; i < dirty.length; i++) dirty[i].flush();
+  };
+
+  private pingAll(): void {
+    for (const conn of this.clients) conn.pingTick();
+  }
+}
+
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+async function loadTls(tls: { certFile: string; keyFile: string; caFile?: string }): Promise<TlsSetup> {
+  const read = async (what: string, file: string): Promise<Buffer> => {
+    try {
+      return await readFile(file);
+    } catch (err) {
+      throw new Error(`NatsListener TLS ${what} file ${file} cannot be read: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
+  };
+  const [cert, key, ca] = await Promise.all([
+    read("certificate", tls.certFile),
+    read("key", tls.keyFile),
+    tls.caFile === undefined ? undefined : read("CA", tls.caFile),
+  ]);
+  try {
+    return { secureContext: createSecureContext({ cert, key, ca }), verifyClients: ca !== undefined };
+  } catch (err) {
+    throw new Error(
+      `NatsListener TLS setup failed (check certFile/keyFile/caFile): ${(err as Error).message}`,
+      {
+        cause: err,
+      },
+    );
+  }
+}

@@ -1,0 +1,66 @@
+const MIN_CAPACITY = 1024;
+const MAX_RETAINED_CAPACITY = 1024 * 1024;
+
+/**
+ * A connection's outbound bytes for the current event-loop turn, copied into one growing buffer so
+ * the flush is a single socket write without a gather step. A taken buffer belongs to the socket from
+ * then on, so each turn starts a fresh one, sized from what the previous turn needed.
+ */
+export class OutputBuffer {
+  private buf: Buffer;
+  private used = 0;
+
+  constructor(private capacityHint = MIN_CAPACITY) {
+    this.buf = Buffer.allocUnsafe(capacityHint);
+  }
+
+  get length(): number {
+    return this.used;
+  }
+
+  append(bytes: Uint8Array): void {
+    const n = bytes.length;
+    if (this.used + n > this.buf.length) this.grow(n);
+    const buf = this.buf;
+    let at = this.used;
+    // For the short pieces of a MSG line a loop beats the call overhead of TypedArray.set.
+    if (n <= 32) {
+      for (let i = 0; i < n; i++) buf[at++] = bytes[i];
+    } else {
+      buf.set(bytes, at);
+      at += n;
+    }
+    this.used = at;
+  }
+
+  appendCrlf(): void {
+    if (this.used + 2 > this.buf.length) this.grow(2);
+    this.buf[this.used++] = 0x0d;
+    this.buf[this.used++] = 0x0a;
+  }
+
+  /** Hands out what was written and starts over; undefined when empty. */
+  take(): Buffer | undefined {
+    const used = this.used;
+    if (used === 0) return undefined;
+    const out = this.buf.subarray(0, used);
+    this.capacityHint = Math.min(MAX_RETAINED_CAPACITY, Math.max(MIN_CAPACITY, used));
+    this.buf = Buffer.allocUnsafe(this.capacityHint);
+    this.used = 0;
+    return out;
+  }
+
+  /** Drops what was written (the connection is closing as a slow consumer). */
+  clear(): void {
+    this.used = 0;
+    if (this.buf.length > MAX_RETAINED_CAPACITY) this.buf = Buffer.allocUnsafe(MIN_CAPACITY);
+  }
+
+  private grow(extra: number): void {
+    let capacity = this.buf.length * 2;
+    while (capacity < this.used + extra) capacity *= 2;
+    const next = Buffer.allocUnsafe(capacity);
+    this.buf.copy(next, 0, 0, this.used);
+    this.buf = next;
+  }
+}

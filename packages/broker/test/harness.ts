@@ -1,0 +1,79 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect, type NatsConnection, headers as natsHeaders } from "nats";
+import { Broker, type BrokerOptions } from "../src/index.js";
+
+export type Body = Record<string, unknown> | string | Uint8Array | undefined;
+
+export interface TestBroker {
+  broker: Broker;
+  nc: NatsConnection;
+  url: string;
+  dataDir: string;
+  /** A fresh extra client. */
+  client(): Promise<NatsConnection>;
+  /** An mq9 request; returns the parsed JSON reply. */
+  request<T = Record<string, unknown>>(
+    subject: string,
+    body?: Body,
+    options?: { headers?: Record<string, string>; nc?: NatsConnection; timeout?: number },
+  ): Promise<T & { error: string }>;
+  close(): Promise<void>;
+}
+
+export function encodeBody(body: Body): Uint8Array {
+  if (body === undefined) return new Uint8Array();
+  if (body instanceof Uint8Array) return body;
+  return new TextEncoder().encode(typeof body === "string" ? body : JSON.stringify(body));
+}
+
+export function tempDir(prefix = "mq9-test-"): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** Starts a real broker on a free port with a fresh data directory, plus one connected client. */
+export async function startTestBroker(options: BrokerOptions = {}): Promise<TestBroker> {
+  const dataDir = options.dataDir ?? tempDir();
+  const broker = await Broker.start({ port: 0, dataDir, sweepIntervalMs: 100, ...options });
+  const url = `127.0.0.1:${broker.port}`;
+  const clients: NatsConnection[] = [];
+  const client = async () => {
+    const nc = await connect({ servers: url });
+    clients.push(nc);
+    return nc;
+  };
+  const nc = await client();
+  return {
+    broker,
+    nc,
+    url,
+    dataDir,
+    client,
+    async request(subject, body, opts = {}) {
+      let hdrs: ReturnType<typeof natsHeaders> | undefined;
+      if (opts.headers) {
+        hdrs = natsHeaders();
+        for (const [k, v] of Object.entries(opts.headers)) hdrs.set(k, v);
+      }
+      const reply = await (opts.nc ?? nc).request(subject, encodeBody(body), {
+        timeout: opts.timeout ?? 10_000,
+        headers: hdrs,
+      });
+      return JSON.parse(new TextDecoder().decode(reply.data));
+    },
+    async close() {
+      await Promise.all(clients.map((c) => c.close().catch(() => {})));
+      await broker.close();
+      if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Decodes FETCH/QUERY items' base64 payloads to text. */
+export function texts(reply: { messages?: unknown }): string[] {
+  const items = (reply.messages ?? []) as { payload: string }[];
+  return items.map((m) => Buffer.from(m.payload, "base64").toString("utf8"));
+}

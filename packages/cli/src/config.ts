@@ -1,0 +1,260 @@
+import { readFileSync } from "node:fs";
+import { Defaults } from "@mq9/protocol";
+import { z } from "zod";
+
+const port = z.number().int().min(0).max(65535);
+const positiveInt = z.number().int().positive();
+
+/** Everything `mq9 serve` can be told, with defaults; file, env (MQ9_*) and flags all feed it. */
+export const ServeConfigSchema = z
+  .object({
+    server: z
+      .object({
+        host: z.string().min(1).default("127.0.0.1"),
+        port: port.default(Defaults.port),
+        maxPayload: positiveInt.default(Defaults.maxPayload),
+        maxConnections: positiveInt.default(65_536),
+        maxPendingBytes: positiveInt.default(64 * 1024 * 1024),
+      })
+      .strict()
+      .prefault({}),
+    auth: z
+      .object({
+        token: z.string().min(1).optional(),
+        user: z.string().min(1).optional(),
+        password: z.string().optional(),
+      })
+      .strict()
+      .prefault({}),
+    tls: z
+      .object({
+        cert: z.string().min(1).optional(),
+        key: z.string().min(1).optional(),
+        ca: z.string().min(1).optional(),
+      })
+      .strict()
+      .prefault({}),
+    storage: z
+      .object({
+        data: z.string().min(1).default("./mq9-data"),
+        sync: z.enum(["normal", "full"]).default("normal"),
+      })
+      .strict()
+      .prefault({}),
+    messaging: z
+      .object({
+        leaseMs: positiveInt.default(30_000),
+        maxWaitMs: z.number().int().min(0).default(4_500),
+        fetchMaxBytes: positiveInt.default(8 * 1024 * 1024),
+        defaultMailboxTtl: z.number().int().min(0).default(0),
+      })
+      .strict()
+      .prefault({}),
+    log: z
+      .object({
+        level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
+        format: z.enum(["pretty", "json"]).default("pretty"),
+      })
+      .strict()
+      .prefault({}),
+  })
+  .strict()
+  .superRefine((config, ctx) => {
+    if (Boolean(config.tls.cert) !== Boolean(config.tls.key)) {
+      ctx.addIssue({ code: "custom", path: ["tls"], message: "tls.cert and tls.key must be given together" });
+    }
+    if (config.auth.user !== undefined && config.auth.password === undefined) {
+      ctx.addIssue({ code: "custom", path: ["auth", "password"], message: "a user needs a password" });
+    }
+    if (config.auth.token !== undefined && config.auth.user !== undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["auth"],
+        message: "use either a token or a user/password, not both",
+      });
+    }
+  });
+
+export type ServeConfig = z.infer<typeof ServeConfigSchema>;
+
+/** One setting: where it sits in the config file, its flag and its environment variable. */
+interface Setting {
+  path: [string, string];
+  flag: string;
+  env: string;
+  kind: "string" | "number";
+  help: string;
+}
+
+export const SETTINGS: Setting[] = [
+  { path: ["server", "host"], flag: "host", env: "MQ9_HOST", kind: "string", help: "address to listen on" },
+  {
+    path: ["server", "port"],
+    flag: "port",
+    env: "MQ9_PORT",
+    kind: "number",
+    help: "NATS-protocol port (0 = any free port)",
+  },
+  {
+    path: ["server", "maxPayload"],
+    flag: "max-payload",
+    env: "MQ9_MAX_PAYLOAD",
+    kind: "number",
+    help: "largest message in bytes",
+  },
+  {
+    path: ["server", "maxConnections"],
+    flag: "max-connections",
+    env: "MQ9_MAX_CONNECTIONS",
+    kind: "number",
+    help: "most clients at once",
+  },
+  { path: ["storage", "data"], flag: "data", env: "MQ9_DATA", kind: "string", help: "data directory" },
+  {
+    path: ["storage", "sync"],
+    flag: "sync",
+    env: "MQ9_STORAGE_SYNC",
+    kind: "string",
+    help: "normal (survives a killed process) or full (survives power loss)",
+  },
+  {
+    path: ["auth", "token"],
+    flag: "token",
+    env: "MQ9_TOKEN",
+    kind: "string",
+    help: "require this token from clients",
+  },
+  { path: ["auth", "user"], flag: "user", env: "MQ9_USER", kind: "string", help: "require this user name" },
+  {
+    path: ["auth", "password"],
+    flag: "password",
+    env: "MQ9_PASSWORD",
+    kind: "string",
+    help: "password for --user",
+  },
+  {
+    path: ["tls", "cert"],
+    flag: "tls-cert",
+    env: "MQ9_TLS_CERT",
+    kind: "string",
+    help: "TLS certificate file (PEM)",
+  },
+  {
+    path: ["tls", "key"],
+    flag: "tls-key",
+    env: "MQ9_TLS_KEY",
+    kind: "string",
+    help: "TLS private key file (PEM)",
+  },
+  {
+    path: ["tls", "ca"],
+    flag: "tls-ca",
+    env: "MQ9_TLS_CA",
+    kind: "string",
+    help: "CA file for client certificates",
+  },
+  {
+    path: ["messaging", "leaseMs"],
+    flag: "lease-ms",
+    env: "MQ9_LEASE_MS",
+    kind: "number",
+    help: "lease of a fetched, un-ACKed message",
+  },
+  {
+    path: ["messaging", "maxWaitMs"],
+    flag: "max-wait-ms",
+    env: "MQ9_MAX_WAIT_MS",
+    kind: "number",
+    help: "cap on a FETCH's long-poll",
+  },
+  {
+    path: ["messaging", "defaultMailboxTtl"],
+    flag: "default-mailbox-ttl",
+    env: "MQ9_DEFAULT_MAILBOX_TTL",
+    kind: "number",
+    help: "TTL (s) of mailboxes created without one; 0 = never",
+  },
+  {
+    path: ["log", "level"],
+    flag: "log-level",
+    env: "MQ9_LOG_LEVEL",
+    kind: "string",
+    help: "trace, debug, info, warn, error or silent",
+  },
+  {
+    path: ["log", "format"],
+    flag: "log-format",
+    env: "MQ9_LOG_FORMAT",
+    kind: "string",
+    help: "pretty (readable) or json (structured)",
+  },
+];
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+type Tree = Record<string, Record<string, unknown>>;
+
+function setIn(tree: Tree, [section, key]: [string, string], value: unknown): void {
+  tree[section] ??= {};
+  tree[section][key] = value;
+}
+
+function convert(setting: Setting, raw: string, source: string): unknown {
+  if (setting.kind === "string") return raw;
+  const value = Number(raw);
+  if (raw.trim() === "" || !Number.isFinite(value)) {
+    throw new ConfigError(`${source} must be a number, got '${raw}'`);
+  }
+  return value;
+}
+
+function readFile(file: string): Tree {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new ConfigError(`cannot read config file ${file}: ${(err as Error).message}`);
+  }
+  try {
+    const value = JSON.parse(text) as unknown;
+    if (typeof value !== "object" || value === null || Array.isArray(value))
+      throw new Error("expected a JSON object");
+    return value as Tree;
+  } catch (err) {
+    throw new ConfigError(`config file ${file} is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+export interface ConfigSources {
+  file?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Commander's parsed options, keyed by camelCased flag name. */
+  flags?: Record<string, unknown>;
+}
+
+const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+
+/** Merges file, then MQ9_* environment, then flags (flags win) and validates the result. */
+export function loadServeConfig(sources: ConfigSources): ServeConfig {
+  const env = sources.env ?? {};
+  const file = sources.file ?? env.MQ9_CONFIG;
+  const tree: Tree = file ? readFile(file) : {};
+  for (const setting of SETTINGS) {
+    const fromEnv = env[setting.env];
+    if (fromEnv !== undefined && fromEnv !== "")
+      setIn(tree, setting.path, convert(setting, fromEnv, setting.env));
+    const fromFlag = sources.flags?.[camel(setting.flag)];
+    if (fromFlag !== undefined)
+      setIn(tree, setting.path, convert(setting, String(fromFlag), `--${setting.flag}`));
+  }
+  const parsed = ServeConfigSchema.safeParse(tree);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map(
+      (issue) => `${issue.path.join(".") || "config"}: ${issue.message}`,
+    );
+    throw new ConfigError(`invalid configuration: ${problems.join("; ")}`);
+  }
+  return parsed.data;
+}

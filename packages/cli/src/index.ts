@@ -1,0 +1,1 @@
+export { ConfigError, loadServeConfig, type ServeConfig, ServeConfigSchema } from "./config.js";

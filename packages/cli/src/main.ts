@@ -1,0 +1,13 @@
+#!/usr/bin/env node
+import { Command } from "commander";
+import { registerServe } from "./serve.js";
+
+const program = new Command()
+  .name("mq9")
+  .description("mq9 — the asynchronous communication broker for AI agents")
+  .version("0.1.0")
+  .showHelpAfterError();
+
+registerServe(program);
+
+await program.parseAsync(process.argv);

@@ -1,0 +1,63 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const CLI = fileURLToPath(new URL("../dist/main.js", import.meta.url));
+
+export interface ServeProcess {
+  child: ChildProcess;
+  port: number;
+  /** Everything the process wrote to stderr so far. */
+  stderr(): string;
+  /** Resolves with the exit code (or signal name) once the process is gone. */
+  exited: Promise<number | string>;
+}
+
+/** Spawns `mq9 serve` (the built CLI) with JSON logs and resolves when it is ready, with its port. */
+export function spawnServe(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [CLI, "serve", "--port", "0", "--log-format", "json", ...args], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let err = "";
+  let out = "";
+  child.stderr!.on("data", (chunk) => {
+    err += chunk;
+  });
+  const exited = new Promise<number | string>((resolve) => {
+    child.on("exit", (code, signal) => resolve(code ?? signal ?? -1));
+  });
+  return new Promise((resolve, reject) => {
+    child.stdout!.on("data", (chunk) => {
+      out += chunk;
+      for (const line of out.split("\n")) {
+        if (!line.includes('"port"')) continue;
+        const port = (JSON.parse(line) as { port?: number }).port;
+        if (port) resolve({ child, port, stderr: () => err, exited });
+      }
+    });
+    void exited.then((code) => reject(new Error(`mq9 serve exited (${code}) before it was ready: ${err}`)));
+  });
+}
+
+/** Runs the CLI to completion and returns its exit code and output. */
+export function runCli(args: string[], env: NodeJS.ProcessEnv = {}) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env } });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c) => {
+      stdout += c;
+    });
+    child.stderr.on("data", (c) => {
+      stderr += c;
+    });
+    child.on("exit", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+export function tempDir(prefix = "mq9-cli-"): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}

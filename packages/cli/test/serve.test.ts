@@ -1,0 +1,107 @@
+import { writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { Subjects } from "@mq9/protocol";
+import { connect } from "nats";
+import { describe, expect, it } from "vitest";
+import { loadServeConfig } from "../src/config.js";
+import { runCli, spawnServe, tempDir } from "./cli-harness.js";
+
+describe("mq9 serve", () => {
+  it("serves mq9 requests and shuts down cleanly on SIGTERM, keeping the data", async () => {
+    const data = tempDir();
+    const serve = await spawnServe(["--data", data]);
+    const nc = await connect({ servers: `127.0.0.1:${serve.port}` });
+    const reply = await nc.request(Subjects.mailboxCreate, new TextEncoder().encode('{"name":"cli.box"}'));
+    expect(JSON.parse(new TextDecoder().decode(reply.data))).toEqual({ error: "", mail_address: "cli.box" });
+    await nc.close();
+    serve.child.kill("SIGTERM");
+    expect(await serve.exited).toBe(0);
+    const again = await spawnServe(["--data", data]);
+    const nc2 = await connect({ servers: `127.0.0.1:${again.port}` });
+    const dup = await nc2.request(Subjects.mailboxCreate, new TextEncoder().encode('{"name":"cli.box"}'));
+    expect(JSON.parse(new TextDecoder().decode(dup.data)).error).toBe("mailbox cli.box already exists");
+    await nc2.close();
+    again.child.kill("SIGINT");
+    expect(await again.exited).toBe(0);
+  });
+
+  it("says in one line that the port is taken", async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
+    const port = (blocker.address() as { port: number }).port;
+    const result = await runCli(["serve", "--port", String(port), "--data", tempDir()]);
+    blocker.close();
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim()).toBe(
+      `mq9: port ${port} on 127.0.0.1 is already in use; stop the other process or pass --port`,
+    );
+  });
+
+  it("says in one line that the data directory is not writable", async () => {
+    const file = join(tempDir(), "a-file");
+    writeFileSync(file, "not a directory");
+    const result = await runCli(["serve", "--port", "0", "--data", join(file, "data")]);
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim().split("\n")).toHaveLength(1);
+    expect(result.stderr).toMatch(/not writable.*--data/);
+  });
+
+  it("refuses a second broker on the same data directory", async () => {
+    const data = tempDir();
+    const first = await spawnServe(["--data", data]);
+    const result = await runCli(["serve", "--port", "0", "--data", data]);
+    first.child.kill("SIGTERM");
+    await first.exited;
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/in use by another mq9 broker/);
+  });
+
+  it("rejects bad settings with a clear message and exit code 2", async () => {
+    const bad = await runCli(["serve", "--port", "http"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--port must be a number, got 'http'");
+    const sync = await runCli(["serve"], { MQ9_STORAGE_SYNC: "sometimes" });
+    expect(sync.code).toBe(2);
+    expect(sync.stderr).toContain("storage.sync");
+  });
+
+  it("prints help with examples", async () => {
+    const help = await runCli(["serve", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("--data <value>");
+    expect(help.stdout).toContain("Examples:");
+  });
+});
+
+describe("configuration", () => {
+  it("merges file, then MQ9_* env, then flags (flags win), with defaults for the rest", () => {
+    const file = join(tempDir(), "mq9.json");
+    writeFileSync(
+      file,
+      JSON.stringify({ server: { port: 1111, host: "0.0.0.0" }, storage: { sync: "full" } }),
+    );
+    const config = loadServeConfig({
+      file,
+      env: { MQ9_PORT: "2222", MQ9_DATA: "/tmp/envdata" },
+      flags: { port: "3333" },
+    });
+    expect(config.server).toMatchObject({ port: 3333, host: "0.0.0.0", maxPayload: 1024 * 1024 });
+    expect(config.storage).toEqual({ data: "/tmp/envdata", sync: "full" });
+    expect(loadServeConfig({ env: {} }).server.port).toBe(4332);
+  });
+
+  it("names the unknown key, the bad value and the unreadable file", () => {
+    const dir = tempDir();
+    const unknown = join(dir, "unknown.json");
+    writeFileSync(unknown, JSON.stringify({ server: { prot: 1 } }));
+    expect(() => loadServeConfig({ file: unknown })).toThrow(/server: Unrecognized key: "prot"/);
+    const broken = join(dir, "broken.json");
+    writeFileSync(broken, "{ nope");
+    expect(() => loadServeConfig({ file: broken })).toThrow(/is not valid JSON/);
+    expect(() => loadServeConfig({ file: join(dir, "missing.json") })).toThrow(/cannot read config file/);
+    expect(() => loadServeConfig({ flags: { tlsCert: "c.pem" } })).toThrow(
+      /tls.cert and tls.key must be given together/,
+    );
+  });
+});
