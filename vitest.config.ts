@@ -9,6 +9,7 @@ export default defineConfig({
     alias: {
       "@mq9/protocol": src("protocol"),
       "@mq9/broker": src("broker"),
+      "@mq9/client": src("client"),
     },
   },
   test: {
