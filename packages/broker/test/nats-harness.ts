@@ -1,8 +1,9 @@
 // Test harness for the embedded NATS listener: a listener on a random port, real `nats` clients,
 // and a raw-socket client for speaking (or mangling) the protocol by hand.
-import { connect, type ConnectionOptions, type NatsConnection } from "nats";
+
 import { createConnection, type Socket } from "node:net";
-import { NatsListener, type Logger, type NatsListenerOptions } from "../src/nats/index.js";
+import { type ConnectionOptions, connect, type NatsConnection } from "nats";
+import { type Logger, NatsListener, type NatsListenerOptions } from "../src/nats/index.js";
 
 export interface LogEntry {
   level: "debug" | "info" | "warn" | "error";
@@ -99,13 +100,21 @@ export class RawClient {
   async waitFor(pattern: RegExp | string, timeoutMs = 3000): Promise<string> {
     const test = (): boolean =>
       typeof pattern === "string" ? this.text.includes(pattern) : pattern.test(this.text);
-    await this.until(test, timeoutMs, () => `waiting for ${String(pattern)}; received ${JSON.stringify(this.text)}`);
+    await this.until(
+      test,
+      timeoutMs,
+      () => `waiting for ${String(pattern)}; received ${JSON.stringify(this.text)}`,
+    );
     return this.text;
   }
 
   /** Resolves once the server closed the connection. */
   async waitClosed(timeoutMs = 3000): Promise<void> {
-    await this.until(() => this.closed, timeoutMs, () => `connection still open; received ${JSON.stringify(this.text)}`);
+    await this.until(
+      () => this.closed,
+      timeoutMs,
+      () => `connection still open; received ${JSON.stringify(this.text)}`,
+    );
   }
 
   destroy(): void {

@@ -1,4 +1,4 @@
-import { headers as natsHeaders, type Msg, type NatsConnection, StringCodec } from "nats";
+import { type Msg, type NatsConnection, headers as natsHeaders, StringCodec } from "nats";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import type { ServiceRequest } from "../src/nats/index.js";
 import { type Started, sleep, startListener, waitUntil } from "./nats-harness.js";
@@ -17,7 +17,10 @@ afterEach(async () => {
 /** Collects the string payloads a subscription receives. */
 function collect(nc: NatsConnection, subject: string, opts: { queue?: string; max?: number } = {}): string[] {
   const got: string[] = [];
-  nc.subscribe(subject, { ...opts, callback: (_err, msg) => got.push(`${msg.subject}:${sc.decode(msg.data)}`) });
+  nc.subscribe(subject, {
+    ...opts,
+    callback: (_err, msg) => got.push(`${msg.subject}:${sc.decode(msg.data)}`),
+  });
   return got;
 }
 
@@ -39,7 +42,13 @@ describe("nats pub/sub with the nats client", () => {
     const star = collect(b, "orders.*.created");
     const tail = collect(b, "orders.>");
     await b.flush();
-    for (const subject of ["orders.1.created", "orders.1.2.created", "orders.9", "orders", "orders.x.deleted"]) {
+    for (const subject of [
+      "orders.1.created",
+      "orders.1.2.created",
+      "orders.9",
+      "orders",
+      "orders.x.deleted",
+    ]) {
       a.publish(subject, sc.encode("m"));
     }
     await a.flush();
@@ -62,9 +71,7 @@ describe("nats pub/sub with the nats client", () => {
     await waitUntil(() => watched.length === n && perMember.flat().length >= n);
     await Promise.all(members.map((nc) => nc.flush()));
     const all = perMember.flat().sort();
-    expect(all).toEqual(
-      Array.from({ length: n }, (_, i) => `jobs:${i}`).sort(),
-    );
+    expect(all).toEqual(Array.from({ length: n }, (_, i) => `jobs:${i}`).sort());
     // Random pick: with 60 messages every member gets some (chance of an empty member ~1e-10).
     for (const got of perMember) expect(got.length).toBeGreaterThan(0);
   });
@@ -75,7 +82,9 @@ describe("nats pub/sub with the nats client", () => {
       callback: (_err, msg) => msg.respond(sc.encode(String(Number(sc.decode(msg.data)) * 2))),
     });
     await responder.flush();
-    const replies = await Promise.all([1, 2, 3].map((n) => requester.request("math.double", sc.encode(String(n)))));
+    const replies = await Promise.all(
+      [1, 2, 3].map((n) => requester.request("math.double", sc.encode(String(n)))),
+    );
     expect(replies.map((m) => sc.decode(m.data))).toEqual(["2", "4", "6"]);
   });
 
@@ -98,7 +107,7 @@ describe("nats pub/sub with the nats client", () => {
     const got: string[] = [];
     for await (const msg of sub) got.push(sc.decode(msg.data));
     expect(got).toEqual(["0", "1", "2"]);
-    await waitUntil(() => s.listener.router.subscriptions.size === 0, 3000, "server-side unsubscribe");
+    await waitUntil(() => s.listener.subscriptionCount === 0, 3000, "server-side unsubscribe");
   });
 
   test("echo:false — a client's own publishes skip its subscriptions but reach others", async () => {
@@ -117,7 +126,9 @@ describe("nats pub/sub with the nats client", () => {
 
   test("headers round-trip between clients (HPUB → HMSG)", async () => {
     const [a, b] = [await s.nats(), await s.nats()];
-    const received = new Promise<Msg>((resolve) => b.subscribe("with.headers", { callback: (_e, m) => resolve(m) }));
+    const received = new Promise<Msg>((resolve) =>
+      b.subscribe("with.headers", { callback: (_e, m) => resolve(m) }),
+    );
     await b.flush();
     const h = natsHeaders();
     h.append("X-Trace", "abc-123");
@@ -150,7 +161,11 @@ describe("nats listener — service interception", () => {
       (subject) => subject.startsWith("$mq9.AI"),
       (req) => {
         // Keep copies: the handler contract only promises the bytes are not changed later.
-        seen.push({ ...req, payload: Uint8Array.from(req.payload), header: req.header && Uint8Array.from(req.header) });
+        seen.push({
+          ...req,
+          payload: Uint8Array.from(req.payload),
+          header: req.header && Uint8Array.from(req.header),
+        });
         if (req.reply !== undefined) {
           s.listener.publish(req.reply, sc.encode(`echo:${sc.decode(req.payload)}`));
         }
@@ -163,7 +178,7 @@ describe("nats listener — service interception", () => {
     expect(sc.decode(reply.data)).toBe("echo:{}");
     const h = natsHeaders();
     h.set("mq9-priority", "critical");
-    await client.request("$mq9.AI.MSG.SEND.box", sc.encode("hi"), { headers: h });
+    await client.request("$mq9.AI.MSG.SEND.box", sc.encode("hi"), { headers: h, timeout: 2000 });
     client.publish("plain.subject", sc.encode("routed"));
     await client.flush();
     await waitUntil(() => snooped.includes("plain.subject:routed"));

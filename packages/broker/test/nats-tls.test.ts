@@ -79,8 +79,8 @@ describe("nats listener — TLS", () => {
   });
 
   test("an unreadable certificate file makes listen() fail with a clear error", async () => {
-    await expect(
-      startListener({ tls: { certFile: join(dir, "missing.pem"), keyFile } }),
-    ).rejects.toThrow(/TLS certificate file .*missing\.pem/);
+    await expect(startListener({ tls: { certFile: join(dir, "missing.pem"), keyFile } })).rejects.toThrow(
+      /TLS certificate file .*missing\.pem/,
+    );
   });
 });

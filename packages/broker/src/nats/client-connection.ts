@@ -13,6 +13,8 @@ import { type Subscriber, Subscription } from "./subscription.js";
 const OK = Buffer.from("+OK\r\n");
 const PING = Buffer.from("PING\r\n");
 const PONG = Buffer.from("PONG\r\n");
+/** Queued output beyond this is written at once rather than at the end of the event-loop turn. */
+const EARLY_FLUSH_BYTES = 64 * 1024;
 /** How long a closing socket may take to flush before it is destroyed. */
 const CLOSE_GRACE_MS = 2000;
 
@@ -307,6 +309,9 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
   }
 
   private queued(): void {
+    // A big burst goes to the socket right away instead of piling up until the end of the turn, so
+    // only bytes the peer really is not reading count against maxPendingBytes.
+    if (this.out.length >= EARLY_FLUSH_BYTES) this.flush();
     const pending = this.out.length + this.socket.writableLength;
     if (pending > this.host.options.maxPendingBytes) {
       this.log.warn(
@@ -317,7 +322,7 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
       this.close("slow consumer", ProtocolError.SlowConsumer);
       return;
     }
-    if (!this.flushQueued) {
+    if (!this.flushQueued && this.out.length > 0) {
       this.flushQueued = true;
       this.host.scheduleFlush(this);
     }

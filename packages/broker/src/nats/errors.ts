@@ -14,7 +14,6 @@ export const ProtocolError = {
   StaleConnection: "Stale Connection",
   SlowConsumer: "Slow Consumer",
   MaxConnections: "maximum connections exceeded",
-  ServerShutdown: "Server Shutdown",
 } as const;
 
 export type ProtocolErrorText = (typeof ProtocolError)[keyof typeof ProtocolError];

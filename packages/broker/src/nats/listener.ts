@@ -23,8 +23,8 @@ const REFUSED_GRACE_MS = 1000;
  * subscribers, and the service answers through `publish`.
  */
 export class NatsListener {
-  readonly options: ResolvedOptions;
-  readonly router = new Router();
+  private readonly options: ResolvedOptions;
+  private readonly router = new Router();
   private readonly serverId = generateServerId();
   private server: Server | undefined;
   private info: InfoBuilder | undefined;
@@ -70,6 +70,11 @@ export class NatsListener {
     return this.clients.size;
   }
 
+  /** Number of subscriptions held across all connections (for metrics and tests). */
+  get subscriptionCount(): number {
+    return this.router.subscriptions.size;
+  }
+
   /** Starts accepting connections; resolves with the bound address (the real port when port was 0). */
   async listen(): Promise<{ host: string; port: number }> {
     if (this.server !== undefined) throw new Error("NatsListener.listen() was already called");
@@ -89,6 +94,10 @@ export class NatsListener {
         resolve();
       });
     });
+    if (this.closing !== undefined) {
+      server.close();
+      throw new Error("NatsListener was closed while it was starting");
+    }
     const address = server.address();
     const bound = typeof address === "object" && address !== null ? address.port : port;
     this.info = new InfoBuilder({

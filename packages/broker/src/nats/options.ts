@@ -42,7 +42,8 @@ export interface ServiceRequest {
   reply?: string;
   /**
    * The raw header block exactly as sent with HPUB ("NATS/1.0\r\n...\r\n\r\n"); undefined for PUB.
-   * Like `payload`, a view into a read buffer the listener never writes to again.
+   * Like `payload`, a view into a socket read buffer that the listener never writes to again; copy
+   * it if you keep it beyond the call, since a view pins the whole read buffer (up to 64 KiB).
    */
   header?: Uint8Array;
   payload: Uint8Array;

@@ -1,18 +1,17 @@
 const MIN_CAPACITY = 1024;
-const MAX_RETAINED_CAPACITY = 1024 * 1024;
+const MAX_HINT = 1024 * 1024;
+const NONE = Buffer.alloc(0);
 
 /**
  * A connection's outbound bytes for the current event-loop turn, copied into one growing buffer so
- * the flush is a single socket write without a gather step. A taken buffer belongs to the socket from
- * then on, so each turn starts a fresh one, sized from what the previous turn needed.
+ * the flush is a single socket write without a gather step. A taken buffer belongs to the socket
+ * from then on, so the next turn starts a new one — allocated only when something is appended
+ * (idle connections hold no buffer) and sized from what the previous turn needed.
  */
 export class OutputBuffer {
-  private buf: Buffer;
+  private buf: Buffer = NONE;
   private used = 0;
-
-  constructor(private capacityHint = MIN_CAPACITY) {
-    this.buf = Buffer.allocUnsafe(capacityHint);
-  }
+  private capacityHint = MIN_CAPACITY;
 
   get length(): number {
     return this.used;
@@ -44,23 +43,24 @@ export class OutputBuffer {
     const used = this.used;
     if (used === 0) return undefined;
     const out = this.buf.subarray(0, used);
-    this.capacityHint = Math.min(MAX_RETAINED_CAPACITY, Math.max(MIN_CAPACITY, used));
-    this.buf = Buffer.allocUnsafe(this.capacityHint);
+    this.capacityHint = Math.min(MAX_HINT, Math.max(MIN_CAPACITY, used));
+    this.buf = NONE;
     this.used = 0;
     return out;
   }
 
   /** Drops what was written (the connection is closing as a slow consumer). */
   clear(): void {
+    this.buf = NONE;
     this.used = 0;
-    if (this.buf.length > MAX_RETAINED_CAPACITY) this.buf = Buffer.allocUnsafe(MIN_CAPACITY);
   }
 
   private grow(extra: number): void {
-    let capacity = this.buf.length * 2;
-    while (capacity < this.used + extra) capacity *= 2;
+    const needed = this.used + extra;
+    let capacity = Math.max(this.capacityHint, this.buf.length * 2);
+    while (capacity < needed) capacity *= 2;
     const next = Buffer.allocUnsafe(capacity);
-    this.buf.copy(next, 0, 0, this.used);
+    if (this.used > 0) this.buf.copy(next, 0, 0, this.used);
     this.buf = next;
   }
 }
