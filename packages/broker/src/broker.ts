@@ -1,5 +1,5 @@
 import { Defaults, isMq9Subject } from "@mq9/protocol";
-import { type Logger, silentLogger } from "./engine/logger.js";
+import { type Logger, silentLogger } from "./logger.js";
 import { MessagingEngine } from "./engine/messaging-engine.js";
 import type { Notifier } from "./engine/notifier.js";
 import { NatsListener, type NatsListenerOptions } from "./nats/index.js";

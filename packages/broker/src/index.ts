@@ -1,5 +1,5 @@
 export { Broker, type BrokerOptions } from "./broker.js";
-export { type Logger, silentLogger } from "./engine/logger.js";
+export { type Logger, silentLogger } from "./logger.js";
 export { MessagingEngine, type MessagingEngineOptions } from "./engine/messaging-engine.js";
 export { LocalNotifier, type Notifier, type Watch } from "./engine/notifier.js";
 export { NatsListener, type NatsListenerOptions } from "./nats/index.js";

@@ -1,10 +1,6 @@
-/** A pino-compatible logger; the listener only ever calls these four levels. */
-export interface Logger {
-  debug(obj: object | string, msg?: string): void;
-  info(obj: object | string, msg?: string): void;
-  warn(obj: object | string, msg?: string): void;
-  error(obj: object | string, msg?: string): void;
-}
+import { type Logger, silentLogger } from "../logger.js";
+
+export type { Logger };
 
 /** Options of the embedded NATS-protocol listener; every field has a default. */
 export interface NatsListenerOptions {
@@ -69,8 +65,6 @@ export interface ResolvedOptions {
   logger: Logger;
 }
 
-const noop = (): void => {};
-const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error: noop };
 
 function positive(name: string, value: number | undefined, fallback: number, allowZero = false): number {
   if (value === undefined) return fallback;

@@ -9,7 +9,7 @@ import {
   parseMq9Subject,
   parseQueryRequest,
 } from "@mq9/protocol";
-import type { Logger } from "../engine/logger.js";
+import type { Logger } from "../logger.js";
 import type { MessagingEngine } from "../engine/messaging-engine.js";
 import { toMessageItem } from "./message-item.js";
 
