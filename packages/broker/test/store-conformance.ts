@@ -289,6 +289,16 @@ export function storeConformance(name: string, factory: StoreFactory): void {
         expect(bodies(await store.claim("box", "g", claim))).toEqual(["c", "d"]);
         expect(await store.promoteDue(T0 + 1000)).toEqual(["box"]);
       });
+
+      it("restart — ids of deleted or expired newest messages are never given out again", async () => {
+        await send("a");
+        const newest = await send("b");
+        expect(await store.deleteMessage("box", newest)).toBe(true);
+        await send("short", { expiresMs: T0 + 1000 });
+        await store.purgeExpired(T0 + 1000);
+        store = await reopen(store);
+        expect(await send("c")).toBe(3);
+      });
     }
   });
 }

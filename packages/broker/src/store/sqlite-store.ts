@@ -120,11 +120,20 @@ export class SqliteStore implements Store {
     }
     const db = this.db;
     this.stmt = {
-      mailboxByAddress: db.prepare<[string], MailboxRow>("SELECT * FROM mailboxes WHERE address = ?"),
+      // The stored counter is only raised when the newest messages are removed; otherwise it is derived.
+      mailboxByAddress: db.prepare<[string], MailboxRow>(
+        `SELECT id, address, ttl_s, description, created_ms, expires_ms,
+                max(next_msg_id, coalesce((SELECT max(msg_id) + 1 FROM messages WHERE mbox = mailboxes.id), 0)) AS next_msg_id
+         FROM mailboxes WHERE address = ?`,
+      ),
       insertMailbox: db.prepare(
         "INSERT INTO mailboxes (address, ttl_s, description, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?)",
       ),
-      setNextId: db.prepare("UPDATE mailboxes SET next_msg_id = ? WHERE id = ?"),
+      raiseNextId: db.prepare("UPDATE mailboxes SET next_msg_id = max(next_msg_id, ?) WHERE id = ?"),
+      raiseNextIdsBeforeExpiry: db.prepare(
+        `UPDATE mailboxes SET next_msg_id = max(next_msg_id, (SELECT max(msg_id) + 1 FROM messages WHERE mbox = mailboxes.id))
+         WHERE id IN (SELECT DISTINCT mbox FROM messages WHERE expires_ms IS NOT NULL AND expires_ms <= ?)`,
+      ),
       insertMessage: db.prepare(
         `INSERT INTO messages (mbox, ${MESSAGE_COLUMNS}) VALUES (@mbox, @msg_id, @priority, @msg_key, @tags, @header, @payload, @created_ms, @expires_ms)`,
       ),
@@ -399,6 +408,8 @@ export class SqliteStore implements Store {
     if (!box) return false;
     return this.db.transaction(() => {
       this.stmt.deleteDeliveriesOf.run(box.id, msgId);
+      // Keep ids from being reused after a restart if this was the newest message.
+      this.stmt.raiseNextId.run(box.next_msg_id, box.id);
       return this.stmt.deleteMessage.run(box.id, msgId).changes > 0;
     })();
   }
@@ -430,6 +441,7 @@ export class SqliteStore implements Store {
     return this.db.transaction(() => {
       const expired = this.stmt.expiredMailboxes.all(nowMs);
       for (const row of expired) this.dropMailbox(row);
+      this.stmt.raiseNextIdsBeforeExpiry.run(nowMs);
       const messages = this.stmt.expireMessages.run(nowMs).changes;
       return { mailboxes: expired.map((row) => row.address), messages };
     })();
@@ -488,15 +500,12 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Runs `work` in one transaction together with the id counters it advanced
-   * in `nextIds`; the cached counters change only once that commit succeeded.
+   * Runs `work` in one transaction; the cached id counters it advanced in
+   * `nextIds` change only once that commit succeeded. The counters need no
+   * write of their own: after a restart they are derived from the messages.
    */
   private withNextIds<T>(nextIds: Map<MailboxRow, number>, work: () => T): T {
-    const result = this.db.transaction(() => {
-      const value = work();
-      for (const [box, next] of nextIds) this.stmt.setNextId.run(next, box.id);
-      return value;
-    })();
+    const result = this.db.transaction(work)();
     for (const [box, next] of nextIds) box.next_msg_id = next;
     return result;
   }
