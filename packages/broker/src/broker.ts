@@ -1,7 +1,10 @@
 import { Defaults, isMq9Subject } from "@mq9/protocol";
-import { type Logger, silentLogger } from "./logger.js";
+import type { FastifyInstance } from "fastify";
 import { MessagingEngine } from "./engine/messaging-engine.js";
 import type { Notifier } from "./engine/notifier.js";
+import { BrokerMetrics } from "./http/broker-metrics.js";
+import { HttpServer } from "./http/http-server.js";
+import { type Logger, silentLogger } from "./logger.js";
 import { NatsListener, type NatsListenerOptions } from "./nats/index.js";
 import { Mq9Service } from "./service/mq9-service.js";
 import { SqliteStore, type SyncMode } from "./store/sqlite-store.js";
@@ -27,7 +30,17 @@ export interface BrokerOptions {
   fetchMaxBytes?: number;
   defaultMailboxTtl?: number;
   sweepIntervalMs?: number;
+  /** The HTTP server (/healthz, /metrics, routes of higher layers); off unless given. */
+  http?: BrokerHttpOptions;
   logger?: Logger;
+}
+
+export interface BrokerHttpOptions {
+  /** Defaults to the listener's host. */
+  host?: string;
+  /** 0 picks a free port. */
+  port: number;
+  routes?: (app: FastifyInstance) => void | Promise<void>;
 }
 
 const encoder = new TextEncoder();
@@ -35,13 +48,16 @@ const encoder = new TextEncoder();
 /** One mq9 broker: store + engine + embedded NATS-protocol listener. */
 export class Broker {
   private closing?: Promise<void>;
+  private markClosing: () => void = () => {};
 
   private constructor(
     readonly host: string,
     readonly port: number,
     readonly engine: MessagingEngine,
+    readonly metrics: BrokerMetrics,
     private readonly listener: NatsListener,
     private readonly store: Store,
+    readonly http?: HttpServer,
   ) {}
 
   /** Opens the store, starts background work and listens; resolves once connections are accepted. */
@@ -70,17 +86,35 @@ export class Broker {
       serverName: "mq9",
       logger,
     });
-    const service = new Mq9Service(engine, logger);
+    const metrics = new BrokerMetrics(() => listener.connectionCount);
+    const service = new Mq9Service(engine, logger, metrics);
     listener.setService(isMq9Subject, (request) => {
       void service.handle(request).then((reply) => {
         if (request.reply) listener.publish(request.reply, encoder.encode(JSON.stringify(reply)));
       });
     });
+    let closing = false;
+    let http: HttpServer | undefined;
     try {
       const address = await listener.listen();
+      if (options.http) {
+        http = await HttpServer.start({
+          host: options.http.host ?? address.host,
+          port: options.http.port,
+          metrics,
+          routes: options.http.routes,
+          logger,
+          health: () => ({ ok: !closing, connections: listener.connectionCount }),
+        });
+      }
       engine.start();
-      return new Broker(address.host, address.port, engine, listener, store);
+      const broker = new Broker(address.host, address.port, engine, metrics, listener, store, http);
+      broker.markClosing = () => {
+        closing = true;
+      };
+      return broker;
     } catch (err) {
+      await listener.close();
       await store.close();
       throw err;
     }
@@ -89,6 +123,8 @@ export class Broker {
   /** Graceful stop: answers what is in flight, flushes clients, closes the store. Idempotent. */
   close(options: { drainTimeoutMs?: number } = {}): Promise<void> {
     this.closing ??= (async () => {
+      this.markClosing();
+      await this.http?.close();
       await this.engine.close();
       await this.listener.close({ drainTimeoutMs: options.drainTimeoutMs ?? 5_000 });
       await this.store.close();

@@ -18,6 +18,10 @@ export const ServeConfigSchema = z
       })
       .strict()
       .prefault({}),
+    http: z
+      .object({ host: z.string().min(1).optional(), port: port.default(Defaults.httpPort) })
+      .strict()
+      .prefault({}),
     auth: z
       .object({
         token: z.string().min(1).optional(),
@@ -108,6 +112,20 @@ export const SETTINGS: Setting[] = [
     env: "MQ9_MAX_CONNECTIONS",
     kind: "number",
     help: "most clients at once",
+  },
+  {
+    path: ["http", "host"],
+    flag: "http-host",
+    env: "MQ9_HTTP_HOST",
+    kind: "string",
+    help: "address of the HTTP server (/healthz, /metrics); defaults to --host",
+  },
+  {
+    path: ["http", "port"],
+    flag: "http-port",
+    env: "MQ9_HTTP_PORT",
+    kind: "number",
+    help: "HTTP port (0 = any free port)",
   },
   { path: ["storage", "data"], flag: "data", env: "MQ9_DATA", kind: "string", help: "data directory" },
   {

@@ -5,11 +5,15 @@ import { createLogger } from "./logger.js";
 
 /** Turns a start failure into the one line a person needs to fix it. */
 function explainStartFailure(err: unknown, config: ServeConfig): string {
-  const cause = (err as { cause?: { code?: string } }).cause;
-  const code = (err as { code?: string }).code ?? cause?.code;
-  const { host, port } = config.server;
-  if (code === "EADDRINUSE")
-    return `port ${port} on ${host} is already in use; stop the other process or pass --port`;
+  type NetError = { code?: string; address?: string; port?: number; cause?: NetError };
+  const failure = err as NetError;
+  const code = failure.code ?? failure.cause?.code;
+  const host = failure.address ?? failure.cause?.address ?? config.server.host;
+  const port = failure.port ?? failure.cause?.port ?? config.server.port;
+  const flag = port === config.server.port ? "--port" : "--http-port";
+  if (code === "EADDRINUSE") {
+    return `port ${port} on ${host} is already in use; stop the other process or pass ${flag}`;
+  }
   if (code === "EADDRNOTAVAIL")
     return `cannot listen on ${host}: no such address on this machine; check --host`;
   if (code === "EACCES")
@@ -19,7 +23,7 @@ function explainStartFailure(err: unknown, config: ServeConfig): string {
 }
 
 function brokerOptions(config: ServeConfig, logger: Logger) {
-  const { server, auth, tls, storage, messaging } = config;
+  const { server, http, auth, tls, storage, messaging } = config;
   return {
     host: server.host,
     port: server.port,
@@ -34,6 +38,7 @@ function brokerOptions(config: ServeConfig, logger: Logger) {
     maxWaitMs: messaging.maxWaitMs,
     fetchMaxBytes: messaging.fetchMaxBytes,
     defaultMailboxTtl: messaging.defaultMailboxTtl,
+    http: { host: http.host, port: http.port },
     logger,
   };
 }
@@ -59,9 +64,16 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
     process.exit(1);
   }
   const scheme = config.tls.cert ? "mq9s" : "mq9";
+  const http = broker.http;
   logger.info(
-    { host: broker.host, port: broker.port, data: config.storage.data, sync: config.storage.sync },
-    `mq9 broker ready on ${scheme}://${broker.host}:${broker.port}`,
+    {
+      host: broker.host,
+      port: broker.port,
+      httpPort: http?.port,
+      data: config.storage.data,
+      sync: config.storage.sync,
+    },
+    `mq9 broker ready on ${scheme}://${broker.host}:${broker.port}; HTTP on http://${http?.host}:${http?.port} (/healthz, /metrics)`,
   );
   let stopping = false;
   const stop = (signal: string) => {

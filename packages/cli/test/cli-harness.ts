@@ -17,10 +17,14 @@ export interface ServeProcess {
 
 /** Spawns `mq9 serve` (the built CLI) with JSON logs and resolves when it is ready, with its port. */
 export function spawnServe(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [CLI, "serve", "--port", "0", "--log-format", "json", ...args], {
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    [CLI, "serve", "--port", "0", "--http-port", "0", "--log-format", "json", ...args],
+    {
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let err = "";
   let out = "";
   child.stderr!.on("data", (chunk) => {

@@ -41,7 +41,7 @@ describe("mq9 serve", () => {
   it("says in one line that the data directory is not writable", async () => {
     const file = join(tempDir(), "a-file");
     writeFileSync(file, "not a directory");
-    const result = await runCli(["serve", "--port", "0", "--data", join(file, "data")]);
+    const result = await runCli(["serve", "--port", "0", "--http-port", "0", "--data", join(file, "data")]);
     expect(result.code).toBe(1);
     expect(result.stderr.trim().split("\n")).toHaveLength(1);
     expect(result.stderr).toMatch(/not writable.*--data/);
@@ -50,7 +50,7 @@ describe("mq9 serve", () => {
   it("refuses a second broker on the same data directory", async () => {
     const data = tempDir();
     const first = await spawnServe(["--data", data]);
-    const result = await runCli(["serve", "--port", "0", "--data", data]);
+    const result = await runCli(["serve", "--port", "0", "--http-port", "0", "--data", data]);
     first.child.kill("SIGTERM");
     await first.exited;
     expect(result.code).toBe(1);

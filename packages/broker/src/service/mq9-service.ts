@@ -1,5 +1,6 @@
 import {
   Errors,
+  type Mq9Command,
   Mq9Error,
   type Mq9Reply,
   type Parsed,
@@ -9,9 +10,10 @@ import {
   parseMq9Subject,
   parseQueryRequest,
 } from "@mq9/protocol";
-import type { Logger } from "../logger.js";
 import type { MessagingEngine } from "../engine/messaging-engine.js";
+import type { Logger } from "../logger.js";
 import { toMessageItem } from "./message-item.js";
+import type { RequestObserver } from "./request-observer.js";
 
 /** One mq9 request as any transport hands it over. */
 export interface Mq9Request {
@@ -36,21 +38,36 @@ export class Mq9Service {
   constructor(
     private readonly engine: MessagingEngine,
     private readonly logger: Logger,
+    private readonly observer?: RequestObserver,
   ) {}
 
   /** Always resolves with the reply envelope; failures become `{error}`. */
   async handle(request: Mq9Request): Promise<ReplyBody> {
+    const started = performance.now();
+    const command = parseMq9Subject(request.subject);
+    let reply: ReplyBody;
     try {
-      return { error: "", ...(await this.dispatch(request)) };
+      reply = { error: "", ...(await this.dispatch(command, request)) };
     } catch (err) {
-      if (err instanceof Mq9Error) return { error: err.message };
-      this.logger.error({ err, subject: request.subject }, "mq9 request failed");
-      return { error: Errors.internal(err instanceof Error ? err.message : String(err)) };
+      if (err instanceof Mq9Error) {
+        reply = { error: err.message };
+      } else {
+        this.logger.error({ err, subject: request.subject }, "mq9 request failed");
+        reply = { error: Errors.internal(err instanceof Error ? err.message : String(err)) };
+      }
     }
+    this.observer?.observe(
+      command?.op ?? "unknown",
+      reply.error !== "",
+      (performance.now() - started) / 1000,
+    );
+    return reply;
   }
 
-  private async dispatch(request: Mq9Request): Promise<Record<string, unknown>> {
-    const command = parseMq9Subject(request.subject);
+  private async dispatch(
+    command: Mq9Command | undefined,
+    request: Mq9Request,
+  ): Promise<Record<string, unknown>> {
     const engine = this.engine;
     switch (command?.op) {
       case "mailbox.create":

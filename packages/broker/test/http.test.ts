@@ -1,0 +1,50 @@
+import { Subjects } from "@mq9/protocol";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestBroker, type TestBroker } from "./harness.js";
+
+describe("broker HTTP server", () => {
+  let t: TestBroker;
+  let base: string;
+  beforeAll(async () => {
+    t = await startTestBroker({
+      http: {
+        port: 0,
+        routes: (app) => {
+          app.get("/extra", async () => ({ mounted: true }));
+        },
+      },
+    });
+    base = `http://127.0.0.1:${t.broker.http!.port}`;
+  });
+  afterAll(() => t.close());
+
+  it("/healthz answers ok with the connection count", async () => {
+    const res = await fetch(`${base}/healthz`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: "ok", ok: true, connections: 1 });
+  });
+
+  it("/metrics counts mq9 requests by operation and outcome in Prometheus text format", async () => {
+    await t.request(Subjects.mailboxCreate, { name: "metrics.box" });
+    await t.request(Subjects.send("metrics.box"), "x");
+    await t.request(Subjects.send("no.box"), "x");
+    const res = await fetch(`${base}/metrics`);
+    expect(res.headers.get("content-type")).toMatch(/^text\/plain/);
+    const text = await res.text();
+    expect(text).toContain('mq9_requests_total{op="msg.send",outcome="ok"} 1');
+    expect(text).toContain('mq9_requests_total{op="msg.send",outcome="error"} 1');
+    expect(text).toContain('mq9_requests_total{op="mailbox.create",outcome="ok"} 1');
+    expect(text).toContain("mq9_client_connections 1");
+    expect(text).toMatch(/mq9_request_duration_seconds_bucket\{le="0.001",op="msg.send"\} \d/);
+  });
+
+  it("mounts the routes of higher layers", async () => {
+    expect(await (await fetch(`${base}/extra`)).json()).toEqual({ mounted: true });
+  });
+
+  it("answers 404 with a JSON error for unknown paths", async () => {
+    const res = await fetch(`${base}/nope`);
+    expect(res.status).toBe(404);
+    expect((await res.json()).message).toMatch(/not found/i);
+  });
+});
