@@ -10,6 +10,7 @@ export default defineConfig({
       "@mq9/protocol": src("protocol"),
       "@mq9/broker": src("broker"),
       "@mq9/client": src("client"),
+      "@mq9/orchestrator": src("orchestrator"),
     },
   },
   test: {

@@ -1,0 +1,100 @@
+import { type FSWatcher, readdirSync, readFileSync, watch } from "node:fs";
+import { join } from "node:path";
+import type { TaskTemplate, TemplateProblem } from "./task-template.js";
+import { parseTemplate } from "./template-loader.js";
+
+const isTemplateFile = (name: string) => name.endsWith(".yaml") || name.endsWith(".yml");
+
+/** Reads every template of a folder; one file's problems never hide another's templates. */
+export function loadTemplateFolder(folder: string): {
+  templates: Map<string, TaskTemplate>;
+  problems: TemplateProblem[];
+} {
+  const templates = new Map<string, TaskTemplate>();
+  const problems: TemplateProblem[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(folder).filter(isTemplateFile).sort();
+  } catch (err) {
+    problems.push({
+      file: folder,
+      line: 0,
+      column: 0,
+      message: `cannot read the templates folder: ${(err as Error).message}`,
+    });
+    return { templates, problems };
+  }
+  for (const name of names) {
+    const file = join(folder, name);
+    const parsed = parseTemplate(readFileSync(file, "utf8"), file);
+    problems.push(...parsed.problems);
+    if (!parsed.template) continue;
+    const clash = templates.get(parsed.template.name);
+    if (clash) {
+      problems.push({
+        file,
+        line: 1,
+        column: 1,
+        message: `task type '${parsed.template.name}' is also defined in ${clash.file}`,
+      });
+      continue;
+    }
+    templates.set(parsed.template.name, parsed.template);
+  }
+  return { templates, problems };
+}
+
+export interface TemplateSetOptions {
+  folder: string;
+  /** Told about the problems of every (re)load. */
+  onProblems?: (problems: TemplateProblem[]) => void;
+  /** Re-read the folder when a file changes. */
+  watch?: boolean;
+}
+
+/**
+ * The task templates in force. A reload that finds problems keeps the last good
+ * version of each broken template, so a typo never takes a running task type away.
+ */
+export class TemplateSet {
+  private templates = new Map<string, TaskTemplate>();
+  private watcher?: FSWatcher;
+  private pending?: NodeJS.Timeout;
+
+  constructor(private readonly options: TemplateSetOptions) {
+    this.reload();
+    if (options.watch) {
+      this.watcher = watch(options.folder, () => {
+        // Editors write in several steps; settle before reading.
+        clearTimeout(this.pending);
+        this.pending = setTimeout(() => this.reload(), 100);
+      });
+      this.watcher.on("error", () => {});
+    }
+  }
+
+  get(name: string): TaskTemplate | undefined {
+    return this.templates.get(name);
+  }
+
+  names(): string[] {
+    return [...this.templates.keys()].sort();
+  }
+
+  /** Re-reads the folder now; returns the problems found. */
+  reload(): TemplateProblem[] {
+    const { templates, problems } = loadTemplateFolder(this.options.folder);
+    const broken = new Set(problems.map((p) => p.file));
+    for (const [name, previous] of this.templates) {
+      if (!templates.has(name) && broken.has(previous.file)) templates.set(name, previous);
+    }
+    this.templates = templates;
+    if (problems.length > 0) this.options.onProblems?.(problems);
+    return problems;
+  }
+
+  close(): void {
+    clearTimeout(this.pending);
+    this.watcher?.close();
+  }
+}
