@@ -1,4 +1,20 @@
 export {
+  createEnvelope,
+  decodeEnvelope,
+  type Envelope,
+  EnvelopeError,
+  EnvelopeHeaders,
+  envelopeHeaders,
+  forward,
+  MESSAGE_TYPES,
+  type MessageType,
+  type NewEnvelope,
+  replyTo,
+} from "./bus/envelope.js";
+export { loopViolation, SeenMessages, TraceBudget } from "./bus/loop-guard.js";
+export { type AgentView, isAlive } from "./routing/agent-view.js";
+export { chooseForCapability } from "./routing/capability-choice.js";
+export {
   type Condition,
   ConditionError,
   type ConditionScope,

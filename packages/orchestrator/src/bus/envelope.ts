@@ -1,0 +1,151 @@
+import { randomUUID } from "node:crypto";
+import { isPriority, type Priority } from "@mq9/protocol";
+
+/** What an orchestrated message is for. */
+export type MessageType = "query" | "result" | "error" | "heartbeat" | "cancel" | "compensate";
+export const MESSAGE_TYPES: readonly MessageType[] = [
+  "query",
+  "result",
+  "error",
+  "heartbeat",
+  "cancel",
+  "compensate",
+];
+
+/** Every orchestrated message: traceable, routable, and bounded in how far it may travel. */
+export interface Envelope {
+  msg_id: string;
+  trace_id: string;
+  msg_type: MessageType;
+  /** Agent (or "orchestrator") that sent it. */
+  source: string;
+  /** Agent name, or "*" to let the router choose. */
+  target: string;
+  priority: Priority;
+  payload: unknown;
+  /** Unix milliseconds. */
+  created_at: number;
+  hops: number;
+  max_hops: number;
+  /** Mailbox that wants the reply. */
+  reply_to?: string;
+  /** Agents this trace has passed through, oldest first (cycle detection). */
+  path: string[];
+  task_id?: string;
+  step_id?: string;
+  /** The msg_id this message answers. */
+  in_reply_to?: string;
+}
+
+/** Header names that mirror the envelope, so plain mq9 tools can read it without parsing JSON. */
+export const EnvelopeHeaders = {
+  msgId: "mq9-msg-id",
+  traceId: "mq9-trace-id",
+  msgType: "mq9-msg-type",
+  source: "mq9-source",
+  target: "mq9-target",
+  hops: "mq9-hops",
+  maxHops: "mq9-max-hops",
+} as const;
+
+export interface NewEnvelope {
+  msg_type: MessageType;
+  source: string;
+  target: string;
+  payload: unknown;
+  trace_id?: string;
+  priority?: Priority;
+  max_hops?: number;
+  reply_to?: string;
+  task_id?: string;
+  step_id?: string;
+}
+
+/** Starts a message (a new trace unless one is given). */
+export function createEnvelope(fields: NewEnvelope): Envelope {
+  return {
+    msg_id: randomUUID(),
+    trace_id: fields.trace_id ?? randomUUID(),
+    msg_type: fields.msg_type,
+    source: fields.source,
+    target: fields.target,
+    priority: fields.priority ?? "normal",
+    payload: fields.payload,
+    created_at: Date.now(),
+    hops: 0,
+    max_hops: fields.max_hops ?? 16,
+    reply_to: fields.reply_to,
+    path: [fields.source],
+    task_id: fields.task_id,
+    step_id: fields.step_id,
+  };
+}
+
+/** The answer to `message`: same trace, one hop further, addressed back to whoever asked. */
+export function replyTo(message: Envelope, source: string, type: MessageType, payload: unknown): Envelope {
+  return {
+    msg_id: randomUUID(),
+    trace_id: message.trace_id,
+    msg_type: type,
+    source,
+    target: message.source,
+    priority: message.priority,
+    payload,
+    created_at: Date.now(),
+    hops: message.hops + 1,
+    max_hops: message.max_hops,
+    path: [...message.path, source],
+    task_id: message.task_id,
+    step_id: message.step_id,
+    in_reply_to: message.msg_id,
+  };
+}
+
+/** The same message on its next hop, passing through `via`. */
+export function forward(message: Envelope, via: string, target: string): Envelope {
+  return { ...message, target, hops: message.hops + 1, path: [...message.path, via] };
+}
+
+/** Header block values for an envelope (JSON payload carries the rest). */
+export function envelopeHeaders(envelope: Envelope): Record<string, string> {
+  return {
+    [EnvelopeHeaders.msgId]: envelope.msg_id,
+    [EnvelopeHeaders.traceId]: envelope.trace_id,
+    [EnvelopeHeaders.msgType]: envelope.msg_type,
+    [EnvelopeHeaders.source]: envelope.source,
+    [EnvelopeHeaders.target]: envelope.target,
+    [EnvelopeHeaders.hops]: String(envelope.hops),
+    [EnvelopeHeaders.maxHops]: String(envelope.max_hops),
+  };
+}
+
+export class EnvelopeError extends Error {
+  override name = "EnvelopeError";
+}
+
+/** Reads an envelope from a message body; throws EnvelopeError saying what is wrong. */
+export function decodeEnvelope(body: unknown): Envelope {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw new EnvelopeError("an orchestrated message must be a JSON object");
+  }
+  const e = body as Record<string, unknown>;
+  for (const field of ["msg_id", "trace_id", "source", "target"]) {
+    if (typeof e[field] !== "string" || e[field] === "")
+      throw new EnvelopeError(`'${field}' must be a non-empty string`);
+  }
+  if (!MESSAGE_TYPES.includes(e.msg_type as MessageType)) {
+    throw new EnvelopeError(`'msg_type' must be one of ${MESSAGE_TYPES.join(", ")}`);
+  }
+  for (const field of ["hops", "max_hops", "created_at"]) {
+    if (!Number.isInteger(e[field]) || (e[field] as number) < 0) {
+      throw new EnvelopeError(`'${field}' must be a whole number >= 0`);
+    }
+  }
+  if (typeof e.priority !== "string" || !isPriority(e.priority)) {
+    throw new EnvelopeError("'priority' must be critical, urgent or normal");
+  }
+  if (!Array.isArray(e.path) || e.path.some((p) => typeof p !== "string")) {
+    throw new EnvelopeError("'path' must be a list of agent names");
+  }
+  return e as unknown as Envelope;
+}

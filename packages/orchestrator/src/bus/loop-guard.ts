@@ -1,0 +1,50 @@
+import type { Envelope } from "./envelope.js";
+
+/** Why a message must not travel further, or undefined when it may. */
+export function loopViolation(message: Envelope, nextAgent: string): string | undefined {
+  if (message.hops >= message.max_hops) {
+    return `max_hops exhausted (${message.hops} of ${message.max_hops})`;
+  }
+  // A query that returns to an agent already on its path is going round in circles.
+  if (message.msg_type === "query" && message.path.includes(nextAgent)) {
+    return `cycle: ${[...message.path, nextAgent].join(" -> ")}`;
+  }
+  return undefined;
+}
+
+/** Counts messages per trace and says when a trace has used up its budget. */
+export class TraceBudget {
+  private readonly counts = new Map<string, number>();
+
+  constructor(private readonly perTrace: number) {}
+
+  /** Records one message; false once the trace is over budget. */
+  spend(traceId: string): boolean {
+    const used = (this.counts.get(traceId) ?? 0) + 1;
+    this.counts.set(traceId, used);
+    return used <= this.perTrace;
+  }
+
+  forget(traceId: string): void {
+    this.counts.delete(traceId);
+  }
+}
+
+/** Remembers recently seen msg_ids so at-least-once delivery never runs a handler twice. */
+export class SeenMessages {
+  private readonly seen = new Set<string>();
+
+  constructor(private readonly capacity = 100_000) {}
+
+  /** True the first time an id is offered. */
+  firstTime(msgId: string): boolean {
+    if (this.seen.has(msgId)) return false;
+    this.seen.add(msgId);
+    if (this.seen.size > this.capacity) {
+      // Sets iterate in insertion order: drop the oldest.
+      const oldest = this.seen.values().next().value;
+      if (oldest !== undefined) this.seen.delete(oldest);
+    }
+    return true;
+  }
+}
