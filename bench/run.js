@@ -10,13 +10,15 @@ import * as jetstream from "./jetstream.js";
 import * as mq9 from "./mq9.js";
 import { binaryVersion, cleanupAll, findBinary, installCleanupHandlers, progress } from "./proc.js";
 import * as redis from "./redis.js";
+import { runRegistryBench } from "./registry.js";
 import { measureDrain, measureSend } from "./stats.js";
 
 const SYSTEMS = [mq9, jetstream, redis];
 
-const USAGE = `usage: node bench/run.js [--quick] [--help]
+const USAGE = `usage: node bench/run.js [--quick] [--registry] [--help]
 
-  --quick   fast smoke run (small message counts)
+  --quick      fast smoke run (small message counts)
+  --registry   only the agent registry benchmark (bench/registry.js); BENCH_REGISTRY=1 adds it to a full run
 
 environment (defaults in brackets, quick-run defaults after the slash):
   BENCH_MESSAGES        messages sent at BENCH_CONCURRENCY in flight     [30000 / 2000]
@@ -50,12 +52,13 @@ function parseConfig(argv) {
     process.exit(0);
   }
   for (const a of args) {
-    if (a !== "--quick") {
+    if (a !== "--quick" && a !== "--registry") {
       process.stderr.write(`unknown argument ${a}\n${USAGE}`);
       process.exit(2);
     }
   }
   const quick = args.has("--quick");
+  const registryOnly = args.has("--registry");
   const wanted = (process.env.BENCH_SYSTEMS || SYSTEMS.map((s) => s.id).join(","))
     .split(",")
     .map((s) => s.trim())
@@ -69,6 +72,8 @@ function parseConfig(argv) {
   const payloadBytes = intFromEnv("BENCH_PAYLOAD_BYTES", 1024);
   return {
     quick,
+    registryOnly,
+    registry: registryOnly || process.env.BENCH_REGISTRY === "1",
     messages: intFromEnv("BENCH_MESSAGES", quick ? 2000 : 30000),
     seqMessages: intFromEnv("BENCH_SEQ_MESSAGES", quick ? 300 : 3000),
     warmup: intFromEnv("BENCH_WARMUP", quick ? 100 : 500, 0),
@@ -266,6 +271,10 @@ async function main() {
   const cfg = parseConfig(process.argv.slice(2));
   installCleanupHandlers();
   const t0 = performance.now();
+  if (cfg.registryOnly) {
+    process.stdout.write(`${await runRegistryBench(cfg)}\n`);
+    return;
+  }
   const results = [];
   for (const mod of cfg.systems) results.push(await benchSystem(mod, cfg));
   const machine = {
@@ -281,6 +290,7 @@ async function main() {
       ) ?? null,
   };
   report(cfg, results, machine, performance.now() - t0);
+  if (cfg.registry) process.stdout.write(`${await runRegistryBench(cfg)}\n`);
 }
 
 main()

@@ -6,6 +6,8 @@ import { BrokerMetrics } from "./http/broker-metrics.js";
 import { HttpServer } from "./http/http-server.js";
 import { type Logger, silentLogger } from "./logger.js";
 import { NatsListener, type NatsListenerOptions } from "./nats/index.js";
+import { openRegistry, type RegistrySettings } from "./registry/open-registry.js";
+import type { Registry } from "./registry/registry.js";
 import { Mq9Service } from "./service/mq9-service.js";
 import { SqliteStore, type SyncMode } from "./store/sqlite-store.js";
 import type { Store } from "./store/store.js";
@@ -30,6 +32,8 @@ export interface BrokerOptions {
   fetchMaxBytes?: number;
   defaultMailboxTtl?: number;
   sweepIntervalMs?: number;
+  /** The agent registry (AGENT.* subjects); `false` turns it off. */
+  registry?: RegistrySettings | false;
   /** The HTTP server (/healthz, /metrics, routes of higher layers); off unless given. */
   http?: BrokerHttpOptions;
   logger?: Logger;
@@ -58,6 +62,7 @@ export class Broker {
     private readonly listener: NatsListener,
     private readonly store: Store,
     readonly http?: HttpServer,
+    readonly registry?: Registry,
   ) {}
 
   /** Opens the store, starts background work and listens; resolves once connections are accepted. */
@@ -87,7 +92,22 @@ export class Broker {
       logger,
     });
     const metrics = new BrokerMetrics(() => listener.connectionCount);
-    const service = new Mq9Service(engine, logger, metrics);
+    let registry: Registry | undefined;
+    try {
+      registry =
+        options.registry === false
+          ? undefined
+          : await openRegistry(options.registry ?? {}, {
+              dataDir: options.dataDir ?? "./mq9-data",
+              sync: options.sync,
+              logger,
+              sweepIntervalMs: options.sweepIntervalMs,
+            });
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
+    const service = new Mq9Service(engine, logger, metrics, registry);
     listener.setService(isMq9Subject, (request) => {
       void service.handle(request).then((reply) => {
         if (request.reply) listener.publish(request.reply, encoder.encode(JSON.stringify(reply)));
@@ -108,13 +128,14 @@ export class Broker {
         });
       }
       engine.start();
-      const broker = new Broker(address.host, address.port, engine, metrics, listener, store, http);
+      const broker = new Broker(address.host, address.port, engine, metrics, listener, store, http, registry);
       broker.markClosing = () => {
         closing = true;
       };
       return broker;
     } catch (err) {
       await listener.close();
+      await registry?.close();
       await store.close();
       throw err;
     }
@@ -127,6 +148,7 @@ export class Broker {
       await this.http?.close();
       await this.engine.close();
       await this.listener.close({ drainTimeoutMs: options.drainTimeoutMs ?? 5_000 });
+      await this.registry?.close();
       await this.store.close();
     })();
     return this.closing;

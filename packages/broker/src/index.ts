@@ -5,6 +5,35 @@ export { BrokerMetrics } from "./http/broker-metrics.js";
 export { HttpServer, type HttpServerOptions } from "./http/http-server.js";
 export { type Logger, silentLogger } from "./logger.js";
 export { NatsListener, type NatsListenerOptions } from "./nats/index.js";
+export {
+  type Embedder,
+  EmbedderUnavailableError,
+  type EmbedOptions,
+  type EmbedPurpose,
+} from "./registry/embedder.js";
+export { LocalVectorStore, type LocalVectorStoreOptions } from "./registry/local-vector-store.js";
+export { OnnxEmbedder, type OnnxEmbedderOptions } from "./registry/onnx-embedder.js";
+export { embedderProblem, openRegistry, type RegistrySettings } from "./registry/open-registry.js";
+export { type DiscoverResult, Registry, type RegistryOptions } from "./registry/registry.js";
+export type {
+  AgentFilter,
+  AgentRow,
+  RankedAgent,
+  RegistryStore,
+  Removed,
+  SkillDoc,
+  StoredDoc,
+} from "./registry/registry-store.js";
+export { SqliteRegistryStore, type SqliteRegistryStoreOptions } from "./registry/sqlite-registry-store.js";
+export { ThreadedEmbedder, type ThreadedEmbedderOptions } from "./registry/threaded-embedder.js";
+export { UseEmbedder } from "./registry/use-embedder.js";
+export type {
+  VectorFilter,
+  VectorHit,
+  VectorItem,
+  VectorSelector,
+  VectorStore,
+} from "./registry/vector-store.js";
 export { type Mq9Request, Mq9Service, type ReplyBody } from "./service/mq9-service.js";
 export type { RequestObserver } from "./service/request-observer.js";
 export { SqliteStore, type SqliteStoreOptions, type SyncMode } from "./store/sqlite-store.js";

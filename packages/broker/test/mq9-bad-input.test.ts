@@ -36,8 +36,8 @@ describe("mq9 bad input", () => {
     expect(texts(await t.request(Subjects.query("bad.safe"), {}, { nc: other }))).toEqual(["precious"]);
   });
 
-  it("answers agent registry subjects with a clear error until the registry is enabled", async () => {
-    const reply = await t.request(Subjects.agentDiscover, {});
-    expect(reply.error).toMatch(/registry/);
+  it("answers malformed agent registry bodies with a clear error", async () => {
+    const reply = await t.request(Subjects.agentDiscover, "{oops");
+    expect(reply.error).toMatch(/^invalid AGENT\.DISCOVER payload: malformed JSON/);
   });
 });

@@ -54,6 +54,22 @@ export const ServeConfigSchema = z
       })
       .strict()
       .prefault({}),
+    registry: z
+      .object({
+        /** use: Universal Sentence Encoder lite (built in); onnx: a BERT-shaped model in modelDir; none: no semantic search. */
+        embedder: z.enum(["use", "onnx", "none"]).default("use"),
+        vectorStore: z.enum(["local"]).default("local"),
+        modelDir: z.string().min(1).optional(),
+        pooling: z.enum(["mean", "cls"]).optional(),
+        queryPrefix: z.string().optional(),
+        defaultTtl: z.number().int().min(0).default(0),
+        annThreshold: positiveInt.default(2_000),
+        maxCardBytes: positiveInt.default(256 * 1024),
+        maxSkills: positiveInt.default(256),
+        preload: z.boolean().default(true),
+      })
+      .strict()
+      .prefault({}),
     log: z
       .object({
         level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
@@ -64,6 +80,13 @@ export const ServeConfigSchema = z
   })
   .strict()
   .superRefine((config, ctx) => {
+    if (config.registry.embedder === "onnx" && !config.registry.modelDir) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["registry", "modelDir"],
+        message: "the onnx embedder needs registry.modelDir (a folder from 'mq9 models fetch')",
+      });
+    }
     if (Boolean(config.tls.cert) !== Boolean(config.tls.key)) {
       ctx.addIssue({ code: "custom", path: ["tls"], message: "tls.cert and tls.key must be given together" });
     }
@@ -191,6 +214,27 @@ export const SETTINGS: Setting[] = [
     env: "MQ9_DEFAULT_MAILBOX_TTL",
     kind: "number",
     help: "TTL (s) of mailboxes created without one; 0 = never",
+  },
+  {
+    path: ["registry", "embedder"],
+    flag: "registry-embedder",
+    env: "MQ9_REGISTRY_EMBEDDER",
+    kind: "string",
+    help: "agent registry embedder: use (built in), onnx (needs --registry-model-dir) or none",
+  },
+  {
+    path: ["registry", "modelDir"],
+    flag: "registry-model-dir",
+    env: "MQ9_REGISTRY_MODEL_DIR",
+    kind: "string",
+    help: "folder of the onnx embedder's model (see 'mq9 models fetch')",
+  },
+  {
+    path: ["registry", "defaultTtl"],
+    flag: "registry-default-ttl",
+    env: "MQ9_REGISTRY_DEFAULT_TTL",
+    kind: "number",
+    help: "ttl (s) of agent registrations without one; 0 = never expire",
   },
   {
     path: ["log", "level"],

@@ -1,5 +1,8 @@
 #!/usr/bin/env node
 import { Command } from "commander";
+import { registerAgentImport } from "./agent-import.js";
+import { registerClientCommands } from "./client-commands.js";
+import { registerModels } from "./models-command.js";
 import { registerServe } from "./serve.js";
 
 const program = new Command()
@@ -9,5 +12,8 @@ const program = new Command()
   .showHelpAfterError();
 
 registerServe(program);
+registerClientCommands(program);
+registerAgentImport(program);
+registerModels(program);
 
 await program.parseAsync(process.argv);

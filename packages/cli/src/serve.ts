@@ -23,7 +23,7 @@ function explainStartFailure(err: unknown, config: ServeConfig): string {
 }
 
 function brokerOptions(config: ServeConfig, logger: Logger) {
-  const { server, http, auth, tls, storage, messaging } = config;
+  const { server, http, auth, tls, storage, messaging, registry } = config;
   return {
     host: server.host,
     port: server.port,
@@ -39,6 +39,17 @@ function brokerOptions(config: ServeConfig, logger: Logger) {
     fetchMaxBytes: messaging.fetchMaxBytes,
     defaultMailboxTtl: messaging.defaultMailboxTtl,
     http: { host: http.host, port: http.port },
+    registry: {
+      embedder: registry.embedder,
+      vectorStore: registry.vectorStore,
+      modelDir: registry.modelDir,
+      onnx: { pooling: registry.pooling, queryPrefix: registry.queryPrefix },
+      defaultTtl: registry.defaultTtl,
+      annThreshold: registry.annThreshold,
+      maxCardBytes: registry.maxCardBytes,
+      maxSkills: registry.maxSkills,
+      preloadEmbedder: registry.preload,
+    },
     logger,
   };
 }

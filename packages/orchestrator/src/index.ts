@@ -1,4 +1,15 @@
+export { Agent, type AgentOptions, type MessageContext } from "./agent/agent.js";
 export {
+  type AgentManifest,
+  ManifestError,
+  type ManifestRecord,
+  type ResolvedManifest,
+  registrationBody,
+  resolveManifest,
+} from "./agent/manifest.js";
+export {
+  type ChildFields,
+  childOf,
   createEnvelope,
   decodeEnvelope,
   type Envelope,
@@ -9,11 +20,60 @@ export {
   MESSAGE_TYPES,
   type MessageType,
   type NewEnvelope,
+  newId,
   replyTo,
 } from "./bus/envelope.js";
+export { preciseNow, readEnvelope, type SendEnvelopeOptions, sendEnvelope } from "./bus/envelope-io.js";
 export { loopViolation, SeenMessages, TraceBudget } from "./bus/loop-guard.js";
+export { agentMailbox, BusNames, DEFAULT_NAMESPACE, traceTag } from "./bus/names.js";
+export { OrchestratorError, type OrchestratorErrorCode } from "./errors.js";
+export {
+  type ApiHandler,
+  type ApiReply,
+  type ApiRequest,
+  mountOrchestratorApi,
+  type OrchestratorSource,
+  type RouteRegistrar,
+} from "./http/api-routes.js";
+export { DEFAULT_MEMORY_TTL_S, TraceMemory } from "./memory/trace-memory.js";
+export { Orchestrator, type OrchestratorOptions } from "./orchestrator.js";
+export {
+  AgentDirectory,
+  type AgentDirectoryOptions,
+  type DirectoryEntry,
+} from "./routing/agent-directory.js";
 export { type AgentView, isAlive } from "./routing/agent-view.js";
 export { chooseForCapability } from "./routing/capability-choice.js";
+export { type DeadLetter, DeadLetters } from "./routing/dead-letters.js";
+export {
+  type Delivery,
+  LatencySample,
+  type RouteDecision,
+  type RouteLayer,
+  Router,
+  type RouterOptions,
+} from "./routing/router.js";
+export {
+  Scheduler,
+  type SchedulerOptions,
+  type SubmitOptions,
+  type TemplateLookup,
+} from "./scheduler/scheduler.js";
+export {
+  type AttemptRecord,
+  type CompensationState,
+  type Dispatch,
+  IllegalTransition,
+  isTerminal,
+  moveTask,
+  moveWork,
+  type StepState,
+  type StepStatus,
+  TASK_STATUSES,
+  type TaskState,
+  type TaskStatus,
+} from "./scheduler/task-state.js";
+export { DEFAULT_RETENTION_S, TaskStore } from "./scheduler/task-store.js";
 export {
   type Condition,
   ConditionError,
@@ -32,3 +92,12 @@ export {
 } from "./templates/task-template.js";
 export { parseTemplate } from "./templates/template-loader.js";
 export { loadTemplateFolder, TemplateSet, type TemplateSetOptions } from "./templates/template-set.js";
+export { type TraceEntry, TraceReader, type TraceView } from "./trace/trace-reader.js";
+export {
+  signWebhookBody,
+  verifyWebhookSignature,
+  WEBHOOK_EVENTS,
+  type WebhookConfig,
+  type WebhookEvent,
+  WebhookNotifier,
+} from "./webhooks/webhook-notifier.js";

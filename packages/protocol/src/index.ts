@@ -1,3 +1,11 @@
+export type {
+  AgentDiscoverReply,
+  AgentDiscoverRequest,
+  AgentEntry,
+  AgentRegistration,
+  AgentReportRequest,
+  AgentUnregisterRequest,
+} from "./agent-messages.js";
 export { Defaults } from "./defaults.js";
 export { Errors } from "./errors.js";
 export { encodeHeaderBlock, Headers, parseHeaderBlock, splitTags } from "./headers.js";

@@ -12,6 +12,7 @@ import {
 } from "@mq9/protocol";
 import type { MessagingEngine } from "../engine/messaging-engine.js";
 import type { Logger } from "../logger.js";
+import type { Registry } from "../registry/registry.js";
 import { toMessageItem } from "./message-item.js";
 import type { RequestObserver } from "./request-observer.js";
 
@@ -39,6 +40,7 @@ export class Mq9Service {
     private readonly engine: MessagingEngine,
     private readonly logger: Logger,
     private readonly observer?: RequestObserver,
+    private readonly registry?: Registry,
   ) {}
 
   /** Always resolves with the reply envelope; failures become `{error}`. */
@@ -89,12 +91,24 @@ export class Mq9Service {
         await engine.delete(command.mailAddress, command.msgIdToken);
         return { deleted: true };
       case "agent.register":
+        await this.agents().register(request.payload);
+        return {};
       case "agent.unregister":
+        await this.agents().unregister(request.payload);
+        return {};
       case "agent.report":
+        await this.agents().report(request.payload);
+        return {};
       case "agent.discover":
-        throw new Mq9Error("INVALID_REQUEST", "the agent registry is not enabled in this broker build yet");
+        return { ...(await this.agents().discover(request.payload)) };
       default:
         throw new Mq9Error("UNKNOWN_SUBJECT", Errors.unknownSubject(request.subject));
     }
+  }
+
+  private agents(): Registry {
+    if (!this.registry)
+      throw new Mq9Error("INVALID_REQUEST", "the agent registry is turned off in this broker");
+    return this.registry;
   }
 }

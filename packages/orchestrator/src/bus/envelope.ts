@@ -35,6 +35,12 @@ export interface Envelope {
   step_id?: string;
   /** The msg_id this message answers. */
   in_reply_to?: string;
+  /** With target "*": the capability the router must find an agent for. */
+  capability?: string;
+  /** With target "*" and no capability: what is asked, in words, for intent routing. */
+  intent?: string;
+  /** Unix ms at which the message was last put in a mailbox (per-hop latency). */
+  sent_at?: number;
 }
 
 /** Header names that mirror the envelope, so plain mq9 tools can read it without parsing JSON. */
@@ -59,13 +65,23 @@ export interface NewEnvelope {
   reply_to?: string;
   task_id?: string;
   step_id?: string;
+  capability?: string;
+  intent?: string;
+}
+
+/**
+ * A fresh id: 32 lowercase hex digits. Trace ids name mailboxes (memory), whose names
+ * allow only lowercase letters, digits and dots, so ids avoid UUID dashes.
+ */
+export function newId(): string {
+  return randomUUID().replaceAll("-", "");
 }
 
 /** Starts a message (a new trace unless one is given). */
 export function createEnvelope(fields: NewEnvelope): Envelope {
-  return {
-    msg_id: randomUUID(),
-    trace_id: fields.trace_id ?? randomUUID(),
+  const envelope: Envelope = {
+    msg_id: newId(),
+    trace_id: fields.trace_id ?? newId(),
     msg_type: fields.msg_type,
     source: fields.source,
     target: fields.target,
@@ -79,12 +95,15 @@ export function createEnvelope(fields: NewEnvelope): Envelope {
     task_id: fields.task_id,
     step_id: fields.step_id,
   };
+  if (fields.capability !== undefined) envelope.capability = fields.capability;
+  if (fields.intent !== undefined) envelope.intent = fields.intent;
+  return envelope;
 }
 
 /** The answer to `message`: same trace, one hop further, addressed back to whoever asked. */
 export function replyTo(message: Envelope, source: string, type: MessageType, payload: unknown): Envelope {
   return {
-    msg_id: randomUUID(),
+    msg_id: newId(),
     trace_id: message.trace_id,
     msg_type: type,
     source,
@@ -104,6 +123,43 @@ export function replyTo(message: Envelope, source: string, type: MessageType, pa
 /** The same message on its next hop, passing through `via`. */
 export function forward(message: Envelope, via: string, target: string): Envelope {
   return { ...message, target, hops: message.hops + 1, path: [...message.path, via] };
+}
+
+/** What an agent's follow-up message may set; the rest comes from the message being handled. */
+export interface ChildFields {
+  msg_type?: MessageType;
+  target: string;
+  payload: unknown;
+  capability?: string;
+  intent?: string;
+  reply_to?: string;
+  priority?: Priority;
+}
+
+/**
+ * A new message that `source` sends while handling `parent`: same trace, task and
+ * hop budget, one hop further, with `source` added to the path (cycle detection).
+ */
+export function childOf(parent: Envelope, source: string, fields: ChildFields): Envelope {
+  const child: Envelope = {
+    msg_id: newId(),
+    trace_id: parent.trace_id,
+    msg_type: fields.msg_type ?? "query",
+    source,
+    target: fields.target,
+    priority: fields.priority ?? parent.priority,
+    payload: fields.payload,
+    created_at: Date.now(),
+    hops: parent.hops + 1,
+    max_hops: parent.max_hops,
+    path: parent.path.at(-1) === source ? [...parent.path] : [...parent.path, source],
+    reply_to: fields.reply_to,
+    task_id: parent.task_id,
+    step_id: parent.step_id,
+  };
+  if (fields.capability !== undefined) child.capability = fields.capability;
+  if (fields.intent !== undefined) child.intent = fields.intent;
+  return child;
 }
 
 /** Header block values for an envelope (JSON payload carries the rest). */
@@ -146,6 +202,14 @@ export function decodeEnvelope(body: unknown): Envelope {
   }
   if (!Array.isArray(e.path) || e.path.some((p) => typeof p !== "string")) {
     throw new EnvelopeError("'path' must be a list of agent names");
+  }
+  for (const field of ["reply_to", "task_id", "step_id", "in_reply_to", "capability", "intent"]) {
+    if (e[field] !== undefined && e[field] !== null && typeof e[field] !== "string") {
+      throw new EnvelopeError(`'${field}' must be a string when present`);
+    }
+  }
+  if (e.sent_at !== undefined && !Number.isFinite(e.sent_at)) {
+    throw new EnvelopeError("'sent_at' must be a number of unix milliseconds when present");
   }
   return e as unknown as Envelope;
 }

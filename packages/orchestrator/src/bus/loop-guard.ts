@@ -16,13 +16,28 @@ export function loopViolation(message: Envelope, nextAgent: string): string | un
 export class TraceBudget {
   private readonly counts = new Map<string, number>();
 
-  constructor(private readonly perTrace: number) {}
+  constructor(
+    readonly perTrace: number,
+    /** Traces remembered at once; the least recently active is forgotten first. */
+    private readonly capacity = 100_000,
+  ) {}
 
   /** Records one message; false once the trace is over budget. */
   spend(traceId: string): boolean {
     const used = (this.counts.get(traceId) ?? 0) + 1;
+    // Re-inserting keeps the map in order of last activity.
+    this.counts.delete(traceId);
     this.counts.set(traceId, used);
+    if (this.counts.size > this.capacity) {
+      const oldest = this.counts.keys().next().value;
+      if (oldest !== undefined) this.counts.delete(oldest);
+    }
     return used <= this.perTrace;
+  }
+
+  /** Messages counted so far for a trace. */
+  used(traceId: string): number {
+    return this.counts.get(traceId) ?? 0;
   }
 
   forget(traceId: string): void {

@@ -1,0 +1,49 @@
+// Entry of the embedding worker thread: runs one embedder off the broker's event loop.
+import { parentPort, workerData } from "node:worker_threads";
+import type { EmbedPurpose } from "./embedder.js";
+import { createEmbedder, type EmbedderSpec } from "./embedder-factory.js";
+
+export type WorkerRequest =
+  | { type: "load" }
+  | { type: "embed"; seq: number; texts: string[]; purpose: EmbedPurpose }
+  | { type: "close" };
+
+export type WorkerReply =
+  | { type: "loaded"; dimensions: number }
+  | { type: "vectors"; seq: number; dimensions: number; data: Float32Array }
+  | { type: "failed"; seq?: number; message: string; unavailable: boolean };
+
+const port = parentPort!;
+const embedder = createEmbedder((workerData as { spec: EmbedderSpec }).spec);
+
+function failure(err: unknown, seq?: number): WorkerReply {
+  const error = err as Error;
+  return {
+    type: "failed",
+    seq,
+    message: error.message,
+    unavailable: error.name === "EmbedderUnavailableError",
+  };
+}
+
+port.on("message", (request: WorkerRequest) => {
+  if (request.type === "load") {
+    embedder.load().then(
+      (dimensions) => port.postMessage({ type: "loaded", dimensions } satisfies WorkerReply),
+      (err) => port.postMessage(failure(err)),
+    );
+  } else if (request.type === "embed") {
+    embedder.embed(request.texts, { purpose: request.purpose }).then(
+      (vectors) => {
+        const dimensions = vectors[0]?.length ?? 0;
+        const data = new Float32Array(vectors.length * dimensions);
+        for (const [i, v] of vectors.entries()) data.set(v, i * dimensions);
+        const reply: WorkerReply = { type: "vectors", seq: request.seq, dimensions, data };
+        port.postMessage(reply, [data.buffer]);
+      },
+      (err) => port.postMessage(failure(err, request.seq)),
+    );
+  } else {
+    void embedder.close().finally(() => port.close());
+  }
+});

@@ -1,0 +1,414 @@
+import { mkdirSync, renameSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import Database from "better-sqlite3";
+import { type Logger, silentLogger } from "../logger.js";
+import { StorageError } from "../store/storage-error.js";
+import { FlatVectors, TopK } from "./flat-vectors.js";
+import type { VectorFilter, VectorHit, VectorItem, VectorSelector, VectorStore } from "./vector-store.js";
+
+/** The slice of hnswlib-node used here (an optional dependency, so its types may be absent). */
+interface Hnsw {
+  initIndex(options: {
+    maxElements: number;
+    m?: number;
+    efConstruction?: number;
+    randomSeed?: number;
+    allowReplaceDeleted?: boolean;
+  }): void;
+  readIndex(file: string, allowReplaceDeleted?: boolean): Promise<boolean>;
+  writeIndex(file: string): Promise<boolean>;
+  resizeIndex(maxElements: number): void;
+  addPoint(point: number[], label: number, replaceDeleted?: boolean): void;
+  markDelete(label: number): void;
+  searchKnn(
+    query: number[],
+    k: number,
+    filter?: (label: number) => boolean,
+  ): { distances: number[]; neighbors: number[] };
+  getPoint(label: number): number[];
+  getIdsList(): number[];
+  getMaxElements(): number;
+  getCurrentCount(): number;
+  setEf(ef: number): void;
+}
+type HnswModule = { HierarchicalNSW: new (space: "ip" | "l2" | "cosine", dimensions: number) => Hnsw };
+
+async function importHnsw(): Promise<HnswModule | undefined> {
+  // A variable specifier: hnswlib-node is optional; without it the store stays exact.
+  const specifier = "hnswlib-node";
+  try {
+    const mod = (await import(specifier)) as HnswModule & { default?: HnswModule };
+    return mod.HierarchicalNSW ? mod : mod.default;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface LocalVectorStoreOptions {
+  /** Folder for `vectors.db` and `vectors.hnsw`; ":memory:" keeps nothing. */
+  dataDir: string;
+  /** Build the approximate (HNSW) index once this many vectors are stored; below it, search is exact. */
+  annThreshold?: number;
+  /** HNSW graph degree and build/search breadth. */
+  hnsw?: { m?: number; efConstruction?: number; efSearch?: number };
+  /** A filtered query scans exactly when the filter leaves at most this many vectors. */
+  exactFilterLimit?: number;
+  /** Longest the background build may hold the event loop per turn. */
+  buildSliceMs?: number;
+  logger?: Logger;
+}
+
+/**
+ * The default vector store: vectors persisted in SQLite in the data dir,
+ * searched exactly while few, and through an HNSW index (hnswlib-node) built
+ * in the background once `annThreshold` is crossed. Vectors not yet in the
+ * index are scanned exactly, so an upsert is searchable at once.
+ */
+export class LocalVectorStore implements VectorStore {
+  private readonly db: Database.Database;
+  private readonly stmt;
+  private readonly memory: boolean;
+  private readonly indexFile: string;
+  private readonly threshold: number;
+  private readonly efSearch: number;
+  private readonly exactFilterLimit: number;
+  private readonly sliceMs: number;
+  private readonly hnswOptions: { m: number; efConstruction: number };
+  private readonly logger: Logger;
+  private dimensions?: number;
+  private readonly agentOf = new Map<number, string>();
+  private readonly byAgent = new Map<string, Set<number>>();
+  /** Vectors not in the index, searched exactly. */
+  private pending?: FlatVectors;
+  private index?: Hnsw;
+  /** Live labels in the index. */
+  private readonly indexed = new Set<number>();
+  private hnswModule?: Promise<HnswModule | undefined>;
+  private building?: Promise<void>;
+  private addedSinceSave = 0;
+  private closed = false;
+
+  private constructor(options: LocalVectorStoreOptions) {
+    this.memory = options.dataDir === ":memory:";
+    this.indexFile = this.memory ? "" : join(options.dataDir, "vectors.hnsw");
+    this.threshold = options.annThreshold ?? 2_000;
+    this.efSearch = options.hnsw?.efSearch ?? 64;
+    this.exactFilterLimit = options.exactFilterLimit ?? 4096;
+    this.sliceMs = options.buildSliceMs ?? 8;
+    this.logger = options.logger ?? silentLogger;
+    this.hnswOptions = { m: options.hnsw?.m ?? 16, efConstruction: options.hnsw?.efConstruction ?? 100 };
+    try {
+      if (!this.memory) mkdirSync(options.dataDir, { recursive: true });
+      this.db = new Database(this.memory ? ":memory:" : join(options.dataDir, "vectors.db"), {
+        timeout: 200,
+      });
+      // 8 KiB pages hold three 512-dimension vectors (4 KiB pages hold one).
+      this.db.pragma("page_size = 8192");
+      this.db.pragma("journal_mode = WAL");
+      this.db.pragma("synchronous = NORMAL");
+      this.db.pragma("locking_mode = EXCLUSIVE");
+      this.db.exec(`
+        CREATE TABLE IF NOT EXISTS vectors (id INTEGER PRIMARY KEY, agent TEXT NOT NULL, vector BLOB NOT NULL);
+        CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;`);
+    } catch (err) {
+      throw StorageError.from(err, `cannot open the vector store in ${options.dataDir}`);
+    }
+    this.stmt = {
+      upsert: this.db.prepare("INSERT OR REPLACE INTO vectors (id, agent, vector) VALUES (?, ?, ?)"),
+      delete: this.db.prepare("DELETE FROM vectors WHERE id = ?"),
+      all: this.db.prepare<[], { id: number; agent: string }>("SELECT id, agent FROM vectors"),
+      vector: this.db.prepare<[number], { vector: Buffer }>("SELECT vector FROM vectors WHERE id = ?"),
+      clear: this.db.prepare("DELETE FROM vectors"),
+      clearMeta: this.db.prepare("DELETE FROM meta"),
+      getMeta: this.db.prepare<[string], { value: string }>("SELECT value FROM meta WHERE key = ?"),
+      setMeta: this.db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)"),
+    };
+  }
+
+  /** Opens (or creates) the store and loads what it holds; a saved index is reused. */
+  static async open(options: LocalVectorStoreOptions): Promise<LocalVectorStore> {
+    const store = new LocalVectorStore(options);
+    await store.load();
+    return store;
+  }
+
+  private async load(): Promise<void> {
+    const dims = this.stmt.getMeta.get("dimensions");
+    if (!dims) return;
+    this.dimensions = Number(dims.value);
+    const rows = this.stmt.all.all();
+    for (const { id, agent } of rows) this.remember(id, agent);
+    if (!this.memory && rows.length >= this.threshold) await this.readSavedIndex();
+    this.pending = new FlatVectors(this.dimensions, Math.max(1024, rows.length - this.indexed.size));
+    for (const { id } of rows) {
+      if (this.indexed.has(id)) continue;
+      const { vector } = this.stmt.vector.get(id)!;
+      this.pending.set(id, new Float32Array(Uint8Array.from(vector).buffer));
+    }
+    this.scheduleIndexing();
+  }
+
+  private async readSavedIndex(): Promise<void> {
+    const module = await this.hnsw();
+    if (!module || this.dimensions === undefined) return;
+    const index = new module.HierarchicalNSW("ip", this.dimensions);
+    try {
+      await index.readIndex(this.indexFile, true);
+    } catch {
+      return; // no saved index (or an unreadable one): rebuilt in the background
+    }
+    for (const label of index.getIdsList()) {
+      if (this.agentOf.has(label)) this.indexed.add(label);
+      else {
+        try {
+          index.markDelete(label);
+        } catch {
+          // already deleted when it was saved
+        }
+      }
+    }
+    this.index = index;
+  }
+
+  private hnsw(): Promise<HnswModule | undefined> {
+    this.hnswModule ??= importHnsw().then((module) => {
+      if (!module)
+        this.logger.warn("hnswlib-node is not installed: vector search stays exact (slow past ~100k skills)");
+      return module;
+    });
+    return this.hnswModule;
+  }
+
+  private remember(id: number, agent: string): void {
+    this.agentOf.set(id, agent);
+    let ids = this.byAgent.get(agent);
+    if (!ids) {
+      ids = new Set();
+      this.byAgent.set(agent, ids);
+    }
+    ids.add(id);
+  }
+
+  private forget(id: number): boolean {
+    const agent = this.agentOf.get(id);
+    if (agent === undefined) return false;
+    this.agentOf.delete(id);
+    const ids = this.byAgent.get(agent)!;
+    ids.delete(id);
+    if (ids.size === 0) this.byAgent.delete(agent);
+    if (!this.pending?.delete(id) && this.indexed.delete(id)) this.index!.markDelete(id);
+    return true;
+  }
+
+  async upsert(items: VectorItem[]): Promise<void> {
+    if (items.length === 0) return;
+    if (this.dimensions === undefined) {
+      this.dimensions = items[0].vector.length;
+      this.stmt.setMeta.run("dimensions", String(this.dimensions));
+      this.pending = new FlatVectors(this.dimensions);
+    }
+    for (const item of items) {
+      if (item.vector.length !== this.dimensions) {
+        throw new Error(
+          `vector of length ${item.vector.length} for a store of length ${this.dimensions}; clear the store when the model changes`,
+        );
+      }
+    }
+    try {
+      this.db.transaction(() => {
+        for (const item of items) {
+          const v = item.vector;
+          this.stmt.upsert.run(item.id, item.agent, Buffer.from(v.buffer, v.byteOffset, v.byteLength));
+        }
+      })();
+    } catch (err) {
+      throw StorageError.from(err, "vector write failed");
+    }
+    for (const item of items) {
+      const previous = this.agentOf.get(item.id);
+      if (previous !== undefined && previous !== item.agent) this.forget(item.id);
+      this.remember(item.id, item.agent);
+      if (this.indexed.has(item.id)) this.index!.addPoint(Array.from(item.vector), item.id, false);
+      else this.pending!.set(item.id, item.vector);
+    }
+    this.scheduleIndexing();
+  }
+
+  async query(vector: Float32Array, filter: VectorFilter, limit: number): Promise<VectorHit[]> {
+    const top = new TopK(limit);
+    if (!this.pending || limit <= 0) return top.hits;
+    const agentOf = (id: number) => this.agentOf.get(id)!;
+    if (filter.agents) {
+      let allowed = 0;
+      for (const agent of filter.agents) allowed += this.byAgent.get(agent)?.size ?? 0;
+      if (allowed === 0) return top.hits;
+      if (allowed <= this.exactFilterLimit || !this.index) {
+        for (const agent of filter.agents) {
+          for (const id of this.byAgent.get(agent) ?? []) {
+            const v = this.pending.get(id) ?? Float32Array.from(this.index!.getPoint(id));
+            let sum = 0;
+            for (let k = 0; k < v.length; k++) sum += v[k] * vector[k];
+            top.offer(id, agent, sum);
+          }
+        }
+        return top.hits;
+      }
+      const agents = filter.agents;
+      const accept = (id: number) => agents.has(this.agentOf.get(id) ?? "");
+      this.searchIndex(vector, limit, top, accept);
+      this.pending.scan(vector, top, agentOf, accept);
+      return top.hits;
+    }
+    this.searchIndex(vector, limit, top);
+    this.pending.scan(vector, top, agentOf);
+    return top.hits;
+  }
+
+  private searchIndex(
+    vector: Float32Array,
+    limit: number,
+    top: TopK,
+    accept?: (id: number) => boolean,
+  ): void {
+    if (!this.index || this.indexed.size === 0) return;
+    const k = Math.min(limit, this.indexed.size);
+    this.index.setEf(Math.max(this.efSearch, k));
+    let result: { distances: number[]; neighbors: number[] };
+    try {
+      result = this.index.searchKnn(Array.from(vector), k, accept);
+    } catch {
+      // Fewer than k vectors pass the filter: the graph search gives up, so search those exactly.
+      for (const id of this.indexed) {
+        if (accept && !accept(id)) continue;
+        const v = this.index.getPoint(id);
+        let sum = 0;
+        for (let i = 0; i < v.length; i++) sum += v[i] * vector[i];
+        top.offer(id, this.agentOf.get(id)!, sum);
+      }
+      return;
+    }
+    for (let i = 0; i < result.neighbors.length; i++) {
+      const id = result.neighbors[i];
+      top.offer(id, this.agentOf.get(id)!, 1 - result.distances[i]);
+    }
+  }
+
+  async delete(selector: VectorSelector): Promise<number> {
+    const ids = new Set<number>(selector.ids ?? []);
+    for (const agent of selector.agents ?? []) for (const id of this.byAgent.get(agent) ?? []) ids.add(id);
+    let removed = 0;
+    try {
+      this.db.transaction(() => {
+        for (const id of ids) if (this.agentOf.has(id)) this.stmt.delete.run(id);
+      })();
+    } catch (err) {
+      throw StorageError.from(err, "vector delete failed");
+    }
+    for (const id of ids) if (this.forget(id)) removed++;
+    return removed;
+  }
+
+  async count(): Promise<number> {
+    return this.agentOf.size;
+  }
+
+  async clear(): Promise<void> {
+    await this.building;
+    this.stmt.clear.run();
+    this.stmt.clearMeta.run();
+    this.agentOf.clear();
+    this.byAgent.clear();
+    this.indexed.clear();
+    this.index = undefined;
+    this.pending = undefined;
+    this.dimensions = undefined;
+    if (!this.memory) rmSync(this.indexFile, { force: true });
+  }
+
+  /** Whether the approximate index is in use, and how many vectors wait to enter it. */
+  status(): { indexed: number; pending: number; building: boolean } {
+    return {
+      indexed: this.indexed.size,
+      pending: this.pending?.size ?? 0,
+      building: this.building !== undefined,
+    };
+  }
+
+  /** Resolves once every stored vector is in the index (or at once, below the threshold). */
+  async indexIdle(): Promise<void> {
+    while (this.building) await this.building;
+  }
+
+  private scheduleIndexing(): void {
+    if (this.building || this.closed || !this.pending || this.pending.size === 0) return;
+    if (!this.index && this.agentOf.size < this.threshold) return;
+    this.building = this.build().finally(() => {
+      this.building = undefined;
+      this.scheduleIndexing();
+    });
+  }
+
+  /** Moves pending vectors into the index in slices, yielding the event loop between them. */
+  private async build(): Promise<void> {
+    const module = await this.hnsw();
+    if (!module || this.dimensions === undefined) return;
+    const started = performance.now();
+    let moved = 0;
+    if (!this.index) {
+      const index = new module.HierarchicalNSW("ip", this.dimensions);
+      index.initIndex({
+        maxElements: Math.max(1024, this.agentOf.size * 2),
+        m: this.hnswOptions.m,
+        efConstruction: this.hnswOptions.efConstruction,
+        randomSeed: 100,
+        allowReplaceDeleted: true,
+      });
+      this.index = index;
+      this.logger.info(
+        { vectors: this.agentOf.size },
+        "building the approximate vector index in the background",
+      );
+    }
+    const index = this.index;
+    while (!this.closed && this.index === index && this.pending && this.pending.size > 0) {
+      const sliceEnd = performance.now() + this.sliceMs;
+      const pending: FlatVectors = this.pending;
+      do {
+        const [id] = pending.firstIds(1);
+        if (index.getCurrentCount() >= index.getMaxElements()) index.resizeIndex(index.getMaxElements() * 2);
+        index.addPoint(Array.from(pending.get(id)!), id, true);
+        pending.delete(id);
+        this.indexed.add(id);
+        moved++;
+      } while (pending.size > 0 && performance.now() < sliceEnd);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    this.addedSinceSave += moved;
+    if (moved > 0) {
+      this.logger.debug(
+        { moved, ms: Math.round(performance.now() - started), indexed: this.indexed.size },
+        "vector index updated",
+      );
+    }
+    // Saving rewrites the whole index file: do it only once it has grown by a tenth, so the
+    // total written stays linear in the number of vectors (close() saves the rest).
+    if (this.addedSinceSave >= Math.max(10_000, this.indexed.size / 10)) await this.save();
+  }
+
+  private async save(): Promise<void> {
+    if (this.memory || !this.index) return;
+    const temp = `${this.indexFile}.tmp`;
+    await this.index.writeIndex(temp);
+    renameSync(temp, this.indexFile);
+    this.addedSinceSave = 0;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.building;
+    if (this.addedSinceSave > 0) await this.save().catch(() => {});
+    if (this.db.open) this.db.close();
+  }
+}

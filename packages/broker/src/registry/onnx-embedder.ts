@@ -1,0 +1,162 @@
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { type Embedder, EmbedderUnavailableError, type EmbedOptions, normalize } from "./embedder.js";
+import { WordPieceTokenizer } from "./wordpiece-tokenizer.js";
+
+export interface OnnxEmbedderOptions {
+  /** Folder with `model.onnx` (or `onnx/model.onnx`, or `model_quantized.onnx`) and `tokenizer.json` or `vocab.txt`. */
+  modelDir: string;
+  /** Prepended to query texts; BGE models want "Represent this sentence for searching relevant passages: ". */
+  queryPrefix?: string;
+  /** How token vectors become one vector: mean over the attention mask (MiniLM, default) or the [CLS] token (BGE). */
+  pooling?: "mean" | "cls";
+  /** Longest input in tokens, [CLS] and [SEP] included. */
+  maxTokens?: number;
+}
+
+/** The slice of onnxruntime-node's API used here (the package is optional, so its types may be absent). */
+interface OrtTensor {
+  readonly dims: readonly number[];
+  readonly data: Float32Array | BigInt64Array;
+}
+interface OrtSession {
+  readonly inputNames: readonly string[];
+  readonly outputNames: readonly string[];
+  run(feeds: Record<string, OrtTensor>): Promise<Record<string, OrtTensor>>;
+  release(): Promise<void>;
+}
+interface Ort {
+  InferenceSession: { create(path: string, options?: object): Promise<OrtSession> };
+  Tensor: new (type: "int64", data: BigInt64Array, dims: number[]) => OrtTensor;
+}
+
+const MODEL_FILES = ["model.onnx", "onnx/model.onnx", "model_quantized.onnx", "onnx/model_quantized.onnx"];
+
+async function importOrt(): Promise<Ort> {
+  // A variable specifier: the package is an optional dependency and is loaded only when configured.
+  const specifier = "onnxruntime-node";
+  try {
+    return (await import(specifier)) as Ort;
+  } catch (err) {
+    throw new EmbedderUnavailableError(
+      "registry.embedder 'onnx' needs the optional package onnxruntime-node; install it (ONNXRUNTIME_NODE_INSTALL=skip npm i onnxruntime-node) or use the default embedder",
+      { cause: err },
+    );
+  }
+}
+
+/**
+ * Sentence embeddings from a BERT-shaped ONNX model (MiniLM, BGE-small, …)
+ * read from a local folder, on onnxruntime's CPU backend. No network.
+ */
+export class OnnxEmbedder implements Embedder {
+  readonly id: string;
+  private readonly modelDir: string;
+  private loaded?: Promise<{
+    ort: Ort;
+    session: OrtSession;
+    tokenizer: WordPieceTokenizer;
+    dimensions: number;
+  }>;
+
+  constructor(private readonly options: OnnxEmbedderOptions) {
+    this.modelDir = resolve(options.modelDir);
+    this.id = `onnx:${this.modelDir}:${options.pooling ?? "mean"}`;
+  }
+
+  load(): Promise<number> {
+    this.loaded ??= (async () => {
+      const modelFile = MODEL_FILES.map((f) => join(this.modelDir, f)).find(existsSync);
+      if (!modelFile) {
+        throw new EmbedderUnavailableError(
+          `no ONNX model in ${this.modelDir} (looked for ${MODEL_FILES.join(", ")}); fetch one with 'mq9 models fetch'`,
+        );
+      }
+      let tokenizer: WordPieceTokenizer;
+      try {
+        tokenizer = WordPieceTokenizer.fromDirectory(this.modelDir);
+      } catch (err) {
+        throw new EmbedderUnavailableError((err as Error).message, { cause: err });
+      }
+      const ort = await importOrt();
+      const session = await ort.InferenceSession.create(modelFile, {
+        intraOpNumThreads: 1,
+        interOpNumThreads: 1,
+        graphOptimizationLevel: "all",
+      });
+      const probe = await this.run({ ort, session, tokenizer }, ["probe"]);
+      return { ort, session, tokenizer, dimensions: probe[0].length };
+    })();
+    return this.loaded.then((m) => m.dimensions);
+  }
+
+  private async run(
+    model: { ort: Ort; session: OrtSession; tokenizer: WordPieceTokenizer },
+    texts: string[],
+  ): Promise<Float32Array[]> {
+    const { ort, session, tokenizer } = model;
+    const maxTokens = this.options.maxTokens ?? 256;
+    const encoded = texts.map((t) => tokenizer.encode(t, maxTokens));
+    const width = Math.max(...encoded.map((ids) => ids.length));
+    const ids = new BigInt64Array(texts.length * width);
+    const mask = new BigInt64Array(texts.length * width);
+    encoded.forEach((row, r) => {
+      for (let c = 0; c < width; c++) {
+        ids[r * width + c] = BigInt(c < row.length ? row[c] : tokenizer.pad);
+        mask[r * width + c] = c < row.length ? 1n : 0n;
+      }
+    });
+    const dims = [texts.length, width];
+    const feeds: Record<string, OrtTensor> = {};
+    for (const name of session.inputNames) {
+      if (name === "input_ids") feeds[name] = new ort.Tensor("int64", ids, dims);
+      else if (name === "attention_mask") feeds[name] = new ort.Tensor("int64", mask, dims);
+      else if (name === "token_type_ids")
+        feeds[name] = new ort.Tensor("int64", new BigInt64Array(ids.length), dims);
+      else
+        throw new EmbedderUnavailableError(
+          `the model in ${this.modelDir} wants an input '${name}' (not BERT-shaped)`,
+        );
+    }
+    const outputs = await session.run(feeds);
+    const output =
+      outputs.sentence_embedding ??
+      outputs.last_hidden_state ??
+      outputs.token_embeddings ??
+      outputs[session.outputNames[0]];
+    const data = output.data as Float32Array;
+    if (output.dims.length === 2) {
+      const size = output.dims[1];
+      return texts.map((_, r) => normalize(data.slice(r * size, (r + 1) * size)));
+    }
+    const [, seq, size] = output.dims;
+    return encoded.map((row, r) => {
+      const vector = new Float32Array(size);
+      if (this.options.pooling === "cls") vector.set(data.subarray(r * seq * size, r * seq * size + size));
+      else {
+        for (let t = 0; t < row.length; t++) {
+          const base = (r * seq + t) * size;
+          for (let k = 0; k < size; k++) vector[k] += data[base + k];
+        }
+        for (let k = 0; k < size; k++) vector[k] /= row.length;
+      }
+      return normalize(vector);
+    });
+  }
+
+  async embed(texts: string[], options: EmbedOptions = {}): Promise<Float32Array[]> {
+    if (texts.length === 0) return [];
+    await this.load();
+    const model = await this.loaded!;
+    const prefix = options.purpose === "query" ? (this.options.queryPrefix ?? "") : "";
+    return this.run(
+      model,
+      texts.map((t) => prefix + t),
+    );
+  }
+
+  async close(): Promise<void> {
+    const model = await this.loaded?.catch(() => undefined);
+    await model?.session.release();
+  }
+}

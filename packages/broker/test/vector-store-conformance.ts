@@ -1,0 +1,156 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { VectorStore } from "../src/index.js";
+
+export interface VectorStoreSuiteOptions {
+  /** Opens a store; `reopen` opens the same persistent store again after `close`. */
+  open(): Promise<{ store: VectorStore; reopen?: () => Promise<VectorStore> }>;
+}
+
+/** A deterministic generator, so failures reproduce. */
+export function seededRandom(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s * 1664525 + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+export function unit(values: number[]): Float32Array {
+  const v = Float32Array.from(values);
+  const n = Math.hypot(...v);
+  return v.map((x) => x / n);
+}
+
+/** Clustered unit vectors (like real embeddings: topics with variations), not uniform noise. */
+export function clusteredVectors(count: number, dims: number, clusters: number, seed = 7): Float32Array[] {
+  const random = seededRandom(seed);
+  const gauss = () => Math.sqrt(-2 * Math.log(random() + 1e-12)) * Math.cos(2 * Math.PI * random());
+  const centers = Array.from({ length: clusters }, () => Array.from({ length: dims }, gauss));
+  return Array.from({ length: count }, (_, i) => unit(centers[i % clusters].map((c) => c + 0.6 * gauss())));
+}
+
+function exactTop(vectors: Float32Array[], query: Float32Array, k: number): number[] {
+  return vectors
+    .map((v, id) => ({ id, s: v.reduce((sum, x, i) => sum + x * query[i], 0) }))
+    .sort((a, b) => b.s - a.s)
+    .slice(0, k)
+    .map((r) => r.id);
+}
+
+const e = (i: number, dims = 4) => unit(Array.from({ length: dims }, (_, k) => (k === i ? 1 : 0.01)));
+
+/** The behaviour every VectorStore must show, against the real store. */
+export function vectorStoreConformance(name: string, options: VectorStoreSuiteOptions): void {
+  describe(`VectorStore conformance: ${name}`, () => {
+    const open: VectorStore[] = [];
+    const start = async () => {
+      const opened = await options.open();
+      open.push(opened.store);
+      return opened;
+    };
+    afterEach(async () => {
+      for (const store of open.splice(0)) await store.close().catch(() => {});
+    });
+
+    it("an empty store finds nothing", async () => {
+      const { store } = await start();
+      expect(await store.query(e(0), {}, 5)).toEqual([]);
+      expect(await store.count()).toBe(0);
+    });
+
+    it("finds the nearest vectors first, with cosine scores, at once after upsert", async () => {
+      const { store } = await start();
+      await store.upsert([
+        { id: 1, agent: "a", vector: e(0) },
+        { id: 2, agent: "b", vector: e(1) },
+        { id: 3, agent: "c", vector: unit([1, 1, 0, 0]) },
+      ]);
+      const hits = await store.query(e(0), {}, 3);
+      expect(hits.map((h) => h.id)).toEqual([1, 3, 2]);
+      expect(hits[0]).toMatchObject({ id: 1, agent: "a" });
+      expect(hits[0].score).toBeCloseTo(1, 3);
+      expect(hits[1].score).toBeCloseTo(Math.SQRT1_2, 1);
+      expect(await store.query(e(0), {}, 1)).toHaveLength(1);
+      expect(await store.query(e(0), {}, 0)).toEqual([]);
+      expect(await store.count()).toBe(3);
+    });
+
+    it("upsert replaces a vector by id", async () => {
+      const { store } = await start();
+      await store.upsert([{ id: 1, agent: "a", vector: e(0) }]);
+      await store.upsert([{ id: 1, agent: "a", vector: e(2) }]);
+      const [hit] = await store.query(e(2), {}, 1);
+      expect(hit.id).toBe(1);
+      expect(hit.score).toBeCloseTo(1, 3);
+      expect(await store.count()).toBe(1);
+    });
+
+    it("honours the agent filter exactly", async () => {
+      const { store } = await start();
+      await store.upsert([
+        { id: 1, agent: "a", vector: e(0) },
+        { id: 2, agent: "b", vector: e(0) },
+        { id: 3, agent: "b", vector: e(1) },
+      ]);
+      const onlyB = await store.query(e(0), { agents: new Set(["b"]) }, 10);
+      expect(onlyB.map((h) => h.id)).toEqual([2, 3]);
+      expect(await store.query(e(0), { agents: new Set(["nobody"]) }, 10)).toEqual([]);
+      expect(await store.query(e(0), { agents: new Set() }, 10)).toEqual([]);
+    });
+
+    it("deletes by agent and by id", async () => {
+      const { store } = await start();
+      await store.upsert([
+        { id: 1, agent: "a", vector: e(0) },
+        { id: 2, agent: "a", vector: e(1) },
+        { id: 3, agent: "b", vector: e(2) },
+        { id: 4, agent: "c", vector: e(3) },
+      ]);
+      expect(await store.delete({ agents: ["a"] })).toBe(2);
+      expect(await store.delete({ ids: [3, 99] })).toBe(1);
+      expect(await store.delete({ agents: ["nobody"] })).toBe(0);
+      expect((await store.query(e(0), {}, 10)).map((h) => h.id)).toEqual([4]);
+      await store.clear();
+      expect(await store.count()).toBe(0);
+      await store.upsert([{ id: 5, agent: "d", vector: unit([1, 2, 3, 4, 5, 6]) }]);
+      expect((await store.query(unit([1, 2, 3, 4, 5, 6]), {}, 1))[0].id).toBe(5);
+    });
+
+    it("finds the true neighbours of clustered data (recall@10 against exact search)", async () => {
+      const { store } = await start();
+      const vectors = clusteredVectors(3000, 48, 60);
+      for (let i = 0; i < vectors.length; i += 500) {
+        await store.upsert(
+          vectors
+            .slice(i, i + 500)
+            .map((vector, j) => ({ id: i + j, agent: `agent${(i + j) % 300}`, vector })),
+        );
+      }
+      const queries = clusteredVectors(50, 48, 60, 99);
+      let found = 0;
+      for (const q of queries) {
+        const truth = new Set(exactTop(vectors, q, 10));
+        for (const hit of await store.query(q, {}, 10)) if (truth.has(hit.id)) found++;
+      }
+      expect(found / (queries.length * 10)).toBeGreaterThanOrEqual(0.9);
+      const filtered = await store.query(queries[0], { agents: new Set(["agent7", "agent8"]) }, 5);
+      expect(filtered.length).toBe(5);
+      for (const hit of filtered) expect(["agent7", "agent8"]).toContain(hit.agent);
+    });
+
+    it("keeps its vectors across close and reopen (persistent stores)", async () => {
+      const { store, reopen } = await start();
+      if (!reopen) return;
+      await store.upsert([
+        { id: 10, agent: "a", vector: e(0) },
+        { id: 11, agent: "b", vector: e(1) },
+      ]);
+      await store.delete({ ids: [11] });
+      await store.close();
+      const again = await reopen();
+      open.push(again);
+      expect(await again.count()).toBe(1);
+      expect((await again.query(e(0), {}, 5)).map((h) => h.id)).toEqual([10]);
+    });
+  });
+}

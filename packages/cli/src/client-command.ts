@@ -1,0 +1,121 @@
+import { readFileSync } from "node:fs";
+import { type ConnectOptions, connect, DEFAULT_SERVER, type Mq9Client, Mq9Error } from "@mq9/client";
+import { type Command, InvalidArgumentError, Option } from "commander";
+
+/** Exit codes scripts can rely on. */
+export const ExitCode = {
+  ok: 0,
+  /** The broker answered with an error (unknown mailbox, bad name, …). */
+  brokerError: 1,
+  /** Bad arguments or options. */
+  usage: 2,
+  /** No broker reachable, connection lost, refused credentials or no reply in time. */
+  connection: 3,
+} as const;
+
+/** The options every client command takes, as commander parses them. */
+export interface ConnectionFlags {
+  server: string;
+  token?: string;
+  user?: string;
+  password?: string;
+  tlsCa?: string;
+  timeout: number;
+  json?: boolean;
+}
+
+/** Parses a whole number ≥ `min` for commander, so that bad input is a usage error (exit 2). */
+export function integer(name: string, min = 0): (raw: string) => number {
+  return (raw) => {
+    const value = Number(raw);
+    if (raw.trim() === "" || !Number.isSafeInteger(value) || value < min) {
+      throw new InvalidArgumentError(`${name} must be a whole number >= ${min}, got '${raw}'`);
+    }
+    return value;
+  };
+}
+
+/**
+ * Adds --server (env MQ9_SERVER), credentials, --timeout and --json to a command, and
+ * makes commander's usage errors exit with code 2.
+ */
+export function clientCommand(command: Command): Command {
+  return command
+    .addOption(
+      new Option("-s, --server <url>", "broker: mq9://host[:port], mq9s://, nats:// or tls://")
+        .env("MQ9_SERVER")
+        .default(DEFAULT_SERVER),
+    )
+    .addOption(new Option("--token <token>", "auth token").env("MQ9_TOKEN"))
+    .addOption(new Option("--user <user>", "auth user").env("MQ9_USER"))
+    .addOption(new Option("--password <password>", "auth password").env("MQ9_PASSWORD"))
+    .option("--tls-ca <file>", "CA (PEM) that signed the broker's TLS certificate")
+    .option("--timeout <ms>", "request timeout", integer("--timeout", 1), 5_000)
+    .option("--json", "machine-readable output (JSON)")
+    .exitOverride(usageExit);
+}
+
+/** Commander's own errors (unknown option, missing argument) are usage errors; help is success. */
+export function usageExit(err: { exitCode: number }): never {
+  process.exit(err.exitCode === 0 ? ExitCode.ok : ExitCode.usage);
+}
+
+/** A usage problem found after parsing (e.g. two options that exclude each other). */
+export class UsageError extends Error {}
+
+function connectOptions(flags: ConnectionFlags, reconnect: boolean): ConnectOptions {
+  const options: ConnectOptions = {
+    name: "mq9-cli",
+    requestTimeoutMs: flags.timeout,
+    connectTimeoutMs: flags.timeout,
+    reconnect,
+  };
+  if (flags.token) options.token = flags.token;
+  if (flags.user) {
+    options.user = flags.user;
+    options.password = flags.password ?? "";
+  }
+  if (flags.tlsCa) options.tls = { ca: readFileSync(flags.tlsCa, "utf8") };
+  return options;
+}
+
+/** Prints the error the way the output mode asks and returns the exit code for it. */
+export function reportError(err: unknown, json: boolean | undefined): number {
+  let code: number = ExitCode.brokerError;
+  let kind = "ERROR";
+  if (err instanceof UsageError) {
+    code = ExitCode.usage;
+    kind = "USAGE";
+  } else if (err instanceof Mq9Error) {
+    kind = err.code;
+    if (err.code === "NOT_CONNECTED" || err.code === "TIMEOUT") code = ExitCode.connection;
+  } else if ((err as { code?: string }).code === "ENOENT") {
+    code = ExitCode.usage;
+    kind = "USAGE";
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  if (json) process.stderr.write(`${JSON.stringify({ error: message, code: kind })}\n`);
+  else process.stderr.write(`mq9: ${message}${kind === "USAGE" || kind === "ERROR" ? "" : ` (${kind})`}\n`);
+  return code;
+}
+
+/**
+ * Connects, runs `work`, closes, and sets the exit code from the outcome. One-shot
+ * commands do not reconnect (they fail fast); long-running ones pass `reconnect`.
+ */
+export async function withClient(
+  flags: ConnectionFlags,
+  work: (client: Mq9Client) => Promise<void>,
+  { reconnect = false } = {},
+): Promise<void> {
+  let client: Mq9Client | undefined;
+  try {
+    client = await connect(flags.server, connectOptions(flags, reconnect));
+    await work(client);
+    process.exitCode = ExitCode.ok;
+  } catch (err) {
+    process.exitCode = reportError(err, flags.json);
+  } finally {
+    await client?.close().catch(() => {});
+  }
+}

@@ -1,0 +1,88 @@
+import { execFile } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { Broker } from "@mq9/broker";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tempDir } from "./cli-harness.js";
+import { jsonLines, run } from "./cli-run.js";
+
+const root = fileURLToPath(new URL("../../../", import.meta.url));
+const doc = readFileSync(`${root}docs/client.md`, "utf8");
+
+/** The fenced block after `<!-- docs-example: NAME -->`. */
+function example(name: string): string {
+  const marker = doc.indexOf(`<!-- docs-example: ${name} -->`);
+  if (marker < 0) throw new Error(`docs/client.md has no example named ${name}`);
+  const start = doc.indexOf("\n", doc.indexOf("```", marker)) + 1;
+  return doc.slice(start, doc.indexOf("```", start));
+}
+
+/** Splits a shell line into words, honouring single and double quotes (enough for the docs). */
+function words(line: string): string[] {
+  return [...line.matchAll(/'([^']*)'|"([^"]*)"|(\S+)/g)].map((m) => m[1] ?? m[2] ?? m[3]);
+}
+
+describe("docs/client.md", () => {
+  it("describes every export of @mq9/client", () => {
+    const index = readFileSync(`${root}packages/client/src/index.ts`, "utf8");
+    const exported = [...index.matchAll(/export (?:type )?\{([^}]*)\}/g)]
+      .flatMap((m) => m[1].split(","))
+      .map((name) => name.replace(/^\s*type\s+/, "").trim())
+      .filter(Boolean);
+    expect(exported.length).toBeGreaterThan(20);
+    const headings = new Set([...doc.matchAll(/^### (\S+)$/gm)].map((m) => m[1]));
+    expect(exported.filter((name) => !headings.has(name))).toEqual([]);
+  });
+
+  it("describes every public method of Mq9Client", () => {
+    const source = readFileSync(`${root}packages/client/src/client.ts`, "utf8");
+    const methods = [...source.matchAll(/^ {2}(?:async )?([a-z]\w*)\(/gm)]
+      .map((m) => m[1])
+      .filter((name) => name !== "constructor");
+    expect(methods).toContain("send");
+    expect(methods.filter((name) => !doc.includes(`client.${name}`))).toEqual([]);
+  });
+
+  describe("quick starts run against a real broker", () => {
+    let broker: Broker;
+    let server: string;
+    beforeAll(async () => {
+      broker = await Broker.start({ port: 0, dataDir: tempDir() });
+      server = `mq9://127.0.0.1:${broker.port}`;
+    });
+    afterAll(() => broker.close());
+
+    it("SDK: prints what the page says", async () => {
+      // Under node_modules so that `import "@mq9/client"` resolves as in a user's project.
+      const dir = `${root}node_modules/.cache/mq9-docs`;
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(`${dir}/sdk-quickstart.mjs`, example("sdk-quickstart"));
+      const { stdout } = await promisify(execFile)(process.execPath, [`${dir}/sdk-quickstart.mjs`], {
+        env: { ...process.env, MQ9_SERVER: server },
+        timeout: 20_000,
+      });
+      expect(stdout.trim().split("\n")).toEqual([
+        'urgent {"alert":"the build is red"}',
+        "normal write the report",
+      ]);
+    });
+
+    it("command line: every line succeeds and the messages end up where the page says", async () => {
+      const lines = example("cli-quickstart")
+        .split("\n")
+        .filter((line) => line.startsWith("mq9 "));
+      expect(lines.length).toBeGreaterThanOrEqual(5);
+      let last = "";
+      for (const line of lines) {
+        const result = await run(words(line).slice(1), { MQ9_SERVER: server });
+        expect(result.code, `${line}\n${result.stderr}`).toBe(0);
+        last = result.stdout;
+      }
+      expect(jsonLines(last).map((m) => m.payload)).toEqual([
+        "write the report",
+        '{"alert":"the build is red"}',
+      ]);
+    });
+  });
+});

@@ -1,0 +1,83 @@
+interface Waiter {
+  index: number;
+  resolve(): void;
+  reject(err: Error): void;
+}
+
+/**
+ * ACKs for one FETCH reply. ACK(m) also acknowledges every message delivered
+ * before m in the same reply, so only the end of the longest handled prefix may
+ * be ACKed: a message whose handler failed (or still runs) holds back those after
+ * it. Consecutive completions collapse into one ACK.
+ */
+export class BatchAcker {
+  private readonly handled: boolean[];
+  /** Messages [0, prefix) are handled. */
+  private prefix = 0;
+  /** Messages [0, acked) are confirmed by the broker. */
+  private acked = 0;
+  private sending: Promise<void> | undefined;
+  private failure: Error | undefined;
+  private waiters: Waiter[] = [];
+
+  constructor(
+    private readonly msgIds: readonly number[],
+    private readonly sendAck: (msgId: number) => Promise<void>,
+    private readonly onAcked: (msgIds: readonly number[]) => void = () => {},
+  ) {
+    this.handled = new Array<boolean>(msgIds.length).fill(false);
+  }
+
+  /** Marks message `index` handled; resolves once an ACK covering it is confirmed. */
+  done(index: number): Promise<void> {
+    if (index < this.acked) return Promise.resolve();
+    if (this.failure) return Promise.reject(this.failure);
+    this.handled[index] = true;
+    while (this.prefix < this.msgIds.length && this.handled[this.prefix]) this.prefix++;
+    const confirmed = new Promise<void>((resolve, reject) => {
+      this.waiters.push({ index, resolve, reject });
+    });
+    this.flush();
+    return confirmed;
+  }
+
+  /** True when every message is ACKed or an ACK failed for good. */
+  get finished(): boolean {
+    return this.acked === this.msgIds.length || this.failure !== undefined;
+  }
+
+  /** Resolves when no ACK is in flight any more. */
+  async idle(): Promise<void> {
+    while (this.sending) await this.sending;
+  }
+
+  /** Fails the callers still waiting for an ACK that will not come (used on stop). */
+  abandon(reason: Error): void {
+    for (const waiter of this.waiters) waiter.reject(reason);
+    this.waiters = [];
+  }
+
+  private flush(): void {
+    if (this.sending || this.failure || this.prefix <= this.acked) return;
+    const target = this.prefix;
+    this.sending = this.sendAck(this.msgIds[target - 1]).then(
+      () => {
+        const covered = this.msgIds.slice(this.acked, target);
+        this.acked = target;
+        this.sending = undefined;
+        this.waiters = this.waiters.filter((waiter) => {
+          if (waiter.index >= target) return true;
+          waiter.resolve();
+          return false;
+        });
+        this.onAcked(covered);
+        this.flush();
+      },
+      (err: Error) => {
+        this.sending = undefined;
+        this.failure = err;
+        this.abandon(err);
+      },
+    );
+  }
+}

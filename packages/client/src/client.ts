@@ -1,0 +1,259 @@
+import {
+  type AgentDiscoverReply,
+  type AgentDiscoverRequest,
+  type AgentEntry,
+  type AgentRegistration,
+  type AgentReportRequest,
+  type AgentUnregisterRequest,
+  Defaults,
+  type DeleteReply,
+  type FetchRequest,
+  type MailboxCreateReply,
+  type MessageItem,
+  type MessagesReply,
+  Mq9Error,
+  type Mq9Reply,
+  type SendReply,
+  Subjects,
+} from "@mq9/protocol";
+import type { MsgHdrs, NatsConnection } from "nats";
+import { ConnectionWatcher } from "./connection-watcher.js";
+import { type ConsumeOptions, Consumer, type ConsumerSource, type MessageHandler } from "./consumer.js";
+import { Heartbeat, type HeartbeatOptions } from "./heartbeat.js";
+import { Mq9Message } from "./message.js";
+import { targetAddress } from "./mq9-uri.js";
+import { encodePayload, type Payload } from "./payload.js";
+import { malformed, parseReply } from "./reply.js";
+import {
+  type CreateMailboxOptions,
+  createBody,
+  type FetchOptions,
+  fetchBody,
+  type QueryOptions,
+  queryBody,
+} from "./request-bodies.js";
+import { RequestMux } from "./request-mux.js";
+import { type SendOptions, sendHeaders } from "./send-options.js";
+
+/** Options of an Mq9Client built on a NATS connection you opened yourself. */
+export interface Mq9ClientOptions {
+  /** How long a request waits for its reply (default 5 000; a FETCH adds its long-poll). */
+  requestTimeoutMs?: number;
+}
+
+const encoder = new TextEncoder();
+const json = (value: unknown) => encoder.encode(JSON.stringify(value));
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function items(reply: MessagesReply, subject: string): MessageItem[] {
+  if (!Array.isArray(reply.messages)) throw malformed(subject, "messages");
+  return reply.messages;
+}
+
+/**
+ * The mq9 client: mailboxes, messages, consumers and the agent registry over one
+ * NATS connection. It speaks only the public protocol, so any mq9 broker will do.
+ * Get one with `connect()`.
+ */
+export class Mq9Client {
+  /** How long a request waits for its reply. */
+  readonly requestTimeoutMs: number;
+  private readonly watcher: ConnectionWatcher;
+  private readonly mux: RequestMux;
+  private readonly consumers = new Set<Consumer>();
+  private readonly heartbeats = new Set<Heartbeat>();
+  private closing: Promise<void> | undefined;
+  private readonly source: ConsumerSource;
+
+  /** Wraps an open NATS connection; `close()` closes it. */
+  constructor(
+    /** The underlying NATS connection, for plain pub/sub next to mq9. */
+    readonly nats: NatsConnection,
+    options: Mq9ClientOptions = {},
+  ) {
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 5_000;
+    this.watcher = new ConnectionWatcher(nats);
+    this.mux = new RequestMux(nats, this.watcher);
+    this.source = {
+      connection: this.watcher,
+      fetchItems: (mailAddress, body, maxWaitMs, signal) =>
+        this.fetchItems(mailAddress, body, maxWaitMs, signal),
+      ack: (mailAddress, group, msgId) => this.ack(mailAddress, group, msgId),
+    };
+  }
+
+  /** True while the connection is up (false while it reconnects and after close). */
+  get isConnected(): boolean {
+    return this.watcher.connected;
+  }
+
+  /** Creates a mailbox and returns its mail address (the given name, or one the broker generated). */
+  async createMailbox(options: CreateMailboxOptions = {}): Promise<string> {
+    const subject = Subjects.mailboxCreate;
+    const reply = await this.call<MailboxCreateReply>(subject, json(createBody(options)));
+    if (typeof reply.mail_address !== "string") throw malformed(subject, "mail_address");
+    return reply.mail_address;
+  }
+
+  /**
+   * Sends a message to a mailbox (a mail address or an `mq9://host/mail_address` URI) and
+   * resolves with its msg_id once the broker has stored it; -1 when it is delayed.
+   */
+  async send(target: string, payload: Payload, options?: SendOptions): Promise<number> {
+    const subject = Subjects.send(targetAddress(target));
+    const reply = await this.call<SendReply>(subject, encodePayload(payload), sendHeaders(options));
+    if (typeof reply.msg_id !== "number") throw malformed(subject, "msg_id");
+    return reply.msg_id;
+  }
+
+  /** Fetches the next messages: critical first, then urgent, then normal, FIFO within each. */
+  async fetch(mailbox: string, options: FetchOptions = {}): Promise<Mq9Message[]> {
+    const maxWaitMs = options.maxWaitMs ?? Defaults.fetchMaxWaitMs;
+    const fetched = await this.fetchItems(targetAddress(mailbox), fetchBody(options), maxWaitMs);
+    return fetched.map((item) => new Mq9Message(item));
+  }
+
+  /** Acknowledges `msgId` for a group, and every message delivered before it in the same FETCH reply. */
+  async ack(mailbox: string, group: string, msgId: number): Promise<void> {
+    const address = targetAddress(mailbox);
+    await this.call<Mq9Reply>(
+      Subjects.ack(address),
+      json({ group_name: group, mail_address: address, msg_id: msgId }),
+    );
+  }
+
+  /** Reads messages without consuming them (by key, tags or time); oldest first. */
+  async query(mailbox: string, options: QueryOptions = {}): Promise<Mq9Message[]> {
+    const subject = Subjects.query(targetAddress(mailbox));
+    const reply = await this.call<MessagesReply>(subject, json(queryBody(options)));
+    return items(reply, subject).map((item) => new Mq9Message(item));
+  }
+
+  /** Deletes one message; resolves with the broker's `deleted` flag. */
+  async delete(mailbox: string, msgId: number): Promise<boolean> {
+    if (!Number.isSafeInteger(msgId) || msgId < 0) {
+      throw new Mq9Error("INVALID_REQUEST", `msg_id must be a non-negative integer, got ${msgId}`, {
+        retryable: false,
+      });
+    }
+    const reply = await this.call<DeleteReply>(Subjects.delete(targetAddress(mailbox), msgId), json({}));
+    return reply.deleted !== false;
+  }
+
+  /** Registers (or re-registers) an agent; the body is stored and returned by discover() as given. */
+  async register(agent: AgentRegistration): Promise<void> {
+    await this.call<Mq9Reply>(Subjects.agentRegister, json(requireObject(agent, "register")));
+  }
+
+  /** Removes an agent from the registry, by its mailbox and/or name. */
+  async unregister(agent: AgentUnregisterRequest): Promise<void> {
+    await this.call<Mq9Reply>(Subjects.agentUnregister, json(requireObject(agent, "unregister")));
+  }
+
+  /** Reports an agent's status (a heartbeat), by its mailbox and/or name. */
+  async report(report: AgentReportRequest): Promise<void> {
+    await this.call<Mq9Reply>(Subjects.agentReport, json(requireObject(report, "report")));
+  }
+
+  /** Finds agents: all of them (paginated), or by full-text `text` or natural-language `semantic` query. */
+  async discover(query: AgentDiscoverRequest = {}): Promise<AgentEntry[]> {
+    const subject = Subjects.agentDiscover;
+    const reply = await this.call<AgentDiscoverReply>(subject, json(query));
+    if (!Array.isArray(reply.agents)) throw malformed(subject, "agents");
+    return reply.agents;
+  }
+
+  /** Starts REPORTing an agent's status on an interval; stop it with `heartbeat.stop()`. */
+  heartbeat(options: HeartbeatOptions): Heartbeat {
+    this.assertOpen();
+    const heartbeat = new Heartbeat(
+      (body) => this.report(body),
+      options,
+      () => this.heartbeats.delete(heartbeat),
+    );
+    this.heartbeats.add(heartbeat);
+    return heartbeat;
+  }
+
+  /** Consumes a mailbox as an async iterator: `for await (const msg of client.consume(box, { group }))`. */
+  consume(mailbox: string, options?: ConsumeOptions): Consumer;
+  /** Consumes a mailbox with a handler per message; returns the running consumer. */
+  consume(mailbox: string, handler: MessageHandler, options?: ConsumeOptions): Consumer;
+  consume(
+    mailbox: string,
+    handlerOrOptions?: MessageHandler | ConsumeOptions,
+    maybeOptions?: ConsumeOptions,
+  ): Consumer {
+    this.assertOpen();
+    const handler = typeof handlerOrOptions === "function" ? handlerOrOptions : undefined;
+    const options = (typeof handlerOrOptions === "function" ? maybeOptions : handlerOrOptions) ?? {};
+    const consumer = new Consumer(this.source, targetAddress(mailbox), options, handler);
+    this.consumers.add(consumer);
+    void consumer.closed().then(() => this.consumers.delete(consumer));
+    return consumer;
+  }
+
+  /** Stops consumers (letting running handlers finish) and heartbeats, then drains and closes the connection. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await Promise.all([...this.consumers].map((consumer) => consumer.stop()));
+      await Promise.all([...this.heartbeats].map((heartbeat) => heartbeat.stop()));
+      this.mux.close();
+      if (this.nats.isClosed()) return;
+      // Draining needs a live connection; while reconnecting there is nothing left to flush.
+      if (this.watcher.connected) await this.nats.drain().catch(() => this.nats.close());
+      else await this.nats.close();
+    })();
+    return this.closing;
+  }
+
+  /** Resolves when the connection is closed for good: with the error that closed it, if any. */
+  async closed(): Promise<Error | undefined> {
+    return (await this.nats.closed()) ?? undefined;
+  }
+
+  private fetchItems(
+    mailAddress: string,
+    body: FetchRequest,
+    maxWaitMs: number,
+    signal?: AbortSignal,
+  ): Promise<MessageItem[]> {
+    const subject = Subjects.fetch(mailAddress);
+    // The broker may hold a FETCH for its long-poll, so the timeout starts after that.
+    return this.call<MessagesReply>(
+      subject,
+      json(body),
+      undefined,
+      this.requestTimeoutMs + maxWaitMs,
+      signal,
+    ).then((reply) => items(reply, subject));
+  }
+
+  private call<T extends object>(
+    subject: string,
+    body: Uint8Array,
+    headers?: MsgHdrs,
+    timeoutMs = this.requestTimeoutMs,
+    signal?: AbortSignal,
+  ): Promise<T> {
+    return this.mux
+      .request(subject, body, { timeoutMs, headers, signal })
+      .then((data) => parseReply<T>(data, subject));
+  }
+
+  private assertOpen(): void {
+    if (this.closing) {
+      throw new Mq9Error("NOT_CONNECTED", "the mq9 client is closed; connect again", { retryable: false });
+    }
+  }
+}
+
+function requireObject<T>(value: T, call: string): T {
+  if (!isObject(value)) {
+    throw new Mq9Error("INVALID_REQUEST", `${call}() takes a JSON object`, { retryable: false });
+  }
+  return value;
+}

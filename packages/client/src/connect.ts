@@ -1,0 +1,69 @@
+import { Defaults } from "@mq9/protocol";
+import { type ConnectionOptions, connect as natsConnect, type TlsOptions } from "nats";
+import { Mq9Client } from "./client.js";
+import { fromNatsError } from "./nats-errors.js";
+import { parseServerUrl } from "./server-url.js";
+
+/** Where `connect()` goes when no URL is given: `mq9 serve`'s default. */
+export const DEFAULT_SERVER = `mq9://127.0.0.1:${Defaults.port}`;
+
+/** Options of `connect()`; credentials may also be given in the URL (`token@host`, `user:pass@host`). */
+export interface ConnectOptions {
+  token?: string;
+  user?: string;
+  password?: string;
+  /**
+   * TLS settings (CA, client certificate). `true` or an object forces TLS; `tls://`
+   * and `mq9s://` URLs turn it on too, and a broker that requires TLS gets it anyway.
+   */
+  tls?: boolean | TlsOptions;
+  /** Client name shown by the broker. */
+  name?: string;
+  /** How long a request waits for its reply (default 5 000; a FETCH adds its long-poll). */
+  requestTimeoutMs?: number;
+  /** How long the first connection attempt may take (default 5 000). */
+  connectTimeoutMs?: number;
+  /** Reconnect after a lost connection (default true). */
+  reconnect?: boolean;
+  /** Reconnect attempts per server; -1 = forever (default). */
+  maxReconnectAttempts?: number;
+  /** Pause between reconnect attempts (default 1 000). */
+  reconnectDelayMs?: number;
+}
+
+/**
+ * Connects to an mq9 broker. `url` is `mq9://host[:port]` (default port 4332),
+ * `mq9s://` (TLS), `nats://` or `tls://` (port 4222), a bare `host[:port]`, or a
+ * list / comma-separated list of them for a cluster.
+ */
+export async function connect(
+  url: string | readonly string[] = DEFAULT_SERVER,
+  options: ConnectOptions = {},
+): Promise<Mq9Client> {
+  const urls = (typeof url === "string" ? url.split(",") : [...url]).map((u) => u.trim()).filter(Boolean);
+  const servers = (urls.length > 0 ? urls : [DEFAULT_SERVER]).map(parseServerUrl);
+  const fromUrl = servers.find((s) => s.token !== undefined || s.user !== undefined);
+  const wantTls = options.tls === true || typeof options.tls === "object" || servers.some((s) => s.tls);
+  const natsOptions: ConnectionOptions = {
+    servers: servers.map((s) => s.hostPort),
+    name: options.name ?? "mq9-client",
+    timeout: options.connectTimeoutMs ?? 5_000,
+    reconnect: options.reconnect ?? true,
+    maxReconnectAttempts: options.maxReconnectAttempts ?? -1,
+    reconnectTimeWait: options.reconnectDelayMs ?? 1_000,
+  };
+  const token = options.token ?? fromUrl?.token;
+  const user = options.user ?? fromUrl?.user;
+  if (token !== undefined) natsOptions.token = token;
+  if (user !== undefined) {
+    natsOptions.user = user;
+    natsOptions.pass = options.password ?? fromUrl?.password ?? "";
+  }
+  if (wantTls) natsOptions.tls = typeof options.tls === "object" ? options.tls : {};
+  try {
+    const nc = await natsConnect(natsOptions);
+    return new Mq9Client(nc, { requestTimeoutMs: options.requestTimeoutMs });
+  } catch (err) {
+    throw fromNatsError(err, `cannot connect to ${urls.join(", ") || DEFAULT_SERVER}`);
+  }
+}

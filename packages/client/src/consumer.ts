@@ -1,0 +1,451 @@
+import { type DeliverPolicy, type FetchRequest, type MessageItem, Mq9Error } from "@mq9/protocol";
+import { DEFAULT_RETRY, pause, type RetryOptions, retryDelay } from "./backoff.js";
+import { BatchAcker } from "./batch-acker.js";
+import type { ConnectionWatcher } from "./connection-watcher.js";
+import { Mq9Message } from "./message.js";
+import { fetchBody } from "./request-bodies.js";
+
+/** A message handed out by a consumer; `ack()` acknowledges it through the consumer's group. */
+export class ConsumedMessage extends Mq9Message {
+  constructor(
+    item: MessageItem,
+    /** The mailbox it came from. */
+    readonly mailAddress: string,
+    /** The consumer group, or undefined for a stateless consumer. */
+    readonly group: string | undefined,
+    private readonly acknowledge: () => Promise<void>,
+  ) {
+    super(item);
+  }
+
+  /**
+   * Acknowledges this message; resolves once the broker confirmed an ACK that covers it
+   * (it waits for earlier messages of the same batch, since an ACK covers those too).
+   */
+  ack(): Promise<void> {
+    return this.acknowledge();
+  }
+}
+
+/** Called once per message; a throw or rejection means "not handled": no ACK, redelivery after the lease. */
+export type MessageHandler = (message: ConsumedMessage) => unknown;
+
+/** Options of `Mq9Client.consume`. */
+export interface ConsumeOptions {
+  /** Consumer group; members of one group share the work. Omitted: a stateless reader with no ACKs. */
+  group?: string;
+  /** Where a new group starts (default latest: only messages sent from now on). */
+  deliver?: DeliverPolicy;
+  /** Unix seconds, with deliver "from_time". */
+  fromTime?: number;
+  /** First msg_id, with deliver "from_id". */
+  fromId?: number;
+  /** Messages per FETCH (default 10). */
+  batch?: number;
+  /** Handlers running at once (default 1; an async iterator always takes one at a time). */
+  concurrency?: number;
+  /** ACK after the handler returns (default true; needs a group). When false, call `message.ack()`. */
+  autoAck?: boolean;
+  /** Long-poll of each FETCH (default 2 000). */
+  maxWaitMs?: number;
+  /** Lease of fetched messages; an un-ACKed message comes back after it (broker default 30 000). */
+  leaseMs?: number;
+  /** Retries of FETCH and ACK while the connection is lost; the consumer stops when they run out. */
+  retry?: RetryOptions;
+  /** Handler failures and retried connection errors; default: one line on stderr. */
+  onError?: (error: Error, message?: ConsumedMessage) => void;
+}
+
+/** What a consumer needs from the client: two requests and the connection's state. */
+export interface ConsumerSource {
+  readonly connection: ConnectionWatcher;
+  fetchItems(
+    mailAddress: string,
+    body: FetchRequest,
+    maxWaitMs: number,
+    signal: AbortSignal,
+  ): Promise<MessageItem[]>;
+  ack(mailAddress: string, group: string, msgId: number): Promise<void>;
+}
+
+/** Leaving a for-await loop (break, throw, return) rejects the held message with this; not reported. */
+class LeftLoop extends Error {}
+
+/** A broker that answers an empty FETCH at once (no long-poll) is asked again after this pause. */
+const IDLE_PAUSE_MS = 100;
+/** Bound on remembered handled-but-not-yet-ACKed msg_ids. */
+const MAX_REMEMBERED = 10_000;
+/** The protocol's default lease, assumed when the consumer does not set one. */
+const DEFAULT_LEASE_MS = 30_000;
+
+function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+/**
+ * A long-poll FETCH loop over one mailbox: runs a handler per message with bounded
+ * concurrency (or hands messages to a for-await loop), ACKs what was handled, retries
+ * with backoff while the connection is lost, and stops cleanly.
+ */
+export class Consumer implements AsyncIterable<ConsumedMessage> {
+  private readonly options: Required<
+    Omit<ConsumeOptions, "group" | "fromTime" | "fromId" | "leaseMs" | "retry">
+  > &
+    Pick<ConsumeOptions, "group" | "fromTime" | "fromId" | "leaseMs"> & { retry: Required<RetryOptions> };
+  private state: "idle" | "running" | "stopping" | "stopped" = "idle";
+  private readonly abort = new AbortController();
+  private readonly running = new Set<Promise<void>>();
+  private readonly ackers = new Set<BatchAcker>();
+  /** Outcome of each handled message until it is ACKed, so a redelivery does not run the handler twice. */
+  private readonly handled = new Map<number, Promise<boolean>>();
+  private freeSlots: number;
+  private slotWaiters: (() => void)[] = [];
+  private readonly finished = deferred<Error | undefined>();
+  /** A stateless consumer's own position: the next msg_id it has not seen. */
+  private cursor: number | undefined;
+  private onStop: (() => void) | undefined;
+  private iterated = false;
+
+  constructor(
+    private readonly source: ConsumerSource,
+    /** The mailbox this consumer reads. */
+    readonly mailAddress: string,
+    options: ConsumeOptions,
+    private readonly handler?: MessageHandler,
+  ) {
+    const batch = options.batch ?? 10;
+    const concurrency = handler ? (options.concurrency ?? 1) : 1;
+    if (!Number.isSafeInteger(batch) || batch < 1) throw badOption("batch", batch);
+    if (!Number.isSafeInteger(concurrency) || concurrency < 1) throw badOption("concurrency", concurrency);
+    this.options = {
+      group: options.group || undefined,
+      deliver: options.deliver ?? "latest",
+      fromTime: options.fromTime,
+      fromId: options.fromId,
+      batch,
+      concurrency,
+      autoAck: options.autoAck ?? true,
+      maxWaitMs: options.maxWaitMs ?? 2_000,
+      leaseMs: options.leaseMs,
+      retry: { ...DEFAULT_RETRY, ...options.retry },
+      onError:
+        options.onError ??
+        ((error) => process.stderr.write(`mq9 consumer of ${mailAddress}: ${error.message}\n`)),
+    };
+    this.freeSlots = concurrency;
+    if (handler) this.begin(handler);
+  }
+
+  /** Stops fetching, lets running handlers finish, sends their ACKs, then resolves. */
+  async stop(): Promise<void> {
+    if (this.state === "idle") {
+      this.state = "stopped";
+      this.finished.resolve(undefined);
+    } else if (this.state === "running") {
+      this.state = "stopping";
+      this.abort.abort();
+      this.onStop?.();
+      this.wakeSlotWaiters();
+    }
+    await this.finished.promise;
+  }
+
+  /** Resolves once the consumer has stopped: with the error that ended it, or undefined after `stop()`. */
+  closed(): Promise<Error | undefined> {
+    return this.finished.promise;
+  }
+
+  /**
+   * Messages one at a time. A message is ACKed (with autoAck) when the loop asks for
+   * the next one; leaving the loop leaves the current one un-ACKed, so it comes back
+   * after its lease — call `message.ack()` first if you did handle it.
+   */
+  [Symbol.asyncIterator](): AsyncIterator<ConsumedMessage> {
+    if (this.handler)
+      throw new Error("this consumer runs a handler; use consume(mailbox, options) to iterate");
+    if (this.iterated) throw new Error("a consumer can be iterated only once");
+    this.iterated = true;
+    let held: { resolve(): void; reject(err: Error): void } | undefined;
+    let waiting:
+      | { resolve(result: IteratorResult<ConsumedMessage>): void; reject(err: Error): void }
+      | undefined;
+    let ended = false;
+    let endError: Error | undefined;
+    const release = (outcome: "handled" | "left") => {
+      const current = held;
+      held = undefined;
+      if (outcome === "handled") current?.resolve();
+      else current?.reject(new LeftLoop());
+    };
+    this.onStop = () => release("left");
+    const handOver: MessageHandler = (message) =>
+      new Promise<void>((resolve, reject) => {
+        held = { resolve, reject };
+        const next = waiting;
+        waiting = undefined;
+        next?.resolve({ value: message, done: false });
+      });
+    void this.finished.promise.then((err) => {
+      ended = true;
+      endError = err;
+      const next = waiting;
+      waiting = undefined;
+      if (err) next?.reject(err);
+      else next?.resolve({ value: undefined, done: true });
+    });
+    return {
+      next: () => {
+        release("handled");
+        if (ended) {
+          return endError ? Promise.reject(endError) : Promise.resolve({ value: undefined, done: true });
+        }
+        const result = new Promise<IteratorResult<ConsumedMessage>>((resolve, reject) => {
+          waiting = { resolve, reject };
+        });
+        if (this.state === "idle") this.begin(handOver);
+        return result;
+      },
+      return: async () => {
+        release("left");
+        await this.stop();
+        return { value: undefined, done: true };
+      },
+    };
+  }
+
+  private begin(handler: MessageHandler): void {
+    this.state = "running";
+    void this.run(handler).then((failure) => {
+      this.state = "stopped";
+      this.finished.resolve(failure);
+    });
+  }
+
+  private async run(handler: MessageHandler): Promise<Error | undefined> {
+    let failure: Error | undefined;
+    try {
+      while (this.state === "running") {
+        // Fetch only when a handler could start, so fetched messages do not sit out their lease.
+        if (!(await this.acquireSlot())) break;
+        this.releaseSlot();
+        const startedAt = performance.now();
+        const items = await this.fetchBatch();
+        // Messages that arrive while stopping are left alone; their lease brings them back.
+        if (this.state !== "running") break;
+        if (items.length > 0) await this.dispatch(items, handler, startedAt);
+      }
+    } catch (err) {
+      failure = err instanceof Error ? err : new Error(String(err));
+      this.state = "stopping";
+      this.onStop?.();
+    }
+    while (this.running.size > 0) await Promise.all(this.running);
+    for (const acker of this.ackers) await acker.idle();
+    const reason = new Mq9Error(
+      "NOT_CONNECTED",
+      "not acknowledged before the consumer stopped; the message comes back after its lease",
+    );
+    for (const acker of this.ackers) acker.abandon(reason);
+    return failure;
+  }
+
+  private async dispatch(items: MessageItem[], handler: MessageHandler, fetchedAt: number): Promise<void> {
+    const group = this.options.group;
+    // The lease began after the FETCH was sent, so this deadline errs on the early side.
+    const leaseEnds = fetchedAt + (this.options.leaseMs ?? DEFAULT_LEASE_MS);
+    const acker = group
+      ? new BatchAcker(
+          items.map((item) => item.msg_id),
+          (msgId) => this.ackWithRetry(group, msgId, leaseEnds),
+          (msgIds) => {
+            for (const msgId of msgIds) this.handled.delete(msgId);
+          },
+        )
+      : undefined;
+    if (acker) this.ackers.add(acker);
+    const autoAck = acker !== undefined && this.options.autoAck;
+    for (let index = 0; index < items.length; index++) {
+      const message = new ConsumedMessage(items[index], this.mailAddress, group, () =>
+        acker ? this.track(acker, acker.done(index)) : Promise.reject(noGroup()),
+      );
+      const earlier = autoAck ? this.handled.get(message.msgId) : undefined;
+      if (earlier) {
+        // Delivered again (its lease ran out before our ACK got through): ACK it, do not handle it twice.
+        void earlier.then((ok) => {
+          if (ok) this.track(acker!, acker!.done(index)).catch(() => {});
+        });
+        continue;
+      }
+      // Stopping: the rest of this batch stays un-ACKed and comes back after its lease.
+      if (!(await this.acquireSlot())) return;
+      this.startHandler(handler, message, autoAck ? acker : undefined, index);
+    }
+  }
+
+  private startHandler(
+    handler: MessageHandler,
+    message: ConsumedMessage,
+    acker: BatchAcker | undefined,
+    index: number,
+  ): void {
+    const outcome = (async () => {
+      try {
+        await handler(message);
+        return true;
+      } catch (err) {
+        if (!(err instanceof LeftLoop)) this.options.onError(toError(err), message);
+        return false;
+      }
+    })();
+    if (acker) this.remember(message.msgId, outcome);
+    const task = outcome
+      .then((ok) => {
+        if (!acker) return;
+        if (!ok) this.handled.delete(message.msgId);
+        else this.track(acker, acker.done(index)).catch(() => {});
+      })
+      .finally(() => {
+        this.running.delete(task);
+        this.releaseSlot();
+      });
+    this.running.add(task);
+  }
+
+  /** Forgets a batch's acker once it has nothing left to ACK. */
+  private track(acker: BatchAcker, confirmed: Promise<void>): Promise<void> {
+    return confirmed.finally(() => {
+      if (acker.finished) this.ackers.delete(acker);
+    });
+  }
+
+  private remember(msgId: number, outcome: Promise<boolean>): void {
+    this.handled.set(msgId, outcome);
+    if (this.handled.size > MAX_REMEMBERED) {
+      const oldest = this.handled.keys().next().value;
+      if (oldest !== undefined) this.handled.delete(oldest);
+    }
+  }
+
+  private fetchRequest(): FetchRequest {
+    const o = this.options;
+    const position =
+      this.cursor === undefined
+        ? { deliver: o.deliver, fromTime: o.fromTime, fromId: o.fromId }
+        : { deliver: "from_id" as const, fromId: this.cursor };
+    return fetchBody({
+      group: o.group,
+      batch: o.batch,
+      maxWaitMs: o.maxWaitMs,
+      leaseMs: o.leaseMs,
+      ...position,
+    });
+  }
+
+  private async fetchBatch(): Promise<MessageItem[]> {
+    const { maxWaitMs, retry } = this.options;
+    for (let attempt = 0; ; attempt++) {
+      const started = performance.now();
+      try {
+        const items = await this.source.fetchItems(
+          this.mailAddress,
+          this.fetchRequest(),
+          maxWaitMs,
+          this.abort.signal,
+        );
+        if (!this.options.group && items.length > 0) {
+          this.cursor = Math.max(...items.map((item) => item.msg_id)) + 1;
+        }
+        if (items.length === 0 && performance.now() - started < maxWaitMs / 2) {
+          await pause(IDLE_PAUSE_MS, { signal: this.abort.signal });
+        }
+        return items;
+      } catch (err) {
+        if (this.state !== "running") return [];
+        if (!(err instanceof Mq9Error) || !err.retryable || attempt + 1 >= retry.attempts) throw err;
+        this.options.onError(err);
+        await pause(retryDelay(attempt, retry), {
+          signal: this.abort.signal,
+          wake: this.source.connection.changed(),
+        });
+      }
+    }
+  }
+
+  private async ackWithRetry(group: string, msgId: number, leaseEnds: number): Promise<void> {
+    const { retry } = this.options;
+    for (let attempt = 0; ; attempt++) {
+      // Once the lease is over the batch may have been handed out again, and a late ACK would
+      // also cover the messages before it in that new batch; the redelivery gets ACKed instead.
+      if (performance.now() >= leaseEnds) {
+        const late = new Mq9Error(
+          "TIMEOUT",
+          `msg_id ${msgId} was handled after its lease ended; not ACKed, it will be delivered again (raise leaseMs)`,
+        );
+        this.options.onError(late);
+        throw late;
+      }
+      try {
+        await this.source.ack(this.mailAddress, group, msgId);
+        return;
+      } catch (err) {
+        const error = toError(err);
+        // After stop() one attempt is all we make: stop must not hang on a dead connection.
+        const again =
+          error instanceof Mq9Error &&
+          error.retryable &&
+          attempt + 1 < retry.attempts &&
+          this.state === "running";
+        if (!again) {
+          this.options.onError(error);
+          throw error;
+        }
+        await pause(retryDelay(attempt, retry), {
+          signal: this.abort.signal,
+          wake: this.source.connection.changed(),
+        });
+      }
+    }
+  }
+
+  private async acquireSlot(): Promise<boolean> {
+    for (;;) {
+      if (this.state !== "running") return false;
+      if (this.freeSlots > 0) {
+        this.freeSlots--;
+        return true;
+      }
+      await new Promise<void>((resolve) => this.slotWaiters.push(resolve));
+    }
+  }
+
+  private releaseSlot(): void {
+    this.freeSlots++;
+    this.slotWaiters.shift()?.();
+  }
+
+  private wakeSlotWaiters(): void {
+    const waiters = this.slotWaiters;
+    this.slotWaiters = [];
+    for (const wake of waiters) wake();
+  }
+}
+
+function toError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+function badOption(name: string, value: unknown): Mq9Error {
+  return new Mq9Error("INVALID_REQUEST", `consume option ${name} must be a positive integer, got ${value}`, {
+    retryable: false,
+  });
+}
+
+function noGroup(): Mq9Error {
+  return new Mq9Error("INVALID_REQUEST", "ack() needs a consumer group; pass { group } to consume()", {
+    retryable: false,
+  });
+}

@@ -1,0 +1,30 @@
+/** What a message can carry: bytes as they are, a string as UTF-8, anything else as JSON. */
+export type Payload =
+  | Uint8Array
+  | string
+  | number
+  | boolean
+  | null
+  | readonly unknown[]
+  | { [key: string]: unknown };
+
+const encoder = new TextEncoder();
+
+/** The bytes to send for a payload; Uint8Array is passed through without a copy. */
+export function encodePayload(payload: Payload): Uint8Array {
+  if (payload instanceof Uint8Array) return payload;
+  if (typeof payload === "string") return encoder.encode(payload);
+  return encoder.encode(JSON.stringify(payload));
+}
+
+const base64Pattern = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/**
+ * Decodes a FETCH/QUERY item's payload. The SDK contract is standard base64; a
+ * string that cannot be base64 (e.g. from a broker that sends raw text) is taken as
+ * UTF-8 text, as the Go and C# SDKs do.
+ */
+export function decodeItemPayload(payload: string): Uint8Array {
+  if (payload.length % 4 === 0 && base64Pattern.test(payload)) return Buffer.from(payload, "base64");
+  return Buffer.from(payload, "utf8");
+}

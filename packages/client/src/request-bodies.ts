@@ -1,0 +1,84 @@
+import type {
+  DeliverPolicy,
+  FetchConfig,
+  FetchRequest,
+  MailboxCreateRequest,
+  QueryRequest,
+} from "@mq9/protocol";
+
+/** Options of MAILBOX.CREATE. */
+export interface CreateMailboxOptions {
+  /** Lowercase letters, digits and single dots, 1-128 characters; omitted: the broker generates one. */
+  name?: string;
+  /** Seconds until the mailbox and its messages expire; 0 or omitted: never. */
+  ttl?: number;
+  /** Free text stored with the mailbox. */
+  desc?: string;
+}
+
+/** Options of one FETCH. */
+export interface FetchOptions {
+  /** Consumer group: its position is stored and messages are leased to one member at a time. Omitted: stateless. */
+  group?: string;
+  /** Where a new group (or a stateless fetch) starts; default latest. */
+  deliver?: DeliverPolicy;
+  /** Unix seconds, with deliver "from_time". */
+  fromTime?: number;
+  /** First msg_id, with deliver "from_id". */
+  fromId?: number;
+  /** Restart an existing group from `deliver`. */
+  forceDeliver?: boolean;
+  /** Most messages to return (num_msgs); broker default 100. */
+  batch?: number;
+  /** How long the broker may wait for a first message (long-poll); broker default 500. */
+  maxWaitMs?: number;
+  /** Lease of the delivered messages for this group member; broker default 30 000. */
+  leaseMs?: number;
+}
+
+/** Options of QUERY; filters intersect. */
+export interface QueryOptions {
+  /** The latest message with this compaction key. */
+  key?: string;
+  /** Messages carrying any of these tags. */
+  tags?: readonly string[];
+  /** Unix seconds: only messages stored strictly after it. */
+  since?: number;
+  /** The most recent N (default and maximum 100), returned oldest first. */
+  limit?: number;
+}
+
+/** The MAILBOX.CREATE body: only the keys that were given. */
+export function createBody(options: CreateMailboxOptions): MailboxCreateRequest {
+  const body: MailboxCreateRequest = {};
+  if (options.name !== undefined) body.name = options.name;
+  if (options.ttl !== undefined) body.ttl = options.ttl;
+  if (options.desc !== undefined) body.desc = options.desc;
+  return body;
+}
+
+/** The FETCH body; a group of "" is left out, since brokers differ on what it means. */
+export function fetchBody(options: FetchOptions): FetchRequest {
+  const body: FetchRequest = {};
+  if (options.group) body.group_name = options.group;
+  if (options.deliver !== undefined) body.deliver = options.deliver;
+  if (options.fromTime !== undefined) body.from_time = options.fromTime;
+  if (options.fromId !== undefined) body.from_id = options.fromId;
+  if (options.forceDeliver !== undefined) body.force_deliver = options.forceDeliver;
+  const config: FetchConfig = {};
+  if (options.batch !== undefined) config.num_msgs = options.batch;
+  if (options.maxWaitMs !== undefined) config.max_wait_ms = options.maxWaitMs;
+  if (options.leaseMs !== undefined) config.lease_ms = options.leaseMs;
+  if (Object.keys(config).length > 0) body.config = config;
+  return body;
+}
+
+/** The QUERY body: only the filters that were given. */
+export function queryBody(options: QueryOptions): QueryRequest {
+  const body: QueryRequest = {};
+  if (options.key !== undefined) body.key = options.key;
+  if (options.tags !== undefined) body.tags = [...options.tags];
+  if (options.since !== undefined) body.since = options.since;
+  if (options.limit !== undefined) body.limit = options.limit;
+  return body;
+}

@@ -1,0 +1,170 @@
+import { Mq9Error } from "@mq9/protocol";
+import {
+  createInbox,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+  type NatsError,
+  type Subscription,
+} from "nats";
+import type { ConnectionWatcher } from "./connection-watcher.js";
+import { fromNatsError } from "./nats-errors.js";
+
+export interface MuxRequestOptions {
+  timeoutMs: number;
+  headers?: MsgHdrs;
+  /** Abandons the request locally (the broker may still act on it). */
+  signal?: AbortSignal;
+}
+
+interface Pending {
+  resolve(data: Uint8Array): void;
+  reject(err: Error): void;
+  subject: string;
+  deadline: number;
+  timeoutMs: number;
+  onAbort?: () => void;
+  signal?: AbortSignal;
+}
+
+/** How often timeouts are checked; a request times out at most this late. */
+const SWEEP_INTERVAL_MS = 50;
+
+/**
+ * Request/reply without nats.js's per-request cost: one wildcard reply subscription
+ * (`<inbox>.*`) per connection, a Map from token to pending request, and one sweeping
+ * timer for all timeouts. Requests fail at once when the connection drops.
+ */
+export class RequestMux {
+  private readonly prefix: string;
+  private readonly pending = new Map<string, Pending>();
+  private readonly subscription: Subscription;
+  private readonly sweeper: NodeJS.Timeout;
+  private readonly unwatch: () => void;
+  private nextToken = 0;
+  private closedError: Mq9Error | undefined;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly connection: ConnectionWatcher,
+  ) {
+    this.prefix = `${createInbox()}.`;
+    this.subscription = nc.subscribe(`${this.prefix}*`, {
+      callback: (err, msg) => this.onReply(err, msg),
+    });
+    this.sweeper = setInterval(() => this.sweep(), SWEEP_INTERVAL_MS);
+    this.sweeper.unref();
+    this.unwatch = connection.on((event) => {
+      if (event === "disconnect") {
+        this.failAll(
+          "NOT_CONNECTED",
+          "the connection to the broker was lost; the request may or may not have been applied",
+        );
+      } else if (event === "close") this.close();
+    });
+  }
+
+  /** Publishes `data` to `subject` and resolves with the reply's payload. */
+  request(subject: string, data: Uint8Array, options: MuxRequestOptions): Promise<Uint8Array> {
+    if (this.closedError) return Promise.reject(this.closedError);
+    // Never publish while down: nats.js would buffer it and might apply it after we gave up.
+    if (!this.connection.connected) {
+      return Promise.reject(
+        new Mq9Error("NOT_CONNECTED", `${subject}: not connected to the broker (reconnecting)`),
+      );
+    }
+    if (options.signal?.aborted) return Promise.reject(abortError(subject));
+    const token = (this.nextToken++).toString(36);
+    return new Promise<Uint8Array>((resolve, reject) => {
+      const entry: Pending = {
+        resolve,
+        reject,
+        subject,
+        timeoutMs: options.timeoutMs,
+        deadline: performance.now() + options.timeoutMs,
+      };
+      if (options.signal) {
+        const signal = options.signal;
+        entry.signal = signal;
+        entry.onAbort = () => {
+          if (this.pending.delete(token)) reject(abortError(subject));
+        };
+        signal.addEventListener("abort", entry.onAbort, { once: true });
+      }
+      this.pending.set(token, entry);
+      try {
+        this.nc.publish(subject, data, { reply: this.prefix + token, headers: options.headers });
+      } catch (err) {
+        this.settle(token, entry);
+        reject(fromNatsError(err, subject));
+      }
+    });
+  }
+
+  /** Number of requests waiting for a reply. */
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  /** Fails what is pending and stops the timer; later requests fail with NOT_CONNECTED. */
+  close(): void {
+    if (this.closedError) return;
+    this.failAll("NOT_CONNECTED", "the client is closed");
+    this.closedError = new Mq9Error("NOT_CONNECTED", "the mq9 client is closed; connect again", {
+      retryable: false,
+    });
+    clearInterval(this.sweeper);
+    this.unwatch();
+    if (!this.nc.isClosed()) this.subscription.unsubscribe();
+  }
+
+  private onReply(err: NatsError | null, msg: Msg): void {
+    if (err) {
+      this.failAll("NOT_CONNECTED", `the reply subscription failed: ${err.message}`);
+      return;
+    }
+    const token = msg.subject.slice(this.prefix.length);
+    const entry = this.pending.get(token);
+    if (!entry) return; // timed out or abandoned: the late reply has nobody to go to
+    this.settle(token, entry);
+    // A status-only reply (503) is a NATS server saying nothing listens on the subject.
+    if (msg.headers?.code === 503) {
+      entry.reject(
+        new Mq9Error("NOT_CONNECTED", `${entry.subject}: no mq9 broker is answering on this NATS server`),
+      );
+      return;
+    }
+    entry.resolve(msg.data);
+  }
+
+  private settle(token: string, entry: Pending): void {
+    this.pending.delete(token);
+    if (entry.onAbort) entry.signal?.removeEventListener("abort", entry.onAbort);
+  }
+
+  private sweep(): void {
+    if (this.pending.size === 0) return;
+    const now = performance.now();
+    for (const [token, entry] of this.pending) {
+      if (entry.deadline > now) continue;
+      this.settle(token, entry);
+      entry.reject(
+        new Mq9Error(
+          "TIMEOUT",
+          `${entry.subject}: no reply within ${entry.timeoutMs} ms; is the broker overloaded or unreachable?`,
+        ),
+      );
+    }
+  }
+
+  private failAll(code: "NOT_CONNECTED", why: string): void {
+    for (const [token, entry] of this.pending) {
+      this.settle(token, entry);
+      entry.reject(new Mq9Error(code, `${entry.subject}: ${why}`));
+    }
+  }
+}
+
+function abortError(subject: string): Error {
+  return new DOMException(`${subject}: request abandoned`, "AbortError");
+}

@@ -1,0 +1,319 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { type ConsumedMessage, connect, type Mq9Client, type Mq9Error } from "../src/index.js";
+import { boxName, eventually, sleep, startBroker, type TestBroker } from "./harness.js";
+import { TcpProxy } from "./tcp-proxy.js";
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
+});
+
+async function setup(): Promise<{ t: TestBroker; client: Mq9Client; box: string }> {
+  const t = await startBroker();
+  cleanups.push(() => t.close());
+  const client = await t.client();
+  const box = await client.createMailbox({ name: boxName() });
+  return { t, client, box };
+}
+
+/** What is left for `group` once every lease has run out: nothing, if everything was ACKed. */
+async function leftOver(client: Mq9Client, box: string, group: string): Promise<number[]> {
+  const messages = await client.fetch(box, { group, maxWaitMs: 0, leaseMs: 60_000 });
+  return messages.map((m) => m.msgId);
+}
+
+const quiet = { onError: () => {} };
+
+describe("consume as an async iterator", () => {
+  it("yields messages in priority order and ACKs each when the next is asked for", async () => {
+    const { client, box } = await setup();
+    await client.send(box, "n");
+    await client.send(box, "u", { priority: "urgent" });
+    await client.send(box, "c", { priority: "critical" });
+    const seen: string[] = [];
+    for await (const message of client.consume(box, { group: "g", deliver: "earliest", leaseMs: 300 })) {
+      seen.push(message.text());
+      if (seen.length === 3) {
+        await message.ack();
+        break;
+      }
+    }
+    expect(seen).toEqual(["c", "u", "n"]);
+    await sleep(400);
+    expect(await leftOver(client, box, "g")).toEqual([]);
+  });
+
+  it("leaving the loop leaves the current message un-ACKed: it comes back after its lease", async () => {
+    const { client, box } = await setup();
+    const id = await client.send(box, "job");
+    for await (const message of client.consume(box, { group: "g", deliver: "earliest", leaseMs: 300 })) {
+      expect(message.msgId).toBe(id);
+      break;
+    }
+    await sleep(400);
+    expect(await leftOver(client, box, "g")).toEqual([id]);
+  });
+
+  it("a stateless consumer tails new messages once each, without a group", async () => {
+    const { client, box } = await setup();
+    await client.send(box, "old");
+    const consumer = client.consume(box, { maxWaitMs: 300 });
+    const seen: string[] = [];
+    const reading = (async () => {
+      for await (const message of consumer) {
+        seen.push(message.text());
+        if (seen.length === 3) break;
+      }
+    })();
+    await sleep(100);
+    for (const text of ["a", "b", "c"]) await client.send(box, text);
+    await reading;
+    expect(seen).toEqual(["a", "b", "c"]);
+  });
+});
+
+describe("consume with a handler", () => {
+  it("runs at most `concurrency` handlers at once and ACKs everything", async () => {
+    const { client, box } = await setup();
+    for (let i = 0; i < 30; i++) await client.send(box, `m${i}`);
+    let running = 0;
+    let most = 0;
+    const handled = new Set<number>();
+    const consumer = client.consume(
+      box,
+      async (message) => {
+        running++;
+        most = Math.max(most, running);
+        await sleep(5 + (message.msgId % 3) * 5);
+        handled.add(message.msgId);
+        running--;
+      },
+      { group: "g", deliver: "earliest", concurrency: 4, batch: 10, leaseMs: 5_000 },
+    );
+    await eventually(() => handled.size === 30);
+    await consumer.stop();
+    expect(most).toBe(4);
+    expect(await leftOver(client, box, "g")).toEqual([]);
+  });
+
+  it("does not ACK a message whose handler failed; it comes back after its lease and is retried", async () => {
+    const { client, box } = await setup();
+    const id = await client.send(box, "flaky");
+    const attempts: number[] = [];
+    const errors: string[] = [];
+    const consumer = client.consume(
+      box,
+      (message) => {
+        attempts.push(message.msgId);
+        if (attempts.length === 1) throw new Error("first try fails");
+      },
+      {
+        group: "g",
+        deliver: "earliest",
+        leaseMs: 300,
+        maxWaitMs: 200,
+        onError: (e) => errors.push(e.message),
+      },
+    );
+    await eventually(() => attempts.length === 2);
+    await consumer.stop();
+    expect(attempts).toEqual([id, id]);
+    expect(errors).toEqual(["first try fails"]);
+    expect(await leftOver(client, box, "g")).toEqual([]);
+  });
+
+  it("a failed message holds back the ACK of later ones in its batch; they are not handled twice", async () => {
+    const { client, box } = await setup();
+    const ids: number[] = [];
+    for (const text of ["ok1", "bad", "ok2"]) ids.push(await client.send(box, text));
+    const calls: string[] = [];
+    let failures = 0;
+    const consumer = client.consume(
+      box,
+      (message) => {
+        calls.push(message.text());
+        if (message.text() === "bad" && failures++ === 0) throw new Error("bad once");
+      },
+      { group: "g", deliver: "earliest", leaseMs: 400, maxWaitMs: 200, ...quiet },
+    );
+    await eventually(() => calls.length === 4);
+    await sleep(600);
+    await consumer.stop();
+    expect(calls).toEqual(["ok1", "bad", "ok2", "bad"]);
+    expect(await leftOver(client, box, "g")).toEqual([]);
+  });
+
+  it("stop() waits for running handlers and sends their ACKs", async () => {
+    const { client, box } = await setup();
+    await client.send(box, "slow");
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let started = false;
+    let finished = false;
+    const consumer = client.consume(
+      box,
+      async () => {
+        started = true;
+        await gate;
+        finished = true;
+      },
+      { group: "g", deliver: "earliest", leaseMs: 300 },
+    );
+    await eventually(() => started);
+    let stopped = false;
+    const stopping = consumer.stop().then(() => {
+      stopped = true;
+    });
+    await sleep(100);
+    expect(stopped).toBe(false);
+    release();
+    await stopping;
+    expect(finished).toBe(true);
+    expect(await consumer.closed()).toBeUndefined();
+    await sleep(400);
+    expect(await leftOver(client, box, "g")).toEqual([]);
+  });
+
+  it("with autoAck off, only message.ack() acknowledges", async () => {
+    const { client, box } = await setup();
+    const a = await client.send(box, "a");
+    const b = await client.send(box, "b");
+    const consumer = client.consume(
+      box,
+      async (message: ConsumedMessage) => {
+        if (message.msgId === a) await message.ack();
+      },
+      { group: "g", deliver: "earliest", autoAck: false, leaseMs: 300, batch: 1 },
+    );
+    await sleep(200);
+    await consumer.stop();
+    await sleep(400);
+    expect(await leftOver(client, box, "g")).toEqual([b]);
+  });
+
+  it("long-polls: an idle consumer sends a FETCH per wait, not a busy loop", async () => {
+    const { t } = await setup();
+    const proxy = await TcpProxy.start(t.port);
+    cleanups.push(() => proxy.close());
+    const client = await connect(proxy.url);
+    cleanups.push(() => client.close());
+    const box = await client.createMailbox({ name: boxName() });
+    const consumer = client.consume(box, () => {}, { group: "g", maxWaitMs: 1_000 });
+    await sleep(1_500);
+    await consumer.stop();
+    expect(proxy.count(`$mq9.AI.MSG.FETCH.${box}`)).toBeLessThanOrEqual(3);
+  });
+});
+
+describe("consume under connection loss", () => {
+  it("survives killed connections: reconnects, loses nothing, handles nothing twice", async () => {
+    const { t, client: producer, box } = await setup();
+    const proxy = await TcpProxy.start(t.port);
+    cleanups.push(() => proxy.close());
+    const sent: number[] = [];
+    for (let i = 0; i < 300; i++) sent.push(await producer.send(box, `m${i}`));
+    // A cut during the reconnect handshake stalls nats.js for up to its connect timeout.
+    const client = await connect(proxy.url, { reconnectDelayMs: 20, connectTimeoutMs: 1_000 });
+    cleanups.push(() => client.close());
+    const handled: number[] = [];
+    const consumer = client.consume(
+      box,
+      async (message) => {
+        await sleep(2);
+        handled.push(message.msgId);
+      },
+      {
+        group: "g",
+        deliver: "earliest",
+        batch: 5,
+        concurrency: 3,
+        leaseMs: 1_500,
+        maxWaitMs: 300,
+        retry: { initialDelayMs: 10, maxDelayMs: 500 },
+        ...quiet,
+      },
+    );
+    // Cut while handlers run and ACKs are in flight, again and again.
+    for (let cut = 0; cut < 8 && handled.length < sent.length; cut++) {
+      await sleep(40);
+      proxy.cut();
+    }
+    await eventually(() => new Set(handled).size === sent.length, 20_000);
+    await sleep(1_700);
+    await consumer.stop();
+    // It really was cut and came back: one CONNECT per connection through the proxy.
+    expect(proxy.sent.split("CONNECT {").length - 1).toBeGreaterThanOrEqual(3);
+    expect(handled.length).toBe(sent.length);
+    expect([...handled].sort((a, b) => a - b)).toEqual(sent);
+    expect(await leftOver(producer, box, "g")).toEqual([]);
+  });
+
+  it("keeps going across a broker restart", async () => {
+    const { t, client: producer, box } = await setup();
+    const client = await connect(t.url, { reconnectDelayMs: 50 });
+    cleanups.push(() => client.close());
+    const handled: string[] = [];
+    const consumer = client.consume(box, (m) => void handled.push(m.text()), {
+      group: "g",
+      deliver: "earliest",
+      maxWaitMs: 300,
+      retry: { initialDelayMs: 20, maxDelayMs: 200 },
+      ...quiet,
+    });
+    await producer.send(box, "before");
+    await eventually(() => handled.length === 1);
+    await t.stop();
+    await sleep(200);
+    await t.start();
+    const again = await t.client();
+    await again.send(box, "after");
+    await eventually(() => handled.length === 2);
+    await consumer.stop();
+    expect(handled).toEqual(["before", "after"]);
+  });
+
+  it("gives up after its retries when the broker stays away, and says why", async () => {
+    const { t, box } = await setup();
+    const client = await connect(t.url, { reconnectDelayMs: 50 });
+    cleanups.push(() => client.close());
+    const consumer = client.consume(box, () => {}, {
+      group: "g",
+      maxWaitMs: 200,
+      retry: { attempts: 3, initialDelayMs: 10, maxDelayMs: 20 },
+      ...quiet,
+    });
+    await t.stop();
+    const err = (await consumer.closed()) as Mq9Error;
+    expect(err.code).toBe("NOT_CONNECTED");
+    await t.start();
+  });
+
+  it("stops with MAILBOX_NOT_FOUND when the mailbox does not exist", async () => {
+    const { client } = await setup();
+    const consumer = client.consume(boxName("gone"), () => {}, { group: "g", ...quiet });
+    expect(((await consumer.closed()) as Mq9Error).code).toBe("MAILBOX_NOT_FOUND");
+  });
+});
+
+describe("client.close", () => {
+  it("stops consumers first, letting their handlers finish", async () => {
+    const { t } = await setup();
+    const client = await connect(t.url);
+    const box = await client.createMailbox({ name: boxName() });
+    await client.send(box, "x");
+    let finished = false;
+    client.consume(
+      box,
+      async () => {
+        await sleep(200);
+        finished = true;
+      },
+      { group: "g", deliver: "earliest" },
+    );
+    await sleep(100);
+    await client.close();
+    expect(finished).toBe(true);
+  });
+});

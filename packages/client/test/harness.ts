@@ -1,0 +1,71 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Broker, type BrokerOptions } from "@mq9/broker";
+import { type ConnectOptions, connect, type Mq9Client } from "../src/index.js";
+
+export interface TestBroker {
+  broker: Broker;
+  port: number;
+  /** `mq9://127.0.0.1:<port>` */
+  url: string;
+  dataDir: string;
+  /** A client connected to this broker; closed by `close()`. */
+  client(options?: ConnectOptions, url?: string): Promise<Mq9Client>;
+  /** Stops the broker; clients see a lost connection. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port and data directory. */
+  start(options?: BrokerOptions): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Starts a real broker on a free port with a fresh data directory. */
+export async function startBroker(options: BrokerOptions = {}): Promise<TestBroker> {
+  const dataDir = mkdtempSync(join(tmpdir(), "mq9-client-test-"));
+  const base = { dataDir, sweepIntervalMs: 100, ...options };
+  let broker = await Broker.start({ port: 0, ...base });
+  const port = broker.port;
+  const clients: Mq9Client[] = [];
+  const t: TestBroker = {
+    broker,
+    port,
+    url: `mq9://127.0.0.1:${port}`,
+    dataDir,
+    async client(connectOptions = {}, url = t.url) {
+      const client = await connect(url, connectOptions);
+      clients.push(client);
+      return client;
+    },
+    async stop() {
+      await broker.close({ drainTimeoutMs: 0 });
+    },
+    async start(more = {}) {
+      broker = await Broker.start({ port, ...base, ...more });
+      t.broker = broker;
+    },
+    async close() {
+      await Promise.all(clients.map((c) => c.close().catch(() => {})));
+      await broker.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  return t;
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `check` until it returns true or `timeoutMs` passes. */
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await sleep(20);
+  }
+}
+
+let counter = 0;
+/** A mailbox name unique within the test run. */
+export function boxName(prefix = "t"): string {
+  counter += 1;
+  return `${prefix}.${process.pid}.${counter}`;
+}

@@ -1,0 +1,217 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Mq9Client, Mq9Error, Mq9Message } from "../src/index.js";
+import { boxName, startBroker, type TestBroker } from "./harness.js";
+
+let t: TestBroker;
+let client: Mq9Client;
+
+beforeAll(async () => {
+  t = await startBroker();
+  client = await t.client();
+});
+afterAll(() => t.close());
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(Mq9Error);
+  return (err as Mq9Error).code;
+}
+
+describe("mailboxes", () => {
+  it("creates a named mailbox and returns its address", async () => {
+    const name = boxName("named");
+    expect(await client.createMailbox({ name, ttl: 60, desc: "for a test" })).toBe(name);
+  });
+
+  it("creates a generated mailbox when no name is given", async () => {
+    const address = await client.createMailbox();
+    expect(address).toMatch(/^[0-9a-v]{20}$/);
+    expect(await client.send(address, "ok")).toBeGreaterThanOrEqual(0);
+  });
+
+  it("MAILBOX_EXISTS for a duplicate name, with the broker's text", async () => {
+    const name = await client.createMailbox({ name: boxName() });
+    const err = await client.createMailbox({ name }).catch((e: Mq9Error) => e);
+    expect(err).toMatchObject({
+      code: "MAILBOX_EXISTS",
+      message: `mailbox ${name} already exists`,
+      retryable: false,
+    });
+  });
+
+  it("INVALID_NAME for a name the broker refuses", async () => {
+    expect(await codeOf(client.createMailbox({ name: "Upper.Case" }))).toBe("INVALID_NAME");
+    expect(await codeOf(client.createMailbox({ name: "a..b" }))).toBe("INVALID_NAME");
+  });
+});
+
+describe("send and fetch", () => {
+  it("sends bytes, strings and JSON and fetches them back as typed messages", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    const bytes = new Uint8Array([0, 1, 2, 250, 255]);
+    const ids = [
+      await client.send(box, bytes),
+      await client.send(box, "héllo"),
+      await client.send(box, { task: "translate", n: 3 }),
+    ];
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    const messages = await client.fetch(box, { deliver: "earliest" });
+    expect(messages.map((m) => m.msgId)).toEqual(ids);
+    expect(messages[0]).toBeInstanceOf(Mq9Message);
+    expect([...messages[0].payload]).toEqual([...bytes]);
+    expect(messages[1].text()).toBe("héllo");
+    expect(messages[2].json()).toEqual({ task: "translate", n: 3 });
+    for (const m of messages) {
+      expect(m.priority).toBe("normal");
+      expect(m.header).toBeNull();
+      expect(m.headers).toEqual({});
+      expect(m.tags).toEqual([]);
+      expect(Math.abs(m.createTime - Date.now() / 1000)).toBeLessThan(60);
+    }
+  });
+
+  it("carries priority, key, tags and extra headers, and delivers critical, then urgent, then normal", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    await client.send(box, "n1");
+    await client.send(box, "u1", { priority: "urgent", key: "k", tags: ["a", "b"] });
+    await client.send(box, "c1", { priority: "critical", headers: { "mq9-reply-to": "me.inbox" } });
+    await client.send(box, "n2", { priority: "normal" });
+    const messages = await client.fetch(box, { group: "g", deliver: "earliest" });
+    expect(messages.map((m) => m.text())).toEqual(["c1", "u1", "n1", "n2"]);
+    expect(messages.map((m) => m.priority)).toEqual(["critical", "urgent", "normal", "normal"]);
+    const urgent = messages[1];
+    expect(urgent.key).toBe("k");
+    expect(urgent.tags).toEqual(["a", "b"]);
+    expect(new TextDecoder().decode(urgent.header!)).toContain("mq9-priority: urgent");
+    expect(messages[0].headers["mq9-reply-to"]).toBe("me.inbox");
+  });
+
+  it("accepts an mq9:// URI as the target", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    await client.send(`mq9://elsewhere:4332/${box}`, "via uri");
+    const [m] = await client.fetch(`mq9://elsewhere/${box}`, { deliver: "earliest" });
+    expect(m.text()).toBe("via uri");
+  });
+
+  it("a delayed message gets msg_id -1 and stays invisible until due", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    expect(await client.send(box, "later", { delay: 60 })).toBe(-1);
+    expect(await client.fetch(box, { deliver: "earliest", maxWaitMs: 0 })).toEqual([]);
+    expect(await client.query(box)).toEqual([]);
+  });
+
+  it("a message with a ttl is stored and readable before it expires", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    await client.send(box, "short-lived", { ttl: 3600 });
+    expect((await client.query(box)).map((m) => m.text())).toEqual(["short-lived"]);
+  });
+
+  it("INVALID_REQUEST for bad option values, before or at the broker", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    expect(await codeOf(client.send(box, "x", { delay: -1 }))).toBe("INVALID_REQUEST");
+    expect(await codeOf(client.send(box, "x", { priority: "high" as never }))).toBe("INVALID_REQUEST");
+  });
+
+  it("MAILBOX_NOT_FOUND for every message call on an unknown mailbox", async () => {
+    const box = boxName("missing");
+    for (const call of [
+      client.send(box, "x"),
+      client.fetch(box, { maxWaitMs: 0 }),
+      client.ack(box, "g", 0),
+      client.query(box),
+      client.delete(box, 0),
+    ]) {
+      const err = await call.catch((e: Mq9Error) => e);
+      expect(err).toMatchObject({ code: "MAILBOX_NOT_FOUND", message: `mailbox ${box} does not exist` });
+    }
+  });
+
+  it("INVALID_NAME for a target that cannot be a subject, without a round trip", async () => {
+    expect(await codeOf(client.send("two words", "x"))).toBe("INVALID_NAME");
+    expect(await codeOf(client.fetch("a.*"))).toBe("INVALID_NAME");
+  });
+
+  it("fetch long-polls: a message sent while it waits is returned", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    const waiting = client.fetch(box, { group: "g", maxWaitMs: 4_000 });
+    setTimeout(() => void client.send(box, "arrived"), 100);
+    expect((await waiting).map((m) => m.text())).toEqual(["arrived"]);
+  });
+});
+
+describe("groups and ACK", () => {
+  it("a group member does not get a leased message again; after the lease it does", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    await client.send(box, "job");
+    const first = await client.fetch(box, { group: "w", deliver: "earliest", leaseMs: 300 });
+    expect(first.map((m) => m.text())).toEqual(["job"]);
+    expect(await client.fetch(box, { group: "w", maxWaitMs: 0 })).toEqual([]);
+    const again = await client.fetch(box, { group: "w", maxWaitMs: 2_000 });
+    expect(again.map((m) => m.msgId)).toEqual([first[0].msgId]);
+  });
+
+  it("ACK of the last message acknowledges the batch", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    for (const text of ["a", "b", "c"]) await client.send(box, text);
+    const batch = await client.fetch(box, { group: "w", deliver: "earliest", leaseMs: 200 });
+    await client.ack(box, "w", batch[2].msgId);
+    expect(await client.fetch(box, { group: "w", maxWaitMs: 600 })).toEqual([]);
+  });
+
+  it("MESSAGE_NOT_FOUND for an ACK of a message never delivered to the group", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    const id = await client.send(box, "x");
+    await client.fetch(box, { group: "other", deliver: "earliest" });
+    const err = await client.ack(box, "w", id).catch((e: Mq9Error) => e);
+    expect(err).toMatchObject({ code: "MESSAGE_NOT_FOUND", message: "message not found" });
+  });
+
+  it("stateless fetch stores nothing: earliest returns the same messages again", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    await client.send(box, "x");
+    const a = await client.fetch(box, { deliver: "earliest" });
+    const b = await client.fetch(box, { deliver: "earliest" });
+    expect(b.map((m) => m.msgId)).toEqual(a.map((m) => m.msgId));
+  });
+
+  it("from_id and forceDeliver restart a group", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    const ids: number[] = [];
+    for (const text of ["a", "b", "c"]) ids.push(await client.send(box, text));
+    const all = await client.fetch(box, { group: "w", deliver: "earliest" });
+    await client.ack(box, "w", all[2].msgId);
+    const replay = await client.fetch(box, {
+      group: "w",
+      deliver: "from_id",
+      fromId: ids[1],
+      forceDeliver: true,
+    });
+    expect(replay.map((m) => m.text())).toEqual(["b", "c"]);
+  });
+});
+
+describe("query and delete", () => {
+  it("query by key returns the survivor of compaction; by tags any match; limit the most recent", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    await client.send(box, "v1", { key: "status" });
+    await client.send(box, "v2", { key: "status" });
+    await client.send(box, "tagged", { tags: ["eu", "billing"] });
+    await client.send(box, "plain");
+    expect((await client.query(box, { key: "status" })).map((m) => m.text())).toEqual(["v2"]);
+    expect((await client.query(box, { tags: ["billing", "nope"] })).map((m) => m.text())).toEqual(["tagged"]);
+    expect((await client.query(box, { limit: 2 })).map((m) => m.text())).toEqual(["tagged", "plain"]);
+    expect((await client.query(box, { since: 0 })).length).toBe(3);
+  });
+
+  it("delete removes one message; MESSAGE_NOT_FOUND the second time", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    const id = await client.send(box, "x");
+    expect(await client.delete(box, id)).toBe(true);
+    expect(await client.query(box)).toEqual([]);
+    expect(await codeOf(client.delete(box, id))).toBe("MESSAGE_NOT_FOUND");
+    expect(await codeOf(client.delete(box, -1))).toBe("INVALID_REQUEST");
+  });
+});

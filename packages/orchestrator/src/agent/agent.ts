@@ -1,0 +1,315 @@
+import { type ConsumedMessage, type Consumer, connect, type Mq9Client, Mq9Error } from "@mq9/client";
+import {
+  type ChildFields,
+  childOf,
+  createEnvelope,
+  type Envelope,
+  EnvelopeError,
+  type MessageType,
+  replyTo,
+} from "../bus/envelope.js";
+import { readEnvelope, sendEnvelope } from "../bus/envelope-io.js";
+import { SeenMessages } from "../bus/loop-guard.js";
+import { BusNames, replyKey } from "../bus/names.js";
+import { TraceMemory } from "../memory/trace-memory.js";
+import { DeadLetters } from "../routing/dead-letters.js";
+import { type AgentManifest, type ResolvedManifest, registrationBody, resolveManifest } from "./manifest.js";
+
+export interface AgentOptions {
+  /** Namespace of the orchestrator's mailboxes (router, dead letters, memory); default "orch". */
+  namespace?: string;
+  /** Time between heartbeats carrying the current load (default 2 000). */
+  heartbeatMs?: number;
+  /** Seconds without a heartbeat after which the agent counts as dead (default 5 heartbeats, at least 3 s). */
+  ttlSeconds?: number;
+  /** Lease of fetched messages: a crashed agent's message is delivered again after it (default 30 000). */
+  leaseMs?: number;
+  /** Seconds replies are kept in the asker's mailbox (default 7 days; traces are read from them). */
+  messageTtlSeconds?: number;
+  /** A handler failure or a bad message; default: one line on stderr. */
+  onError?: (error: Error, message?: Envelope) => void;
+}
+
+/** What a handler gets besides the message. */
+export interface MessageContext {
+  /** The trace's shared memory. */
+  memory: TraceMemory;
+  /** Aborted when the orchestrator cancels this message's work. */
+  signal: AbortSignal;
+  /** Unix ms at which this agent took the message. */
+  receivedAt: number;
+  /** Sends a follow-up message through the router (same trace, one hop further); replies come to this agent. */
+  send(fields: ChildFields): Promise<Envelope>;
+}
+
+const DEFAULT_HEARTBEAT_MS = 2_000;
+const DEFAULT_MESSAGE_TTL_S = 7 * 86_400;
+const MEMORY_CACHE = 1_000;
+
+function isEnvelope(value: unknown): value is Envelope {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as Envelope).msg_id === "string" &&
+    typeof (value as Envelope).trace_id === "string" &&
+    typeof (value as Envelope).msg_type === "string" &&
+    Array.isArray((value as Envelope).path)
+  );
+}
+
+/**
+ * An orchestrated agent. Subclasses implement `handleMessage` and answer with
+ * `reply(message, type, payload)`. `start()` registers the agent with its manifest,
+ * heartbeats its load, and consumes its inbox in a consumer group with at most
+ * `max_concurrency` messages at once, so a slow agent's backlog waits in its own
+ * mailbox. A msg_id seen before is never handled twice.
+ */
+export abstract class Agent {
+  readonly manifest: ResolvedManifest;
+  protected client?: Mq9Client;
+  private ownsClient = false;
+  private consumer?: Consumer;
+  private heartbeatTimer?: NodeJS.Timeout;
+  private heartbeatInFlight?: Promise<void>;
+  private stopped = false;
+  private readonly names: BusNames;
+  private readonly seen = new SeenMessages();
+  private readonly running = new Map<string, AbortController>();
+  private readonly memories = new Map<string, TraceMemory>();
+  private readonly heartbeatMs: number;
+  private readonly ttlSeconds: number;
+  private readonly leaseMs: number;
+  private readonly messageTtlSeconds: number;
+  private readonly onError: (error: Error, message?: Envelope) => void;
+  private deadLetters?: DeadLetters;
+  private handledCount = 0;
+  private duplicateCount = 0;
+
+  constructor(manifest: AgentManifest, options: AgentOptions = {}) {
+    this.manifest = resolveManifest(manifest);
+    this.names = new BusNames(options.namespace);
+    this.heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
+    this.ttlSeconds = options.ttlSeconds ?? Math.max(3, Math.ceil((5 * this.heartbeatMs) / 1000));
+    this.leaseMs = options.leaseMs ?? 30_000;
+    this.messageTtlSeconds = options.messageTtlSeconds ?? DEFAULT_MESSAGE_TTL_S;
+    this.onError =
+      options.onError ??
+      ((error, message) =>
+        process.stderr.write(
+          `agent ${this.manifest.name}${message ? ` (msg ${message.msg_id})` : ""}: ${error.message}\n`,
+        ));
+  }
+
+  /** Handles one message; return `reply(...)` (or a plain value, sent as a result), or nothing. */
+  abstract handleMessage(message: Envelope, context: MessageContext): unknown;
+
+  /** The answer to `message`: same trace, back to whoever asked, ids and routing filled in. */
+  reply(message: Envelope, type: MessageType, payload: unknown): Envelope {
+    return replyTo(message, this.manifest.name, type, payload);
+  }
+
+  get name(): string {
+    return this.manifest.name;
+  }
+
+  get mailbox(): string {
+    return this.manifest.mailbox;
+  }
+
+  /** Messages being handled right now (what heartbeats report). */
+  get load(): number {
+    return this.running.size;
+  }
+
+  /** Messages handled so far, and deliveries skipped because their msg_id was seen before. */
+  get stats(): { handled: number; duplicates: number } {
+    return { handled: this.handledCount, duplicates: this.duplicateCount };
+  }
+
+  /** Registers, starts heartbeats and consumes the inbox. `server` is a client or a broker URL. */
+  async start(server: Mq9Client | string = "mq9://127.0.0.1:4332"): Promise<this> {
+    if (typeof server === "string") {
+      this.client = await connect(server, { name: `mq9-agent-${this.manifest.name}` });
+      this.ownsClient = true;
+    } else {
+      this.client = server;
+    }
+    const client = this.client;
+    this.deadLetters = new DeadLetters(client, this.names);
+    try {
+      await client.createMailbox({ name: this.manifest.mailbox });
+    } catch (err) {
+      if (!(err instanceof Mq9Error) || err.code !== "MAILBOX_EXISTS") throw err;
+    }
+    await this.register();
+    this.consumer = client.consume(this.manifest.mailbox, (m) => this.take(m), {
+      group: this.manifest.name,
+      deliver: "earliest",
+      concurrency: this.manifest.max_concurrency,
+      batch: this.manifest.max_concurrency,
+      leaseMs: this.leaseMs,
+      onError: (error) => {
+        if (!this.stopped) this.onError(error);
+      },
+    });
+    this.scheduleHeartbeat();
+    return this;
+  }
+
+  /** Stops taking messages, lets running handlers finish, stops heartbeating. */
+  async stop(options: { unregister?: boolean } = {}): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    clearTimeout(this.heartbeatTimer);
+    await this.heartbeatInFlight;
+    await this.consumer?.stop();
+    if (options.unregister) await this.client?.unregister({ mailbox: this.manifest.mailbox }).catch(() => {});
+    if (this.ownsClient) await this.client?.close();
+  }
+
+  /** Starts a new trace from this agent: a message for the router to deliver. */
+  async send(fields: ChildFields & { max_hops?: number }): Promise<Envelope> {
+    const envelope = createEnvelope({
+      msg_type: fields.msg_type ?? "query",
+      source: this.manifest.name,
+      target: fields.target,
+      payload: fields.payload,
+      capability: fields.capability,
+      intent: fields.intent,
+      priority: fields.priority,
+      max_hops: fields.max_hops,
+      reply_to: fields.reply_to ?? this.manifest.mailbox,
+    });
+    return sendEnvelope(this.requireClient(), this.names.router, envelope, { ttl: this.messageTtlSeconds });
+  }
+
+  /** The shared memory of a trace. */
+  memory(traceId: string): TraceMemory {
+    let memory = this.memories.get(traceId);
+    if (!memory) {
+      memory = new TraceMemory(this.requireClient(), traceId, { names: this.names });
+      this.memories.set(traceId, memory);
+      if (this.memories.size > MEMORY_CACHE) this.memories.delete(this.memories.keys().next().value!);
+    }
+    return memory;
+  }
+
+  private requireClient(): Mq9Client {
+    if (!this.client) throw new Error(`agent ${this.manifest.name} is not started; call start() first`);
+    return this.client;
+  }
+
+  private async register(): Promise<void> {
+    await this.requireClient().register(registrationBody(this.manifest, this.heartbeatMs, this.ttlSeconds));
+  }
+
+  private scheduleHeartbeat(): void {
+    if (this.stopped) return;
+    this.heartbeatTimer = setTimeout(() => {
+      this.heartbeatInFlight = this.heartbeat().finally(() => {
+        this.heartbeatInFlight = undefined;
+        this.scheduleHeartbeat();
+      });
+    }, this.heartbeatMs);
+  }
+
+  private async heartbeat(): Promise<void> {
+    const client = this.requireClient();
+    const load = this.load;
+    try {
+      await client.report({
+        mailbox: this.manifest.mailbox,
+        name: this.manifest.name,
+        load,
+        max_concurrency: this.manifest.max_concurrency,
+        report_info: `${load}/${this.manifest.max_concurrency} busy`,
+      });
+    } catch (err) {
+      if (this.stopped) return;
+      // The registry dropped us (a pause longer than our ttl): register again.
+      if (err instanceof Mq9Error && err.code === "AGENT_NOT_FOUND") {
+        await this.register().catch((e: Error) => this.onError(e));
+      } else {
+        this.onError(err as Error);
+      }
+    }
+  }
+
+  /** One delivery from the inbox; returning (or throwing) ends it, and the consumer ACKs it. */
+  private async take(delivery: ConsumedMessage): Promise<void> {
+    const receivedAt = Date.now();
+    let message: Envelope;
+    try {
+      message = readEnvelope(delivery);
+    } catch (err) {
+      if (!(err instanceof EnvelopeError)) throw err;
+      this.onError(new Error(`malformed message in ${this.manifest.mailbox}: ${err.message}`));
+      await this.deadLetters?.put(`malformed envelope: ${err.message}`, { raw: delivery.text() });
+      return;
+    }
+    if (message.msg_type === "cancel") {
+      const target = (message.payload as { msg_id?: unknown } | null)?.msg_id;
+      if (typeof target === "string") this.running.get(target)?.abort(new Error("canceled"));
+      return;
+    }
+    if (!this.seen.firstTime(message.msg_id) || (await this.answeredBefore(message, receivedAt))) {
+      this.duplicateCount++;
+      return;
+    }
+    const controller = new AbortController();
+    this.running.set(message.msg_id, controller);
+    let outcome: unknown;
+    let failure: Error | undefined;
+    try {
+      outcome = await this.handleMessage(message, {
+        memory: this.memory(message.trace_id),
+        signal: controller.signal,
+        receivedAt,
+        send: (fields) => this.sendChild(message, fields),
+      });
+    } catch (err) {
+      failure = err instanceof Error ? err : new Error(String(err));
+    } finally {
+      this.running.delete(message.msg_id);
+    }
+    this.handledCount++;
+    if (controller.signal.aborted) return;
+    if (failure) this.onError(failure, message);
+    if (!message.reply_to || message.msg_type === "result" || message.msg_type === "error") return;
+    let answer: Envelope | undefined;
+    if (failure) answer = this.reply(message, "error", { error: failure.message });
+    else if (isEnvelope(outcome)) answer = outcome;
+    else if (outcome !== undefined) answer = this.reply(message, "result", outcome);
+    if (answer) {
+      await sendEnvelope(this.requireClient(), message.reply_to, answer, {
+        key: replyKey(message.msg_id),
+        ttl: this.messageTtlSeconds,
+      });
+    }
+  }
+
+  /**
+   * At-least-once delivery can bring back a message another instance already answered
+   * (it crashed before its ACK). Such a message is old, so only old ones pay for a look
+   * at the asker's mailbox for a stored reply.
+   */
+  private async answeredBefore(message: Envelope, receivedAt: number): Promise<boolean> {
+    if (!message.reply_to || receivedAt - (message.sent_at ?? message.created_at) < this.leaseMs / 2) {
+      return false;
+    }
+    try {
+      const replies = await this.requireClient().query(message.reply_to, { key: replyKey(message.msg_id) });
+      return replies.length > 0;
+    } catch {
+      return false;
+    }
+  }
+
+  private sendChild(parent: Envelope, fields: ChildFields): Promise<Envelope> {
+    const child = childOf(parent, this.manifest.name, {
+      ...fields,
+      reply_to: fields.reply_to ?? this.manifest.mailbox,
+    });
+    return sendEnvelope(this.requireClient(), this.names.router, child, { ttl: this.messageTtlSeconds });
+  }
+}

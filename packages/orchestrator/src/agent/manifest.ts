@@ -1,0 +1,103 @@
+import { isValidMailAddress } from "@mq9/protocol";
+import { agentMailbox } from "../bus/names.js";
+
+/** Who an agent is and what it takes on; what the router knows of it comes from here. */
+export interface AgentManifest {
+  /** Unique name; instances that share a name share the inbox and the work. */
+  name: string;
+  /** What the agent can do; template steps and messages ask for these. */
+  capabilities: string[];
+  /** What the agent does, in words: intent routing matches requests against it. */
+  description?: string;
+  tags?: string[];
+  /** Messages handled at once (default 1); the rest wait in the agent's own mailbox. */
+  max_concurrency?: number;
+  /** Relative share of work among agents with the same capability (default 1). */
+  weight?: number;
+  /** Inbox; default `agent.<name>`. */
+  mailbox?: string;
+}
+
+/** A manifest with its defaults filled in. */
+export type ResolvedManifest = Required<AgentManifest>;
+
+/** What the registry entry of an orchestrated agent carries for the router. */
+export interface ManifestRecord {
+  capabilities: string[];
+  weight: number;
+  max_concurrency: number;
+  heartbeat_ms: number;
+}
+
+export class ManifestError extends Error {
+  override name = "ManifestError";
+}
+
+const NAME = /^[a-z0-9][a-z0-9._-]{0,99}$/;
+const CAPABILITY = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$/;
+
+/** Checks a manifest and fills in defaults; throws ManifestError saying what to fix. */
+export function resolveManifest(manifest: AgentManifest): ResolvedManifest {
+  if (typeof manifest !== "object" || manifest === null) throw new ManifestError("a manifest is an object");
+  const { name } = manifest;
+  if (typeof name !== "string" || !NAME.test(name)) {
+    throw new ManifestError(
+      `agent name '${String(name)}' is not valid: use lowercase letters, digits, '.', '_' or '-' (at most 100)`,
+    );
+  }
+  if (!Array.isArray(manifest.capabilities) || manifest.capabilities.some((c) => !CAPABILITY.test(c))) {
+    throw new ManifestError(
+      `agent '${name}': capabilities must be a list of names (letters, digits, '_', '.', ':', '-')`,
+    );
+  }
+  const maxConcurrency = manifest.max_concurrency ?? 1;
+  if (!Number.isSafeInteger(maxConcurrency) || maxConcurrency < 1) {
+    throw new ManifestError(`agent '${name}': max_concurrency must be a whole number >= 1`);
+  }
+  const weight = manifest.weight ?? 1;
+  if (typeof weight !== "number" || !Number.isFinite(weight) || weight <= 0) {
+    throw new ManifestError(`agent '${name}': weight must be a number > 0`);
+  }
+  const mailbox = manifest.mailbox ?? agentMailbox(name);
+  if (!isValidMailAddress(mailbox)) {
+    throw new ManifestError(`agent '${name}': mailbox '${mailbox}' is not a valid mail address`);
+  }
+  return {
+    name,
+    capabilities: [...new Set(manifest.capabilities)],
+    description: manifest.description ?? "",
+    tags: manifest.tags ?? [],
+    max_concurrency: maxConcurrency,
+    weight,
+    mailbox,
+  };
+}
+
+/** The REGISTER body of an agent: an A2A-style card (skills = capabilities) plus the router's fields. */
+export function registrationBody(
+  manifest: ResolvedManifest,
+  heartbeatMs: number,
+  ttlSeconds: number,
+): Record<string, unknown> {
+  const record: ManifestRecord = {
+    capabilities: manifest.capabilities,
+    weight: manifest.weight,
+    max_concurrency: manifest.max_concurrency,
+    heartbeat_ms: heartbeatMs,
+  };
+  return {
+    name: manifest.name,
+    mailbox: manifest.mailbox,
+    description: manifest.description,
+    payload: manifest.description || manifest.name,
+    tags: manifest.tags,
+    skills: manifest.capabilities.map((capability) => ({
+      id: capability,
+      name: capability.replace(/[_.:-]+/g, " "),
+      description: manifest.description,
+      tags: manifest.tags,
+    })),
+    ttl: ttlSeconds,
+    agent_manifest: record,
+  };
+}

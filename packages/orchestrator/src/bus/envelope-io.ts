@@ -1,0 +1,51 @@
+import type { Mq9Client, Mq9Message } from "@mq9/client";
+import { decodeEnvelope, type Envelope, EnvelopeError, envelopeHeaders } from "./envelope.js";
+import { traceTag } from "./names.js";
+
+/** Wall-clock unix ms with sub-millisecond precision, comparable across processes on one machine. */
+export function preciseNow(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+export interface SendEnvelopeOptions {
+  /** Compaction key in the target mailbox. */
+  key?: string;
+  /** Seconds before the stored message expires; 0 or undefined: never. */
+  ttl?: number;
+}
+
+/**
+ * Puts an envelope in a mailbox: the JSON in the payload, the routing fields mirrored
+ * in `mq9-*` headers, the envelope priority as the mq9 priority and the trace as a tag,
+ * so plain mq9 tools (QUERY by tag, FETCH by priority) see what the orchestrator sees.
+ * Returns the envelope as sent (with `sent_at`).
+ */
+export async function sendEnvelope(
+  client: Mq9Client,
+  mailbox: string,
+  envelope: Envelope,
+  options: SendEnvelopeOptions = {},
+): Promise<Envelope> {
+  const sent: Envelope = { ...envelope, sent_at: preciseNow() };
+  const headers = envelopeHeaders(sent);
+  if (sent.reply_to) headers["mq9-reply-to"] = sent.reply_to;
+  await client.send(mailbox, JSON.stringify(sent), {
+    priority: sent.priority,
+    key: options.key,
+    ttl: options.ttl ? options.ttl : undefined,
+    tags: [traceTag(sent.trace_id)],
+    headers,
+  });
+  return sent;
+}
+
+/** Reads the envelope of a stored message; throws EnvelopeError when it is not one. */
+export function readEnvelope(message: Mq9Message): Envelope {
+  let body: unknown;
+  try {
+    body = message.json();
+  } catch {
+    throw new EnvelopeError(`msg_id ${message.msgId} is not JSON, so it cannot be an orchestrated message`);
+  }
+  return decodeEnvelope(body);
+}

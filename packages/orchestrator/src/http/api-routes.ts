@@ -1,0 +1,241 @@
+import { Mq9Error } from "@mq9/client";
+import { isPriority } from "@mq9/protocol";
+import { OrchestratorError } from "../errors.js";
+import type { Orchestrator } from "../orchestrator.js";
+import { isTerminal, TASK_STATUSES, type TaskState, type TaskStatus } from "../scheduler/task-state.js";
+
+/** The parts of an HTTP request the routes read (fastify's request has them). */
+export interface ApiRequest {
+  params: unknown;
+  query: unknown;
+  body: unknown;
+}
+
+/** The parts of an HTTP reply the routes use (fastify's reply has them). */
+export interface ApiReply {
+  code(statusCode: number): ApiReply;
+  send(payload?: unknown): ApiReply;
+}
+
+export type ApiHandler = (request: ApiRequest, reply: ApiReply) => Promise<unknown>;
+
+/** Anything routes can be mounted on: a fastify instance, or a test double of the same shape. */
+export interface RouteRegistrar {
+  get(path: string, handler: ApiHandler): unknown;
+  post(path: string, handler: ApiHandler): unknown;
+}
+
+/** Where the API finds the orchestrator: itself, or a getter for one that starts after the HTTP server. */
+export type OrchestratorSource = Orchestrator | (() => Orchestrator | undefined);
+
+const DEFAULT_WAIT_MS = 60_000;
+const MAX_WAIT_MS = 15 * 60_000;
+
+function record(value: unknown): Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {};
+}
+
+function bodyOf(request: ApiRequest): Record<string, unknown> {
+  let body = request.body;
+  if (typeof body === "string" && body.trim() !== "") {
+    try {
+      body = JSON.parse(body);
+    } catch {
+      throw new OrchestratorError("INVALID_REQUEST", "the request body is not JSON");
+    }
+  }
+  if (body === undefined || body === null || body === "") return {};
+  if (typeof body !== "object" || Array.isArray(body)) {
+    throw new OrchestratorError("INVALID_REQUEST", "the request body must be a JSON object");
+  }
+  return body as Record<string, unknown>;
+}
+
+function flag(value: unknown): boolean {
+  return value === true || value === "true" || value === "1" || value === "";
+}
+
+function milliseconds(value: unknown, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0) throw new OrchestratorError("INVALID_REQUEST", `${name} must be >= 0 ms`);
+  return Math.min(n, MAX_WAIT_MS);
+}
+
+function summary(task: TaskState): Record<string, unknown> {
+  return {
+    task_id: task.task_id,
+    task_type: task.task_type,
+    trace_id: task.trace_id,
+    status: task.status,
+    created_at: task.created_at,
+    finished_at: task.finished_at,
+    error: task.error,
+    steps: Object.fromEntries(Object.values(task.steps).map((s) => [s.id, s.status])),
+  };
+}
+
+function failure(err: unknown): { status: number; body: { error: string; code: string } } {
+  if (err instanceof OrchestratorError)
+    return { status: err.httpStatus, body: { error: err.message, code: err.code } };
+  if (err instanceof Mq9Error) {
+    const status = err.code === "NOT_CONNECTED" || err.code === "TIMEOUT" ? 503 : 502;
+    return { status, body: { error: `the broker: ${err.message}`, code: err.code } };
+  }
+  return { status: 500, body: { error: (err as Error).message ?? String(err), code: "INTERNAL" } };
+}
+
+/**
+ * Mounts the orchestrator's HTTP API (tasks, traces, agents, dead letters) on the
+ * broker's HTTP server, e.g. `Broker.start({ http: { port, routes: (app) => mountOrchestratorApi(app, o) } })`.
+ */
+export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSource): void {
+  const orchestrator = (): Orchestrator => {
+    const found = typeof source === "function" ? source() : source;
+    if (!found) throw new OrchestratorError("NOT_READY", "the orchestrator is starting; try again shortly");
+    return found;
+  };
+  const route =
+    (work: (request: ApiRequest, reply: ApiReply) => Promise<unknown>): ApiHandler =>
+    async (request, reply) => {
+      try {
+        return await work(request, reply);
+      } catch (err) {
+        const { status, body } = failure(err);
+        return reply.code(status).send(body);
+      }
+    };
+
+  app.post(
+    "/api/tasks",
+    route(async (request, reply) => {
+      const body = bodyOf(request);
+      const query = record(request.query);
+      if (typeof body.task_type !== "string" || body.task_type === "") {
+        throw new OrchestratorError("INVALID_REQUEST", "give the task_type (a template name) and a payload");
+      }
+      if (body.priority !== undefined && (typeof body.priority !== "string" || !isPriority(body.priority))) {
+        throw new OrchestratorError("INVALID_REQUEST", "priority must be critical, urgent or normal");
+      }
+      if (body.trace_id !== undefined && (typeof body.trace_id !== "string" || body.trace_id === "")) {
+        throw new OrchestratorError("INVALID_REQUEST", "trace_id must be a non-empty string");
+      }
+      const o = orchestrator();
+      const task = await o.submit(body.task_type, body.payload, {
+        priority: body.priority as "normal" | undefined,
+        traceId: body.trace_id as string | undefined,
+      });
+      if (!(flag(query.wait) || body.wait === true)) {
+        return reply.code(202).send({ task_id: task.task_id, trace_id: task.trace_id, status: task.status });
+      }
+      const waitMs = milliseconds(query.timeout_ms ?? body.wait_timeout_ms, "timeout_ms", DEFAULT_WAIT_MS);
+      const done = await o.wait(task.task_id, waitMs);
+      return reply.code(isTerminal(done.status) ? 200 : 202).send(done);
+    }),
+  );
+
+  app.get(
+    "/api/tasks",
+    route(async (request, reply) => {
+      const query = record(request.query);
+      const status = query.status;
+      if (status !== undefined && !TASK_STATUSES.includes(status as TaskStatus)) {
+        throw new OrchestratorError("INVALID_REQUEST", `status must be one of ${TASK_STATUSES.join(", ")}`);
+      }
+      const limit = query.limit === undefined ? 100 : Number(query.limit);
+      if (!Number.isInteger(limit) || limit < 1) {
+        throw new OrchestratorError("INVALID_REQUEST", "limit must be a whole number >= 1");
+      }
+      const tasks = orchestrator()
+        .tasks(status as TaskStatus | undefined)
+        .slice(0, limit);
+      return reply.code(200).send({ tasks: tasks.map(summary) });
+    }),
+  );
+
+  app.get(
+    "/api/tasks/:id",
+    route(async (request, reply) => {
+      const id = String(record(request.params).id);
+      const task = await orchestrator().task(id);
+      if (!task)
+        throw new OrchestratorError("TASK_NOT_FOUND", `no task ${id}; list tasks with GET /api/tasks`);
+      return reply.code(200).send(task);
+    }),
+  );
+
+  app.post(
+    "/api/tasks/:id/cancel",
+    route(async (request, reply) => {
+      const task = await orchestrator().cancel(String(record(request.params).id));
+      return reply.code(200).send(task);
+    }),
+  );
+
+  app.get(
+    "/api/traces/:trace_id",
+    route(async (request, reply) => {
+      const view = await orchestrator().trace(String(record(request.params).trace_id));
+      return reply.code(200).send(view);
+    }),
+  );
+
+  app.get(
+    "/api/agents",
+    route(async (_request, reply) => {
+      const agents = orchestrator()
+        .agents()
+        .map((a) => ({
+          name: a.name,
+          mailbox: a.mailbox,
+          alive: a.alive,
+          orchestrated: a.orchestrated,
+          capabilities: a.capabilities,
+          weight: a.weight,
+          max_concurrency: a.maxConcurrency,
+          load: a.load,
+          reported_load: a.reportedLoad,
+          last_seen: a.lastSeenMs,
+          ttl: a.ttlSeconds,
+          tags: a.tags,
+          description: a.description,
+        }));
+      return reply.code(200).send({ agents });
+    }),
+  );
+
+  app.get(
+    "/api/dead-letters",
+    route(async (request, reply) => {
+      const query = record(request.query);
+      const limit = query.limit === undefined ? 100 : Number(query.limit);
+      if (!Number.isInteger(limit) || limit < 1) {
+        throw new OrchestratorError("INVALID_REQUEST", "limit must be a whole number from 1 to 100");
+      }
+      const letters = await orchestrator().deadLetterList({
+        limit,
+        traceId: typeof query.trace_id === "string" ? query.trace_id : undefined,
+      });
+      return reply.code(200).send({ dead_letters: letters });
+    }),
+  );
+
+  app.get(
+    "/api/templates",
+    route(async (_request, reply) => {
+      const o = orchestrator();
+      const templates = o.templates.names().map((name) => {
+        const t = o.templates.get(name)!;
+        return {
+          name,
+          description: t.description,
+          file: t.file,
+          steps: t.steps.map((s) => ({ id: s.id, depends_on: s.dependsOn, ...s.performer, merge: s.merge })),
+        };
+      });
+      return reply.code(200).send({ templates });
+    }),
+  );
+}

@@ -1,0 +1,217 @@
+import { connect, type Mq9Client, Mq9Error } from "@mq9/client";
+import { BusNames } from "./bus/names.js";
+import { OrchestratorError } from "./errors.js";
+import { AgentDirectory, type DirectoryEntry } from "./routing/agent-directory.js";
+import { type DeadLetter, DeadLetters } from "./routing/dead-letters.js";
+import { Router } from "./routing/router.js";
+import { Scheduler, type SubmitOptions, type TemplateLookup } from "./scheduler/scheduler.js";
+import type { TaskState, TaskStatus } from "./scheduler/task-state.js";
+import { TaskStore } from "./scheduler/task-store.js";
+import { formatProblem } from "./templates/task-template.js";
+import { TemplateSet } from "./templates/template-set.js";
+import { TraceReader, type TraceView } from "./trace/trace-reader.js";
+import { type WebhookConfig, type WebhookEvent, WebhookNotifier } from "./webhooks/webhook-notifier.js";
+
+export interface OrchestratorOptions {
+  /** A connected client (not closed by the orchestrator), or … */
+  client?: Mq9Client;
+  /** … a broker URL to connect to (default mq9://127.0.0.1:4332). */
+  server?: string;
+  /** Task templates: a folder of YAML files (watched and reloaded), or a TemplateSet. */
+  templates?: string | TemplateLookup;
+  /** Re-read the templates folder when it changes (default true). */
+  watchTemplates?: boolean;
+  /** Prefix of the orchestrator's mailboxes (default "orch"). */
+  namespace?: string;
+  webhooks?: WebhookConfig[];
+  /** Least semantic similarity for intent routing, when the registry reports scores (default 0.35). */
+  intentThreshold?: number;
+  /** Messages one trace may route (default 1 000). */
+  traceBudget?: number;
+  /** How often the registry view is refreshed (default 1 000 ms). */
+  directoryRefreshMs?: number;
+  /** Seconds finished tasks are kept (default 7 days). */
+  retentionSeconds?: number;
+  /** Seconds messages are kept in agents' mailboxes (traces are read from them; default 7 days). */
+  messageTtlSeconds?: number;
+  /** Seconds a trace's memory lives (default a day). */
+  memoryTtlSeconds?: number;
+  /** Routing randomness (weighted choice); a seeded function makes runs repeatable. */
+  random?: () => number;
+  /** Problems that do not stop the orchestrator (a failed refresh, an undeliverable webhook). */
+  onError?: (error: Error) => void;
+}
+
+const STATUS_EVENT: Partial<Record<TaskStatus, WebhookEvent>> = {
+  completed: "task_completed",
+  failed: "task_failed",
+  timeout: "task_timeout",
+  canceled: "task_canceled",
+};
+
+/**
+ * The orchestrator: routing, task templates, the scheduler and traces, written against
+ * the mq9 client SDK only, so it runs on any mq9 broker. Its bus is mq9 mailboxes.
+ */
+export class Orchestrator {
+  private constructor(
+    readonly client: Mq9Client,
+    readonly names: BusNames,
+    readonly templates: TemplateLookup,
+    readonly directory: AgentDirectory,
+    readonly router: Router,
+    readonly scheduler: Scheduler,
+    readonly deadLetters: DeadLetters,
+    readonly webhooks: WebhookNotifier,
+    private readonly traces: TraceReader,
+    private readonly owned: { client: boolean; templates?: TemplateSet },
+  ) {}
+
+  /** Connects, creates its mailboxes, reads the registry, resumes unfinished tasks and starts routing. */
+  static async start(options: OrchestratorOptions = {}): Promise<Orchestrator> {
+    const report =
+      options.onError ?? ((e: Error) => process.stderr.write(`mq9 orchestrator: ${e.message}\n`));
+    const client = options.client ?? (await connect(options.server, { name: "mq9-orchestrator" }));
+    const names = new BusNames(options.namespace);
+    let ownedTemplates: TemplateSet | undefined;
+    let templates: TemplateLookup;
+    if (typeof options.templates === "string") {
+      ownedTemplates = new TemplateSet({
+        folder: options.templates,
+        watch: options.watchTemplates ?? true,
+        onProblems: (problems) => {
+          for (const p of problems) report(new Error(`template problem: ${formatProblem(p)}`));
+        },
+      });
+      templates = ownedTemplates;
+    } else {
+      templates = options.templates ?? { get: () => undefined, names: () => [] };
+    }
+    try {
+      for (const mailbox of [names.inbox, names.router, names.tasks, names.deadLetters]) {
+        try {
+          await client.createMailbox({ name: mailbox });
+        } catch (err) {
+          if (!(err instanceof Mq9Error) || err.code !== "MAILBOX_EXISTS") throw err;
+        }
+      }
+      const webhooks = new WebhookNotifier(options.webhooks ?? [], report);
+      const deadLetters = new DeadLetters(client, names);
+      const directory = new AgentDirectory(client, {
+        refreshMs: options.directoryRefreshMs,
+        onDeath: (agent) =>
+          webhooks.notify("agent_dead", {
+            name: agent.name,
+            mailbox: agent.mailbox,
+            last_seen: agent.lastSeenMs,
+            capabilities: agent.capabilities,
+          }),
+        onError: report,
+      });
+      await directory.start();
+      const router = new Router(client, names, directory, deadLetters, {
+        intentThreshold: options.intentThreshold,
+        traceBudget: options.traceBudget,
+        messageTtlSeconds: options.messageTtlSeconds,
+        random: options.random,
+        onError: report,
+      });
+      const scheduler = new Scheduler({
+        client,
+        names,
+        templates,
+        router,
+        store: new TaskStore(client, names, options.retentionSeconds),
+        deadLetters,
+        memoryTtlSeconds: options.memoryTtlSeconds,
+        messageTtlSeconds: options.messageTtlSeconds,
+        onFinished: (task) => {
+          const event = STATUS_EVENT[task.status];
+          if (event) webhooks.notify(event, task);
+        },
+        onError: report,
+      });
+      await scheduler.start();
+      router.listen();
+      return new Orchestrator(
+        client,
+        names,
+        templates,
+        directory,
+        router,
+        scheduler,
+        deadLetters,
+        webhooks,
+        new TraceReader(client, names, deadLetters),
+        { client: options.client === undefined, templates: ownedTemplates },
+      );
+    } catch (err) {
+      ownedTemplates?.close();
+      if (options.client === undefined) await client.close();
+      throw err;
+    }
+  }
+
+  /** Starts a task of a template; resolves once it is persisted. */
+  submit(taskType: string, payload: unknown, options?: SubmitOptions): Promise<TaskState> {
+    return this.scheduler.submit(taskType, payload, options);
+  }
+
+  /** A task's state (every step included), or undefined. */
+  task(taskId: string): Promise<TaskState | undefined> {
+    return this.scheduler.get(taskId);
+  }
+
+  /** Recent tasks, newest first, optionally of one status. */
+  tasks(status?: TaskStatus): TaskState[] {
+    return this.scheduler.list(status);
+  }
+
+  cancel(taskId: string): Promise<TaskState> {
+    return this.scheduler.cancel(taskId);
+  }
+
+  /** Waits until the task ends, at most `timeoutMs`; resolves with its state either way. */
+  wait(taskId: string, timeoutMs = 60_000): Promise<TaskState> {
+    return this.scheduler.wait(taskId, timeoutMs);
+  }
+
+  /** Every message of a trace in time order; throws TRACE_NOT_FOUND when there is none. */
+  async trace(traceId: string): Promise<TraceView> {
+    const mailboxes = new Set(this.directory.list().map((a) => a.mailbox));
+    for (const task of this.scheduler.list()) {
+      if (task.trace_id !== traceId) continue;
+      for (const step of Object.values(task.steps)) {
+        if (step.dispatch) mailboxes.add(step.dispatch.mailbox);
+      }
+    }
+    const view = await this.traces.read(traceId, mailboxes);
+    if (!view) {
+      throw new OrchestratorError(
+        "TRACE_NOT_FOUND",
+        `no message of trace ${traceId} was found (or it expired)`,
+      );
+    }
+    return view;
+  }
+
+  /** The registry as the router sees it: manifest, load and liveness of each agent. */
+  agents(): DirectoryEntry[] {
+    return this.directory.list();
+  }
+
+  /** The most recent dead letters, oldest first. */
+  deadLetterList(options?: { limit?: number; traceId?: string }): Promise<DeadLetter[]> {
+    return this.deadLetters.list(options);
+  }
+
+  /** Stops routing and scheduling (tasks stay persisted and resume at the next start). */
+  async close(): Promise<void> {
+    await this.router.close();
+    await this.scheduler.close();
+    await this.directory.stop();
+    await this.webhooks.close();
+    this.owned.templates?.close();
+    if (this.owned.client) await this.client.close();
+  }
+}

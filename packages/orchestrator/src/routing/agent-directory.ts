@@ -1,0 +1,206 @@
+import type { AgentEntry, Mq9Client } from "@mq9/client";
+import type { ManifestRecord } from "../agent/manifest.js";
+import { type AgentView, isAlive } from "./agent-view.js";
+
+export interface AgentDirectoryOptions {
+  /** How often the registry is read again (default 1 000). */
+  refreshMs?: number;
+  /** Told once when an agent that was alive stops heartbeating or leaves the registry. */
+  onDeath?: (agent: AgentView) => void;
+  /** Failed refreshes; the directory keeps its last view. */
+  onError?: (error: Error) => void;
+  now?: () => number;
+}
+
+/** An agent as the orchestrator sees it: the router's view plus whether it speaks envelopes. */
+export interface DirectoryEntry extends AgentView {
+  /** Registered by the Agent SDK (it has a manifest), so the router may send it work. */
+  orchestrated: boolean;
+  alive: boolean;
+  /** Messages the router sent it since its last heartbeat (counted into `load`). */
+  sentSinceReport: number;
+  /** Load from the last heartbeat alone. */
+  reportedLoad: number;
+}
+
+const PAGE = 1_000;
+/** How long an agent that left the registry is still listed, as dead. */
+const FORGET_AFTER_MS = 10 * 60_000;
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function manifestOf(entry: AgentEntry): ManifestRecord | undefined {
+  const m = entry.agent_manifest;
+  if (!isObject(m) || !Array.isArray(m.capabilities)) return undefined;
+  return {
+    capabilities: m.capabilities.filter((c): c is string => typeof c === "string"),
+    weight: typeof m.weight === "number" && m.weight > 0 ? m.weight : 1,
+    max_concurrency:
+      typeof m.max_concurrency === "number" && m.max_concurrency >= 1 ? Math.floor(m.max_concurrency) : 1,
+    heartbeat_ms: typeof m.heartbeat_ms === "number" ? m.heartbeat_ms : 0,
+  };
+}
+
+function describe(entry: AgentEntry): string {
+  for (const candidate of [entry.description, entry.payload, entry.agent_info]) {
+    if (typeof candidate === "string" && candidate !== "") return candidate;
+  }
+  return "";
+}
+
+/**
+ * The registry as the router needs it: every agent with its manifest, the load of its
+ * last heartbeat and whether it is alive. Refreshed from DISCOVER on an interval, so it
+ * works against any mq9 broker with a registry.
+ */
+export class AgentDirectory {
+  private readonly agents = new Map<string, DirectoryEntry>();
+  private readonly lastSeenMark = new Map<string, number>();
+  private readonly deadNotified = new Set<string>();
+  private readonly refreshMs: number;
+  private readonly now: () => number;
+  private timer?: NodeJS.Timeout;
+  private refreshing?: Promise<void>;
+  private stopped = false;
+
+  constructor(
+    private readonly client: Mq9Client,
+    private readonly options: AgentDirectoryOptions = {},
+  ) {
+    this.refreshMs = options.refreshMs ?? 1_000;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Reads the registry once and keeps reading it every `refreshMs`. */
+  async start(): Promise<void> {
+    await this.refresh();
+    this.schedule();
+  }
+
+  stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    return this.refreshing ?? Promise.resolve();
+  }
+
+  /** Reads the registry now; concurrent callers share one read. */
+  refresh(): Promise<void> {
+    this.refreshing ??= this.read().finally(() => {
+      this.refreshing = undefined;
+    });
+    return this.refreshing;
+  }
+
+  /** Every known agent, with liveness as of now, by name. */
+  list(): DirectoryEntry[] {
+    const now = this.now();
+    return [...this.agents.values()]
+      .map((a) => ({ ...a, alive: isAlive(a, now) && a.alive }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  /** Agents the router may choose from: orchestrated ones, with their current load. */
+  routable(): AgentView[] {
+    return [...this.agents.values()].filter((a) => a.orchestrated && a.alive);
+  }
+
+  get(name: string): DirectoryEntry | undefined {
+    return this.agents.get(name);
+  }
+
+  isAlive(agent: AgentView): boolean {
+    const entry = this.agents.get(agent.name);
+    return entry?.alive === true && isAlive(entry, this.now());
+  }
+
+  /** Counts a message sent to an agent into its load until its next heartbeat. */
+  noteSent(name: string): void {
+    const entry = this.agents.get(name);
+    if (!entry) return;
+    entry.sentSinceReport++;
+    entry.load = entry.reportedLoad + entry.sentSinceReport;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      void this.refresh().finally(() => this.schedule());
+    }, this.refreshMs);
+    this.timer.unref?.();
+  }
+
+  private async read(): Promise<void> {
+    const entries: AgentEntry[] = [];
+    try {
+      for (let page = 1; ; page++) {
+        const batch = await this.client.discover({ include_status: true, limit: PAGE, page });
+        entries.push(...batch);
+        if (batch.length < PAGE) break;
+      }
+    } catch (err) {
+      this.options.onError?.(err as Error);
+      return;
+    }
+    const now = this.now();
+    const present = new Set<string>();
+    for (const entry of entries) {
+      if (typeof entry.name !== "string" || typeof entry.mailbox !== "string") continue;
+      present.add(entry.name);
+      this.upsert(entry, now);
+    }
+    for (const [name, agent] of this.agents) {
+      if (present.has(name)) continue;
+      // Unregistered or purged after its ttl: dead, listed for a while, then forgotten.
+      agent.alive = false;
+      if (now - agent.lastSeenMs > FORGET_AFTER_MS) {
+        this.agents.delete(name);
+        this.lastSeenMark.delete(name);
+        this.deadNotified.delete(name);
+      }
+    }
+    for (const agent of this.agents.values()) {
+      const alive = agent.alive && isAlive(agent, now);
+      if (!alive && agent.orchestrated && !this.deadNotified.has(agent.name)) {
+        this.deadNotified.add(agent.name);
+        this.options.onDeath?.({ ...agent, alive: false } as DirectoryEntry);
+      }
+      if (alive) this.deadNotified.delete(agent.name);
+    }
+  }
+
+  private upsert(entry: AgentEntry, now: number): void {
+    const name = entry.name as string;
+    const manifest = manifestOf(entry);
+    const status = isObject(entry._status) ? entry._status : {};
+    const reportedLoad = typeof status.load === "number" && status.load >= 0 ? status.load : 0;
+    // _last_seen is in whole seconds; the end of that second errs on the side of alive.
+    const lastSeenS = typeof entry._last_seen === "number" ? entry._last_seen : now / 1000;
+    const lastSeenMs = Math.min(now, Math.floor(lastSeenS) * 1000 + 999);
+    const ttl = typeof entry.ttl === "number" && entry.ttl > 0 ? entry.ttl : 0;
+    const previous = this.agents.get(name);
+    const reported = this.lastSeenMark.get(name) !== lastSeenS;
+    this.lastSeenMark.set(name, lastSeenS);
+    const sentSinceReport = reported ? 0 : (previous?.sentSinceReport ?? 0);
+    const tags = Array.isArray(entry.tags)
+      ? entry.tags.filter((t): t is string => typeof t === "string")
+      : [];
+    this.agents.set(name, {
+      name,
+      mailbox: entry.mailbox as string,
+      capabilities: manifest?.capabilities ?? [],
+      description: describe(entry),
+      tags,
+      weight: manifest?.weight ?? 1,
+      maxConcurrency: manifest?.max_concurrency ?? 1,
+      reportedLoad,
+      sentSinceReport,
+      load: reportedLoad + sentSinceReport,
+      lastSeenMs,
+      ttlSeconds: ttl,
+      orchestrated: manifest !== undefined,
+      alive: true,
+    });
+  }
+}

@@ -1,0 +1,54 @@
+import type { StepTemplate, TaskTemplate } from "../templates/task-template.js";
+import type { TaskState } from "./task-state.js";
+
+/** Outputs of the completed steps, by id (what `when` conditions read). */
+export function completedOutputs(task: TaskState): Record<string, unknown> {
+  const outputs: Record<string, unknown> = {};
+  for (const id of task.order) {
+    const step = task.steps[id];
+    if (step.status === "completed") outputs[id] = step.output;
+  }
+  return outputs;
+}
+
+/**
+ * What a step receives (pipeline input passing): the task payload when it depends on
+ * nothing, its one dependency's output in a pipeline, or `{ <step>: output }` of its
+ * completed dependencies when it has several.
+ */
+export function stepInput(step: StepTemplate, task: TaskState): unknown {
+  if (step.dependsOn.length === 0) return task.payload;
+  if (step.dependsOn.length === 1) {
+    const dep = task.steps[step.dependsOn[0]];
+    return dep.status === "completed" ? dep.output : null;
+  }
+  return pick(task, step.dependsOn);
+}
+
+/** A merge step's output: `{ <step>: output }` of the listed steps that completed. */
+export function mergeOutput(step: StepTemplate, task: TaskState): Record<string, unknown> {
+  return pick(task, step.merge ?? []);
+}
+
+/**
+ * A finished task's result: the output of its last step, or `{ <step>: output }` when
+ * several steps end the DAG (those no other step depends on).
+ */
+export function taskResult(template: TaskTemplate, task: TaskState): unknown {
+  const needed = new Set(template.steps.flatMap((s) => s.dependsOn));
+  const sinks = template.order.filter((id) => !needed.has(id));
+  if (sinks.length === 1) {
+    const sink = task.steps[sinks[0]];
+    return sink.status === "completed" ? sink.output : null;
+  }
+  return pick(task, sinks);
+}
+
+function pick(task: TaskState, ids: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const id of ids) {
+    const step = task.steps[id];
+    if (step?.status === "completed") out[id] = step.output;
+  }
+  return out;
+}

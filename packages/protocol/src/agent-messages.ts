@@ -1,0 +1,55 @@
+import type { Mq9Reply } from "./messages.js";
+
+/**
+ * An AGENT.REGISTER body. Any JSON object is accepted and kept verbatim; `name`
+ * and/or `mailbox` identify the agent (the official SDKs always send both).
+ */
+export interface AgentRegistration {
+  name?: string;
+  /** Bare mail_address or an `mq9://host/mail_address` URI the agent reads from. */
+  mailbox?: string;
+  /** Prose about the agent (the reference broker requires it). */
+  payload?: string;
+  /** An A2A AgentCard, as Python/Java A2A agents send it. */
+  agent_card?: Record<string, unknown>;
+  /** Seconds without REGISTER or REPORT after which the agent is no longer discovered; 0 = never. */
+  ttl?: number;
+  [field: string]: unknown;
+}
+
+/** AGENT.UNREGISTER: the SDKs send `mailbox`, the reference broker and MCP send `name`. */
+export interface AgentUnregisterRequest {
+  name?: string;
+  mailbox?: string;
+}
+
+/** AGENT.REPORT (heartbeat): `name` and/or `mailbox`, a status text and any extra keys. */
+export interface AgentReportRequest {
+  name?: string;
+  mailbox?: string;
+  report_info?: string;
+  [field: string]: unknown;
+}
+
+/** AGENT.DISCOVER: no query lists every agent; `semantic` wins over `text`. Always paginated. */
+export interface AgentDiscoverRequest {
+  text?: string;
+  semantic?: string;
+  /** Default 20. */
+  limit?: number;
+  /** From 1. */
+  page?: number;
+  [field: string]: unknown;
+}
+
+/** One DISCOVER hit: the registered body's fields plus the derived `name`, `mailbox` and `agent_info`. */
+export interface AgentEntry {
+  name?: string;
+  mailbox?: string;
+  agent_info?: string;
+  [field: string]: unknown;
+}
+
+export interface AgentDiscoverReply extends Mq9Reply {
+  agents: AgentEntry[];
+}
