@@ -1,5 +1,5 @@
-import type { Store } from "../store/store.js";
 import type { Logger } from "../logger.js";
+import type { Store } from "../store/store.js";
 
 export interface ExpirySchedulerOptions {
   store: Store;

@@ -10,9 +10,9 @@ import {
   parseSendOptions,
   type QueryRequest,
 } from "@mq9/protocol";
+import { type Logger, silentLogger } from "../logger.js";
 import type { AppendResult, NewMessage, StartPosition, Store, StoredMessage } from "../store/store.js";
 import { ExpiryScheduler } from "./expiry-scheduler.js";
-import { type Logger, silentLogger } from "../logger.js";
 import { generateMailAddress } from "./mail-address-generator.js";
 import { LocalNotifier, type Notifier } from "./notifier.js";
 import { SendBatcher } from "./send-batcher.js";

@@ -65,7 +65,6 @@ export interface ResolvedOptions {
   logger: Logger;
 }
 
-
 function positive(name: string, value: number | undefined, fallback: number, allowZero = false): number {
   if (value === undefined) return fallback;
   if (!Number.isInteger(value) || value < 0 || (!allowZero && value === 0)) {
