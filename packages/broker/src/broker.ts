@@ -108,11 +108,28 @@ export class Broker {
       throw err;
     }
     const service = new Mq9Service(engine, logger, metrics, registry);
-    listener.setService(isMq9Subject, (request) => {
-      void service.handle(request).then((reply) => {
-        if (request.reply) listener.publish(request.reply, encoder.encode(JSON.stringify(reply)));
-      });
-    });
+    // One abort signal per client, fired when its connection closes (ends its long-polls).
+    const clients = new Map<number, AbortController>();
+    const clientSignal = (clientId: number) => {
+      let controller = clients.get(clientId);
+      if (!controller) {
+        controller = new AbortController();
+        clients.set(clientId, controller);
+      }
+      return controller.signal;
+    };
+    listener.setService(
+      isMq9Subject,
+      (request) => {
+        void service.handle({ ...request, signal: clientSignal(request.clientId) }).then((reply) => {
+          if (request.reply) listener.publish(request.reply, encoder.encode(JSON.stringify(reply)));
+        });
+      },
+      (clientId) => {
+        clients.get(clientId)?.abort();
+        clients.delete(clientId);
+      },
+    );
     let closing = false;
     let http: HttpServer | undefined;
     try {

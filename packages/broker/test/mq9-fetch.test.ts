@@ -174,6 +174,22 @@ describe("MSG.FETCH", () => {
     expect(await fetch(b, { group_name: "workers" })).toEqual({ error: "", messages: [] });
   });
 
+  it("a long-poll of a client that disconnected claims nothing", async () => {
+    const b = await box();
+    const leaving = await t.client();
+    const pending = fetch(
+      b,
+      { group_name: "g", deliver: "earliest", config: { max_wait_ms: 4000 } },
+      leaving,
+    ).catch(() => undefined);
+    await sleep(100);
+    await leaving.close();
+    await pending;
+    await sleep(100);
+    await send(b, "for the living");
+    expect(texts(await fetch(b, { group_name: "g" }))).toEqual(["for the living"]);
+  });
+
   it("an un-ACKed message comes back after its lease, to any member", async () => {
     const b = await box();
     await send(b, "retry me");

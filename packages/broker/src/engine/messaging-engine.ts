@@ -130,7 +130,7 @@ export class MessagingEngine {
   }
 
   /** Returns the next messages for a group (leased to this caller) or a stateless reader, waiting up to max_wait_ms. */
-  async fetch(mailbox: string, request: FetchRequest): Promise<StoredMessage[]> {
+  async fetch(mailbox: string, request: FetchRequest, signal?: AbortSignal): Promise<StoredMessage[]> {
     await this.requireMailbox(mailbox);
     const limit = request.config?.num_msgs ?? Defaults.fetchNumMsgs;
     if (limit === 0) return [];
@@ -141,22 +141,33 @@ export class MessagingEngine {
     let reset = group !== undefined && request.force_deliver === true;
     const needsStart = group === undefined || reset || !(await this.store.hasGroup(mailbox, group));
     const start = needsStart ? await this.resolveStart(mailbox, request) : { fromId: 0 };
-    for (;;) {
-      const watch = this.notifier.watch(mailbox);
-      try {
-        const nowMs = this.now();
-        const read = { limit, maxBytes: this.fetchMaxBytes, nowMs };
-        const items = group
-          ? await this.store.claim(mailbox, group, { ...read, start, reset, leaseMs })
-          : await this.store.read(mailbox, start, read);
-        reset = false;
-        if (items.length > 0 || nowMs >= deadline || this.closing) return items;
-        const timer = sleep(deadline - nowMs);
-        await Promise.race([watch.fired, timer.done, this.closed.promise]);
-        timer.cancel();
-      } finally {
-        watch.cancel();
+    let stopWaiting = () => {};
+    const gone = new Promise<void>((resolve) => {
+      stopWaiting = resolve;
+    });
+    signal?.addEventListener("abort", stopWaiting);
+    try {
+      for (;;) {
+        // Nobody would receive these messages: leasing them would only delay them.
+        if (signal?.aborted) return [];
+        const watch = this.notifier.watch(mailbox);
+        try {
+          const nowMs = this.now();
+          const read = { limit, maxBytes: this.fetchMaxBytes, nowMs };
+          const items = group
+            ? await this.store.claim(mailbox, group, { ...read, start, reset, leaseMs })
+            : await this.store.read(mailbox, start, read);
+          reset = false;
+          if (items.length > 0 || nowMs >= deadline || this.closing) return items;
+          const timer = sleep(deadline - nowMs);
+          await Promise.race([watch.fired, timer.done, this.closed.promise, gone]);
+          timer.cancel();
+        } finally {
+          watch.cancel();
+        }
       }
+    } finally {
+      signal?.removeEventListener("abort", stopWaiting);
     }
   }
 

@@ -29,7 +29,13 @@ export class NatsListener {
   private server: Server | undefined;
   private info: InfoBuilder | undefined;
   private tls: TlsSetup | undefined;
-  private service: { matches: (subject: string) => boolean; handler: ServiceHandler } | undefined;
+  private service:
+    | {
+        matches: (subject: string) => boolean;
+        handler: ServiceHandler;
+        clientGone?: (clientId: number) => void;
+      }
+    | undefined;
   /** Connections taking part in routing. */
   private readonly clients = new Set<ClientConnection>();
   /** Connections whose socket is still open (a closed client may still be flushing). */
@@ -52,7 +58,10 @@ export class NatsListener {
       clientPublish: (from, subject, reply, header, body) =>
         this.clientPublish(from, subject, reply, header, body),
       scheduleFlush: (conn) => this.scheduleFlush(conn),
-      connectionClosed: (conn) => this.clients.delete(conn),
+      connectionClosed: (conn) => {
+        this.clients.delete(conn);
+        this.service?.clientGone?.(conn.id);
+      },
       socketClosed: (conn) => {
         this.sockets.delete(conn);
         if (this.sockets.size === 0) this.socketsDrained?.();
@@ -60,9 +69,16 @@ export class NatsListener {
     };
   }
 
-  /** Publishes whose subject satisfies `matches` go to `handler` instead of to subscribers. */
-  setService(matches: (subject: string) => boolean, handler: ServiceHandler): void {
-    this.service = { matches, handler };
+  /**
+   * Publishes whose subject satisfies `matches` go to `handler` instead of to subscribers;
+   * `clientGone` hears of each connection that closed, so work on its behalf can stop.
+   */
+  setService(
+    matches: (subject: string) => boolean,
+    handler: ServiceHandler,
+    clientGone?: (clientId: number) => void,
+  ): void {
+    this.service = { matches, handler, clientGone };
   }
 
   /** Number of open client connections. */

@@ -22,6 +22,8 @@ export interface Mq9Request {
   /** Raw NATS header block, when the request had headers. */
   header?: Uint8Array;
   payload: Uint8Array;
+  /** Aborted when the requester is gone: a FETCH then stops waiting and claims nothing. */
+  signal?: AbortSignal;
 }
 
 export type ReplyBody = Mq9Reply & Record<string, unknown>;
@@ -77,7 +79,8 @@ export class Mq9Service {
       case "msg.send":
         return { msg_id: await engine.send(command.mailAddress, request.payload, request.header) };
       case "msg.fetch": {
-        const messages = await engine.fetch(command.mailAddress, unwrap(parseFetchRequest(request.payload)));
+        const fetch = unwrap(parseFetchRequest(request.payload));
+        const messages = await engine.fetch(command.mailAddress, fetch, request.signal);
         return { messages: messages.map(toMessageItem) };
       }
       case "msg.ack":
