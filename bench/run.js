@@ -8,6 +8,7 @@ import os from "node:os";
 import { performance } from "node:perf_hooks";
 import * as jetstream from "./jetstream.js";
 import * as mq9 from "./mq9.js";
+import { runOrchestratorBench } from "./orchestrator.js";
 import { binaryVersion, cleanupAll, findBinary, installCleanupHandlers, progress } from "./proc.js";
 import * as redis from "./redis.js";
 import { runRegistryBench } from "./registry.js";
@@ -15,10 +16,11 @@ import { measureDrain, measureSend } from "./stats.js";
 
 const SYSTEMS = [mq9, jetstream, redis];
 
-const USAGE = `usage: node bench/run.js [--quick] [--registry] [--help]
+const USAGE = `usage: node bench/run.js [--quick] [--registry] [--orchestrator] [--help]
 
   --quick      fast smoke run (small message counts)
   --registry   only the agent registry benchmark (bench/registry.js); BENCH_REGISTRY=1 adds it to a full run
+  --orchestrator  only the orchestrator benchmark (bench/orchestrator.js); BENCH_ORCHESTRATOR=1 adds it to a full run
 
 environment (defaults in brackets, quick-run defaults after the slash):
   BENCH_MESSAGES        messages sent at BENCH_CONCURRENCY in flight     [30000 / 2000]
@@ -52,13 +54,14 @@ function parseConfig(argv) {
     process.exit(0);
   }
   for (const a of args) {
-    if (a !== "--quick" && a !== "--registry") {
+    if (a !== "--quick" && a !== "--registry" && a !== "--orchestrator") {
       process.stderr.write(`unknown argument ${a}\n${USAGE}`);
       process.exit(2);
     }
   }
   const quick = args.has("--quick");
   const registryOnly = args.has("--registry");
+  const orchestratorOnly = args.has("--orchestrator");
   const wanted = (process.env.BENCH_SYSTEMS || SYSTEMS.map((s) => s.id).join(","))
     .split(",")
     .map((s) => s.trim())
@@ -74,6 +77,8 @@ function parseConfig(argv) {
     quick,
     registryOnly,
     registry: registryOnly || process.env.BENCH_REGISTRY === "1",
+    orchestratorOnly,
+    orchestrator: orchestratorOnly || process.env.BENCH_ORCHESTRATOR === "1",
     messages: intFromEnv("BENCH_MESSAGES", quick ? 2000 : 30000),
     seqMessages: intFromEnv("BENCH_SEQ_MESSAGES", quick ? 300 : 3000),
     warmup: intFromEnv("BENCH_WARMUP", quick ? 100 : 500, 0),
@@ -271,8 +276,9 @@ async function main() {
   const cfg = parseConfig(process.argv.slice(2));
   installCleanupHandlers();
   const t0 = performance.now();
-  if (cfg.registryOnly) {
-    process.stdout.write(`${await runRegistryBench(cfg)}\n`);
+  if (cfg.registryOnly || cfg.orchestratorOnly) {
+    if (cfg.registryOnly) process.stdout.write(`${await runRegistryBench(cfg)}\n`);
+    if (cfg.orchestratorOnly) process.stdout.write(`${await runOrchestratorBench(cfg)}\n`);
     return;
   }
   const results = [];
@@ -291,6 +297,7 @@ async function main() {
   };
   report(cfg, results, machine, performance.now() - t0);
   if (cfg.registry) process.stdout.write(`${await runRegistryBench(cfg)}\n`);
+  if (cfg.orchestrator) process.stdout.write(`${await runOrchestratorBench(cfg)}\n`);
 }
 
 main()

@@ -70,6 +70,42 @@ export const ServeConfigSchema = z
       })
       .strict()
       .prefault({}),
+    orchestrator: z
+      .object({
+        /** Run the orchestrator (routing, task templates, /api/tasks...) in the serve process. */
+        enabled: z
+          .union([z.boolean(), z.enum(["on", "off"])])
+          .default(true)
+          .transform((v) => v === true || v === "on"),
+        /** Folder of YAML task templates, reloaded when it changes. */
+        templates: z.string().min(1).default("./mq9-templates"),
+        /** Prefix of the orchestrator's mailboxes. */
+        namespace: z.string().min(1).default("orch"),
+        /** Least semantic similarity for intent routing, when the registry reports scores. */
+        intentThreshold: z.number().min(0).max(1).default(0.35),
+        /** Messages one trace may route before the rest are dead-lettered. */
+        traceBudget: positiveInt.default(1_000),
+        webhooks: z
+          .array(
+            z
+              .object({
+                url: z.url(),
+                events: z
+                  .array(
+                    z.enum(["task_completed", "task_failed", "task_timeout", "task_canceled", "agent_dead"]),
+                  )
+                  .optional(),
+                /** Shared secret: bodies are signed with HMAC-SHA256 in x-mq9-signature. */
+                secret: z.string().min(1).optional(),
+                maxAttempts: positiveInt.optional(),
+                backoffMs: positiveInt.optional(),
+              })
+              .strict(),
+          )
+          .default([]),
+      })
+      .strict()
+      .prefault({}),
     log: z
       .object({
         level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
@@ -235,6 +271,20 @@ export const SETTINGS: Setting[] = [
     env: "MQ9_REGISTRY_DEFAULT_TTL",
     kind: "number",
     help: "ttl (s) of agent registrations without one; 0 = never expire",
+  },
+  {
+    path: ["orchestrator", "enabled"],
+    flag: "orchestrator",
+    env: "MQ9_ORCHESTRATOR",
+    kind: "string",
+    help: "on (default) or off: run the orchestrator and its /api routes in this process",
+  },
+  {
+    path: ["orchestrator", "templates"],
+    flag: "templates",
+    env: "MQ9_TEMPLATES",
+    kind: "string",
+    help: "folder of the orchestrator's YAML task templates",
   },
   {
     path: ["log", "level"],

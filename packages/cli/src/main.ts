@@ -1,8 +1,11 @@
 #!/usr/bin/env node
 import { Command } from "commander";
 import { registerAgentImport } from "./agent-import.js";
+import { registerAgentServe } from "./agent-serve-command.js";
 import { registerClientCommands } from "./client-commands.js";
+import { registerMcp } from "./mcp-command.js";
 import { registerModels } from "./models-command.js";
+import { registerOrchestratorCommands } from "./orchestrator-commands.js";
 import { registerServe } from "./serve.js";
 
 const program = new Command()
@@ -13,7 +16,10 @@ const program = new Command()
 
 registerServe(program);
 registerClientCommands(program);
+registerOrchestratorCommands(program);
 registerAgentImport(program);
+registerAgentServe(program);
 registerModels(program);
+registerMcp(program);
 
 await program.parseAsync(process.argv);

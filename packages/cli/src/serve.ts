@@ -2,6 +2,8 @@ import { Broker, type Logger } from "@mq9/broker";
 import type { Command } from "commander";
 import { ConfigError, loadServeConfig, SETTINGS, type ServeConfig } from "./config.js";
 import { createLogger } from "./logger.js";
+import { ServeAgentApps } from "./serve-agent-apps.js";
+import { ServeOrchestrator } from "./serve-orchestrator.js";
 
 /** Turns a start failure into the one line a person needs to fix it. */
 function explainStartFailure(err: unknown, config: ServeConfig): string {
@@ -22,7 +24,12 @@ function explainStartFailure(err: unknown, config: ServeConfig): string {
   return (err as Error).message;
 }
 
-function brokerOptions(config: ServeConfig, logger: Logger) {
+function brokerOptions(
+  config: ServeConfig,
+  logger: Logger,
+  orchestrator: ServeOrchestrator,
+  agentApps: ServeAgentApps,
+) {
   const { server, http, auth, tls, storage, messaging, registry } = config;
   return {
     host: server.host,
@@ -38,7 +45,14 @@ function brokerOptions(config: ServeConfig, logger: Logger) {
     maxWaitMs: messaging.maxWaitMs,
     fetchMaxBytes: messaging.fetchMaxBytes,
     defaultMailboxTtl: messaging.defaultMailboxTtl,
-    http: { host: http.host, port: http.port },
+    http: {
+      host: http.host,
+      port: http.port,
+      routes: async (app: Parameters<ServeAgentApps["routes"]>[0]) => {
+        await agentApps.routes(app);
+        if (orchestrator.enabled) await orchestrator.routes(app);
+      },
+    },
     registry: {
       embedder: registry.embedder,
       vectorStore: registry.vectorStore,
@@ -67,9 +81,11 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
     throw err;
   }
   const logger = createLogger(config.log);
+  const orchestrator = new ServeOrchestrator(config, logger);
+  const agentApps = new ServeAgentApps(config);
   let broker: Broker;
   try {
-    broker = await Broker.start(brokerOptions(config, logger));
+    broker = await Broker.start(brokerOptions(config, logger, orchestrator, agentApps));
   } catch (err) {
     process.stderr.write(`mq9: ${explainStartFailure(err, config)}\n`);
     process.exit(1);
@@ -86,6 +102,13 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
     },
     `mq9 broker ready on ${scheme}://${broker.host}:${broker.port}; HTTP on http://${http?.host}:${http?.port} (/healthz, /metrics)`,
   );
+  agentApps.start(broker.host, broker.port);
+  // In the background: the broker serves meanwhile, and the API answers 503 until it is up.
+  const orchestratorUp = orchestrator.enabled
+    ? orchestrator
+        .start(broker.host, broker.port)
+        .catch((err: Error) => logger.error({ err }, `the orchestrator did not start: ${err.message}`))
+    : Promise.resolve();
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -94,16 +117,21 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
     }
     stopping = true;
     logger.info(`${signal} received: draining and shutting down`);
-    broker.close().then(
-      () => {
-        logger.info("stopped");
-        process.exit(0);
-      },
-      (err) => {
-        logger.error({ err }, "shutdown failed");
-        process.exit(1);
-      },
-    );
+    orchestratorUp
+      .then(() => orchestrator.close())
+      .catch((err: Error) => logger.warn(`orchestrator shutdown: ${err.message}`))
+      .then(() => agentApps.close())
+      .then(() => broker.close())
+      .then(
+        () => {
+          logger.info("stopped");
+          process.exit(0);
+        },
+        (err) => {
+          logger.error({ err }, "shutdown failed");
+          process.exit(1);
+        },
+      );
   };
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("SIGTERM", () => stop("SIGTERM"));

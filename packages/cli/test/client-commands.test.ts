@@ -90,9 +90,15 @@ describe("mq9 send", () => {
     const badPriority = await mq9(["send", "x", "y", "--priority", "high"]);
     expect(badPriority.code).toBe(2);
     expect(badPriority.stderr).toContain("Allowed choices are critical, urgent, normal");
-    expect((await mq9(["send", "x", "y", "--delay", "soon"])).code).toBe(2);
-    expect((await mq9(["send", "x", "y", "--file", "/no/such/file"])).code).toBe(2);
-    expect((await mq9(["send"])).code).toBe(2);
+    for (const args of [
+      ["send", "x", "y", "--delay", "soon"],
+      ["send", "x", "--file", "/no/such/file"],
+      ["send", "x", "y", "--file", "/etc/hostname"],
+      ["send"],
+    ]) {
+      const result = await mq9(args);
+      expect(result.code, `${args.join(" ")}: ${result.stderr}`).toBe(2);
+    }
   });
 });
 

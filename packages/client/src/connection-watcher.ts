@@ -22,6 +22,7 @@ export class ConnectionWatcher {
     return this.up && !this.closedFlag;
   }
 
+  /** True once the connection is closed for good. */
   get closed(): boolean {
     return this.closedFlag;
   }

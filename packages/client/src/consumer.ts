@@ -59,12 +59,14 @@ export interface ConsumeOptions {
 /** What a consumer needs from the client: two requests and the connection's state. */
 export interface ConsumerSource {
   readonly connection: ConnectionWatcher;
+  /** One FETCH; `signal` abandons it (on stop). */
   fetchItems(
     mailAddress: string,
     body: FetchRequest,
     maxWaitMs: number,
     signal: AbortSignal,
   ): Promise<MessageItem[]>;
+  /** One ACK. */
   ack(mailAddress: string, group: string, msgId: number): Promise<void>;
 }
 
@@ -165,14 +167,15 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
    * after its lease — call `message.ack()` first if you did handle it.
    */
   [Symbol.asyncIterator](): AsyncIterator<ConsumedMessage> {
-    if (this.handler)
-      throw new Error("this consumer runs a handler; use consume(mailbox, options) to iterate");
-    if (this.iterated) throw new Error("a consumer can be iterated only once");
+    if (this.handler) throw misuse("this consumer runs a handler; use consume(mailbox, options) to iterate");
+    if (this.iterated) throw misuse("a consumer can be iterated only once");
     this.iterated = true;
     let held: { resolve(): void; reject(err: Error): void } | undefined;
     let waiting:
       | { resolve(result: IteratorResult<ConsumedMessage>): void; reject(err: Error): void }
       | undefined;
+    /** A message handed over while nobody was waiting in next(). */
+    let ready: ConsumedMessage | undefined;
     let ended = false;
     let endError: Error | undefined;
     const release = (outcome: "handled" | "left") => {
@@ -187,7 +190,8 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
         held = { resolve, reject };
         const next = waiting;
         waiting = undefined;
-        next?.resolve({ value: message, done: false });
+        if (next) next.resolve({ value: message, done: false });
+        else ready = message;
       });
     void this.finished.promise.then((err) => {
       ended = true;
@@ -199,6 +203,11 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
     });
     return {
       next: () => {
+        if (ready) {
+          const message = ready;
+          ready = undefined;
+          return Promise.resolve({ value: message, done: false });
+        }
         release("handled");
         if (ended) {
           return endError ? Promise.reject(endError) : Promise.resolve({ value: undefined, done: true });
@@ -442,6 +451,10 @@ function badOption(name: string, value: unknown): Mq9Error {
   return new Mq9Error("INVALID_REQUEST", `consume option ${name} must be a positive integer, got ${value}`, {
     retryable: false,
   });
+}
+
+function misuse(why: string): Mq9Error {
+  return new Mq9Error("INVALID_REQUEST", why, { retryable: false });
 }
 
 function noGroup(): Mq9Error {

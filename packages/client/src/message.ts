@@ -23,6 +23,7 @@ export class Mq9Message {
   private readonly item: MessageItem;
   private decodedPayload: Uint8Array | undefined;
   private decodedHeaders: Record<string, string> | undefined;
+  private headerBytes: Uint8Array | null | undefined;
 
   constructor(item: MessageItem) {
     this.item = item;
@@ -40,7 +41,10 @@ export class Mq9Message {
 
   /** The raw NATS header block of the SEND, or null when it was sent without headers. */
   get header(): Uint8Array | null {
-    return Array.isArray(this.item.header) ? Uint8Array.from(this.item.header) : null;
+    if (this.headerBytes === undefined) {
+      this.headerBytes = Array.isArray(this.item.header) ? Uint8Array.from(this.item.header) : null;
+    }
+    return this.headerBytes;
   }
 
   /** The SEND's headers by lowercased name (`mq9-priority`, `mq9-reply-to`, …). */

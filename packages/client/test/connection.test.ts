@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { NatsListener } from "@mq9/broker";
 import { connect as natsConnect } from "nats";
 import { afterEach, describe, expect, it } from "vitest";
-import { connect, Mq9Error } from "../src/index.js";
+import { connect, Mq9Client, Mq9Error } from "../src/index.js";
 import { boxName, eventually, sleep, startBroker, type TestBroker } from "./harness.js";
 import { TcpProxy } from "./tcp-proxy.js";
 
@@ -70,6 +70,18 @@ describe("connect", () => {
       expect(await client.createMailbox()).toMatch(/^[0-9a-v]{20}$/);
       await client.close();
     }
+  });
+
+  it("wraps a NATS connection opened elsewhere", async () => {
+    const t = await broker();
+    const nc = await natsConnect({ servers: `127.0.0.1:${t.port}` });
+    const client = new Mq9Client(nc, { requestTimeoutMs: 2_000 });
+    expect(client.requestTimeoutMs).toBe(2_000);
+    expect(client.nats).toBe(nc);
+    const box = await client.createMailbox({ name: boxName() });
+    expect(await client.send(box, "x")).toBe(0);
+    await client.close();
+    expect(nc.isClosed()).toBe(true);
   });
 
   it("token auth from options or from the URL; a wrong token is a non-retryable NOT_CONNECTED", async () => {
@@ -198,6 +210,8 @@ describe("requests", () => {
     const t = await broker();
     const client = await connect(t.url);
     await client.close();
+    expect(await client.closed()).toBeUndefined();
+    expect(client.isConnected).toBe(false);
     expect(await failure(client.createMailbox())).toMatchObject({ code: "NOT_CONNECTED", retryable: false });
     expect(() => client.consume("x")).toThrow(Mq9Error);
   });

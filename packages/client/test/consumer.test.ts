@@ -240,7 +240,11 @@ describe("consume under connection loss", () => {
       await sleep(40);
       proxy.cut();
     }
-    await eventually(() => new Set(handled).size === sent.length, 20_000);
+    await eventually(() => new Set(handled).size === sent.length, 20_000).catch(async (err) => {
+      const ended = await Promise.race([consumer.closed(), sleep(10).then(() => "still running")]);
+      const missing = sent.filter((id) => !handled.includes(id));
+      throw new Error(`${err.message}: ${missing.length} not handled (${missing.slice(0, 5)}…); consumer ${ended}`);
+    });
     await sleep(1_700);
     await consumer.stop();
     // It really was cut and came back: one CONNECT per connection through the proxy.

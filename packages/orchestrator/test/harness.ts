@@ -9,9 +9,9 @@ import {
   type AgentOptions,
   type Envelope,
   type MessageContext,
+  mountOrchestratorApi,
   Orchestrator,
   type OrchestratorOptions,
-  mountOrchestratorApi,
 } from "../src/index.js";
 
 export type Handler = (message: Envelope, context: MessageContext, agent: Agent) => unknown;
@@ -58,7 +58,8 @@ export async function startWorld(
   const dataDir = mkdtempSync(join(tmpdir(), "mq9-orch-"));
   const templatesDir = join(dataDir, "templates");
   mkdirSync(templatesDir);
-  for (const [file, yaml] of Object.entries(options.templates ?? {})) writeFileSync(join(templatesDir, file), yaml);
+  for (const [file, yaml] of Object.entries(options.templates ?? {}))
+    writeFileSync(join(templatesDir, file), yaml);
   const agents: Agent[] = [];
   const clients: Mq9Client[] = [];
   const world: World = {

@@ -10,7 +10,7 @@ import {
 } from "../bus/envelope.js";
 import { readEnvelope, sendEnvelope } from "../bus/envelope-io.js";
 import { SeenMessages } from "../bus/loop-guard.js";
-import { BusNames, replyKey } from "../bus/names.js";
+import { BusNames, controlMailbox, replyKey } from "../bus/names.js";
 import { TraceMemory } from "../memory/trace-memory.js";
 import { DeadLetters } from "../routing/dead-letters.js";
 import { type AgentManifest, type ResolvedManifest, registrationBody, resolveManifest } from "./manifest.js";
@@ -69,6 +69,11 @@ export abstract class Agent {
   protected client?: Mq9Client;
   private ownsClient = false;
   private consumer?: Consumer;
+  private control?: Consumer;
+  /** msg_ids canceled before or while they were handled. */
+  private readonly canceled = new SeenMessages(10_000);
+  /** Answers that could not be sent yet, by the msg_id they answer; sent when the message comes back. */
+  private readonly unsent = new Map<string, { to: string; answer: Envelope }>();
   private heartbeatTimer?: NodeJS.Timeout;
   private heartbeatInFlight?: Promise<void>;
   private stopped = false;
@@ -136,12 +141,23 @@ export abstract class Agent {
     }
     const client = this.client;
     this.deadLetters = new DeadLetters(client, this.names);
-    try {
-      await client.createMailbox({ name: this.manifest.mailbox });
-    } catch (err) {
-      if (!(err instanceof Mq9Error) || err.code !== "MAILBOX_EXISTS") throw err;
+    for (const name of [this.manifest.mailbox, controlMailbox(this.manifest.mailbox)]) {
+      try {
+        await client.createMailbox({ name });
+      } catch (err) {
+        if (!(err instanceof Mq9Error) || err.code !== "MAILBOX_EXISTS") throw err;
+      }
     }
     await this.register();
+    // Every instance reads every control message (no group), from now on.
+    this.control = client.consume(controlMailbox(this.manifest.mailbox), (m) => this.takeControl(m), {
+      deliver: "from_time",
+      fromTime: Math.floor(Date.now() / 1000) - 1,
+      batch: 100,
+      onError: (error) => {
+        if (!this.stopped) this.onError(error);
+      },
+    });
     this.consumer = client.consume(this.manifest.mailbox, (m) => this.take(m), {
       group: this.manifest.name,
       deliver: "earliest",
@@ -162,6 +178,7 @@ export abstract class Agent {
     this.stopped = true;
     clearTimeout(this.heartbeatTimer);
     await this.heartbeatInFlight;
+    await this.control?.stop();
     await this.consumer?.stop();
     if (options.unregister) await this.client?.unregister({ mailbox: this.manifest.mailbox }).catch(() => {});
     if (this.ownsClient) await this.client?.close();
@@ -248,11 +265,21 @@ export abstract class Agent {
       return;
     }
     if (message.msg_type === "cancel") {
-      const target = (message.payload as { msg_id?: unknown } | null)?.msg_id;
-      if (typeof target === "string") this.running.get(target)?.abort(new Error("canceled"));
+      this.cancel(message);
       return;
     }
-    if (!this.seen.firstTime(message.msg_id) || (await this.answeredBefore(message, receivedAt))) {
+    const pending = this.unsent.get(message.msg_id);
+    if (pending) {
+      // Handled before, but the answer did not get out: send it now instead of handling again.
+      await this.sendAnswer(message, pending.to, pending.answer);
+      this.duplicateCount++;
+      return;
+    }
+    if (
+      !this.seen.firstTime(message.msg_id) ||
+      this.canceled.has(message.msg_id) ||
+      (await this.answeredBefore(message, receivedAt))
+    ) {
       this.duplicateCount++;
       return;
     }
@@ -280,12 +307,42 @@ export abstract class Agent {
     if (failure) answer = this.reply(message, "error", { error: failure.message });
     else if (isEnvelope(outcome)) answer = outcome;
     else if (outcome !== undefined) answer = this.reply(message, "result", outcome);
-    if (answer) {
-      await sendEnvelope(this.requireClient(), message.reply_to, answer, {
+    if (answer) await this.sendAnswer(message, message.reply_to, answer);
+  }
+
+  /** Sends an answer; when that fails it is kept, and the message is left un-ACKed to come back. */
+  private async sendAnswer(message: Envelope, to: string, answer: Envelope): Promise<void> {
+    try {
+      await sendEnvelope(this.requireClient(), to, answer, {
         key: replyKey(message.msg_id),
         ttl: this.messageTtlSeconds,
       });
+      this.unsent.delete(message.msg_id);
+    } catch (err) {
+      this.unsent.set(message.msg_id, { to, answer });
+      if (this.unsent.size > MEMORY_CACHE) this.unsent.delete(this.unsent.keys().next().value!);
+      throw err;
     }
+  }
+
+  private async takeControl(delivery: ConsumedMessage): Promise<void> {
+    try {
+      const message = readEnvelope(delivery);
+      if (message.msg_type === "cancel") this.cancel(message);
+    } catch (err) {
+      if (!(err instanceof EnvelopeError)) throw err;
+      this.onError(
+        new Error(`malformed message in ${controlMailbox(this.manifest.mailbox)}: ${err.message}`),
+      );
+    }
+  }
+
+  /** Aborts the handler of the named message, or makes sure it never starts. */
+  private cancel(message: Envelope): void {
+    const target = (message.payload as { msg_id?: unknown } | null)?.msg_id;
+    if (typeof target !== "string") return;
+    this.canceled.firstTime(target);
+    this.running.get(target)?.abort(new Error("canceled"));
   }
 
   /**

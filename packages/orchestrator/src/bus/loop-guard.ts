@@ -51,6 +51,11 @@ export class SeenMessages {
 
   constructor(private readonly capacity = 100_000) {}
 
+  /** Whether an id was offered before (without offering it). */
+  has(msgId: string): boolean {
+    return this.seen.has(msgId);
+  }
+
   /** True the first time an id is offered. */
   firstTime(msgId: string): boolean {
     if (this.seen.has(msgId)) return false;

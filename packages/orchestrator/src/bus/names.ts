@@ -48,6 +48,9 @@ export function agentMailbox(name: string): string {
   return `agent.${segment}`;
 }
 
+/** An agent's control mailbox (cancels), read by every instance apart from the work, so a busy agent still hears it. */
+export const controlMailbox = (mailbox: string) => `${mailbox}.ctl`;
+
 /** The tag every message of a trace carries, so a trace is found with QUERY by tag. */
 export const traceTag = (traceId: string) => `trace.${traceId}`;
 /** Compaction key of a query: one per msg_id, so a sent query is found again after a crash. */

@@ -28,7 +28,11 @@ export interface RouterOptions {
   /** Routing randomness (weighted choice); a seeded function makes tests repeatable. */
   random?: () => number;
   now?: () => number;
-  /** Concurrent deliveries of the router mailbox's consumer (default 64). */
+  /** Lease of fetched messages: one fetched by a router that stopped comes back after it (default 5 000). */
+  leaseMs?: number;
+  /** Messages per FETCH of the router mailbox (default 256). */
+  batch?: number;
+  /** Concurrent deliveries of the router mailbox's consumer (default 256). */
   concurrency?: number;
   onError?: (error: Error) => void;
 }
@@ -41,11 +45,9 @@ function intentText(envelope: Envelope): string | undefined {
   return typeof text === "string" && text.trim() !== "" ? text : undefined;
 }
 
+/** The similarity the registry put on a semantic hit (broker-added fields start with `_`), if any. */
 function scoreOf(entry: Record<string, unknown>): number | undefined {
-  for (const field of ["_score", "score", "similarity"]) {
-    if (typeof entry[field] === "number") return entry[field] as number;
-  }
-  return undefined;
+  return typeof entry._score === "number" ? entry._score : undefined;
 }
 
 /** Keeps the last N latencies (ms) of a measurement for percentiles. */
@@ -124,8 +126,9 @@ export class Router {
     this.consumer = this.client.consume(this.names.router, (m) => this.take(m), {
       group: "router",
       deliver: "earliest",
-      batch: 100,
-      concurrency: this.options.concurrency ?? 64,
+      batch: this.options.batch ?? 256,
+      concurrency: this.options.concurrency ?? 256,
+      leaseMs: this.options.leaseMs ?? 5_000,
       onError: (error) => this.options.onError?.(error),
     });
   }

@@ -1,8 +1,8 @@
-import type { ConsumedMessage, Consumer, Mq9Client } from "@mq9/client";
+import { type ConsumedMessage, type Consumer, type Mq9Client, Mq9Error } from "@mq9/client";
 import { isPriority, type Priority } from "@mq9/protocol";
 import { createEnvelope, type Envelope, EnvelopeError, newId } from "../bus/envelope.js";
 import { readEnvelope, sendEnvelope } from "../bus/envelope-io.js";
-import { type BusNames, queryKey, replyKey } from "../bus/names.js";
+import { type BusNames, controlMailbox, queryKey, replyKey } from "../bus/names.js";
 import { OrchestratorError } from "../errors.js";
 import { TraceMemory } from "../memory/trace-memory.js";
 import type { DeadLetters } from "../routing/dead-letters.js";
@@ -43,6 +43,11 @@ export interface SchedulerOptions {
   compensationTimeoutMs?: number;
   /** Longest pause between retries (default 60 000). */
   maxBackoffMs?: number;
+  /**
+   * Lease of fetched replies (default 5 000): a reply fetched by an orchestrator that stopped
+   * before handling it is delivered again after this long.
+   */
+  inboxLeaseMs?: number;
   /** Finished tasks kept in memory for the API; older ones are read from mq9 (default 10 000). */
   maxFinishedInMemory?: number;
   /** Told once when a task ends (completed, failed, timeout, canceled). */
@@ -121,6 +126,7 @@ export class Scheduler {
       deliver: "earliest",
       batch: 100,
       concurrency: 32,
+      leaseMs: this.o.inboxLeaseMs ?? 5_000,
       onError: (error) => this.report(error),
     });
   }
@@ -172,7 +178,6 @@ export class Scheduler {
       compensations: [],
       revision: 0,
     };
-    const record = this.adopt(state, template);
     const memoryTtl = Math.max(
       this.o.memoryTtlSeconds ?? 86_400,
       template.timeoutMs ? Math.ceil(template.timeoutMs / 1000) + 3_600 : 0,
@@ -181,10 +186,17 @@ export class Scheduler {
       "payload",
       state.payload,
     );
-    await this.run(record, async () => {
-      await this.o.store.save(state);
-      if (state.deadline) this.armTaskDeadline(record);
-    });
+    const record = this.adopt(state, template);
+    try {
+      await this.run(record, async () => {
+        await this.o.store.save(state);
+        if (state.deadline) this.armTaskDeadline(record);
+      });
+    } catch (err) {
+      // Not persisted, so not accepted.
+      this.tasks.delete(state.task_id);
+      throw err;
+    }
     void this.run(record, () => this.settle(record));
     return snapshot(state);
   }
@@ -682,9 +694,12 @@ export class Scheduler {
       priority: "critical",
       task_id: record.state.task_id,
     });
-    sendEnvelope(this.o.client, dispatch.mailbox, cancel, { ttl: 3_600 }).catch((err) =>
-      this.report(new Error(`could not tell ${dispatch.agent} to cancel: ${(err as Error).message}`)),
-    );
+    sendEnvelope(this.o.client, controlMailbox(dispatch.mailbox), cancel, { ttl: 3_600 }).catch((err) => {
+      // An agent without a control mailbox (not built on the Agent SDK) cannot be told; its answer is ignored.
+      if (!(err instanceof Mq9Error) || err.code !== "MAILBOX_NOT_FOUND") {
+        this.report(new Error(`could not tell ${dispatch.agent} to cancel: ${(err as Error).message}`));
+      }
+    });
   }
 
   // ------------------------------------------------------------------------------ restart

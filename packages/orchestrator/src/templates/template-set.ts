@@ -64,12 +64,16 @@ export class TemplateSet {
   constructor(private readonly options: TemplateSetOptions) {
     this.reload();
     if (options.watch) {
-      this.watcher = watch(options.folder, () => {
-        // Editors write in several steps; settle before reading.
-        clearTimeout(this.pending);
-        this.pending = setTimeout(() => this.reload(), 100);
-      });
-      this.watcher.on("error", () => {});
+      try {
+        this.watcher = watch(options.folder, () => {
+          // Editors write in several steps; settle before reading.
+          clearTimeout(this.pending);
+          this.pending = setTimeout(() => this.reload(), 100);
+        });
+        this.watcher.on("error", () => {});
+      } catch {
+        // A folder that does not exist (yet) cannot be watched; its problem was reported by reload().
+      }
     }
   }
 

@@ -1,0 +1,50 @@
+import type { Command } from "commander";
+import { ExitCode, usageExit } from "./client-command.js";
+import { type ApiFlags, apiCommand, callApi, duration, withApi } from "./orchestrator-api.js";
+import { printJson, printTable } from "./output.js";
+
+interface AgentRow {
+  name: string;
+  mailbox: string;
+  alive: boolean;
+  orchestrated: boolean;
+  capabilities: string[];
+  weight: number;
+  max_concurrency: number;
+  load: number;
+  last_seen: number;
+}
+
+/** `mq9 agent list`: the registry as the orchestrator sees it, with load and liveness. */
+export function registerAgentList(program: Command): void {
+  // Others may have made `agent` already (register, discover, ...): add to it rather than replace it.
+  const agent =
+    program.commands.find((c) => c.name() === "agent") ??
+    program.command("agent").description("the agent registry").exitOverride(usageExit);
+  apiCommand(agent.command("list"))
+    .description("agents with their capabilities, load and liveness, as the orchestrator routes to them")
+    .action((flags: ApiFlags) =>
+      withApi(flags, async () => {
+        const { agents } = await callApi<{ agents: AgentRow[] }>(flags, "GET", "/api/agents");
+        if (flags.json) {
+          for (const a of agents) printJson(a);
+        } else if (agents.length === 0) {
+          process.stdout.write("(no agents)\n");
+        } else {
+          const now = Date.now();
+          printTable(
+            ["NAME", "STATE", "LOAD", "WEIGHT", "SEEN", "CAPABILITIES"],
+            agents.map((a) => [
+              a.name,
+              a.alive ? "alive" : "dead",
+              a.orchestrated ? `${a.load}/${a.max_concurrency}` : "-",
+              String(a.weight),
+              `${duration(Math.max(0, now - a.last_seen))} ago`,
+              a.capabilities.join(", ") || "-",
+            ]),
+          );
+        }
+        return ExitCode.ok;
+      }),
+    );
+}

@@ -1,0 +1,176 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startAgents } from "../../../examples/content-analysis/agents.js";
+import { CLI, runCli, tempDir } from "./cli-harness.js";
+
+const root = fileURLToPath(new URL("../../../", import.meta.url));
+const exampleTemplates = join(root, "examples/content-analysis/templates");
+const text = "Agents send messages. The broker keeps every message for agents that are offline.";
+
+interface Served {
+  child: ChildProcess;
+  server: string;
+  api: string;
+}
+
+/** `mq9 serve` with the orchestrator on free ports; resolves once the orchestrator's API answers. */
+async function serveWithOrchestrator(templates: string): Promise<Served> {
+  const child = spawn(
+    process.execPath,
+    [
+      CLI,
+      "serve",
+      "--port",
+      "0",
+      "--http-port",
+      "0",
+      "--log-format",
+      "json",
+      "--data",
+      tempDir(),
+      "--templates",
+      templates,
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let out = "";
+  const ready = await new Promise<{ port: number; httpPort: number }>((resolve, reject) => {
+    child.stdout!.on("data", (chunk) => {
+      out += chunk;
+      const line = out.split("\n").find((l) => l.includes('"httpPort"'));
+      if (line) resolve(JSON.parse(line));
+    });
+    child.on("exit", (code) => reject(new Error(`mq9 serve exited with ${code}`)));
+  });
+  const api = `http://127.0.0.1:${ready.httpPort}`;
+  for (;;) {
+    const res = await fetch(`${api}/api/templates`).catch(() => undefined);
+    if (res?.ok) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { child, server: `mq9://127.0.0.1:${ready.port}`, api };
+}
+
+describe("mq9 task | trace | agent list | templates (against mq9 serve's orchestrator)", () => {
+  let served: Served;
+  let agents: { stop(): Promise<void> }[];
+  let taskId: string;
+  let traceId: string;
+  const cli = (...args: string[]) => runCli([...args, "--api", served.api]);
+
+  beforeAll(async () => {
+    served = await serveWithOrchestrator(exampleTemplates);
+    agents = await startAgents(served.server, { heartbeatMs: 200, onError: () => {} });
+  });
+  afterAll(async () => {
+    for (const agent of agents ?? []) await agent.stop();
+    served?.child.kill("SIGTERM");
+  });
+
+  it("task run follows the steps live and prints the merged result", async () => {
+    const run = await cli("task", "run", "content-analysis", "--payload", JSON.stringify({ text }));
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    const lines = run.stdout.split("\n");
+    taskId = /^task (\w+) \(content-analysis\) started$/.exec(lines[0])![1];
+    for (const step of ["summarize", "keywords", "quality", "report"]) {
+      expect(lines.some((l) => new RegExp(`^  ${step}\\s+completed`).test(l))).toBe(true);
+    }
+    expect(run.stdout).toMatch(new RegExp(`task ${taskId} completed in \\d`));
+    expect(run.stdout).toContain('"summary": "Agents send messages.');
+    expect(run.stdout).toMatch(/^ {2}summarize\s+completed by summarizer in /m);
+  });
+
+  it("task show, task list, and cancel of a finished task", async () => {
+    const show = await cli("task", "show", taskId);
+    expect(show.code).toBe(0);
+    traceId = /^trace (\w+)$/m.exec(show.stdout)![1];
+    expect(show.stdout).toContain(`task ${taskId} (content-analysis) completed`);
+    const list = await cli("task", "list", "--status", "completed");
+    expect(list.stdout.split("\n")[0]).toMatch(/^TASK\s+TYPE\s+STATUS\s+STARTED\s+TOOK\s+STEPS$/);
+    expect(list.stdout).toContain(taskId);
+    const json = await cli("task", "show", taskId, "--json");
+    expect(JSON.parse(json.stdout)).toMatchObject({ task_id: taskId, status: "completed" });
+    const cancel = await cli("task", "cancel", taskId);
+    expect(cancel.code).toBe(1);
+    expect(cancel.stderr).toBe(
+      `mq9: task ${taskId} is already completed; only a pending or running task can be canceled\n`,
+    );
+  });
+
+  it("trace prints a readable timeline of the task's messages", async () => {
+    const trace = await cli("trace", traceId);
+    expect(trace.code).toBe(0);
+    const lines = trace.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(new RegExp(`^trace ${traceId}: 6 messages over [\\d.]+ ms$`));
+    expect(
+      lines.slice(1).filter((l) => /orchestrator -> (summarizer|keyword-extractor|quality-checker)/.test(l)),
+    ).toHaveLength(3);
+    expect(lines[1]).toMatch(
+      /^\d\d:\d\d:\d\d\.\d{3}\s+\+0\.0ms {2}hop 0 {2}orchestrator -> \S+\s+query \[\w+\]/,
+    );
+  });
+
+  it("agent list shows the agents with load and liveness", async () => {
+    const list = await cli("agent", "list");
+    expect(list.code).toBe(0);
+    expect(list.stdout.split("\n")[0]).toMatch(/^NAME\s+STATE\s+LOAD\s+WEIGHT\s+SEEN\s+CAPABILITIES$/);
+    expect(list.stdout).toMatch(/^summarizer\s+alive\s+0\/4\s+1\s+.+ ago\s+summarize$/m);
+  });
+
+  it("bad input: an unknown task type, a payload that is not JSON, an API that is not there", async () => {
+    const unknown = await cli("task", "run", "nope");
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toBe("mq9: unknown task type 'nope'; known types: content-analysis\n");
+    const badJson = await cli("task", "run", "content-analysis", "--payload", "{oops");
+    expect(badJson.code).toBe(2);
+    expect(badJson.stderr).toMatch(/^mq9: the payload is not valid JSON/);
+    const away = await runCli(["task", "list", "--api", "http://127.0.0.1:9"]);
+    expect(away.code).toBe(3);
+    expect(away.stderr).toMatch(
+      /^mq9: cannot reach the orchestrator API at http:\/\/127.0.0.1:9 .*is 'mq9 serve' running\?/,
+    );
+  });
+});
+
+describe("mq9 templates check", () => {
+  it("reports every problem with file, line and column, and exits 1", async () => {
+    const folder = join(tempDir(), "templates");
+    mkdirSync(folder);
+    writeFileSync(join(folder, "good.yaml"), "name: good\nsteps:\n  - id: a\n    capability: x\n");
+    writeFileSync(
+      join(folder, "bad.yaml"),
+      "name: bad\nsteps:\n  - id: a\n    capability: x\n    depends_on: [b]\n  - id: b\n    agent: y\n    depends_on: a\n",
+    );
+    const result = await runCli(["templates", "check", folder]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(
+      `${join(folder, "bad.yaml")}:3:5: steps depend on each other in a cycle: a -> b -> a\n`,
+    );
+    expect(result.stdout).toBe(`ok   good (${join(folder, "good.yaml")}): a\n1 template ok, 1 problem\n`);
+    const ok = await runCli(["templates", "check", exampleTemplates]);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toContain("content-analysis");
+  });
+});
+
+describe("examples/content-analysis", () => {
+  it("runs with one command: three agents in parallel, merged, with the trace", async () => {
+    const { stdout } = await promisify(execFile)(process.execPath, ["examples/content-analysis/run.js"], {
+      cwd: root,
+      timeout: 60_000,
+    });
+    const lines = stdout.trimEnd().split("\n");
+    expect(lines[0]).toBe("agents: summarizer, keyword-extractor, quality-checker");
+    expect(lines[1]).toBe(
+      "task completed: summarize=completed keywords=completed quality=completed report=completed",
+    );
+    expect(lines[2]).toMatch(/^summary: mq9 gives every agent a persistent mailbox/);
+    expect(lines[3]).toBe("keywords: agent, agents, mq9, broker, built");
+    expect(lines[5]).toMatch(/^trace \w+: 6 messages$/);
+  });
+});

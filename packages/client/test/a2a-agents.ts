@@ -1,0 +1,162 @@
+import { Message } from "@a2a-js/sdk";
+import type { AgentExecutor, ExecutionEventBus, RequestContext } from "@a2a-js/sdk/server";
+import { A2AClient, partsText, TaskEvents } from "../src/a2a/index.js";
+import type { Mq9Client } from "../src/index.js";
+
+/** The text of the message that started this turn. */
+export function userText(context: RequestContext): string {
+  return partsText((Message.toJSON(context.userMessage) as { parts?: unknown }).parts);
+}
+
+export const translatorCard = {
+  name: "Translator",
+  description: "Translates short texts between English and French.",
+  skills: [
+    {
+      id: "translate",
+      name: "Translate",
+      description: "Translate a sentence from English to French",
+      tags: ["translation", "french"],
+    },
+  ],
+};
+
+/** Streams its answer in two artifact chunks: "FR:" then the upper-cased text. */
+export class TranslatorExecutor implements AgentExecutor {
+  async execute(context: RequestContext, bus: ExecutionEventBus): Promise<void> {
+    const events = new TaskEvents(context, bus);
+    events.start();
+    events.working("translating");
+    events.artifact("FR:", { artifactId: "translation", lastChunk: false });
+    events.artifact(` ${userText(context).toUpperCase()}`, {
+      artifactId: "translation",
+      append: true,
+      lastChunk: true,
+    });
+    events.complete("done");
+    events.finished();
+  }
+  async cancelTask(): Promise<void> {}
+}
+
+export const coderCard = {
+  name: "Python Coder",
+  description: "Writes Python programs and scripts from a plain-language description.",
+  skills: [
+    {
+      id: "write-python",
+      name: "Write Python code",
+      description: "Writes Python source code, scripts and functions on request",
+      tags: ["python", "code"],
+    },
+  ],
+};
+
+/** Multi-turn: asks for the Python version first, then writes the code. */
+export class CoderExecutor implements AgentExecutor {
+  async execute(context: RequestContext, bus: ExecutionEventBus): Promise<void> {
+    const events = new TaskEvents(context, bus);
+    events.start();
+    if (!context.task) {
+      events.inputRequired("Which Python version?");
+    } else {
+      events.working();
+      events.artifact(`# python ${userText(context)}\nprint("hello")`, { artifactId: "code" });
+      events.complete();
+    }
+    events.finished();
+  }
+  async cancelTask(): Promise<void> {}
+}
+
+export const slowCard = {
+  name: "Slow Worker",
+  description: "Works on a job until told to stop.",
+  skills: [{ id: "wait", name: "Wait", description: "Waits until canceled", tags: ["slow"] }],
+};
+
+/** Runs until canceled; `started` resolves once a task is running. */
+export class SlowExecutor implements AgentExecutor {
+  private readonly cancels = new Map<string, () => void>();
+  private startedResolve!: (taskId: string) => void;
+  started = new Promise<string>((resolve) => {
+    this.startedResolve = resolve;
+  });
+
+  async execute(context: RequestContext, bus: ExecutionEventBus): Promise<void> {
+    const events = new TaskEvents(context, bus);
+    events.start();
+    events.working("working");
+    await new Promise<void>((resolve) => {
+      this.cancels.set(context.taskId, resolve);
+      this.startedResolve(context.taskId);
+    });
+    events.canceled("stopped on request");
+    events.finished();
+  }
+
+  async cancelTask(taskId: string): Promise<void> {
+    this.cancels.get(taskId)?.();
+  }
+}
+
+export const writerCard = {
+  name: "Writer",
+  description: "Writes a sentence and has it translated by another agent.",
+  skills: [{ id: "write", name: "Write", description: "Writes and translates", tags: ["writing"] }],
+};
+
+/** Talks to the translator agent over mq9 and returns its translation. */
+export class WriterExecutor implements AgentExecutor {
+  constructor(private readonly client: Mq9Client) {}
+
+  async execute(context: RequestContext, bus: ExecutionEventBus): Promise<void> {
+    const events = new TaskEvents(context, bus);
+    events.start();
+    const a2a = new A2AClient(this.client, { timeoutMs: 20_000 });
+    try {
+      const [translator] = await a2a.discover({ text: "translates french" });
+      const { task } = await a2a.send(translator, `draft: ${userText(context)}`);
+      const artifacts = (task?.artifacts ?? []) as { parts: unknown }[];
+      events.artifact(
+        `writer got: ${artifacts.flatMap((a) => (a.parts as unknown[]).map((p) => partsText([p]))).join("")}`,
+      );
+      events.complete();
+    } catch (err) {
+      events.fail((err as Error).message);
+    } finally {
+      await a2a.close();
+      events.finished();
+    }
+  }
+  async cancelTask(): Promise<void> {}
+}
+
+export const gatedCard = {
+  name: "Gated Translator",
+  description: "Translates once the test lets it.",
+  skills: [{ id: "gated", name: "Gated", description: "Waits for a go", tags: ["gated"] }],
+};
+
+/** Starts working, then finishes with a translation when `release()` is called. */
+export class GatedExecutor implements AgentExecutor {
+  private gate!: () => void;
+  private readonly opened = new Promise<void>((resolve) => {
+    this.gate = resolve;
+  });
+
+  release(): void {
+    this.gate();
+  }
+
+  async execute(context: RequestContext, bus: ExecutionEventBus): Promise<void> {
+    const events = new TaskEvents(context, bus);
+    events.start();
+    events.working();
+    await this.opened;
+    events.artifact(`FR: ${userText(context).toUpperCase()}`);
+    events.complete();
+    events.finished();
+  }
+  async cancelTask(): Promise<void> {}
+}

@@ -1,0 +1,183 @@
+import { connect } from "@mq9/client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  createEnvelope,
+  type Envelope,
+  ManifestError,
+  type Orchestrator,
+  resolveManifest,
+  sendEnvelope,
+} from "../src/index.js";
+import { FunctionAgent, gate, startWorld, until, type World } from "./harness.js";
+
+describe("agent SDK", () => {
+  let world: World;
+  let orchestrator: Orchestrator;
+
+  beforeAll(async () => {
+    world = await startWorld({
+      templates: {
+        "crash.yaml": "name: crash\nsteps:\n  - id: work\n    agent: k-worker\n",
+      },
+    });
+    orchestrator = await world.startOrchestrator();
+  });
+  afterAll(() => world.close());
+
+  /** A query to an agent from a test client, answered into `replyTo`. */
+  const query = (target: string, payload: unknown, replyTo?: string): Envelope =>
+    createEnvelope({ msg_type: "query", source: "tester", target, payload, reply_to: replyTo });
+
+  it("registers its manifest and heartbeats its load, which the orchestrator sees", async () => {
+    const hold = gate();
+    const agent = await world.agent(
+      {
+        name: "g-busy",
+        capabilities: ["g.work"],
+        description: "holds work",
+        max_concurrency: 3,
+        weight: 2,
+        tags: ["test"],
+      },
+      () => hold.promise,
+    );
+    const client = await world.client();
+    const [entry] = await client.discover({ text: "holds work" });
+    expect(entry).toMatchObject({
+      name: "g-busy",
+      mailbox: "agent.g.busy",
+      agent_manifest: { capabilities: ["g.work"], weight: 2, max_concurrency: 3 },
+    });
+    for (let i = 0; i < 2; i++) await sendEnvelope(client, agent.mailbox, query("g-busy", i));
+    await until("the agent to hold two messages", () => agent.load === 2);
+    const seen = await until("the orchestrator to see load 2 from a heartbeat", () =>
+      orchestrator.agents().find((a) => a.name === "g-busy" && a.reportedLoad === 2),
+    );
+    expect(seen).toMatchObject({ alive: true, weight: 2, maxConcurrency: 3, capabilities: ["g.work"] });
+    hold.open();
+    await until("the load to drop back to 0", () =>
+      orchestrator.agents().find((a) => a.name === "g-busy" && a.reportedLoad === 0),
+    );
+  });
+
+  it("max_concurrency — a slow agent's backlog waits in its own mailbox and does not starve others", async () => {
+    let running = 0;
+    let most = 0;
+    const release = gate();
+    const slow = await world.agent({ name: "g-slow", capabilities: [], max_concurrency: 2 }, async () => {
+      running++;
+      most = Math.max(most, running);
+      await release.promise;
+      running--;
+    });
+    const handledFast: number[] = [];
+    const fast = await world.agent({ name: "g-fast", capabilities: [] }, (m) => {
+      handledFast.push(m.payload as number);
+    });
+    const client = await world.client();
+    for (let i = 0; i < 6; i++) await sendEnvelope(client, slow.mailbox, query("g-slow", i));
+    for (let i = 0; i < 3; i++) await sendEnvelope(client, fast.mailbox, query("g-fast", i));
+    await until("the fast agent to handle all of its messages", () => handledFast.length === 3);
+    expect(slow.load).toBe(2);
+    release.open();
+    await until("the slow agent to work through its backlog", () => slow.stats.handled === 6);
+    expect(most).toBe(2);
+  });
+
+  it("de-duplication — at-least-once delivery of one msg_id runs the handler once", async () => {
+    let calls = 0;
+    const agent = await world.agent({ name: "g-once", capabilities: [] }, () => {
+      calls++;
+      return "done";
+    });
+    const client = await world.client();
+    await client.createMailbox({ name: "g.once.replies" });
+    const message = query("g-once", null, "g.once.replies");
+    await sendEnvelope(client, agent.mailbox, message);
+    await sendEnvelope(client, agent.mailbox, message);
+    await until("both deliveries to be taken", () => agent.stats.handled + agent.stats.duplicates === 2);
+    expect(calls).toBe(1);
+    expect(agent.stats.duplicates).toBe(1);
+    const replies = await client.query("g.once.replies");
+    expect(replies.map((r) => r.json<Envelope>().in_reply_to)).toEqual([message.msg_id]);
+  });
+
+  it("agent crash mid-step — the lease brings the message back to another instance; the step completes once", async () => {
+    const stuck = gate();
+    let firstStarted = 0;
+    let secondRuns = 0;
+    // Instance 1 takes the step and never answers: its connection dies under it.
+    const client1 = await connect(world.url);
+    const first = new FunctionAgent(
+      { name: "k-worker", capabilities: [] },
+      async () => {
+        firstStarted++;
+        await stuck.promise;
+        return "from the crashed instance";
+      },
+      { heartbeatMs: 100, leaseMs: 1_000, onError: () => {} },
+    );
+    await first.start(client1);
+    const task = await orchestrator.submit("crash", "job");
+    await until("instance 1 to take the step", () => firstStarted === 1);
+    await client1.nats.close();
+    // Instance 2 of the same agent shares its inbox and consumer group.
+    await world.agent(
+      { name: "k-worker", capabilities: [] },
+      () => {
+        secondRuns++;
+        return "from instance 2";
+      },
+      { leaseMs: 1_000 },
+    );
+    const done = await orchestrator.wait(task.task_id, 20_000);
+    expect(done.status).toBe("completed");
+    expect(done.result).toBe("from instance 2");
+    expect(done.steps.work.attempts).toBe(1);
+    expect([firstStarted, secondRuns]).toEqual([1, 1]);
+    stuck.open();
+    await first.stop();
+  });
+
+  it("a malformed message in an inbox goes to the dead letters with the reason; the agent keeps working", async () => {
+    const handled: unknown[] = [];
+    const agent = await world.agent({ name: "g-robust", capabilities: [] }, (m) => {
+      handled.push(m.payload);
+    });
+    const client = await world.client();
+    await client.send(agent.mailbox, "this is not an envelope");
+    await client.send(agent.mailbox, {
+      msg_id: "x",
+      trace_id: "t",
+      source: "s",
+      target: "g-robust",
+      msg_type: "shout",
+    });
+    await sendEnvelope(client, agent.mailbox, query("g-robust", "fine"));
+    await until("the good message to be handled", () => handled.length === 1);
+    const letters = await orchestrator.deadLetterList();
+    const reasons = letters.filter((l) => l.raw?.includes("g-robust") || l.raw === "this is not an envelope");
+    expect(reasons.map((l) => l.reason)).toEqual([
+      expect.stringMatching(
+        /^malformed envelope: msg_id \d+ is not JSON, so it cannot be an orchestrated message$/,
+      ),
+      "malformed envelope: 'msg_type' must be one of query, result, error, heartbeat, cancel, compensate",
+    ]);
+  });
+
+  it("a manifest with mistakes is refused, saying what to fix", () => {
+    expect(() => resolveManifest({ name: "Bad Name", capabilities: [] })).toThrow(ManifestError);
+    expect(() => resolveManifest({ name: "ok", capabilities: ["x"], max_concurrency: 0 })).toThrow(
+      "agent 'ok': max_concurrency must be a whole number >= 1",
+    );
+    expect(() => resolveManifest({ name: "ok", capabilities: ["has space"] })).toThrow(
+      /capabilities must be a list of names/,
+    );
+    expect(resolveManifest({ name: "ok", capabilities: ["a", "a"] })).toMatchObject({
+      capabilities: ["a"],
+      max_concurrency: 1,
+      weight: 1,
+      mailbox: "agent.ok",
+    });
+  });
+});
