@@ -78,9 +78,10 @@ describe("MSG.FETCH", () => {
 
   it("from_id and from_time start where they say", async () => {
     const b = await box();
-    for (const body of ["m0", "m1", "m2", "m3"]) await send(b, body);
-    expect(texts(await fetch(b, { deliver: "from_id", from_id: 2 }))).toEqual(["m2", "m3"]);
-    expect(texts(await fetch(b, { group_name: "g", deliver: "from_id", from_id: 3 }))).toEqual(["m3"]);
+    const ids: number[] = [];
+    for (const body of ["m0", "m1", "m2", "m3"]) ids.push((await send(b, body)).msg_id as number);
+    expect(texts(await fetch(b, { deliver: "from_id", from_id: ids[2] }))).toEqual(["m2", "m3"]);
+    expect(texts(await fetch(b, { group_name: "g", deliver: "from_id", from_id: ids[3] }))).toEqual(["m3"]);
     const past = Math.floor(Date.now() / 1000) - 60;
     expect(texts(await fetch(b, { deliver: "from_time", from_time: past }))).toHaveLength(4);
     const future = Math.floor(Date.now() / 1000) + 60;

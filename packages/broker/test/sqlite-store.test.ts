@@ -1,6 +1,8 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
+import { describe, expect, it } from "vitest";
 import { SqliteStore } from "../src/store/sqlite-store.js";
 import type { Store } from "../src/store/store.js";
 import { storeConformance } from "./store-conformance.js";
@@ -21,4 +23,18 @@ storeConformance("sqlite", {
     dirs.set(store, dir);
     return store;
   },
+});
+
+describe("sqlite store files", () => {
+  it("refuses a store written in another format instead of misreading it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mq9-store-"));
+    const store = new SqliteStore({ dataDir: dir });
+    await store.close();
+    const raw = new Database(join(dir, "mq9.db"));
+    raw.pragma("user_version = 1");
+    raw.close();
+    expect(() => new SqliteStore({ dataDir: dir })).toThrow(
+      /written by another mq9 version \(format 1, this one reads 2\)/,
+    );
+  });
 });

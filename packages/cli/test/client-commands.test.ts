@@ -105,17 +105,24 @@ describe("mq9 send", () => {
 describe("mq9 fetch, ack, query, delete", () => {
   it("fetch prints a table in priority order, or JSON lines; --ack acknowledges the batch", async () => {
     const name = await sdk.createMailbox({ name: box() });
-    await sdk.send(name, "normal one");
-    await sdk.send(name, new Uint8Array([0xff, 0xfe, 0x00]), { priority: "critical", key: "bin" });
+    const normal = await sdk.send(name, "normal one");
+    const critical = await sdk.send(name, new Uint8Array([0xff, 0xfe, 0x00]), {
+      priority: "critical",
+      key: "bin",
+    });
     const table = await mq9(["fetch", name, "--deliver", "earliest"]);
     expect(table.code).toBe(0);
     const lines = table.stdout.trimEnd().split("\n");
     expect(lines[0]).toMatch(/^MSG_ID\s+PRIORITY\s+CREATED\s+KEY\s+TAGS\s+PAYLOAD$/);
-    expect(lines[1]).toMatch(/^1\s+critical\s+\d{4}-\d\d-\d\dT[\d:]+Z\s+bin\s+-\s+<3 bytes, binary>$/);
-    expect(lines[2]).toMatch(/^0\s+normal\s+\S+\s+-\s+-\s+normal one$/);
+    expect(lines[1]).toMatch(
+      new RegExp(
+        `^${critical}\\s+critical\\s+\\d{4}-\\d\\d-\\d\\dT[\\d:]+Z\\s+bin\\s+-\\s+<3 bytes, binary>$`,
+      ),
+    );
+    expect(lines[2]).toMatch(new RegExp(`^${normal}\\s+normal\\s+\\S+\\s+-\\s+-\\s+normal one$`));
     const json = await mq9(["fetch", name, "--deliver", "earliest", "--json", "--group", "g", "--ack"]);
     const records = jsonLines(json.stdout);
-    expect(records.map((r) => r.msg_id)).toEqual([1, 0]);
+    expect(records.map((r) => r.msg_id)).toEqual([critical, normal]);
     expect(records[0]).toMatchObject({ priority: "critical", key: "bin", payload_base64: "//4A" });
     expect(records[1]).toMatchObject({ priority: "normal", payload: "normal one" });
     expect(typeof records[1].create_time).toBe("number");
@@ -178,7 +185,7 @@ describe("mq9 consume", () => {
 
   it("prints one readable line per message and stops cleanly on SIGINT", async () => {
     const name = await sdk.createMailbox({ name: box() });
-    await sdk.send(name, "waiting", { key: "k", tags: ["t"] });
+    const id = await sdk.send(name, "waiting", { key: "k", tags: ["t"] });
     const consumer = start(
       ["consume", name, "--group", "g", "--deliver", "earliest", "--wait-ms", "300"],
       env,
@@ -186,7 +193,9 @@ describe("mq9 consume", () => {
     for (let i = 0; i < 100 && !consumer.stdout().includes("waiting"); i++) {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    expect(consumer.stdout()).toMatch(/^\d{4}-\d\d-\d\dT[\d:]+Z {2}#0 {2}normal key=k tags=t {2}waiting\n$/);
+    expect(consumer.stdout()).toMatch(
+      new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:]+Z {2}#${id} {2}normal key=k tags=t {2}waiting\\n$`),
+    );
     consumer.child.kill("SIGINT");
     expect(await consumer.exited).toBe(0);
   });

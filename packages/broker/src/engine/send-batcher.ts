@@ -46,7 +46,7 @@ export class SendBatcher {
   private schedule(): void {
     if (this.scheduled || this.flushing) return;
     this.scheduled = true;
-    setImmediate(() => {
+    queueMicrotask(() => {
       this.scheduled = false;
       void this.flush();
     });

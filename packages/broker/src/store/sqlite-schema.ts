@@ -1,4 +1,11 @@
-/** Tables of the SQLite store. Priorities are stored as their rank (0 = critical). */
+/** Bumped whenever the layout below changes incompatibly. */
+export const SQLITE_SCHEMA_VERSION = 2;
+
+/**
+ * Tables of the SQLite store. Priorities are stored as their rank (0 = critical).
+ * msg_id is one sequence for the whole store and the table's rowid, which saves
+ * a second b-tree per message; ids of one mailbox still grow in send order.
+ */
 export const SQLITE_SCHEMA = `
 CREATE TABLE IF NOT EXISTS mailboxes (
   id INTEGER PRIMARY KEY,
@@ -6,26 +13,30 @@ CREATE TABLE IF NOT EXISTS mailboxes (
   ttl_s INTEGER NOT NULL,
   description TEXT NOT NULL,
   created_ms INTEGER NOT NULL,
-  expires_ms INTEGER,
-  next_msg_id INTEGER NOT NULL DEFAULT 0
+  expires_ms INTEGER
 );
 CREATE INDEX IF NOT EXISTS mailboxes_by_expiry ON mailboxes(expires_ms) WHERE expires_ms IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS messages (
+  msg_id INTEGER PRIMARY KEY,
   mbox INTEGER NOT NULL,
-  msg_id INTEGER NOT NULL,
   priority INTEGER NOT NULL,
   msg_key TEXT,
   tags TEXT,
   header BLOB,
   payload BLOB NOT NULL,
   created_ms INTEGER NOT NULL,
-  expires_ms INTEGER,
-  PRIMARY KEY (mbox, msg_id)
+  expires_ms INTEGER
 );
 CREATE INDEX IF NOT EXISTS messages_by_class ON messages(mbox, priority, msg_id);
 CREATE UNIQUE INDEX IF NOT EXISTS messages_by_key ON messages(mbox, msg_key) WHERE msg_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS messages_by_expiry ON messages(expires_ms) WHERE expires_ms IS NOT NULL;
+
+-- The id counter's high-water mark, kept when the newest messages are deleted.
+CREATE TABLE IF NOT EXISTS meta (
+  name TEXT PRIMARY KEY,
+  value INTEGER NOT NULL
+);
 
 CREATE TABLE IF NOT EXISTS delayed (
   id INTEGER PRIMARY KEY,

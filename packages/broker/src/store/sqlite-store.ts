@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { PRIORITIES, priorityRank } from "@mq9/protocol";
 import Database from "better-sqlite3";
-import { SQLITE_SCHEMA } from "./sqlite-schema.js";
+import { SQLITE_SCHEMA, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
 import { StorageError } from "./storage-error.js";
 import type {
   AppendResult,
@@ -33,7 +33,6 @@ interface MailboxRow {
   description: string;
   created_ms: number;
   expires_ms: number | null;
-  next_msg_id: number;
 }
 
 interface MessageRow {
@@ -105,6 +104,8 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly mailboxCache = new Map<string, MailboxRow>();
   private readonly stmt;
+  /** The id the next stored message gets (one sequence for all mailboxes). */
+  private nextId = 0;
 
   constructor(options: SqliteStoreOptions) {
     const file = options.dataDir === ":memory:" ? ":memory:" : join(options.dataDir, "mq9.db");
@@ -114,25 +115,19 @@ export class SqliteStore implements Store {
       this.db.pragma("journal_mode = WAL");
       this.db.pragma(`synchronous = ${options.sync === "full" ? "FULL" : "NORMAL"}`);
       this.db.pragma("locking_mode = EXCLUSIVE");
-      this.db.exec(SQLITE_SCHEMA);
+      this.createOrCheckSchema();
     } catch (err) {
       throw StorageError.from(err, `cannot open the store in ${options.dataDir}`);
     }
     const db = this.db;
     this.stmt = {
-      // The stored counter is only raised when the newest messages are removed; otherwise it is derived.
-      mailboxByAddress: db.prepare<[string], MailboxRow>(
-        `SELECT id, address, ttl_s, description, created_ms, expires_ms,
-                max(next_msg_id, coalesce((SELECT max(msg_id) + 1 FROM messages WHERE mbox = mailboxes.id), 0)) AS next_msg_id
-         FROM mailboxes WHERE address = ?`,
-      ),
+      mailboxByAddress: db.prepare<[string], MailboxRow>("SELECT * FROM mailboxes WHERE address = ?"),
       insertMailbox: db.prepare(
         "INSERT INTO mailboxes (address, ttl_s, description, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?)",
       ),
-      raiseNextId: db.prepare("UPDATE mailboxes SET next_msg_id = max(next_msg_id, ?) WHERE id = ?"),
-      raiseNextIdsBeforeExpiry: db.prepare(
-        `UPDATE mailboxes SET next_msg_id = max(next_msg_id, (SELECT max(msg_id) + 1 FROM messages WHERE mbox = mailboxes.id))
-         WHERE id IN (SELECT DISTINCT mbox FROM messages WHERE expires_ms IS NOT NULL AND expires_ms <= ?)`,
+      // The counter is derived from the newest message at open; it is stored only when that one goes.
+      saveNextId: db.prepare(
+        "INSERT INTO meta (name, value) VALUES ('next_msg_id', ?) ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)",
       ),
       insertMessage: db.prepare(
         `INSERT INTO messages (mbox, ${MESSAGE_COLUMNS}) VALUES (@mbox, @msg_id, @priority, @msg_key, @tags, @header, @payload, @created_ms, @expires_ms)`,
@@ -210,6 +205,11 @@ export class SqliteStore implements Store {
       ),
       expireMessages: db.prepare("DELETE FROM messages WHERE expires_ms IS NOT NULL AND expires_ms <= ?"),
     };
+    const stored = this.db
+      .prepare<[], { value: number }>("SELECT value FROM meta WHERE name = 'next_msg_id'")
+      .get();
+    const newest = this.db.prepare<[], { id: number | null }>("SELECT max(msg_id) AS id FROM messages").get();
+    this.nextId = Math.max(stored?.value ?? 0, (newest?.id ?? -1) + 1);
   }
 
   async createMailbox(record: MailboxRecord, nowMs: number): Promise<boolean> {
@@ -243,7 +243,7 @@ export class SqliteStore implements Store {
   }
 
   async append(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
-    const nextIds = new Map<MailboxRow, number>();
+    let next = this.nextId;
     const results = () =>
       batch.map((message): AppendResult => {
         const box = this.liveMailbox(message.mailbox, nowMs);
@@ -261,22 +261,23 @@ export class SqliteStore implements Store {
           this.stmt.insertDelayed.run({ ...row, due_ms: message.dueMs });
           return { id: -1 };
         }
-        const id = nextIds.get(box) ?? box.next_msg_id;
-        nextIds.set(box, id + 1);
+        const id = next++;
         this.insertMessage(row, id, message.sentMs);
         return { id };
       });
-    return this.withNextIds(nextIds, results);
+    const outcome = this.db.transaction(results)();
+    this.nextId = next;
+    return outcome;
   }
 
   async nextMessageId(mailbox: string): Promise<number> {
-    return this.mailboxRow(mailbox)?.next_msg_id ?? 0;
+    return this.mailboxRow(mailbox) ? this.nextId : 0;
   }
 
   async firstIdCreatedAtOrAfter(mailbox: string, createdMs: number): Promise<number> {
     const box = this.mailboxRow(mailbox);
     if (!box) return 0;
-    return this.stmt.firstIdFrom.get(box.id, createdMs)?.msg_id ?? box.next_msg_id;
+    return this.stmt.firstIdFrom.get(box.id, createdMs)?.msg_id ?? this.nextId;
   }
 
   async read(mailbox: string, start: StartPosition, options: ReadOptions): Promise<StoredMessage[]> {
@@ -380,7 +381,7 @@ export class SqliteStore implements Store {
   async query(mailbox: string, options: QueryOptions): Promise<StoredMessage[]> {
     const box = this.liveMailbox(mailbox, options.nowMs);
     if (!box || options.limit <= 0) return [];
-    const where = ["mbox = @mbox", "(expires_ms IS NULL OR expires_ms > @now)"];
+    const where = ["mbox = @mbox", "priority = @priority", "(expires_ms IS NULL OR expires_ms > @now)"];
     if (options.key !== undefined) where.push("msg_key = @key");
     if (options.createdFromMs !== undefined) where.push("created_ms >= @from");
     if (options.tags !== undefined) {
@@ -388,19 +389,21 @@ export class SqliteStore implements Store {
         "tags IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(tags) WHERE value IN (SELECT value FROM json_each(@tags)))",
       );
     }
-    const rows = this.db
-      .prepare<unknown[], MessageRow>(
-        `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE ${where.join(" AND ")} ORDER BY msg_id DESC LIMIT @limit`,
-      )
-      .all({
-        mbox: box.id,
-        now: options.nowMs,
-        key: options.key,
-        from: options.createdFromMs,
-        tags: options.tags ? JSON.stringify(options.tags) : undefined,
-        limit: options.limit,
-      });
-    return rows.reverse().map(toStored);
+    // One walk per priority class down its index, newest first, then merged by id.
+    const statement = this.db.prepare<unknown[], MessageRow>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE ${where.join(" AND ")} ORDER BY msg_id DESC LIMIT @limit`,
+    );
+    const params = {
+      mbox: box.id,
+      now: options.nowMs,
+      key: options.key,
+      from: options.createdFromMs,
+      tags: options.tags ? JSON.stringify(options.tags) : undefined,
+      limit: options.limit,
+    };
+    const rows = RANKS.flatMap((priority) => statement.all({ ...params, priority }));
+    rows.sort((a, b) => b.msg_id - a.msg_id);
+    return rows.slice(0, options.limit).reverse().map(toStored);
   }
 
   async deleteMessage(mailbox: string, msgId: number): Promise<boolean> {
@@ -409,28 +412,27 @@ export class SqliteStore implements Store {
     return this.db.transaction(() => {
       this.stmt.deleteDeliveriesOf.run(box.id, msgId);
       // Keep ids from being reused after a restart if this was the newest message.
-      this.stmt.raiseNextId.run(box.next_msg_id, box.id);
+      this.stmt.saveNextId.run(this.nextId);
       return this.stmt.deleteMessage.run(box.id, msgId).changes > 0;
     })();
   }
 
   async promoteDue(nowMs: number): Promise<string[]> {
-    const nextIds = new Map<MailboxRow, number>();
+    let next = this.nextId;
     const touched = () => {
       const addresses = new Set<string>();
       for (const row of this.stmt.dueDelayed.all(nowMs)) {
         this.stmt.deleteDelayed.run(row.id);
         const box = this.stmt.mailboxById.get(row.mbox);
         if (!box) continue;
-        const cached = this.mailboxRow(box.address)!;
-        const id = nextIds.get(cached) ?? cached.next_msg_id;
-        nextIds.set(cached, id + 1);
-        this.insertMessage(row, id, nowMs);
+        this.insertMessage(row, next++, nowMs);
         addresses.add(box.address);
       }
       return [...addresses];
     };
-    return this.withNextIds(nextIds, touched);
+    const outcome = this.db.transaction(touched)();
+    this.nextId = next;
+    return outcome;
   }
 
   async nextDueMs(): Promise<number | undefined> {
@@ -441,8 +443,8 @@ export class SqliteStore implements Store {
     return this.db.transaction(() => {
       const expired = this.stmt.expiredMailboxes.all(nowMs);
       for (const row of expired) this.dropMailbox(row);
-      this.stmt.raiseNextIdsBeforeExpiry.run(nowMs);
       const messages = this.stmt.expireMessages.run(nowMs).changes;
+      if (messages > 0) this.stmt.saveNextId.run(this.nextId);
       return { mailboxes: expired.map((row) => row.address), messages };
     })();
   }
@@ -499,17 +501,6 @@ export class SqliteStore implements Store {
     });
   }
 
-  /**
-   * Runs `work` in one transaction; the cached id counters it advanced in
-   * `nextIds` change only once that commit succeeded. The counters need no
-   * write of their own: after a restart they are derived from the messages.
-   */
-  private withNextIds<T>(nextIds: Map<MailboxRow, number>, work: () => T): T {
-    const result = this.db.transaction(work)();
-    for (const [box, next] of nextIds) box.next_msg_id = next;
-    return result;
-  }
-
   private isBelowCursor(mbox: number, msgId: number, cursors: number[]): boolean {
     const row = this.stmt.priorityOf.get(mbox, msgId);
     if (row) return msgId < cursors[row.priority];
@@ -530,7 +521,22 @@ export class SqliteStore implements Store {
     this.stmt.setCursors.run(next[0], next[1], next[2], mbox, group);
   }
 
+  private createOrCheckSchema(): void {
+    const version = this.db.pragma("user_version", { simple: true }) as number;
+    const empty =
+      this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").get() === undefined;
+    if (!empty && version !== SQLITE_SCHEMA_VERSION) {
+      throw new StorageError(
+        `the store was written by another mq9 version (format ${version}, this one reads ${SQLITE_SCHEMA_VERSION}); move the data directory aside`,
+        "STORE_FORMAT",
+      );
+    }
+    this.db.exec(SQLITE_SCHEMA);
+    this.db.pragma(`user_version = ${SQLITE_SCHEMA_VERSION}`);
+  }
+
   private dropMailbox(row: MailboxRow): void {
+    this.stmt.saveNextId.run(this.nextId);
     for (const table of ["messages", "delayed", "groups", "deliveries"]) {
       this.db.prepare(`DELETE FROM ${table} WHERE mbox = ?`).run(row.id);
     }

@@ -10,6 +10,8 @@ export class StorageError extends Error {
 
   /** Maps a backend error to ours, saying what to do where we know. */
   static from(err: unknown, context: string): StorageError {
+    if (err instanceof StorageError)
+      return new StorageError(`${context}: ${err.message}`, err.code, { cause: err });
     const code = (err as { code?: string }).code ?? "";
     if (code === "SQLITE_BUSY" || code === "SQLITE_LOCKED") {
       return new StorageError(
