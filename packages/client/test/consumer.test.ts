@@ -243,7 +243,9 @@ describe("consume under connection loss", () => {
     await eventually(() => new Set(handled).size === sent.length, 20_000).catch(async (err) => {
       const ended = await Promise.race([consumer.closed(), sleep(10).then(() => "still running")]);
       const missing = sent.filter((id) => !handled.includes(id));
-      throw new Error(`${err.message}: ${missing.length} not handled (${missing.slice(0, 5)}…); consumer ${ended}`);
+      throw new Error(
+        `${err.message}: ${missing.length} not handled (${missing.slice(0, 5)}…); consumer ${ended}`,
+      );
     });
     await sleep(1_700);
     await consumer.stop();
