@@ -1,7 +1,8 @@
 import type { ConsumedMessage } from "@mq9/client";
-import { type Command, Option } from "commander";
+import type { Command } from "commander";
 import { type ConnectionFlags, clientCommand, integer, withClient } from "./client-command.js";
 import { isoTime, messageRecord, payloadCell, printJson } from "./output.js";
+import { withStartOptions } from "./start-options.js";
 
 interface ConsumeFlags extends ConnectionFlags {
   group?: string;
@@ -25,24 +26,12 @@ function printLine(message: ConsumedMessage): void {
 
 /** `mq9 consume`. */
 export function registerConsume(program: Command): void {
-  clientCommand(program.command("consume"))
-    .description("print messages as they arrive (long-poll), ACKing each after it is printed")
-    .argument("<mailbox>", "mail address or mq9://host/mail_address")
-    .option("-g, --group <name>", "consumer group (shares work, ACKs); omitted: a stateless tail")
-    .addOption(
-      new Option("-d, --deliver <policy>", "where a new group starts (default latest)").choices([
-        "earliest",
-        "latest",
-        "from_time",
-        "from_id",
-      ]),
-    )
-    .option("--from-id <msg_id>", "first msg_id (implies --deliver from_id)", integer("--from-id"))
-    .option(
-      "--from-time <unix_seconds>",
-      "first create time (implies --deliver from_time)",
-      integer("--from-time"),
-    )
+  withStartOptions(
+    clientCommand(program.command("consume"))
+      .description("print messages as they arrive (long-poll), ACKing each after it is printed")
+      .argument("<mailbox>", "mail address or mq9://host/mail_address")
+      .option("-g, --group <name>", "consumer group (shares work, ACKs); omitted: a stateless tail"),
+  )
     .option("-n, --batch <n>", "messages per FETCH (default 10)", integer("--batch", 1))
     .option("-w, --wait-ms <ms>", "long-poll of each FETCH (default 2000)", integer("--wait-ms"))
     .option("--lease-ms <ms>", "lease of fetched messages in the group", integer("--lease-ms", 1))

@@ -1,6 +1,7 @@
-import { type Command, Option } from "commander";
+import type { Command } from "commander";
 import { type ConnectionFlags, clientCommand, integer, UsageError, withClient } from "./client-command.js";
 import { messageRecord, printJson, printMessages } from "./output.js";
+import { withStartOptions } from "./start-options.js";
 
 interface FetchFlags extends ConnectionFlags {
   group?: string;
@@ -16,24 +17,12 @@ interface FetchFlags extends ConnectionFlags {
 
 /** `mq9 fetch`. */
 export function registerFetch(program: Command): void {
-  clientCommand(program.command("fetch"))
-    .description("fetch the next messages (critical, then urgent, then normal)")
-    .argument("<mailbox>", "mail address or mq9://host/mail_address")
-    .option("-g, --group <name>", "consumer group (stored position, leases); omitted: stateless")
-    .addOption(
-      new Option("-d, --deliver <policy>", "where a new group starts (default latest)").choices([
-        "earliest",
-        "latest",
-        "from_time",
-        "from_id",
-      ]),
-    )
-    .option("--from-id <msg_id>", "first msg_id (implies --deliver from_id)", integer("--from-id"))
-    .option(
-      "--from-time <unix_seconds>",
-      "first create time (implies --deliver from_time)",
-      integer("--from-time"),
-    )
+  withStartOptions(
+    clientCommand(program.command("fetch"))
+      .description("fetch the next messages (critical, then urgent, then normal)")
+      .argument("<mailbox>", "mail address or mq9://host/mail_address")
+      .option("-g, --group <name>", "consumer group (stored position, leases); omitted: stateless"),
+  )
     .option("--force", "restart an existing group from --deliver")
     .option("-n, --batch <n>", "most messages to return (broker default 100)", integer("--batch", 1))
     .option(

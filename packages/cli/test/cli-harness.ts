@@ -2,9 +2,9 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { CLI, run } from "./cli-run.js";
 
-export const CLI = fileURLToPath(new URL("../dist/main.js", import.meta.url));
+export { CLI };
 
 export interface ServeProcess {
   child: ChildProcess;
@@ -47,20 +47,7 @@ export function spawnServe(args: string[], env: NodeJS.ProcessEnv = {}): Promise
 }
 
 /** Runs the CLI to completion and returns its exit code and output. */
-export function runCli(args: string[], env: NodeJS.ProcessEnv = {}) {
-  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env } });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c) => {
-      stdout += c;
-    });
-    child.stderr.on("data", (c) => {
-      stderr += c;
-    });
-    child.on("exit", (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
-}
+export const runCli = (args: string[], env: NodeJS.ProcessEnv = {}) => run(args, env);
 
 export function tempDir(prefix = "mq9-cli-"): string {
   return mkdtempSync(join(tmpdir(), prefix));

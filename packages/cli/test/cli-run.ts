@@ -1,5 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { CLI } from "./cli-harness.js";
+import { fileURLToPath } from "node:url";
+
+/** The built CLI entry point that every CLI test runs. */
+export const CLI = fileURLToPath(new URL("../dist/main.js", import.meta.url));
 
 export interface CliResult {
   code: number;
