@@ -63,9 +63,10 @@ export function usageExit(err: { exitCode: number }): never {
 /** A usage problem found after parsing (e.g. two options that exclude each other). */
 export class UsageError extends Error {}
 
-function connectOptions(flags: ConnectionFlags, reconnect: boolean): ConnectOptions {
+/** Connect options from the shared connection flags; `name` is what the broker sees. */
+export function connectOptions(flags: ConnectionFlags, reconnect: boolean, name = "mq9-cli"): ConnectOptions {
   const options: ConnectOptions = {
-    name: "mq9-cli",
+    name,
     requestTimeoutMs: flags.timeout,
     connectTimeoutMs: flags.timeout,
     reconnect,
