@@ -140,6 +140,7 @@ export class Broker {
           port: options.http.port,
           metrics,
           routes: options.http.routes,
+          auth: options.auth,
           logger,
           health: () => ({ ok: !closing, connections: listener.connectionCount }),
         });

@@ -39,7 +39,8 @@ export async function startTestBroker(options: BrokerOptions = {}): Promise<Test
   const url = `127.0.0.1:${broker.port}`;
   const clients: NatsConnection[] = [];
   const client = async () => {
-    const nc = await connect({ servers: url });
+    const { token, user, password: pass } = options.auth ?? {};
+    const nc = await connect({ servers: url, token, user, pass });
     clients.push(nc);
     return nc;
   };

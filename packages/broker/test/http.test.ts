@@ -48,3 +48,40 @@ describe("broker HTTP server", () => {
     expect((await res.json()).message).toMatch(/not found/i);
   });
 });
+
+describe("broker HTTP server with the broker's credentials", () => {
+  it("requires the token on every route but /healthz and /metrics", async () => {
+    const t = await startTestBroker({
+      auth: { token: "s3cret" },
+      http: { port: 0, routes: (app) => void app.get("/extra", async () => ({ mounted: true })) },
+    });
+    try {
+      const base = `http://127.0.0.1:${t.broker.http!.port}`;
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+      expect((await fetch(`${base}/metrics`)).status).toBe(200);
+      const refused = await fetch(`${base}/extra`);
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get("www-authenticate")).toBe('Bearer realm="mq9"');
+      expect((await fetch(`${base}/extra`, { headers: { authorization: "Bearer wrong" } })).status).toBe(401);
+      const allowed = await fetch(`${base}/extra`, { headers: { authorization: "Bearer s3cret" } });
+      expect(await allowed.json()).toEqual({ mounted: true });
+    } finally {
+      await t.close();
+    }
+  });
+
+  it("accepts user and password as Basic credentials", async () => {
+    const t = await startTestBroker({
+      auth: { user: "agent", password: "pw" },
+      http: { port: 0, routes: (app) => void app.get("/extra", async () => ({ mounted: true })) },
+    });
+    try {
+      const url = `http://127.0.0.1:${t.broker.http!.port}/extra`;
+      const basic = (s: string) => ({ authorization: `Basic ${Buffer.from(s).toString("base64")}` });
+      expect((await fetch(url, { headers: basic("agent:nope") })).status).toBe(401);
+      expect((await fetch(url, { headers: basic("agent:pw") })).status).toBe(200);
+    } finally {
+      await t.close();
+    }
+  });
+});

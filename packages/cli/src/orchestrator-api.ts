@@ -9,6 +9,9 @@ export const DEFAULT_API = `http://127.0.0.1:${Defaults.httpPort}`;
 export interface ApiFlags {
   api: string;
   json?: boolean;
+  token?: string;
+  user?: string;
+  password?: string;
 }
 
 /** An error answer of the API: its HTTP status and its stable code. */
@@ -31,7 +34,20 @@ export function apiCommand(command: Command): Command {
         .default(DEFAULT_API),
     )
     .option("--json", "machine-readable output (JSON)")
+    .addOption(new Option("--token <token>", "the broker's token, when it has one").env("MQ9_TOKEN"))
+    .addOption(new Option("--user <user>", "the broker's user, when it has one").env("MQ9_USER"))
+    .addOption(new Option("--password <password>", "password for --user").env("MQ9_PASSWORD"))
     .exitOverride(usageExit);
+}
+
+/** The Authorization header for a broker with credentials (it guards its HTTP routes with them). */
+function authorization(flags: ApiFlags): Record<string, string> {
+  if (flags.token) return { authorization: `Bearer ${flags.token}` };
+  if (flags.user) {
+    const basic = Buffer.from(`${flags.user}:${flags.password ?? ""}`).toString("base64");
+    return { authorization: `Basic ${basic}` };
+  }
+  return {};
 }
 
 /** One JSON request to the API; resolves with the body of a 2xx answer, throws ApiError otherwise. */
@@ -51,7 +67,10 @@ export async function callApi<T = Record<string, unknown>>(
   try {
     response = await fetch(url, {
       method,
-      headers: body === undefined ? {} : { "content-type": "application/json" },
+      headers: {
+        ...authorization(flags),
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch (err) {

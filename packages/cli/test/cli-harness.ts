@@ -9,6 +9,8 @@ export { CLI };
 export interface ServeProcess {
   child: ChildProcess;
   port: number;
+  /** The HTTP server's port (/healthz, /metrics, /mcp, /a2a, /api). */
+  httpPort: number;
   /** Everything the process wrote to stderr so far. */
   stderr(): string;
   /** Resolves with the exit code (or signal name) once the process is gone. */
@@ -37,9 +39,9 @@ export function spawnServe(args: string[], env: NodeJS.ProcessEnv = {}): Promise
     child.stdout!.on("data", (chunk) => {
       out += chunk;
       for (const line of out.split("\n")) {
-        if (!line.includes('"port"')) continue;
-        const port = (JSON.parse(line) as { port?: number }).port;
-        if (port) resolve({ child, port, stderr: () => err, exited });
+        if (!line.includes("broker ready")) continue;
+        const { port, httpPort } = JSON.parse(line) as { port?: number; httpPort?: number };
+        if (port) resolve({ child, port, httpPort: httpPort ?? 0, stderr: () => err, exited });
       }
     });
     void exited.then((code) => reject(new Error(`mq9 serve exited (${code}) before it was ready: ${err}`)));

@@ -30,6 +30,22 @@ describe("mq9 serve — auth and TLS", () => {
     }
   });
 
+  it("--token also guards the HTTP routes (MCP, A2A, orchestrator API), not /healthz", async () => {
+    const serve = await spawnServe(["--data", tempDir(), "--token", "s3cret"]);
+    try {
+      const base = `http://127.0.0.1:${serve.httpPort}`;
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+      for (const path of ["/api/tasks", "/mcp", "/a2a/anyone/.well-known/agent-card.json"]) {
+        expect((await fetch(`${base}${path}`)).status, path).toBe(401);
+      }
+      const withToken = await fetch(`${base}/api/tasks`, { headers: { authorization: "Bearer s3cret" } });
+      expect(withToken.status).not.toBe(401);
+    } finally {
+      serve.child.kill("SIGTERM");
+      await serve.exited;
+    }
+  });
+
   it("user and password from MQ9_USER / MQ9_PASSWORD", async () => {
     const serve = await spawnServe(["--data", tempDir()], { MQ9_USER: "agent", MQ9_PASSWORD: "pw" });
     try {

@@ -1,3 +1,4 @@
+import { timingSafeEqual } from "node:crypto";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Logger } from "../logger.js";
 import type { BrokerMetrics } from "./broker-metrics.js";
@@ -11,7 +12,26 @@ export interface HttpServerOptions {
   health: () => { ok: boolean; [detail: string]: unknown };
   /** Adds the routes of higher layers (A2A gateway, MCP, orchestrator API, dashboard). */
   routes?: (app: FastifyInstance) => void | Promise<void>;
+  /** The broker's credentials: when set, every route but /healthz and /metrics requires them. */
+  auth?: { token?: string; user?: string; password?: string };
   logger: Logger;
+}
+
+const OPEN_PATHS = new Set(["/healthz", "/metrics"]);
+
+function same(a: string, b: string): boolean {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
+}
+
+/** True when the Authorization header carries the broker's token (Bearer) or user and password (Basic). */
+function authorized(header: string | undefined, auth: NonNullable<HttpServerOptions["auth"]>): boolean {
+  if (!header) return false;
+  const [scheme, value = ""] = header.split(" ", 2);
+  if (auth.token !== undefined) return scheme.toLowerCase() === "bearer" && same(value, auth.token);
+  if (auth.user === undefined || scheme.toLowerCase() !== "basic") return false;
+  return same(Buffer.from(value, "base64").toString(), `${auth.user}:${auth.password ?? ""}`);
 }
 
 /** The broker's one HTTP server: /healthz, /metrics, and whatever `routes` mounts. */
@@ -24,6 +44,21 @@ export class HttpServer {
 
   static async start(options: HttpServerOptions): Promise<HttpServer> {
     const app = Fastify({ logger: false });
+    const auth = options.auth;
+    if (auth && (auth.token !== undefined || auth.user !== undefined)) {
+      // Without this, the HTTP port would be a way around the broker's own authentication.
+      const challenge = auth.token !== undefined ? 'Bearer realm="mq9"' : 'Basic realm="mq9"';
+      app.addHook("onRequest", async (request, reply) => {
+        if (OPEN_PATHS.has(request.url.split("?")[0]) || authorized(request.headers.authorization, auth))
+          return;
+        return reply
+          .code(401)
+          .header("www-authenticate", challenge)
+          .send({
+            error: "authentication required: send the broker's token (Bearer) or user and password (Basic)",
+          });
+      });
+    }
     app.get("/healthz", async (_request, reply) => {
       const health = options.health();
       return reply.code(health.ok ? 200 : 503).send({ status: health.ok ? "ok" : "unavailable", ...health });
