@@ -36,15 +36,26 @@ export function spawnServe(args: string[], env: NodeJS.ProcessEnv = {}): Promise
     child.on("exit", (code, signal) => resolve(code ?? signal ?? -1));
   });
   return new Promise((resolve, reject) => {
+    // A broker that never gets ready must not outlive the test that started it.
+    const giveUp = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`mq9 serve was not ready within 20 s: ${err}`));
+    }, 20_000);
     child.stdout!.on("data", (chunk) => {
       out += chunk;
       for (const line of out.split("\n")) {
         if (!line.includes("broker ready")) continue;
         const { port, httpPort } = JSON.parse(line) as { port?: number; httpPort?: number };
-        if (port) resolve({ child, port, httpPort: httpPort ?? 0, stderr: () => err, exited });
+        if (port) {
+          clearTimeout(giveUp);
+          resolve({ child, port, httpPort: httpPort ?? 0, stderr: () => err, exited });
+        }
       }
     });
-    void exited.then((code) => reject(new Error(`mq9 serve exited (${code}) before it was ready: ${err}`)));
+    void exited.then((code) => {
+      clearTimeout(giveUp);
+      reject(new Error(`mq9 serve exited (${code}) before it was ready: ${err}`));
+    });
   });
 }
 

@@ -51,12 +51,9 @@ export class HttpServer {
       app.addHook("onRequest", async (request, reply) => {
         if (OPEN_PATHS.has(request.url.split("?")[0]) || authorized(request.headers.authorization, auth))
           return;
-        return reply
-          .code(401)
-          .header("www-authenticate", challenge)
-          .send({
-            error: "authentication required: send the broker's token (Bearer) or user and password (Basic)",
-          });
+        return reply.code(401).header("www-authenticate", challenge).send({
+          error: "authentication required: send the broker's token (Bearer) or user and password (Basic)",
+        });
       });
     }
     app.get("/healthz", async (_request, reply) => {

@@ -156,6 +156,9 @@ export class SqliteStore implements Store {
          ON CONFLICT (mbox, name) DO UPDATE SET cursor0 = @c0, cursor1 = @c1, cursor2 = @c2, next_batch = @batch`,
       ),
       clearDeliveries: db.prepare("DELETE FROM deliveries WHERE mbox = ? AND grp = ?"),
+      hasDeliveries: db.prepare<[number, string], { found: number }>(
+        "SELECT 1 AS found FROM deliveries WHERE mbox = ? AND grp = ? LIMIT 1",
+      ),
       claimableClass: db.prepare<
         [number, number, number, number, number, string, number, number],
         MessageRow
@@ -319,21 +322,26 @@ export class SqliteStore implements Store {
         if (options.reset) this.stmt.clearDeliveries.run(box.id, group);
       }
       const cursors = [state.cursor0, state.cursor1, state.cursor2];
+      const nothingInFlight = this.stmt.hasDeliveries.get(box.id, group) === undefined;
       const used = { bytes: 0 };
       const taken: MessageRow[] = [];
       for (const rank of RANKS) {
         const remaining = options.limit - taken.length;
         if (remaining <= 0 || (used.bytes > 0 && used.bytes >= options.maxBytes)) break;
-        const rows = this.stmt.claimableClass.all(
-          box.id,
-          rank,
-          cursors[rank],
-          options.nowMs,
-          box.id,
-          group,
-          options.nowMs,
-          remaining,
-        );
+        // With nothing in flight or ACKed ahead of the cursors (the usual case once a
+        // batch is ACKed), every message from the cursor on is free: skip the per-row check.
+        const rows = nothingInFlight
+          ? this.stmt.readClass.all(box.id, rank, cursors[rank], options.nowMs, 0, remaining)
+          : this.stmt.claimableClass.all(
+              box.id,
+              rank,
+              cursors[rank],
+              options.nowMs,
+              box.id,
+              group,
+              options.nowMs,
+              remaining,
+            );
         const within = withinBudget(rows, remaining, options.maxBytes, used);
         taken.push(...within);
         if (within.length < rows.length) break;
