@@ -256,6 +256,17 @@ describe("agent registry over the wire", () => {
       expect(
         names(await ask({ semantic: "is it going to be sunny", text: "temperature", limit: 1 })),
       ).toEqual(["weather"]);
+      // Scores only on request, best first, so callers can apply their own threshold.
+      expect(semantic.agents[0]._score).toBeUndefined();
+      const scored = (await ask({ semantic: query, include_score: true })).agents.map(
+        (a) => a._score as number,
+      );
+      expect(scored).toHaveLength(3);
+      expect(scored.every((score) => typeof score === "number")).toBe(true);
+      expect([...scored].sort((a, b) => b - a)).toEqual(scored);
+      expect(scored[0]).toBeGreaterThan(scored[2]);
+      const byText = (await ask({ text: "salaries", include_score: true })).agents;
+      expect(byText.map((a) => [a.name, typeof a._score])).toEqual([["payroll", "number"]]);
     } finally {
       await fresh.close();
     }

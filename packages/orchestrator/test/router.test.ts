@@ -199,5 +199,17 @@ describe("router — intent", () => {
     for (const intent of intents) await sendEnvelope(client, orchestrator.names.router, ask({ intent }));
     await until("every request to arrive", () => Object.values(got).flat().length === 3, 60_000);
     expect(got).toEqual({ translator: [intents[0]], payroll: [intents[1]], weather: [intents[2]] });
+
+    // Nobody's description is close enough: a dead letter naming the closest agent, not a wild guess.
+    const unrelated = "recompile the kernel with a realtime scheduler";
+    await sendEnvelope(client, orchestrator.names.router, ask({ intent: unrelated }));
+    await until("the request to be dead-lettered", async () =>
+      (await orchestrator.deadLetterList()).some((l) =>
+        l.reason.includes("no live agent matches the intent"),
+      ),
+    );
+    const letter = (await orchestrator.deadLetterList()).find((l) => l.reason.includes("recompile"))!;
+    expect(letter.reason).toMatch(/the closest was \w+ at 0\.\d+, below the threshold 0\.35$/);
+    expect(Object.values(got).flat()).toHaveLength(3);
   }, 90_000);
 });

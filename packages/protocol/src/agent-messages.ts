@@ -39,6 +39,14 @@ export interface AgentDiscoverRequest {
   limit?: number;
   /** From 1. */
   page?: number;
+  /** Only agents carrying every one of these tags. */
+  tags?: string[];
+  /** Only agents heard from (REGISTER or REPORT) within their ttl. */
+  online?: boolean;
+  /** Adds `_status` (last REPORT body) and `_last_seen` (unix seconds). */
+  include_status?: boolean;
+  /** Adds `_score` to ranked hits (similarity, BM25, or their fusion; higher is better). */
+  include_score?: boolean;
   [field: string]: unknown;
 }
 
@@ -47,6 +55,9 @@ export interface AgentEntry {
   name?: string;
   mailbox?: string;
   agent_info?: string;
+  _status?: unknown;
+  _last_seen?: number;
+  _score?: number;
   [field: string]: unknown;
 }
 

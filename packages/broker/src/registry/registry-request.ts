@@ -19,6 +19,8 @@ export interface DiscoverRequest {
   tags?: string[];
   online: boolean;
   includeStatus: boolean;
+  /** Adds `_score` (similarity, BM25 or their fusion, higher is better) to ranked entries. */
+  includeScore: boolean;
   limit: number;
   page: number;
 }
@@ -94,6 +96,7 @@ export function parseDiscover(body: Uint8Array): DiscoverRequest {
     tags,
     online: optionalBool(obj, "online", command),
     includeStatus: optionalBool(obj, "include_status", command),
+    includeScore: optionalBool(obj, "include_score", command),
     limit: Math.min(limit, MAX_DISCOVER_LIMIT),
     page: Math.max(1, optionalUInt(obj, "page", command) ?? 1),
   };

@@ -174,7 +174,7 @@ export class Registry {
     const filter: AgentFilter = { tags: request.tags, online: request.online };
     const now = this.now();
     const offset = (request.page - 1) * request.limit;
-    let ranked: string[] = [];
+    let ranked: RankedAgent[] = [];
     let warning: string | undefined;
     if (request.semantic !== undefined) {
       let unavailable = this.semanticUnavailable();
@@ -194,20 +194,32 @@ export class Registry {
       if (unavailable !== undefined) {
         warning = `semantic search is unavailable (${unavailable}); results are ranked by full-text instead`;
         const text = request.text === undefined ? request.semantic : `${request.semantic} ${request.text}`;
-        ranked = await this.textOrAll(text, filter, now, offset, request.limit);
+        // Fallback ranks are not comparable to similarities: they carry no score.
+        ranked = (await this.textOrAll(text, filter, now, offset, request.limit)).map((mailbox) => ({
+          mailbox,
+          score: Number.NaN,
+        }));
       }
     } else if (request.text !== undefined) {
-      ranked = (await this.store.search(request.text, filter, now, offset, request.limit)).map(
-        (r) => r.mailbox,
-      );
+      ranked = await this.store.search(request.text, filter, now, offset, request.limit);
     } else {
       const rows = await this.store.list(filter, now, offset, request.limit);
       return { agents: rows.map((row) => this.entry(row, request)) };
     }
-    const rows = new Map((await this.store.get(ranked, now)).map((row) => [row.mailbox, row]));
-    const agents = ranked.flatMap((mailbox) => {
+    const rows = new Map(
+      (
+        await this.store.get(
+          ranked.map((r) => r.mailbox),
+          now,
+        )
+      ).map((row) => [row.mailbox, row]),
+    );
+    const agents = ranked.flatMap(({ mailbox, score }) => {
       const row = rows.get(mailbox);
-      return row ? [this.entry(row, request)] : [];
+      if (!row) return [];
+      const entry = this.entry(row, request);
+      if (request.includeScore && !Number.isNaN(score)) entry._score = score;
+      return [entry];
     });
     return warning === undefined ? { agents } : { agents, warning };
   }
@@ -284,10 +296,15 @@ export class Registry {
     }
   }
 
-  private async semantic(text: string, filter: AgentFilter, now: number, need: number): Promise<string[]> {
+  private async semantic(
+    text: string,
+    filter: AgentFilter,
+    now: number,
+    need: number,
+  ): Promise<RankedAgent[]> {
     const query = await this.queryVector(text);
     await this.indexer!.caughtUp();
-    return (await this.semanticRanking(query, filter, now, need)).slice(0, need).map((r) => r.mailbox);
+    return (await this.semanticRanking(query, filter, now, need)).slice(0, need);
   }
 
   /**
@@ -301,7 +318,7 @@ export class Registry {
     filter: AgentFilter,
     now: number,
     need: number,
-  ): Promise<string[]> {
+  ): Promise<RankedAgent[]> {
     const query = await this.queryVector(semantic);
     await this.indexer!.caughtUp();
     const depth = Math.max(need * 2, 50);
@@ -323,7 +340,7 @@ export class Registry {
       score: (cosine.get(mailbox) ?? -1) + this.hybridTextWeight * (textScore.get(mailbox) ?? 0),
     }));
     fused.sort((a, b) => b.score - a.score || (a.mailbox < b.mailbox ? -1 : 1));
-    return fused.slice(0, need).map((r) => r.mailbox);
+    return fused.slice(0, need);
   }
 
   /** A DISCOVER entry: the registered body unchanged, plus `name` and `agent_info` when it lacks them. */
