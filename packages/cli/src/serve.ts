@@ -100,7 +100,7 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
       data: config.storage.data,
       sync: config.storage.sync,
     },
-    `mq9 broker ready on ${scheme}://${broker.host}:${broker.port}; HTTP on http://${http?.host}:${http?.port} (/healthz, /metrics)`,
+    `mq9 broker ready on ${scheme}://${broker.host}:${broker.port}; HTTP on http://${http?.host}:${http?.port} (/healthz, /metrics, /mcp, /a2a, /api)`,
   );
   agentApps.start(broker.host, broker.port);
   // In the background: the broker serves meanwhile, and the API answers 503 until it is up.
