@@ -53,7 +53,18 @@ export async function start({ payload, drainBatch }) {
   let client;
   try {
     try {
-      server = await startBroker(port, dir, ["--log-level", "warn"]);
+      // Messaging only: the registry's embedder and the orchestrator would only add their start-up
+      // work to the measurement; the HTTP port is a free one so a running broker does not collide.
+      server = await startBroker(port, dir, [
+        "--log-level",
+        "warn",
+        "--http-port",
+        "0",
+        "--registry-embedder",
+        "none",
+        "--orchestrator",
+        "off",
+      ]);
     } catch (err) {
       // Tolerate a CLI that does not know --log-level (yet): try once more without it.
       if (!(err instanceof NotMeasured) || !/log.?level/i.test(err.details)) throw err;
