@@ -80,6 +80,9 @@ export async function start({ payload, drainBatch }) {
       throw new Error(`MAILBOX.CREATE returned mail_address ${JSON.stringify(created)}`);
     }
     const fetchOptions = { group: GROUP, deliver: "earliest", batch: drainBatch, maxWaitMs: 0 };
+    // Like JetStream's m.ack(), the ACK is not waited for before the next FETCH: it travels
+    // ahead of that FETCH on the same connection. Its reply is checked one batch later.
+    let pendingAck = Promise.resolve();
 
     return {
       output: () => server.output(),
@@ -90,12 +93,13 @@ export async function start({ payload, drainBatch }) {
       },
       async drainOnce() {
         const messages = await client.fetch(MAILBOX, fetchOptions);
+        await pendingAck;
         if (messages.length === 0) return 0;
         for (const m of messages) {
           const len = m.payload.length; // decoded, as a real consumer would
           if (len !== payload.length) throw new Error(`mq9: got a ${len}-byte payload`);
         }
-        await client.ack(MAILBOX, GROUP, messages[messages.length - 1].msgId);
+        pendingAck = client.ack(MAILBOX, GROUP, messages[messages.length - 1].msgId);
         return messages.length;
       },
       async close() {
