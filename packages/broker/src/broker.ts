@@ -8,7 +8,7 @@ import { type Logger, silentLogger } from "./logger.js";
 import { NatsListener, type NatsListenerOptions } from "./nats/index.js";
 import { openRegistry, type RegistrySettings } from "./registry/open-registry.js";
 import type { Registry } from "./registry/registry.js";
-import { Mq9Service } from "./service/mq9-service.js";
+import { encodeReply, Mq9Service } from "./service/mq9-service.js";
 import { SqliteStore, type SyncMode } from "./store/sqlite-store.js";
 import type { Store } from "./store/store.js";
 
@@ -122,7 +122,7 @@ export class Broker {
       isMq9Subject,
       (request) => {
         void service.handle({ ...request, signal: clientSignal(request.clientId) }).then((reply) => {
-          if (request.reply) listener.publish(request.reply, encoder.encode(JSON.stringify(reply)));
+          if (request.reply) listener.publish(request.reply, encoder.encode(encodeReply(reply)));
         });
       },
       (clientId) => {

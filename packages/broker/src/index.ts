@@ -34,7 +34,8 @@ export type {
   VectorSelector,
   VectorStore,
 } from "./registry/vector-store.js";
-export { type Mq9Request, Mq9Service, type ReplyBody } from "./service/mq9-service.js";
+export { encodeMessageItem } from "./service/message-item.js";
+export { encodeReply, type Mq9Request, Mq9Service, type ReplyBody } from "./service/mq9-service.js";
 export type { RequestObserver } from "./service/request-observer.js";
 export { SqliteStore, type SqliteStoreOptions, type SyncMode } from "./store/sqlite-store.js";
 export { StorageError } from "./store/storage-error.js";

@@ -13,7 +13,8 @@ import {
 import type { MessagingEngine } from "../engine/messaging-engine.js";
 import type { Logger } from "../logger.js";
 import type { Registry } from "../registry/registry.js";
-import { toMessageItem } from "./message-item.js";
+import type { StoredMessage } from "../store/store.js";
+import { encodeMessageItem } from "./message-item.js";
 import type { RequestObserver } from "./request-observer.js";
 
 /** One mq9 request as any transport hands it over. */
@@ -26,7 +27,16 @@ export interface Mq9Request {
   signal?: AbortSignal;
 }
 
-export type ReplyBody = Mq9Reply & Record<string, unknown>;
+/** A reply before encoding; FETCH and QUERY carry the stored messages themselves. */
+export type ReplyBody = Mq9Reply & { messages?: StoredMessage[] } & Record<string, unknown>;
+
+/** The JSON text of a reply; message lists are written item by item (see encodeMessageItem). */
+export function encodeReply(reply: ReplyBody): string {
+  const { messages, ...rest } = reply;
+  if (!messages) return JSON.stringify(rest);
+  const head = JSON.stringify(rest);
+  return `${head.slice(0, -1)},"messages":[${messages.map(encodeMessageItem).join(",")}]}`;
+}
 
 function unwrap<T>(parsed: Parsed<T>): T {
   if (!parsed.ok) throw new Mq9Error("INVALID_REQUEST", parsed.error);
@@ -81,14 +91,14 @@ export class Mq9Service {
       case "msg.fetch": {
         const fetch = unwrap(parseFetchRequest(request.payload));
         const messages = await engine.fetch(command.mailAddress, fetch, request.signal);
-        return { messages: messages.map(toMessageItem) };
+        return { messages };
       }
       case "msg.ack":
         await engine.ack(command.mailAddress, unwrap(parseAckRequest(request.payload)));
         return {};
       case "msg.query": {
         const messages = await engine.query(command.mailAddress, unwrap(parseQueryRequest(request.payload)));
-        return { messages: messages.map(toMessageItem) };
+        return { messages };
       }
       case "msg.delete":
         await engine.delete(command.mailAddress, command.msgIdToken);

@@ -1,0 +1,55 @@
+import type { MessageItem } from "@mq9/protocol";
+import { describe, expect, it } from "vitest";
+import { encodeMessageItem } from "../src/service/message-item.js";
+import { encodeReply } from "../src/service/mq9-service.js";
+import type { StoredMessage } from "../src/store/store.js";
+
+const header = new TextEncoder().encode('NATS/1.0\r\nmq9-key: a"b\r\nmq9-reply-to: caller.inbox\r\n\r\n');
+
+describe("message items on the wire", () => {
+  it("are valid JSON with every field of the SDK contract, whatever the key, tags and bytes", () => {
+    const message: StoredMessage = {
+      id: 42,
+      priority: "urgent",
+      key: 'quote " backslash \\ newline \n ünïcode',
+      tags: ["a,b", "\u0000"],
+      header,
+      payload: new Uint8Array([0, 255, 10, 34, 92]),
+      createdMs: 1_800_000_000_999,
+    };
+    const item = JSON.parse(encodeMessageItem(message)) as MessageItem;
+    expect(item).toEqual({
+      msg_id: 42,
+      payload: Buffer.from([0, 255, 10, 34, 92]).toString("base64"),
+      priority: "urgent",
+      header: Array.from(header),
+      headers: { "mq9-key": 'a"b', "mq9-reply-to": "caller.inbox" },
+      key: message.key,
+      tags: message.tags,
+      create_time: 1_800_000_000,
+    });
+  });
+
+  it("a message sent without headers has header null and nothing optional", () => {
+    const item = JSON.parse(
+      encodeMessageItem({ id: 0, priority: "normal", payload: new Uint8Array(), createdMs: 1000 }),
+    );
+    expect(item).toEqual({ msg_id: 0, payload: "", priority: "normal", header: null, create_time: 1 });
+  });
+
+  it("replies carry the message list after the envelope; errors carry none", () => {
+    const messages: StoredMessage[] = [
+      { id: 1, priority: "critical", payload: new Uint8Array([104, 105]), createdMs: 2000 },
+      { id: 2, priority: "normal", payload: new Uint8Array(), createdMs: 3000 },
+    ];
+    expect(JSON.parse(encodeReply({ error: "", messages }))).toEqual({
+      error: "",
+      messages: [
+        { msg_id: 1, payload: "aGk=", priority: "critical", header: null, create_time: 2 },
+        { msg_id: 2, payload: "", priority: "normal", header: null, create_time: 3 },
+      ],
+    });
+    expect(JSON.parse(encodeReply({ error: "", messages: [] }))).toEqual({ error: "", messages: [] });
+    expect(encodeReply({ error: "mailbox x does not exist" })).toBe('{"error":"mailbox x does not exist"}');
+  });
+});
