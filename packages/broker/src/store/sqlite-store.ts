@@ -79,19 +79,25 @@ function isLive(row: MailboxRow, nowMs: number): boolean {
   return row.expires_ms === null || row.expires_ms > nowMs;
 }
 
-/** Takes messages in order until `limit` or the byte budget is reached (always at least one). */
-function withinBudget(
-  rows: MessageRow[],
+/**
+ * Walks the priority classes, critical first, taking each class's rows (FIFO)
+ * until `limit` or the payload byte budget is reached (always at least one).
+ */
+function takeByPriority(
   limit: number,
   maxBytes: number,
-  used = { bytes: 0 },
+  rowsOf: (rank: number, remaining: number) => MessageRow[],
 ): MessageRow[] {
   const taken: MessageRow[] = [];
-  for (const row of rows) {
-    if (taken.length >= limit) break;
-    if (used.bytes > 0 && used.bytes + row.payload.length > maxBytes) break;
-    used.bytes += row.payload.length;
-    taken.push(row);
+  let bytes = 0;
+  for (const rank of RANKS) {
+    const remaining = limit - taken.length;
+    if (remaining <= 0 || (bytes > 0 && bytes >= maxBytes)) break;
+    for (const row of rowsOf(rank, remaining)) {
+      if (bytes > 0 && bytes + row.payload.length > maxBytes) return taken;
+      bytes += row.payload.length;
+      taken.push(row);
+    }
   }
   return taken;
 }
@@ -286,24 +292,10 @@ export class SqliteStore implements Store {
   async read(mailbox: string, start: StartPosition, options: ReadOptions): Promise<StoredMessage[]> {
     const box = this.liveMailbox(mailbox, options.nowMs);
     if (!box) return [];
-    const used = { bytes: 0 };
-    const out: StoredMessage[] = [];
-    for (const rank of RANKS) {
-      const remaining = options.limit - out.length;
-      if (remaining <= 0 || (used.bytes > 0 && used.bytes >= options.maxBytes)) break;
-      const rows = this.stmt.readClass.all(
-        box.id,
-        rank,
-        start.fromId,
-        options.nowMs,
-        start.fromCreatedMs ?? 0,
-        remaining,
-      );
-      const taken = withinBudget(rows, remaining, options.maxBytes, used);
-      out.push(...taken.map(toStored));
-      if (taken.length < rows.length) break;
-    }
-    return out;
+    const rows = takeByPriority(options.limit, options.maxBytes, (rank, remaining) =>
+      this.stmt.readClass.all(box.id, rank, start.fromId, options.nowMs, start.fromCreatedMs ?? 0, remaining),
+    );
+    return rows.map(toStored);
   }
 
   async hasGroup(mailbox: string, group: string): Promise<boolean> {
@@ -323,14 +315,10 @@ export class SqliteStore implements Store {
       }
       const cursors = [state.cursor0, state.cursor1, state.cursor2];
       const nothingInFlight = this.stmt.hasDeliveries.get(box.id, group) === undefined;
-      const used = { bytes: 0 };
-      const taken: MessageRow[] = [];
-      for (const rank of RANKS) {
-        const remaining = options.limit - taken.length;
-        if (remaining <= 0 || (used.bytes > 0 && used.bytes >= options.maxBytes)) break;
-        // With nothing in flight or ACKed ahead of the cursors (the usual case once a
-        // batch is ACKed), every message from the cursor on is free: skip the per-row check.
-        const rows = nothingInFlight
+      // With nothing in flight or ACKed ahead of the cursors (the usual case once a
+      // batch is ACKed), every message from the cursor on is free: skip the per-row check.
+      const taken = takeByPriority(options.limit, options.maxBytes, (rank, remaining) =>
+        nothingInFlight
           ? this.stmt.readClass.all(box.id, rank, cursors[rank], options.nowMs, 0, remaining)
           : this.stmt.claimableClass.all(
               box.id,
@@ -341,11 +329,8 @@ export class SqliteStore implements Store {
               group,
               options.nowMs,
               remaining,
-            );
-        const within = withinBudget(rows, remaining, options.maxBytes, used);
-        taken.push(...within);
-        if (within.length < rows.length) break;
-      }
+            ),
+      );
       const batch = state.next_batch;
       this.stmt.upsertGroup.run({
         mbox: box.id,
