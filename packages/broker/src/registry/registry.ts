@@ -78,6 +78,8 @@ export class Registry {
   private readonly limits: RegistrationLimits;
   private readonly cache: QueryVectorCache;
   private readonly embedding = new Map<string, Promise<Float32Array>>();
+  /** Parsed bodies of records (which stores keep until the record changes), so a popular agent is parsed once. */
+  private readonly entries = new WeakMap<AgentRow, Record<string, unknown>>();
   private readonly hybridTextWeight: number;
   private readonly embedderMissing?: string;
   private sweepTimer?: NodeJS.Timeout;
@@ -345,9 +347,15 @@ export class Registry {
 
   /** A DISCOVER entry: the registered body unchanged, plus `name` and `agent_info` when it lacks them. */
   private entry(row: AgentRow, request: DiscoverRequest): Record<string, unknown> {
-    const entry = JSON.parse(row.bodyJson) as Record<string, unknown>;
-    if (!row.hasOwnName) entry.name = row.name;
-    if (entry.agent_info === undefined) entry.agent_info = row.agentInfo;
+    let base = this.entries.get(row);
+    if (!base) {
+      base = JSON.parse(row.bodyJson) as Record<string, unknown>;
+      if (!row.hasOwnName) base.name = row.name;
+      if (base.agent_info === undefined) base.agent_info = row.agentInfo;
+      this.entries.set(row, base);
+    }
+    // A copy: the cached entry is shared by every answer that lists this agent.
+    const entry = { ...base };
     if (request.includeStatus) {
       entry._status = row.statusJson === undefined ? null : (JSON.parse(row.statusJson) as unknown);
       entry._last_seen = Math.floor(row.lastSeenMs / 1000);

@@ -1,0 +1,170 @@
+import type { AgentFilter, AgentRow } from "./registry-store.js";
+
+/** A registration in memory, with what discovery needs to find it. */
+export interface DirectoryEntry {
+  /** A small number naming the agent in the full-text index; reused after the agent is gone. */
+  readonly owner: number;
+  readonly mailbox: string;
+  readonly name: string;
+  readonly tags: ReadonlySet<string>;
+  readonly ttlS: number;
+  /** Unix ms; null = never expires. */
+  expiresMs: number | null;
+  readonly docIds: readonly number[];
+  /** The record as stored; replaced (not changed) by a heartbeat. */
+  record: AgentRow;
+}
+
+/** When a registration with this ttl, last heard from at `lastSeenMs`, expires (null: never). */
+export function expiryOf(ttlS: number, lastSeenMs: number): number | null {
+  return ttlS > 0 ? lastSeenMs + ttlS * 1000 : null;
+}
+
+/** Discovery's default order: by name, then mailbox. */
+function before(a: DirectoryEntry, b: DirectoryEntry): boolean {
+  return a.name < b.name || (a.name === b.name && a.mailbox < b.mailbox);
+}
+
+/**
+ * The registrations' discovery metadata in memory: liveness, tags (an
+ * inverted index, intersected smallest set first) and the name order of
+ * listings, so tag and list queries never scan. The records themselves stay
+ * in the store.
+ */
+export class AgentDirectory {
+  private readonly byMailbox = new Map<string, DirectoryEntry>();
+  private readonly byOwner: (DirectoryEntry | undefined)[] = [];
+  private readonly freeOwners: number[] = [];
+  private readonly byTag = new Map<string, Set<DirectoryEntry>>();
+  /** Every entry, by name then mailbox. */
+  private readonly ordered: DirectoryEntry[] = [];
+
+  get size(): number {
+    return this.byMailbox.size;
+  }
+
+  /** Adds or replaces the registration of `record.mailbox`. */
+  put(record: AgentRow, docIds: readonly number[]): DirectoryEntry {
+    this.remove(record.mailbox);
+    const entry: DirectoryEntry = {
+      owner: this.freeOwners.pop() ?? this.byOwner.length,
+      mailbox: record.mailbox,
+      name: record.name,
+      tags: new Set(record.tags),
+      ttlS: record.ttlS,
+      expiresMs: expiryOf(record.ttlS, record.lastSeenMs),
+      docIds,
+      record,
+    };
+    this.byMailbox.set(entry.mailbox, entry);
+    this.byOwner[entry.owner] = entry;
+    for (const tag of entry.tags) {
+      let set = this.byTag.get(tag);
+      if (!set) {
+        set = new Set();
+        this.byTag.set(tag, set);
+      }
+      set.add(entry);
+    }
+    this.ordered.splice(this.position(entry), 0, entry);
+    return entry;
+  }
+
+  remove(mailbox: string): DirectoryEntry | undefined {
+    const entry = this.byMailbox.get(mailbox);
+    if (!entry) return undefined;
+    this.byMailbox.delete(mailbox);
+    this.byOwner[entry.owner] = undefined;
+    this.freeOwners.push(entry.owner);
+    for (const tag of entry.tags) {
+      const set = this.byTag.get(tag);
+      set?.delete(entry);
+      if (set?.size === 0) this.byTag.delete(tag);
+    }
+    this.ordered.splice(this.position(entry), 1);
+    return entry;
+  }
+
+  get(mailbox: string): DirectoryEntry | undefined {
+    return this.byMailbox.get(mailbox);
+  }
+
+  ofOwner(owner: number): DirectoryEntry | undefined {
+    return this.byOwner[owner];
+  }
+
+  /** A heartbeat: renews the ttl and keeps the status. */
+  touch(entry: DirectoryEntry, nowMs: number, statusJson: string): void {
+    entry.record = { ...entry.record, lastSeenMs: nowMs, statusJson };
+    entry.expiresMs = expiryOf(entry.ttlS, nowMs);
+  }
+
+  isLive(entry: DirectoryEntry, nowMs: number): boolean {
+    return entry.expiresMs === null || entry.expiresMs > nowMs;
+  }
+
+  /** Whether a live entry passes the filter. */
+  accepts(entry: DirectoryEntry, filter: AgentFilter, nowMs: number): boolean {
+    if (!this.isLive(entry, nowMs)) return false;
+    if (filter.online && entry.ttlS <= 0) return false;
+    if (filter.tags) for (const tag of filter.tags) if (!entry.tags.has(tag)) return false;
+    return true;
+  }
+
+  /** Live entries passing the filter, in no particular order. */
+  matching(filter: AgentFilter, nowMs: number): DirectoryEntry[] {
+    const out: DirectoryEntry[] = [];
+    for (const entry of this.rarestTag(filter) ?? this.ordered)
+      if (this.accepts(entry, filter, nowMs)) out.push(entry);
+    return out;
+  }
+
+  /** A page of the live entries passing the filter, by name then mailbox. */
+  page(filter: AgentFilter, nowMs: number, offset: number, limit: number): DirectoryEntry[] {
+    const tagged = this.rarestTag(filter);
+    if (tagged && tagged.size * 8 < this.ordered.length) {
+      // A selective tag: sort its few matches rather than walk everyone.
+      const matches = this.matching(filter, nowMs).sort((a, b) => (before(a, b) ? -1 : 1));
+      return matches.slice(offset, offset + limit);
+    }
+    const out: DirectoryEntry[] = [];
+    let skipped = 0;
+    for (const entry of this.ordered) {
+      if (out.length === limit) break;
+      if (!this.accepts(entry, filter, nowMs)) continue;
+      if (skipped < offset) skipped++;
+      else out.push(entry);
+    }
+    return out;
+  }
+
+  /** Number of live registrations. */
+  liveCount(nowMs: number): number {
+    let n = 0;
+    for (const entry of this.ordered) if (this.isLive(entry, nowMs)) n++;
+    return n;
+  }
+
+  /** The agents of the rarest asked-for tag (a superset of the matches); undefined without tags. */
+  private rarestTag(filter: AgentFilter): ReadonlySet<DirectoryEntry> | undefined {
+    let rarest: ReadonlySet<DirectoryEntry> | undefined;
+    for (const tag of filter.tags ?? []) {
+      const set = this.byTag.get(tag);
+      if (!set) return new Set();
+      if (!rarest || set.size < rarest.size) rarest = set;
+    }
+    return rarest;
+  }
+
+  /** Where `entry` is, or would go, in the name order (binary search). */
+  private position(entry: DirectoryEntry): number {
+    let lo = 0;
+    let hi = this.ordered.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (before(this.ordered[mid], entry)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+}
