@@ -107,6 +107,7 @@ export class Broker {
       await store.close();
       throw err;
     }
+    if (registry) metrics.watchRegistry(registry);
     const service = new Mq9Service(engine, logger, metrics, registry);
     // One abort signal per client, fired when its connection closes (ends its long-polls).
     const clients = new Map<number, AbortController>();

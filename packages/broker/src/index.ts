@@ -14,7 +14,12 @@ export {
 export { LocalVectorStore, type LocalVectorStoreOptions } from "./registry/local-vector-store.js";
 export { OnnxEmbedder, type OnnxEmbedderOptions } from "./registry/onnx-embedder.js";
 export { embedderProblem, openRegistry, type RegistrySettings } from "./registry/open-registry.js";
-export { type DiscoverResult, Registry, type RegistryOptions } from "./registry/registry.js";
+export {
+  type DiscoverResult,
+  Registry,
+  type RegistryOptions,
+  type RegistryStatus,
+} from "./registry/registry.js";
 export type {
   AgentFilter,
   AgentRow,
@@ -30,6 +35,7 @@ export { UseEmbedder } from "./registry/use-embedder.js";
 export type {
   VectorFilter,
   VectorHit,
+  VectorIndexStatus,
   VectorItem,
   VectorSelector,
   VectorStore,

@@ -38,6 +38,30 @@ describe("broker HTTP server", () => {
     expect(text).toMatch(/mq9_request_duration_seconds_bucket\{le="0.001",op="msg.send"\} \d/);
   });
 
+  it("/metrics shows the registry's background work", async () => {
+    await t.request(Subjects.agentRegister, { name: "metrics.agent", mailbox: "metrics.agent.inbox" });
+    const gauges = async () => {
+      const text = await (await fetch(`${base}/metrics`)).text();
+      return Object.fromEntries(
+        [...text.matchAll(/^(mq9_registry_\w+) (\d+)$/gm)].map((m) => [m[1], Number(m[2])]),
+      );
+    };
+    expect(Object.keys(await gauges()).sort()).toEqual([
+      "mq9_registry_embedding",
+      "mq9_registry_index_building",
+      "mq9_registry_vectors_indexed",
+      "mq9_registry_vectors_unindexed",
+    ]);
+    await t.broker.registry!.indexed();
+    // One skill vector, far below the approximate index's threshold: searched exactly.
+    expect(await gauges()).toEqual({
+      mq9_registry_embedding: 0,
+      mq9_registry_vectors_unindexed: 1,
+      mq9_registry_vectors_indexed: 0,
+      mq9_registry_index_building: 0,
+    });
+  });
+
   it("mounts the routes of higher layers", async () => {
     expect(await (await fetch(`${base}/extra`)).json()).toEqual({ mounted: true });
   });

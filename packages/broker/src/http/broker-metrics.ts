@@ -1,9 +1,10 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry as MetricsRegistry } from "prom-client";
+import type { Registry } from "../registry/registry.js";
 import type { RequestObserver } from "../service/request-observer.js";
 
 /** Prometheus metrics of one broker, in a registry of its own (several brokers may share a process). */
 export class BrokerMetrics implements RequestObserver {
-  readonly registry = new Registry();
+  readonly registry = new MetricsRegistry();
   private readonly requests: Counter<"op" | "outcome">;
   private readonly latency: Histogram<"op">;
 
@@ -30,6 +31,35 @@ export class BrokerMetrics implements RequestObserver {
         this.set(connections());
       },
     });
+  }
+
+  /** Gauges of the registry's background work, so operators (and the benchmark) see when it is done. */
+  watchRegistry(registry: Registry): void {
+    const gauge = (name: string, help: string, read: () => number) =>
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.set(read());
+        },
+      });
+    gauge("mq9_registry_embedding", "1 while registered skills wait for their vectors", () =>
+      registry.status().embedding ? 1 : 0,
+    );
+    gauge(
+      "mq9_registry_vectors_unindexed",
+      "skill vectors searched exactly until they enter the approximate index",
+      () => registry.status().vectors?.pending ?? 0,
+    );
+    gauge(
+      "mq9_registry_vectors_indexed",
+      "skill vectors in the approximate index",
+      () => registry.status().vectors?.indexed ?? 0,
+    );
+    gauge("mq9_registry_index_building", "1 while the approximate vector index is being built", () =>
+      registry.status().vectors?.building ? 1 : 0,
+    );
   }
 
   observe(op: string, failed: boolean, seconds: number): void {

@@ -95,6 +95,11 @@ export class EmbeddingIndexer {
     );
   }
 
+  /** Whether stored skills are waiting for their vectors. */
+  get embedding(): boolean {
+    return this.unavailable === undefined && this.done < this.enqueued;
+  }
+
   /** Resolves once every doc stored before the call has its vector (or the embedder has failed). */
   caughtUp(): Promise<void> {
     const through = this.enqueued;

@@ -5,7 +5,14 @@ import Database from "better-sqlite3";
 import { type Logger, silentLogger } from "../logger.js";
 import { StorageError } from "../store/storage-error.js";
 import { FlatVectors, TopK } from "./flat-vectors.js";
-import type { VectorFilter, VectorHit, VectorItem, VectorSelector, VectorStore } from "./vector-store.js";
+import type {
+  VectorFilter,
+  VectorHit,
+  VectorIndexStatus,
+  VectorItem,
+  VectorSelector,
+  VectorStore,
+} from "./vector-store.js";
 
 /** The slice of hnswlib-node used here (an optional dependency, so its types may be absent). */
 interface Hnsw {
@@ -327,7 +334,7 @@ export class LocalVectorStore implements VectorStore {
   }
 
   /** Whether the approximate index is in use, and how many vectors wait to enter it. */
-  status(): { indexed: number; pending: number; building: boolean } {
+  status(): VectorIndexStatus {
     return {
       indexed: this.indexed.size,
       pending: this.pending?.size ?? 0,

@@ -11,7 +11,7 @@ import {
 } from "./registration.js";
 import { type DiscoverRequest, parseDiscover, parseReport, parseUnregister } from "./registry-request.js";
 import type { AgentFilter, AgentRow, RankedAgent, RegistryStore, SkillDoc } from "./registry-store.js";
-import type { VectorStore } from "./vector-store.js";
+import type { VectorIndexStatus, VectorStore } from "./vector-store.js";
 
 export interface RegistryOptions {
   store: RegistryStore;
@@ -35,9 +35,15 @@ export interface RegistryOptions {
   preloadEmbedder?: boolean;
 }
 
+export interface RegistryStatus {
+  embedding: boolean;
+  vectors?: VectorIndexStatus;
+}
+
 /** One DISCOVER answer: the entries and, when the ranking asked for could not be used, why. */
 export interface DiscoverResult {
-  agents: Record<string, unknown>[];
+  /** Each entry as JSON text: written into the reply as is, never parsed again. */
+  agents: string[];
   warning?: string;
 }
 
@@ -78,8 +84,8 @@ export class Registry {
   private readonly limits: RegistrationLimits;
   private readonly cache: QueryVectorCache;
   private readonly embedding = new Map<string, Promise<Float32Array>>();
-  /** Parsed bodies of records (which stores keep until the record changes), so a popular agent is parsed once. */
-  private readonly entries = new WeakMap<AgentRow, Record<string, unknown>>();
+  /** Entry texts of records (which stores keep until the record changes), built once per record. */
+  private readonly entries = new WeakMap<AgentRow, string>();
   private readonly hybridTextWeight: number;
   private readonly embedderMissing?: string;
   private sweepTimer?: NodeJS.Timeout;
@@ -206,7 +212,7 @@ export class Registry {
       ranked = await this.store.search(request.text, filter, now, offset, request.limit);
     } else {
       const rows = await this.store.list(filter, now, offset, request.limit);
-      return { agents: rows.map((row) => this.entry(row, request)) };
+      return { agents: rows.map((row) => this.entry(row, request, Number.NaN)) };
     }
     const rows = new Map(
       (
@@ -218,10 +224,7 @@ export class Registry {
     );
     const agents = ranked.flatMap(({ mailbox, score }) => {
       const row = rows.get(mailbox);
-      if (!row) return [];
-      const entry = this.entry(row, request);
-      if (request.includeScore && !Number.isNaN(score)) entry._score = score;
-      return [entry];
+      return row ? [this.entry(row, request, request.includeScore ? score : Number.NaN)] : [];
     });
     return warning === undefined ? { agents } : { agents, warning };
   }
@@ -345,22 +348,33 @@ export class Registry {
     return fused.slice(0, need);
   }
 
-  /** A DISCOVER entry: the registered body unchanged, plus `name` and `agent_info` when it lacks them. */
-  private entry(row: AgentRow, request: DiscoverRequest): Record<string, unknown> {
+  /**
+   * A DISCOVER entry as JSON text: the registered body unchanged, plus `name`
+   * and `agent_info` when it lacks them, and the opt-in `_status`,
+   * `_last_seen` and `_score` (a NaN score is left out).
+   */
+  private entry(row: AgentRow, request: DiscoverRequest, score: number): string {
     let base = this.entries.get(row);
-    if (!base) {
-      base = JSON.parse(row.bodyJson) as Record<string, unknown>;
-      if (!row.hasOwnName) base.name = row.name;
-      if (base.agent_info === undefined) base.agent_info = row.agentInfo;
+    if (base === undefined) {
+      // The body is a trimmed JSON object with a mailbox in it: fields go in before its closing brace.
+      base = row.bodyJson.slice(0, -1);
+      if (!row.hasOwnName) base += `,"name":${JSON.stringify(row.name)}`;
+      if ((JSON.parse(row.bodyJson) as { agent_info?: unknown }).agent_info === undefined) {
+        base += `,"agent_info":${JSON.stringify(row.agentInfo)}`;
+      }
       this.entries.set(row, base);
     }
-    // A copy: the cached entry is shared by every answer that lists this agent.
-    const entry = { ...base };
+    let extra = "";
     if (request.includeStatus) {
-      entry._status = row.statusJson === undefined ? null : (JSON.parse(row.statusJson) as unknown);
-      entry._last_seen = Math.floor(row.lastSeenMs / 1000);
+      extra += `,"_status":${row.statusJson ?? "null"},"_last_seen":${Math.floor(row.lastSeenMs / 1000)}`;
     }
-    return entry;
+    if (!Number.isNaN(score)) extra += `,"_score":${JSON.stringify(score)}`;
+    return `${base}${extra}}`;
+  }
+
+  /** How far the background work is: skills waiting for vectors, the vector index's build. */
+  status(): RegistryStatus {
+    return { embedding: this.indexer?.embedding ?? false, vectors: this.vectors?.status?.() };
   }
 
   /** Resolves once every stored skill has its vector (for tests and benchmarks). */

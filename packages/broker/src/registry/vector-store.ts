@@ -43,4 +43,14 @@ export interface VectorStore {
   /** Removes everything (the model changed). */
   clear(): Promise<void>;
   close(): Promise<void>;
+  /** For stores with an approximate index: how far its build is (exposed as metrics). */
+  status?(): VectorIndexStatus;
+}
+
+export interface VectorIndexStatus {
+  /** Vectors in the approximate index. */
+  indexed: number;
+  /** Vectors searched exactly until they enter it. */
+  pending: number;
+  building: boolean;
 }

@@ -28,11 +28,16 @@ export interface Mq9Request {
 }
 
 /** A reply before encoding; FETCH and QUERY carry the stored messages themselves. */
-export type ReplyBody = Mq9Reply & { messages?: StoredMessage[] } & Record<string, unknown>;
+export type ReplyBody = Mq9Reply & { messages?: StoredMessage[]; agentsJson?: string[] } & Record<
+    string,
+    unknown
+  >;
 
 /** The JSON text of a reply; message lists are written item by item (see encodeMessageItem). */
 export function encodeReply(reply: ReplyBody): string {
-  const { messages, ...rest } = reply;
+  const { messages, agentsJson, ...rest } = reply;
+  // DISCOVER entries arrive as JSON text: spliced in, not parsed and written again.
+  if (agentsJson) return `${JSON.stringify(rest).slice(0, -1)},"agents":[${agentsJson.join(",")}]}`;
   if (!messages) return JSON.stringify(rest);
   const head = JSON.stringify(rest);
   return `${head.slice(0, -1)},"messages":[${messages.map(encodeMessageItem).join(",")}]}`;
@@ -112,8 +117,10 @@ export class Mq9Service {
       case "agent.report":
         await this.agents().report(request.payload);
         return {};
-      case "agent.discover":
-        return { ...(await this.agents().discover(request.payload)) };
+      case "agent.discover": {
+        const { agents, warning } = await this.agents().discover(request.payload);
+        return warning === undefined ? { agentsJson: agents } : { agentsJson: agents, warning };
+      }
       default:
         throw new Mq9Error("UNKNOWN_SUBJECT", Errors.unknownSubject(request.subject));
     }
