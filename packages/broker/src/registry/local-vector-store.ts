@@ -150,8 +150,7 @@ export class LocalVectorStore implements VectorStore {
     this.pending = new FlatVectors(this.dimensions, Math.max(1024, rows.length - this.indexed.size));
     for (const { id } of rows) {
       if (this.indexed.has(id)) continue;
-      const { vector } = this.stmt.vector.get(id)!;
-      this.pending.set(id, new Float32Array(Uint8Array.from(vector).buffer));
+      this.pending.set(id, this.storedVector(id));
     }
     this.scheduleIndexing();
   }
@@ -253,7 +252,7 @@ export class LocalVectorStore implements VectorStore {
       if (allowed <= this.exactFilterLimit || !this.index) {
         for (const agent of filter.agents) {
           for (const id of this.byAgent.get(agent) ?? []) {
-            const v = this.pending.get(id) ?? Float32Array.from(this.index!.getPoint(id));
+            const v = this.pending.get(id) ?? this.storedVector(id);
             let sum = 0;
             for (let k = 0; k < v.length; k++) sum += v[k] * vector[k];
             top.offer(id, agent, sum);
@@ -288,7 +287,7 @@ export class LocalVectorStore implements VectorStore {
       // Fewer than k vectors pass the filter: the graph search gives up, so search those exactly.
       for (const id of this.indexed) {
         if (accept && !accept(id)) continue;
-        const v = this.index.getPoint(id);
+        const v = this.storedVector(id);
         let sum = 0;
         for (let i = 0; i < v.length; i++) sum += v[i] * vector[i];
         top.offer(id, this.agentOf.get(id)!, sum);
@@ -299,6 +298,17 @@ export class LocalVectorStore implements VectorStore {
       const id = result.neighbors[i];
       top.offer(id, this.agentOf.get(id)!, 1 - result.distances[i]);
     }
+  }
+
+  /**
+   * A vector from the table: cheaper than asking hnswlib (getPoint builds a JS
+   * array), and the index keeps no second copy in this process's heap.
+   */
+  private storedVector(id: number): Float32Array {
+    const { vector } = this.stmt.vector.get(id)!;
+    return vector.byteOffset % 4 === 0
+      ? new Float32Array(vector.buffer, vector.byteOffset, vector.byteLength / 4)
+      : new Float32Array(Uint8Array.from(vector).buffer);
   }
 
   async delete(selector: VectorSelector): Promise<number> {
