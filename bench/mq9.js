@@ -37,7 +37,19 @@ async function startBroker(port, dir, extraArgs) {
   return startServer({
     name: "mq9 broker",
     cmd: process.execPath,
-    args: [CLI, "serve", "--host", "127.0.0.1", "--port", String(port), "--data", dir, ...extraArgs],
+    args: [
+      // Extra node flags for our broker only, e.g. BENCH_MQ9_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof".
+      ...(process.env.BENCH_MQ9_NODE_ARGS ?? "").split(" ").filter(Boolean),
+      CLI,
+      "serve",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--data",
+      dir,
+      ...extraArgs,
+    ],
     port,
     cwd: REPO_ROOT,
   });
