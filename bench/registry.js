@@ -10,15 +10,13 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import { connect } from "nats";
+import { connect } from "@mq9/client";
 import { freePort, makeTempDir, progress, removeTempDir, startServer } from "./proc.js";
 import { percentile } from "./stats.js";
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const CLI = path.join(REPO_ROOT, "packages", "cli", "dist", "main.js");
 const BROKER = path.join(REPO_ROOT, "packages", "broker", "dist", "index.js");
-const enc = new TextEncoder();
-const json = (value) => enc.encode(JSON.stringify(value));
 
 function intEnv(name, fallback) {
   const raw = process.env[name];
@@ -158,12 +156,6 @@ async function registryIdle(httpPort) {
   }
 }
 
-async function request(nc, subject, body) {
-  const reply = (await nc.request(subject, json(body), { timeout: 600_000 })).json();
-  if (reply.error) throw new Error(`${subject}: ${reply.error}`);
-  return reply;
-}
-
 async function partBroker(cfg, out) {
   const { pool, queries } = await skillPool();
   const dir = makeTempDir("mq9-bench-registry");
@@ -189,18 +181,19 @@ async function partBroker(cfg, out) {
     port,
     cwd: REPO_ROOT,
   });
-  const nc = await connect({ servers: `127.0.0.1:${port}` });
+  // Through our SDK, as agents call the registry (its request mux, not one nats.js request each).
+  const client = await connect(`nats://127.0.0.1:${port}`, { reconnect: false, requestTimeoutMs: 600_000 });
   try {
     const random = seeded(1);
     const agents = cfg.agents;
     progress(`registry: registering ${agents} agents x 10 skills (32 in flight)`);
-    const reg = await measure((i) => request(nc, "$mq9.AI.AGENT.REGISTER", card(i, pool, random)), {
+    const reg = await measure((i) => client.register(card(i, pool, random)), {
       count: agents,
       concurrency: 32,
     });
     progress("registry: waiting until every skill is embedded (first semantic query)");
     const t0 = performance.now();
-    await request(nc, "$mq9.AI.AGENT.DISCOVER", { semantic: "warm up", limit: 1 });
+    await client.discover({ semantic: "warm up", limit: 1 });
     const indexMs = performance.now() - t0;
     progress("registry: waiting for the background vector index build (broker /metrics)");
     await registryIdle(httpPort);
@@ -210,15 +203,15 @@ async function partBroker(cfg, out) {
     const rows = [];
     const run = async (label, body, bar, target, concurrency = 32) => {
       progress(`registry: ${label}`);
-      await measure((i) => request(nc, "$mq9.AI.AGENT.DISCOVER", body(i)), {
+      await measure((i) => client.discover(body(i)), {
         count: Math.min(200, n),
         concurrency: 1,
       });
-      const seq = await measure((i) => request(nc, "$mq9.AI.AGENT.DISCOVER", body(i)), {
+      const seq = await measure((i) => client.discover(body(i)), {
         count: n,
         concurrency: 1,
       });
-      const par = await measure((i) => request(nc, "$mq9.AI.AGENT.DISCOVER", body(i + n)), {
+      const par = await measure((i) => client.discover(body(i + n)), {
         count: n * 2,
         concurrency,
       });
@@ -275,7 +268,7 @@ async function partBroker(cfg, out) {
     }
     out.push(`  broker RSS at the end ${rssMiB(server.pid).toFixed(0)} MiB; seed bar 1,000 QPS`);
   } finally {
-    await nc.close().catch(() => {});
+    await client.close().catch(() => {});
     await server.stop();
     removeTempDir(dir);
   }
