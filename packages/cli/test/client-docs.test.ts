@@ -1,27 +1,16 @@
 import { execFile } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { Broker } from "@mq9/broker";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tempDir } from "./cli-harness.js";
 import { jsonLines, run } from "./cli-run.js";
+import { docExample, REPO_ROOT, shellWords } from "./doc-examples.js";
 
-const root = fileURLToPath(new URL("../../../", import.meta.url));
+const root = REPO_ROOT;
 const doc = readFileSync(`${root}docs/client.md`, "utf8");
 
-/** The fenced block after `<!-- docs-example: NAME -->`. */
-function example(name: string): string {
-  const marker = doc.indexOf(`<!-- docs-example: ${name} -->`);
-  if (marker < 0) throw new Error(`docs/client.md has no example named ${name}`);
-  const start = doc.indexOf("\n", doc.indexOf("```", marker)) + 1;
-  return doc.slice(start, doc.indexOf("```", start));
-}
-
-/** Splits a shell line into words, honouring single and double quotes (enough for the docs). */
-function words(line: string): string[] {
-  return [...line.matchAll(/'([^']*)'|"([^"]*)"|(\S+)/g)].map((m) => m[1] ?? m[2] ?? m[3]);
-}
+const example = (name: string) => docExample("docs/client.md", name);
 
 describe("docs/client.md", () => {
   it("describes every export of @mq9/client", () => {
@@ -75,7 +64,7 @@ describe("docs/client.md", () => {
       expect(lines.length).toBeGreaterThanOrEqual(5);
       let last = "";
       for (const line of lines) {
-        const result = await run(words(line).slice(1), { MQ9_SERVER: server });
+        const result = await run(shellWords(line).slice(1), { MQ9_SERVER: server });
         expect(result.code, `${line}\n${result.stderr}`).toBe(0);
         last = result.stdout;
       }
