@@ -5,6 +5,7 @@ import { StorageError } from "../store/storage-error.js";
 import { AgentDirectory, expiryOf } from "./agent-directory.js";
 import { Bm25Index } from "./bm25-index.js";
 import type { AgentSelector } from "./registry-request.js";
+import { openRegistrySchema } from "./registry-schema.js";
 import type {
   AgentFilter,
   AgentRow,
@@ -22,46 +23,10 @@ export interface SqliteRegistryStoreOptions {
   sync?: "normal" | "full";
 }
 
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS agents (
-  mailbox TEXT PRIMARY KEY,
-  name TEXT NOT NULL,
-  body TEXT NOT NULL,
-  agent_info TEXT NOT NULL,
-  own_name INTEGER NOT NULL,
-  tags TEXT NOT NULL,
-  ttl_s INTEGER NOT NULL,
-  registered_ms INTEGER NOT NULL,
-  last_seen_ms INTEGER NOT NULL,
-  expires_ms INTEGER,
-  status TEXT
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS agents_by_name ON agents(name, mailbox);
-CREATE INDEX IF NOT EXISTS agents_by_expiry ON agents(expires_ms) WHERE expires_ms IS NOT NULL;
+const DOC_COLUMNS =
+  "id, mailbox, agent_name, agent_description, skill_name, skill_description, tags, examples";
 
--- No longer written (tags are indexed in memory); kept so that data dirs of earlier versions open.
-CREATE TABLE IF NOT EXISTS agent_tags (
-  tag TEXT NOT NULL,
-  mailbox TEXT NOT NULL,
-  PRIMARY KEY (tag, mailbox)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS agent_tags_by_mailbox ON agent_tags(mailbox);
-
-CREATE TABLE IF NOT EXISTS skill_docs (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  mailbox TEXT NOT NULL,
-  vec_model TEXT
-);
-CREATE INDEX IF NOT EXISTS skill_docs_by_mailbox ON skill_docs(mailbox);
-CREATE INDEX IF NOT EXISTS skill_docs_by_model ON skill_docs(vec_model, id);
-
-CREATE VIRTUAL TABLE IF NOT EXISTS skill_fts USING fts5(
-  agent_name, agent_description, skill_name, skill_description, tags, examples,
-  tokenize = 'porter unicode61 remove_diacritics 2'
-);
-`;
-
-/** BM25 field weights, in the order of skill_fts's columns: a skill's own words count most. */
+/** BM25 field weights, in the order of fieldsOf: a skill's own words count most. */
 const BM25_WEIGHTS = [2, 1, 3, 2, 2, 1];
 
 interface AgentDbRow {
@@ -144,26 +109,23 @@ export class SqliteRegistryStore implements RegistryStore {
       this.db.pragma("locking_mode = EXCLUSIVE");
       // Pages of answered records stay in memory instead of being re-read through the OS on every query.
       this.db.pragma("cache_size = -65536");
-      this.db.exec(SCHEMA);
+      openRegistrySchema(this.db);
     } catch (err) {
       throw StorageError.from(err, `cannot open the registry in ${options.dataDir}`);
     }
     const db = this.db;
     this.stmt = {
-      upsertAgent: db.prepare(
-        `INSERT OR REPLACE INTO agents
+      insertAgent: db.prepare(
+        `INSERT INTO agents
            (mailbox, name, body, agent_info, own_name, tags, ttl_s, registered_ms, last_seen_ms, expires_ms, status)
          VALUES (@mailbox, @name, @body, @agent_info, @own_name, @tags, @ttl_s, @registered_ms, @last_seen_ms, @expires_ms, NULL)`,
       ),
       deleteAgent: db.prepare("DELETE FROM agents WHERE mailbox = ?"),
-      deleteTags: db.prepare("DELETE FROM agent_tags WHERE mailbox = ?"),
       docIdsOf: db.prepare<[string], { id: number }>("SELECT id FROM skill_docs WHERE mailbox = ?"),
       deleteDocs: db.prepare("DELETE FROM skill_docs WHERE mailbox = ?"),
-      deleteFts: db.prepare("DELETE FROM skill_fts WHERE rowid = ?"),
-      insertDoc: db.prepare<[string], never>("INSERT INTO skill_docs (mailbox) VALUES (?)"),
-      insertFts: db.prepare(
-        `INSERT INTO skill_fts (rowid, agent_name, agent_description, skill_name, skill_description, tags, examples)
-         VALUES (@id, @agentName, @agentDescription, @skillName, @skillDescription, @tags, @examples)`,
+      insertDoc: db.prepare(
+        `INSERT INTO skill_docs (mailbox, agent_name, agent_description, skill_name, skill_description, tags, examples)
+         VALUES (@mailbox, @agentName, @agentDescription, @skillName, @skillDescription, @tags, @examples)`,
       ),
       mailboxesByName: db.prepare<[string], { mailbox: string }>("SELECT mailbox FROM agents WHERE name = ?"),
       touch: db.prepare(
@@ -172,10 +134,9 @@ export class SqliteRegistryStore implements RegistryStore {
          WHERE mailbox = @mailbox AND (expires_ms IS NULL OR expires_ms > @now)`,
       ),
       docsToEmbed: db.prepare<{ model: string; after: number; limit: number }, DocDbRow>(
-        `SELECT d.id, d.mailbox, f.agent_name, f.agent_description, f.skill_name, f.skill_description, f.tags, f.examples
-         FROM skill_docs d JOIN skill_fts f ON f.rowid = d.id
-         WHERE d.id > @after AND (d.vec_model IS NULL OR d.vec_model <> @model)
-         ORDER BY d.id LIMIT @limit`,
+        `SELECT ${DOC_COLUMNS} FROM skill_docs
+         WHERE id > @after AND (vec_model IS NULL OR vec_model <> @model)
+         ORDER BY id LIMIT @limit`,
       ),
       markEmbedded: db.prepare<[string, number]>("UPDATE skill_docs SET vec_model = ? WHERE id = ?"),
       resetEmbedded: db.prepare("UPDATE skill_docs SET vec_model = NULL WHERE vec_model IS NOT NULL"),
@@ -186,10 +147,7 @@ export class SqliteRegistryStore implements RegistryStore {
         "SELECT mailbox FROM agents WHERE expires_ms IS NOT NULL AND expires_ms <= ? LIMIT 1000",
       ),
       allAgents: db.prepare<[], AgentDbRow>("SELECT * FROM agents"),
-      allDocs: db.prepare<[], DocDbRow>(
-        `SELECT d.id, d.mailbox, f.agent_name, f.agent_description, f.skill_name, f.skill_description, f.tags, f.examples
-         FROM skill_docs d JOIN skill_fts f ON f.rowid = d.id ORDER BY d.id`,
-      ),
+      allDocs: db.prepare<[], DocDbRow>(`SELECT ${DOC_COLUMNS} FROM skill_docs ORDER BY id`),
     };
     try {
       this.loadIndexes();
@@ -202,9 +160,7 @@ export class SqliteRegistryStore implements RegistryStore {
   /** Deletes one registration with its tags and docs; returns the docs' ids. */
   private deleteOne(mailbox: string): number[] {
     const ids = this.stmt.docIdsOf.all(mailbox).map((r) => r.id);
-    for (const id of ids) this.stmt.deleteFts.run(id);
     this.stmt.deleteDocs.run(mailbox);
-    this.stmt.deleteTags.run(mailbox);
     this.stmt.deleteAgent.run(mailbox);
     return ids;
   }
@@ -257,7 +213,7 @@ export class SqliteRegistryStore implements RegistryStore {
     const expiresMs = expiryOf(agent.ttlS, agent.lastSeenMs);
     const write = this.db.transaction(() => {
       const replaced = this.deleteOne(agent.mailbox);
-      this.stmt.upsertAgent.run({
+      this.stmt.insertAgent.run({
         mailbox: agent.mailbox,
         name: agent.name,
         body: agent.bodyJson,
@@ -271,9 +227,7 @@ export class SqliteRegistryStore implements RegistryStore {
       });
       const ids: number[] = [];
       for (const doc of docs) {
-        const id = Number(this.stmt.insertDoc.run(agent.mailbox).lastInsertRowid);
-        this.stmt.insertFts.run({ id, ...doc });
-        ids.push(id);
+        ids.push(Number(this.stmt.insertDoc.run({ mailbox: agent.mailbox, ...doc }).lastInsertRowid));
       }
       return { ids, replaced };
     });
