@@ -102,7 +102,8 @@ export class LocalVectorStore implements VectorStore {
     this.threshold = options.annThreshold ?? 2_000;
     this.efSearch = options.hnsw?.efSearch ?? 64;
     this.exactFilterLimit = options.exactFilterLimit ?? 4096;
-    this.sliceMs = options.buildSliceMs ?? 8;
+    // Short turns: a request that arrives during a build waits at most this long for the event loop.
+    this.sliceMs = options.buildSliceMs ?? 2;
     this.logger = options.logger ?? silentLogger;
     this.hnswOptions = { m: options.hnsw?.m ?? 16, efConstruction: options.hnsw?.efConstruction ?? 100 };
     try {
