@@ -11,6 +11,7 @@ export {
   type EmbedOptions,
   type EmbedPurpose,
 } from "./registry/embedder.js";
+export { LanceDbVectorStore, type LanceDbVectorStoreOptions } from "./registry/lancedb-vector-store.js";
 export { LocalVectorStore, type LocalVectorStoreOptions } from "./registry/local-vector-store.js";
 export { OnnxEmbedder, type OnnxEmbedderOptions } from "./registry/onnx-embedder.js";
 export { embedderProblem, openRegistry, type RegistrySettings } from "./registry/open-registry.js";

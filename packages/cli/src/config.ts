@@ -58,7 +58,8 @@ export const ServeConfigSchema = z
       .object({
         /** use: Universal Sentence Encoder lite (built in); onnx: a BERT-shaped model in modelDir; none: no semantic search. */
         embedder: z.enum(["use", "onnx", "none"]).default("use"),
-        vectorStore: z.enum(["local"]).default("local"),
+        /** local: SQLite + HNSW (built in); lancedb: the optional @lancedb/lancedb package. */
+        vectorStore: z.enum(["local", "lancedb"]).default("local"),
         modelDir: z.string().min(1).optional(),
         pooling: z.enum(["mean", "cls"]).optional(),
         queryPrefix: z.string().optional(),
@@ -264,6 +265,13 @@ export const SETTINGS: Setting[] = [
     env: "MQ9_REGISTRY_MODEL_DIR",
     kind: "string",
     help: "folder of the onnx embedder's model (see 'mq9 models fetch')",
+  },
+  {
+    path: ["registry", "vectorStore"],
+    flag: "registry-vector-store",
+    env: "MQ9_REGISTRY_VECTOR_STORE",
+    kind: "string",
+    help: "where skill vectors live: local (built in) or lancedb (needs the optional @lancedb/lancedb)",
   },
   {
     path: ["registry", "defaultTtl"],

@@ -91,6 +91,22 @@ describe("configuration", () => {
     expect(loadServeConfig({ env: {} }).server.port).toBe(4332);
   });
 
+  it("selects the registry's vector store from the file, MQ9_REGISTRY_VECTOR_STORE or --registry-vector-store", () => {
+    const file = join(tempDir(), "mq9.json");
+    writeFileSync(file, JSON.stringify({ registry: { vectorStore: "lancedb" } }));
+    expect(loadServeConfig({ env: {} }).registry.vectorStore).toBe("local");
+    expect(loadServeConfig({ file }).registry.vectorStore).toBe("lancedb");
+    expect(loadServeConfig({ env: { MQ9_REGISTRY_VECTOR_STORE: "lancedb" } }).registry.vectorStore).toBe(
+      "lancedb",
+    );
+    expect(loadServeConfig({ file, flags: { registryVectorStore: "local" } }).registry.vectorStore).toBe(
+      "local",
+    );
+    expect(() => loadServeConfig({ flags: { registryVectorStore: "faiss" } })).toThrow(
+      /registry.vectorStore: Invalid option: expected one of "local"\|"lancedb"/,
+    );
+  });
+
   it("names the unknown key, the bad value and the unreadable file", () => {
     const dir = tempDir();
     const unknown = join(dir, "unknown.json");

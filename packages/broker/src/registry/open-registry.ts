@@ -4,6 +4,7 @@ import { join, resolve } from "node:path";
 import type { Logger } from "../logger.js";
 import type { Embedder } from "./embedder.js";
 import type { EmbedderSpec } from "./embedder-factory.js";
+import { LanceDbVectorStore } from "./lancedb-vector-store.js";
 import { LocalVectorStore } from "./local-vector-store.js";
 import { OnnxEmbedder } from "./onnx-embedder.js";
 import { Registry, type RegistryOptions } from "./registry.js";
@@ -17,8 +18,11 @@ import type { VectorStore } from "./vector-store.js";
 export interface RegistrySettings {
   /** "use" (default: Universal Sentence Encoder lite), "onnx" (a BERT-shaped model in `modelDir`), "none", or an instance. */
   embedder?: "use" | "onnx" | "none" | Embedder;
-  /** "local" (default: SQLite + exact scan, HNSW past `annThreshold`) or an instance. */
-  vectorStore?: "local" | VectorStore;
+  /**
+   * "local" (default: SQLite + exact scan, HNSW past `annThreshold`), "lancedb" (the optional
+   * @lancedb/lancedb package: IVF_HNSW_SQ past `annThreshold`, filters inside LanceDB) or an instance.
+   */
+  vectorStore?: "local" | "lancedb" | VectorStore;
   /** Model folder for the "onnx" embedder. */
   modelDir?: string;
   onnx?: { queryPrefix?: string; pooling?: "mean" | "cls"; maxTokens?: number };
@@ -95,6 +99,23 @@ function buildEmbedder(settings: RegistrySettings): Embedder {
   return new ThreadedEmbedder({ spec, id: inline.id });
 }
 
+function openVectorStore(settings: RegistrySettings, context: RegistryContext): Promise<VectorStore> {
+  const { dataDir, logger } = context;
+  if (typeof settings.vectorStore === "object") return Promise.resolve(settings.vectorStore);
+  if (settings.vectorStore === "lancedb") {
+    return LanceDbVectorStore.open({
+      dataDir: dataDir === ":memory:" ? ":memory:" : join(dataDir, "registry-lancedb"),
+      annThreshold: settings.annThreshold,
+      logger,
+    });
+  }
+  return LocalVectorStore.open({
+    dataDir: dataDir === ":memory:" ? ":memory:" : join(dataDir, "registry-vectors"),
+    annThreshold: settings.annThreshold,
+    logger,
+  });
+}
+
 /** Opens the registry's stores in the data dir and builds its embedder as configured. */
 export async function openRegistry(settings: RegistrySettings, context: RegistryContext): Promise<Registry> {
   const { logger } = context;
@@ -107,15 +128,7 @@ export async function openRegistry(settings: RegistrySettings, context: Registry
   let embedder: Embedder | undefined;
   if (problem === undefined) {
     try {
-      vectors =
-        typeof settings.vectorStore === "object"
-          ? settings.vectorStore
-          : await LocalVectorStore.open({
-              dataDir:
-                context.dataDir === ":memory:" ? ":memory:" : join(context.dataDir, "registry-vectors"),
-              annThreshold: settings.annThreshold,
-              logger,
-            });
+      vectors = await openVectorStore(settings, context);
     } catch (err) {
       await store.close();
       throw err;
