@@ -30,6 +30,25 @@ describe("message items on the wire", () => {
     });
   });
 
+  it("without the raw header bytes (include_header false) only the decoded map is written", () => {
+    const block = new TextEncoder().encode(
+      "NATS/1.0\r\nA: 1\r\nB:  two \r\na: 3\r\nno colon\r\n\r\nC: after\r\n",
+    );
+    const item = JSON.parse(
+      encodeMessageItem(
+        { id: 7, priority: "normal", header: block, payload: new Uint8Array(), createdMs: 0 },
+        false,
+      ),
+    );
+    expect(item).toEqual({
+      msg_id: 7,
+      payload: "",
+      priority: "normal",
+      headers: { a: "3", b: "two" },
+      create_time: 0,
+    });
+  });
+
   it("a message sent without headers has header null and nothing optional", () => {
     const item = JSON.parse(
       encodeMessageItem({ id: 0, priority: "normal", payload: new Uint8Array(), createdMs: 1000 }),

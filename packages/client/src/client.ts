@@ -16,7 +16,7 @@ import {
   type SendReply,
   Subjects,
 } from "@mq9/protocol";
-import type { MsgHdrs, NatsConnection } from "nats";
+import type { NatsConnection } from "nats";
 import { ConnectionWatcher } from "./connection-watcher.js";
 import { type ConsumeOptions, Consumer, type ConsumerSource, type MessageHandler } from "./consumer.js";
 import { Heartbeat, type HeartbeatOptions } from "./heartbeat.js";
@@ -33,7 +33,7 @@ import {
   queryBody,
 } from "./request-bodies.js";
 import { RequestMux } from "./request-mux.js";
-import { type SendOptions, sendHeaders } from "./send-options.js";
+import { type EncodedHeaders, type SendOptions, sendHeaders } from "./send-options.js";
 
 /** Options of an Mq9Client built on a NATS connection you opened yourself. */
 export interface Mq9ClientOptions {
@@ -235,7 +235,7 @@ export class Mq9Client {
   private call<T extends object>(
     subject: string,
     body: Uint8Array,
-    headers?: MsgHdrs,
+    headers?: EncodedHeaders,
     timeoutMs = this.requestTimeoutMs,
     signal?: AbortSignal,
   ): Promise<T> {

@@ -50,6 +50,8 @@ export interface ConsumeOptions {
   maxWaitMs?: number;
   /** Lease of fetched messages; an un-ACKed message comes back after it (broker default 30 000). */
   leaseMs?: number;
+  /** false: leave out the raw header block of each message (see FetchOptions.headerBytes; default true). */
+  headerBytes?: boolean;
   /** Retries of FETCH and ACK while the connection is lost; the consumer stops when they run out. */
   retry?: RetryOptions;
   /** Handler failures and retried connection errors; default: one line on stderr. */
@@ -95,9 +97,11 @@ function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
  */
 export class Consumer implements AsyncIterable<ConsumedMessage> {
   private readonly options: Required<
-    Omit<ConsumeOptions, "group" | "fromTime" | "fromId" | "leaseMs" | "retry">
+    Omit<ConsumeOptions, "group" | "fromTime" | "fromId" | "leaseMs" | "retry" | "headerBytes">
   > &
-    Pick<ConsumeOptions, "group" | "fromTime" | "fromId" | "leaseMs"> & { retry: Required<RetryOptions> };
+    Pick<ConsumeOptions, "group" | "fromTime" | "fromId" | "leaseMs" | "headerBytes"> & {
+      retry: Required<RetryOptions>;
+    };
   private state: "idle" | "running" | "stopping" | "stopped" = "idle";
   private readonly abort = new AbortController();
   private readonly running = new Set<Promise<void>>();
@@ -133,6 +137,7 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
       autoAck: options.autoAck ?? true,
       maxWaitMs: options.maxWaitMs ?? 2_000,
       leaseMs: options.leaseMs,
+      headerBytes: options.headerBytes,
       retry: { ...DEFAULT_RETRY, ...options.retry },
       onError:
         options.onError ??
@@ -350,6 +355,7 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
       batch: o.batch,
       maxWaitMs: o.maxWaitMs,
       leaseMs: o.leaseMs,
+      headerBytes: o.headerBytes,
       ...position,
     });
   }

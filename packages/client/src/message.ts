@@ -39,7 +39,7 @@ export class Mq9Message {
     return this.decodedPayload;
   }
 
-  /** The raw NATS header block of the SEND, or null when it was sent without headers. */
+  /** The raw NATS header block of the SEND, or null when it was sent without one or fetched with `headerBytes: false`. */
   get header(): Uint8Array | null {
     if (this.headerBytes === undefined) {
       this.headerBytes = Array.isArray(this.item.header) ? Uint8Array.from(this.item.header) : null;

@@ -9,15 +9,18 @@ import {
 } from "nats";
 import type { ConnectionWatcher } from "./connection-watcher.js";
 import { fromNatsError } from "./nats-errors.js";
+import type { EncodedHeaders } from "./send-options.js";
 
 export interface MuxRequestOptions {
   timeoutMs: number;
-  headers?: MsgHdrs;
+  headers?: EncodedHeaders;
   /** Abandons the request locally (the broker may still act on it). */
   signal?: AbortSignal;
 }
 
 interface Pending {
+  /** What to publish; dropped once it went out. */
+  outgoing?: { data: Uint8Array; headers?: EncodedHeaders };
   resolve(data: Uint8Array): void;
   reject(err: Error): void;
   subject: string;
@@ -34,10 +37,17 @@ const SWEEP_INTERVAL_MS = 50;
  * Request/reply without nats.js's per-request cost: one wildcard reply subscription
  * (`<inbox>.*`) per connection, a Map from token to pending request, and one sweeping
  * timer for all timeouts. Requests fail at once when the connection drops.
+ *
+ * Requests made during one turn of the event loop are published together at its end
+ * (setImmediate), so they leave in one socket write: nats.js writes on a microtask, which
+ * would otherwise cost a write per request when each comes from its own promise chain.
  */
 export class RequestMux {
   private readonly prefix: string;
   private readonly pending = new Map<string, Pending>();
+  /** Tokens of requests not yet published, in call order. */
+  private queued: string[] = [];
+  private publishScheduled = false;
   private readonly subscription: Subscription;
   private readonly sweeper: NodeJS.Timeout;
   private readonly unwatch: () => void;
@@ -77,6 +87,7 @@ export class RequestMux {
     const token = (this.nextToken++).toString(36);
     return new Promise<Uint8Array>((resolve, reject) => {
       const entry: Pending = {
+        outgoing: { data, headers: options.headers },
         resolve,
         reject,
         subject,
@@ -92,14 +103,43 @@ export class RequestMux {
         signal.addEventListener("abort", entry.onAbort, { once: true });
       }
       this.pending.set(token, entry);
-      try {
-        this.nc.publish(subject, data, { reply: this.prefix + token, headers: options.headers });
-      } catch (err) {
-        this.settle(token, entry);
-        reject(fromNatsError(err, subject));
+      this.queued.push(token);
+      if (!this.publishScheduled) {
+        this.publishScheduled = true;
+        setImmediate(this.publishQueued);
       }
     });
   }
+
+  private readonly publishQueued = (): void => {
+    this.publishScheduled = false;
+    const tokens = this.queued;
+    this.queued = [];
+    for (const token of tokens) {
+      const entry = this.pending.get(token);
+      // Timed out, abandoned or failed meanwhile: nothing to send.
+      if (!entry?.outgoing) continue;
+      const { data, headers } = entry.outgoing;
+      entry.outgoing = undefined;
+      if (!this.connection.connected) {
+        this.settle(token, entry);
+        entry.reject(
+          new Mq9Error("NOT_CONNECTED", `${entry.subject}: not connected to the broker (reconnecting)`),
+        );
+        continue;
+      }
+      try {
+        // nats.js only calls encode() on the headers it publishes.
+        this.nc.publish(entry.subject, data, {
+          reply: this.prefix + token,
+          headers: headers as unknown as MsgHdrs,
+        });
+      } catch (err) {
+        this.settle(token, entry);
+        entry.reject(fromNatsError(err, entry.subject));
+      }
+    }
+  };
 
   /** Number of requests waiting for a reply. */
   get inFlight(): number {

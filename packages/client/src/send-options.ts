@@ -1,5 +1,4 @@
 import { Headers, Mq9Error, type Priority } from "@mq9/protocol";
-import { type MsgHdrs, headers as natsHeaders } from "nats";
 
 /** Options of one SEND; each becomes an `mq9-*` header. */
 export interface SendOptions {
@@ -30,8 +29,27 @@ function seconds(name: string, value: number): string {
   return String(value);
 }
 
-/** The NATS headers for a SEND, or undefined when no option needs one (a plain PUB is cheaper). */
-export function sendHeaders(options: SendOptions | undefined): MsgHdrs | undefined {
+/** A NATS header block ready to publish; nats.js needs nothing from headers but `encode()`. */
+export interface EncodedHeaders {
+  encode(): Uint8Array;
+}
+
+const encoder = new TextEncoder();
+/** RFC 822 field names: printable ASCII except colon (what nats.js accepts). */
+const HEADER_NAME = /^[!-9;-~]+$/;
+const LINE_BREAK = /[\r\n]/;
+
+function badHeader(why: string): Mq9Error {
+  return new Mq9Error("INVALID_REQUEST", why, { retryable: false });
+}
+
+/**
+ * The NATS headers for a SEND, or undefined when no option needs one (a plain PUB is cheaper).
+ * The block is written directly (a later header of the same name replaces an earlier one,
+ * values are trimmed, names and values validated as nats.js does), without nats.js's
+ * per-header bookkeeping.
+ */
+export function sendHeaders(options: SendOptions | undefined): EncodedHeaders | undefined {
   if (!options) return undefined;
   const { priority, key, delay, ttl, tags, headers } = options;
   if (
@@ -44,12 +62,21 @@ export function sendHeaders(options: SendOptions | undefined): MsgHdrs | undefin
   ) {
     return undefined;
   }
-  const h = natsHeaders();
-  if (headers) for (const [name, value] of Object.entries(headers)) h.set(name, value);
+  const h = new Map<string, string>();
+  if (headers) for (const name of Object.keys(headers)) h.set(name, headers[name]);
   if (priority !== undefined) h.set(Headers.priority, priority);
   if (key !== undefined) h.set(Headers.key, key);
   if (delay !== undefined) h.set(Headers.delay, seconds("delay", delay));
   if (ttl !== undefined) h.set(Headers.ttl, seconds("ttl", ttl));
   if (tags !== undefined && tags.length > 0) h.set(Headers.tags, tags.join(","));
-  return h;
+  let text = "NATS/1.0";
+  for (const [name, value] of h) {
+    if (!HEADER_NAME.test(name)) {
+      throw badHeader(`header name '${name}' must be printable ASCII without spaces or ':'`);
+    }
+    if (LINE_BREAK.test(value)) throw badHeader(`the value of header '${name}' must not contain CR or LF`);
+    text += `\r\n${name}: ${value.trim()}`;
+  }
+  const block = encoder.encode(`${text}\r\n\r\n`);
+  return { encode: () => block };
 }

@@ -89,6 +89,31 @@ describe("send and fetch", () => {
     expect(messages[0].headers["mq9-reply-to"]).toBe("me.inbox");
   });
 
+  it("headerBytes false: the reply leaves out the raw header block; the decoded headers, key and tags stay", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    await client.send(box, "h1", {
+      key: "k",
+      tags: ["t"],
+      headers: { "mq9-reply-to": "me.inbox", "X-Trace": " a b " },
+    });
+    const [lean] = await client.fetch(box, { deliver: "earliest", headerBytes: false });
+    expect(lean.header).toBeNull();
+    expect(lean.headers).toMatchObject({ "mq9-reply-to": "me.inbox", "x-trace": "a b", "mq9-key": "k" });
+    expect(lean.key).toBe("k");
+    expect(lean.tags).toEqual(["t"]);
+    const [full] = await client.fetch(box, { deliver: "earliest" });
+    expect(new TextDecoder().decode(full.header!)).toContain("X-Trace: a b\r\n");
+    expect(full.headers).toEqual(lean.headers);
+  });
+
+  it("INVALID_REQUEST for a header name or value that cannot go into a NATS header block", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    expect(await codeOf(client.send(box, "x", { headers: { "bad name": "v" } }))).toBe("INVALID_REQUEST");
+    expect(await codeOf(client.send(box, "x", { headers: { "x-ok": "line\r\nbreak" } }))).toBe(
+      "INVALID_REQUEST",
+    );
+  });
+
   it("accepts an mq9:// URI as the target", async () => {
     const box = await client.createMailbox({ name: boxName() });
     await client.send(`mq9://elsewhere:4332/${box}`, "via uri");

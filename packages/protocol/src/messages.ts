@@ -37,6 +37,11 @@ export interface FetchRequest {
   from_time?: number;
   from_id?: number;
   force_deliver?: boolean;
+  /**
+   * false: items leave out the raw `header` bytes and carry only the decoded `headers`
+   * map (an mq9 extension that halves the reply of header-heavy messages; default true).
+   */
+  include_header?: boolean;
   config?: FetchConfig;
 }
 
@@ -46,8 +51,11 @@ export interface MessageItem {
   /** Standard base64 (with padding) of the stored bytes. */
   payload: string;
   priority: Priority;
-  /** Raw NATS header block of the SEND as byte values, or null when sent without headers. */
-  header: number[] | null;
+  /**
+   * Raw NATS header block of the SEND as byte values, or null when sent without headers;
+   * absent when the FETCH asked for `include_header: false`.
+   */
+  header?: number[] | null;
   /** Decoded header map (extra to the reference broker; ignored by SDKs that do not know it). */
   headers?: Record<string, string>;
   key?: string;

@@ -27,20 +27,28 @@ export interface Mq9Request {
   signal?: AbortSignal;
 }
 
-/** A reply before encoding; FETCH and QUERY carry the stored messages themselves. */
-export type ReplyBody = Mq9Reply & { messages?: StoredMessage[]; agentsJson?: string[] } & Record<
-    string,
-    unknown
-  >;
+/**
+ * A reply before encoding; FETCH and QUERY carry the stored messages themselves, and
+ * `includeHeader: false` (a FETCH's `include_header`) leaves their raw header bytes out.
+ */
+export type ReplyBody = Mq9Reply & {
+  messages?: StoredMessage[];
+  agentsJson?: string[];
+  includeHeader?: boolean;
+} & Record<string, unknown>;
 
 /** The JSON text of a reply; message lists are written item by item (see encodeMessageItem). */
 export function encodeReply(reply: ReplyBody): string {
-  const { messages, agentsJson, ...rest } = reply;
+  const { messages, includeHeader, agentsJson, ...rest } = reply;
   // DISCOVER entries arrive as JSON text: spliced in, not parsed and written again.
   if (agentsJson) return `${JSON.stringify(rest).slice(0, -1)},"agents":[${agentsJson.join(",")}]}`;
   if (!messages) return JSON.stringify(rest);
   const head = JSON.stringify(rest);
-  return `${head.slice(0, -1)},"messages":[${messages.map(encodeMessageItem).join(",")}]}`;
+  let items = "";
+  for (let i = 0; i < messages.length; i++) {
+    items += `${i === 0 ? "" : ","}${encodeMessageItem(messages[i], includeHeader !== false)}`;
+  }
+  return `${head.slice(0, -1)},"messages":[${items}]}`;
 }
 
 function unwrap<T>(parsed: Parsed<T>): T {
@@ -96,7 +104,7 @@ export class Mq9Service {
       case "msg.fetch": {
         const fetch = unwrap(parseFetchRequest(request.payload));
         const messages = await engine.fetch(command.mailAddress, fetch, request.signal);
-        return { messages };
+        return { messages, includeHeader: fetch.include_header !== false };
       }
       case "msg.ack":
         await engine.ack(command.mailAddress, unwrap(parseAckRequest(request.payload)));

@@ -164,6 +164,8 @@ export abstract class Agent {
       concurrency: this.manifest.max_concurrency,
       batch: this.manifest.max_concurrency,
       leaseMs: this.leaseMs,
+      // The envelope is the JSON payload; the raw header block would only double the reply.
+      headerBytes: false,
       onError: (error) => {
         if (!this.stopped) this.onError(error);
       },
@@ -288,8 +290,12 @@ export abstract class Agent {
     let outcome: unknown;
     let failure: Error | undefined;
     try {
+      const agent = this;
       outcome = await this.handleMessage(message, {
-        memory: this.memory(message.trace_id),
+        // Made on first use: most handlers never touch the trace's memory.
+        get memory() {
+          return agent.memory(message.trace_id);
+        },
         signal: controller.signal,
         receivedAt,
         send: (fields) => this.sendChild(message, fields),

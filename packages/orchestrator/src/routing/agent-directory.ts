@@ -59,6 +59,8 @@ export class AgentDirectory {
   private readonly agents = new Map<string, DirectoryEntry>();
   private readonly lastSeenMark = new Map<string, number>();
   private readonly deadNotified = new Set<string>();
+  /** Routable agents by capability, rebuilt at each refresh (the router asks once per message). */
+  private byCapability = new Map<string, DirectoryEntry[]>();
   private readonly refreshMs: number;
   private readonly now: () => number;
   private timer?: NodeJS.Timeout;
@@ -104,6 +106,14 @@ export class AgentDirectory {
   /** Agents the router may choose from: orchestrated ones, with their current load. */
   routable(): AgentView[] {
     return [...this.agents.values()].filter((a) => a.orchestrated && a.alive);
+  }
+
+  /**
+   * The routable agents declaring a capability, as of the last refresh; their load is
+   * live (counted by noteSent) and liveness is still for the caller to check against now.
+   */
+  withCapability(capability: string): readonly DirectoryEntry[] {
+    return this.byCapability.get(capability) ?? [];
   }
 
   get(name: string): DirectoryEntry | undefined {
@@ -160,6 +170,7 @@ export class AgentDirectory {
         this.deadNotified.delete(name);
       }
     }
+    this.indexCapabilities();
     for (const agent of this.agents.values()) {
       const alive = agent.alive && isAlive(agent, now);
       if (!alive && agent.orchestrated && !this.deadNotified.has(agent.name)) {
@@ -168,6 +179,19 @@ export class AgentDirectory {
       }
       if (alive) this.deadNotified.delete(agent.name);
     }
+  }
+
+  private indexCapabilities(): void {
+    const index = new Map<string, DirectoryEntry[]>();
+    for (const agent of this.agents.values()) {
+      if (!agent.orchestrated || !agent.alive) continue;
+      for (const capability of agent.capabilities) {
+        const list = index.get(capability);
+        if (list) list.push(agent);
+        else index.set(capability, [agent]);
+      }
+    }
+    this.byCapability = index;
   }
 
   private upsert(entry: AgentEntry, now: number): void {

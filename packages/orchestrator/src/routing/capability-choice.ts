@@ -13,19 +13,25 @@ export function chooseForCapability(
   nowMs: number,
   random: () => number = Math.random,
 ): AgentView | undefined {
-  const candidates = agents.filter((a) => a.capabilities.includes(capability) && isAlive(a, nowMs));
-  if (candidates.length === 0) return undefined;
-  const scores = candidates.map((a) => a.weight * Math.max(0, 1 - a.load / Math.max(1, a.maxConcurrency)));
-  const total = scores.reduce((sum, s) => sum + s, 0);
-  if (total <= 0) {
-    return candidates.reduce((best, a) =>
-      a.load / Math.max(1, a.maxConcurrency) < best.load / Math.max(1, best.maxConcurrency) ? a : best,
-    );
+  // Two passes over the list instead of filtered copies: this runs once per routed message.
+  const eligible = (a: AgentView) => a.capabilities.includes(capability) && isAlive(a, nowMs);
+  const score = (a: AgentView) => a.weight * Math.max(0, 1 - a.load / Math.max(1, a.maxConcurrency));
+  const fullness = (a: AgentView) => a.load / Math.max(1, a.maxConcurrency);
+  let total = 0;
+  let leastLoaded: AgentView | undefined;
+  for (const a of agents) {
+    if (!eligible(a)) continue;
+    total += score(a);
+    if (!leastLoaded || fullness(a) < fullness(leastLoaded)) leastLoaded = a;
   }
+  if (!leastLoaded || total <= 0) return leastLoaded;
   let pick = random() * total;
-  for (let i = 0; i < candidates.length; i++) {
-    pick -= scores[i];
-    if (pick < 0) return candidates[i];
+  let last: AgentView | undefined;
+  for (const a of agents) {
+    if (!eligible(a)) continue;
+    last = a;
+    pick -= score(a);
+    if (pick < 0) return a;
   }
-  return candidates[candidates.length - 1];
+  return last;
 }

@@ -129,6 +129,8 @@ export class Router {
       batch: this.options.batch ?? 256,
       concurrency: this.options.concurrency ?? 256,
       leaseMs: this.options.leaseMs ?? 5_000,
+      // The envelope is the JSON payload; the raw header block would only double the reply.
+      headerBytes: false,
       onError: (error) => this.options.onError?.(error),
     });
   }
@@ -202,21 +204,24 @@ export class Router {
 
   private async byCapability(envelope: Envelope): Promise<RouteDecision> {
     const capability = envelope.capability!;
+    const onPath = (a: AgentView) => envelope.path.includes(a.name);
     const pick = () => {
-      const all = this.directory.routable();
+      const candidates = this.directory.withCapability(capability);
       // A query must not go back to an agent already on its path; another agent may take it.
       const allowed =
-        envelope.msg_type === "query" ? all.filter((a) => !envelope.path.includes(a.name)) : all;
-      return { agent: chooseForCapability(allowed, capability, this.now(), this.random), all };
+        envelope.msg_type === "query" && candidates.some(onPath)
+          ? candidates.filter((a) => !onPath(a))
+          : candidates;
+      return chooseForCapability(allowed, capability, this.now(), this.random);
     };
-    let { agent, all } = pick();
+    let agent = pick();
     if (!agent) {
       // Maybe it registered since the last read.
       await this.directory.refresh();
-      ({ agent, all } = pick());
+      agent = pick();
     }
     if (agent) return { agent, layer: "capability" };
-    const looping = all.filter((a) => a.capabilities.includes(capability) && envelope.path.includes(a.name));
+    const looping = this.directory.withCapability(capability).filter(onPath);
     if (looping.length > 0 && envelope.msg_type === "query") {
       return { reason: `cycle: ${[...envelope.path, looping[0].name].join(" -> ")}` };
     }
