@@ -1,13 +1,39 @@
 import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
+import { Worker } from "node:worker_threads";
 import type { Logger } from "@mq9/broker";
-import { type ConnectOptions, connect } from "@mq9/client";
-import { mountOrchestratorApi, Orchestrator, type RouteRegistrar } from "@mq9/orchestrator";
+import { type ConnectOptions, Mq9Error, type Mq9ErrorCode } from "@mq9/client";
+import {
+  mountOrchestratorApi,
+  type OrchestratorApi,
+  OrchestratorError,
+  type OrchestratorErrorCode,
+  type RouteRegistrar,
+} from "@mq9/orchestrator";
 import type { ServeConfig } from "./config.js";
+import type { FromWorker, OrchestratorWorkerData, SerializedError, ToWorker } from "./orchestrator-worker.js";
 
-/** The orchestrator of a `mq9 serve` process: its API routes exist from the start, the orchestrator shortly after. */
+/** The worker's error again, with the class and code the API maps to HTTP statuses. */
+function revive(error: SerializedError): Error {
+  if (error.name === "OrchestratorError" && error.code) {
+    return new OrchestratorError(error.code as OrchestratorErrorCode, error.message);
+  }
+  if (error.name === "Mq9Error" && error.code) return new Mq9Error(error.code as Mq9ErrorCode, error.message);
+  return new Error(error.message);
+}
+
+/**
+ * The orchestrator of a `mq9 serve` process. It runs on a worker thread, a client of
+ * this process's broker like any other, so routing and the broker use two cores; the
+ * API routes exist from the start and forward to it once it is up (503 until then).
+ */
 export class ServeOrchestrator {
-  private orchestrator?: Orchestrator;
+  private worker?: Worker;
+  private api?: OrchestratorApi;
+  private readonly calls = new Map<number, { resolve(value: unknown): void; reject(err: Error): void }>();
+  private nextCall = 0;
+  private closed?: Promise<void>;
+  private exited = false;
 
   constructor(
     private readonly config: ServeConfig,
@@ -20,10 +46,10 @@ export class ServeOrchestrator {
 
   /** Mounts /api/tasks, /api/traces, /api/agents, /api/dead-letters (503 until `start` is done). */
   routes = (app: RouteRegistrar): void => {
-    mountOrchestratorApi(app, () => this.orchestrator);
+    mountOrchestratorApi(app, () => this.api);
   };
 
-  /** Connects to the broker of this process like any client would, and starts the orchestrator. */
+  /** Starts the worker, which connects to the broker of this process and starts the orchestrator. */
   async start(host: string, port: number): Promise<void> {
     const { orchestrator: settings, auth, tls } = this.config;
     const options: ConnectOptions = { name: "mq9-orchestrator" };
@@ -34,36 +60,107 @@ export class ServeOrchestrator {
     }
     if (tls.cert) options.tls = { ca: readFileSync(tls.ca ?? tls.cert, "utf8") };
     const folder = resolve(settings.templates);
-    const client = await connect(`${tls.cert ? "mq9s" : "mq9"}://${host}:${port}`, options);
-    try {
-      this.orchestrator = await Orchestrator.start({
-        client,
-        // Without the folder there is nothing to watch; creating it takes a restart.
-        templates: existsSync(folder) ? folder : { get: () => undefined, names: () => [] },
-        namespace: settings.namespace,
-        intentThreshold: settings.intentThreshold,
-        traceBudget: settings.traceBudget,
-        webhooks: settings.webhooks,
-        onError: (err) => this.logger.warn(`orchestrator: ${err.message}`),
+    const data: OrchestratorWorkerData = {
+      server: `${tls.cert ? "mq9s" : "mq9"}://${host}:${port}`,
+      connect: options,
+      templates: folder,
+      namespace: settings.namespace,
+      intentThreshold: settings.intentThreshold,
+      traceBudget: settings.traceBudget,
+      webhooks: settings.webhooks,
+    };
+    const worker = new Worker(new URL("./orchestrator-worker.js", import.meta.url), { workerData: data });
+    this.worker = worker;
+    const taskTypes = await new Promise<string[]>((ready, failed) => {
+      worker.on("message", (message: FromWorker) => {
+        switch (message.type) {
+          case "ready":
+            ready(message.taskTypes);
+            break;
+          case "failed":
+            failed(revive(message.error));
+            break;
+          case "warn":
+            this.logger.warn(`orchestrator: ${message.message}`);
+            break;
+          case "result":
+          case "error": {
+            const call = this.calls.get(message.id);
+            this.calls.delete(message.id);
+            if (message.type === "result") call?.resolve(message.value);
+            else call?.reject(revive(message.error));
+            break;
+          }
+        }
       });
-    } catch (err) {
-      await client.close();
+      worker.on("error", (err) => {
+        this.logger.error({ err }, `the orchestrator's thread failed: ${err.message}`);
+        failed(err);
+      });
+      worker.on("exit", (code) => {
+        this.exited = true;
+        this.api = undefined;
+        const gone = new OrchestratorError(
+          "NOT_READY",
+          `the orchestrator's thread stopped (exit code ${code})`,
+        );
+        for (const call of this.calls.values()) call.reject(gone);
+        this.calls.clear();
+        failed(gone);
+      });
+    }).catch(async (err: Error) => {
+      await worker.terminate();
       throw err;
-    }
-    const types = this.orchestrator.templates.names();
+    });
+    this.api = this.forwarder();
     this.logger.info(
-      { templates: folder, taskTypes: types, webhooks: settings.webhooks.length },
+      { templates: folder, taskTypes, webhooks: settings.webhooks.length },
       existsSync(folder)
-        ? `orchestrator ready: ${types.length} task type${types.length === 1 ? "" : "s"} from ${folder}`
+        ? `orchestrator ready: ${taskTypes.length} task type${taskTypes.length === 1 ? "" : "s"} from ${folder}`
         : `orchestrator ready; no templates folder at ${folder} yet (create it, or set orchestrator.templates / --templates)`,
     );
   }
 
-  async close(): Promise<void> {
-    const orchestrator = this.orchestrator;
-    this.orchestrator = undefined;
-    if (!orchestrator) return;
-    await orchestrator.close();
-    await orchestrator.client.close();
+  /** Stops routing and scheduling (tasks stay persisted), then the thread. */
+  close(): Promise<void> {
+    const worker = this.worker;
+    if (!worker || this.exited) return Promise.resolve();
+    this.api = undefined;
+    this.closed ??= new Promise<void>((done) => {
+      worker.once("exit", () => done());
+      worker.on("message", (message: FromWorker) => {
+        if (message.type === "closed") void worker.terminate();
+      });
+      worker.postMessage({ type: "close" } satisfies ToWorker);
+    });
+    return this.closed;
+  }
+
+  /** The API's view of the orchestrator: each call posted to the worker, answered by message. */
+  private forwarder(): OrchestratorApi {
+    const call =
+      (method: string) =>
+      (...args: unknown[]): Promise<never> =>
+        new Promise((resolve, reject) => {
+          const worker = this.worker;
+          if (!worker) {
+            reject(new OrchestratorError("NOT_READY", "the orchestrator is stopping"));
+            return;
+          }
+          const id = this.nextCall++;
+          this.calls.set(id, { resolve: resolve as (value: unknown) => void, reject });
+          worker.postMessage({ type: "call", id, method, args } satisfies ToWorker);
+        });
+    return {
+      submit: call("submit"),
+      wait: call("wait"),
+      task: call("task"),
+      tasks: call("tasks"),
+      cancel: call("cancel"),
+      trace: call("trace"),
+      agents: call("agents"),
+      deadLetterList: call("deadLetterList"),
+      templateList: call("templateList"),
+    };
   }
 }

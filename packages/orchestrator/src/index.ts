@@ -32,8 +32,10 @@ export {
   type ApiReply,
   type ApiRequest,
   mountOrchestratorApi,
+  type OrchestratorApi,
   type OrchestratorSource,
   type RouteRegistrar,
+  type TemplateSummary,
 } from "./http/api-routes.js";
 export { DEFAULT_MEMORY_TTL_S, TraceMemory } from "./memory/trace-memory.js";
 export { Orchestrator, type OrchestratorOptions } from "./orchestrator.js";

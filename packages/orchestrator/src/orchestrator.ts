@@ -1,6 +1,7 @@
 import { connect, type Mq9Client, Mq9Error } from "@mq9/client";
 import { BusNames } from "./bus/names.js";
 import { OrchestratorError } from "./errors.js";
+import type { OrchestratorApi, TemplateSummary } from "./http/api-routes.js";
 import { AgentDirectory, type DirectoryEntry } from "./routing/agent-directory.js";
 import { type DeadLetter, DeadLetters } from "./routing/dead-letters.js";
 import { Router } from "./routing/router.js";
@@ -53,7 +54,7 @@ const STATUS_EVENT: Partial<Record<TaskStatus, WebhookEvent>> = {
  * The orchestrator: routing, task templates, the scheduler and traces, written against
  * the mq9 client SDK only, so it runs on any mq9 broker. Its bus is mq9 mailboxes.
  */
-export class Orchestrator {
+export class Orchestrator implements OrchestratorApi {
   private constructor(
     readonly client: Mq9Client,
     readonly names: BusNames,
@@ -198,6 +199,19 @@ export class Orchestrator {
   /** The registry as the router sees it: manifest, load and liveness of each agent. */
   agents(): DirectoryEntry[] {
     return this.directory.list();
+  }
+
+  /** The loaded task templates with their steps, by name. */
+  templateList(): TemplateSummary[] {
+    return this.templates.names().map((name) => {
+      const t = this.templates.get(name)!;
+      return {
+        name,
+        description: t.description,
+        file: t.file,
+        steps: t.steps.map((s) => ({ id: s.id, depends_on: s.dependsOn, ...s.performer, merge: s.merge })),
+      };
+    });
   }
 
   /** The most recent dead letters, oldest first. */

@@ -1,8 +1,11 @@
 import { Mq9Error } from "@mq9/client";
 import { isPriority } from "@mq9/protocol";
 import { OrchestratorError } from "../errors.js";
-import type { Orchestrator } from "../orchestrator.js";
+import type { DirectoryEntry } from "../routing/agent-directory.js";
+import type { DeadLetter } from "../routing/dead-letters.js";
+import type { SubmitOptions } from "../scheduler/scheduler.js";
 import { isTerminal, TASK_STATUSES, type TaskState, type TaskStatus } from "../scheduler/task-state.js";
+import type { TraceView } from "../trace/trace-reader.js";
 
 /** The parts of an HTTP request the routes read (fastify's request has them). */
 export interface ApiRequest {
@@ -25,8 +28,32 @@ export interface RouteRegistrar {
   post(path: string, handler: ApiHandler): unknown;
 }
 
+/** A task template as GET /api/templates lists it. */
+export interface TemplateSummary {
+  name: string;
+  description: string;
+  file?: string;
+  steps: Record<string, unknown>[];
+}
+
+/**
+ * What the HTTP API asks of an orchestrator: the Orchestrator itself, or a stand-in
+ * that forwards to one elsewhere (`mq9 serve` runs it on a worker thread).
+ */
+export interface OrchestratorApi {
+  submit(taskType: string, payload: unknown, options?: SubmitOptions): Promise<TaskState>;
+  wait(taskId: string, timeoutMs?: number): Promise<TaskState>;
+  task(taskId: string): Promise<TaskState | undefined>;
+  tasks(status?: TaskStatus): TaskState[] | Promise<TaskState[]>;
+  cancel(taskId: string): Promise<TaskState>;
+  trace(traceId: string): Promise<TraceView>;
+  agents(): DirectoryEntry[] | Promise<DirectoryEntry[]>;
+  deadLetterList(options?: { limit?: number; traceId?: string }): Promise<DeadLetter[]>;
+  templateList(): TemplateSummary[] | Promise<TemplateSummary[]>;
+}
+
 /** Where the API finds the orchestrator: itself, or a getter for one that starts after the HTTP server. */
-export type OrchestratorSource = Orchestrator | (() => Orchestrator | undefined);
+export type OrchestratorSource = OrchestratorApi | (() => OrchestratorApi | undefined);
 
 const DEFAULT_WAIT_MS = 60_000;
 const MAX_WAIT_MS = 15 * 60_000;
@@ -92,7 +119,7 @@ function failure(err: unknown): { status: number; body: { error: string; code: s
  * broker's HTTP server, e.g. `Broker.start({ http: { port, routes: (app) => mountOrchestratorApi(app, o) } })`.
  */
 export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSource): void {
-  const orchestrator = (): Orchestrator => {
+  const orchestrator = (): OrchestratorApi => {
     const found = typeof source === "function" ? source() : source;
     if (!found) throw new OrchestratorError("NOT_READY", "the orchestrator is starting; try again shortly");
     return found;
@@ -148,9 +175,7 @@ export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSo
       if (!Number.isInteger(limit) || limit < 1) {
         throw new OrchestratorError("INVALID_REQUEST", "limit must be a whole number >= 1");
       }
-      const tasks = orchestrator()
-        .tasks(status as TaskStatus | undefined)
-        .slice(0, limit);
+      const tasks = (await orchestrator().tasks(status as TaskStatus | undefined)).slice(0, limit);
       return reply.code(200).send({ tasks: tasks.map(summary) });
     }),
   );
@@ -185,23 +210,21 @@ export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSo
   app.get(
     "/api/agents",
     route(async (_request, reply) => {
-      const agents = orchestrator()
-        .agents()
-        .map((a) => ({
-          name: a.name,
-          mailbox: a.mailbox,
-          alive: a.alive,
-          orchestrated: a.orchestrated,
-          capabilities: a.capabilities,
-          weight: a.weight,
-          max_concurrency: a.maxConcurrency,
-          load: a.load,
-          reported_load: a.reportedLoad,
-          last_seen: a.lastSeenMs,
-          ttl: a.ttlSeconds,
-          tags: a.tags,
-          description: a.description,
-        }));
+      const agents = (await orchestrator().agents()).map((a) => ({
+        name: a.name,
+        mailbox: a.mailbox,
+        alive: a.alive,
+        orchestrated: a.orchestrated,
+        capabilities: a.capabilities,
+        weight: a.weight,
+        max_concurrency: a.maxConcurrency,
+        load: a.load,
+        reported_load: a.reportedLoad,
+        last_seen: a.lastSeenMs,
+        ttl: a.ttlSeconds,
+        tags: a.tags,
+        description: a.description,
+      }));
       return reply.code(200).send({ agents });
     }),
   );
@@ -225,16 +248,7 @@ export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSo
   app.get(
     "/api/templates",
     route(async (_request, reply) => {
-      const o = orchestrator();
-      const templates = o.templates.names().map((name) => {
-        const t = o.templates.get(name)!;
-        return {
-          name,
-          description: t.description,
-          file: t.file,
-          steps: t.steps.map((s) => ({ id: s.id, depends_on: s.dependsOn, ...s.performer, merge: s.merge })),
-        };
-      });
+      const templates = await orchestrator().templateList();
       return reply.code(200).send({ templates });
     }),
   );
