@@ -14,13 +14,15 @@ export const Headers = {
 } as const;
 
 const HEADER_VERSION_LINE = "NATS/1.0";
+/** Shared: a decoder per call cost more than the parsing on the SEND path. */
+const decoder = new TextDecoder();
 
 /**
  * Reads a NATS header block (`NATS/1.0\r\nKey: Value\r\n...\r\n\r\n`) into a map
  * with lowercased keys. A later duplicate overwrites an earlier one.
  */
 export function parseHeaderBlock(block: Uint8Array | string): Map<string, string> {
-  const text = typeof block === "string" ? block : new TextDecoder().decode(block);
+  const text = typeof block === "string" ? block : decoder.decode(block);
   const headers = new Map<string, string>();
   const lines = text.split("\r\n");
   for (let i = 1; i < lines.length; i++) {
