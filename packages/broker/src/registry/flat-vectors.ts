@@ -78,6 +78,11 @@ export class FlatVectors {
     }
     this.ids.pop();
     this.position.delete(id);
+    // Vectors leave in bulk once an index takes them: give the memory back (at 1M vectors, 2 GB).
+    const capacity = Math.floor(this.data.length / this.dimensions);
+    if (capacity > 1024 && this.ids.length * 4 <= capacity) {
+      this.data = this.data.slice(0, Math.ceil(capacity / 2) * this.dimensions);
+    }
     return true;
   }
 
