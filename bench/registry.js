@@ -393,7 +393,7 @@ async function partVectors(cfg, out) {
   removeTempDir(dir);
   out.push("");
   out.push(
-    `${lancedb ? "LanceDB vector store (BENCH_REG_STORE=lancedb)" : "default vector store"} alone — ${total.toLocaleString("en-US")} skill vectors (${dims} dims; ${base.length} real card embeddings + noise), ${lancedb ? "IVF_HNSW_SQ M=16 efC=100 efSearch=128 refine=5" : "HNSW M=16 efC=100 efSearch=64"}`,
+    `${lancedb ? "LanceDB vector store (BENCH_REG_STORE=lancedb)" : "default vector store"} alone — ${total.toLocaleString("en-US")} skill vectors (${dims} dims; ${base.length} real card embeddings + noise), ${lancedb ? "IVF_HNSW_SQ M=16 efC=100 efSearch=128 refine=5" : "HNSW M=16 efC=100 efSearch=128"}`,
   );
   out.push(
     `  upsert ${Math.round(total / upsertS).toLocaleString("en-US")} vectors/s; index complete ${buildS.toFixed(0)} s after the first upsert; process RSS ${rss.toFixed(0)} MiB`,

@@ -65,6 +65,7 @@ export const ServeConfigSchema = z
         queryPrefix: z.string().optional(),
         defaultTtl: z.number().int().min(0).default(0),
         annThreshold: positiveInt.default(2_000),
+        efSearch: positiveInt.optional(),
         maxCardBytes: positiveInt.default(256 * 1024),
         maxSkills: positiveInt.default(256),
         preload: z.boolean().default(true),

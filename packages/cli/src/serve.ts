@@ -60,6 +60,7 @@ function brokerOptions(
       onnx: { pooling: registry.pooling, queryPrefix: registry.queryPrefix },
       defaultTtl: registry.defaultTtl,
       annThreshold: registry.annThreshold,
+      efSearch: registry.efSearch,
       maxCardBytes: registry.maxCardBytes,
       maxSkills: registry.maxSkills,
       preloadEmbedder: registry.preload,

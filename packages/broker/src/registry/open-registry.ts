@@ -31,6 +31,8 @@ export interface RegistrySettings {
   /** Seconds for registrations without `ttl`; 0 = never expire. */
   defaultTtl?: number;
   annThreshold?: number;
+  /** Breadth of an approximate search: higher finds more of the true nearest skills, slower. */
+  efSearch?: number;
   maxCardBytes?: number;
   maxSkills?: number;
   hybridTextWeight?: number;
@@ -106,12 +108,14 @@ function openVectorStore(settings: RegistrySettings, context: RegistryContext): 
     return LanceDbVectorStore.open({
       dataDir: dataDir === ":memory:" ? ":memory:" : join(dataDir, "registry-lancedb"),
       annThreshold: settings.annThreshold,
+      hnsw: { efSearch: settings.efSearch },
       logger,
     });
   }
   return LocalVectorStore.open({
     dataDir: dataDir === ":memory:" ? ":memory:" : join(dataDir, "registry-vectors"),
     annThreshold: settings.annThreshold,
+    hnsw: { efSearch: settings.efSearch },
     logger,
   });
 }
