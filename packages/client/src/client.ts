@@ -223,13 +223,13 @@ export class Mq9Client {
   ): Promise<MessageItem[]> {
     const subject = Subjects.fetch(mailAddress);
     // The broker may hold a FETCH for its long-poll, so the timeout starts after that.
-    return this.call<MessagesReply>(
-      subject,
-      json(body),
-      undefined,
-      this.requestTimeoutMs + maxWaitMs,
-      signal,
-    ).then((reply) => items(reply, subject));
+    return this.mux
+      .request(subject, json(body), {
+        timeoutMs: this.requestTimeoutMs + maxWaitMs,
+        signal,
+        longPoll: maxWaitMs > 0,
+      })
+      .then((data) => items(parseReply<MessagesReply>(data, subject), subject));
   }
 
   private call<T extends object>(

@@ -16,9 +16,12 @@ export interface MuxRequestOptions {
   headers?: EncodedHeaders;
   /** Abandons the request locally (the broker may still act on it). */
   signal?: AbortSignal;
+  /** A FETCH that may wait for messages: it does not count as traffic in flight. */
+  longPoll?: boolean;
 }
 
 interface Pending {
+  longPoll: boolean;
   /** What to publish; dropped once it went out. */
   outgoing?: { data: Uint8Array; headers?: EncodedHeaders };
   resolve(data: Uint8Array): void;
@@ -38,9 +41,10 @@ const SWEEP_INTERVAL_MS = 50;
  * (`<inbox>.*`) per connection, a Map from token to pending request, and one sweeping
  * timer for all timeouts. Requests fail at once when the connection drops.
  *
- * Requests made during one turn of the event loop are published together at its end
- * (setImmediate), so they leave in one socket write: nats.js writes on a microtask, which
- * would otherwise cost a write per request when each comes from its own promise chain.
+ * While other requests are in flight, new ones are published together at the end of the
+ * event-loop turn (setImmediate), so they leave in one socket write: nats.js writes on a
+ * microtask, which would otherwise cost a write per request when each comes from its own
+ * promise chain. A request made when nothing else (but long-polls) is waiting goes out at once.
  */
 export class RequestMux {
   private readonly prefix: string;
@@ -48,6 +52,8 @@ export class RequestMux {
   /** Tokens of requests not yet published, in call order. */
   private queued: string[] = [];
   private publishScheduled = false;
+  /** Pending requests other than long-polls. */
+  private busy = 0;
   private readonly subscription: Subscription;
   private readonly sweeper: NodeJS.Timeout;
   private readonly unwatch: () => void;
@@ -87,6 +93,7 @@ export class RequestMux {
     const token = (this.nextToken++).toString(36);
     return new Promise<Uint8Array>((resolve, reject) => {
       const entry: Pending = {
+        longPoll: options.longPoll === true,
         outgoing: { data, headers: options.headers },
         resolve,
         reject,
@@ -98,13 +105,18 @@ export class RequestMux {
         const signal = options.signal;
         entry.signal = signal;
         entry.onAbort = () => {
-          if (this.pending.delete(token)) reject(abortError(subject));
+          if (!this.pending.has(token)) return;
+          this.settle(token, entry);
+          reject(abortError(subject));
         };
         signal.addEventListener("abort", entry.onAbort, { once: true });
       }
+      const alone = this.busy === 0;
+      if (!entry.longPoll) this.busy++;
       this.pending.set(token, entry);
       this.queued.push(token);
-      if (!this.publishScheduled) {
+      if (alone) this.publishQueued();
+      else if (!this.publishScheduled) {
         this.publishScheduled = true;
         setImmediate(this.publishQueued);
       }
@@ -178,7 +190,7 @@ export class RequestMux {
   }
 
   private settle(token: string, entry: Pending): void {
-    this.pending.delete(token);
+    if (this.pending.delete(token) && !entry.longPoll) this.busy--;
     if (entry.onAbort) entry.signal?.removeEventListener("abort", entry.onAbort);
   }
 
