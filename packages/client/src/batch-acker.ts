@@ -8,7 +8,8 @@ interface Waiter {
  * ACKs for one FETCH reply. ACK(m) also acknowledges every message delivered
  * before m in the same reply, so only the end of the longest handled prefix may
  * be ACKed: a message whose handler failed (or still runs) holds back those after
- * it. Consecutive completions collapse into one ACK.
+ * it. Consecutive completions collapse into one ACK: the ACK goes out at the end of
+ * the event-loop turn, so handlers finishing in the same turn share it.
  */
 export class BatchAcker {
   private readonly handled: boolean[];
@@ -19,6 +20,7 @@ export class BatchAcker {
   private sending: Promise<void> | undefined;
   private failure: Error | undefined;
   private waiters: Waiter[] = [];
+  private flushScheduled = false;
 
   constructor(
     private readonly msgIds: readonly number[],
@@ -37,7 +39,13 @@ export class BatchAcker {
     const confirmed = new Promise<void>((resolve, reject) => {
       this.waiters.push({ index, resolve, reject });
     });
-    this.flush();
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => {
+        this.flushScheduled = false;
+        this.flush();
+      });
+    }
     return confirmed;
   }
 
@@ -46,9 +54,12 @@ export class BatchAcker {
     return this.acked === this.msgIds.length || this.failure !== undefined;
   }
 
-  /** Resolves when no ACK is in flight any more. */
+  /** Resolves when no ACK is in flight or about to be sent any more. */
   async idle(): Promise<void> {
-    while (this.sending) await this.sending;
+    while (this.sending || this.flushScheduled) {
+      if (this.sending) await this.sending;
+      else await new Promise((resolve) => setImmediate(resolve));
+    }
   }
 
   /** Fails the callers still waiting for an ACK that will not come (used on stop). */
