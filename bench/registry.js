@@ -184,6 +184,10 @@ async function partBroker(cfg, out) {
       dir,
       "--log-level",
       "warn",
+      // The registry alone: the in-process orchestrator re-reads the whole registry every second
+      // (10,000 agents: ~18 MB of DISCOVER replies a second), which is the orchestrator's cost.
+      "--orchestrator",
+      "off",
     ],
     port,
     cwd: REPO_ROOT,
