@@ -1,22 +1,14 @@
-import { existsSync, rmSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { Subjects } from "@mq9/protocol";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { LanceDbVectorStore } from "../src/index.js";
-import { startTestBroker, tempDir } from "./harness.js";
-import { clusteredVectors, unit, vectorStoreConformance } from "./vector-store-conformance.js";
+import { startTestBroker } from "./harness.js";
+import { clusteredVectors, freshDirs, unit, vectorStoreConformance } from "./vector-store-conformance.js";
 
 const dot = (a: Float32Array, b: Float32Array) => a.reduce((sum, x, i) => sum + x * b[i], 0);
 
-const dirs: string[] = [];
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-const freshDir = () => {
-  const dir = tempDir("mq9-lancedb-");
-  dirs.push(dir);
-  return dir;
-};
+const freshDir = freshDirs("mq9-lancedb-");
 
 vectorStoreConformance("LanceDbVectorStore, in memory, exact", {
   open: async () => ({ store: await LanceDbVectorStore.open({ dataDir: ":memory:" }) }),

@@ -1,18 +1,8 @@
-import { rmSync } from "node:fs";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { LocalVectorStore } from "../src/index.js";
-import { tempDir } from "./harness.js";
-import { clusteredVectors, vectorStoreConformance } from "./vector-store-conformance.js";
+import { clusteredVectors, freshDirs, vectorStoreConformance } from "./vector-store-conformance.js";
 
-const dirs: string[] = [];
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-const freshDir = () => {
-  const dir = tempDir("mq9-vectors-");
-  dirs.push(dir);
-  return dir;
-};
+const freshDir = freshDirs("mq9-vectors-");
 
 vectorStoreConformance("LocalVectorStore, in memory, exact", {
   open: async () => ({ store: await LocalVectorStore.open({ dataDir: ":memory:" }) }),

@@ -1,9 +1,24 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { rmSync } from "node:fs";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { VectorStore } from "../src/index.js";
+import { tempDir } from "./harness.js";
 
 export interface VectorStoreSuiteOptions {
   /** Opens a store; `reopen` opens the same persistent store again after `close`. */
   open(): Promise<{ store: VectorStore; reopen?: () => Promise<VectorStore> }>;
+}
+
+/** A maker of fresh data dirs for a test file, all removed after its tests. */
+export function freshDirs(prefix: string): () => string {
+  const dirs: string[] = [];
+  afterAll(() => {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+  return () => {
+    const dir = tempDir(prefix);
+    dirs.push(dir);
+    return dir;
+  };
 }
 
 /** A deterministic generator, so failures reproduce. */
