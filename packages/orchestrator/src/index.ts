@@ -3,6 +3,7 @@ export {
   type AgentManifest,
   ManifestError,
   type ManifestRecord,
+  ORCHESTRATED_TAG,
   type ResolvedManifest,
   registrationBody,
   resolveManifest,

@@ -1,10 +1,12 @@
 import type { AgentEntry, Mq9Client } from "@mq9/client";
-import type { ManifestRecord } from "../agent/manifest.js";
+import { type ManifestRecord, ORCHESTRATED_TAG } from "../agent/manifest.js";
 import { type AgentView, isAlive } from "./agent-view.js";
 
 export interface AgentDirectoryOptions {
-  /** How often the registry is read again (default 1 000). */
+  /** How often the orchestrated agents are read again (default 1 000). */
   refreshMs?: number;
+  /** How often every agent of the registry is read again (default 30 000). */
+  fullRefreshMs?: number;
   /** Told once when an agent that was alive stops heartbeating or leaves the registry. */
   onDeath?: (agent: AgentView) => void;
   /** Failed refreshes; the directory keeps its last view. */
@@ -24,6 +26,7 @@ export interface DirectoryEntry extends AgentView {
 }
 
 const PAGE = 1_000;
+
 /** How long an agent that left the registry is still listed, as dead. */
 const FORGET_AFTER_MS = 10 * 60_000;
 
@@ -62,6 +65,8 @@ export class AgentDirectory {
   /** Routable agents by capability, rebuilt at each refresh (the router asks once per message). */
   private byCapability = new Map<string, DirectoryEntry[]>();
   private readonly refreshMs: number;
+  private readonly fullRefreshMs: number;
+  private lastFullReadMs = Number.NEGATIVE_INFINITY;
   private readonly now: () => number;
   private timer?: NodeJS.Timeout;
   private refreshing?: Promise<void>;
@@ -72,6 +77,7 @@ export class AgentDirectory {
     private readonly options: AgentDirectoryOptions = {},
   ) {
     this.refreshMs = options.refreshMs ?? 1_000;
+    this.fullRefreshMs = options.fullRefreshMs ?? 30_000;
     this.now = options.now ?? Date.now;
   }
 
@@ -87,8 +93,9 @@ export class AgentDirectory {
     return this.refreshing ?? Promise.resolve();
   }
 
-  /** Reads the registry now; concurrent callers share one read. */
-  refresh(): Promise<void> {
+  /** Reads the registry now (every agent when `full`); concurrent callers share one read. */
+  refresh(options: { full?: boolean } = {}): Promise<void> {
+    if (options.full) this.lastFullReadMs = Number.NEGATIVE_INFINITY;
     this.refreshing ??= this.read().finally(() => {
       this.refreshing = undefined;
     });
@@ -143,9 +150,12 @@ export class AgentDirectory {
 
   private async read(): Promise<void> {
     const entries: AgentEntry[] = [];
+    const startedMs = this.now();
+    const full = startedMs - this.lastFullReadMs >= this.fullRefreshMs;
+    const filter = full ? {} : { tags: [ORCHESTRATED_TAG] };
     try {
       for (let page = 1; ; page++) {
-        const batch = await this.client.discover({ include_status: true, limit: PAGE, page });
+        const batch = await this.client.discover({ ...filter, include_status: true, limit: PAGE, page });
         entries.push(...batch);
         if (batch.length < PAGE) break;
       }
@@ -153,6 +163,7 @@ export class AgentDirectory {
       this.options.onError?.(err as Error);
       return;
     }
+    if (full) this.lastFullReadMs = startedMs;
     const now = this.now();
     const present = new Set<string>();
     for (const entry of entries) {
@@ -162,6 +173,8 @@ export class AgentDirectory {
     }
     for (const [name, agent] of this.agents) {
       if (present.has(name)) continue;
+      // A read of the orchestrated agents says nothing of the others.
+      if (!full && !agent.orchestrated) continue;
       // Unregistered or purged after its ttl: dead, listed for a while, then forgotten.
       agent.alive = false;
       if (now - agent.lastSeenMs > FORGET_AFTER_MS) {

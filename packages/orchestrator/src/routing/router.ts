@@ -194,7 +194,7 @@ export class Router {
   private async explicit(name: string): Promise<RouteDecision> {
     let agent = this.directory.get(name);
     if (!agent) {
-      await this.directory.refresh();
+      await this.directory.refresh({ full: true });
       agent = this.directory.get(name);
     }
     // A known agent gets its mail even while offline: its mailbox keeps it.
