@@ -7,6 +7,11 @@ export class BrokerMetrics implements RequestObserver {
   readonly registry = new MetricsRegistry();
   private readonly requests: Counter<"op" | "outcome">;
   private readonly latency: Histogram<"op">;
+  /** Labelled children by operation and outcome: prom-client would hash the labels on every request. */
+  private readonly series = new Map<
+    string,
+    { requests: { inc(): void }; latency: { observe(value: number): void } }
+  >();
 
   constructor(connections: () => number) {
     collectDefaultMetrics({ register: this.registry, prefix: "mq9_process_" });
@@ -63,7 +68,16 @@ export class BrokerMetrics implements RequestObserver {
   }
 
   observe(op: string, failed: boolean, seconds: number): void {
-    this.requests.inc({ op, outcome: failed ? "error" : "ok" });
-    this.latency.observe({ op }, seconds);
+    const key = failed ? `${op}!` : op;
+    let series = this.series.get(key);
+    if (!series) {
+      series = {
+        requests: this.requests.labels({ op, outcome: failed ? "error" : "ok" }),
+        latency: this.latency.labels({ op }),
+      };
+      this.series.set(key, series);
+    }
+    series.requests.inc();
+    series.latency.observe(seconds);
   }
 }
