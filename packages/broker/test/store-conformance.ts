@@ -198,6 +198,24 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       expect(await store.claim("box", "g", { ...claim, nowMs: T0 + 60_000 })).toEqual([]);
     });
 
+    it("ack — a whole batch of mixed priorities acked at once: later claims neither skip nor repeat", async () => {
+      await send("a");
+      await send("b");
+      await send("c1", { priority: "critical" });
+      await send("u1", { priority: "urgent" });
+      await send("c2", { priority: "critical" });
+      await send("d");
+      const batch = await store.claim("box", "g", { ...claim, limit: 4 });
+      expect(bodies(batch)).toEqual(["c1", "c2", "u1", "a"]);
+      expect(await store.ack("box", "g", batch[3].id, T0)).toBe(true);
+      await send("c3", { priority: "critical" });
+      await send("e");
+      const rest = await store.claim("box", "g", claim);
+      expect(bodies(rest)).toEqual(["c3", "b", "d", "e"]);
+      expect(await store.ack("box", "g", rest[3].id, T0)).toBe(true);
+      expect(await store.claim("box", "g", { ...claim, nowMs: T0 + 60_000 })).toEqual([]);
+    });
+
     it("ack — a message never delivered to the group is refused", async () => {
       const id = await send("a");
       expect(await store.ack("box", "g", id, T0)).toBe(false);

@@ -185,6 +185,13 @@ export class SqliteStore implements Store {
       delivery: db.prepare<[number, string, number], { batch: number; pos: number }>(
         "SELECT batch, pos FROM deliveries WHERE mbox = ? AND grp = ? AND msg_id = ?",
       ),
+      inFlightByPriority: db.prepare<
+        [number, number, number, string],
+        { priority: number; hi: number; n: number; covered: number }
+      >(
+        `SELECT priority, max(msg_id) AS hi, count(*) AS n, sum(batch = ? AND pos <= ?) AS covered
+         FROM deliveries WHERE mbox = ? AND grp = ? GROUP BY priority`,
+      ),
       ackBatch: db.prepare(
         "UPDATE deliveries SET acked = 1 WHERE mbox = ? AND grp = ? AND batch = ? AND pos <= ?",
       ),
@@ -367,6 +374,18 @@ export class SqliteStore implements Store {
       const cursors = [state.cursor0, state.cursor1, state.cursor2];
       const delivery = this.stmt.delivery.get(box.id, group, msgId);
       if (!delivery) return this.isBelowCursor(box.id, msgId, cursors);
+      const inFlight = this.stmt.inFlightByPriority.all(delivery.batch, delivery.pos, box.id, group);
+      if (inFlight.every((p) => p.covered === p.n)) {
+        // The ACK covers all the group has in flight (a consumer draining in order, the usual
+        // case). Claims take each priority's messages in id order from its cursor, so what was
+        // delivered is every live message up to the highest id: the cursors move past it and
+        // the rows go, without marking them ACKed first.
+        const next = [...cursors];
+        for (const p of inFlight) next[p.priority] = Math.max(next[p.priority], p.hi + 1);
+        this.stmt.clearDeliveries.run(box.id, group);
+        this.stmt.setCursors.run(next[0], next[1], next[2], box.id, group);
+        return true;
+      }
       this.stmt.ackBatch.run(box.id, group, delivery.batch, delivery.pos);
       this.advanceCursors(box.id, group, cursors, nowMs);
       return true;
