@@ -83,6 +83,8 @@ function isLive(row: MailboxRow, nowMs: number): boolean {
  * Walks the priority classes, critical first, taking each class's rows (FIFO)
  * until `limit` or the payload byte budget is reached (always at least one).
  */
+const DELIVERY_CHUNK = 50;
+
 function takeByPriority(
   limit: number,
   maxBytes: number,
@@ -110,6 +112,8 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly mailboxCache = new Map<string, MailboxRow>();
   private readonly stmt;
+  /** Multi-row delivery inserts by row count (a statement per row costs more than the row). */
+  private readonly deliveryInserts = new Map<number, Database.Statement>();
   /** The id the next stored message gets (one sequence for all mailboxes). */
   private nextId = 0;
 
@@ -349,20 +353,41 @@ export class SqliteStore implements Store {
         c2: state.cursor2,
         batch: taken.length > 0 ? batch + 1 : batch,
       });
-      const lease = options.nowMs + options.leaseMs;
-      for (let pos = 0; pos < taken.length; pos++) {
-        this.stmt.upsertDelivery.run(
-          box.id,
-          group,
-          taken[pos].msg_id,
-          taken[pos].priority,
-          batch,
-          pos,
-          lease,
-        );
-      }
+      this.recordDeliveries(box.id, group, taken, batch, options.nowMs + options.leaseMs);
       return taken.map(toStored);
     })();
+  }
+
+  /** One delivery row per claimed message, written DELIVERY_CHUNK rows per statement. */
+  private recordDeliveries(
+    mbox: number,
+    group: string,
+    taken: MessageRow[],
+    batch: number,
+    lease: number,
+  ): void {
+    for (let start = 0; start < taken.length; start += DELIVERY_CHUNK) {
+      const end = Math.min(taken.length, start + DELIVERY_CHUNK);
+      const params: (number | string)[] = [];
+      for (let pos = start; pos < end; pos++) {
+        params.push(mbox, group, taken[pos].msg_id, taken[pos].priority, batch, pos, lease);
+      }
+      this.deliveryInsert(end - start).run(params);
+    }
+  }
+
+  private deliveryInsert(rows: number): Database.Statement {
+    let statement = this.deliveryInserts.get(rows);
+    if (!statement) {
+      statement = this.db.prepare(
+        `INSERT INTO deliveries (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked)
+         VALUES ${Array.from({ length: rows }, () => "(?, ?, ?, ?, ?, ?, ?, 0)").join(", ")}
+         ON CONFLICT (mbox, grp, msg_id) DO UPDATE SET
+           batch = excluded.batch, pos = excluded.pos, lease_until_ms = excluded.lease_until_ms, acked = 0`,
+      );
+      this.deliveryInserts.set(rows, statement);
+    }
+    return statement;
   }
 
   async ack(mailbox: string, group: string, msgId: number, nowMs: number): Promise<boolean> {
