@@ -3,14 +3,18 @@
 // one batch-aware ACK of the last msg_id of the batch.
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { connect } from "@mq9/client";
-import { freePort, makeTempDir, NotMeasured, progress, removeTempDir, sleep, startServer } from "./proc.js";
+import {
+  freePort,
+  MQ9_CLI,
+  makeTempDir,
+  NotMeasured,
+  progress,
+  removeTempDir,
+  sleep,
+  startMq9Serve,
+} from "./proc.js";
 
-const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const CLI = process.env.BENCH_MQ9_CLI
-  ? path.resolve(process.env.BENCH_MQ9_CLI)
-  : path.join(REPO_ROOT, "packages", "cli", "dist", "main.js");
 const MAILBOX = "bench.q1";
 const GROUP = "g";
 const REQUEST_TIMEOUT_MS = 10000;
@@ -33,31 +37,13 @@ async function createMailbox(client) {
   }
 }
 
-async function startBroker(port, dir, extraArgs) {
-  return startServer({
-    name: "mq9 broker",
-    cmd: process.execPath,
-    args: [
-      // Extra node flags for our broker only, e.g. BENCH_MQ9_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof".
-      ...(process.env.BENCH_MQ9_NODE_ARGS ?? "").split(" ").filter(Boolean),
-      CLI,
-      "serve",
-      "--host",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--data",
-      dir,
-      ...extraArgs,
-    ],
-    port,
-    cwd: REPO_ROOT,
-  });
+function startBroker(port, dir, extraArgs) {
+  return startMq9Serve({ port, dir, args: extraArgs });
 }
 
 export async function start({ payload, drainBatch }) {
-  if (!existsSync(CLI)) {
-    throw new NotMeasured(`${path.relative(REPO_ROOT, CLI)} does not exist (the CLI is not built yet)`);
+  if (!existsSync(MQ9_CLI)) {
+    throw new NotMeasured(`${path.relative(REPO_ROOT, MQ9_CLI)} does not exist (the CLI is not built yet)`);
   }
   const port = await freePort();
   const dir = makeTempDir("mq9");

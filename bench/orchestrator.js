@@ -1,23 +1,9 @@
-// Orchestrator benchmark (`node bench/run.js --orchestrator [--quick]`, or BENCH_ORCHESTRATOR=1 with a full run).
-// `mq9 serve` (broker + its in-process orchestrator, built CLI, child process) and, in this process, 10 agent
-// instances on the Agent SDK sharing one capability, plus a producer. The producer puts envelopes with
-// target "*" and the capability in the router mailbox; the router picks an agent by weight and load and
-// forwards each one to that agent's mailbox, where the agent handles it. Measured:
-//   - routed messages/s with BENCH_ORCH_INFLIGHT sends in flight (producer SEND to agent handler);
-//   - latency per hop, p50/p99: producer -> router (the router forwarded it), router -> agent (the agent took
-//     it), and end to end; once under that load, once with one message in flight at a time.
-// Figures only, no asserts; the published figure of the design this follows and the issue's targets are
-// printed beside them.
-import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
 import { connect } from "@mq9/client";
 import { Agent, createEnvelope, sendEnvelope } from "@mq9/orchestrator";
-import { freePort, makeTempDir, progress, removeTempDir, sleep, startServer } from "./proc.js";
+import { freePort, makeTempDir, progress, removeTempDir, sleep, startMq9Serve } from "./proc.js";
 import { percentile } from "./stats.js";
 
-const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const CLI = path.join(REPO_ROOT, "packages", "cli", "dist", "main.js");
 const CAPABILITY = "bench.echo";
 const now = () => performance.timeOrigin + performance.now();
 
@@ -161,25 +147,11 @@ export async function runOrchestratorBench(cfg) {
   const agents = [];
   try {
     progress("orchestrator: starting mq9 serve (broker + orchestrator)");
-    server = await startServer({
+    server = await startMq9Serve({
       name: "mq9 serve",
-      cmd: process.execPath,
-      args: [
-        CLI,
-        "serve",
-        "--port",
-        String(port),
-        "--http-port",
-        String(httpPort),
-        "--data",
-        dir,
-        "--log-level",
-        "warn",
-        "--registry-embedder",
-        "none",
-      ],
       port,
-      cwd: REPO_ROOT,
+      dir,
+      args: ["--http-port", String(httpPort), "--log-level", "warn", "--registry-embedder", "none"],
     });
     const url = `mq9://127.0.0.1:${port}`;
     const api = `http://127.0.0.1:${httpPort}`;

@@ -5,6 +5,15 @@ import { accessSync, constants, mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The repository this bench runs from. */
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+/** Our CLI entry point: BENCH_MQ9_CLI, or the built one. */
+export const MQ9_CLI = process.env.BENCH_MQ9_CLI
+  ? path.resolve(process.env.BENCH_MQ9_CLI)
+  : path.join(REPO_ROOT, "packages", "cli", "dist", "main.js");
 
 const children = new Set();
 const tempDirs = new Set();
@@ -211,4 +220,29 @@ export function installCleanupHandlers() {
   process.on("SIGTERM", () => onSignal("SIGTERM", 143));
   process.on("SIGHUP", () => onSignal("SIGHUP", 129));
   process.on("exit", cleanupSync);
+}
+
+/**
+ * Starts our broker: `mq9 serve` on 127.0.0.1:`port` with its data in `dir`, plus `args`.
+ * BENCH_MQ9_NODE_ARGS adds node flags for it alone, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+ */
+export function startMq9Serve({ name = "mq9 broker", port, dir, args = [] }) {
+  return startServer({
+    name,
+    cmd: process.execPath,
+    args: [
+      ...(process.env.BENCH_MQ9_NODE_ARGS ?? "").split(" ").filter(Boolean),
+      MQ9_CLI,
+      "serve",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--data",
+      dir,
+      ...args,
+    ],
+    port,
+    cwd: REPO_ROOT,
+  });
 }

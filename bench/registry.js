@@ -10,13 +10,10 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
 import { connect } from "@mq9/client";
-import { freePort, makeTempDir, progress, removeTempDir, startServer } from "./proc.js";
+import { freePort, makeTempDir, progress, REPO_ROOT, removeTempDir, startMq9Serve } from "./proc.js";
 import { percentile } from "./stats.js";
 
-const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const CLI = path.join(REPO_ROOT, "packages", "cli", "dist", "main.js");
 const BROKER = path.join(REPO_ROOT, "packages", "broker", "dist", "index.js");
 
 /**
@@ -168,20 +165,12 @@ async function partBroker(cfg, out) {
   const dir = makeTempDir("mq9-bench-registry");
   const port = await freePort();
   const httpPort = await freePort();
-  const server = await startServer({
-    name: "mq9 broker",
-    cmd: process.execPath,
+  const server = await startMq9Serve({
+    port,
+    dir,
     args: [
-      CLI,
-      "serve",
-      "--host",
-      "127.0.0.1",
-      "--port",
-      String(port),
       "--http-port",
       String(httpPort),
-      "--data",
-      dir,
       "--log-level",
       "warn",
       // The registry alone: the in-process orchestrator re-reads the whole registry every second
@@ -189,8 +178,6 @@ async function partBroker(cfg, out) {
       "--orchestrator",
       "off",
     ],
-    port,
-    cwd: REPO_ROOT,
   });
   // Through our SDK, as agents call the registry (its request mux, not one nats.js request each).
   const client = await connect(`nats://127.0.0.1:${port}`, { reconnect: false, requestTimeoutMs: 600_000 });

@@ -34,7 +34,7 @@ environment (defaults in brackets, quick-run defaults after the slash):
   BENCH_TMPDIR          where the servers' temp data dirs go             [os.tmpdir()]
   BENCH_NATS_SERVER, BENCH_REDIS_SERVER   binaries to use instead of the ones on PATH
   BENCH_MQ9_CLI         our CLI entry point                              [packages/cli/dist/main.js]
-  BENCH_MQ9_NODE_ARGS   node flags for our broker, e.g. "--cpu-prof --cpu-prof-dir=DIR"   [none]
+  BENCH_MQ9_NODE_ARGS   node flags for our broker (every bench), e.g. "--cpu-prof --cpu-prof-dir=DIR"   [none]
 `;
 
 function intFromEnv(name, fallback, min = 1) {
