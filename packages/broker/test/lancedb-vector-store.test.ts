@@ -98,18 +98,6 @@ describe("LanceDbVectorStore — agent names in filters", () => {
     expect(await store.count()).toBe(names.length - 1);
     await store.close();
   });
-
-  it("rejects vectors of another length until cleared", async () => {
-    const store = await LanceDbVectorStore.open({ dataDir: freshDir() });
-    await store.upsert([{ id: 1, agent: "a", vector: new Float32Array([1, 0]) }]);
-    await expect(store.upsert([{ id: 2, agent: "a", vector: new Float32Array([1, 0, 0]) }])).rejects.toThrow(
-      /clear the store when the model changes/,
-    );
-    await store.clear();
-    await store.upsert([{ id: 2, agent: "a", vector: new Float32Array([1, 0, 0]) }]);
-    expect(await store.count()).toBe(1);
-    await store.close();
-  });
 });
 
 describe("a broker with registry.vectorStore 'lancedb'", () => {

@@ -39,16 +39,4 @@ describe("LocalVectorStore — the approximate index", () => {
     for (const hit of await reopened.query(vectors[1], {}, 50)) expect(hit.agent).not.toBe("a1");
     await reopened.close();
   });
-
-  it("rejects vectors of another length until cleared", async () => {
-    const store = await LocalVectorStore.open({ dataDir: ":memory:" });
-    await store.upsert([{ id: 1, agent: "a", vector: new Float32Array([1, 0]) }]);
-    await expect(store.upsert([{ id: 2, agent: "a", vector: new Float32Array([1, 0, 0]) }])).rejects.toThrow(
-      /clear the store when the model changes/,
-    );
-    await store.clear();
-    await store.upsert([{ id: 2, agent: "a", vector: new Float32Array([1, 0, 0]) }]);
-    expect(await store.count()).toBe(1);
-    await store.close();
-  });
 });

@@ -153,6 +153,17 @@ export function vectorStoreConformance(name: string, options: VectorStoreSuiteOp
       for (const hit of filtered) expect(["agent7", "agent8"]).toContain(hit.agent);
     });
 
+    it("rejects vectors of another length until cleared", async () => {
+      const { store } = await start();
+      await store.upsert([{ id: 1, agent: "a", vector: new Float32Array([1, 0]) }]);
+      await expect(
+        store.upsert([{ id: 2, agent: "a", vector: new Float32Array([1, 0, 0]) }]),
+      ).rejects.toThrow(/clear the store when the model changes/);
+      await store.clear();
+      await store.upsert([{ id: 2, agent: "a", vector: new Float32Array([1, 0, 0]) }]);
+      expect(await store.count()).toBe(1);
+    });
+
     it("keeps its vectors across close and reopen (persistent stores)", async () => {
       const { store, reopen } = await start();
       if (!reopen) return;
