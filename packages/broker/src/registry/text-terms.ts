@@ -1,5 +1,13 @@
 import { stemmer } from "stemmer";
-import { searchWords } from "./fts-query.js";
+
+/** Words too common in agent descriptions and questions to tell agents apart. */
+const STOPWORDS = new Set(
+  (
+    "a an and are as at be but by can could do does for from how i in into is it its me my of on or our " +
+    "please should so some that the their them then there these this to us was we what when where which " +
+    "who will with would you your agent agents find need want help something someone"
+  ).split(" "),
+);
 
 const TOKEN = /[\p{L}\p{N}]+/gu;
 const NON_ASCII = /[^\u0000-\u007f]/;
@@ -33,5 +41,9 @@ export function indexTerms(text: string): string[] {
 
 /** The distinct terms a free-text query searches for (stopwords dropped, at most 64). */
 export function queryTerms(text: string): string[] {
-  return [...new Set(searchWords(text).map(term))].slice(0, 64);
+  const terms = new Set<string>();
+  for (const match of text.toLowerCase().matchAll(TOKEN)) {
+    if (!STOPWORDS.has(match[0])) terms.add(term(match[0]));
+  }
+  return [...terms].slice(0, 64);
 }
