@@ -107,8 +107,6 @@ export class SqliteRegistryStore implements RegistryStore {
       this.db.pragma("journal_mode = WAL");
       this.db.pragma(`synchronous = ${options.sync === "full" ? "FULL" : "NORMAL"}`);
       this.db.pragma("locking_mode = EXCLUSIVE");
-      // Pages of answered records stay in memory instead of being re-read through the OS on every query.
-      this.db.pragma("cache_size = -65536");
       openRegistrySchema(this.db);
     } catch (err) {
       throw StorageError.from(err, `cannot open the registry in ${options.dataDir}`);
