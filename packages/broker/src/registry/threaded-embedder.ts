@@ -1,6 +1,6 @@
-import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
+import { compiledWorkerUrl } from "../compiled-worker.js";
 import { type Embedder, EmbedderUnavailableError, type EmbedOptions, type EmbedPurpose } from "./embedder.js";
 import type { EmbedderSpec } from "./embedder-factory.js";
 import type { WorkerReply, WorkerRequest } from "./embedding-worker.js";
@@ -19,16 +19,11 @@ interface Job {
   reject(err: Error): void;
 }
 
-/** The compiled worker entry. Tests run from TypeScript sources, so they use the build (`npm test` builds first). */
 function workerUrl(): URL {
-  const here = new URL("./embedding-worker.js", import.meta.url);
-  if (existsSync(fileURLToPath(here))) return here;
-  const built = new URL(
-    here.href.replace(/\/src\/registry\/embedding-worker\.js$/, "/dist/registry/embedding-worker.js"),
-  );
-  if (existsSync(fileURLToPath(built))) return built;
+  const url = compiledWorkerUrl("registry/embedding-worker.js");
+  if (url) return url;
   throw new EmbedderUnavailableError(
-    `the embedding worker ${fileURLToPath(here)} is missing; run the build (npx tsc -b)`,
+    `the embedding worker ${fileURLToPath(new URL("./embedding-worker.js", import.meta.url))} is missing; run the build (npx tsc -b)`,
   );
 }
 

@@ -2,6 +2,8 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { PRIORITIES, priorityRank } from "@mq9/protocol";
 import Database from "better-sqlite3";
+import { AppendJournal, type JournalContents } from "./append-journal.js";
+import { type AppendedRow, decodeAppendedRows, encodeAppendedRows } from "./appended-rows.js";
 import { SQLITE_SCHEMA, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
 import { StorageError } from "./storage-error.js";
 import type {
@@ -16,6 +18,8 @@ import type {
   Store,
   StoredMessage,
 } from "./store.js";
+import type { CheckpointReply } from "./wal-checkpoint-worker.js";
+import { WalCheckpointer } from "./wal-checkpointer.js";
 
 export type SyncMode = "normal" | "full";
 
@@ -24,7 +28,35 @@ export interface SqliteStoreOptions {
   dataDir: string;
   /** normal: a commit survives a killed process; full: it also survives power loss. */
   sync?: SyncMode;
+  /**
+   * How long SENDs may sit in the append journal before the database commits
+   * them (they are durable either way); any other change commits at once.
+   */
+  commitIntervalMs?: number;
 }
+
+const DEFAULT_COMMIT_INTERVAL_MS = 10;
+const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
+/** A WAL this long (pages) that the worker cannot catch up with is checkpointed here, blocking. */
+const MAX_WAL_FRAMES = 65536;
+
+/**
+ * Takes the directory's owner lock: an exclusive lock on a small SQLite file,
+ * held until the connection closes (also by the OS when the process dies).
+ */
+function lockDataDir(file: string): Database.Database {
+  const lock = new Database(file, { timeout: 200 });
+  try {
+    lock.pragma("locking_mode = EXCLUSIVE");
+    lock.exec("BEGIN EXCLUSIVE; COMMIT");
+    return lock;
+  } catch (err) {
+    lock.close();
+    throw err;
+  }
+}
+/** Rows after which the open transaction is committed without waiting for the interval. */
+const MAX_UNCOMMITTED_ROWS = 4096;
 
 interface MailboxRow {
   id: number;
@@ -112,30 +144,61 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly mailboxCache = new Map<string, MailboxRow>();
   private readonly stmt;
+  /** One transaction wrapper for every change: better-sqlite3 builds a costly new one per transaction() call. */
+  private readonly runAtomically: (change: () => unknown) => unknown;
   /** Multi-row delivery inserts by row count (a statement per row costs more than the row). */
   private readonly deliveryInserts = new Map<number, Database.Statement>();
   /** The id the next stored message gets (one sequence for all mailboxes). */
   private nextId = 0;
+  /** SENDs since the last commit, kept durable here (absent for an in-memory store). */
+  private readonly journal?: AppendJournal;
+  /** The journal generation being written; the database holds every earlier one. */
+  private generation = 1;
+  /** Set when the journal could not be restarted after a commit: SENDs are refused from then on. */
+  private journalFailure?: StorageError;
+  private uncommittedRows = 0;
+  private commitTimer?: NodeJS.Timeout;
+  private readonly commitIntervalMs: number;
+  /** Held open for the store's life: a second broker on the same directory is refused. */
+  private readonly ownerLock?: Database.Database;
+  private readonly checkpointer?: WalCheckpointer;
 
   constructor(options: SqliteStoreOptions) {
     const file = options.dataDir === ":memory:" ? ":memory:" : join(options.dataDir, "mq9.db");
+    const synchronous = options.sync === "full" ? "FULL" : "NORMAL";
     try {
-      if (file !== ":memory:") mkdirSync(options.dataDir, { recursive: true });
+      if (file !== ":memory:") {
+        mkdirSync(options.dataDir, { recursive: true });
+        this.ownerLock = lockDataDir(join(options.dataDir, "mq9.lock"));
+      }
       this.db = new Database(file, { timeout: 200 });
       this.db.pragma("journal_mode = WAL");
-      this.db.pragma(`synchronous = ${options.sync === "full" ? "FULL" : "NORMAL"}`);
-      this.db.pragma("locking_mode = EXCLUSIVE");
+      this.db.pragma(`synchronous = ${synchronous}`);
+      // Checkpoints run on a worker (below); a reset WAL is cut back to this size.
+      this.db.pragma("wal_autocheckpoint = 0");
+      this.db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
       this.createOrCheckSchema();
     } catch (err) {
+      this.ownerLock?.close();
       throw StorageError.from(err, `cannot open the store in ${options.dataDir}`);
     }
+    this.commitIntervalMs = options.commitIntervalMs ?? DEFAULT_COMMIT_INTERVAL_MS;
     const db = this.db;
+    this.runAtomically = db.transaction((change: () => unknown) => change());
     this.stmt = {
+      begin: db.prepare("BEGIN"),
+      commit: db.prepare("COMMIT"),
       mailboxByAddress: db.prepare<[string], MailboxRow>("SELECT * FROM mailboxes WHERE address = ?"),
       insertMailbox: db.prepare(
         "INSERT INTO mailboxes (address, ttl_s, description, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?)",
       ),
       // The counter is derived from the newest message at open; it is stored only when that one goes.
+      journalApplied: db.prepare<[], { value: number }>(
+        "SELECT value FROM meta WHERE name = 'journal_applied'",
+      ),
+      saveJournalApplied: db.prepare(
+        "INSERT INTO meta (name, value) VALUES ('journal_applied', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+      ),
       saveNextId: db.prepare(
         "INSERT INTO meta (name, value) VALUES ('next_msg_id', ?) ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)",
       ),
@@ -227,6 +290,11 @@ export class SqliteStore implements Store {
       ),
       expireMessages: db.prepare("DELETE FROM messages WHERE expires_ms IS NOT NULL AND expires_ms <= ?"),
     };
+    if (file !== ":memory:") {
+      this.journal = this.openJournal(join(options.dataDir, "mq9.journal"), options);
+      this.checkpointer = WalCheckpointer.start({ file, synchronous }, (reply) => this.onCheckpoint(reply));
+      if (!this.checkpointer) this.db.pragma("wal_autocheckpoint = 1000");
+    }
     const stored = this.db
       .prepare<[], { value: number }>("SELECT value FROM meta WHERE name = 'next_msg_id'")
       .get();
@@ -235,7 +303,7 @@ export class SqliteStore implements Store {
   }
 
   async createMailbox(record: MailboxRecord, nowMs: number): Promise<boolean> {
-    return this.db.transaction(() => {
+    return this.committed(() => {
       const existing = this.mailboxRow(record.address);
       if (existing) {
         if (isLive(existing, nowMs)) return false;
@@ -249,7 +317,7 @@ export class SqliteStore implements Store {
         record.expiresMs ?? null,
       );
       return true;
-    })();
+    });
   }
 
   async getMailbox(address: string, nowMs: number): Promise<MailboxRecord | undefined> {
@@ -264,31 +332,50 @@ export class SqliteStore implements Store {
     };
   }
 
+  /**
+   * Writes the batch into the open transaction and its record into the
+   * journal: durable once this returns, committed to the database within
+   * `commitIntervalMs` or by the next change of any other kind.
+   */
   async append(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
+    if (this.journalFailure) throw this.journalFailure;
     let next = this.nextId;
-    const results = () =>
-      batch.map((message): AppendResult => {
+    const rows: AppendedRow[] = [];
+    const results = () => {
+      const outcome = batch.map((message): AppendResult => {
         const box = this.liveMailbox(message.mailbox, nowMs);
         if (!box) return { missingMailbox: true };
-        const row = {
+        const delayed = message.dueMs !== undefined;
+        const row: AppendedRow = {
+          id: delayed ? -1 : next++,
           mbox: box.id,
           priority: priorityRank[message.priority],
-          msg_key: message.key ?? null,
+          key: message.key ?? null,
           tags: message.tags ? JSON.stringify(message.tags) : null,
           header: message.header ?? null,
           payload: message.payload,
-          expires_ms: message.expiresMs ?? null,
+          createdMs: message.sentMs,
+          expiresMs: message.expiresMs ?? null,
+          dueMs: message.dueMs ?? null,
         };
-        if (message.dueMs !== undefined) {
-          this.stmt.insertDelayed.run({ ...row, due_ms: message.dueMs });
-          return { id: -1 };
-        }
-        const id = next++;
-        this.insertMessage(row, id, message.sentMs);
-        return { id };
+        this.writeAppendedRow(row);
+        rows.push(row);
+        return { id: row.id };
       });
-    const outcome = this.db.transaction(results)();
+      // Inside the savepoint: a failed journal write undoes the rows too.
+      if (rows.length > 0) this.journal?.append(encodeAppendedRows(rows));
+      return outcome;
+    };
+    this.beginDeferred();
+    let outcome: AppendResult[];
+    try {
+      outcome = this.atomically(results);
+    } catch (err) {
+      throw StorageError.from(err, "cannot store the message");
+    }
     this.nextId = next;
+    this.uncommittedRows += rows.length;
+    if (this.uncommittedRows >= MAX_UNCOMMITTED_ROWS) this.settle();
     return outcome;
   }
 
@@ -319,7 +406,7 @@ export class SqliteStore implements Store {
   async claim(mailbox: string, group: string, options: ClaimOptions): Promise<StoredMessage[]> {
     const box = this.liveMailbox(mailbox, options.nowMs);
     if (!box) return [];
-    return this.db.transaction(() => {
+    return this.committed(() => {
       let state = this.stmt.group.get(box.id, group);
       if (!state || options.reset) {
         const from = options.start.fromId;
@@ -355,7 +442,7 @@ export class SqliteStore implements Store {
       });
       this.recordDeliveries(box.id, group, taken, batch, options.nowMs + options.leaseMs);
       return taken.map(toStored);
-    })();
+    });
   }
 
   /** One delivery row per claimed message, written DELIVERY_CHUNK rows per statement. */
@@ -393,7 +480,7 @@ export class SqliteStore implements Store {
   async ack(mailbox: string, group: string, msgId: number, nowMs: number): Promise<boolean> {
     const box = this.liveMailbox(mailbox, nowMs);
     if (!box) return false;
-    return this.db.transaction(() => {
+    return this.committed(() => {
       const state = this.stmt.group.get(box.id, group);
       if (!state) return false;
       const cursors = [state.cursor0, state.cursor1, state.cursor2];
@@ -414,7 +501,7 @@ export class SqliteStore implements Store {
       this.stmt.ackBatch.run(box.id, group, delivery.batch, delivery.pos);
       this.advanceCursors(box.id, group, cursors, nowMs);
       return true;
-    })();
+    });
   }
 
   async query(mailbox: string, options: QueryOptions): Promise<StoredMessage[]> {
@@ -448,12 +535,12 @@ export class SqliteStore implements Store {
   async deleteMessage(mailbox: string, msgId: number): Promise<boolean> {
     const box = this.mailboxRow(mailbox);
     if (!box) return false;
-    return this.db.transaction(() => {
+    return this.committed(() => {
       this.stmt.deleteDeliveriesOf.run(box.id, msgId);
       // Keep ids from being reused after a restart if this was the newest message.
       this.stmt.saveNextId.run(this.nextId);
       return this.stmt.deleteMessage.run(box.id, msgId).changes > 0;
-    })();
+    });
   }
 
   async promoteDue(nowMs: number): Promise<string[]> {
@@ -469,7 +556,7 @@ export class SqliteStore implements Store {
       }
       return [...addresses];
     };
-    const outcome = this.db.transaction(touched)();
+    const outcome = this.committed(touched);
     this.nextId = next;
     return outcome;
   }
@@ -479,17 +566,124 @@ export class SqliteStore implements Store {
   }
 
   async purgeExpired(nowMs: number): Promise<PurgeResult> {
-    return this.db.transaction(() => {
+    return this.committed(() => {
       const expired = this.stmt.expiredMailboxes.all(nowMs);
       for (const row of expired) this.dropMailbox(row);
       const messages = this.stmt.expireMessages.run(nowMs).changes;
       if (messages > 0) this.stmt.saveNextId.run(this.nextId);
       return { mailboxes: expired.map((row) => row.address), messages };
-    })();
+    });
   }
 
   async close(): Promise<void> {
-    if (this.db.open) this.db.close();
+    if (!this.db.open) return;
+    await this.checkpointer?.close();
+    if (!this.db.open) return;
+    try {
+      this.settle();
+    } finally {
+      this.journal?.close();
+      this.db.close();
+      this.ownerLock?.close();
+    }
+  }
+
+  private onCheckpoint(reply: CheckpointReply): void {
+    if (!this.db.open) return;
+    if (reply.type === "failed") {
+      // Without the worker, SQLite checkpoints on this connection again.
+      this.db.pragma("wal_autocheckpoint = 1000");
+      return;
+    }
+    if (reply.copiedFrames < reply.walFrames && reply.walFrames > MAX_WAL_FRAMES) {
+      this.settle();
+      this.db.pragma("wal_checkpoint(RESTART)");
+    }
+  }
+
+  /** Opens (or starts) the journal, first replaying what a crash left uncommitted. */
+  private openJournal(file: string, options: SqliteStoreOptions): AppendJournal {
+    let opened: { journal: AppendJournal; contents: JournalContents };
+    try {
+      opened = AppendJournal.open(file, options.sync === "full");
+    } catch (err) {
+      throw StorageError.from(err, `cannot open the append journal ${file}`);
+    }
+    const { journal, contents } = opened;
+    const applied = this.stmt.journalApplied.get()?.value ?? 0;
+    if (contents.generation > applied) {
+      this.atomically(() => {
+        for (const record of contents.records) {
+          for (const row of decodeAppendedRows(record)) this.writeAppendedRow(row);
+        }
+        this.stmt.saveJournalApplied.run(contents.generation);
+      });
+    }
+    this.generation = Math.max(applied, contents.generation) + 1;
+    journal.restart(this.generation);
+    return journal;
+  }
+
+  /** Opens the transaction SENDs collect in, committed after the interval at the latest. */
+  private beginDeferred(): void {
+    if (this.db.inTransaction) return;
+    this.stmt.begin.run();
+    this.commitTimer = setTimeout(() => {
+      try {
+        this.settle();
+      } catch {
+        // The next change commits, or reports the failure to its caller.
+      }
+    }, this.commitIntervalMs);
+    this.commitTimer.unref();
+  }
+
+  /** Commits the open transaction, recording that the journal's records are now in the database. */
+  private settle(): void {
+    if (!this.db.inTransaction) return;
+    clearTimeout(this.commitTimer);
+    this.stmt.saveJournalApplied.run(this.generation);
+    this.stmt.commit.run();
+    this.uncommittedRows = 0;
+    this.checkpointer?.request();
+    this.generation++;
+    try {
+      this.journal?.restart(this.generation);
+    } catch (err) {
+      // Appending after the committed records would hide new SENDs from the replay: stop taking them.
+      this.journalFailure = StorageError.from(err, "cannot restart the append journal");
+    }
+  }
+
+  /** Runs a change that is durable once this returns, committed together with pending SENDs. */
+  private committed<T>(change: () => T): T {
+    if (!this.db.inTransaction) {
+      const result = this.atomically(change);
+      this.checkpointer?.request();
+      return result;
+    }
+    const result = this.atomically(change);
+    this.settle();
+    return result;
+  }
+
+  /** Runs `change` in a transaction, or in a savepoint when one is open already. */
+  private atomically<T>(change: () => T): T {
+    return this.runAtomically(change) as T;
+  }
+
+  private writeAppendedRow(row: AppendedRow): void {
+    const values = {
+      mbox: row.mbox,
+      priority: row.priority,
+      msg_key: row.key,
+      tags: row.tags,
+      header: row.header,
+      payload: row.payload,
+      expires_ms: row.expiresMs,
+    };
+    if (row.dueMs !== null) this.stmt.insertDelayed.run({ ...values, due_ms: row.dueMs });
+    else this.insertMessage(values, row.id, row.createdMs);
   }
 
   private mailboxRow(address: string): MailboxRow | undefined {
