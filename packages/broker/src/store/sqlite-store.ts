@@ -230,8 +230,12 @@ export class SqliteStore implements Store {
          ON CONFLICT (mbox, name) DO UPDATE SET cursor0 = @c0, cursor1 = @c1, cursor2 = @c2, next_batch = @batch`,
       ),
       clearDeliveries: db.prepare("DELETE FROM deliveries WHERE mbox = ? AND grp = ?"),
-      hasDeliveries: db.prepare<[number, string], { found: number }>(
-        "SELECT 1 AS found FROM deliveries WHERE mbox = ? AND grp = ? LIMIT 1",
+      deliveredByPriority: db.prepare<
+        [number, string],
+        { priority: number; hi: number; lease: number | null }
+      >(
+        `SELECT priority, max(msg_id) AS hi, min(CASE WHEN acked = 0 THEN lease_until_ms END) AS lease
+         FROM deliveries WHERE mbox = ? AND grp = ? GROUP BY priority`,
       ),
       claimableClass: db.prepare<
         [number, number, number, number, number, string, number, number],
@@ -403,34 +407,27 @@ export class SqliteStore implements Store {
     return box !== undefined && this.stmt.group.get(box.id, group) !== undefined;
   }
 
+  /**
+   * Leases the next messages to a group. The leases join the open transaction
+   * without a commit of their own: the group's ACK commits them, and a crash
+   * before that only delivers those messages again (at least once).
+   */
   async claim(mailbox: string, group: string, options: ClaimOptions): Promise<StoredMessage[]> {
     const box = this.liveMailbox(mailbox, options.nowMs);
     if (!box) return [];
-    return this.committed(() => {
-      let state = this.stmt.group.get(box.id, group);
-      if (!state || options.reset) {
-        const from = options.start.fromId;
-        state = { cursor0: from, cursor1: from, cursor2: from, next_batch: state?.next_batch ?? 0 };
-        if (options.reset) this.stmt.clearDeliveries.run(box.id, group);
-      }
-      const cursors = [state.cursor0, state.cursor1, state.cursor2];
-      const nothingInFlight = this.stmt.hasDeliveries.get(box.id, group) === undefined;
-      // With nothing in flight or ACKed ahead of the cursors (the usual case once a
-      // batch is ACKed), every message from the cursor on is free: skip the per-row check.
-      const taken = takeByPriority(options.limit, options.maxBytes, (rank, remaining) =>
-        nothingInFlight
-          ? this.stmt.readClass.all(box.id, rank, cursors[rank], options.nowMs, 0, remaining)
-          : this.stmt.claimableClass.all(
-              box.id,
-              rank,
-              cursors[rank],
-              options.nowMs,
-              box.id,
-              group,
-              options.nowMs,
-              remaining,
-            ),
-      );
+    this.beginDeferred();
+    return this.atomically(() => {
+      const existing = options.reset ? undefined : this.stmt.group.get(box.id, group);
+      const from = options.start.fromId;
+      const state = existing ?? {
+        cursor0: from,
+        cursor1: from,
+        cursor2: from,
+        next_batch: this.stmt.group.get(box.id, group)?.next_batch ?? 0,
+      };
+      if (options.reset) this.stmt.clearDeliveries.run(box.id, group);
+      const taken = this.claimable(box.id, group, [state.cursor0, state.cursor1, state.cursor2], options);
+      if (taken.length === 0 && existing) return [];
       const batch = state.next_batch;
       this.stmt.upsertGroup.run({
         mbox: box.id,
@@ -443,6 +440,27 @@ export class SqliteStore implements Store {
       this.recordDeliveries(box.id, group, taken, batch, options.nowMs + options.leaseMs);
       return taken.map(toStored);
     });
+  }
+
+  /**
+   * The messages a claim takes, by priority. Within a class, every message up
+   * to the highest one delivered is in flight or ACKed unless a lease has
+   * expired, so the scan starts after it and checks no delivery rows; only a
+   * class with an expired lease is scanned from its cursor, row by row.
+   */
+  private claimable(mbox: number, group: string, cursors: number[], options: ClaimOptions): MessageRow[] {
+    const from = [...cursors];
+    const rescan = [false, false, false];
+    for (const d of this.stmt.deliveredByPriority.all(mbox, group)) {
+      if (d.lease !== null && d.lease <= options.nowMs) rescan[d.priority] = true;
+      else from[d.priority] = Math.max(from[d.priority], d.hi + 1);
+    }
+    const { nowMs } = options;
+    return takeByPriority(options.limit, options.maxBytes, (rank, remaining) =>
+      rescan[rank]
+        ? this.stmt.claimableClass.all(mbox, rank, cursors[rank], nowMs, mbox, group, nowMs, remaining)
+        : this.stmt.readClass.all(mbox, rank, from[rank], nowMs, 0, remaining),
+    );
   }
 
   /** One delivery row per claimed message, written DELIVERY_CHUNK rows per statement. */
