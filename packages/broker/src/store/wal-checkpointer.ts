@@ -21,7 +21,7 @@ export class WalCheckpointer {
   private constructor(
     private readonly worker: Worker,
     /** Called with the WAL's size after each checkpoint, or when the worker failed. */
-    private readonly onResult: (reply: CheckpointReply) => void,
+    onResult: (reply: CheckpointReply) => void,
   ) {
     worker.on("message", (reply: CheckpointReply) => {
       this.running = false;
