@@ -9,21 +9,27 @@ import { storeConformance } from "./store-conformance.js";
 
 const dirs = new WeakMap<Store, string>();
 
-storeConformance("sqlite", {
-  async open() {
-    const dir = mkdtempSync(join(tmpdir(), "mq9-store-"));
-    const store = new SqliteStore({ dataDir: dir });
-    dirs.set(store, dir);
-    return store;
-  },
-  async reopen(previous) {
-    const dir = dirs.get(previous)!;
-    await previous.close();
-    const store = new SqliteStore({ dataDir: dir });
-    dirs.set(store, dir);
-    return store;
-  },
-});
+// Twice: reads served from the recent-message memory, and every read from SQLite.
+for (const [label, recentMessageBytes] of [
+  ["sqlite", undefined],
+  ["sqlite, no recent-message memory", 0],
+] as const) {
+  storeConformance(label, {
+    async open() {
+      const dir = mkdtempSync(join(tmpdir(), "mq9-store-"));
+      const store = new SqliteStore({ dataDir: dir, recentMessageBytes });
+      dirs.set(store, dir);
+      return store;
+    },
+    async reopen(previous) {
+      const dir = dirs.get(previous)!;
+      await previous.close();
+      const store = new SqliteStore({ dataDir: dir, recentMessageBytes });
+      dirs.set(store, dir);
+      return store;
+    },
+  });
+}
 
 describe("sqlite store files", () => {
   it("refuses a store written in another format instead of misreading it", async () => {

@@ -28,7 +28,9 @@ CREATE TABLE IF NOT EXISTS messages (
   created_ms INTEGER NOT NULL,
   expires_ms INTEGER
 );
-CREATE INDEX IF NOT EXISTS messages_by_class ON messages(mbox, priority, msg_id);
+-- Expiry and creation time ride along so a claim finds its ids in the index alone.
+DROP INDEX IF EXISTS messages_by_class;
+CREATE INDEX IF NOT EXISTS messages_by_class_at ON messages(mbox, priority, msg_id, expires_ms, created_ms);
 CREATE UNIQUE INDEX IF NOT EXISTS messages_by_key ON messages(mbox, msg_key) WHERE msg_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS messages_by_expiry ON messages(expires_ms) WHERE expires_ms IS NOT NULL;
 

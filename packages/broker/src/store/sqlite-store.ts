@@ -4,6 +4,7 @@ import { PRIORITIES, priorityRank } from "@mq9/protocol";
 import Database from "better-sqlite3";
 import { AppendJournal, type JournalContents } from "./append-journal.js";
 import { type AppendedRow, decodeAppendedRows, encodeAppendedRows } from "./appended-rows.js";
+import { RecentMessages } from "./recent-messages.js";
 import { SQLITE_SCHEMA, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
 import { StorageError } from "./storage-error.js";
 import type {
@@ -33,9 +34,12 @@ export interface SqliteStoreOptions {
    * them (they are durable either way); any other change commits at once.
    */
   commitIntervalMs?: number;
+  /** Memory for the newest messages, which claims and reads take without reading SQLite (0 = none). */
+  recentMessageBytes?: number;
 }
 
 const DEFAULT_COMMIT_INTERVAL_MS = 10;
+const DEFAULT_RECENT_MESSAGE_BYTES = 64 * 1024 * 1024;
 const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 /** A WAL this long (pages) that the worker cannot catch up with is checkpointed here, blocking. */
 const MAX_WAL_FRAMES = 65536;
@@ -107,6 +111,19 @@ function toStored(row: MessageRow): StoredMessage {
   };
 }
 
+function storedOf(row: AppendedRow): StoredMessage {
+  return {
+    id: row.id,
+    priority: PRIORITIES[row.priority],
+    key: row.key ?? undefined,
+    tags: row.tags ? (JSON.parse(row.tags) as string[]) : undefined,
+    header: row.header ?? undefined,
+    payload: row.payload,
+    createdMs: row.createdMs,
+    expiresMs: row.expiresMs ?? undefined,
+  };
+}
+
 function isLive(row: MailboxRow, nowMs: number): boolean {
   return row.expires_ms === null || row.expires_ms > nowMs;
 }
@@ -120,17 +137,17 @@ const DELIVERY_CHUNK = 50;
 function takeByPriority(
   limit: number,
   maxBytes: number,
-  rowsOf: (rank: number, remaining: number) => MessageRow[],
-): MessageRow[] {
-  const taken: MessageRow[] = [];
+  messagesOf: (rank: number, remaining: number) => StoredMessage[],
+): StoredMessage[] {
+  const taken: StoredMessage[] = [];
   let bytes = 0;
   for (const rank of RANKS) {
     const remaining = limit - taken.length;
     if (remaining <= 0 || (bytes > 0 && bytes >= maxBytes)) break;
-    for (const row of rowsOf(rank, remaining)) {
-      if (bytes > 0 && bytes + row.payload.length > maxBytes) return taken;
-      bytes += row.payload.length;
-      taken.push(row);
+    for (const message of messagesOf(rank, remaining)) {
+      if (bytes > 0 && bytes + message.payload.length > maxBytes) return taken;
+      bytes += message.payload.length;
+      taken.push(message);
     }
   }
   return taken;
@@ -162,6 +179,7 @@ export class SqliteStore implements Store {
   /** Held open for the store's life: a second broker on the same directory is refused. */
   private readonly ownerLock?: Database.Database;
   private readonly checkpointer?: WalCheckpointer;
+  private readonly recent: RecentMessages;
 
   constructor(options: SqliteStoreOptions) {
     const file = options.dataDir === ":memory:" ? ":memory:" : join(options.dataDir, "mq9.db");
@@ -183,6 +201,7 @@ export class SqliteStore implements Store {
       throw StorageError.from(err, `cannot open the store in ${options.dataDir}`);
     }
     this.commitIntervalMs = options.commitIntervalMs ?? DEFAULT_COMMIT_INTERVAL_MS;
+    this.recent = new RecentMessages(options.recentMessageBytes ?? DEFAULT_RECENT_MESSAGE_BYTES);
     const db = this.db;
     this.runAtomically = db.transaction((change: () => unknown) => change());
     this.stmt = {
@@ -217,10 +236,16 @@ export class SqliteStore implements Store {
       firstIdFrom: db.prepare<[number, number], { msg_id: number }>(
         "SELECT min(msg_id) AS msg_id FROM messages WHERE mbox = ? AND created_ms >= ?",
       ),
-      readClass: db.prepare<[number, number, number, number, number, number], MessageRow>(
-        `SELECT ${MESSAGE_COLUMNS} FROM messages
-         WHERE mbox = ? AND priority = ? AND msg_id >= ? AND (expires_ms IS NULL OR expires_ms > ?) AND created_ms >= ?
-         ORDER BY msg_id LIMIT ?`,
+      // Answered from the index alone (it holds the expiry and creation time).
+      classIds: db
+        .prepare<[number, number, number, number, number, number], number>(
+          `SELECT msg_id FROM messages
+           WHERE mbox = ? AND priority = ? AND msg_id >= ? AND (expires_ms IS NULL OR expires_ms > ?) AND created_ms >= ?
+           ORDER BY msg_id LIMIT ?`,
+        )
+        .pluck(),
+      messageById: db.prepare<[number], MessageRow>(
+        `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE msg_id = ?`,
       ),
       group: db.prepare<[number, string], GroupRow>(
         "SELECT cursor0, cursor1, cursor2, next_batch FROM groups WHERE mbox = ? AND name = ?",
@@ -378,6 +403,9 @@ export class SqliteStore implements Store {
       throw StorageError.from(err, "cannot store the message");
     }
     this.nextId = next;
+    for (const row of rows) {
+      if (row.dueMs === null) this.recent.add(storedOf(row));
+    }
     this.uncommittedRows += rows.length;
     if (this.uncommittedRows >= MAX_UNCOMMITTED_ROWS) this.settle();
     return outcome;
@@ -396,10 +424,9 @@ export class SqliteStore implements Store {
   async read(mailbox: string, start: StartPosition, options: ReadOptions): Promise<StoredMessage[]> {
     const box = this.liveMailbox(mailbox, options.nowMs);
     if (!box) return [];
-    const rows = takeByPriority(options.limit, options.maxBytes, (rank, remaining) =>
-      this.stmt.readClass.all(box.id, rank, start.fromId, options.nowMs, start.fromCreatedMs ?? 0, remaining),
+    return takeByPriority(options.limit, options.maxBytes, (rank, remaining) =>
+      this.classMessages(box.id, rank, start.fromId, options.nowMs, start.fromCreatedMs ?? 0, remaining),
     );
-    return rows.map(toStored);
   }
 
   async hasGroup(mailbox: string, group: string): Promise<boolean> {
@@ -438,7 +465,7 @@ export class SqliteStore implements Store {
         batch: taken.length > 0 ? batch + 1 : batch,
       });
       this.recordDeliveries(box.id, group, taken, batch, options.nowMs + options.leaseMs);
-      return taken.map(toStored);
+      return taken;
     });
   }
 
@@ -448,7 +475,7 @@ export class SqliteStore implements Store {
    * expired, so the scan starts after it and checks no delivery rows; only a
    * class with an expired lease is scanned from its cursor, row by row.
    */
-  private claimable(mbox: number, group: string, cursors: number[], options: ClaimOptions): MessageRow[] {
+  private claimable(mbox: number, group: string, cursors: number[], options: ClaimOptions): StoredMessage[] {
     const from = [...cursors];
     const rescan = [false, false, false];
     for (const d of this.stmt.deliveredByPriority.all(mbox, group)) {
@@ -458,16 +485,41 @@ export class SqliteStore implements Store {
     const { nowMs } = options;
     return takeByPriority(options.limit, options.maxBytes, (rank, remaining) =>
       rescan[rank]
-        ? this.stmt.claimableClass.all(mbox, rank, cursors[rank], nowMs, mbox, group, nowMs, remaining)
-        : this.stmt.readClass.all(mbox, rank, from[rank], nowMs, 0, remaining),
+        ? this.stmt.claimableClass
+            .all(mbox, rank, cursors[rank], nowMs, mbox, group, nowMs, remaining)
+            .map(toStored)
+        : this.classMessages(mbox, rank, from[rank], nowMs, 0, remaining),
     );
+  }
+
+  /** A class's live messages from `fromId` in id order: ids from the index, each message from memory when it is recent. */
+  private classMessages(
+    mbox: number,
+    rank: number,
+    fromId: number,
+    nowMs: number,
+    fromCreatedMs: number,
+    limit: number,
+  ): StoredMessage[] {
+    const ids = this.stmt.classIds.all(mbox, rank, fromId, nowMs, fromCreatedMs, limit);
+    const messages: StoredMessage[] = [];
+    for (const id of ids) {
+      const recent = this.recent.get(id);
+      if (recent) {
+        messages.push(recent);
+        continue;
+      }
+      const row = this.stmt.messageById.get(id);
+      if (row) messages.push(toStored(row));
+    }
+    return messages;
   }
 
   /** One delivery row per claimed message, written DELIVERY_CHUNK rows per statement. */
   private recordDeliveries(
     mbox: number,
     group: string,
-    taken: MessageRow[],
+    taken: StoredMessage[],
     batch: number,
     lease: number,
   ): void {
@@ -475,7 +527,7 @@ export class SqliteStore implements Store {
       const end = Math.min(taken.length, start + DELIVERY_CHUNK);
       const params: (number | string)[] = [];
       for (let pos = start; pos < end; pos++) {
-        params.push(mbox, group, taken[pos].msg_id, taken[pos].priority, batch, pos, lease);
+        params.push(mbox, group, taken[pos].id, priorityRank[taken[pos].priority], batch, pos, lease);
       }
       this.deliveryInsert(end - start).run(params);
     }
