@@ -1,4 +1,5 @@
 import type { AgentFilter, AgentRow } from "./registry-store.js";
+import { forEachOwner, hasOwner, TagBitmaps } from "./tag-bitmaps.js";
 
 /** A registration in memory, with what discovery needs to find it. */
 export interface DirectoryEntry {
@@ -26,16 +27,15 @@ function before(a: DirectoryEntry, b: DirectoryEntry): boolean {
 }
 
 /**
- * The registrations' discovery metadata in memory: liveness, tags (an
- * inverted index, intersected smallest set first) and the name order of
- * listings, so tag and list queries never scan. The records themselves stay
- * in the store.
+ * The registrations' discovery metadata in memory: liveness, tags (a bitmap
+ * per tag over owner numbers) and the name order of listings, so tag and
+ * list queries never scan. The records themselves stay in the store.
  */
 export class AgentDirectory {
   private readonly byMailbox = new Map<string, DirectoryEntry>();
   private readonly byOwner: (DirectoryEntry | undefined)[] = [];
   private readonly freeOwners: number[] = [];
-  private readonly byTag = new Map<string, Set<DirectoryEntry>>();
+  private readonly tagBits = new TagBitmaps();
   /** Every entry, by name then mailbox. */
   private readonly ordered: DirectoryEntry[] = [];
 
@@ -58,14 +58,7 @@ export class AgentDirectory {
     };
     this.byMailbox.set(entry.mailbox, entry);
     this.byOwner[entry.owner] = entry;
-    for (const tag of entry.tags) {
-      let set = this.byTag.get(tag);
-      if (!set) {
-        set = new Set();
-        this.byTag.set(tag, set);
-      }
-      set.add(entry);
-    }
+    for (const tag of entry.tags) this.tagBits.add(tag, entry.owner);
     this.ordered.splice(this.position(entry), 0, entry);
     return entry;
   }
@@ -76,11 +69,7 @@ export class AgentDirectory {
     this.byMailbox.delete(mailbox);
     this.byOwner[entry.owner] = undefined;
     this.freeOwners.push(entry.owner);
-    for (const tag of entry.tags) {
-      const set = this.byTag.get(tag);
-      set?.delete(entry);
-      if (set?.size === 0) this.byTag.delete(tag);
-    }
+    for (const tag of entry.tags) this.tagBits.remove(tag, entry.owner);
     this.ordered.splice(this.position(entry), 1);
     return entry;
   }
@@ -103,10 +92,14 @@ export class AgentDirectory {
     return entry.expiresMs === null || entry.expiresMs > nowMs;
   }
 
+  /** Live, and kept by `online` (only agents that heartbeat, i.e. have a ttl). */
+  private passesLiveness(entry: DirectoryEntry, filter: AgentFilter, nowMs: number): boolean {
+    return this.isLive(entry, nowMs) && !(filter.online && entry.ttlS <= 0);
+  }
+
   /** Whether a live entry passes the filter. */
   accepts(entry: DirectoryEntry, filter: AgentFilter, nowMs: number): boolean {
-    if (!this.isLive(entry, nowMs)) return false;
-    if (filter.online && entry.ttlS <= 0) return false;
+    if (!this.passesLiveness(entry, filter, nowMs)) return false;
     if (filter.tags) for (const tag of filter.tags) if (!entry.tags.has(tag)) return false;
     return true;
   }
@@ -114,16 +107,22 @@ export class AgentDirectory {
   /** Live entries passing the filter, in no particular order. */
   matching(filter: AgentFilter, nowMs: number): DirectoryEntry[] {
     const out: DirectoryEntry[] = [];
-    for (const entry of this.rarestTag(filter) ?? this.ordered)
-      if (this.accepts(entry, filter, nowMs)) out.push(entry);
+    const keep = (entry: DirectoryEntry | undefined) => {
+      if (entry && this.passesLiveness(entry, filter, nowMs)) out.push(entry);
+    };
+    if (filter.tags && filter.tags.length > 0) {
+      forEachOwner(this.tagBits.intersect(filter.tags).bits, (owner) => keep(this.byOwner[owner]));
+    } else {
+      for (const entry of this.ordered) keep(entry);
+    }
     return out;
   }
 
   /** A page of the live entries passing the filter, by name then mailbox. */
   page(filter: AgentFilter, nowMs: number, offset: number, limit: number): DirectoryEntry[] {
-    const tagged = this.rarestTag(filter);
-    if (tagged && tagged.size * 8 < this.ordered.length) {
-      // A selective tag: sort its few matches rather than walk everyone.
+    const tagged = filter.tags && filter.tags.length > 0 ? this.tagBits.intersect(filter.tags) : undefined;
+    if (tagged && tagged.count * 8 < this.ordered.length) {
+      // Few matches: sort them rather than walk everyone.
       const matches = this.matching(filter, nowMs).sort((a, b) => (before(a, b) ? -1 : 1));
       return matches.slice(offset, offset + limit);
     }
@@ -131,7 +130,8 @@ export class AgentDirectory {
     let skipped = 0;
     for (const entry of this.ordered) {
       if (out.length === limit) break;
-      if (!this.accepts(entry, filter, nowMs)) continue;
+      if (tagged && !hasOwner(tagged.bits, entry.owner)) continue;
+      if (!this.passesLiveness(entry, filter, nowMs)) continue;
       if (skipped < offset) skipped++;
       else out.push(entry);
     }
@@ -143,17 +143,6 @@ export class AgentDirectory {
     let n = 0;
     for (const entry of this.ordered) if (this.isLive(entry, nowMs)) n++;
     return n;
-  }
-
-  /** The agents of the rarest asked-for tag (a superset of the matches); undefined without tags. */
-  private rarestTag(filter: AgentFilter): ReadonlySet<DirectoryEntry> | undefined {
-    let rarest: ReadonlySet<DirectoryEntry> | undefined;
-    for (const tag of filter.tags ?? []) {
-      const set = this.byTag.get(tag);
-      if (!set) return new Set();
-      if (!rarest || set.size < rarest.size) rarest = set;
-    }
-    return rarest;
   }
 
   /** Where `entry` is, or would go, in the name order (binary search). */
