@@ -32,12 +32,13 @@ function expected(docs: Map<number, { owner: number; fields: string[] }>, weight
   const n = stats.length;
   const avg = stats.reduce((sum, d) => sum + d.length, 0) / n;
   const best = new Map<number, number>();
+  const dfOf = new Map(terms.map((term) => [term, stats.filter((d) => d.freq.has(term)).length]));
   for (const doc of stats) {
     let score = 0;
     for (const term of terms) {
       const f = doc.freq.get(term);
       if (!f) continue;
-      const df = stats.filter((d) => d.freq.has(term)).length;
+      const df = dfOf.get(term)!;
       const idf = Math.max(1e-6, Math.log((n - df + 0.5) / (df + 0.5)));
       score += (idf * f * 2.2) / (f + 1.2 * (0.25 + (0.75 * doc.length) / avg));
     }
@@ -71,6 +72,36 @@ describe("full-text index", () => {
       for (const [i, r] of got.entries()) expect(r.score).toBeCloseTo(want[i][1], 3);
     }
     expect(index.size).toBe(3_000);
+  });
+
+  it("stays exact when rare terms let it probe the long lists only for the docs they touched", () => {
+    const weights = [2, 1];
+    const index = new Bm25Index(weights);
+    const docs = new Map<number, { owner: number; fields: string[] }>();
+    const random = seeded(11);
+    const sentence = (words: number) =>
+      Array.from({ length: words }, () => WORDS[Math.floor(random() * WORDS.length)]).join(" ");
+    for (let id = 1; id <= 20_000; id++) {
+      // One doc in 150 mentions zebras; every doc has common words.
+      const rare = id % 150 === 0 ? (id % 300 === 0 ? " zebra zebra" : " zebra") : "";
+      const doc = { owner: id % 2_000, fields: [sentence(2) + rare, sentence(5)] };
+      docs.set(id, doc);
+      index.add(id, doc.owner, doc.fields);
+    }
+    const odd = (owner: number) => owner % 2 === 1;
+    for (const query of ["zebra report", "zebras with weather forecast reports", "python zebra"]) {
+      for (const [accept, need] of [
+        [() => true, 10],
+        [odd, 5],
+      ] as const) {
+        const want = expected(docs, weights, query)
+          .filter(([owner]) => accept(owner))
+          .slice(0, need);
+        const got = index.search(queryTerms(query), need, accept);
+        expect(got.map((r) => r.owner)).toEqual(want.map(([owner]) => owner));
+        for (const [i, r] of got.entries()) expect(r.score).toBeCloseTo(want[i][1], 4);
+      }
+    }
   });
 
   it("replaces a doc added again under its id, and filters owners", () => {

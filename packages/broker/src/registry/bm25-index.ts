@@ -11,6 +11,8 @@ class Postings {
   size = 0;
   /** Entries whose doc was removed; skipped when scoring, dropped at the next compaction. */
   dead = 0;
+  /** The largest weighted frequency ever pushed: bounds what the term adds to any doc's score. */
+  maxFreq = 0;
 
   push(slot: number, freq: number): void {
     if (this.size === this.slots.length) {
@@ -24,6 +26,21 @@ class Postings {
     this.slots[this.size] = slot;
     this.freqs[this.size] = freq;
     this.size++;
+    if (freq > this.maxFreq) this.maxFreq = freq;
+  }
+
+  /** The frequency of `slot` (entries are in slot order), 0 when the doc lacks the term. */
+  freqOf(slot: number): number {
+    let lo = 0;
+    let hi = this.size - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const at = this.slots[mid];
+      if (at === slot) return this.freqs[mid];
+      if (at < slot) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return 0;
   }
 }
 
@@ -123,31 +140,82 @@ export class Bm25Index {
     if (need <= 0 || this.liveDocs === 0) return [];
     const n = this.liveDocs;
     const avgLength = this.totalLength / n || 1;
-    const scores = this.scores;
-    const touched: number[] = [];
+    const lists: { list: Postings; idf: number; bound: number }[] = [];
     for (const term of terms) {
       const list = this.terms.get(term);
       if (!list) continue;
       const df = list.size - list.dead;
       if (df <= 0) continue;
       const idf = Math.max(1e-6, Math.log((n - df + 0.5) / (df + 0.5)));
-      const { slots, freqs, size } = list;
-      for (let i = 0; i < size; i++) {
-        const slot = slots[i];
-        if (this.alive[slot] === 0) continue;
-        const f = freqs[i];
-        if (scores[slot] === 0) touched.push(slot);
-        scores[slot] += (idf * (f * (K1 + 1))) / (f + K1 * (1 - B + (B * this.lengthOf[slot]) / avgLength));
+      // A doc of length 0 with the most frequent occurrence: nothing scores more on this term.
+      const bound = (idf * list.maxFreq * (K1 + 1)) / (list.maxFreq + K1 * (1 - B));
+      lists.push({ list, idf, bound });
+    }
+    // Rare terms first: they touch few docs, and once the rest cannot lift an untouched
+    // doc past the current top `need`, the long lists are only probed for touched docs.
+    lists.sort((a, b) => a.list.size - b.list.size);
+    const scores = this.scores;
+    const touched: number[] = [];
+    let rest = lists.reduce((sum, l) => sum + l.bound, 0);
+    let probing = false;
+    for (const { list, idf, bound } of lists) {
+      rest -= bound;
+      const weight = (f: number, slot: number) =>
+        (idf * (f * (K1 + 1))) / (f + K1 * (1 - B + (B * this.lengthOf[slot]) / avgLength));
+      if (probing) {
+        for (const slot of touched) {
+          const f = list.freqOf(slot);
+          if (f > 0) scores[slot] += weight(f, slot);
+        }
+      } else {
+        const { slots, freqs, size } = list;
+        for (let i = 0; i < size; i++) {
+          const slot = slots[i];
+          if (this.alive[slot] === 0) continue;
+          if (scores[slot] === 0) touched.push(slot);
+          scores[slot] += weight(freqs[i], slot);
+        }
+        probing = rest > 0 && this.worthProbing(touched, lists, list, need, rest, accept);
       }
     }
-    // Best doc per owner.
+    return this.topOwners(touched, need, accept);
+  }
+
+  /**
+   * Whether the remaining lists can be probed for the touched docs alone: no
+   * untouched doc can reach the current `need`-th best owner (its score is at
+   * most `rest`), and probing is cheaper than reading those lists.
+   */
+  private worthProbing(
+    touched: readonly number[],
+    lists: readonly { list: Postings }[],
+    done: Postings,
+    need: number,
+    rest: number,
+    accept: (owner: number) => boolean,
+  ): boolean {
+    let remaining = 0;
+    for (let i = lists.length - 1; i >= 0 && lists[i].list !== done; i--) remaining += lists[i].list.size;
+    if (touched.length < need || touched.length * Math.log2(remaining + 2) > remaining) return false;
+    const top = this.topOwners(touched, need, accept, false);
+    return top.length === need && top[need - 1].score > rest;
+  }
+
+  /** The best `need` owners of the touched docs, best first (ties: lower owner); `clear` resets the scores. */
+  private topOwners(
+    touched: readonly number[],
+    need: number,
+    accept: (owner: number) => boolean,
+    clear = true,
+  ): RankedOwner[] {
+    const scores = this.scores;
     const owners: number[] = [];
     for (const slot of touched) {
       const owner = this.ownerOf[slot];
       if (owner >= this.best.length) this.best = grown(this.best, owner + 1);
       if (this.best[owner] === 0) owners.push(owner);
       if (scores[slot] > this.best[owner]) this.best[owner] = scores[slot];
-      scores[slot] = 0;
+      if (clear) scores[slot] = 0;
     }
     const top: RankedOwner[] = [];
     for (const owner of owners) {
