@@ -180,6 +180,8 @@ export class SqliteStore implements Store {
   private readonly ownerLock?: Database.Database;
   private readonly checkpointer?: WalCheckpointer;
   private readonly recent: RecentMessages;
+  /** Per mailbox, the highest id ever stored in each priority class (at least; deletions do not lower it). */
+  private readonly newestIds = new Map<number, number[]>();
 
   constructor(options: SqliteStoreOptions) {
     const file = options.dataDir === ":memory:" ? ":memory:" : join(options.dataDir, "mq9.db");
@@ -246,6 +248,9 @@ export class SqliteStore implements Store {
         .pluck(),
       messageById: db.prepare<[number], MessageRow>(
         `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE msg_id = ?`,
+      ),
+      newestByClass: db.prepare<[number], { priority: number; id: number }>(
+        "SELECT priority, max(msg_id) AS id FROM messages WHERE mbox = ? GROUP BY priority",
       ),
       group: db.prepare<[number, string], GroupRow>(
         "SELECT cursor0, cursor1, cursor2, next_batch FROM groups WHERE mbox = ? AND name = ?",
@@ -501,6 +506,8 @@ export class SqliteStore implements Store {
     fromCreatedMs: number,
     limit: number,
   ): StoredMessage[] {
+    // A consumer that has caught up asks for ids past the newest: no query needed.
+    if (fromId > this.newestIdsOf(mbox)[rank]) return [];
     const ids = this.stmt.classIds.all(mbox, rank, fromId, nowMs, fromCreatedMs, limit);
     const messages: StoredMessage[] = [];
     for (const id of ids) {
@@ -513,6 +520,16 @@ export class SqliteStore implements Store {
       if (row) messages.push(toStored(row));
     }
     return messages;
+  }
+
+  private newestIdsOf(mbox: number): number[] {
+    let newest = this.newestIds.get(mbox);
+    if (!newest) {
+      newest = [-1, -1, -1];
+      for (const row of this.stmt.newestByClass.all(mbox)) newest[row.priority] = row.id;
+      this.newestIds.set(mbox, newest);
+    }
+    return newest;
   }
 
   /** One delivery row per claimed message, written DELIVERY_CHUNK rows per statement. */
@@ -791,6 +808,8 @@ export class SqliteStore implements Store {
         this.stmt.deleteDeliveriesOf.run(row.mbox, previous.msg_id);
       }
     }
+    const newest = this.newestIdsOf(row.mbox);
+    if (id > newest[row.priority]) newest[row.priority] = id;
     this.stmt.insertMessage.run(
       row.mbox,
       id,
@@ -844,6 +863,7 @@ export class SqliteStore implements Store {
       this.db.prepare(`DELETE FROM ${table} WHERE mbox = ?`).run(row.id);
     }
     this.db.prepare("DELETE FROM mailboxes WHERE id = ?").run(row.id);
+    this.newestIds.delete(row.id);
     this.mailboxCache.delete(row.address);
   }
 }
