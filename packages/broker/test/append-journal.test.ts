@@ -23,12 +23,13 @@ function tempDir(): string {
 function sendThenWaitForKill(
   dir: string,
   count: number,
+  sync: "normal" | "full" = "normal",
 ): Promise<{ ids: number[]; kill: () => Promise<void> }> {
   const script = join(dir, "child.mjs");
   writeFileSync(
     script,
     `import { SqliteStore } from ${JSON.stringify(BUILT_BROKER)};
-const store = new SqliteStore({ dataDir: ${JSON.stringify(join(dir, "data"))}, commitIntervalMs: ${NEVER_MS} });
+const store = new SqliteStore({ dataDir: ${JSON.stringify(join(dir, "data"))}, commitIntervalMs: ${NEVER_MS}, sync: "${sync}" });
 await store.createMailbox({ address: "inbox", ttlSeconds: 0, desc: "", createdMs: Date.now() }, Date.now());
 for (let i = 0; i < ${count}; i++) {
   const [result] = await store.append([{ mailbox: "inbox", priority: i % 3 === 0 ? "critical" : "normal", key: i % 10 === 9 ? "k" : undefined,
@@ -88,6 +89,23 @@ describe("append journal", () => {
         Date.now(),
       );
       expect(next.id).toBe(40);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("does the same with sync full, where each journal write is flushed to the disk", async () => {
+    const dir = tempDir();
+    const { ids, kill } = await sendThenWaitForKill(dir, 10, "full");
+    await kill();
+    const store = new SqliteStore({ dataDir: join(dir, "data"), sync: "full" });
+    try {
+      const stored = await store.read(
+        "inbox",
+        { fromId: 0 },
+        { limit: 100, maxBytes: 1 << 20, nowMs: Date.now() },
+      );
+      expect(stored.map((m) => m.id).sort((a, b) => a - b)).toEqual(ids);
     } finally {
       await store.close();
     }
