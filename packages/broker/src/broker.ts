@@ -47,7 +47,6 @@ export interface BrokerHttpOptions {
   routes?: (app: FastifyInstance) => void | Promise<void>;
 }
 
-const encoder = new TextEncoder();
 
 /** One mq9 broker: store + engine + embedded NATS-protocol listener. */
 export class Broker {
@@ -123,7 +122,7 @@ export class Broker {
       isMq9Subject,
       (request) => {
         void service.handle({ ...request, signal: clientSignal(request.clientId) }).then((reply) => {
-          if (request.reply) listener.publish(request.reply, encoder.encode(encodeReply(reply)));
+          if (request.reply) listener.publish(request.reply, encodeReply(reply));
         });
       },
       (clientId) => {

@@ -61,14 +61,19 @@ describe("message items on the wire", () => {
       { id: 1, priority: "critical", payload: new Uint8Array([104, 105]), createdMs: 2000 },
       { id: 2, priority: "normal", payload: new Uint8Array(), createdMs: 3000 },
     ];
-    expect(JSON.parse(encodeReply({ error: "", messages }))).toEqual({
+    expect(JSON.parse(Buffer.from(encodeReply({ error: "", messages })).toString())).toEqual({
       error: "",
       messages: [
         { msg_id: 1, payload: "aGk=", priority: "critical", header: null, create_time: 2 },
         { msg_id: 2, payload: "", priority: "normal", header: null, create_time: 3 },
       ],
     });
-    expect(JSON.parse(encodeReply({ error: "", messages: [] }))).toEqual({ error: "", messages: [] });
-    expect(encodeReply({ error: "mailbox x does not exist" })).toBe('{"error":"mailbox x does not exist"}');
+    expect(JSON.parse(Buffer.from(encodeReply({ error: "", messages: [] })).toString())).toEqual({
+      error: "",
+      messages: [],
+    });
+    expect(Buffer.from(encodeReply({ error: "mailbox x does not exist" })).toString()).toBe(
+      '{"error":"mailbox x does not exist"}',
+    );
   });
 });

@@ -42,8 +42,12 @@ export interface RegistryStatus {
 
 /** One DISCOVER answer: the entries and, when the ranking asked for could not be used, why. */
 export interface DiscoverResult {
-  /** Each entry as JSON text: written into the reply as is, never parsed again. */
-  agents: string[];
+  /**
+   * Each entry as UTF-8 JSON in pieces (the registration's cached bytes, then
+   * this query's fields): copied into the reply as is, never parsed or
+   * encoded again, and kept off the JS heap.
+   */
+  agents: (readonly Uint8Array[])[];
   warning?: string;
 }
 
@@ -85,7 +89,7 @@ export class Registry {
   private readonly cache: QueryVectorCache;
   private readonly embedding = new Map<string, Promise<Float32Array>>();
   /** Entry texts of records (which stores keep until the record changes), built once per record. */
-  private readonly entries = new WeakMap<AgentRow, string>();
+  private readonly entries = new WeakMap<AgentRow, Buffer>();
   private readonly hybridTextWeight: number;
   private readonly embedderMissing?: string;
   private sweepTimer?: NodeJS.Timeout;
@@ -353,15 +357,16 @@ export class Registry {
    * and `agent_info` when it lacks them, and the opt-in `_status`,
    * `_last_seen` and `_score` (a NaN score is left out).
    */
-  private entry(row: AgentRow, request: DiscoverRequest, score: number): string {
+  private entry(row: AgentRow, request: DiscoverRequest, score: number): readonly Uint8Array[] {
     let base = this.entries.get(row);
     if (base === undefined) {
       // The body is a trimmed JSON object with a mailbox in it: fields go in before its closing brace.
-      base = row.bodyJson.slice(0, -1);
-      if (!row.hasOwnName) base += `,"name":${JSON.stringify(row.name)}`;
+      let text = row.bodyJson.slice(0, -1);
+      if (!row.hasOwnName) text += `,"name":${JSON.stringify(row.name)}`;
       if ((JSON.parse(row.bodyJson) as { agent_info?: unknown }).agent_info === undefined) {
-        base += `,"agent_info":${JSON.stringify(row.agentInfo)}`;
+        text += `,"agent_info":${JSON.stringify(row.agentInfo)}`;
       }
+      base = Buffer.from(text);
       this.entries.set(row, base);
     }
     let extra = "";
@@ -369,7 +374,7 @@ export class Registry {
       extra += `,"_status":${row.statusJson ?? "null"},"_last_seen":${Math.floor(row.lastSeenMs / 1000)}`;
     }
     if (!Number.isNaN(score)) extra += `,"_score":${JSON.stringify(score)}`;
-    return `${base}${extra}}`;
+    return [base, Buffer.from(`${extra}}`)];
   }
 
   /** How far the background work is: skills waiting for vectors, the vector index's build. */

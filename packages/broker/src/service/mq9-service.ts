@@ -33,15 +33,36 @@ export interface Mq9Request {
  */
 export type ReplyBody = Mq9Reply & {
   messages?: StoredMessage[];
-  agentsJson?: string[];
+  agentsJson?: (readonly Uint8Array[])[];
   includeHeader?: boolean;
 } & Record<string, unknown>;
 
-/** The JSON text of a reply; message lists are written item by item (see encodeMessageItem). */
-export function encodeReply(reply: ReplyBody): string {
+/** The UTF-8 JSON of a reply; message lists are written item by item (see encodeMessageItem). */
+export function encodeReply(reply: ReplyBody): Uint8Array {
   const { messages, includeHeader, agentsJson, ...rest } = reply;
-  // DISCOVER entries arrive as JSON text: spliced in, not parsed and written again.
-  if (agentsJson) return `${JSON.stringify(rest).slice(0, -1)},"agents":[${agentsJson.join(",")}]}`;
+  if (agentsJson) return spliceAgents(JSON.stringify(rest), agentsJson);
+  return Buffer.from(replyText(rest, messages, includeHeader));
+}
+
+/** DISCOVER entries arrive as UTF-8 JSON pieces: copied in once, not parsed and written again. */
+function spliceAgents(head: string, agents: readonly (readonly Uint8Array[])[]): Uint8Array {
+  const parts: Uint8Array[] = [Buffer.from(`${head.slice(0, -1)},"agents":[`)];
+  agents.forEach((pieces, i) => {
+    if (i > 0) parts.push(COMMA);
+    parts.push(...pieces);
+  });
+  parts.push(CLOSE_AGENTS);
+  return Buffer.concat(parts);
+}
+
+const COMMA = Buffer.from(",");
+const CLOSE_AGENTS = Buffer.from("]}");
+
+function replyText(
+  rest: Record<string, unknown>,
+  messages?: StoredMessage[],
+  includeHeader?: boolean,
+): string {
   if (!messages) return JSON.stringify(rest);
   const head = JSON.stringify(rest);
   let items = "";
