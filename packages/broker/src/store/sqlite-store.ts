@@ -52,6 +52,8 @@ function lockDataDir(file: string): Database.Database {
   const lock = new Database(file, { timeout: 200 });
   try {
     lock.pragma("locking_mode = EXCLUSIVE");
+    // It never holds data: no rollback journal file beside it.
+    lock.pragma("journal_mode = MEMORY");
     lock.exec("BEGIN EXCLUSIVE; COMMIT");
     return lock;
   } catch (err) {
