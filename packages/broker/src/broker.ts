@@ -47,7 +47,6 @@ export interface BrokerHttpOptions {
   routes?: (app: FastifyInstance) => void | Promise<void>;
 }
 
-
 /** One mq9 broker: store + engine + embedded NATS-protocol listener. */
 export class Broker {
   private closing?: Promise<void>;
