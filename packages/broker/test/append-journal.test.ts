@@ -61,6 +61,11 @@ setInterval(() => {}, 1000);
   });
 }
 
+/** Everything the mailbox "inbox" holds, up to 100 messages. */
+function readInbox(store: SqliteStore) {
+  return store.read("inbox", { fromId: 0 }, { limit: 100, maxBytes: 1 << 20, nowMs: Date.now() });
+}
+
 describe("append journal", () => {
   it("brings back every acknowledged SEND after a kill -9 before any commit", async () => {
     const dir = tempDir();
@@ -68,11 +73,7 @@ describe("append journal", () => {
     await kill();
     const store = new SqliteStore({ dataDir: join(dir, "data") });
     try {
-      const stored = await store.read(
-        "inbox",
-        { fromId: 0 },
-        { limit: 100, maxBytes: 1 << 20, nowMs: Date.now() },
-      );
+      const stored = await readInbox(store);
       // Key compaction replays too: of the four messages keyed "k" only the last is left.
       const expected = ids.filter((id) => id % 10 !== 9 || id === 39);
       expect(stored.map((m) => m.id).sort((a, b) => a - b)).toEqual(expected);
@@ -100,11 +101,7 @@ describe("append journal", () => {
     await kill();
     const store = new SqliteStore({ dataDir: join(dir, "data"), sync: "full" });
     try {
-      const stored = await store.read(
-        "inbox",
-        { fromId: 0 },
-        { limit: 100, maxBytes: 1 << 20, nowMs: Date.now() },
-      );
+      const stored = await readInbox(store);
       expect(stored.map((m) => m.id).sort((a, b) => a - b)).toEqual(ids);
     } finally {
       await store.close();
@@ -118,11 +115,7 @@ describe("append journal", () => {
     appendFileSync(join(dir, "data", "mq9.journal"), Buffer.from([200, 0, 0, 0, 1, 2, 3]));
     const store = new SqliteStore({ dataDir: join(dir, "data") });
     try {
-      const stored = await store.read(
-        "inbox",
-        { fromId: 0 },
-        { limit: 100, maxBytes: 1 << 20, nowMs: Date.now() },
-      );
+      const stored = await readInbox(store);
       expect(stored).toHaveLength(5);
     } finally {
       await store.close();
@@ -143,16 +136,10 @@ describe("append journal", () => {
     copyFileSync(`${journal}.before-commit`, journal);
     const reopened = new SqliteStore({ dataDir: dir });
     try {
-      const stored = await reopened.read(
-        "inbox",
-        { fromId: 0 },
-        { limit: 10, maxBytes: 1 << 20, nowMs: Date.now() },
-      );
+      const stored = await readInbox(reopened);
       expect(stored.map((m) => m.id)).toEqual([0]);
       expect(await reopened.promoteDue(Date.now())).toEqual(["inbox"]);
-      expect(
-        await reopened.read("inbox", { fromId: 0 }, { limit: 10, maxBytes: 1 << 20, nowMs: Date.now() }),
-      ).toHaveLength(2);
+      expect(await readInbox(reopened)).toHaveLength(2);
     } finally {
       await reopened.close();
     }

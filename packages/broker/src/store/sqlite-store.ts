@@ -113,19 +113,6 @@ function toStored(row: MessageRow): StoredMessage {
   };
 }
 
-function storedOf(row: AppendedRow): StoredMessage {
-  return {
-    id: row.id,
-    priority: PRIORITIES[row.priority],
-    key: row.key ?? undefined,
-    tags: row.tags ? (JSON.parse(row.tags) as string[]) : undefined,
-    header: row.header ?? undefined,
-    payload: row.payload,
-    createdMs: row.createdMs,
-    expiresMs: row.expiresMs ?? undefined,
-  };
-}
-
 function isLive(row: MailboxRow, nowMs: number): boolean {
   return row.expires_ms === null || row.expires_ms > nowMs;
 }
@@ -377,6 +364,8 @@ export class SqliteStore implements Store {
     if (this.journalFailure) throw this.journalFailure;
     let next = this.nextId;
     const rows: AppendedRow[] = [];
+    /** The stored messages as reads return them (delayed ones are not readable yet). */
+    const readable: StoredMessage[] = [];
     const results = () => {
       const outcome = batch.map((message): AppendResult => {
         const box = this.liveMailbox(message.mailbox, nowMs);
@@ -396,6 +385,18 @@ export class SqliteStore implements Store {
         };
         this.writeAppendedRow(row);
         rows.push(row);
+        if (!delayed) {
+          readable.push({
+            id: row.id,
+            priority: message.priority,
+            key: message.key,
+            tags: message.tags,
+            header: message.header,
+            payload: message.payload,
+            createdMs: message.sentMs,
+            expiresMs: message.expiresMs,
+          });
+        }
         return { id: row.id };
       });
       // Inside the savepoint: a failed journal write undoes the rows too.
@@ -410,9 +411,7 @@ export class SqliteStore implements Store {
       throw StorageError.from(err, "cannot store the message");
     }
     this.nextId = next;
-    for (const row of rows) {
-      if (row.dueMs === null) this.recent.add(storedOf(row));
-    }
+    for (const message of readable) this.recent.add(message);
     this.uncommittedRows += rows.length;
     if (this.uncommittedRows >= MAX_UNCOMMITTED_ROWS) this.settle();
     return outcome;
@@ -451,13 +450,15 @@ export class SqliteStore implements Store {
     if (!box) return [];
     this.beginDeferred();
     return this.atomically(() => {
-      const existing = options.reset ? undefined : this.stmt.group.get(box.id, group);
+      const stored = this.stmt.group.get(box.id, group);
+      // A reset starts over from `start`, keeping only the batch numbering.
+      const existing = options.reset ? undefined : stored;
       const from = options.start.fromId;
       const state = existing ?? {
         cursor0: from,
         cursor1: from,
         cursor2: from,
-        next_batch: this.stmt.group.get(box.id, group)?.next_batch ?? 0,
+        next_batch: stored?.next_batch ?? 0,
       };
       if (options.reset) this.stmt.clearDeliveries.run(box.id, group);
       const taken = this.claimable(box.id, group, [state.cursor0, state.cursor1, state.cursor2], options);
