@@ -106,24 +106,15 @@ export class AgentDirectory {
 
   /** Live entries passing the filter, in no particular order. */
   matching(filter: AgentFilter, nowMs: number): DirectoryEntry[] {
-    const out: DirectoryEntry[] = [];
-    const keep = (entry: DirectoryEntry | undefined) => {
-      if (entry && this.passesLiveness(entry, filter, nowMs)) out.push(entry);
-    };
-    if (filter.tags && filter.tags.length > 0) {
-      forEachOwner(this.tagBits.intersect(filter.tags).bits, (owner) => keep(this.byOwner[owner]));
-    } else {
-      for (const entry of this.ordered) keep(entry);
-    }
-    return out;
+    return this.matchingTagged(filter, nowMs, this.tagged(filter)?.bits);
   }
 
   /** A page of the live entries passing the filter, by name then mailbox. */
   page(filter: AgentFilter, nowMs: number, offset: number, limit: number): DirectoryEntry[] {
-    const tagged = filter.tags && filter.tags.length > 0 ? this.tagBits.intersect(filter.tags) : undefined;
+    const tagged = this.tagged(filter);
     if (tagged && tagged.count * 8 < this.ordered.length) {
       // Few matches: sort them rather than walk everyone.
-      const matches = this.matching(filter, nowMs).sort((a, b) => (before(a, b) ? -1 : 1));
+      const matches = this.matchingTagged(filter, nowMs, tagged.bits).sort((a, b) => (before(a, b) ? -1 : 1));
       return matches.slice(offset, offset + limit);
     }
     const out: DirectoryEntry[] = [];
@@ -135,6 +126,26 @@ export class AgentDirectory {
       if (skipped < offset) skipped++;
       else out.push(entry);
     }
+    return out;
+  }
+
+  /** The owners having every tag of the filter; undefined when it asks for none. */
+  private tagged(filter: AgentFilter): { bits: Uint32Array; count: number } | undefined {
+    return filter.tags && filter.tags.length > 0 ? this.tagBits.intersect(filter.tags) : undefined;
+  }
+
+  /** Live entries passing the filter, the owners in `bits` only when given. */
+  private matchingTagged(
+    filter: AgentFilter,
+    nowMs: number,
+    bits: Uint32Array | undefined,
+  ): DirectoryEntry[] {
+    const out: DirectoryEntry[] = [];
+    const keep = (entry: DirectoryEntry | undefined) => {
+      if (entry && this.passesLiveness(entry, filter, nowMs)) out.push(entry);
+    };
+    if (bits) forEachOwner(bits, (owner) => keep(this.byOwner[owner]));
+    else for (const entry of this.ordered) keep(entry);
     return out;
   }
 
