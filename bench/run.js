@@ -25,7 +25,9 @@ const USAGE = `usage: node bench/run.js [--quick] [--registry] [--orchestrator] 
 environment (defaults in brackets, quick-run defaults after the slash):
   BENCH_MESSAGES        messages sent at BENCH_CONCURRENCY in flight     [30000 / 2000]
   BENCH_SEQ_MESSAGES    messages sent one at a time                      [3000 / 300]
-  BENCH_WARMUP          warm-up messages before each of the two runs     [500 / 100]
+  BENCH_WARMUP          warm-up messages before each of the two runs     [3000 / 100]
+                        (a fresh Node process needs ~2,500 round trips before V8 has optimised the
+                        hot paths: our broker's first SENDs run at ~400 us p50, later ones at ~115 us)
   BENCH_CONCURRENCY     requests in flight for the windowed run          [64]
   BENCH_PAYLOAD_BYTES   payload size                                     [1024]
   BENCH_DRAIN_BATCH     messages per FETCH / XREADGROUP                  [100]
@@ -82,7 +84,7 @@ function parseConfig(argv) {
     orchestrator: orchestratorOnly || process.env.BENCH_ORCHESTRATOR === "1",
     messages: intFromEnv("BENCH_MESSAGES", quick ? 2000 : 30000),
     seqMessages: intFromEnv("BENCH_SEQ_MESSAGES", quick ? 300 : 3000),
-    warmup: intFromEnv("BENCH_WARMUP", quick ? 100 : 500, 0),
+    warmup: intFromEnv("BENCH_WARMUP", quick ? 100 : 3000, 0),
     concurrency: intFromEnv("BENCH_CONCURRENCY", 64),
     drainBatch: intFromEnv("BENCH_DRAIN_BATCH", 100),
     phaseMs: intFromEnv("BENCH_PHASE_TIMEOUT_S", quick ? 10 : 30) * 1000,

@@ -21,6 +21,14 @@ describe("recent messages", () => {
     ]);
   });
 
+  it("keeps exactly the newest messages over a long run of adds", () => {
+    const recent = new RecentMessages(100 * (1000 + 128));
+    for (let id = 1; id <= 20_000; id++) recent.add(message(id, 1000));
+    const kept = Array.from({ length: 20_000 }, (_, i) => i + 1).filter((id) => recent.get(id));
+    expect(kept).toEqual(Array.from({ length: 100 }, (_, i) => 19_901 + i));
+    expect(recent.get(20_000)?.payload[999]).toBe(20_000 & 0xff);
+  });
+
   it("holds its own copy of the payload, not a view of the caller's buffer", () => {
     const recent = new RecentMessages(1 << 20);
     const socketChunk = Buffer.from("....payload....");

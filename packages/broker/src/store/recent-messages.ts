@@ -1,5 +1,8 @@
 import type { StoredMessage } from "./store.js";
 
+/** Payload copies are packed into slabs of this size: one allocation per ~250 messages of 1 KiB. */
+const SLAB_BYTES = 256 * 1024;
+
 /**
  * The most recently stored messages by id, up to a byte budget, oldest
  * dropped first. A claim right after a SEND (a consumer keeping up) finds its
@@ -10,7 +13,13 @@ import type { StoredMessage } from "./store.js";
  */
 export class RecentMessages {
   private readonly byId = new Map<number, StoredMessage>();
+  // Insertion order kept apart from the map: walking a Map from its start after many deletes
+  // steps over every deleted slot again, which made each add cost more the longer it ran.
+  private order: number[] = [];
+  private oldest = 0;
   private bytes = 0;
+  private slab = Buffer.alloc(0);
+  private slabUsed = 0;
 
   constructor(private readonly maxBytes: number) {}
 
@@ -19,20 +28,44 @@ export class RecentMessages {
     if (this.maxBytes <= 0) return;
     const kept: StoredMessage = {
       ...message,
-      payload: Buffer.from(message.payload),
-      header: message.header && Buffer.from(message.header),
+      payload: this.copy(message.payload),
+      header: message.header && this.copy(message.header),
     };
     this.byId.set(kept.id, kept);
+    this.order.push(kept.id);
     this.bytes += sizeOf(kept);
-    for (const [id, old] of this.byId) {
-      if (this.bytes <= this.maxBytes) break;
+    while (this.bytes > this.maxBytes && this.oldest < this.order.length) {
+      const id = this.order[this.oldest++];
+      const old = this.byId.get(id);
+      if (old === undefined) continue;
       this.byId.delete(id);
       this.bytes -= sizeOf(old);
+    }
+    if (this.oldest > 4096 && this.oldest * 2 > this.order.length) {
+      this.order = this.order.slice(this.oldest);
+      this.oldest = 0;
     }
   }
 
   get(id: number): StoredMessage | undefined {
     return this.byId.get(id);
+  }
+
+  /**
+   * Copies bytes into the current slab (a view of it is kept). Messages leave in the order they
+   * came, so a slab is garbage once its last message has been dropped.
+   */
+  private copy(bytes: Uint8Array): Uint8Array {
+    const n = bytes.length;
+    if (n > SLAB_BYTES / 4) return Buffer.from(bytes);
+    if (this.slabUsed + n > this.slab.length) {
+      this.slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+      this.slabUsed = 0;
+    }
+    const at = this.slabUsed;
+    this.slab.set(bytes, at);
+    this.slabUsed = at + n;
+    return this.slab.subarray(at, at + n);
   }
 }
 
