@@ -158,7 +158,7 @@ describe("append journal", () => {
   });
 
   it("stops reading at a record whose checksum does not match, and names a foreign file", () => {
-    const rows = encodeAppendedRows([
+    const { bytes: rows } = encodeAppendedRows([
       {
         id: 7,
         mbox: 1,

@@ -12,7 +12,8 @@ import { crc32 } from "node:zlib";
 const MAGIC = 0x4d51394a; // "MQ9J"
 const FORMAT = 1;
 const FILE_HEADER = 16;
-const RECORD_HEADER = 8;
+/** Bytes before each record body: its length and CRC-32. */
+export const RECORD_HEADER = 8;
 
 export interface JournalContents {
   /** The generation the file was started with; 0 when the file is new or empty. */
@@ -50,11 +51,11 @@ export class AppendJournal {
     }
   }
 
-  append(body: Uint8Array): void {
-    const record = Buffer.allocUnsafe(RECORD_HEADER + body.length);
+  /** Appends one record: its body follows RECORD_HEADER bytes the journal fills in. */
+  append(record: Buffer): void {
+    const body = record.subarray(RECORD_HEADER);
     record.writeUInt32LE(body.length, 0);
     record.writeUInt32LE(crc32(body), 4);
-    record.set(body, RECORD_HEADER);
     writeAll(this.fd, record);
     if (this.sync) fdatasyncSync(this.fd);
   }

@@ -15,23 +15,35 @@ export interface AppendedRow {
 const FIXED = 8 + 4 + 1 + 8 + 8 + 8;
 const NULL_LENGTH = 0xffffffff;
 
-/** One journal record body for the rows of one commit group (binary: no JSON, no base64). */
-export function encodeAppendedRows(rows: readonly AppendedRow[]): Buffer {
+/** Encoded rows, with views of each row's payload and header inside `bytes`. */
+export interface EncodedRows {
+  bytes: Buffer;
+  payloads: Buffer[];
+  headers: (Buffer | null)[];
+}
+
+/**
+ * One journal record body for the rows of one commit group (binary: no JSON, no base64), after
+ * `headroom` bytes left free for the record's own header, so the journal writes it without a copy.
+ */
+export function encodeAppendedRows(rows: readonly AppendedRow[], headroom = 0): EncodedRows {
   const keys = rows.map((r) => (r.key === null ? null : Buffer.from(r.key)));
   const tags = rows.map((r) => (r.tags === null ? null : Buffer.from(r.tags)));
-  let size = 4;
+  let size = headroom + 4;
   rows.forEach((r, i) => {
     size += FIXED + 16 + (keys[i]?.length ?? 0) + (tags[i]?.length ?? 0);
     size += (r.header?.length ?? 0) + r.payload.length;
   });
   const out = Buffer.allocUnsafe(size);
-  let at = out.writeUInt32LE(rows.length, 0);
-  const bytes = (value: Uint8Array | null) => {
+  let at = out.writeUInt32LE(rows.length, headroom);
+  const payloads: Buffer[] = [];
+  const headers: (Buffer | null)[] = [];
+  const bytes = (value: Uint8Array | null): Buffer | null => {
     at = out.writeUInt32LE(value === null ? NULL_LENGTH : value.length, at);
-    if (value !== null) {
-      out.set(value, at);
-      at += value.length;
-    }
+    if (value === null) return null;
+    out.set(value, at);
+    at += value.length;
+    return out.subarray(at - value.length, at);
   };
   rows.forEach((r, i) => {
     at = out.writeDoubleLE(r.id, at);
@@ -42,10 +54,10 @@ export function encodeAppendedRows(rows: readonly AppendedRow[]): Buffer {
     at = out.writeDoubleLE(r.dueMs ?? Number.NaN, at);
     bytes(keys[i]);
     bytes(tags[i]);
-    bytes(r.header);
-    bytes(r.payload);
+    headers.push(bytes(r.header));
+    payloads.push(bytes(r.payload) as Buffer);
   });
-  return out;
+  return { bytes: out, payloads, headers };
 }
 
 export function decodeAppendedRows(body: Buffer): AppendedRow[] {

@@ -26,11 +26,16 @@ export class RecentMessages {
   /** Keeps copies of the payload and header: the originals are views of a socket's read buffer. */
   add(message: StoredMessage): void {
     if (this.maxBytes <= 0) return;
-    const kept: StoredMessage = {
+    this.keep({
       ...message,
       payload: this.copy(message.payload),
       header: message.header && this.copy(message.header),
-    };
+    });
+  }
+
+  /** Keeps the message as it is: its payload and header must be bytes nobody overwrites. */
+  keep(kept: StoredMessage): void {
+    if (this.maxBytes <= 0) return;
     this.byId.set(kept.id, kept);
     this.order.push(kept.id);
     this.bytes += sizeOf(kept);

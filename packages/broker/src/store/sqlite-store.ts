@@ -2,8 +2,13 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { PRIORITIES, priorityRank } from "@mq9/protocol";
 import Database from "better-sqlite3";
-import { AppendJournal, type JournalContents } from "./append-journal.js";
-import { type AppendedRow, decodeAppendedRows, encodeAppendedRows } from "./appended-rows.js";
+import { AppendJournal, type JournalContents, RECORD_HEADER } from "./append-journal.js";
+import {
+  type AppendedRow,
+  decodeAppendedRows,
+  type EncodedRows,
+  encodeAppendedRows,
+} from "./appended-rows.js";
 import { RecentMessages } from "./recent-messages.js";
 import { SQLITE_SCHEMA, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
 import { StorageError } from "./storage-error.js";
@@ -364,8 +369,10 @@ export class SqliteStore implements Store {
     if (this.journalFailure) throw this.journalFailure;
     let next = this.nextId;
     const rows: AppendedRow[] = [];
-    /** The stored messages as reads return them (delayed ones are not readable yet). */
+    /** The stored messages as reads return them (delayed ones are not readable yet), by row. */
     const readable: StoredMessage[] = [];
+    const readableRows: number[] = [];
+    let encoded: EncodedRows | undefined;
     const results = () => {
       const outcome = batch.map((message): AppendResult => {
         const box = this.liveMailbox(message.mailbox, nowMs);
@@ -386,6 +393,7 @@ export class SqliteStore implements Store {
         this.writeAppendedRow(row);
         rows.push(row);
         if (!delayed) {
+          readableRows.push(rows.length - 1);
           readable.push({
             id: row.id,
             priority: message.priority,
@@ -400,7 +408,10 @@ export class SqliteStore implements Store {
         return { id: row.id };
       });
       // Inside the savepoint: a failed journal write undoes the rows too.
-      if (rows.length > 0) this.journal?.append(encodeAppendedRows(rows));
+      if (rows.length > 0 && this.journal) {
+        encoded = encodeAppendedRows(rows, RECORD_HEADER);
+        this.journal.append(encoded.bytes);
+      }
       return outcome;
     };
     this.beginDeferred();
@@ -411,10 +422,26 @@ export class SqliteStore implements Store {
       throw StorageError.from(err, "cannot store the message");
     }
     this.nextId = next;
-    for (const message of readable) this.recent.add(message);
+    this.rememberRecent(readable, readableRows, encoded);
     this.uncommittedRows += rows.length;
     if (this.uncommittedRows >= MAX_UNCOMMITTED_ROWS) this.settle();
     return outcome;
+  }
+
+  /**
+   * Keeps the new messages in memory for the claims that follow: as views of the journal record
+   * just written when there is one (no further copy), else as copies of the socket's bytes.
+   */
+  private rememberRecent(readable: StoredMessage[], rowOf: number[], encoded?: EncodedRows): void {
+    readable.forEach((message, i) => {
+      if (!encoded) return this.recent.add(message);
+      const row = rowOf[i];
+      this.recent.keep({
+        ...message,
+        payload: encoded.payloads[row],
+        header: encoded.headers[row] ?? undefined,
+      });
+    });
   }
 
   async nextMessageId(mailbox: string): Promise<number> {
