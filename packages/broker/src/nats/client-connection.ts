@@ -295,7 +295,9 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
       out.append(sub.sidBytes);
       out.append(msg.plainTail);
     }
-    out.append(msg.body);
+    const body = msg.body;
+    if (typeof body === "string") out.appendUtf8(body, msg.bodyLength);
+    else out.append(body);
     out.appendCrlf();
     sub.delivered++;
     if (sub.max > 0 && sub.delivered >= sub.max) this.unsubscribe(sub);
@@ -332,7 +334,11 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
   flush(): void {
     this.flushQueued = false;
     const data = this.out.take();
-    if (data !== undefined && this.socket.writable) this.socket.write(data);
+    if (data === undefined || !this.socket.writable) return;
+    this.socket.write(data);
+    // Nothing left in the stream: the write went through at once and the socket holds no reference
+    // to the bytes, so the buffer serves the next turn (new memory is costly to touch the first time).
+    if (this.socket.writableLength === 0) this.out.reuse(data);
   }
 
   /** Called by the listener's ping timer every pingIntervalMs. */

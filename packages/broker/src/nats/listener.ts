@@ -132,13 +132,17 @@ export class NatsListener {
     return { host, port: bound };
   }
 
-  /** A server-originated message (e.g. a reply) delivered to every matching subscription. */
-  publish(subject: string, payload: Uint8Array, header?: Uint8Array): void {
+  /**
+   * A server-originated message (e.g. a reply) delivered to every matching subscription; a text
+   * payload is written to each subscriber as UTF-8.
+   */
+  publish(subject: string, payload: Uint8Array | string, header?: Uint8Array): void {
     // The subject is written into MSG lines verbatim, so whitespace would corrupt the stream.
     if (!isWellFormedSubject(subject) || /\s/.test(subject)) {
       throw new TypeError(`NatsListener.publish: invalid subject ${JSON.stringify(subject)}`);
     }
-    const msg = new OutboundMessage(subject, undefined, header && asBuffer(header), asBuffer(payload));
+    const body = typeof payload === "string" ? payload : asBuffer(payload);
+    const msg = new OutboundMessage(subject, undefined, header && asBuffer(header), body);
     this.router.route(msg, undefined);
   }
 

@@ -26,14 +26,19 @@ function cachedHead(cache: Map<string, Buffer>, op: string, subject: string): Bu
 export class OutboundMessage {
   private msgTail: Buffer | undefined;
   private hmsgTail: Buffer | undefined;
+  /** Size of the body in bytes (UTF-8 bytes when it is text). */
+  readonly bodyLength: number;
 
   constructor(
     readonly subject: string,
     readonly reply: string | undefined,
     /** Raw header block, or undefined when the message has none. */
     readonly header: Buffer | undefined,
-    readonly body: Buffer,
-  ) {}
+    /** Bytes, or text encoded as UTF-8 straight into each subscriber's output (no buffer of its own). */
+    readonly body: Buffer | string,
+  ) {
+    this.bodyLength = typeof body === "string" ? Buffer.byteLength(body) : body.length;
+  }
 
   /** "MSG <subject> " — the sid follows. */
   get plainHead(): Buffer {
@@ -43,7 +48,7 @@ export class OutboundMessage {
   /** " [reply] <size>\r\n" after the sid of a MSG. */
   get plainTail(): Buffer {
     if (this.msgTail !== undefined) return this.msgTail;
-    const size = this.body.length;
+    const size = this.bodyLength;
     if (this.reply !== undefined) {
       this.msgTail = Buffer.from(` ${this.reply} ${size}\r\n`);
     } else if (size < MAX_CACHED) {
@@ -63,7 +68,7 @@ export class OutboundMessage {
   get headerTail(): Buffer {
     if (this.hmsgTail !== undefined) return this.hmsgTail;
     const h = this.header?.length ?? 0;
-    const total = h + this.body.length;
+    const total = h + this.bodyLength;
     this.hmsgTail = Buffer.from(
       this.reply === undefined ? ` ${h} ${total}\r\n` : ` ${this.reply} ${h} ${total}\r\n`,
     );

@@ -5,13 +5,16 @@ const NONE = Buffer.alloc(0);
 /**
  * A connection's outbound bytes for the current event-loop turn, copied into one growing buffer so
  * the flush is a single socket write without a gather step. A taken buffer belongs to the socket
- * from then on, so the next turn starts a new one — allocated only when something is appended
- * (idle connections hold no buffer) and sized from what the previous turn needed.
+ * from then on, unless it is handed back with `reuse` once written; otherwise the next turn starts
+ * a new one — allocated only when something is appended (idle connections hold no buffer) and
+ * sized from what the previous turn needed.
  */
 export class OutputBuffer {
   private buf: Buffer = NONE;
   private used = 0;
   private capacityHint = MIN_CAPACITY;
+  /** The whole buffer behind the last `take`, until it is reused or the next one is taken. */
+  private handedOut: Buffer = NONE;
 
   get length(): number {
     return this.used;
@@ -32,6 +35,12 @@ export class OutputBuffer {
     this.used = at;
   }
 
+  /** Appends `text` as UTF-8; `byteLength` is its encoded size (Buffer.byteLength). */
+  appendUtf8(text: string, byteLength: number): void {
+    if (this.used + byteLength > this.buf.length) this.grow(byteLength);
+    this.used += this.buf.write(text, this.used, byteLength, "utf8");
+  }
+
   appendCrlf(): void {
     if (this.used + 2 > this.buf.length) this.grow(2);
     this.buf[this.used++] = 0x0d;
@@ -44,14 +53,26 @@ export class OutputBuffer {
     if (used === 0) return undefined;
     const out = this.buf.subarray(0, used);
     this.capacityHint = Math.min(MAX_HINT, Math.max(MIN_CAPACITY, used));
+    this.handedOut = this.buf;
     this.buf = NONE;
     this.used = 0;
     return out;
   }
 
+  /** Takes back a buffer `take` handed out, once nothing else refers to it. */
+  reuse(taken: Buffer): void {
+    const whole = this.handedOut;
+    if (whole.buffer !== taken.buffer || whole.byteOffset !== taken.byteOffset) return;
+    this.handedOut = NONE;
+    if (this.buf !== NONE) return;
+    // Kept only while it fits what the turns need, so a burst does not pin a big buffer for good.
+    if (whole.length >= this.capacityHint && whole.length <= 4 * this.capacityHint) this.buf = whole;
+  }
+
   /** Drops what was written (the connection is closing as a slow consumer). */
   clear(): void {
     this.buf = NONE;
+    this.handedOut = NONE;
     this.used = 0;
   }
 

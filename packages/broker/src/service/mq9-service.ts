@@ -37,11 +37,15 @@ export type ReplyBody = Mq9Reply & {
   includeHeader?: boolean;
 } & Record<string, unknown>;
 
-/** The UTF-8 JSON of a reply; message lists are written item by item (see encodeMessageItem). */
-export function encodeReply(reply: ReplyBody): Uint8Array {
+/**
+ * The JSON of a reply: text (the transport writes it out as UTF-8 without an intermediate buffer),
+ * or UTF-8 bytes when DISCOVER entries are spliced in. Message lists are written item by item
+ * (see encodeMessageItem).
+ */
+export function encodeReply(reply: ReplyBody): Uint8Array | string {
   const { messages, includeHeader, agentsJson, ...rest } = reply;
   if (agentsJson) return spliceAgents(JSON.stringify(rest), agentsJson);
-  return Buffer.from(replyText(rest, messages, includeHeader));
+  return replyText(rest, messages, includeHeader);
 }
 
 /** DISCOVER entries arrive as UTF-8 JSON pieces: copied in once, not parsed and written again. */
