@@ -60,6 +60,17 @@ describe("nats sublist — matching", () => {
     expect(list.size).toBe(0);
   });
 
+  test("a one-off match is answered but not cached, so it pushes no repeating subject out", () => {
+    const list = new Sublist<Entry>(4);
+    list.insert(entry("inbox", "_INBOX.abc.*"));
+    list.insert(entry("send", "$mq9.AI.MSG.SEND.*"));
+    expect(names(list.match("$mq9.AI.MSG.SEND.q").psubs)).toEqual(["send"]);
+    for (let i = 0; i < 100; i++)
+      expect(names(list.match(`_INBOX.abc.${i}`, false).psubs)).toEqual(["inbox"]);
+    // biome-ignore lint/complexity/useLiteralKeys: reaching into the private cache to see what it holds
+    expect([...list["cache"].keys()]).toEqual(["$mq9.AI.MSG.SEND.q"]);
+  });
+
   test("removing everything prunes the trie, and a tiny cache still answers correctly", () => {
     const list = new Sublist<Entry>(4);
     const entries = Array.from({ length: 200 }, (_, i) =>

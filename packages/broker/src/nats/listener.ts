@@ -134,16 +134,17 @@ export class NatsListener {
 
   /**
    * A server-originated message (e.g. a reply) delivered to every matching subscription; a text
-   * payload is written to each subscriber as UTF-8.
+   * payload is written to each subscriber as UTF-8. `repeats: false` says the subject is unlikely to
+   * come again (a request's reply inbox), so its match result is not cached.
    */
-  publish(subject: string, payload: Uint8Array | string, header?: Uint8Array): void {
+  publish(subject: string, payload: Uint8Array | string, header?: Uint8Array, repeats = true): void {
     // The subject is written into MSG lines verbatim, so whitespace would corrupt the stream.
     if (!isWellFormedSubject(subject) || /\s/.test(subject)) {
       throw new TypeError(`NatsListener.publish: invalid subject ${JSON.stringify(subject)}`);
     }
     const body = typeof payload === "string" ? payload : asBuffer(payload);
     const msg = new OutboundMessage(subject, undefined, header && asBuffer(header), body);
-    this.router.route(msg, undefined);
+    this.router.route(msg, undefined, repeats);
   }
 
   /** Stops accepting, flushes what is queued to clients, then closes every connection. */

@@ -18,9 +18,12 @@ export class Router {
     this.subscriptions.remove(sub);
   }
 
-  /** Routes one message; `publisher` is undefined for server-originated ones. Returns deliveries made. */
-  route(msg: OutboundMessage, publisher: Subscriber | undefined): number {
-    const { psubs, qsubs } = this.subscriptions.match(msg.subject);
+  /**
+   * Routes one message; `publisher` is undefined for server-originated ones. `cacheMatch: false`
+   * leaves a one-off subject out of the match cache. Returns deliveries made.
+   */
+  route(msg: OutboundMessage, publisher: Subscriber | undefined, cacheMatch = true): number {
+    const { psubs, qsubs } = this.subscriptions.match(msg.subject, cacheMatch);
     // With echo on (the common case) no subscriber needs skipping.
     const skip = publisher !== undefined && !publisher.echo ? publisher : undefined;
     let delivered = 0;

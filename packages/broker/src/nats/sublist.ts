@@ -141,8 +141,12 @@ export class Sublist<T extends SublistEntry> {
     return true;
   }
 
-  /** All subscriptions matching a literal subject. The result is shared: do not mutate it. */
-  match(subject: string): SublistResult<T> {
+  /**
+   * All subscriptions matching a literal subject. The result is shared: do not mutate it.
+   * `remember: false` does not cache it (a subject seen once, like a reply inbox, would only
+   * push out the ones that repeat).
+   */
+  match(subject: string, remember = true): SublistResult<T> {
     const cached = this.cache.get(subject);
     if (cached !== undefined) return cached;
     const psubs: T[] = [];
@@ -150,6 +154,7 @@ export class Sublist<T extends SublistEntry> {
     this.collect(this.root, subject.split("."), 0, psubs, groups);
     const result: SublistResult<T> =
       psubs.length === 0 && groups.size === 0 ? EMPTY : { psubs, qsubs: [...groups.values()] };
+    if (!remember) return result;
     if (this.cache.size >= this.maxCache) this.evict();
     this.cache.set(subject, result);
     return result;
