@@ -58,4 +58,10 @@ describe("outbound message", () => {
     expect(msg.bodyLength).toBe(7);
     expect(msg.plainTail.toString()).toBe(" 7\r\n");
   });
+
+  it("sizes a body of pieces by their sum", () => {
+    const msg = new OutboundMessage("_INBOX.x", "r", undefined, [Buffer.from("ab"), Buffer.from("cde")]);
+    expect(msg.bodyLength).toBe(5);
+    expect(msg.plainTail.toString()).toBe(" r 5\r\n");
+  });
 });

@@ -134,15 +134,21 @@ export class NatsListener {
 
   /**
    * A server-originated message (e.g. a reply) delivered to every matching subscription; a text
-   * payload is written to each subscriber as UTF-8. `repeats: false` says the subject is unlikely to
+   * payload is written to each subscriber as UTF-8, a list of pieces one after the other. `repeats: false` says the subject is unlikely to
    * come again (a request's reply inbox), so its match result is not cached.
    */
-  publish(subject: string, payload: Uint8Array | string, header?: Uint8Array, repeats = true): void {
+  publish(
+    subject: string,
+    payload: Uint8Array | string | readonly Uint8Array[],
+    header?: Uint8Array,
+    repeats = true,
+  ): void {
     // The subject is written into MSG lines verbatim, so whitespace would corrupt the stream.
     if (!isWellFormedSubject(subject) || /\s/.test(subject)) {
       throw new TypeError(`NatsListener.publish: invalid subject ${JSON.stringify(subject)}`);
     }
-    const body = typeof payload === "string" ? payload : asBuffer(payload);
+    const body =
+      typeof payload === "string" || Array.isArray(payload) ? payload : asBuffer(payload as Uint8Array);
     const msg = new OutboundMessage(subject, undefined, header && asBuffer(header), body);
     this.router.route(msg, undefined, repeats);
   }

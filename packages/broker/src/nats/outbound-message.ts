@@ -19,6 +19,14 @@ function cachedHead(cache: Map<string, Buffer>, op: string, subject: string): Bu
   return head;
 }
 
+function bodyLength(body: Buffer | string | readonly Uint8Array[]): number {
+  if (typeof body === "string") return Buffer.byteLength(body);
+  if (body instanceof Uint8Array) return body.length;
+  let n = 0;
+  for (const piece of body) n += piece.length;
+  return n;
+}
+
 /**
  * One routed message. The MSG/HMSG control line differs per subscriber only in the sid, so the parts
  * around it are encoded once per publish (or taken from the caches above) and shared by every delivery.
@@ -34,10 +42,13 @@ export class OutboundMessage {
     readonly reply: string | undefined,
     /** Raw header block, or undefined when the message has none. */
     readonly header: Buffer | undefined,
-    /** Bytes, or text encoded as UTF-8 straight into each subscriber's output (no buffer of its own). */
-    readonly body: Buffer | string,
+    /**
+     * Bytes; or text, or pieces of bytes, written straight into each subscriber's output (as UTF-8
+     * and one after the other) so the body never needs a buffer of its own.
+     */
+    readonly body: Buffer | string | readonly Uint8Array[],
   ) {
-    this.bodyLength = typeof body === "string" ? Buffer.byteLength(body) : body.length;
+    this.bodyLength = bodyLength(body);
   }
 
   /** "MSG <subject> " — the sid follows. */

@@ -13,6 +13,13 @@ class Postings {
   dead = 0;
   /** The largest weighted frequency ever pushed: bounds what the term adds to any doc's score. */
   maxFreq = 0;
+  /**
+   * Each entry's BM25 term-frequency part, f·(k1+1) / (f + k1·(1 − b + b·len/avg)): the score
+   * it adds is idf times this. Valid for the first `partsValid` entries, at average length `partsAvg`.
+   */
+  parts = new Float32Array(0);
+  partsValid = 0;
+  partsAvg = Number.NaN;
 
   push(slot: number, freq: number): void {
     if (this.size === this.slots.length) {
@@ -29,18 +36,40 @@ class Postings {
     if (freq > this.maxFreq) this.maxFreq = freq;
   }
 
-  /** The frequency of `slot` (entries are in slot order), 0 when the doc lacks the term. */
-  freqOf(slot: number): number {
+  /** The parts for the current average doc length, computed only where they are missing or stale. */
+  partsAt(avgLength: number, lengthOf: Float32Array): Float32Array {
+    if (this.partsAvg !== avgLength) {
+      this.partsAvg = avgLength;
+      this.partsValid = 0;
+    }
+    if (this.partsValid === this.size) return this.parts;
+    if (this.parts.length < this.size) {
+      const parts = new Float32Array(this.slots.length);
+      parts.set(this.parts.subarray(0, this.partsValid));
+      this.parts = parts;
+    }
+    const { slots, freqs, parts } = this;
+    const scale = (K1 * B) / avgLength;
+    for (let i = this.partsValid; i < this.size; i++) {
+      const f = freqs[i];
+      parts[i] = (f * (K1 + 1)) / (f + K1 * (1 - B) + scale * lengthOf[slots[i]]);
+    }
+    this.partsValid = this.size;
+    return parts;
+  }
+
+  /** Where `slot` is among the entries (they are in slot order), -1 when the doc lacks the term. */
+  indexOf(slot: number): number {
     let lo = 0;
     let hi = this.size - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
       const at = this.slots[mid];
-      if (at === slot) return this.freqs[mid];
+      if (at === slot) return mid;
       if (at < slot) lo = mid + 1;
       else hi = mid - 1;
     }
-    return 0;
+    return -1;
   }
 }
 
@@ -73,6 +102,7 @@ export class Bm25Index {
   /** The postings each slot appears in, to count its entries dead on removal. */
   private postingsOf: (Postings[] | undefined)[] = [];
   private slots = 0;
+  private maxOwner = 0;
   private liveDocs = 0;
   private deadSlots = 0;
   private totalLength = 0;
@@ -102,6 +132,7 @@ export class Bm25Index {
     this.slotOf.set(docId, slot);
     this.docIdOf[slot] = docId;
     this.ownerOf[slot] = owner;
+    if (owner > this.maxOwner) this.maxOwner = owner;
     this.lengthOf[slot] = length;
     this.alive[slot] = 1;
     const postings: Postings[] = [];
@@ -155,25 +186,25 @@ export class Bm25Index {
     // doc past the current top `need`, the long lists are only probed for touched docs.
     lists.sort((a, b) => a.list.size - b.list.size);
     const scores = this.scores;
+    const alive = this.alive;
     const touched: number[] = [];
     let rest = lists.reduce((sum, l) => sum + l.bound, 0);
     let probing = false;
     for (const { list, idf, bound } of lists) {
       rest -= bound;
-      const weight = (f: number, slot: number) =>
-        (idf * (f * (K1 + 1))) / (f + K1 * (1 - B + (B * this.lengthOf[slot]) / avgLength));
+      const parts = list.partsAt(avgLength, this.lengthOf);
       if (probing) {
         for (const slot of touched) {
-          const f = list.freqOf(slot);
-          if (f > 0) scores[slot] += weight(f, slot);
+          const at = list.indexOf(slot);
+          if (at >= 0) scores[slot] += idf * parts[at];
         }
       } else {
-        const { slots, freqs, size } = list;
+        const { slots, size } = list;
         for (let i = 0; i < size; i++) {
           const slot = slots[i];
-          if (this.alive[slot] === 0) continue;
+          if (alive[slot] === 0) continue;
           if (scores[slot] === 0) touched.push(slot);
-          scores[slot] += weight(freqs[i], slot);
+          scores[slot] += idf * parts[i];
         }
         probing = rest > 0 && this.worthProbing(touched, lists, list, need, rest, accept);
       }
@@ -208,19 +239,21 @@ export class Bm25Index {
     accept: (owner: number) => boolean,
     clear = true,
   ): RankedOwner[] {
-    const scores = this.scores;
+    const { scores, ownerOf } = this;
+    if (this.best.length <= this.maxOwner) this.best = grown(this.best, this.maxOwner + 1);
+    const best = this.best;
     const owners: number[] = [];
     for (const slot of touched) {
-      const owner = this.ownerOf[slot];
-      if (owner >= this.best.length) this.best = grown(this.best, owner + 1);
-      if (this.best[owner] === 0) owners.push(owner);
-      if (scores[slot] > this.best[owner]) this.best[owner] = scores[slot];
+      const owner = ownerOf[slot];
+      const score = scores[slot];
+      if (best[owner] === 0) owners.push(owner);
+      if (score > best[owner]) best[owner] = score;
       if (clear) scores[slot] = 0;
     }
     const top: RankedOwner[] = [];
     for (const owner of owners) {
-      const score = this.best[owner];
-      this.best[owner] = 0;
+      const score = best[owner];
+      best[owner] = 0;
       const floor = top.length === need ? top[need - 1] : undefined;
       if (floor && (score < floor.score || (score === floor.score && owner > floor.owner))) continue;
       if (!accept(owner)) continue;
@@ -275,6 +308,7 @@ export class Bm25Index {
       }
       list.size = kept;
       list.dead = 0;
+      list.partsValid = 0;
       if (kept === 0) this.terms.delete(term);
     }
   }

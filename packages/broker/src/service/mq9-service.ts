@@ -38,25 +38,25 @@ export type ReplyBody = Mq9Reply & {
 } & Record<string, unknown>;
 
 /**
- * The JSON of a reply: text (the transport writes it out as UTF-8 without an intermediate buffer),
- * or UTF-8 bytes when DISCOVER entries are spliced in. Message lists are written item by item
- * (see encodeMessageItem).
+ * The JSON of a reply, for the transport to write out without building one buffer of it: text
+ * (written as UTF-8), or UTF-8 pieces in order when DISCOVER entries are spliced in. Message lists
+ * are written item by item (see encodeMessageItem).
  */
-export function encodeReply(reply: ReplyBody): Uint8Array | string {
+export function encodeReply(reply: ReplyBody): string | readonly Uint8Array[] {
   const { messages, includeHeader, agentsJson, ...rest } = reply;
   if (agentsJson) return spliceAgents(JSON.stringify(rest), agentsJson);
   return replyText(rest, messages, includeHeader);
 }
 
-/** DISCOVER entries arrive as UTF-8 JSON pieces: copied in once, not parsed and written again. */
-function spliceAgents(head: string, agents: readonly (readonly Uint8Array[])[]): Uint8Array {
+/** DISCOVER entries arrive as UTF-8 JSON pieces: passed on as they are, not parsed and written again. */
+function spliceAgents(head: string, agents: readonly (readonly Uint8Array[])[]): Uint8Array[] {
   const parts: Uint8Array[] = [Buffer.from(`${head.slice(0, -1)},"agents":[`)];
   agents.forEach((pieces, i) => {
     if (i > 0) parts.push(COMMA);
     parts.push(...pieces);
   });
   parts.push(CLOSE_AGENTS);
-  return Buffer.concat(parts);
+  return parts;
 }
 
 const COMMA = Buffer.from(",");
