@@ -1,4 +1,7 @@
 import { indexTerms } from "./text-terms.js";
+import { type RankedOwner, TopOwners } from "./top-owners.js";
+
+export type { RankedOwner } from "./top-owners.js";
 
 /** Okapi BM25 constants (the values SQLite FTS5 uses). */
 const K1 = 1.2;
@@ -58,24 +61,28 @@ class Postings {
     return parts;
   }
 
-  /** Where `slot` is among the entries (they are in slot order), -1 when the doc lacks the term. */
-  indexOf(slot: number): number {
-    let lo = 0;
-    let hi = this.size - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      const at = this.slots[mid];
-      if (at === slot) return mid;
-      if (at < slot) lo = mid + 1;
-      else hi = mid - 1;
+  /** The first entry at or after `from` whose slot is >= `slot` (galloping, then binary search). */
+  seek(from: number, slot: number): number {
+    const slots = this.slots;
+    const size = this.size;
+    if (from >= size || slots[from] >= slot) return from;
+    let step = 1;
+    let lo = from;
+    let hi = from + 1;
+    while (hi < size && slots[hi] < slot) {
+      lo = hi;
+      step *= 2;
+      hi = from + step;
     }
-    return -1;
+    if (hi > size) hi = size;
+    // slots[lo] < slot; the answer is in (lo, hi].
+    while (lo + 1 < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (slots[mid] < slot) lo = mid;
+      else hi = mid;
+    }
+    return hi;
   }
-}
-
-export interface RankedOwner {
-  owner: number;
-  score: number;
 }
 
 function grown<T extends Int32Array | Float32Array | Uint8Array>(array: T, need: number): T {
@@ -87,10 +94,10 @@ function grown<T extends Int32Array | Float32Array | Uint8Array>(array: T, need:
 
 /**
  * An in-memory BM25 full-text index whose results are owners (agents), each
- * ranked by its best doc (skill). Scoring is term-at-a-time into a dense
- * accumulator, so a query costs the length of its terms' posting lists — not a
- * sort of every match. Same formula as FTS5's bm25(): per-field weights on the
- * term frequency, document length over all fields, idf floored at 1e-6.
+ * ranked by its best doc (skill). A query walks its terms' posting lists side
+ * by side (see search), so it costs at most their length — not a sort of every
+ * match. Same formula as FTS5's bm25(): per-field weights on the term
+ * frequency, document length over all fields, idf floored at 1e-6.
  */
 export class Bm25Index {
   private readonly terms = new Map<string, Postings>();
@@ -102,12 +109,9 @@ export class Bm25Index {
   /** The postings each slot appears in, to count its entries dead on removal. */
   private postingsOf: (Postings[] | undefined)[] = [];
   private slots = 0;
-  private maxOwner = 0;
   private liveDocs = 0;
   private deadSlots = 0;
   private totalLength = 0;
-  private scores = new Float32Array(1024);
-  private best = new Float32Array(1024);
 
   constructor(private readonly fieldWeights: readonly number[]) {}
 
@@ -132,7 +136,6 @@ export class Bm25Index {
     this.slotOf.set(docId, slot);
     this.docIdOf[slot] = docId;
     this.ownerOf[slot] = owner;
-    if (owner > this.maxOwner) this.maxOwner = owner;
     this.lengthOf[slot] = length;
     this.alive[slot] = 1;
     const postings: Postings[] = [];
@@ -166,107 +169,80 @@ export class Bm25Index {
   /**
    * The `need` best owners for the terms among those `accept` lets through,
    * best first (ties: the lower owner number first).
+   *
+   * Document at a time over the terms' lists, which are in slot order, with
+   * MaxScore pruning: lists are ordered by the most they can add to a doc, and
+   * once the smallest of them together cannot lift a doc to the current
+   * `need`-th best owner, docs are only taken from the others and those lists
+   * are merely probed for them. Each doc's score stays in a local variable, so
+   * a query reads its lists in order and touches no per-doc score array.
    */
   search(terms: readonly string[], need: number, accept: (owner: number) => boolean): RankedOwner[] {
     if (need <= 0 || this.liveDocs === 0) return [];
     const n = this.liveDocs;
     const avgLength = this.totalLength / n || 1;
-    const lists: { list: Postings; idf: number; bound: number }[] = [];
+    const lists: { list: Postings; idf: number; bound: number; parts: Float32Array }[] = [];
     for (const term of terms) {
       const list = this.terms.get(term);
-      if (!list) continue;
+      if (!list || lists.some((l) => l.list === list)) continue;
       const df = list.size - list.dead;
       if (df <= 0) continue;
       const idf = Math.max(1e-6, Math.log((n - df + 0.5) / (df + 0.5)));
       // A doc of length 0 with the most frequent occurrence: nothing scores more on this term.
       const bound = (idf * list.maxFreq * (K1 + 1)) / (list.maxFreq + K1 * (1 - B));
-      lists.push({ list, idf, bound });
+      lists.push({ list, idf, bound, parts: list.partsAt(avgLength, this.lengthOf) });
     }
-    // Rare terms first: they touch few docs, and once the rest cannot lift an untouched
-    // doc past the current top `need`, the long lists are only probed for touched docs.
-    lists.sort((a, b) => a.list.size - b.list.size);
-    const scores = this.scores;
-    const alive = this.alive;
-    const touched: number[] = [];
-    let rest = lists.reduce((sum, l) => sum + l.bound, 0);
-    let probing = false;
-    for (const { list, idf, bound } of lists) {
-      rest -= bound;
-      const parts = list.partsAt(avgLength, this.lengthOf);
-      if (probing) {
-        for (const slot of touched) {
-          const at = list.indexOf(slot);
-          if (at >= 0) scores[slot] += idf * parts[at];
-        }
-      } else {
-        const { slots, size } = list;
-        for (let i = 0; i < size; i++) {
-          const slot = slots[i];
-          if (alive[slot] === 0) continue;
-          if (scores[slot] === 0) touched.push(slot);
-          scores[slot] += idf * parts[i];
-        }
-        probing = rest > 0 && this.worthProbing(touched, lists, list, need, rest, accept);
+    lists.sort((a, b) => a.bound - b.bound);
+    const count = lists.length;
+    // upTo[i]: the most lists 0..i together add to one doc.
+    const upTo = new Float64Array(count);
+    lists.forEach((l, i) => {
+      upTo[i] = (i > 0 ? upTo[i - 1] : 0) + l.bound;
+    });
+    const cursor = new Int32Array(count);
+    // The lists' arrays side by side, so the loop below reads no object fields.
+    const slotsOf = lists.map((l) => l.list.slots);
+    const partsOf = lists.map((l) => l.parts);
+    const sizeOf = Int32Array.from(lists, (l) => l.list.size);
+    const idfOf = Float64Array.from(lists, (l) => l.idf);
+    const top = new TopOwners(need, accept);
+    const { alive, ownerOf } = this;
+    // Lists below `essential` are only probed: together they cannot lift a doc to the floor.
+    let essential = 0;
+    let floor = 0;
+    for (;;) {
+      let slot = 0x7fffffff;
+      for (let i = essential; i < count; i++) {
+        const at = cursor[i];
+        if (at < sizeOf[i] && slotsOf[i][at] < slot) slot = slotsOf[i][at];
       }
+      if (slot === 0x7fffffff) break;
+      let score = 0;
+      for (let i = essential; i < count; i++) {
+        const at = cursor[i];
+        if (at < sizeOf[i] && slotsOf[i][at] === slot) {
+          score += idfOf[i] * partsOf[i][at];
+          cursor[i] = at + 1;
+        }
+      }
+      if (alive[slot] === 0) continue;
+      let reachable = true;
+      for (let i = essential - 1; i >= 0; i--) {
+        // Equal to the floor may still win on owner number, so only a strictly lower total is cut.
+        if (score + upTo[i] < floor) {
+          reachable = false;
+          break;
+        }
+        const at = lists[i].list.seek(cursor[i], slot);
+        cursor[i] = at;
+        if (at < sizeOf[i] && slotsOf[i][at] === slot) score += idfOf[i] * partsOf[i][at];
+      }
+      if (!reachable || score < floor) continue;
+      top.offer(ownerOf[slot], score);
+      floor = top.floor;
+      while (essential < count && upTo[essential] < floor) essential++;
     }
-    return this.topOwners(touched, need, accept);
-  }
-
-  /**
-   * Whether the remaining lists can be probed for the touched docs alone: no
-   * untouched doc can reach the current `need`-th best owner (its score is at
-   * most `rest`), and probing is cheaper than reading those lists.
-   */
-  private worthProbing(
-    touched: readonly number[],
-    lists: readonly { list: Postings }[],
-    done: Postings,
-    need: number,
-    rest: number,
-    accept: (owner: number) => boolean,
-  ): boolean {
-    let remaining = 0;
-    for (let i = lists.length - 1; i >= 0 && lists[i].list !== done; i--) remaining += lists[i].list.size;
-    if (touched.length < need || touched.length * Math.log2(remaining + 2) > remaining) return false;
-    const top = this.topOwners(touched, need, accept, false);
-    return top.length === need && top[need - 1].score > rest;
-  }
-
-  /** The best `need` owners of the touched docs, best first (ties: lower owner); `clear` resets the scores. */
-  private topOwners(
-    touched: readonly number[],
-    need: number,
-    accept: (owner: number) => boolean,
-    clear = true,
-  ): RankedOwner[] {
-    const { scores, ownerOf } = this;
-    if (this.best.length <= this.maxOwner) this.best = grown(this.best, this.maxOwner + 1);
-    const best = this.best;
-    const owners: number[] = [];
-    for (const slot of touched) {
-      const owner = ownerOf[slot];
-      const score = scores[slot];
-      if (best[owner] === 0) owners.push(owner);
-      if (score > best[owner]) best[owner] = score;
-      if (clear) scores[slot] = 0;
-    }
-    const top: RankedOwner[] = [];
-    for (const owner of owners) {
-      const score = best[owner];
-      best[owner] = 0;
-      const floor = top.length === need ? top[need - 1] : undefined;
-      if (floor && (score < floor.score || (score === floor.score && owner > floor.owner))) continue;
-      if (!accept(owner)) continue;
-      let at = top.length;
-      while (
-        at > 0 &&
-        (top[at - 1].score < score || (top[at - 1].score === score && top[at - 1].owner > owner))
-      )
-        at--;
-      top.splice(at, 0, { owner, score });
-      if (top.length > need) top.pop();
-    }
-    return top;
+    return top.ranked;
   }
 
   private ensureSlots(need: number): void {
@@ -275,7 +251,6 @@ export class Bm25Index {
     this.ownerOf = grown(this.ownerOf, need);
     this.lengthOf = grown(this.lengthOf, need);
     this.alive = grown(this.alive, need);
-    this.scores = grown(this.scores, need);
   }
 
   /** Renumbers the live docs densely and drops dead posting entries. */
