@@ -1,7 +1,12 @@
 import type { MessageItem } from "@mq9/protocol";
 import { describe, expect, it } from "vitest";
 import { encodeMessageItem } from "../src/service/message-item.js";
-import { encodeReply } from "../src/service/mq9-service.js";
+import { encodeReply, type ReplyPayload } from "../src/service/mq9-service.js";
+
+/** The reply as the bytes a client receives. */
+const bytesOf = (payload: ReplyPayload): Buffer =>
+  typeof payload === "string" ? Buffer.from(payload) : Buffer.concat(payload.map((p) => Buffer.from(p)));
+
 import type { StoredMessage } from "../src/store/store.js";
 
 const header = new TextEncoder().encode('NATS/1.0\r\nmq9-key: a"b\r\nmq9-reply-to: caller.inbox\r\n\r\n');
@@ -61,19 +66,35 @@ describe("message items on the wire", () => {
       { id: 1, priority: "critical", payload: new Uint8Array([104, 105]), createdMs: 2000 },
       { id: 2, priority: "normal", payload: new Uint8Array(), createdMs: 3000 },
     ];
-    expect(JSON.parse(Buffer.from(encodeReply({ error: "", messages })).toString())).toEqual({
+    expect(JSON.parse(bytesOf(encodeReply({ error: "", messages })).toString())).toEqual({
       error: "",
       messages: [
         { msg_id: 1, payload: "aGk=", priority: "critical", header: null, create_time: 2 },
         { msg_id: 2, payload: "", priority: "normal", header: null, create_time: 3 },
       ],
     });
-    expect(JSON.parse(Buffer.from(encodeReply({ error: "", messages: [] })).toString())).toEqual({
+    expect(JSON.parse(bytesOf(encodeReply({ error: "", messages: [] })).toString())).toEqual({
       error: "",
       messages: [],
     });
-    expect(Buffer.from(encodeReply({ error: "mailbox x does not exist" })).toString()).toBe(
+    expect(bytesOf(encodeReply({ error: "mailbox x does not exist" })).toString()).toBe(
       '{"error":"mailbox x does not exist"}',
     );
+  });
+
+  it("writes a long message list in pieces that together are the whole JSON", () => {
+    const many = Array.from({ length: 200 }, (_, i) => ({
+      id: i,
+      priority: "normal" as const,
+      payload: Buffer.alloc(1024, i),
+      createdMs: 1000,
+    }));
+    const payload = encodeReply({ error: "", messages: many });
+    expect(Array.isArray(payload)).toBe(true);
+    // Each piece stays far below V8's 128 KiB large-object size.
+    for (const piece of payload as string[]) expect(piece.length).toBeLessThan(40 * 1024);
+    const reply = JSON.parse(bytesOf(payload).toString());
+    expect(reply.messages).toHaveLength(200);
+    expect(Buffer.from(reply.messages[199].payload, "base64")).toEqual(Buffer.alloc(1024, 199));
   });
 });

@@ -298,7 +298,12 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
     const body = msg.body;
     if (typeof body === "string") out.appendUtf8(body, msg.bodyLength);
     else if (body instanceof Uint8Array) out.append(body);
-    else for (const piece of body) out.append(piece);
+    else {
+      for (const piece of body) {
+        if (typeof piece === "string") out.appendUtf8(piece, Buffer.byteLength(piece));
+        else out.append(piece);
+      }
+    }
     out.appendCrlf();
     sub.delivered++;
     if (sub.max > 0 && sub.delivered >= sub.max) this.unsubscribe(sub);

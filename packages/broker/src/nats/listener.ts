@@ -10,7 +10,7 @@ import {
   resolveOptions,
   type ServiceHandler,
 } from "./options.js";
-import { OutboundMessage } from "./outbound-message.js";
+import { type OutboundBody, OutboundMessage } from "./outbound-message.js";
 import { Router } from "./router.js";
 import { isWellFormedSubject } from "./subject.js";
 
@@ -139,7 +139,7 @@ export class NatsListener {
    */
   publish(
     subject: string,
-    payload: Uint8Array | string | readonly Uint8Array[],
+    payload: Uint8Array | string | readonly (string | Uint8Array)[],
     header?: Uint8Array,
     repeats = true,
   ): void {

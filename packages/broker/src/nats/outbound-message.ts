@@ -19,11 +19,14 @@ function cachedHead(cache: Map<string, Buffer>, op: string, subject: string): Bu
   return head;
 }
 
-function bodyLength(body: Buffer | string | readonly Uint8Array[]): number {
+/** A message body: bytes; or text, or pieces of text and bytes, written out as UTF-8 one after the other. */
+export type OutboundBody = Buffer | string | readonly (string | Uint8Array)[];
+
+function bodyLength(body: OutboundBody): number {
   if (typeof body === "string") return Buffer.byteLength(body);
   if (body instanceof Uint8Array) return body.length;
   let n = 0;
-  for (const piece of body) n += piece.length;
+  for (const piece of body) n += typeof piece === "string" ? Buffer.byteLength(piece) : piece.length;
   return n;
 }
 
@@ -46,7 +49,7 @@ export class OutboundMessage {
      * Bytes; or text, or pieces of bytes, written straight into each subscriber's output (as UTF-8
      * and one after the other) so the body never needs a buffer of its own.
      */
-    readonly body: Buffer | string | readonly Uint8Array[],
+    readonly body: OutboundBody,
   ) {
     this.bodyLength = bodyLength(body);
   }
