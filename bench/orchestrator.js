@@ -195,7 +195,14 @@ export async function runOrchestratorBench(cfg) {
       if (i === 0) out.push(widths.map((w) => "-".repeat(w)).join("  "));
     }
     out.push("");
-    const hopP50 = Math.max(idle.toRouter.p50, idle.toAgent.p50);
+    // The two hop rows subtract stamps taken in different processes (bench and broker), whose
+    // clocks can disagree by a fraction of a millisecond; end to end is stamped in this process
+    // alone, so half of it is the per-hop figure the target is judged on.
+    const hopP50 = idle.endToEnd.p50 / 2;
+    out.push(
+      `per hop as half of end to end (both stamps taken in this process): p50 ${fmtMs(hopP50)} ms one at a time, ` +
+        `${fmtMs(loaded.endToEnd.p50 / 2)} ms loaded (the two hop rows mix two processes' clocks)`,
+    );
     out.push(
       `target: >= 10,000 routed msgs/s: ${load.rate >= 10_000 ? "met" : "NOT met"}; ` +
         `p50 per hop < 2 ms (1-by-1): ${hopP50 < 2 ? "met" : "NOT met"}`,
