@@ -147,7 +147,7 @@ export class NatsListener {
     if (!isWellFormedSubject(subject) || /\s/.test(subject)) {
       throw new TypeError(`NatsListener.publish: invalid subject ${JSON.stringify(subject)}`);
     }
-    const body =
+    const body: OutboundBody =
       typeof payload === "string" || Array.isArray(payload) ? payload : asBuffer(payload as Uint8Array);
     const msg = new OutboundMessage(subject, undefined, header && asBuffer(header), body);
     this.router.route(msg, undefined, repeats);

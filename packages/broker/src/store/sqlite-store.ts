@@ -434,7 +434,10 @@ export class SqliteStore implements Store {
    */
   private rememberRecent(readable: StoredMessage[], rowOf: number[], encoded?: EncodedRows): void {
     readable.forEach((message, i) => {
-      if (!encoded) return this.recent.add(message);
+      if (!encoded) {
+        this.recent.add(message);
+        return;
+      }
       const row = rowOf[i];
       this.recent.keep({
         ...message,
