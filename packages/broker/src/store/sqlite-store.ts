@@ -48,6 +48,8 @@ const DEFAULT_RECENT_MESSAGE_BYTES = 64 * 1024 * 1024;
 const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 /** A WAL this long (pages) that the worker cannot catch up with is checkpointed here, blocking. */
 const MAX_WAL_FRAMES = 65536;
+/** Rows after which the open transaction is committed without waiting for the interval. */
+const MAX_UNCOMMITTED_ROWS = 4096;
 
 /**
  * Takes the directory's owner lock: an exclusive lock on a small SQLite file,
@@ -66,8 +68,6 @@ function lockDataDir(file: string): Database.Database {
     throw err;
   }
 }
-/** Rows after which the open transaction is committed without waiting for the interval. */
-const MAX_UNCOMMITTED_ROWS = 4096;
 
 interface MailboxRow {
   id: number;
@@ -369,9 +369,8 @@ export class SqliteStore implements Store {
     if (this.journalFailure) throw this.journalFailure;
     let next = this.nextId;
     const rows: AppendedRow[] = [];
-    /** The stored messages as reads return them (delayed ones are not readable yet), by row. */
-    const readable: StoredMessage[] = [];
-    const readableRows: number[] = [];
+    /** The messages reads can return (delayed ones are not readable yet), with their row's index. */
+    const readable: { message: NewMessage; id: number; row: number }[] = [];
     let encoded: EncodedRows | undefined;
     const results = () => {
       const outcome = batch.map((message): AppendResult => {
@@ -392,19 +391,7 @@ export class SqliteStore implements Store {
         };
         this.writeAppendedRow(row);
         rows.push(row);
-        if (!delayed) {
-          readableRows.push(rows.length - 1);
-          readable.push({
-            id: row.id,
-            priority: message.priority,
-            key: message.key,
-            tags: message.tags,
-            header: message.header,
-            payload: message.payload,
-            createdMs: message.sentMs,
-            expiresMs: message.expiresMs,
-          });
-        }
+        if (!delayed) readable.push({ message, id: row.id, row: rows.length - 1 });
         return { id: row.id };
       });
       // Inside the savepoint: a failed journal write undoes the rows too.
@@ -422,7 +409,7 @@ export class SqliteStore implements Store {
       throw StorageError.from(err, "cannot store the message");
     }
     this.nextId = next;
-    this.rememberRecent(readable, readableRows, encoded);
+    this.rememberRecent(readable, encoded);
     this.uncommittedRows += rows.length;
     if (this.uncommittedRows >= MAX_UNCOMMITTED_ROWS) this.settle();
     return outcome;
@@ -432,19 +419,24 @@ export class SqliteStore implements Store {
    * Keeps the new messages in memory for the claims that follow: as views of the journal record
    * just written when there is one (no further copy), else as copies of the socket's bytes.
    */
-  private rememberRecent(readable: StoredMessage[], rowOf: number[], encoded?: EncodedRows): void {
-    readable.forEach((message, i) => {
-      if (!encoded) {
-        this.recent.add(message);
-        return;
-      }
-      const row = rowOf[i];
-      this.recent.keep({
-        ...message,
-        payload: encoded.payloads[row],
-        header: encoded.headers[row] ?? undefined,
-      });
-    });
+  private rememberRecent(
+    readable: readonly { message: NewMessage; id: number; row: number }[],
+    encoded?: EncodedRows,
+  ): void {
+    for (const { message, id, row } of readable) {
+      const stored: StoredMessage = {
+        id,
+        priority: message.priority,
+        key: message.key,
+        tags: message.tags,
+        header: encoded ? (encoded.headers[row] ?? undefined) : message.header,
+        payload: encoded ? encoded.payloads[row] : message.payload,
+        createdMs: message.sentMs,
+        expiresMs: message.expiresMs,
+      };
+      if (encoded) this.recent.keep(stored);
+      else this.recent.add(stored);
+    }
   }
 
   async nextMessageId(mailbox: string): Promise<number> {
@@ -777,13 +769,11 @@ export class SqliteStore implements Store {
 
   /** Runs a change that is durable once this returns, committed together with pending SENDs. */
   private committed<T>(change: () => T): T {
-    if (!this.db.inTransaction) {
-      const result = this.atomically(change);
-      this.checkpointer?.request();
-      return result;
-    }
+    const sendsPending = this.db.inTransaction;
     const result = this.atomically(change);
-    this.settle();
+    // Outside the deferred transaction the change committed by itself; inside it, commit it all.
+    if (sendsPending) this.settle();
+    else this.checkpointer?.request();
     return result;
   }
 
