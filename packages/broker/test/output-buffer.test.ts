@@ -9,9 +9,17 @@ describe("output buffer", () => {
     const out = new OutputBuffer();
     const text = '{"name":"über agent","emoji":"🙂"}';
     out.append(Buffer.from("MSG a 1 "));
-    out.appendUtf8(text, Buffer.byteLength(text));
+    out.appendUtf8(text);
     out.appendCrlf();
     expect(out.take()?.toString()).toBe(`MSG a 1 ${text}\r\n`);
+  });
+
+  it("grows for text that does not fit, by its UTF-8 size", () => {
+    const out = new OutputBuffer();
+    const text = "ü🙂".repeat(3000);
+    out.append(Buffer.from("x"));
+    out.appendUtf8(text);
+    expect(out.take()?.toString()).toBe(`x${text}`);
   });
 
   it("reuses a taken buffer once handed back, and only that one", () => {

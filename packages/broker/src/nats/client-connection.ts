@@ -296,11 +296,11 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
       out.append(msg.plainTail);
     }
     const body = msg.body;
-    if (typeof body === "string") out.appendUtf8(body, msg.bodyLength);
+    if (typeof body === "string") out.appendUtf8(body);
     else if (body instanceof Uint8Array) out.append(body);
     else {
       for (const piece of body) {
-        if (typeof piece === "string") out.appendUtf8(piece, Buffer.byteLength(piece));
+        if (typeof piece === "string") out.appendUtf8(piece);
         else out.append(piece);
       }
     }

@@ -134,8 +134,9 @@ export class NatsListener {
 
   /**
    * A server-originated message (e.g. a reply) delivered to every matching subscription; a text
-   * payload is written to each subscriber as UTF-8, a list of pieces one after the other. `repeats: false` says the subject is unlikely to
-   * come again (a request's reply inbox), so its match result is not cached.
+   * payload is written to each subscriber as UTF-8, a list of pieces one after the other.
+   * `repeats: false` says the subject is unlikely to come again (a request's reply inbox), so its
+   * match result is not cached.
    */
   publish(
     subject: string,

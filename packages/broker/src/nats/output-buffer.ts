@@ -35,10 +35,16 @@ export class OutputBuffer {
     this.used = at;
   }
 
-  /** Appends `text` as UTF-8; `byteLength` is its encoded size (Buffer.byteLength). */
-  appendUtf8(text: string, byteLength: number): void {
-    if (this.used + byteLength > this.buf.length) this.grow(byteLength);
-    this.used += this.buf.write(text, this.used, byteLength, "utf8");
+  /**
+   * Appends `text` as UTF-8. Its exact size is measured only when it might not fit: a UTF-16 unit
+   * takes at most 3 bytes.
+   */
+  appendUtf8(text: string): void {
+    if (this.used + text.length * 3 > this.buf.length) {
+      const bytes = Buffer.byteLength(text);
+      if (this.used + bytes > this.buf.length) this.grow(bytes);
+    }
+    this.used += this.buf.write(text, this.used, "utf8");
   }
 
   appendCrlf(): void {
