@@ -15,8 +15,33 @@ function seeded(seed: number): () => number {
   };
 }
 
+type Doc = { owner: number; fields: string[] };
+
+/**
+ * An index of `count` docs (ids 1..count) made by `docOf` from random sentences of WORDS, and the
+ * same docs in a map for `expected`.
+ */
+function randomIndex(
+  weights: number[],
+  seed: number,
+  count: number,
+  docOf: (id: number, sentence: (words: number) => string) => Doc,
+) {
+  const index = new Bm25Index(weights);
+  const docs = new Map<number, Doc>();
+  const random = seeded(seed);
+  const sentence = (words: number) =>
+    Array.from({ length: words }, () => WORDS[Math.floor(random() * WORDS.length)]).join(" ");
+  for (let id = 1; id <= count; id++) {
+    const doc = docOf(id, sentence);
+    docs.set(id, doc);
+    index.add(id, doc.owner, doc.fields);
+  }
+  return { index, docs };
+}
+
 /** BM25 as FTS5 defines it, computed the slow way over the live docs, owners by best doc. */
-function expected(docs: Map<number, { owner: number; fields: string[] }>, weights: number[], query: string) {
+function expected(docs: Map<number, Doc>, weights: number[], query: string) {
   const terms = queryTerms(query);
   const stats = [...docs.values()].map(({ owner, fields }) => {
     const freq = new Map<string, number>();
@@ -50,16 +75,10 @@ function expected(docs: Map<number, { owner: number; fields: string[] }>, weight
 describe("full-text index", () => {
   it("ranks owners by their best doc exactly as BM25, also after removals compact it", () => {
     const weights = [3, 1];
-    const index = new Bm25Index(weights);
-    const docs = new Map<number, { owner: number; fields: string[] }>();
-    const random = seeded(3);
-    const sentence = (words: number) =>
-      Array.from({ length: words }, () => WORDS[Math.floor(random() * WORDS.length)]).join(" ");
-    for (let id = 1; id <= 12_000; id++) {
-      const doc = { owner: id % 700, fields: [sentence(2), sentence(6)] };
-      docs.set(id, doc);
-      index.add(id, doc.owner, doc.fields);
-    }
+    const { index, docs } = randomIndex(weights, 3, 12_000, (id, sentence) => ({
+      owner: id % 700,
+      fields: [sentence(2), sentence(6)],
+    }));
     // Enough removals to trigger a compaction (renumbering) of the index.
     for (let id = 1; id <= 9_000; id++) {
       index.remove(id);
@@ -76,18 +95,11 @@ describe("full-text index", () => {
 
   it("stays exact when rare terms let it probe the long lists only for the docs they touched", () => {
     const weights = [2, 1];
-    const index = new Bm25Index(weights);
-    const docs = new Map<number, { owner: number; fields: string[] }>();
-    const random = seeded(11);
-    const sentence = (words: number) =>
-      Array.from({ length: words }, () => WORDS[Math.floor(random() * WORDS.length)]).join(" ");
-    for (let id = 1; id <= 20_000; id++) {
+    const { index, docs } = randomIndex(weights, 11, 20_000, (id, sentence) => {
       // One doc in 150 mentions zebras; every doc has common words.
       const rare = id % 150 === 0 ? (id % 300 === 0 ? " zebra zebra" : " zebra") : "";
-      const doc = { owner: id % 2_000, fields: [sentence(2) + rare, sentence(5)] };
-      docs.set(id, doc);
-      index.add(id, doc.owner, doc.fields);
-    }
+      return { owner: id % 2_000, fields: [sentence(2) + rare, sentence(5)] };
+    });
     const odd = (owner: number) => owner % 2 === 1;
     for (const query of ["zebra report", "zebras with weather forecast reports", "python zebra"]) {
       for (const [accept, need] of [
