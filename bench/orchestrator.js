@@ -1,7 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { connect } from "@mq9/client";
 import { Agent, createEnvelope, sendEnvelope } from "@mq9/orchestrator";
-import { freePort, makeTempDir, progress, removeTempDir, sleep, startMq9Serve } from "./proc.js";
+import { cpuTimes, freePort, makeTempDir, progress, removeTempDir, sleep, startMq9Serve } from "./proc.js";
 import { percentile } from "./stats.js";
 
 const CAPABILITY = "bench.echo";
@@ -166,7 +166,9 @@ export async function runOrchestratorBench(cfg) {
     const router = "orch.router";
     progress(`orchestrator: warm-up, then ${messages} routed messages at ${inFlight} in flight`);
     await burst(producer, router, recorder, Math.min(1_000, messages), inFlight, cfg.phaseMs);
+    const cpuBefore = cpuTimes(server.pid);
     const load = await burst(producer, router, recorder, messages, inFlight, cfg.phaseMs);
+    const cpuAfter = cpuTimes(server.pid);
     const loaded = recorder.summary();
     const shares = agents.map((a) => a.stats.handled);
     progress(`orchestrator: ${sequential} routed messages one at a time`);
@@ -178,6 +180,14 @@ export async function runOrchestratorBench(cfg) {
         `${Math.round(load.rate).toLocaleString("en-US")} msgs/s${load.truncated ? " (stopped by the time cap)" : ""}`,
     );
     out.push(`work per agent (all phases): min ${Math.min(...shares)}, max ${Math.max(...shares)}`);
+    if (cpuBefore && cpuAfter && load.handled > 0) {
+      // CPU per message does not depend on how fast this VM happens to be right now, as msgs/s does.
+      const perMessage = (ms) => Math.round((ms * 1000) / load.handled);
+      out.push(
+        `mq9 serve CPU per routed message: ${perMessage(cpuAfter.mainMs - cpuBefore.mainMs)} µs on its main ` +
+          `thread (the broker), ${perMessage(cpuAfter.allMs - cpuBefore.allMs)} µs in all its threads`,
+      );
+    }
     out.push("");
     const rows = [
       ["latency ms", "p50 loaded", "p99 loaded", "p50 1-by-1", "p99 1-by-1"],

@@ -1,7 +1,7 @@
 // Child-process, port and temp-dir helpers for the benchmark.
 // Everything started here is tracked so it can be torn down on normal exit, on errors and on Ctrl-C.
 import { execFileSync, spawn } from "node:child_process";
-import { accessSync, constants, mkdtempSync, rmSync } from "node:fs";
+import { accessSync, constants, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -105,6 +105,25 @@ function portAccepts(host, port) {
 }
 
 const OUTPUT_LIMIT = 64 * 1024;
+
+/** CPU ms (user + system) from a /proc stat line, whose 14th and 15th fields are in clock ticks (100 Hz). */
+function statCpuMs(file) {
+  const text = readFileSync(file, "utf8");
+  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/**
+ * CPU time a process has used so far: its main thread (the one running the event loop) and all
+ * its threads. Undefined where /proc cannot be read (not Linux).
+ */
+export function cpuTimes(pid) {
+  try {
+    return { mainMs: statCpuMs(`/proc/${pid}/task/${pid}/stat`), allMs: statCpuMs(`/proc/${pid}/stat`) };
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * Starts `cmd args` and resolves once `host:port` accepts a TCP connection.

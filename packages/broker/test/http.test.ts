@@ -36,6 +36,22 @@ describe("broker HTTP server", () => {
     expect(text).toContain('mq9_requests_total{op="mailbox.create",outcome="ok"} 1');
     expect(text).toContain("mq9_client_connections 1");
     expect(text).toMatch(/mq9_request_duration_seconds_bucket\{le="0.001",op="msg.send"\} \d/);
+    // Buckets are cumulative and end at +Inf with every request of the operation, ok or not.
+    const buckets = [
+      ...text.matchAll(/^mq9_request_duration_seconds_bucket\{le="([^"]+)",op="msg.send"\} (\d+)$/gm),
+    ];
+    expect(buckets.map((m) => m[1])).toEqual([
+      ...["0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.05", "0.25", "1", "5"],
+      "+Inf",
+    ]);
+    const counts = buckets.map((m) => Number(m[2]));
+    expect(counts).toEqual([...counts].sort((a, b) => a - b));
+    expect(counts.at(-1)).toBe(2);
+    expect(text).toContain('mq9_request_duration_seconds_count{op="msg.send"} 2');
+    const sum = Number(/^mq9_request_duration_seconds_sum\{op="msg.send"\} (\S+)$/m.exec(text)?.[1]);
+    expect(sum).toBeGreaterThan(0);
+    expect(text).toContain("# TYPE mq9_request_duration_seconds histogram");
+    expect(text).toContain("# TYPE mq9_requests_total counter");
   });
 
   it("/metrics shows the registry's background work", async () => {

@@ -60,6 +60,31 @@ describe("MSG.SEND", () => {
     expect(urgent.headers).toMatchObject({ "mq9-priority": "urgent", "mq9-reply-to": "caller.inbox" });
   });
 
+  it("decodes the header map the same from recent memory and, after a restart, from the database", async () => {
+    const headers = { "mq9-reply-to": 'a "quoted" inbox', "X-Note": "ünïcode\\path", "mq9-tags": "t" };
+    const expected = { "mq9-reply-to": 'a "quoted" inbox', "x-note": "ünïcode\\path", "mq9-tags": "t" };
+    const own = await startTestBroker();
+    try {
+      await own.request(Subjects.mailboxCreate, { name: "send.restart" });
+      await own.request(Subjects.send("send.restart"), "x", { headers });
+      const fetchOne = (b: TestBroker) =>
+        b.request<{ messages: { headers: unknown }[] }>(Subjects.fetch("send.restart"), {
+          deliver: "earliest",
+          config: { num_msgs: 1, max_wait_ms: 0 },
+        });
+      expect((await fetchOne(own)).messages[0].headers).toEqual(expected);
+      await own.broker.close();
+      const again = await startTestBroker({ dataDir: own.dataDir });
+      try {
+        expect((await fetchOne(again)).messages[0].headers).toEqual(expected);
+      } finally {
+        await again.close();
+      }
+    } finally {
+      await own.close();
+    }
+  });
+
   it("accepts header names and priority values in any case", async () => {
     await t.request(Subjects.mailboxCreate, { name: "send.case" });
     const reply = await t.request(Subjects.send("send.case"), "x", {

@@ -35,6 +35,24 @@ export function parseHeaderBlock(block: Uint8Array | string): Map<string, string
   return headers;
 }
 
+/** A header name or value that can go into JSON text between quotes as it is. */
+const PLAIN_JSON = /^[^"\\\u0000-\u001f\u007f-\uffff]*$/;
+
+function jsonString(text: string): string {
+  return PLAIN_JSON.test(text) ? `"${text}"` : JSON.stringify(text);
+}
+
+/**
+ * A header map (as `parseHeaderBlock` returns it) as a JSON object. Joined rather than
+ * concatenated: the result is one flat string, not a rope of pieces, which matters
+ * when it is kept.
+ */
+export function headerMapJson(headers: ReadonlyMap<string, string>): string {
+  const members: string[] = [];
+  for (const [name, value] of headers) members.push(`${jsonString(name)}:${jsonString(value)}`);
+  return `{${members.join(",")}}`;
+}
+
 /** Builds a NATS header block from name/value pairs. */
 export function encodeHeaderBlock(headers: Iterable<[string, string]>): Uint8Array {
   let text = `${HEADER_VERSION_LINE}\r\n`;

@@ -8,7 +8,7 @@ export type {
 } from "./agent-messages.js";
 export { Defaults } from "./defaults.js";
 export { Errors } from "./errors.js";
-export { encodeHeaderBlock, Headers, parseHeaderBlock, splitTags } from "./headers.js";
+export { encodeHeaderBlock, Headers, headerMapJson, parseHeaderBlock, splitTags } from "./headers.js";
 export { isValidMailAddress, MAIL_ADDRESS_MAX_LENGTH, mailAddressError } from "./mail-address.js";
 export type {
   AckRequest,

@@ -1,33 +1,16 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry as MetricsRegistry } from "prom-client";
+import { collectDefaultMetrics, Gauge, Registry as MetricsRegistry } from "prom-client";
 import type { Registry } from "../registry/registry.js";
 import type { RequestObserver } from "../service/request-observer.js";
+import { RequestMetrics } from "./request-metrics.js";
 
 /** Prometheus metrics of one broker, in a registry of its own (several brokers may share a process). */
 export class BrokerMetrics implements RequestObserver {
   readonly registry = new MetricsRegistry();
-  private readonly requests: Counter<"op" | "outcome">;
-  private readonly latency: Histogram<"op">;
-  /** Labelled children by operation and outcome: prom-client would hash the labels on every request. */
-  private readonly series = new Map<
-    string,
-    { requests: { inc(): void }; latency: { observe(value: number): void } }
-  >();
+  private readonly requests: RequestMetrics;
 
   constructor(connections: () => number) {
     collectDefaultMetrics({ register: this.registry, prefix: "mq9_process_" });
-    this.requests = new Counter({
-      name: "mq9_requests_total",
-      help: "mq9 requests answered, by operation and outcome",
-      labelNames: ["op", "outcome"],
-      registers: [this.registry],
-    });
-    this.latency = new Histogram({
-      name: "mq9_request_duration_seconds",
-      help: "time from receiving an mq9 request to its reply (FETCH includes its long-poll wait)",
-      labelNames: ["op"],
-      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1, 5],
-      registers: [this.registry],
-    });
+    this.requests = new RequestMetrics(this.registry);
     new Gauge({
       name: "mq9_client_connections",
       help: "clients connected to the NATS-protocol listener",
@@ -68,16 +51,6 @@ export class BrokerMetrics implements RequestObserver {
   }
 
   observe(op: string, failed: boolean, seconds: number): void {
-    const key = failed ? `${op}!` : op;
-    let series = this.series.get(key);
-    if (!series) {
-      series = {
-        requests: this.requests.labels({ op, outcome: failed ? "error" : "ok" }),
-        latency: this.latency.labels({ op }),
-      };
-      this.series.set(key, series);
-    }
-    series.requests.inc();
-    series.latency.observe(seconds);
+    this.requests.observe(op, failed, seconds);
   }
 }

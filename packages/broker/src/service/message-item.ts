@@ -1,14 +1,9 @@
 import type { StoredMessage } from "../store/store.js";
+import { headerBlockJson } from "./header-map-json.js";
 
 /** "0".."255" and ",0"..",255": the header byte list is written from these without a join. */
 const BYTE_TEXT = Array.from({ length: 256 }, (_, b) => String(b));
 const COMMA_BYTE_TEXT = BYTE_TEXT.map((text) => `,${text}`);
-/** A header name or value that can go into JSON text between quotes as it is. */
-const PLAIN_JSON = /^[^"\\\u0000-\u001f\u007f-\uffff]*$/;
-
-function jsonString(text: string): string {
-  return PLAIN_JSON.test(text) ? `"${text}"` : JSON.stringify(text);
-}
 
 /** `[78,65,...]`: the raw header block as JSON numbers. */
 function headerBytesJson(header: Uint8Array): string {
@@ -16,41 +11,6 @@ function headerBytesJson(header: Uint8Array): string {
   let out = `[${BYTE_TEXT[header[0]]}`;
   for (let i = 1; i < header.length; i++) out += COMMA_BYTE_TEXT[header[i]];
   return `${out}]`;
-}
-
-/**
- * The decoded header map as a JSON object: names lowercased and values trimmed as
- * `parseHeaderBlock` does, a later duplicate replacing an earlier one in place.
- */
-function headerMapJson(header: Uint8Array): string {
-  const text = Buffer.from(header.buffer, header.byteOffset, header.byteLength).toString("utf8");
-  const names: string[] = [];
-  const values: string[] = [];
-  // The first line is the version line (NATS/1.0); the block ends at an empty line.
-  let at = text.indexOf("\r\n");
-  while (at >= 0) {
-    at += 2;
-    const end = text.indexOf("\r\n", at);
-    const stop = end < 0 ? text.length : end;
-    if (stop === at) break;
-    const colon = text.indexOf(":", at);
-    if (colon > at && colon < stop) {
-      const name = text.slice(at, colon).trim().toLowerCase();
-      const value = text.slice(colon + 1, stop).trim();
-      const seen = names.indexOf(name);
-      if (seen >= 0) values[seen] = value;
-      else {
-        names.push(name);
-        values.push(value);
-      }
-    }
-    at = end;
-  }
-  let out = "{";
-  for (let i = 0; i < names.length; i++) {
-    out += `${i === 0 ? "" : ","}${jsonString(names[i])}:${jsonString(values[i])}`;
-  }
-  return `${out}}`;
 }
 
 /**
@@ -65,7 +25,7 @@ export function encodeMessageItem(message: StoredMessage, includeHeaderBytes = t
   let out = `{"msg_id":${message.id},"payload":"${payload.toString("base64")}","priority":"${message.priority}"`;
   if (message.header) {
     if (includeHeaderBytes) out += `,"header":${headerBytesJson(message.header)}`;
-    out += `,"headers":${headerMapJson(message.header)}`;
+    out += `,"headers":${headerBlockJson(message.header)}`;
   } else {
     out += ',"header":null';
   }
