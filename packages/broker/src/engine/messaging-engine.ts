@@ -6,7 +6,6 @@ import {
   type MailboxCreateRequest,
   Mq9Error,
   mailAddressError,
-  parseHeaderBlock,
   parseSendOptions,
   type QueryRequest,
 } from "@mq9/protocol";
@@ -16,6 +15,7 @@ import { ExpiryScheduler } from "./expiry-scheduler.js";
 import { generateMailAddress } from "./mail-address-generator.js";
 import { LocalNotifier, type Notifier } from "./notifier.js";
 import { SendBatcher } from "./send-batcher.js";
+import { readSendHeaders } from "./send-headers.js";
 
 export interface MessagingEngineOptions {
   store: Store;
@@ -110,7 +110,7 @@ export class MessagingEngine {
 
   /** Stores a message once committed; returns its msg_id, or -1 when it is delayed. */
   async send(mailbox: string, payload: Uint8Array, header?: Uint8Array): Promise<number> {
-    const options = parseSendOptions(header ? parseHeaderBlock(header) : undefined);
+    const options = parseSendOptions(header ? readSendHeaders(header) : undefined);
     if (!options.ok) throw new Mq9Error("INVALID_REQUEST", options.error);
     const { priority, key, tags, delaySeconds, ttlSeconds } = options.value;
     const now = this.now();
