@@ -234,6 +234,38 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       expect(bodies(await store.claim("box", "g", { ...claim, nowMs: T0 + 30_000 }))).toEqual(["a", "b"]);
     });
 
+    it("claim — a leased message deleted or expired before its ACK holds up nothing", async () => {
+      const gone = await send("deleted");
+      await send("short", { expiresMs: T0 + 1000 });
+      await send("b");
+      expect(bodies(await store.claim("box", "g", claim))).toEqual(["deleted", "short", "b"]);
+      expect(await store.deleteMessage("box", gone)).toBe(true);
+      // Both leases run out; only b is still there to come back.
+      const later = await store.claim("box", "g", { ...claim, nowMs: T0 + 30_000 });
+      expect(bodies(later)).toEqual(["b"]);
+      expect(await store.ack("box", "g", later[0].id, T0 + 30_000)).toBe(true);
+      await send("c");
+      const next = await store.claim("box", "g", { ...claim, nowMs: T0 + 30_000 });
+      expect(bodies(next)).toEqual(["c"]);
+      expect(await store.ack("box", "g", next[0].id, T0 + 30_000)).toBe(true);
+      expect(await store.claim("box", "g", { ...claim, nowMs: T0 + 90_000 })).toEqual([]);
+    });
+
+    it("ack — batches ACKed in claim order, one still out: the rest never come back", async () => {
+      for (const body of ["a", "b", "c", "d", "e", "f"]) await send(body);
+      const first = await store.claim("box", "g", { ...claim, limit: 2 });
+      const second = await store.claim("box", "g", { ...claim, limit: 2 });
+      const third = await store.claim("box", "g", { ...claim, limit: 2 });
+      expect(await store.ack("box", "g", first[1].id, T0)).toBe(true);
+      expect(await store.ack("box", "g", third[0].id, T0)).toBe(true);
+      // c and d (second) and f (after the ACKed e in third) were never ACKed.
+      const later = await store.claim("box", "g", { ...claim, nowMs: T0 + 30_000 });
+      expect(bodies(later)).toEqual(["c", "d", "f"]);
+      expect(await store.ack("box", "g", later[2].id, T0 + 30_000)).toBe(true);
+      expect(bodies(second)).toEqual(["c", "d"]);
+      expect(await store.claim("box", "g", { ...claim, nowMs: T0 + 90_000 })).toEqual([]);
+    });
+
     it("claim — reset (force_deliver) starts the group over from the given position", async () => {
       for (const body of ["a", "b"]) await send(body);
       const batch = await store.claim("box", "g", claim);
@@ -306,6 +338,21 @@ export function storeConformance(name: string, factory: StoreFactory): void {
         expect(await send("d")).toBe(3);
         expect(bodies(await store.claim("box", "g", claim))).toEqual(["c", "d"]);
         expect(await store.promoteDue(T0 + 1000)).toEqual(["box"]);
+      });
+
+      it("restart — what was leased and not ACKed comes back, an out-of-order ACK does not", async () => {
+        for (const body of ["a", "b", "c", "d", "e"]) await send(body);
+        const first = await store.claim("box", "g", { ...claim, limit: 2 });
+        const second = await store.claim("box", "g", { ...claim, limit: 2 });
+        expect(await store.ack("box", "g", second[1].id, T0)).toBe(true);
+        expect(bodies(first)).toEqual(["a", "b"]);
+        store = await reopen(store);
+        const again = await store.claim("box", "g", { ...claim, nowMs: T0 + 30_000 });
+        expect(bodies(again)).toEqual(["a", "b", "e"]);
+        expect(await store.ack("box", "g", again[2].id, T0 + 30_000)).toBe(true);
+        expect(await store.ack("box", "g", second[0].id, T0 + 30_000)).toBe(true);
+        await send("f");
+        expect(bodies(await store.claim("box", "g", { ...claim, nowMs: T0 + 90_000 }))).toEqual(["f"]);
       });
 
       it("restart — ids of deleted or expired newest messages are never given out again", async () => {

@@ -9,6 +9,7 @@ import {
   type EncodedRows,
   encodeAppendedRows,
 } from "./appended-rows.js";
+import { GroupLeases } from "./group-leases.js";
 import { RecentMessages } from "./recent-messages.js";
 import { SQLITE_SCHEMA, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
 import { StorageError } from "./storage-error.js";
@@ -126,8 +127,6 @@ function isLive(row: MailboxRow, nowMs: number): boolean {
  * Walks the priority classes, critical first, taking each class's rows (FIFO)
  * until `limit` or the payload byte budget is reached (always at least one).
  */
-const DELIVERY_CHUNK = 50;
-
 function takeByPriority(
   limit: number,
   maxBytes: number,
@@ -157,8 +156,8 @@ export class SqliteStore implements Store {
   private readonly stmt;
   /** One transaction wrapper for every change: better-sqlite3 builds a costly new one per transaction() call. */
   private readonly runAtomically: (change: () => unknown) => unknown;
-  /** Multi-row delivery inserts by row count (a statement per row costs more than the row). */
-  private readonly deliveryInserts = new Map<number, Database.Statement>();
+  /** What each consumer group has in flight, by mailbox id and group name (memory only). */
+  private readonly inFlight = new Map<number, Map<string, GroupLeases>>();
   /** The id the next stored message gets (one sequence for all mailboxes). */
   private nextId = 0;
   /** SENDs since the last commit, kept durable here (absent for an in-memory store). */
@@ -254,41 +253,20 @@ export class SqliteStore implements Store {
          ON CONFLICT (mbox, name) DO UPDATE SET cursor0 = @c0, cursor1 = @c1, cursor2 = @c2, next_batch = @batch`,
       ),
       clearDeliveries: db.prepare("DELETE FROM deliveries WHERE mbox = ? AND grp = ?"),
-      deliveredByPriority: db.prepare<
-        [number, string],
-        { priority: number; hi: number; lease: number | null }
-      >(
-        `SELECT priority, max(msg_id) AS hi, min(CASE WHEN acked = 0 THEN lease_until_ms END) AS lease
-         FROM deliveries WHERE mbox = ? AND grp = ? GROUP BY priority`,
+      ackedOf: db.prepare<[number, string], { msg_id: number; priority: number }>(
+        "SELECT msg_id, priority FROM deliveries WHERE mbox = ? AND grp = ? AND acked = 1",
       ),
-      claimableClass: db.prepare<
-        [number, number, number, number, number, string, number, number],
-        MessageRow
-      >(
+      // Rows of an older version that kept leases in the table.
+      dropLeaseRows: db.prepare("DELETE FROM deliveries WHERE mbox = ? AND grp = ? AND acked = 0"),
+      unackedClass: db.prepare<[number, number, number, number, number, string, number], MessageRow>(
         `SELECT ${MESSAGE_COLUMNS} FROM messages m
          WHERE m.mbox = ? AND m.priority = ? AND m.msg_id >= ? AND (m.expires_ms IS NULL OR m.expires_ms > ?)
-           AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.mbox = ? AND d.grp = ? AND d.msg_id = m.msg_id
-                           AND (d.acked = 1 OR d.lease_until_ms > ?))
+           AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.mbox = ? AND d.grp = ? AND d.msg_id = m.msg_id AND d.acked = 1)
          ORDER BY m.msg_id LIMIT ?`,
       ),
-      upsertDelivery: db.prepare(
+      insertAcked: db.prepare(
         `INSERT INTO deliveries (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked)
-         VALUES (?, ?, ?, ?, ?, ?, ?, 0)
-         ON CONFLICT (mbox, grp, msg_id) DO UPDATE SET
-           batch = excluded.batch, pos = excluded.pos, lease_until_ms = excluded.lease_until_ms, acked = 0`,
-      ),
-      delivery: db.prepare<[number, string, number], { batch: number; pos: number }>(
-        "SELECT batch, pos FROM deliveries WHERE mbox = ? AND grp = ? AND msg_id = ?",
-      ),
-      inFlightByPriority: db.prepare<
-        [number, number, number, string],
-        { priority: number; hi: number; n: number; covered: number }
-      >(
-        `SELECT priority, max(msg_id) AS hi, count(*) AS n, sum(batch = ? AND pos <= ?) AS covered
-         FROM deliveries WHERE mbox = ? AND grp = ? GROUP BY priority`,
-      ),
-      ackBatch: db.prepare(
-        "UPDATE deliveries SET acked = 1 WHERE mbox = ? AND grp = ? AND batch = ? AND pos <= ?",
+         VALUES (?, ?, ?, ?, 0, 0, 0, 1) ON CONFLICT (mbox, grp, msg_id) DO UPDATE SET acked = 1`,
       ),
       priorityOf: db.prepare<[number, number], { priority: number }>(
         "SELECT priority FROM messages WHERE mbox = ? AND msg_id = ?",
@@ -463,9 +441,9 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Leases the next messages to a group. The leases join the open transaction
-   * without a commit of their own: the group's ACK commits them, and a crash
-   * before that only delivers those messages again (at least once).
+   * Leases the next messages to a group. Leases live in memory (see GroupLeases):
+   * a claim writes nothing but a new group's row, and a crash only delivers the
+   * unACKed messages again (at least once).
    */
   async claim(mailbox: string, group: string, options: ClaimOptions): Promise<StoredMessage[]> {
     const box = this.liveMailbox(mailbox, options.nowMs);
@@ -475,51 +453,93 @@ export class SqliteStore implements Store {
       const stored = this.stmt.group.get(box.id, group);
       // A reset starts over from `start`, keeping only the batch numbering.
       const existing = options.reset ? undefined : stored;
-      const from = options.start.fromId;
-      const state = existing ?? {
-        cursor0: from,
-        cursor1: from,
-        cursor2: from,
-        next_batch: stored?.next_batch ?? 0,
-      };
-      if (options.reset) this.stmt.clearDeliveries.run(box.id, group);
-      const taken = this.claimable(box.id, group, [state.cursor0, state.cursor1, state.cursor2], options);
-      if (taken.length === 0 && existing) return [];
-      const batch = state.next_batch;
-      this.stmt.upsertGroup.run({
-        mbox: box.id,
-        name: group,
-        c0: state.cursor0,
-        c1: state.cursor1,
-        c2: state.cursor2,
-        batch: taken.length > 0 ? batch + 1 : batch,
-      });
-      this.recordDeliveries(box.id, group, taken, batch, options.nowMs + options.leaseMs);
+      let cursors: number[];
+      let leases: GroupLeases;
+      if (existing) {
+        cursors = [existing.cursor0, existing.cursor1, existing.cursor2];
+        leases = this.leasesOf(box.id, group, existing);
+      } else {
+        const from = options.start.fromId;
+        cursors = [from, from, from];
+        if (options.reset) this.stmt.clearDeliveries.run(box.id, group);
+        const batch = stored?.next_batch ?? 0;
+        this.stmt.upsertGroup.run({ mbox: box.id, name: group, c0: from, c1: from, c2: from, batch });
+        leases = new GroupLeases(cursors, batch);
+        this.groupsOf(box.id).set(group, leases);
+      }
+      const taken = this.claimable(box.id, group, cursors, leases, options);
+      leases.lease(
+        taken.map((m) => ({ id: m.id, rank: priorityRank[m.priority] })),
+        options.nowMs + options.leaseMs,
+      );
       return taken;
     });
   }
 
+  private groupsOf(mbox: number): Map<string, GroupLeases> {
+    let groups = this.inFlight.get(mbox);
+    if (!groups) {
+      groups = new Map();
+      this.inFlight.set(mbox, groups);
+    }
+    return groups;
+  }
+
+  /** The group's in-flight state; after a restart, built from its ACKs in the database. */
+  private leasesOf(mbox: number, group: string, state: GroupRow): GroupLeases {
+    const groups = this.groupsOf(mbox);
+    let leases = groups.get(group);
+    if (!leases) {
+      this.stmt.dropLeaseRows.run(mbox, group);
+      const acked = this.stmt.ackedOf.all(mbox, group).map((r) => ({ id: r.msg_id, rank: r.priority }));
+      leases = new GroupLeases([state.cursor0, state.cursor1, state.cursor2], state.next_batch, acked);
+      groups.set(group, leases);
+    }
+    return leases;
+  }
+
   /**
    * The messages a claim takes, by priority. Within a class, every message up
-   * to the highest one delivered is in flight or ACKed unless a lease has
-   * expired, so the scan starts after it and checks no delivery rows; only a
-   * class with an expired lease is scanned from its cursor, row by row.
+   * to the highest one delivered is in flight or ACKed, so the scan starts
+   * after it; a class with a gap (an expired lease, a restart) is scanned from
+   * its cursor instead, skipping what is ACKed or still leased.
    */
-  private claimable(mbox: number, group: string, cursors: number[], options: ClaimOptions): StoredMessage[] {
-    const from = [...cursors];
-    const rescan = [false, false, false];
-    for (const d of this.stmt.deliveredByPriority.all(mbox, group)) {
-      if (d.lease !== null && d.lease <= options.nowMs) rescan[d.priority] = true;
-      else from[d.priority] = Math.max(from[d.priority], d.hi + 1);
-    }
+  private claimable(
+    mbox: number,
+    group: string,
+    cursors: number[],
+    leases: GroupLeases,
+    options: ClaimOptions,
+  ): StoredMessage[] {
     const { nowMs } = options;
-    return takeByPriority(options.limit, options.maxBytes, (rank, remaining) =>
-      rescan[rank]
-        ? this.stmt.claimableClass
-            .all(mbox, rank, cursors[rank], nowMs, mbox, group, nowMs, remaining)
-            .map(toStored)
-        : this.classMessages(mbox, rank, from[rank], nowMs, 0, remaining),
-    );
+    return takeByPriority(options.limit, options.maxBytes, (rank, remaining) => {
+      if (!leases.needsScan(rank, nowMs)) {
+        return this.classMessages(
+          mbox,
+          rank,
+          Math.max(cursors[rank], leases.delivered[rank] + 1),
+          nowMs,
+          0,
+          remaining,
+        );
+      }
+      const active = leases.activeIds(rank, nowMs);
+      const rows = this.stmt.unackedClass.all(
+        mbox,
+        rank,
+        cursors[rank],
+        nowMs,
+        mbox,
+        group,
+        remaining + active.size,
+      );
+      const found = rows
+        .filter((row) => !active.has(row.msg_id))
+        .slice(0, remaining)
+        .map(toStored);
+      if (found.length < remaining) leases.closeGap(rank, new Set(found.map((m) => m.id)), nowMs);
+      return found;
+    });
   }
 
   /** A class's live messages from `fromId` in id order: ids from the index, each message from memory when it is recent. */
@@ -557,38 +577,6 @@ export class SqliteStore implements Store {
     return newest;
   }
 
-  /** One delivery row per claimed message, written DELIVERY_CHUNK rows per statement. */
-  private recordDeliveries(
-    mbox: number,
-    group: string,
-    taken: StoredMessage[],
-    batch: number,
-    lease: number,
-  ): void {
-    for (let start = 0; start < taken.length; start += DELIVERY_CHUNK) {
-      const end = Math.min(taken.length, start + DELIVERY_CHUNK);
-      const params: (number | string)[] = [];
-      for (let pos = start; pos < end; pos++) {
-        params.push(mbox, group, taken[pos].id, priorityRank[taken[pos].priority], batch, pos, lease);
-      }
-      this.deliveryInsert(end - start).run(params);
-    }
-  }
-
-  private deliveryInsert(rows: number): Database.Statement {
-    let statement = this.deliveryInserts.get(rows);
-    if (!statement) {
-      statement = this.db.prepare(
-        `INSERT INTO deliveries (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked)
-         VALUES ${Array.from({ length: rows }, () => "(?, ?, ?, ?, ?, ?, ?, 0)").join(", ")}
-         ON CONFLICT (mbox, grp, msg_id) DO UPDATE SET
-           batch = excluded.batch, pos = excluded.pos, lease_until_ms = excluded.lease_until_ms, acked = 0`,
-      );
-      this.deliveryInserts.set(rows, statement);
-    }
-    return statement;
-  }
-
   async ack(mailbox: string, group: string, msgId: number, nowMs: number): Promise<boolean> {
     const box = this.liveMailbox(mailbox, nowMs);
     if (!box) return false;
@@ -596,22 +584,28 @@ export class SqliteStore implements Store {
       const state = this.stmt.group.get(box.id, group);
       if (!state) return false;
       const cursors = [state.cursor0, state.cursor1, state.cursor2];
-      const delivery = this.stmt.delivery.get(box.id, group, msgId);
-      if (!delivery) return this.isBelowCursor(box.id, msgId, cursors);
-      const inFlight = this.stmt.inFlightByPriority.all(delivery.batch, delivery.pos, box.id, group);
-      if (inFlight.every((p) => p.covered === p.n)) {
-        // The ACK covers all the group has in flight (a consumer draining in order, the usual
-        // case). Claims take each priority's messages in id order from its cursor, so what was
-        // delivered is every live message up to the highest id: the cursors move past it and
-        // the rows go, without marking them ACKed first.
-        const next = [...cursors];
-        for (const p of inFlight) next[p.priority] = Math.max(next[p.priority], p.hi + 1);
-        this.stmt.clearDeliveries.run(box.id, group);
-        this.stmt.setCursors.run(next[0], next[1], next[2], box.id, group);
-        return true;
+      const leases = this.leasesOf(box.id, group, state);
+      const covered = leases.coveredBy(msgId);
+      if (!covered) return leases.acked.has(msgId) || this.isBelowCursor(box.id, msgId, cursors);
+      leases.release(covered.keys());
+      const moved = leases.cursorsAfterRelease(cursors);
+      const next = [...cursors];
+      for (let rank = 0; rank < 3; rank++) {
+        // ACKs the cursor does not pass are written: they must outlive a restart.
+        const stays = moved[rank] ?? Number.NEGATIVE_INFINITY;
+        for (const [id, r] of covered) {
+          if (r !== rank || id < stays) continue;
+          this.stmt.insertAcked.run(box.id, group, id, rank);
+          leases.acked.set(id, rank);
+        }
+        next[rank] = moved[rank] ?? this.firstUnackedFrom(box.id, group, rank, cursors[rank], nowMs);
+        if (next[rank] !== cursors[rank] && leases.dropAckedBelow(rank, next[rank])) {
+          this.stmt.pruneDeliveries.run(box.id, group, rank, next[rank]);
+        }
       }
-      this.stmt.ackBatch.run(box.id, group, delivery.batch, delivery.pos);
-      this.advanceCursors(box.id, group, cursors, nowMs);
+      if (next.some((cursor, rank) => cursor !== cursors[rank])) {
+        this.stmt.setCursors.run(next[0], next[1], next[2], box.id, group);
+      }
       return true;
     });
   }
@@ -649,6 +643,7 @@ export class SqliteStore implements Store {
     if (!box) return false;
     return this.committed(() => {
       this.stmt.deleteDeliveriesOf.run(box.id, msgId);
+      for (const leases of this.inFlight.get(box.id)?.values() ?? []) leases.forget(msgId);
       // Keep ids from being reused after a restart if this was the newest message.
       this.stmt.saveNextId.run(this.nextId);
       return this.stmt.deleteMessage.run(box.id, msgId).changes > 0;
@@ -852,18 +847,12 @@ export class SqliteStore implements Store {
     return msgId < Math.min(...cursors);
   }
 
-  /** Moves each class cursor to its first message not yet ACKed, then drops delivery rows behind it. */
-  private advanceCursors(mbox: number, group: string, cursors: number[], nowMs: number): void {
-    const next = cursors.map((cursor, rank) => {
-      const first = this.stmt.firstUnacked.get(mbox, rank, cursor, nowMs, mbox, group)?.msg_id;
-      if (first !== null && first !== undefined) return first;
-      const acked = this.stmt.maxAcked.get(mbox, group, rank)?.msg_id;
-      return acked !== null && acked !== undefined ? Math.max(cursor, acked + 1) : cursor;
-    });
-    next.forEach((cursor, rank) => {
-      if (cursor !== cursors[rank]) this.stmt.pruneDeliveries.run(mbox, group, rank, cursor);
-    });
-    this.stmt.setCursors.run(next[0], next[1], next[2], mbox, group);
+  /** A class cursor's next place, read from the database: its first live message not ACKed. */
+  private firstUnackedFrom(mbox: number, group: string, rank: number, cursor: number, nowMs: number): number {
+    const first = this.stmt.firstUnacked.get(mbox, rank, cursor, nowMs, mbox, group)?.msg_id;
+    if (first !== null && first !== undefined) return first;
+    const acked = this.stmt.maxAcked.get(mbox, group, rank)?.msg_id;
+    return acked !== null && acked !== undefined ? Math.max(cursor, acked + 1) : cursor;
   }
 
   private createOrCheckSchema(): void {
@@ -887,6 +876,7 @@ export class SqliteStore implements Store {
     }
     this.db.prepare("DELETE FROM mailboxes WHERE id = ?").run(row.id);
     this.newestIds.delete(row.id);
+    this.inFlight.delete(row.id);
     this.mailboxCache.delete(row.address);
   }
 }
