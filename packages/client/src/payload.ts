@@ -17,14 +17,17 @@ export function encodePayload(payload: Payload): Uint8Array {
   return encoder.encode(JSON.stringify(payload));
 }
 
-const base64Pattern = /^[A-Za-z0-9+/]*={0,2}$/;
-
 /**
  * Decodes a FETCH/QUERY item's payload. The SDK contract is standard base64; a
  * string that cannot be base64 (e.g. from a broker that sends raw text) is taken as
  * UTF-8 text, as the Go and C# SDKs do.
  */
 export function decodeItemPayload(payload: string): Uint8Array {
-  if (payload.length % 4 === 0 && base64Pattern.test(payload)) return Buffer.from(payload, "base64");
+  if (payload.length % 4 === 0 && !payload.includes("-") && !payload.includes("_")) {
+    // Node's decoder skips what is not base64, so a full-length result means every character was.
+    const bytes = Buffer.from(payload, "base64");
+    const padding = payload.endsWith("==") ? 2 : payload.endsWith("=") ? 1 : 0;
+    if (bytes.length === (payload.length / 4) * 3 - padding) return bytes;
+  }
   return Buffer.from(payload, "utf8");
 }

@@ -37,7 +37,17 @@ export interface EncodedHeaders {
 const encoder = new TextEncoder();
 /** RFC 822 field names: printable ASCII except colon (what nats.js accepts). */
 const HEADER_NAME = /^[!-9;-~]+$/;
-const LINE_BREAK = /[\r\n]/;
+/** Names already checked: a sender uses the same few names again and again. */
+const checkedNames = new Set<string>();
+
+function checkName(name: string): void {
+  if (checkedNames.has(name)) return;
+  if (!HEADER_NAME.test(name)) {
+    throw badHeader(`header name '${name}' must be printable ASCII without spaces or ':'`);
+  }
+  if (checkedNames.size >= 1024) checkedNames.clear();
+  checkedNames.add(name);
+}
 
 function badHeader(why: string): Mq9Error {
   return new Mq9Error("INVALID_REQUEST", why, { retryable: false });
@@ -71,10 +81,9 @@ export function sendHeaders(options: SendOptions | undefined): EncodedHeaders | 
   if (tags !== undefined && tags.length > 0) h.set(Headers.tags, tags.join(","));
   let text = "NATS/1.0";
   for (const [name, value] of h) {
-    if (!HEADER_NAME.test(name)) {
-      throw badHeader(`header name '${name}' must be printable ASCII without spaces or ':'`);
-    }
-    if (LINE_BREAK.test(value)) throw badHeader(`the value of header '${name}' must not contain CR or LF`);
+    checkName(name);
+    if (value.includes("\r") || value.includes("\n"))
+      throw badHeader(`the value of header '${name}' must not contain CR or LF`);
     text += `\r\n${name}: ${value.trim()}`;
   }
   const block = encoder.encode(`${text}\r\n\r\n`);

@@ -13,6 +13,7 @@ import { SeenMessages } from "../bus/loop-guard.js";
 import { BusNames, controlMailbox, replyKey } from "../bus/names.js";
 import { TraceMemory } from "../memory/trace-memory.js";
 import { DeadLetters } from "../routing/dead-letters.js";
+import { LazyAbort } from "./lazy-abort.js";
 import { type AgentManifest, type ResolvedManifest, registrationBody, resolveManifest } from "./manifest.js";
 
 export interface AgentOptions {
@@ -79,7 +80,7 @@ export abstract class Agent {
   private stopped = false;
   private readonly names: BusNames;
   private readonly seen = new SeenMessages();
-  private readonly running = new Map<string, AbortController>();
+  private readonly running = new Map<string, LazyAbort>();
   private readonly memories = new Map<string, TraceMemory>();
   private readonly heartbeatMs: number;
   private readonly ttlSeconds: number;
@@ -285,8 +286,8 @@ export abstract class Agent {
       this.duplicateCount++;
       return;
     }
-    const controller = new AbortController();
-    this.running.set(message.msg_id, controller);
+    const cancel = new LazyAbort();
+    this.running.set(message.msg_id, cancel);
     let outcome: unknown;
     let failure: Error | undefined;
     try {
@@ -296,7 +297,9 @@ export abstract class Agent {
         get memory() {
           return agent.memory(message.trace_id);
         },
-        signal: controller.signal,
+        get signal() {
+          return cancel.signal;
+        },
         receivedAt,
         send: (fields) => this.sendChild(message, fields),
       });
@@ -306,7 +309,7 @@ export abstract class Agent {
       this.running.delete(message.msg_id);
     }
     this.handledCount++;
-    if (controller.signal.aborted) return;
+    if (cancel.aborted) return;
     if (failure) this.onError(failure, message);
     if (!message.reply_to || message.msg_type === "result" || message.msg_type === "error") return;
     let answer: Envelope | undefined;
