@@ -281,7 +281,7 @@ export abstract class Agent {
     if (
       !this.seen.firstTime(message.msg_id) ||
       this.canceled.has(message.msg_id) ||
-      (await this.answeredBefore(message, receivedAt))
+      (this.oldEnoughToBeAnswered(message, receivedAt) && (await this.answeredBefore(message)))
     ) {
       this.duplicateCount++;
       return;
@@ -359,12 +359,17 @@ export abstract class Agent {
    * (it crashed before its ACK). Such a message is old, so only old ones pay for a look
    * at the asker's mailbox for a stored reply.
    */
-  private async answeredBefore(message: Envelope, receivedAt: number): Promise<boolean> {
-    if (!message.reply_to || receivedAt - (message.sent_at ?? message.created_at) < this.leaseMs / 2) {
-      return false;
-    }
+  private oldEnoughToBeAnswered(message: Envelope, receivedAt: number): boolean {
+    return (
+      message.reply_to !== undefined &&
+      receivedAt - (message.sent_at ?? message.created_at) >= this.leaseMs / 2
+    );
+  }
+
+  /** Whether the asker's mailbox already holds a reply to the message. */
+  private async answeredBefore(message: Envelope): Promise<boolean> {
     try {
-      const replies = await this.requireClient().query(message.reply_to, { key: replyKey(message.msg_id) });
+      const replies = await this.requireClient().query(message.reply_to!, { key: replyKey(message.msg_id) });
       return replies.length > 0;
     } catch {
       return false;
