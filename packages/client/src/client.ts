@@ -41,8 +41,7 @@ export interface Mq9ClientOptions {
   requestTimeoutMs?: number;
 }
 
-const encoder = new TextEncoder();
-const json = (value: unknown) => encoder.encode(JSON.stringify(value));
+const json = (value: unknown): Uint8Array => Buffer.from(JSON.stringify(value));
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);

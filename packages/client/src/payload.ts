@@ -8,13 +8,14 @@ export type Payload =
   | readonly unknown[]
   | { [key: string]: unknown };
 
-const encoder = new TextEncoder();
-
-/** The bytes to send for a payload; Uint8Array is passed through without a copy. */
+/**
+ * The bytes to send for a payload; Uint8Array is passed through without a copy.
+ * Buffer.from: on Node 20 it encodes a short string several times faster than TextEncoder.
+ */
 export function encodePayload(payload: Payload): Uint8Array {
   if (payload instanceof Uint8Array) return payload;
-  if (typeof payload === "string") return encoder.encode(payload);
-  return encoder.encode(JSON.stringify(payload));
+  if (typeof payload === "string") return Buffer.from(payload);
+  return Buffer.from(JSON.stringify(payload));
 }
 
 /**

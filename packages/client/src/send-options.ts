@@ -34,7 +34,6 @@ export interface EncodedHeaders {
   encode(): Uint8Array;
 }
 
-const encoder = new TextEncoder();
 /** RFC 822 field names: printable ASCII except colon (what nats.js accepts). */
 const HEADER_NAME = /^[!-9;-~]+$/;
 /** Names already checked: a sender uses the same few names again and again. */
@@ -86,6 +85,6 @@ export function sendHeaders(options: SendOptions | undefined): EncodedHeaders | 
       throw badHeader(`the value of header '${name}' must not contain CR or LF`);
     text += `\r\n${name}: ${value.trim()}`;
   }
-  const block = encoder.encode(`${text}\r\n\r\n`);
+  const block: Uint8Array = Buffer.from(`${text}\r\n\r\n`);
   return { encode: () => block };
 }
