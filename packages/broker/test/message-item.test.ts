@@ -42,7 +42,7 @@ describe("message items on the wire", () => {
     const item = JSON.parse(
       encodeMessageItem(
         { id: 7, priority: "normal", header: block, payload: new Uint8Array(), createdMs: 0 },
-        false,
+        { bytes: false, map: true },
       ),
     );
     expect(item).toEqual({
@@ -50,6 +50,29 @@ describe("message items on the wire", () => {
       payload: "",
       priority: "normal",
       headers: { a: "3", b: "two" },
+      create_time: 0,
+    });
+  });
+
+  it("without the decoded map (include_headers false) only the raw bytes are written, or neither", () => {
+    const message: StoredMessage = {
+      id: 3,
+      priority: "normal",
+      header,
+      payload: new Uint8Array(),
+      createdMs: 0,
+    };
+    expect(JSON.parse(encodeMessageItem(message, { bytes: true, map: false }))).toEqual({
+      msg_id: 3,
+      payload: "",
+      priority: "normal",
+      header: Array.from(header),
+      create_time: 0,
+    });
+    expect(JSON.parse(encodeMessageItem(message, { bytes: false, map: false }))).toEqual({
+      msg_id: 3,
+      payload: "",
+      priority: "normal",
       create_time: 0,
     });
   });

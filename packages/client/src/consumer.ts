@@ -52,6 +52,8 @@ export interface ConsumeOptions {
   leaseMs?: number;
   /** false: leave out the raw header block of each message (see FetchOptions.headerBytes; default true). */
   headerBytes?: boolean;
+  /** false: leave out the decoded header map of each message (see FetchOptions.headerMap; default true). */
+  headerMap?: boolean;
   /** Retries of FETCH and ACK while the connection is lost; the consumer stops when they run out. */
   retry?: RetryOptions;
   /** Handler failures and retried connection errors; default: one line on stderr. */
@@ -97,9 +99,9 @@ function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
  */
 export class Consumer implements AsyncIterable<ConsumedMessage> {
   private readonly options: Required<
-    Omit<ConsumeOptions, "group" | "fromTime" | "fromId" | "leaseMs" | "retry" | "headerBytes">
+    Omit<ConsumeOptions, "group" | "fromTime" | "fromId" | "leaseMs" | "retry" | "headerBytes" | "headerMap">
   > &
-    Pick<ConsumeOptions, "group" | "fromTime" | "fromId" | "leaseMs" | "headerBytes"> & {
+    Pick<ConsumeOptions, "group" | "fromTime" | "fromId" | "leaseMs" | "headerBytes" | "headerMap"> & {
       retry: Required<RetryOptions>;
     };
   private state: "idle" | "running" | "stopping" | "stopped" = "idle";
@@ -138,6 +140,7 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
       maxWaitMs: options.maxWaitMs ?? 2_000,
       leaseMs: options.leaseMs,
       headerBytes: options.headerBytes,
+      headerMap: options.headerMap,
       retry: { ...DEFAULT_RETRY, ...options.retry },
       onError:
         options.onError ??
@@ -356,6 +359,7 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
       maxWaitMs: o.maxWaitMs,
       leaseMs: o.leaseMs,
       headerBytes: o.headerBytes,
+      headerMap: o.headerMap,
       ...position,
     });
   }

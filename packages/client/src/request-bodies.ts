@@ -40,6 +40,12 @@ export interface FetchOptions {
    * messages. Default true.
    */
   headerBytes?: boolean;
+  /**
+   * false: the broker leaves out each message's decoded header map; `message.headers`
+   * then decodes the raw block when it was fetched, else is empty. For consumers that
+   * read only the payload. Default true.
+   */
+  headerMap?: boolean;
 }
 
 /** Options of QUERY; filters intersect. */
@@ -72,6 +78,7 @@ export function fetchBody(options: FetchOptions): FetchRequest {
   if (options.fromId !== undefined) body.from_id = options.fromId;
   if (options.forceDeliver !== undefined) body.force_deliver = options.forceDeliver;
   if (options.headerBytes === false) body.include_header = false;
+  if (options.headerMap === false) body.include_headers = false;
   const config: FetchConfig = {};
   if (options.batch !== undefined) config.num_msgs = options.batch;
   if (options.maxWaitMs !== undefined) config.max_wait_ms = options.maxWaitMs;

@@ -106,6 +106,28 @@ describe("send and fetch", () => {
     expect(full.headers).toEqual(lean.headers);
   });
 
+  it("headerMap false: the reply leaves out the decoded map, which is then read from the raw block", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    await client.send(box, '{"a":1}', { key: "k", tags: ["t"], headers: { "mq9-reply-to": "me.inbox" } });
+    const raw = await client.nats.request(
+      `$mq9.AI.MSG.FETCH.${box}`,
+      JSON.stringify({ deliver: "earliest", include_headers: false }),
+    );
+    const [item] = JSON.parse(new TextDecoder().decode(raw.data)).messages;
+    expect(item.headers).toBeUndefined();
+    expect(Array.isArray(item.header)).toBe(true);
+    const [mapless] = await client.fetch(box, { deliver: "earliest", headerMap: false });
+    expect(mapless.headers).toMatchObject({ "mq9-reply-to": "me.inbox", "mq9-key": "k" });
+    expect(mapless.json()).toEqual({ a: 1 });
+    // Neither form: the payload, key and tags are all there is.
+    const [bare] = await client.fetch(box, { deliver: "earliest", headerMap: false, headerBytes: false });
+    expect(bare.header).toBeNull();
+    expect(bare.headers).toEqual({});
+    expect(bare.key).toBe("k");
+    expect(bare.tags).toEqual(["t"]);
+    expect(bare.json()).toEqual({ a: 1 });
+  });
+
   it("INVALID_REQUEST for a header name or value that cannot go into a NATS header block", async () => {
     const box = await client.createMailbox({ name: boxName() });
     expect(await codeOf(client.send(box, "x", { headers: { "bad name": "v" } }))).toBe("INVALID_REQUEST");

@@ -42,6 +42,11 @@ export interface FetchRequest {
    * map (an mq9 extension that halves the reply of header-heavy messages; default true).
    */
   include_header?: boolean;
+  /**
+   * false: items leave out the decoded `headers` map (an mq9 extension, for consumers
+   * that read only the payload; default true).
+   */
+  include_headers?: boolean;
   config?: FetchConfig;
 }
 

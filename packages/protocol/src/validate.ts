@@ -115,6 +115,7 @@ export function parseFetchRequest(body: Uint8Array): Parsed<FetchRequest> {
         from_id: optionalUInt(obj, "from_id"),
         force_deliver: optionalBool(obj, "force_deliver"),
         include_header: optionalBool(obj, "include_header"),
+        include_headers: optionalBool(obj, "include_headers"),
         config: {
           num_msgs: optionalUInt(config, "num_msgs"),
           max_wait_ms: optionalUInt(config, "max_wait_ms"),

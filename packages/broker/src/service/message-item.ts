@@ -13,19 +13,27 @@ function headerBytesJson(header: Uint8Array): string {
   return `${out}]`;
 }
 
+/** Which header forms an item carries: the raw block as bytes, the decoded map. */
+export interface ItemHeaderParts {
+  bytes: boolean;
+  map: boolean;
+}
+
+const BOTH: ItemHeaderParts = { bytes: true, map: true };
+
 /**
  * The wire form of a stored message (`MessageItem`), written straight to JSON
  * text: payload in base64, the header block echoed as bytes (reference-broker
  * parity; left out when the FETCH asked for `include_header: false`) and as a
- * decoded map. Building the text directly avoids an object per message and a
+ * decoded map (left out for `include_headers: false`). Building the text directly avoids an object per message and a
  * number per header byte on the hot FETCH path.
  */
-export function encodeMessageItem(message: StoredMessage, includeHeaderBytes = true): string {
+export function encodeMessageItem(message: StoredMessage, parts: ItemHeaderParts = BOTH): string {
   const payload = Buffer.from(message.payload.buffer, message.payload.byteOffset, message.payload.byteLength);
   let out = `{"msg_id":${message.id},"payload":"${payload.toString("base64")}","priority":"${message.priority}"`;
   if (message.header) {
-    if (includeHeaderBytes) out += `,"header":${headerBytesJson(message.header)}`;
-    out += `,"headers":${headerBlockJson(message.header)}`;
+    if (parts.bytes) out += `,"header":${headerBytesJson(message.header)}`;
+    if (parts.map) out += `,"headers":${headerBlockJson(message.header)}`;
   } else {
     out += ',"header":null';
   }

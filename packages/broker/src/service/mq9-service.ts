@@ -14,7 +14,7 @@ import type { MessagingEngine } from "../engine/messaging-engine.js";
 import type { Logger } from "../logger.js";
 import type { Registry } from "../registry/registry.js";
 import type { StoredMessage } from "../store/store.js";
-import { encodeMessageItem } from "./message-item.js";
+import { encodeMessageItem, type ItemHeaderParts } from "./message-item.js";
 import type { RequestObserver } from "./request-observer.js";
 
 /** One mq9 request as any transport hands it over. */
@@ -29,12 +29,12 @@ export interface Mq9Request {
 
 /**
  * A reply before encoding; FETCH and QUERY carry the stored messages themselves, and
- * `includeHeader: false` (a FETCH's `include_header`) leaves their raw header bytes out.
+ * `headerParts` (a FETCH's `include_header` and `include_headers`) says which header forms they carry.
  */
 export type ReplyBody = Mq9Reply & {
   messages?: StoredMessage[];
   agentsJson?: (readonly Uint8Array[])[];
-  includeHeader?: boolean;
+  headerParts?: ItemHeaderParts;
 } & Record<string, unknown>;
 
 /** A reply's JSON as the transport writes it out: text, or pieces (text or UTF-8 bytes) in order. */
@@ -46,10 +46,10 @@ export type ReplyPayload = string | readonly (string | Uint8Array)[];
  * item (see encodeMessageItem); DISCOVER entries are spliced in as the UTF-8 bytes they are kept as.
  */
 export function encodeReply(reply: ReplyBody): ReplyPayload {
-  const { messages, includeHeader, agentsJson, ...rest } = reply;
+  const { messages, headerParts, agentsJson, ...rest } = reply;
   if (agentsJson) return spliceAgents(JSON.stringify(rest), agentsJson);
   if (!messages) return JSON.stringify(rest);
-  return messagePieces(JSON.stringify(rest), messages, includeHeader !== false);
+  return messagePieces(JSON.stringify(rest), messages, headerParts);
 }
 
 /** DISCOVER entries arrive as UTF-8 JSON pieces: passed on as they are, not parsed and written again. */
@@ -73,7 +73,7 @@ const CLOSE_AGENTS = Buffer.from("]}");
  */
 const PIECE_CHARS = 32 * 1024;
 
-function messagePieces(head: string, messages: StoredMessage[], includeHeader: boolean): string[] {
+function messagePieces(head: string, messages: StoredMessage[], headerParts?: ItemHeaderParts): string[] {
   const pieces: string[] = [];
   let text = `${head.slice(0, -1)},"messages":[`;
   for (let i = 0; i < messages.length; i++) {
@@ -81,7 +81,7 @@ function messagePieces(head: string, messages: StoredMessage[], includeHeader: b
       pieces.push(text);
       text = "";
     }
-    text += `${i === 0 ? "" : ","}${encodeMessageItem(messages[i], includeHeader)}`;
+    text += `${i === 0 ? "" : ","}${encodeMessageItem(messages[i], headerParts)}`;
   }
   pieces.push(`${text}]}`);
   return pieces;
@@ -140,7 +140,8 @@ export class Mq9Service {
       case "msg.fetch": {
         const fetch = unwrap(parseFetchRequest(request.payload));
         const messages = await engine.fetch(command.mailAddress, fetch, request.signal);
-        return { messages, includeHeader: fetch.include_header !== false };
+        const headerParts = { bytes: fetch.include_header !== false, map: fetch.include_headers !== false };
+        return { messages, headerParts };
       }
       case "msg.ack":
         await engine.ack(command.mailAddress, unwrap(parseAckRequest(request.payload)));

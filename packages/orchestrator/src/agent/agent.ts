@@ -165,8 +165,9 @@ export abstract class Agent {
       concurrency: this.manifest.max_concurrency,
       batch: this.manifest.max_concurrency,
       leaseMs: this.leaseMs,
-      // The envelope is the JSON payload; the raw header block would only double the reply.
+      // The envelope is the JSON payload; the headers only mirror it for plain mq9 tools.
       headerBytes: false,
+      headerMap: false,
       onError: (error) => {
         if (!this.stopped) this.onError(error);
       },

@@ -129,8 +129,9 @@ export class Router {
       batch: this.options.batch ?? 256,
       concurrency: this.options.concurrency ?? 256,
       leaseMs: this.options.leaseMs ?? 5_000,
-      // The envelope is the JSON payload; the raw header block would only double the reply.
+      // The envelope is the JSON payload; the headers only mirror it for plain mq9 tools.
       headerBytes: false,
+      headerMap: false,
       onError: (error) => this.options.onError?.(error),
     });
   }
