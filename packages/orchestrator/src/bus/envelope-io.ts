@@ -12,6 +12,8 @@ export interface SendEnvelopeOptions {
   key?: string;
   /** Seconds before the stored message expires; 0 or undefined: never. */
   ttl?: number;
+  /** The target to put in the envelope as sent, when it differs from the envelope's (the router's choice). */
+  target?: string;
 }
 
 /**
@@ -26,7 +28,9 @@ export async function sendEnvelope(
   envelope: Envelope,
   options: SendEnvelopeOptions = {},
 ): Promise<Envelope> {
+  // One copy: the caller's envelope stays as it was.
   const sent: Envelope = { ...envelope, sent_at: preciseNow() };
+  if (options.target !== undefined) sent.target = options.target;
   const headers = envelopeHeaders(sent);
   if (sent.reply_to) headers["mq9-reply-to"] = sent.reply_to;
   await client.send(mailbox, JSON.stringify(sent), {

@@ -172,10 +172,10 @@ export class Router {
       this.deadCount++;
       return { delivered: false, deadLetter: await this.deadLetters.put(decision.reason, { envelope }) };
     }
-    const routed: Envelope = { ...envelope, target: decision.agent.name };
-    const sent = await sendEnvelope(this.client, decision.agent.mailbox, routed, {
+    const sent = await sendEnvelope(this.client, decision.agent.mailbox, envelope, {
       ttl: options.ttl ?? this.ttl,
       key: options.key,
+      target: decision.agent.name,
     });
     this.directory.noteSent(decision.agent.name);
     this.routedCount++;
