@@ -1,19 +1,11 @@
 import { headerMapJson, parseHeaderBlock } from "@mq9/protocol";
 import { describe, expect, it } from "vitest";
 import { headerBlockJson, plainBlockJson } from "../src/service/header-map-json.js";
+import { randomHeaderBlocks } from "./random-header-blocks.js";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 /** What the general path (parse, then JSON) makes of a block. */
 const general = (block: Uint8Array) => headerMapJson(parseHeaderBlock(block));
-
-/** A seeded generator, so a failure can be replayed. */
-function random(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (state * 1103515245 + 12345) & 0x7fffffff;
-    return state / 0x80000000;
-  };
-}
 
 describe("header block JSON", () => {
   it("writes a plain ASCII block on the byte path, lowercasing names and trimming both sides", () => {
@@ -45,7 +37,6 @@ describe("header block JSON", () => {
   });
 
   it("agrees with the general path on thousands of random blocks", () => {
-    const next = random(7);
     const alphabet = [
       "a",
       "B",
@@ -65,15 +56,7 @@ describe("header block JSON", () => {
       "1",
     ];
     let byteSide = 0;
-    for (let round = 0; round < 5000; round++) {
-      let text = "NATS/1.0\r\n";
-      const lines = Math.floor(next() * 6);
-      for (let l = 0; l < lines; l++) {
-        const length = Math.floor(next() * 12);
-        for (let c = 0; c < length; c++) text += alphabet[Math.floor(next() * alphabet.length)];
-        text += "\r\n";
-      }
-      if (next() < 0.8) text += "\r\n";
+    for (const text of randomHeaderBlocks(7, 5000, alphabet)) {
       const block = bytes(text);
       expect(headerBlockJson(block), JSON.stringify(text)).toBe(general(block));
       if (plainBlockJson(block) !== undefined) byteSide++;

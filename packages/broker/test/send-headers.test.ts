@@ -1,20 +1,13 @@
 import { Headers, parseHeaderBlock } from "@mq9/protocol";
 import { describe, expect, it } from "vitest";
 import { readSendHeaders } from "../src/engine/send-headers.js";
+import { randomHeaderBlocks } from "./random-header-blocks.js";
 
 const OPTIONS = new Set<string>([Headers.priority, Headers.key, Headers.delay, Headers.ttl, Headers.tags]);
 const bytes = (text: string) => new TextEncoder().encode(text);
 /** parseHeaderBlock's reading, narrowed to the SEND options. */
 const expected = (block: Uint8Array) =>
   new Map([...parseHeaderBlock(block)].filter(([name]) => OPTIONS.has(name)));
-
-function random(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (state * 1103515245 + 12345) & 0x7fffffff;
-    return state / 0x80000000;
-  };
-}
 
 describe("the SEND option headers", () => {
   it("are read in any case, trimmed, the last of a repeated name winning, other headers left out", () => {
@@ -35,7 +28,6 @@ describe("the SEND option headers", () => {
   });
 
   it("agree with parseHeaderBlock on thousands of random blocks, non-ASCII ones included", () => {
-    const next = random(11);
     const pieces = [
       "mq9-key",
       "MQ9-TTL",
@@ -53,15 +45,7 @@ describe("the SEND option headers", () => {
       "5",
       "a,b",
     ];
-    for (let round = 0; round < 5000; round++) {
-      let text = next() < 0.95 ? "NATS/1.0\r\n" : "NATS/1.0";
-      const lines = Math.floor(next() * 6);
-      for (let l = 0; l < lines; l++) {
-        const length = 1 + Math.floor(next() * 5);
-        for (let c = 0; c < length; c++) text += pieces[Math.floor(next() * pieces.length)];
-        text += "\r\n";
-      }
-      if (next() < 0.8) text += "\r\n";
+    for (const text of randomHeaderBlocks(11, 5000, pieces, { minPieces: 1, maxPieces: 5 })) {
       const block = bytes(text);
       expect(readSendHeaders(block), JSON.stringify(text)).toEqual(expected(block));
     }
