@@ -1,4 +1,4 @@
-import { Headers, parseHeaderBlock } from "@mq9/protocol";
+import { Headers, parseHeaderBlock, splitTags } from "@mq9/protocol";
 import { describe, expect, it } from "vitest";
 import { readSendHeaders } from "../src/engine/send-headers.js";
 import { randomHeaderBlocks } from "./random-header-blocks.js";
@@ -21,6 +21,16 @@ describe("the SEND option headers", () => {
         ["mq9-ttl", "60"],
       ]),
     );
+  });
+
+  it.each([
+    ["a, b,,c ,", ["a", "b", "c"]],
+    ["solo", ["solo"]],
+    ["", []],
+    [" , ,", []],
+    ["trace:9a8b", ["trace:9a8b"]],
+  ])("mq9-tags %j splits into %j", (value, tags) => {
+    expect(splitTags(value)).toEqual(tags);
   });
 
   it("do not take a control character for the dash or a digit of a name", () => {

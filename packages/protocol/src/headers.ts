@@ -62,8 +62,15 @@ export function encodeHeaderBlock(headers: Iterable<[string, string]>): Uint8Arr
 
 /** Splits an `mq9-tags` value (`a, b,,c`) into its non-empty, trimmed tags. */
 export function splitTags(value: string): string[] {
-  return value
-    .split(",")
-    .map((tag) => tag.trim())
-    .filter((tag) => tag !== "");
+  // One array, not three: every tagged SEND (the orchestrator's carry a trace tag) passes here.
+  const tags: string[] = [];
+  let start = 0;
+  while (start <= value.length) {
+    let end = value.indexOf(",", start);
+    if (end < 0) end = value.length;
+    const tag = value.slice(start, end).trim();
+    if (tag !== "") tags.push(tag);
+    start = end + 1;
+  }
+  return tags;
 }

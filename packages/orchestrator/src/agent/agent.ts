@@ -13,6 +13,7 @@ import { SeenMessages } from "../bus/loop-guard.js";
 import { BusNames, controlMailbox, replyKey } from "../bus/names.js";
 import { TraceMemory } from "../memory/trace-memory.js";
 import { DeadLetters } from "../routing/dead-letters.js";
+import { HandlerContext } from "./handler-context.js";
 import { LazyAbort } from "./lazy-abort.js";
 import { type AgentManifest, type ResolvedManifest, registrationBody, resolveManifest } from "./manifest.js";
 
@@ -81,6 +82,11 @@ export abstract class Agent {
   private readonly names: BusNames;
   private readonly seen = new SeenMessages();
   private readonly running = new Map<string, LazyAbort>();
+  /** What every handler context reads from this agent (one object, not closures per message). */
+  private readonly contextSource = {
+    memory: (traceId: string) => this.memory(traceId),
+    sendChild: (parent: Envelope, fields: object) => this.sendChild(parent, fields as ChildFields),
+  };
   private readonly memories = new Map<string, TraceMemory>();
   private readonly heartbeatMs: number;
   private readonly ttlSeconds: number;
@@ -292,18 +298,10 @@ export abstract class Agent {
     let outcome: unknown;
     let failure: Error | undefined;
     try {
-      const agent = this;
-      outcome = await this.handleMessage(message, {
-        // Made on first use: most handlers never touch the trace's memory.
-        get memory() {
-          return agent.memory(message.trace_id);
-        },
-        get signal() {
-          return cancel.signal;
-        },
-        receivedAt,
-        send: (fields) => this.sendChild(message, fields),
-      });
+      outcome = await this.handleMessage(
+        message,
+        new HandlerContext<ChildFields>(this.contextSource, message, cancel, receivedAt),
+      );
     } catch (err) {
       failure = err instanceof Error ? err : new Error(String(err));
     } finally {
