@@ -1,4 +1,5 @@
 import type { Envelope } from "./envelope.js";
+import { TwoGenerationMap } from "./two-generation-map.js";
 
 /** Why a message must not travel further, or undefined when it may. */
 export function loopViolation(message: Envelope, nextAgent: string): string | undefined {
@@ -14,24 +15,20 @@ export function loopViolation(message: Envelope, nextAgent: string): string | un
 
 /** Counts messages per trace and says when a trace has used up its budget. */
 export class TraceBudget {
-  private readonly counts = new Map<string, number>();
+  private readonly counts: TwoGenerationMap<number>;
 
   constructor(
     readonly perTrace: number,
-    /** Traces remembered at once; the least recently active is forgotten first. */
-    private readonly capacity = 100_000,
-  ) {}
+    /** Traces remembered at once (about); the least recently active are forgotten first. */
+    capacity = 100_000,
+  ) {
+    this.counts = new TwoGenerationMap(capacity);
+  }
 
   /** Records one message; false once the trace is over budget. */
   spend(traceId: string): boolean {
     const used = (this.counts.get(traceId) ?? 0) + 1;
-    // Re-inserting keeps the map in order of last activity.
-    this.counts.delete(traceId);
     this.counts.set(traceId, used);
-    if (this.counts.size > this.capacity) {
-      const oldest = this.counts.keys().next().value;
-      if (oldest !== undefined) this.counts.delete(oldest);
-    }
     return used <= this.perTrace;
   }
 
@@ -47,9 +44,12 @@ export class TraceBudget {
 
 /** Remembers recently seen msg_ids so at-least-once delivery never runs a handler twice. */
 export class SeenMessages {
-  private readonly seen = new Set<string>();
+  private readonly seen: TwoGenerationMap<true>;
 
-  constructor(private readonly capacity = 100_000) {}
+  /** `capacity`: ids remembered at once (about); the oldest are forgotten first. */
+  constructor(capacity = 100_000) {
+    this.seen = new TwoGenerationMap(capacity);
+  }
 
   /** Whether an id was offered before (without offering it). */
   has(msgId: string): boolean {
@@ -59,12 +59,7 @@ export class SeenMessages {
   /** True the first time an id is offered. */
   firstTime(msgId: string): boolean {
     if (this.seen.has(msgId)) return false;
-    this.seen.add(msgId);
-    if (this.seen.size > this.capacity) {
-      // Sets iterate in insertion order: drop the oldest.
-      const oldest = this.seen.values().next().value;
-      if (oldest !== undefined) this.seen.delete(oldest);
-    }
+    this.seen.set(msgId, true);
     return true;
   }
 }
