@@ -149,29 +149,31 @@ export class Sublist<T extends SublistEntry> {
   match(subject: string, remember = true): SublistResult<T> {
     const cached = this.cache.get(subject);
     if (cached !== undefined) return cached;
-    const psubs: T[] = [];
-    const groups = new Map<string, T[]>();
-    this.collect(this.root, subject.split("."), 0, psubs, groups);
+    const found: Found<T> = { psubs: [] };
+    this.collect(this.root, subject.split("."), 0, found);
+    const { psubs, groups } = found;
     const result: SublistResult<T> =
-      psubs.length === 0 && groups.size === 0 ? EMPTY : { psubs, qsubs: [...groups.values()] };
+      psubs.length === 0 && groups === undefined
+        ? EMPTY
+        : { psubs, qsubs: groups ? [...groups.values()] : [] };
     if (!remember) return result;
     if (this.cache.size >= this.maxCache) this.evict();
     this.cache.set(subject, result);
     return result;
   }
 
-  private collect(level: Level<T>, tokens: string[], i: number, psubs: T[], groups: Map<string, T[]>): void {
-    if (level.tail !== undefined) addNode(level.tail, psubs, groups);
+  private collect(level: Level<T>, tokens: string[], i: number, found: Found<T>): void {
+    if (level.tail !== undefined) addNode(level.tail, found);
     const last = i === tokens.length - 1;
     const literal = level.literal.get(tokens[i]);
     if (literal !== undefined) {
-      if (last) addNode(literal, psubs, groups);
-      else if (literal.next !== undefined) this.collect(literal.next, tokens, i + 1, psubs, groups);
+      if (last) addNode(literal, found);
+      else if (literal.next !== undefined) this.collect(literal.next, tokens, i + 1, found);
     }
     const star = level.star;
     if (star !== undefined) {
-      if (last) addNode(star, psubs, groups);
-      else if (star.next !== undefined) this.collect(star.next, tokens, i + 1, psubs, groups);
+      if (last) addNode(star, found);
+      else if (star.next !== undefined) this.collect(star.next, tokens, i + 1, found);
     }
   }
 
@@ -196,9 +198,17 @@ export class Sublist<T extends SublistEntry> {
   }
 }
 
-function addNode<T>(node: Node<T>, psubs: T[], groups: Map<string, T[]>): void {
-  for (const sub of node.psubs) psubs.push(sub);
+/** What a match collects; the queue groups' map is made only when a queue subscription matches. */
+interface Found<T> {
+  psubs: T[];
+  groups?: Map<string, T[]>;
+}
+
+function addNode<T>(node: Node<T>, found: Found<T>): void {
+  for (const sub of node.psubs) found.psubs.push(sub);
+  if (node.qsubs.size === 0) return;
   // Members of one queue name form one group even across different patterns, as in nats-server.
+  const groups = (found.groups ??= new Map());
   for (const [queue, members] of node.qsubs) {
     let group = groups.get(queue);
     if (group === undefined) {
