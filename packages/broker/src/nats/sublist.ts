@@ -208,7 +208,8 @@ function addNode<T>(node: Node<T>, found: Found<T>): void {
   for (const sub of node.psubs) found.psubs.push(sub);
   if (node.qsubs.size === 0) return;
   // Members of one queue name form one group even across different patterns, as in nats-server.
-  const groups = (found.groups ??= new Map());
+  found.groups ??= new Map();
+  const groups = found.groups;
   for (const [queue, members] of node.qsubs) {
     let group = groups.get(queue);
     if (group === undefined) {
