@@ -183,7 +183,7 @@ export async function runOrchestratorBench(cfg) {
     );
     out.push(`work per agent (all phases): min ${Math.min(...shares)}, max ${Math.max(...shares)}`);
     if (cpuBefore && cpuAfter && load.handled > 0) {
-      // CPU per message does not depend on how fast this VM happens to be right now, as msgs/s does.
+      // CPU per message moves far less with how fast the VM happens to be right now than msgs/s does.
       const perMessage = (ms) => Math.round((ms * 1000) / load.handled);
       out.push(
         `mq9 serve CPU per routed message: ${perMessage(cpuAfter.mainMs - cpuBefore.mainMs)} µs on its main ` +

@@ -42,11 +42,7 @@ function jsonString(text: string): string {
   return PLAIN_JSON.test(text) ? `"${text}"` : JSON.stringify(text);
 }
 
-/**
- * A header map (as `parseHeaderBlock` returns it) as a JSON object. Joined rather than
- * concatenated: the result is one flat string, not a rope of pieces, which matters
- * when it is kept.
- */
+/** A header map (as `parseHeaderBlock` returns it) as a JSON object. */
 export function headerMapJson(headers: ReadonlyMap<string, string>): string {
   const members: string[] = [];
   for (const [name, value] of headers) members.push(`${jsonString(name)}:${jsonString(value)}`);

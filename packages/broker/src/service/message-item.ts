@@ -25,8 +25,9 @@ const BOTH: ItemHeaderParts = { bytes: true, map: true };
  * The wire form of a stored message (`MessageItem`), written straight to JSON
  * text: payload in base64, the header block echoed as bytes (reference-broker
  * parity; left out when the FETCH asked for `include_header: false`) and as a
- * decoded map (left out for `include_headers: false`). Building the text directly avoids an object per message and a
- * number per header byte on the hot FETCH path.
+ * decoded map (left out for `include_headers: false`). Building the text
+ * directly avoids an object per message and a number per header byte on the
+ * hot FETCH path.
  */
 export function encodeMessageItem(message: StoredMessage, parts: ItemHeaderParts = BOTH): string {
   const payload = Buffer.from(message.payload.buffer, message.payload.byteOffset, message.payload.byteLength);

@@ -25,7 +25,7 @@ export class GroupLeases {
   readonly delivered: number[];
   /** Per class: live messages up to `delivered` may be neither leased nor ACKed. */
   readonly gap = [false, false, false];
-  nextBatch: number;
+  private nextBatch: number;
 
   constructor(
     cursors: readonly number[],
@@ -51,10 +51,6 @@ export class GroupLeases {
       this.leases.set(id, { rank, batch, pos, untilMs });
       if (id > this.delivered[rank]) this.delivered[rank] = id;
     }
-  }
-
-  isLeased(id: number): boolean {
-    return this.leases.has(id);
   }
 
   /** Whether a claim must scan the class from its cursor: a gap, or a lease that has run out. */

@@ -13,7 +13,7 @@ import { SeenMessages } from "../bus/loop-guard.js";
 import { BusNames, controlMailbox, replyKey } from "../bus/names.js";
 import { TraceMemory } from "../memory/trace-memory.js";
 import { DeadLetters } from "../routing/dead-letters.js";
-import { HandlerContext } from "./handler-context.js";
+import { type ContextSource, HandlerContext } from "./handler-context.js";
 import { LazyAbort } from "./lazy-abort.js";
 import { type AgentManifest, type ResolvedManifest, registrationBody, resolveManifest } from "./manifest.js";
 
@@ -83,9 +83,9 @@ export abstract class Agent {
   private readonly seen = new SeenMessages();
   private readonly running = new Map<string, LazyAbort>();
   /** What every handler context reads from this agent (one object, not closures per message). */
-  private readonly contextSource = {
-    memory: (traceId: string) => this.memory(traceId),
-    sendChild: (parent: Envelope, fields: object) => this.sendChild(parent, fields as ChildFields),
+  private readonly contextSource: ContextSource<ChildFields> = {
+    memory: (traceId) => this.memory(traceId),
+    sendChild: (parent, fields) => this.sendChild(parent, fields),
   };
   private readonly memories = new Map<string, TraceMemory>();
   private readonly heartbeatMs: number;
@@ -360,8 +360,7 @@ export abstract class Agent {
    */
   private oldEnoughToBeAnswered(message: Envelope, receivedAt: number): boolean {
     return (
-      message.reply_to !== undefined &&
-      receivedAt - (message.sent_at ?? message.created_at) >= this.leaseMs / 2
+      Boolean(message.reply_to) && receivedAt - (message.sent_at ?? message.created_at) >= this.leaseMs / 2
     );
   }
 

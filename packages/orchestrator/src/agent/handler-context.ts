@@ -3,9 +3,9 @@ import type { TraceMemory } from "../memory/trace-memory.js";
 import type { LazyAbort } from "./lazy-abort.js";
 
 /** What a handler's context needs from its agent. */
-export interface ContextSource {
+export interface ContextSource<Fields extends object> {
   memory(traceId: string): TraceMemory;
-  sendChild(parent: Envelope, fields: object): Promise<Envelope>;
+  sendChild(parent: Envelope, fields: Fields): Promise<Envelope>;
 }
 
 /**
@@ -14,7 +14,7 @@ export interface ContextSource {
  */
 export class HandlerContext<Fields extends object> {
   constructor(
-    private readonly source: ContextSource,
+    private readonly source: ContextSource<Fields>,
     private readonly message: Envelope,
     private readonly cancel: LazyAbort,
     readonly receivedAt: number,
