@@ -146,8 +146,10 @@ async function measure(call, { count, concurrency }) {
 }
 
 /** Resolves once the broker's registry has no background work left (its /metrics gauges), twice in a row. */
+/** Waits until the registry's background work is done; resolves with the index's distinct vectors. */
 async function registryIdle(httpPort) {
   let calm = 0;
+  let points = Number.NaN;
   while (calm < 2) {
     await new Promise((resolve) => setTimeout(resolve, 250));
     const text = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
@@ -157,7 +159,9 @@ async function registryIdle(httpPort) {
       gauge("mq9_registry_index_building") === 0 &&
       (gauge("mq9_registry_vectors_indexed") === 0 || gauge("mq9_registry_vectors_unindexed") === 0);
     calm = idle ? calm + 1 : 0;
+    points = gauge("mq9_registry_vector_points");
   }
+  return points;
 }
 
 async function partBroker(cfg, out) {
@@ -194,7 +198,7 @@ async function partBroker(cfg, out) {
     await client.discover({ semantic: "warm up", limit: 1 });
     const indexMs = performance.now() - t0;
     progress("registry: waiting for the background vector index build (broker /metrics)");
-    await registryIdle(httpPort);
+    const points = await registryIdle(httpPort);
     const buildMs = performance.now() - t0;
     const rssAfterIndex = rssMiB(server.pid);
     const n = cfg.queries;
@@ -256,7 +260,7 @@ async function partBroker(cfg, out) {
       `  REGISTER: ${Math.round(reg.qps).toLocaleString("en-US")}/s at 32 in flight (p50 ${reg.p50.toFixed(2)} ms, p99 ${reg.p99.toFixed(2)} ms)`,
     );
     out.push(
-      `  every skill embedded ${(indexMs / 1000).toFixed(1)} s and the HNSW index complete ${(buildMs / 1000).toFixed(1)} s after the last REGISTER reply; broker RSS ${rssAfterIndex.toFixed(0)} MiB (seed bar: 10k agents)`,
+      `  every skill embedded ${(indexMs / 1000).toFixed(1)} s and the HNSW index (${Number.isNaN(points) ? "?" : points.toLocaleString("en-US")} distinct vectors) complete ${(buildMs / 1000).toFixed(1)} s after the last REGISTER reply; broker RSS ${rssAfterIndex.toFixed(0)} MiB (seed bar: 10k agents)`,
     );
     out.push(
       `  ${"query".padEnd(30)} ${"p50@1 ms".padStart(9)} ${"p99@1 ms".padStart(9)} ${"QPS@32".padStart(8)} ${"p99@32 ms".padStart(10)}   seed bar / target`,

@@ -39,4 +39,54 @@ describe("LocalVectorStore — the approximate index", () => {
     for (const hit of await reopened.query(vectors[1], {}, 50)) expect(hit.agent).not.toBe("a1");
     await reopened.close();
   });
+
+  it("stores identical vectors once: every replica is found, filtered, deleted and reloaded on its own", async () => {
+    const dataDir = freshDir();
+    const distinct = clusteredVectors(200, 32, 20, 77);
+    // 10 replicas of each of 200 vectors: doc id r*200+v belongs to agent r<v>.
+    const items = [];
+    for (let r = 0; r < 10; r++) {
+      for (let v = 0; v < 200; v++) items.push({ id: r * 200 + v, agent: `r${r}-${v}`, vector: distinct[v] });
+    }
+    // exactFilterLimit 0: filtered queries go through the graph too.
+    const store = await LocalVectorStore.open({ dataDir, annThreshold: 500, exactFilterLimit: 0 });
+    await store.upsert(items);
+    await store.indexIdle();
+    expect(store.status()).toMatchObject({ indexed: 2000, points: 200, pending: 0 });
+
+    const replicasOf7 = (await store.query(distinct[7], {}, 10)).map((hit) => hit.id).sort((a, b) => a - b);
+    expect(replicasOf7).toEqual(Array.from({ length: 10 }, (_, r) => r * 200 + 7));
+    const only = await store.query(distinct[7], { agents: new Set(["r3-7", "r9-8"]) }, 2);
+    expect(only.map((hit) => hit.agent)).toEqual(["r3-7", "r9-8"]);
+
+    // One replica changes its vector: it leaves the shared point, the others stay on it.
+    const moved = clusteredVectors(1, 32, 1, 4243)[0];
+    await store.upsert([{ id: 3 * 200 + 7, agent: "r3-7", vector: moved }]);
+    await store.indexIdle();
+    expect(store.status()).toMatchObject({ indexed: 2000, points: 201 });
+    expect((await store.query(moved, {}, 1))[0].id).toBe(3 * 200 + 7);
+    expect((await store.query(distinct[7], {}, 20)).filter((hit) => hit.score > 0.9999)).toHaveLength(9);
+
+    // Deleting every replica of vector 8 removes its point; a new doc with it makes a new one.
+    await store.delete({ ids: Array.from({ length: 10 }, (_, r) => r * 200 + 8) });
+    expect(store.status()).toMatchObject({ indexed: 1990, points: 200 });
+    expect((await store.query(distinct[8], {}, 1))[0].score).toBeLessThan(0.9999);
+    await store.upsert([{ id: 9000, agent: "back", vector: distinct[8] }]);
+    await store.indexIdle();
+    expect(store.status()).toMatchObject({ indexed: 1991, points: 201 });
+    await store.close();
+
+    // Reopened, the saved graph's points are matched to their docs again, and new replicas join them.
+    const reopened = await LocalVectorStore.open({ dataDir, annThreshold: 500 });
+    expect(reopened.status()).toMatchObject({ indexed: 1991, points: 201, pending: 0 });
+    await reopened.upsert([{ id: 9001, agent: "late-replica", vector: distinct[7] }]);
+    await reopened.indexIdle();
+    expect(reopened.status()).toMatchObject({ indexed: 1992, points: 201 });
+    const again = (await reopened.query(distinct[7], {}, 20)).filter((hit) => hit.score > 0.9999);
+    expect(again.map((hit) => hit.agent).sort()).toEqual(
+      ["late-replica", ...[0, 1, 2, 4, 5, 6, 7, 8, 9].map((r) => `r${r}-7`)].sort(),
+    );
+    expect((await reopened.query(distinct[8], {}, 1))[0].agent).toBe("back");
+    await reopened.close();
+  });
 });

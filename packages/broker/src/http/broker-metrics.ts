@@ -45,6 +45,11 @@ export class BrokerMetrics implements RequestObserver {
       "skill vectors in the approximate index",
       () => registry.status().vectors?.indexed ?? 0,
     );
+    gauge(
+      "mq9_registry_vector_points",
+      "distinct vectors in the approximate index (replicas' identical skills share one)",
+      () => registry.status().vectors?.points ?? registry.status().vectors?.indexed ?? 0,
+    );
     gauge("mq9_registry_index_building", "1 while the approximate vector index is being built", () =>
       registry.status().vectors?.building ? 1 : 0,
     );

@@ -5,6 +5,7 @@ import Database from "better-sqlite3";
 import { type Logger, silentLogger } from "../logger.js";
 import { StorageError } from "../store/storage-error.js";
 import { FlatVectors, TopK } from "./flat-vectors.js";
+import { SharedPoints, sameVector } from "./shared-points.js";
 import type {
   VectorFilter,
   VectorHit,
@@ -70,7 +71,8 @@ export interface LocalVectorStoreOptions {
  * The default vector store: vectors persisted in SQLite in the data dir,
  * searched exactly while few, and through an HNSW index (hnswlib-node) built
  * in the background once `annThreshold` is crossed. Vectors not yet in the
- * index are scanned exactly, so an upsert is searchable at once.
+ * index are scanned exactly, so an upsert is searchable at once. Identical
+ * vectors (replicas of an agent) share one point of the index.
  */
 export class LocalVectorStore implements VectorStore {
   private readonly db: Database.Database;
@@ -89,8 +91,8 @@ export class LocalVectorStore implements VectorStore {
   /** Vectors not in the index, searched exactly. */
   private pending?: FlatVectors;
   private index?: Hnsw;
-  /** Live labels in the index. */
-  private readonly indexed = new Set<number>();
+  /** The docs in the index, by the point (distinct vector) each one is on. */
+  private points = new SharedPoints();
   private hnswModule?: Promise<HnswModule | undefined>;
   private building?: Promise<void>;
   private addedSinceSave = 0;
@@ -128,6 +130,7 @@ export class LocalVectorStore implements VectorStore {
       delete: this.db.prepare("DELETE FROM vectors WHERE id = ?"),
       all: this.db.prepare<[], { id: number; agent: string }>("SELECT id, agent FROM vectors"),
       vector: this.db.prepare<[number], { vector: Buffer }>("SELECT vector FROM vectors WHERE id = ?"),
+      vectors: this.db.prepare<[], { id: number; vector: Buffer }>("SELECT id, vector FROM vectors"),
       clear: this.db.prepare("DELETE FROM vectors"),
       clearMeta: this.db.prepare("DELETE FROM meta"),
       getMeta: this.db.prepare<[string], { value: string }>("SELECT value FROM meta WHERE key = ?"),
@@ -149,14 +152,20 @@ export class LocalVectorStore implements VectorStore {
     const rows = this.stmt.all.all();
     for (const { id, agent } of rows) this.remember(id, agent);
     if (!this.memory && rows.length >= this.threshold) await this.readSavedIndex();
-    this.pending = new FlatVectors(this.dimensions, Math.max(1024, rows.length - this.indexed.size));
+    this.pending = new FlatVectors(this.dimensions, Math.max(1024, rows.length - this.points.docCount));
     for (const { id } of rows) {
-      if (this.indexed.has(id)) continue;
+      if (this.points.has(id)) continue;
       this.pending.set(id, this.storedVector(id));
     }
     this.scheduleIndexing();
   }
 
+  /**
+   * Loads the saved index and puts every stored doc back on the point with its
+   * vector (the file keeps vectors by label, not which docs share them).
+   * Docs without one are indexed again in the background; points left
+   * without docs are deleted.
+   */
   private async readSavedIndex(): Promise<void> {
     const module = await this.hnsw();
     if (!module || this.dimensions === undefined) return;
@@ -166,16 +175,26 @@ export class LocalVectorStore implements VectorStore {
     } catch {
       return; // no saved index (or an unreadable one): rebuilt in the background
     }
+    const points = new SharedPoints();
+    // Read on demand: a copy of every point in this heap would double the memory at 1M vectors.
+    const pointVector = (label: number) => Float32Array.from(index.getPoint(label));
     for (const label of index.getIdsList()) {
-      if (this.agentOf.has(label)) this.indexed.add(label);
-      else {
-        try {
-          index.markDelete(label);
-        } catch {
-          // already deleted when it was saved
-        }
+      points.reserve(label);
+      let vector: Float32Array;
+      try {
+        vector = pointVector(label);
+      } catch {
+        continue; // deleted before it was saved
       }
+      points.restore(label, vector);
     }
+    for (const { id, vector } of this.stmt.vectors.iterate()) {
+      const v = asFloats(vector);
+      const label = points.find(v, (candidate) => sameVector(pointVector(candidate), v));
+      if (label !== undefined) points.join(id, label);
+    }
+    for (const label of points.unclaimed()) index.markDelete(label);
+    this.points = points;
     this.index = index;
   }
 
@@ -205,8 +224,14 @@ export class LocalVectorStore implements VectorStore {
     const ids = this.byAgent.get(agent)!;
     ids.delete(id);
     if (ids.size === 0) this.byAgent.delete(agent);
-    if (!this.pending?.delete(id) && this.indexed.delete(id)) this.index!.markDelete(id);
+    if (!this.pending?.delete(id)) this.leaveIndex(id);
     return true;
+  }
+
+  /** Takes a doc off its point, and the point out of the index once no doc is left on it. */
+  private leaveIndex(id: number): void {
+    const emptied = this.points.detach(id);
+    if (emptied !== undefined) this.index!.markDelete(emptied);
   }
 
   async upsert(items: VectorItem[]): Promise<void> {
@@ -237,8 +262,9 @@ export class LocalVectorStore implements VectorStore {
       const previous = this.agentOf.get(item.id);
       if (previous !== undefined && previous !== item.agent) this.forget(item.id);
       this.remember(item.id, item.agent);
-      if (this.indexed.has(item.id)) this.index!.addPoint(Array.from(item.vector), item.id, false);
-      else this.pending!.set(item.id, item.vector);
+      // A changed vector may now match another point: the build finds its place again.
+      if (this.points.has(item.id)) this.leaveIndex(item.id);
+      this.pending!.set(item.id, item.vector);
     }
     this.scheduleIndexing();
   }
@@ -273,21 +299,27 @@ export class LocalVectorStore implements VectorStore {
     return top.hits;
   }
 
+  /**
+   * Offers the docs of the nearest points to `top`. Each point stands for at
+   * least one doc that passes `accept`, so `limit` points are enough.
+   */
   private searchIndex(
     vector: Float32Array,
     limit: number,
     top: TopK,
     accept?: (id: number) => boolean,
   ): void {
-    if (!this.index || this.indexed.size === 0) return;
-    const k = Math.min(limit, this.indexed.size);
+    const points = this.points;
+    if (!this.index || points.pointCount === 0) return;
+    const k = Math.min(limit, points.pointCount);
     this.index.setEf(Math.max(this.efSearch, k));
     let result: { distances: number[]; neighbors: number[] };
     try {
-      result = this.index.searchKnn(Array.from(vector), k, accept);
+      const acceptPoint = accept && ((label: number) => points.someDoc(label, accept));
+      result = this.index.searchKnn(Array.from(vector), k, acceptPoint);
     } catch {
-      // Fewer than k vectors pass the filter: the graph search gives up, so search those exactly.
-      for (const id of this.indexed) {
+      // Fewer than k points pass the filter: the graph search gives up, so search those exactly.
+      for (const id of points.docs()) {
         if (accept && !accept(id)) continue;
         const v = this.storedVector(id);
         let sum = 0;
@@ -297,8 +329,13 @@ export class LocalVectorStore implements VectorStore {
       return;
     }
     for (let i = 0; i < result.neighbors.length; i++) {
-      const id = result.neighbors[i];
-      top.offer(id, this.agentOf.get(id)!, 1 - result.distances[i]);
+      const score = 1 - result.distances[i];
+      // Once `top` is full, a point's docs (all of this score) enter only above its floor.
+      points.forEachDoc(result.neighbors[i], (id) => {
+        if (score <= top.floor) return false;
+        if (!accept || accept(id)) top.offer(id, this.agentOf.get(id)!, score);
+        return true;
+      });
     }
   }
 
@@ -307,10 +344,7 @@ export class LocalVectorStore implements VectorStore {
    * array), and the index keeps no second copy in this process's heap.
    */
   private storedVector(id: number): Float32Array {
-    const { vector } = this.stmt.vector.get(id)!;
-    return vector.byteOffset % 4 === 0
-      ? new Float32Array(vector.buffer, vector.byteOffset, vector.byteLength / 4)
-      : new Float32Array(Uint8Array.from(vector).buffer);
+    return asFloats(this.stmt.vector.get(id)!.vector);
   }
 
   async delete(selector: VectorSelector): Promise<number> {
@@ -338,7 +372,7 @@ export class LocalVectorStore implements VectorStore {
     this.stmt.clearMeta.run();
     this.agentOf.clear();
     this.byAgent.clear();
-    this.indexed.clear();
+    this.points = new SharedPoints();
     this.index = undefined;
     this.pending = undefined;
     this.dimensions = undefined;
@@ -348,7 +382,8 @@ export class LocalVectorStore implements VectorStore {
   /** Whether the approximate index is in use, and how many vectors wait to enter it. */
   status(): VectorIndexStatus {
     return {
-      indexed: this.indexed.size,
+      indexed: this.points.docCount,
+      points: this.points.pointCount,
       pending: this.pending?.size ?? 0,
       building: this.building !== undefined,
     };
@@ -377,7 +412,8 @@ export class LocalVectorStore implements VectorStore {
     if (!this.index) {
       const index = new module.HierarchicalNSW("ip", this.dimensions);
       index.initIndex({
-        maxElements: Math.max(1024, this.agentOf.size * 2),
+        // Grown by doubling as points arrive: replicas share points, so docs overestimate them.
+        maxElements: Math.max(1024, this.agentOf.size),
         m: this.hnswOptions.m,
         efConstruction: this.hnswOptions.efConstruction,
         randomSeed: 100,
@@ -395,10 +431,8 @@ export class LocalVectorStore implements VectorStore {
       const pending: FlatVectors = this.pending;
       do {
         const [id] = pending.firstIds(1);
-        if (index.getCurrentCount() >= index.getMaxElements()) index.resizeIndex(index.getMaxElements() * 2);
-        index.addPoint(Array.from(pending.get(id)!), id, true);
+        this.addToIndex(index, id, pending.get(id)!);
         pending.delete(id);
-        this.indexed.add(id);
         moved++;
       } while (pending.size > 0 && performance.now() < sliceEnd);
       await new Promise((resolve) => setImmediate(resolve));
@@ -406,13 +440,27 @@ export class LocalVectorStore implements VectorStore {
     this.addedSinceSave += moved;
     if (moved > 0) {
       this.logger.debug(
-        { moved, ms: Math.round(performance.now() - started), indexed: this.indexed.size },
+        { moved, ms: Math.round(performance.now() - started), indexed: this.points.docCount },
         "vector index updated",
       );
     }
     // Saving rewrites the whole index file: do it only once it has grown by a tenth, so the
     // total written stays linear in the number of vectors (close() saves the rest).
-    if (this.addedSinceSave >= Math.max(10_000, this.indexed.size / 10)) await this.save();
+    if (this.addedSinceSave >= Math.max(10_000, this.points.docCount / 10)) await this.save();
+  }
+
+  /** Puts a doc on the point with its vector, adding the point to the index when it is new. */
+  private addToIndex(index: Hnsw, id: number, vector: Float32Array): void {
+    const same = this.points.find(vector, (label) => {
+      const doc = this.points.anyDoc(label);
+      return doc !== undefined && sameVector(this.storedVector(doc), vector);
+    });
+    if (same !== undefined) {
+      this.points.join(id, same);
+      return;
+    }
+    if (index.getCurrentCount() >= index.getMaxElements()) index.resizeIndex(index.getMaxElements() * 2);
+    index.addPoint(Array.from(vector), this.points.create(id, vector), true);
   }
 
   private async save(): Promise<void> {
@@ -430,4 +478,11 @@ export class LocalVectorStore implements VectorStore {
     if (this.addedSinceSave > 0) await this.save().catch(() => {});
     if (this.db.open) this.db.close();
   }
+}
+
+/** A stored vector's bytes as floats (copied only when SQLite's buffer is not 4-byte aligned). */
+function asFloats(bytes: Buffer): Float32Array {
+  return bytes.byteOffset % 4 === 0
+    ? new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4)
+    : new Float32Array(Uint8Array.from(bytes).buffer);
 }

@@ -50,6 +50,8 @@ export interface VectorStore {
 export interface VectorIndexStatus {
   /** Vectors in the approximate index. */
   indexed: number;
+  /** Distinct vectors among them, where the index stores identical vectors once. */
+  points?: number;
   /** Vectors searched exactly until they enter it. */
   pending: number;
   building: boolean;
