@@ -1,7 +1,8 @@
 // Agent registry benchmark (`node bench/run.js --registry [--quick]`, or BENCH_REGISTRY=1 with the usual run).
 // Part 1, over the wire: our broker (built CLI, child process) with BENCH_REG_AGENTS agents x 10 skills:
 //   registration rate, time until every skill is embedded, tag / full-text / semantic (cached and uncached
-//   query embedding) latency p50/p99 and queries per second at 32 concurrent clients, broker RSS.
+//   query embedding) latency p50/p99 and queries per second at 32 concurrent clients (BENCH_REG_CONCURRENCY),
+//   CPU per query of the broker and of this client process, broker RSS.
 // Part 2, the default vector store alone with BENCH_REG_VECTORS vectors made from real card embeddings
 //   (Universal Sentence Encoder lite) plus noise: upsert rate, background HNSW build time, RSS, recall@10 against
 //   exact search, and semantic latency with an uncached query embedding (worker thread) included.
@@ -11,7 +12,15 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { connect } from "@mq9/client";
-import { freePort, makeTempDir, progress, REPO_ROOT, removeTempDir, startMq9Serve } from "./proc.js";
+import {
+  cpuTimes,
+  freePort,
+  makeTempDir,
+  progress,
+  REPO_ROOT,
+  removeTempDir,
+  startMq9Serve,
+} from "./proc.js";
 import { percentile } from "./stats.js";
 
 const BROKER = path.join(REPO_ROOT, "packages", "broker", "dist", "index.js");
@@ -145,7 +154,6 @@ async function measure(call, { count, concurrency }) {
   };
 }
 
-/** Resolves once the broker's registry has no background work left (its /metrics gauges), twice in a row. */
 /** Waits until the registry's background work is done; resolves with the index's distinct vectors. */
 async function registryIdle(httpPort) {
   let calm = 0;
@@ -203,7 +211,8 @@ async function partBroker(cfg, out) {
     const rssAfterIndex = rssMiB(server.pid);
     const n = cfg.queries;
     const rows = [];
-    const run = async (label, body, bar, target, concurrency = 32) => {
+    const concurrency = cfg.concurrency;
+    const run = async (label, body, bar, target) => {
       progress(`registry: ${label}`);
       // Warm-up as long as the measured run: V8 optimises the query path over the first couple of
       // thousand calls, and the GC is still clearing what the index build left behind.
@@ -215,11 +224,24 @@ async function partBroker(cfg, out) {
         count: n,
         concurrency: 1,
       });
+      const brokerBefore = cpuTimes(server.pid);
+      const clientBefore = process.cpuUsage();
       const par = await measure((i) => client.discover(body(i + n)), {
         count: n * 2,
         concurrency,
       });
-      rows.push([label, seq.p50, seq.p99, par.qps, par.p99, bar, target]);
+      // CPU per query in flight: both sides share this machine's cores.
+      const brokerAfter = cpuTimes(server.pid);
+      const clientUs = process.cpuUsage(clientBefore);
+      const perQuery = (us) => us / (n * 2);
+      const cpu = brokerAfter
+        ? {
+            main: perQuery((brokerAfter.mainMs - brokerBefore.mainMs) * 1000),
+            all: perQuery((brokerAfter.allMs - brokerBefore.allMs) * 1000),
+            client: perQuery(clientUs.user + clientUs.system),
+          }
+        : undefined;
+      rows.push([label, seq.p50, seq.p99, par.qps, par.p99, cpu, bar, target]);
     };
     await run(
       "tag (2 tags, limit 10)",
@@ -263,13 +285,17 @@ async function partBroker(cfg, out) {
       `  every skill embedded ${(indexMs / 1000).toFixed(1)} s and the HNSW index (${Number.isNaN(points) ? "?" : points.toLocaleString("en-US")} distinct vectors) complete ${(buildMs / 1000).toFixed(1)} s after the last REGISTER reply; broker RSS ${rssAfterIndex.toFixed(0)} MiB (seed bar: 10k agents)`,
     );
     out.push(
-      `  ${"query".padEnd(30)} ${"p50@1 ms".padStart(9)} ${"p99@1 ms".padStart(9)} ${"QPS@32".padStart(8)} ${"p99@32 ms".padStart(10)}   seed bar / target`,
+      `  ${"query".padEnd(30)} ${"p50@1 ms".padStart(9)} ${"p99@1 ms".padStart(9)} ${`QPS@${concurrency}`.padStart(8)} ${`p99@${concurrency} ms`.padStart(10)} ${`CPU µs/query @${concurrency}`.padStart(22)}   seed bar / target`,
     );
-    for (const [label, p50, p99, qps, p99c, bar, target] of rows) {
+    for (const [label, p50, p99, qps, p99c, cpu, bar, target] of rows) {
+      const cpuText = cpu ? `${cpu.main.toFixed(0)}/${cpu.all.toFixed(0)}/${cpu.client.toFixed(0)}` : "-";
       out.push(
-        `  ${label.padEnd(30)} ${p50.toFixed(3).padStart(9)} ${p99.toFixed(3).padStart(9)} ${Math.round(qps).toLocaleString("en-US").padStart(8)} ${p99c.toFixed(2).padStart(10)}   ${bar} / ${target}`,
+        `  ${label.padEnd(30)} ${p50.toFixed(3).padStart(9)} ${p99.toFixed(3).padStart(9)} ${Math.round(qps).toLocaleString("en-US").padStart(8)} ${p99c.toFixed(2).padStart(10)} ${cpuText.padStart(22)}   ${bar} / ${target}`,
       );
     }
+    out.push(
+      `  CPU µs/query @${concurrency}: the broker's main thread / all its threads / this client process (two cores in all)`,
+    );
     out.push(`  broker RSS at the end ${rssMiB(server.pid).toFixed(0)} MiB; seed bar 1,000 QPS`);
   } finally {
     await client.close().catch(() => {});
@@ -412,6 +438,7 @@ export async function runRegistryBench({ quick }) {
     queries: intEnv("BENCH_REG_QUERIES", quick ? 300 : 2000),
     vectors: intEnv("BENCH_REG_VECTORS", quick ? 50_000 : 1_000_000),
     recallQueries: intEnv("BENCH_REG_RECALL_QUERIES", quick ? 20 : 50),
+    concurrency: intEnv("BENCH_REG_CONCURRENCY", 32),
   };
   const out = [];
   await partBroker(cfg, out);

@@ -284,25 +284,39 @@ export class Registry {
     let k = need * 4 + 16;
     for (;;) {
       const hits = await this.vectors!.query(query, { agents: allowed }, k);
-      const best = new Map<string, number>();
-      for (const hit of hits) if (!best.has(hit.agent)) best.set(hit.agent, hit.score);
       const exhausted = hits.length < k;
-      let ranked = [...best].map(([mailbox, score]) => ({ mailbox, score }));
-      if (!allowed) {
-        // Expired registrations not purged yet still have vectors: skip them.
-        const live = new Set(
-          (
-            await this.store.get(
-              ranked.map((r) => r.mailbox),
-              now,
-            )
-          ).map((r) => r.mailbox),
-        );
-        ranked = ranked.filter((r) => live.has(r.mailbox));
+      // Hits come best first, so an agent's first hit is its best skill.
+      const seen = new Set<string>();
+      const ranked: RankedAgent[] = [];
+      for (const hit of hits) {
+        if (seen.has(hit.agent)) continue;
+        seen.add(hit.agent);
+        ranked.push({ mailbox: hit.agent, score: hit.score });
       }
-      if (ranked.length >= need || exhausted) return ranked;
+      // A filter's candidates are live already; otherwise skip expired registrations not purged yet.
+      const live = allowed ? ranked : await this.liveFirst(ranked, need, now);
+      if (live.length >= need || exhausted) return live;
       k *= 4;
     }
+  }
+
+  /** The live agents among `ranked`, in order, looked up only until `need` of them are found. */
+  private async liveFirst(ranked: RankedAgent[], need: number, now: number): Promise<RankedAgent[]> {
+    const live: RankedAgent[] = [];
+    for (let from = 0; from < ranked.length && live.length < need; ) {
+      const slice = ranked.slice(from, from + need - live.length);
+      from += slice.length;
+      const found = new Set(
+        (
+          await this.store.get(
+            slice.map((r) => r.mailbox),
+            now,
+          )
+        ).map((row) => row.mailbox),
+      );
+      for (const r of slice) if (found.has(r.mailbox)) live.push(r);
+    }
+    return live;
   }
 
   private async semantic(
