@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import { LocalVectorStore } from "../src/index.js";
 import { clusteredVectors, freshDirs, vectorStoreConformance } from "./vector-store-conformance.js";
 
+const dot = (a: Float32Array, b: Float32Array) => a.reduce((sum, x, i) => sum + x * b[i], 0);
+
 const freshDir = freshDirs("mq9-vectors-");
 
 vectorStoreConformance("LocalVectorStore, in memory, exact", {
@@ -87,6 +89,21 @@ describe("LocalVectorStore — the approximate index", () => {
       ["late-replica", ...[0, 1, 2, 4, 5, 6, 7, 8, 9].map((r) => `r${r}-7`)].sort(),
     );
     expect((await reopened.query(distinct[8], {}, 1))[0].agent).toBe("back");
+    // A small filter is scanned exactly, each shared vector scored once for all its docs.
+    const filtered = await reopened.query(
+      distinct[7],
+      { agents: new Set(["r1-7", "r2-7", "r1-9", "late-replica"]) },
+      4,
+    );
+    expect(
+      filtered
+        .slice(0, 3)
+        .map((hit) => hit.agent)
+        .sort(),
+    ).toEqual(["late-replica", "r1-7", "r2-7"]);
+    expect(filtered[2].score).toBeCloseTo(1, 5);
+    expect(filtered[3]).toMatchObject({ agent: "r1-9" });
+    expect(filtered[3].score).toBeCloseTo(dot(distinct[7], distinct[9]), 5);
     await reopened.close();
   });
 });

@@ -278,12 +278,17 @@ export class LocalVectorStore implements VectorStore {
       for (const agent of filter.agents) allowed += this.byAgent.get(agent)?.size ?? 0;
       if (allowed === 0) return top.hits;
       if (allowed <= this.exactFilterLimit || !this.index) {
+        // Docs on one point (replicas' skills) share a vector: read and score it once.
+        const pointScores = new Map<number, number>();
         for (const agent of filter.agents) {
           for (const id of this.byAgent.get(agent) ?? []) {
-            const v = this.pending.get(id) ?? this.storedVector(id);
-            let sum = 0;
-            for (let k = 0; k < v.length; k++) sum += v[k] * vector[k];
-            top.offer(id, agent, sum);
+            const label = this.points.pointOf(id);
+            let score = label === undefined ? undefined : pointScores.get(label);
+            if (score === undefined) {
+              score = dot(this.pending.get(id) ?? this.storedVector(id), vector);
+              if (label !== undefined) pointScores.set(label, score);
+            }
+            top.offer(id, agent, score);
           }
         }
         return top.hits;
@@ -321,10 +326,7 @@ export class LocalVectorStore implements VectorStore {
       // Fewer than k points pass the filter: the graph search gives up, so search those exactly.
       for (const id of points.docs()) {
         if (accept && !accept(id)) continue;
-        const v = this.storedVector(id);
-        let sum = 0;
-        for (let i = 0; i < v.length; i++) sum += v[i] * vector[i];
-        top.offer(id, this.agentOf.get(id)!, sum);
+        top.offer(id, this.agentOf.get(id)!, dot(this.storedVector(id), vector));
       }
       return;
     }
@@ -485,4 +487,10 @@ function asFloats(bytes: Buffer): Float32Array {
   return bytes.byteOffset % 4 === 0
     ? new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4)
     : new Float32Array(Uint8Array.from(bytes).buffer);
+}
+
+function dot(a: Float32Array, b: Float32Array): number {
+  let sum = 0;
+  for (let i = 0; i < a.length; i++) sum += a[i] * b[i];
+  return sum;
 }

@@ -28,6 +28,11 @@ export class SharedPoints {
     return this.labelOf.has(doc);
   }
 
+  /** The label of the doc's point, if it is on one. */
+  pointOf(doc: number): number | undefined {
+    return this.labelOf.get(doc);
+  }
+
   docs(): IterableIterator<number> {
     return this.labelOf.keys();
   }
