@@ -28,6 +28,7 @@ export { DELIVER_POLICIES } from "./messages.js";
 export { codeForErrorText, Mq9Error, type Mq9ErrorCode } from "./mq9-error.js";
 export { isPriority, PRIORITIES, type Priority, priorityRank } from "./priority.js";
 export { isMq9Subject, MQ9_PREFIX, type Mq9Command, parseMq9Subject, Subjects } from "./subjects.js";
+export { TwoGenerationMap } from "./two-generation-map.js";
 export {
   type Parsed,
   parseAckRequest,

@@ -1,6 +1,7 @@
 import { mkdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { TwoGenerationMap } from "@mq9/protocol";
 import Database from "better-sqlite3";
 import { type Logger, silentLogger } from "../logger.js";
 import { StorageError } from "../store/storage-error.js";
@@ -93,6 +94,8 @@ export class LocalVectorStore implements VectorStore {
   private index?: Hnsw;
   /** The docs in the index, by the point (distinct vector) each one is on. */
   private points = new SharedPoints();
+  /** Vectors of recently scanned points (16,384 of 512 dimensions take 32 MiB). */
+  private readonly pointVectors = new TwoGenerationMap<number, Float32Array>(16_384);
   private hnswModule?: Promise<HnswModule | undefined>;
   private building?: Promise<void>;
   private addedSinceSave = 0;
@@ -285,7 +288,11 @@ export class LocalVectorStore implements VectorStore {
             const label = this.points.pointOf(id);
             let score = label === undefined ? undefined : pointScores.get(label);
             if (score === undefined) {
-              score = dot(this.pending.get(id) ?? this.storedVector(id), vector);
+              const v =
+                label === undefined
+                  ? (this.pending.get(id) ?? this.storedVector(id))
+                  : this.pointVector(label, id);
+              score = dot(v, vector);
               if (label !== undefined) pointScores.set(label, score);
             }
             top.offer(id, agent, score);
@@ -349,6 +356,21 @@ export class LocalVectorStore implements VectorStore {
     return asFloats(this.stmt.vector.get(id)!.vector);
   }
 
+  /**
+   * A point's vector, read through `doc` (one of its docs) and kept for the next exact scan:
+   * filtered and hybrid queries score the same few thousand points again and again, and a
+   * read from SQLite cost more than the scoring. Labels are never reused, so an entry of a
+   * deleted point is only ever evicted.
+   */
+  private pointVector(label: number, doc: number): Float32Array {
+    let vector = this.pointVectors.get(label);
+    if (vector === undefined) {
+      vector = this.storedVector(doc);
+      this.pointVectors.set(label, vector);
+    }
+    return vector;
+  }
+
   async delete(selector: VectorSelector): Promise<number> {
     const ids = new Set<number>(selector.ids ?? []);
     for (const agent of selector.agents ?? []) for (const id of this.byAgent.get(agent) ?? []) ids.add(id);
@@ -375,6 +397,7 @@ export class LocalVectorStore implements VectorStore {
     this.agentOf.clear();
     this.byAgent.clear();
     this.points = new SharedPoints();
+    this.pointVectors.clear();
     this.index = undefined;
     this.pending = undefined;
     this.dimensions = undefined;
@@ -455,7 +478,7 @@ export class LocalVectorStore implements VectorStore {
   private addToIndex(index: Hnsw, id: number, vector: Float32Array): void {
     const same = this.points.find(vector, (label) => {
       const doc = this.points.anyDoc(label);
-      return doc !== undefined && sameVector(this.storedVector(doc), vector);
+      return doc !== undefined && sameVector(this.pointVector(label, doc), vector);
     });
     if (same !== undefined) {
       this.points.join(id, same);

@@ -1,26 +1,22 @@
-/** A small LRU of query vectors: repeated semantic queries skip the model. */
-export class QueryVectorCache {
-  private readonly entries = new Map<string, Float32Array>();
+import { TwoGenerationMap } from "@mq9/protocol";
 
-  constructor(private readonly capacity = 10_000) {}
+/** Query vectors by text, the least recently used forgotten first: repeated semantic queries skip the model. */
+export class QueryVectorCache {
+  private readonly entries?: TwoGenerationMap<string, Float32Array>;
+
+  constructor(capacity = 10_000) {
+    if (capacity > 0) this.entries = new TwoGenerationMap(capacity);
+  }
 
   get(text: string): Float32Array | undefined {
-    const vector = this.entries.get(text);
-    if (vector !== undefined) {
-      this.entries.delete(text);
-      this.entries.set(text, vector);
-    }
-    return vector;
+    return this.entries?.get(text);
   }
 
   set(text: string, vector: Float32Array): void {
-    if (this.capacity <= 0) return;
-    this.entries.delete(text);
-    this.entries.set(text, vector);
-    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value as string);
+    this.entries?.set(text, vector);
   }
 
   clear(): void {
-    this.entries.clear();
+    this.entries?.clear();
   }
 }

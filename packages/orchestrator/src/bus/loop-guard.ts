@@ -1,5 +1,5 @@
+import { TwoGenerationMap } from "@mq9/protocol";
 import type { Envelope } from "./envelope.js";
-import { TwoGenerationMap } from "./two-generation-map.js";
 
 /** Why a message must not travel further, or undefined when it may. */
 export function loopViolation(message: Envelope, nextAgent: string): string | undefined {
@@ -15,7 +15,7 @@ export function loopViolation(message: Envelope, nextAgent: string): string | un
 
 /** Counts messages per trace and says when a trace has used up its budget. */
 export class TraceBudget {
-  private readonly counts: TwoGenerationMap<number>;
+  private readonly counts: TwoGenerationMap<string, number>;
 
   constructor(
     readonly perTrace: number,
@@ -44,7 +44,7 @@ export class TraceBudget {
 
 /** Remembers recently seen msg_ids so at-least-once delivery never runs a handler twice. */
 export class SeenMessages {
-  private readonly seen: TwoGenerationMap<true>;
+  private readonly seen: TwoGenerationMap<string, true>;
 
   /** `capacity`: ids remembered at once (about); the oldest are forgotten first. */
   constructor(capacity = 100_000) {
