@@ -65,6 +65,7 @@ describe("broker HTTP server", () => {
     expect(Object.keys(await gauges()).sort()).toEqual([
       "mq9_registry_embedding",
       "mq9_registry_index_building",
+      "mq9_registry_vector_points",
       "mq9_registry_vectors_indexed",
       "mq9_registry_vectors_unindexed",
     ]);
@@ -74,6 +75,7 @@ describe("broker HTTP server", () => {
       mq9_registry_embedding: 0,
       mq9_registry_vectors_unindexed: 1,
       mq9_registry_vectors_indexed: 0,
+      mq9_registry_vector_points: 0,
       mq9_registry_index_building: 0,
     });
   });

@@ -82,6 +82,33 @@ describe("agent registry over the wire", () => {
     expect(reply.agents).toEqual([{ ...body, agent_info: body.payload }]);
   });
 
+  it("discover — include_agent_info: false leaves out the derived agent_info, not a body's own", async () => {
+    const card = {
+      name: "lean-card",
+      mailbox: "lean.card.inbox",
+      description: "Counts herons",
+      skills: [{ id: "h", name: "Herons", description: "Counts herons at dawn.", tags: ["birds"] }],
+    };
+    await t.request(Subjects.agentRegister, card);
+    const own = {
+      name: "lean-own",
+      mailbox: "lean.own.inbox",
+      description: "lean pelican",
+      agent_info: "mine",
+    };
+    await t.request(Subjects.agentRegister, own);
+    const full = (await discover({ text: "herons" })).agents[0];
+    expect(JSON.parse(full.agent_info as string)).toEqual(card);
+    const lean = (await discover({ text: "herons", include_agent_info: false })).agents[0];
+    expect(lean).toEqual(card);
+    expect((await discover({ text: "pelican", include_agent_info: false })).agents).toEqual([own]);
+    // Both shapes are cached side by side; the full one is still the default.
+    expect((await discover({ text: "herons" })).agents[0]).toEqual(full);
+    expect((await discover({ include_agent_info: "no" })).error).toMatch(
+      /'include_agent_info' must be true or false/,
+    );
+  });
+
   it("register — A2A v1.0 and v0.3 cards (bare, and as agent_card) are indexed by their skills", async () => {
     await t.request(Subjects.agentRegister, { ...v1Card, mailbox: "agent.invoice.inbox" });
     await t.request(Subjects.agentRegister, {

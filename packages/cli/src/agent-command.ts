@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { AgentEntry, AgentRegistration } from "@mq9/client";
+import { agentInfoOf } from "@mq9/client";
 import type { Command } from "commander";
 import {
   type ConnectionFlags,
@@ -65,10 +66,10 @@ function selector(flags: SelectorFlags): { name?: string; mailbox?: string } {
 /** The prose a DISCOVER entry carries, wherever its registration put it. */
 function description(agent: AgentEntry): string {
   const card = agent.agent_card as { description?: unknown } | undefined;
-  for (const candidate of [agent.payload, agent.description, card?.description, agent.agent_info]) {
+  for (const candidate of [agent.payload, agent.description, card?.description]) {
     if (typeof candidate === "string" && candidate !== "") return candidate;
   }
-  return "-";
+  return agentInfoOf(agent) || "-";
 }
 
 /** `mq9 agent register|unregister|report|discover`. */

@@ -289,8 +289,8 @@ describe("mq9 agent on the wire", () => {
         { subject: "REGISTER", body: { name: "a", mailbox: "agents.a", payload: "Does A", ttl: 60 } },
         { subject: "REPORT", body: { name: "a", report_info: "ok" } },
         { subject: "UNREGISTER", body: { mailbox: "agents.a" } },
-        { subject: "DISCOVER", body: { text: "does", limit: 5, page: 2 } },
-        { subject: "DISCOVER", body: { semantic: "who does A?" } },
+        { subject: "DISCOVER", body: { text: "does", limit: 5, page: 2, include_agent_info: false } },
+        { subject: "DISCOVER", body: { semantic: "who does A?", include_agent_info: false } },
       ]);
       expect(table.stdout).toBe("NAME  MAILBOX   DESCRIPTION\na     agents.a  Does A\n");
     } finally {

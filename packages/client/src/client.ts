@@ -157,10 +157,16 @@ export class Mq9Client {
     await this.call<Mq9Reply>(Subjects.agentReport, json(requireObject(report, "report")));
   }
 
-  /** Finds agents: all of them (paginated), or by full-text `text` or natural-language `semantic` query. */
+  /**
+   * Finds agents: all of them (paginated), or by full-text `text` or natural-language `semantic` query.
+   * The entries are the registered bodies; the broker's derived `agent_info`, which repeats the
+   * body as a string and doubles a reply of A2A cards, comes only with `include_agent_info: true`
+   * (`agentInfoOf(entry)` works it out from any entry).
+   */
   async discover(query: AgentDiscoverRequest = {}): Promise<AgentEntry[]> {
     const subject = Subjects.agentDiscover;
-    const reply = await this.call<AgentDiscoverReply>(subject, json(query));
+    const body = { include_agent_info: false, ...requireObject(query, "discover") };
+    const reply = await this.call<AgentDiscoverReply>(subject, json(body));
     if (!Array.isArray(reply.agents)) throw malformed(subject, "agents");
     return reply.agents;
   }

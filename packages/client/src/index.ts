@@ -9,6 +9,7 @@ export type {
   Priority,
 } from "@mq9/protocol";
 export { Mq9Error } from "@mq9/protocol";
+export { agentInfoOf } from "./agent-info.js";
 export type { RetryOptions } from "./backoff.js";
 export { Mq9Client, type Mq9ClientOptions } from "./client.js";
 export { type ConnectOptions, connect, DEFAULT_SERVER } from "./connect.js";

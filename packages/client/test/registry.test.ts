@@ -1,7 +1,7 @@
 import { NatsListener } from "@mq9/broker";
 import { type NatsConnection, connect as natsConnect } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect, type Mq9Client, type Mq9Error } from "../src/index.js";
+import { agentInfoOf, connect, type Mq9Client, type Mq9Error } from "../src/index.js";
 import { boxName, eventually, sleep, startBroker, type TestBroker } from "./harness.js";
 
 interface Seen {
@@ -70,7 +70,7 @@ describe("registry calls on the wire", () => {
     });
   });
 
-  it("discover sends only the given keys and returns the agents as they came", async () => {
+  it("discover sends the given keys, asks for lean entries, and returns the agents as they came", async () => {
     discoverReply = JSON.stringify({
       error: "",
       agents: [{ name: "a", mailbox: "agents.a", agent_info: "x", skills: ["t"] }],
@@ -78,13 +78,33 @@ describe("registry calls on the wire", () => {
     const agents = await client.discover({ text: "translate", limit: 5, page: 2 });
     expect(last()).toEqual({
       subject: "$mq9.AI.AGENT.DISCOVER",
-      body: { text: "translate", limit: 5, page: 2 },
+      body: { text: "translate", limit: 5, page: 2, include_agent_info: false },
     });
     expect(agents).toEqual([{ name: "a", mailbox: "agents.a", agent_info: "x", skills: ["t"] }]);
     await client.discover();
-    expect(last().body).toEqual({});
-    await client.discover({ semantic: "who translates?" });
-    expect(last().body).toEqual({ semantic: "who translates?" });
+    expect(last().body).toEqual({ include_agent_info: false });
+    await client.discover({ semantic: "who translates?", include_agent_info: true });
+    expect(last().body).toEqual({ semantic: "who translates?", include_agent_info: true });
+    await expect(client.discover("who" as never)).rejects.toMatchObject({ code: "INVALID_REQUEST" });
+  });
+
+  it("agentInfoOf works out a lean entry's agent_info: payload, agent_card, or the body", async () => {
+    const card = { name: "c", skills: [{ id: "s" }] };
+    discoverReply = JSON.stringify({
+      error: "",
+      agents: [
+        { name: "p", mailbox: "agents.p", payload: "plain text", _score: 0.5 },
+        { name: "c", mailbox: "agents.c", agent_card: card },
+        { name: "b", mailbox: "agents.b", skills: ["t"], _status: { load: 1 }, _last_seen: 5, _score: 0.1 },
+        { name: "o", mailbox: "agents.o", agent_info: "its own" },
+      ],
+    });
+    const [p, c, b, o] = await client.discover({ semantic: "x" });
+    expect(p.agent_info).toBeUndefined();
+    expect(agentInfoOf(p)).toBe("plain text");
+    expect(agentInfoOf(c)).toBe(JSON.stringify(card));
+    expect(JSON.parse(agentInfoOf(b))).toEqual({ name: "b", mailbox: "agents.b", skills: ["t"] });
+    expect(agentInfoOf(o)).toBe("its own");
   });
 
   it("heartbeat REPORTs at once and then on every interval until stopped", async () => {
@@ -140,6 +160,12 @@ describe("registry on the real broker", () => {
     expect(entry).toMatchObject({ name, mailbox, payload: "Translates English to Japanese and back" });
     const found = await client.discover({ text: "japanese" });
     expect(found.map((a) => a.mailbox)).toContain(mailbox);
+    // The lean entry's agent_info, worked out by the client, is the broker's.
+    const [full] = await client.discover({ text: "japanese", include_agent_info: true });
+    expect(full.agent_info).toBe("Translates English to Japanese and back");
+    const lean = found.find((a) => a.mailbox === mailbox)!;
+    expect(lean.agent_info).toBeUndefined();
+    expect(agentInfoOf(lean)).toBe(full.agent_info);
     await client.report({ mailbox, report_info: "running" });
     await client.unregister({ mailbox });
     expect((await client.discover({ limit: 100 })).some((a) => a.mailbox === mailbox)).toBe(false);

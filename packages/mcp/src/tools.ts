@@ -1,4 +1,5 @@
 import type { FetchOptions, Mq9Client, Mq9Message, Priority } from "@mq9/client";
+import { agentInfoOf } from "@mq9/client";
 import type { A2AClient } from "@mq9/client/a2a";
 import { partsText } from "@mq9/client/a2a";
 import * as z from "zod";
@@ -243,7 +244,7 @@ export const TOOLS: ToolDefinition[] = [
           const view: Record<string, unknown> = {
             name: agent.name,
             mailbox: agent.mailbox,
-            description: card?.description ?? agent.payload ?? agent.description ?? agent.agent_info,
+            description: card?.description ?? agent.payload ?? agent.description ?? agentInfoOf(agent),
             a2a: card !== undefined,
           };
           if (Array.isArray(card?.skills)) {

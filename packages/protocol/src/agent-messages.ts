@@ -47,6 +47,12 @@ export interface AgentDiscoverRequest {
   include_status?: boolean;
   /** Adds `_score` to ranked hits (similarity, BM25, or their fusion; higher is better). */
   include_score?: boolean;
+  /**
+   * mq9 extension, default true. false leaves out the derived `agent_info` of bodies that have
+   * none of their own: it repeats the body (its `payload` text, its `agent_card`, or the whole
+   * body as JSON), so the reply is about half the size.
+   */
+  include_agent_info?: boolean;
   [field: string]: unknown;
 }
 

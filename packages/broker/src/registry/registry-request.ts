@@ -21,6 +21,8 @@ export interface DiscoverRequest {
   includeStatus: boolean;
   /** Adds `_score` (similarity, BM25 or their fusion, higher is better) to ranked entries. */
   includeScore: boolean;
+  /** Adds the derived `agent_info` where the body has none (false only when asked). */
+  includeAgentInfo: boolean;
   limit: number;
   page: number;
 }
@@ -97,6 +99,8 @@ export function parseDiscover(body: Uint8Array): DiscoverRequest {
     online: optionalBool(obj, "online", command),
     includeStatus: optionalBool(obj, "include_status", command),
     includeScore: optionalBool(obj, "include_score", command),
+    includeAgentInfo:
+      obj.include_agent_info === undefined || optionalBool(obj, "include_agent_info", command),
     limit: Math.min(limit, MAX_DISCOVER_LIMIT),
     page: Math.max(1, optionalUInt(obj, "page", command) ?? 1),
   };

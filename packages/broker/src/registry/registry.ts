@@ -89,7 +89,9 @@ export class Registry {
   private readonly cache: QueryVectorCache;
   private readonly embedding = new Map<string, Promise<Float32Array>>();
   /** Entry texts of records (which stores keep until the record changes), built once per record. */
+  /** Each agent's DISCOVER entry up to its extras, with and without the derived agent_info. */
   private readonly entries = new WeakMap<AgentRow, Buffer>();
+  private readonly leanEntries = new WeakMap<AgentRow, Buffer>();
   private readonly hybridTextWeight: number;
   private readonly embedderMissing?: string;
   private sweepTimer?: NodeJS.Timeout;
@@ -372,16 +374,20 @@ export class Registry {
    * `_last_seen` and `_score` (a NaN score is left out).
    */
   private entry(row: AgentRow, request: DiscoverRequest, score: number): readonly Uint8Array[] {
-    let base = this.entries.get(row);
+    const cache = request.includeAgentInfo ? this.entries : this.leanEntries;
+    let base = cache.get(row);
     if (base === undefined) {
       // The body is a trimmed JSON object with a mailbox in it: fields go in before its closing brace.
       let text = row.bodyJson.slice(0, -1);
       if (!row.hasOwnName) text += `,"name":${JSON.stringify(row.name)}`;
-      if ((JSON.parse(row.bodyJson) as { agent_info?: unknown }).agent_info === undefined) {
+      if (
+        request.includeAgentInfo &&
+        (JSON.parse(row.bodyJson) as { agent_info?: unknown }).agent_info === undefined
+      ) {
         text += `,"agent_info":${JSON.stringify(row.agentInfo)}`;
       }
       base = Buffer.from(text);
-      this.entries.set(row, base);
+      cache.set(row, base);
     }
     let extra = "";
     if (request.includeStatus) {

@@ -1,4 +1,5 @@
 import type { AgentEntry, Mq9Client } from "@mq9/client";
+import { agentInfoOf } from "@mq9/client";
 import { type ManifestRecord, ORCHESTRATED_TAG } from "../agent/manifest.js";
 import { type AgentView, isAlive } from "./agent-view.js";
 
@@ -47,10 +48,10 @@ function manifestOf(entry: AgentEntry): ManifestRecord | undefined {
 }
 
 function describe(entry: AgentEntry): string {
-  for (const candidate of [entry.description, entry.payload, entry.agent_info]) {
+  for (const candidate of [entry.description, entry.payload]) {
     if (typeof candidate === "string" && candidate !== "") return candidate;
   }
-  return "";
+  return agentInfoOf(entry);
 }
 
 /**
