@@ -180,12 +180,12 @@ export class LocalVectorStore implements VectorStore {
     }
     const points = new SharedPoints();
     // Read on demand: a copy of every point in this heap would double the memory at 1M vectors.
-    const pointVector = (label: number) => Float32Array.from(index.getPoint(label));
+    const savedVector = (label: number) => Float32Array.from(index.getPoint(label));
     for (const label of index.getIdsList()) {
       points.reserve(label);
       let vector: Float32Array;
       try {
-        vector = pointVector(label);
+        vector = savedVector(label);
       } catch {
         continue; // deleted before it was saved
       }
@@ -193,7 +193,7 @@ export class LocalVectorStore implements VectorStore {
     }
     for (const { id, vector } of this.stmt.vectors.iterate()) {
       const v = asFloats(vector);
-      const label = points.find(v, (candidate) => sameVector(pointVector(candidate), v));
+      const label = points.find(v, (candidate) => sameVector(savedVector(candidate), v));
       if (label !== undefined) points.join(id, label);
     }
     for (const label of points.unclaimed()) index.markDelete(label);
@@ -266,7 +266,7 @@ export class LocalVectorStore implements VectorStore {
       if (previous !== undefined && previous !== item.agent) this.forget(item.id);
       this.remember(item.id, item.agent);
       // A changed vector may now match another point: the build finds its place again.
-      if (this.points.has(item.id)) this.leaveIndex(item.id);
+      this.leaveIndex(item.id);
       this.pending!.set(item.id, item.vector);
     }
     this.scheduleIndexing();

@@ -88,8 +88,10 @@ export class Registry {
   private readonly limits: RegistrationLimits;
   private readonly cache: QueryVectorCache;
   private readonly embedding = new Map<string, Promise<Float32Array>>();
-  /** Entry texts of records (which stores keep until the record changes), built once per record. */
-  /** Each agent's DISCOVER entry up to its extras, with and without the derived agent_info. */
+  /**
+   * Entry texts of records (which stores keep until the record changes), built once per record
+   * up to its extras: with the derived agent_info, and without it for lean DISCOVERs.
+   */
   private readonly entries = new WeakMap<AgentRow, Buffer>();
   private readonly leanEntries = new WeakMap<AgentRow, Buffer>();
   private readonly hybridTextWeight: number;
