@@ -1,5 +1,5 @@
 // Our broker, started from the built CLI, measured through our client SDK (@mq9/client), as agents use it.
-// Durable SEND = client.send() (the reply comes once the message is durable: written to the broker's journal file); drain = client.fetch() of 100 +
+// Durable SEND = client.send() (the reply comes once the message is durable: written to the broker's message log); drain = client.fetch() of 100 +
 // one batch-aware ACK of the last msg_id of the batch.
 import { existsSync } from "node:fs";
 import path from "node:path";
@@ -21,7 +21,7 @@ const REQUEST_TIMEOUT_MS = 10000;
 
 export const id = "mq9";
 export const label = "mq9 (ours)";
-export const durability = "SEND reply after the write to its journal file (survives kill -9)";
+export const durability = "SEND reply after the write to its message log (survives kill -9)";
 
 /** MAILBOX.CREATE, retried for a few seconds while nothing answers yet (port open before handlers are up). */
 async function createMailbox(client) {

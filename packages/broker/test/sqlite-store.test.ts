@@ -40,7 +40,7 @@ describe("sqlite store files", () => {
     raw.pragma("user_version = 1");
     raw.close();
     expect(() => new SqliteStore({ dataDir: dir })).toThrow(
-      /written by another mq9 version \(format 1, this one reads 2\)/,
+      /written by another mq9 version \(format 1, this one reads 3\)/,
     );
   });
 });

@@ -10,6 +10,18 @@ export interface AppendedRow {
   createdMs: number;
   expiresMs: number | null;
   dueMs: number | null;
+  /** Where the header and payload sit in the message log, once the row's record is written there. */
+  located?: SpanLocation;
+}
+
+/**
+ * A row's header and payload in the message log: `length` bytes from `offset` of segment
+ * `segment`, the header's length and bytes followed by the payload's (see splitSpan).
+ */
+export interface SpanLocation {
+  segment: number;
+  offset: number;
+  length: number;
 }
 
 const FIXED = 8 + 4 + 1 + 8 + 8 + 8;
@@ -20,6 +32,8 @@ export interface EncodedRows {
   bytes: Buffer;
   payloads: Buffer[];
   headers: (Buffer | null)[];
+  /** Per row, where its header-and-payload span starts in `bytes`. */
+  spans: number[];
 }
 
 /**
@@ -38,6 +52,7 @@ export function encodeAppendedRows(rows: readonly AppendedRow[], headroom = 0): 
   let at = out.writeUInt32LE(rows.length, headroom);
   const payloads: Buffer[] = [];
   const headers: (Buffer | null)[] = [];
+  const spans: number[] = [];
   const bytes = (value: Uint8Array | null): Buffer | null => {
     at = out.writeUInt32LE(value === null ? NULL_LENGTH : value.length, at);
     if (value === null) return null;
@@ -54,13 +69,15 @@ export function encodeAppendedRows(rows: readonly AppendedRow[], headroom = 0): 
     at = out.writeDoubleLE(r.dueMs ?? Number.NaN, at);
     bytes(keys[i]);
     bytes(tags[i]);
+    spans.push(at);
     headers.push(bytes(r.header));
     payloads.push(bytes(r.payload) as Buffer);
   });
-  return { bytes: out, payloads, headers };
+  return { bytes: out, payloads, headers, spans };
 }
 
-export function decodeAppendedRows(body: Buffer): AppendedRow[] {
+/** Rows of a record body, each with `spanAt`: where its header-and-payload span starts in `body`. */
+export function decodeAppendedRows(body: Buffer): (AppendedRow & { spanAt: number })[] {
   let at = 0;
   const number = (read: (offset: number) => number, width: number) => {
     const value = read.call(body, at);
@@ -76,7 +93,7 @@ export function decodeAppendedRows(body: Buffer): AppendedRow[] {
     return value;
   };
   const count = number(body.readUInt32LE, 4);
-  const rows: AppendedRow[] = [];
+  const rows: (AppendedRow & { spanAt: number })[] = [];
   for (let i = 0; i < count; i++) {
     const id = number(body.readDoubleLE, 8);
     const mbox = number(body.readUInt32LE, 4);
@@ -86,9 +103,23 @@ export function decodeAppendedRows(body: Buffer): AppendedRow[] {
     const dueMs = orNull(number(body.readDoubleLE, 8));
     const key = bytes()?.toString() ?? null;
     const tags = bytes()?.toString() ?? null;
+    const spanAt = at;
     const header = bytes();
     const payload = bytes() ?? Buffer.alloc(0);
-    rows.push({ id, mbox, priority, key, tags, header, payload, createdMs, expiresMs, dueMs });
+    rows.push({ id, mbox, priority, key, tags, header, payload, createdMs, expiresMs, dueMs, spanAt });
   }
   return rows;
+}
+
+/** The header (null when the message had none) and payload of a span read from the message log. */
+export function splitSpan(span: Buffer): { header: Buffer | null; payload: Buffer } {
+  const headerLength = span.readUInt32LE(0);
+  let at = 4;
+  let header: Buffer | null = null;
+  if (headerLength !== NULL_LENGTH) {
+    header = span.subarray(4, 4 + headerLength);
+    at += headerLength;
+  }
+  const payloadLength = span.readUInt32LE(at);
+  return { header, payload: span.subarray(at + 4, at + 4 + payloadLength) };
 }

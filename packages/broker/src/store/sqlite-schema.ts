@@ -1,10 +1,22 @@
 /** Bumped whenever the layout below changes incompatibly. */
-export const SQLITE_SCHEMA_VERSION = 2;
+export const SQLITE_SCHEMA_VERSION = 3;
+
+/**
+ * Version 3 keeps a SEND's header and payload in the message log (seg, seg_at, seg_len) instead
+ * of in the row; rows of version 2 keep theirs inline, which version 3 still reads.
+ */
+export const SQLITE_MIGRATE_2_TO_3 = `
+ALTER TABLE messages ADD COLUMN seg INTEGER;
+ALTER TABLE messages ADD COLUMN seg_at INTEGER;
+ALTER TABLE messages ADD COLUMN seg_len INTEGER;
+`;
 
 /**
  * Tables of the SQLite store. Priorities are stored as their rank (0 = critical).
  * msg_id is one sequence for the whole store and the table's rowid, which saves
  * a second b-tree per message; ids of one mailbox still grow in send order.
+ * A message's header and payload are in the row, or, when seg is set, in
+ * the message log: seg_len bytes at seg_at of segment seg.
  */
 export const SQLITE_SCHEMA = `
 CREATE TABLE IF NOT EXISTS mailboxes (
@@ -26,7 +38,10 @@ CREATE TABLE IF NOT EXISTS messages (
   header BLOB,
   payload BLOB NOT NULL,
   created_ms INTEGER NOT NULL,
-  expires_ms INTEGER
+  expires_ms INTEGER,
+  seg INTEGER,
+  seg_at INTEGER,
+  seg_len INTEGER
 );
 -- Expiry and creation time ride along so a claim finds its ids in the index alone.
 DROP INDEX IF EXISTS messages_by_class;

@@ -2,16 +2,13 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { PRIORITIES, priorityRank } from "@mq9/protocol";
 import Database from "better-sqlite3";
-import { AppendJournal, type JournalContents, RECORD_HEADER } from "./append-journal.js";
-import {
-  type AppendedRow,
-  decodeAppendedRows,
-  type EncodedRows,
-  encodeAppendedRows,
-} from "./appended-rows.js";
+import { type AppendedRow, type EncodedRows, encodeAppendedRows } from "./appended-rows.js";
 import { GroupLeases } from "./group-leases.js";
+import { MessageLog } from "./message-log.js";
+import { type LocatedRow, locationOf, MESSAGE_COLUMNS, MessageRowWriter } from "./message-row-writer.js";
 import { RecentMessages } from "./recent-messages.js";
-import { SQLITE_SCHEMA, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
+import { RECORD_HEADER } from "./segment-log.js";
+import { SQLITE_MIGRATE_2_TO_3, SQLITE_SCHEMA, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
 import { StorageError } from "./storage-error.js";
 import type {
   AppendResult,
@@ -36,12 +33,14 @@ export interface SqliteStoreOptions {
   /** normal: a commit survives a killed process; full: it also survives power loss. */
   sync?: SyncMode;
   /**
-   * How long SENDs may sit in the append journal before the database commits
+   * How long SENDs may sit in the message log before the database commits
    * them (they are durable either way); any other change commits at once.
    */
   commitIntervalMs?: number;
   /** Memory for the newest messages, which claims and reads take without reading SQLite (0 = none). */
   recentMessageBytes?: number;
+  /** Size at which the message log starts a new segment file (default 64 MiB). */
+  logSegmentBytes?: number;
 }
 
 const DEFAULT_COMMIT_INTERVAL_MS = 10;
@@ -79,7 +78,7 @@ interface MailboxRow {
   expires_ms: number | null;
 }
 
-interface MessageRow {
+interface MessageRow extends LocatedRow {
   msg_id: number;
   priority: number;
   msg_key: string | null;
@@ -90,7 +89,7 @@ interface MessageRow {
   expires_ms: number | null;
 }
 
-interface DelayedRow extends Omit<MessageRow, "msg_id" | "created_ms"> {
+interface DelayedRow extends Omit<MessageRow, "msg_id" | "created_ms" | "seg" | "seg_at" | "seg_len"> {
   id: number;
   mbox: number;
   due_ms: number;
@@ -104,16 +103,18 @@ interface GroupRow {
 }
 
 const RANKS = [0, 1, 2] as const;
-const MESSAGE_COLUMNS = "msg_id, priority, msg_key, tags, header, payload, created_ms, expires_ms";
 
-function toStored(row: MessageRow): StoredMessage {
+/** A message row as reads return it, its header and payload taken from `log` when it points there. */
+function toStored(row: MessageRow, log: MessageLog | undefined): StoredMessage {
+  const located = locationOf(row);
+  const { header, payload } = located && log ? log.read(located) : row;
   return {
     id: row.msg_id,
     priority: PRIORITIES[row.priority],
     key: row.msg_key ?? undefined,
     tags: row.tags ? (JSON.parse(row.tags) as string[]) : undefined,
-    header: row.header ?? undefined,
-    payload: row.payload,
+    header: header ?? undefined,
+    payload,
     createdMs: row.created_ms,
     expiresMs: row.expires_ms ?? undefined,
   };
@@ -154,18 +155,20 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly mailboxCache = new Map<string, MailboxRow>();
   private readonly stmt;
+  private readonly rows: MessageRowWriter;
+  /**
+   * SENDs in the message log not yet written to SQLite: written in one go by the next commit or by the
+   * first request that reads messages, several rows to a statement.
+   */
+  private pending: AppendedRow[] = [];
   /** One transaction wrapper for every change: better-sqlite3 builds a costly new one per transaction() call. */
   private readonly runAtomically: (change: () => unknown) => unknown;
   /** What each consumer group has in flight, by mailbox id and group name (memory only). */
   private readonly inFlight = new Map<number, Map<string, GroupLeases>>();
   /** The id the next stored message gets (one sequence for all mailboxes). */
   private nextId = 0;
-  /** SENDs since the last commit, kept durable here (absent for an in-memory store). */
-  private readonly journal?: AppendJournal;
-  /** The journal generation being written; the database holds every earlier one. */
-  private generation = 1;
-  /** Set when the journal could not be restarted after a commit: SENDs are refused from then on. */
-  private journalFailure?: StorageError;
+  /** Where SENDs are made durable and their payloads kept (absent for an in-memory store). */
+  private log?: MessageLog;
   private uncommittedRows = 0;
   private commitTimer?: NodeJS.Timeout;
   private readonly commitIntervalMs: number;
@@ -207,27 +210,13 @@ export class SqliteStore implements Store {
         "INSERT INTO mailboxes (address, ttl_s, description, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?)",
       ),
       // The counter is derived from the newest message at open; it is stored only when that one goes.
-      journalApplied: db.prepare<[], { value: number }>(
-        "SELECT value FROM meta WHERE name = 'journal_applied'",
-      ),
-      saveJournalApplied: db.prepare(
-        "INSERT INTO meta (name, value) VALUES ('journal_applied', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-      ),
       saveNextId: db.prepare(
         "INSERT INTO meta (name, value) VALUES ('next_msg_id', ?) ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)",
       ),
-      // Positional parameters: binding an object by name costs more on this per-message path.
-      insertMessage: db.prepare(
-        `INSERT INTO messages (mbox, ${MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      deleteMessage: db.prepare<[number, number], LocatedRow>(
+        "DELETE FROM messages WHERE mbox = ? AND msg_id = ? RETURNING msg_id, seg, seg_at, seg_len",
       ),
-      idByKey: db.prepare<[number, string], { msg_id: number }>(
-        "SELECT msg_id FROM messages WHERE mbox = ? AND msg_key = ?",
-      ),
-      deleteMessage: db.prepare("DELETE FROM messages WHERE mbox = ? AND msg_id = ?"),
       deleteDeliveriesOf: db.prepare("DELETE FROM deliveries WHERE mbox = ? AND msg_id = ?"),
-      insertDelayed: db.prepare(
-        "INSERT INTO delayed (mbox, due_ms, priority, msg_key, tags, header, payload, expires_ms) VALUES (@mbox, @due_ms, @priority, @msg_key, @tags, @header, @payload, @expires_ms)",
-      ),
       firstIdFrom: db.prepare<[number, number], { msg_id: number }>(
         "SELECT min(msg_id) AS msg_id FROM messages WHERE mbox = ? AND created_ms >= ?",
       ),
@@ -294,10 +283,25 @@ export class SqliteStore implements Store {
       expiredMailboxes: db.prepare<[number], MailboxRow>(
         "SELECT * FROM mailboxes WHERE expires_ms IS NOT NULL AND expires_ms <= ?",
       ),
-      expireMessages: db.prepare("DELETE FROM messages WHERE expires_ms IS NOT NULL AND expires_ms <= ?"),
+      expireMessages: db.prepare<[number], LocatedRow>(
+        "DELETE FROM messages WHERE expires_ms IS NOT NULL AND expires_ms <= ? RETURNING msg_id, seg, seg_at, seg_len",
+      ),
+      dropMessagesOf: db.prepare<[number], LocatedRow>(
+        "DELETE FROM messages WHERE mbox = ? RETURNING msg_id, seg, seg_at, seg_len",
+      ),
     };
+    this.rows = new MessageRowWriter(db, {
+      stored: (mbox, rank, id, located) => {
+        const newest = this.newestIdsOf(mbox);
+        if (id > newest[rank]) newest[rank] = id;
+        if (located) this.log?.stored(located, id);
+      },
+      replaced: (located) => {
+        if (located) this.log?.released(located);
+      },
+    });
     if (file !== ":memory:") {
-      this.journal = this.openJournal(join(options.dataDir, "mq9.journal"), options);
+      this.openLog(options);
       this.checkpointer = WalCheckpointer.start({ file, synchronous }, (reply) => this.onCheckpoint(reply));
       if (!this.checkpointer) this.db.pragma("wal_autocheckpoint = 1000");
     }
@@ -339,62 +343,55 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Writes the batch into the open transaction and its record into the
-   * journal: durable once this returns, committed to the database within
-   * `commitIntervalMs` or by the next change of any other kind.
+   * Writes the batch's record into the journal: durable once this returns. The rows reach SQLite
+   * within `commitIntervalMs`, or sooner when a request reads messages or changes anything else.
    */
   async append(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
-    if (this.journalFailure) throw this.journalFailure;
     let next = this.nextId;
     const rows: AppendedRow[] = [];
     /** The messages reads can return (delayed ones are not readable yet), with their row's index. */
     const readable: { message: NewMessage; id: number; row: number }[] = [];
+    const outcome = batch.map((message): AppendResult => {
+      const box = this.liveMailbox(message.mailbox, nowMs);
+      if (!box) return { missingMailbox: true };
+      const delayed = message.dueMs !== undefined;
+      const row: AppendedRow = {
+        id: delayed ? -1 : next++,
+        mbox: box.id,
+        priority: priorityRank[message.priority],
+        key: message.key ?? null,
+        tags: message.tags ? JSON.stringify(message.tags) : null,
+        header: message.header ?? null,
+        payload: message.payload,
+        createdMs: message.sentMs,
+        expiresMs: message.expiresMs ?? null,
+        dueMs: message.dueMs ?? null,
+      };
+      rows.push(row);
+      if (!delayed) readable.push({ message, id: row.id, row: rows.length - 1 });
+      return { id: row.id };
+    });
+    if (rows.length === 0) return outcome;
     let encoded: EncodedRows | undefined;
-    const results = () => {
-      const outcome = batch.map((message): AppendResult => {
-        const box = this.liveMailbox(message.mailbox, nowMs);
-        if (!box) return { missingMailbox: true };
-        const delayed = message.dueMs !== undefined;
-        const row: AppendedRow = {
-          id: delayed ? -1 : next++,
-          mbox: box.id,
-          priority: priorityRank[message.priority],
-          key: message.key ?? null,
-          tags: message.tags ? JSON.stringify(message.tags) : null,
-          header: message.header ?? null,
-          payload: message.payload,
-          createdMs: message.sentMs,
-          expiresMs: message.expiresMs ?? null,
-          dueMs: message.dueMs ?? null,
-        };
-        this.writeAppendedRow(row);
-        rows.push(row);
-        if (!delayed) readable.push({ message, id: row.id, row: rows.length - 1 });
-        return { id: row.id };
-      });
-      // Inside the savepoint: a failed journal write undoes the rows too.
-      if (rows.length > 0 && this.journal) {
-        encoded = encodeAppendedRows(rows, RECORD_HEADER);
-        this.journal.append(encoded.bytes);
+    if (this.log) {
+      encoded = encodeAppendedRows(rows, RECORD_HEADER);
+      try {
+        this.log.append(rows, encoded);
+      } catch (err) {
+        throw StorageError.from(err, "cannot store the message");
       }
-      return outcome;
-    };
-    this.beginDeferred();
-    let outcome: AppendResult[];
-    try {
-      outcome = this.atomically(results);
-    } catch (err) {
-      throw StorageError.from(err, "cannot store the message");
     }
     this.nextId = next;
+    for (const row of rows) this.pending.push(row);
     this.rememberRecent(readable, encoded);
     this.uncommittedRows += rows.length;
     if (this.uncommittedRows >= MAX_UNCOMMITTED_ROWS) this.settle();
+    else this.scheduleSettle();
     return outcome;
   }
 
   /**
-   * Keeps the new messages in memory for the claims that follow: as views of the journal record
+   * Keeps the new messages in memory for the claims that follow: as views of the log record
    * just written when there is one (no further copy), else as copies of the socket's bytes.
    */
   private rememberRecent(
@@ -424,12 +421,14 @@ export class SqliteStore implements Store {
   async firstIdCreatedAtOrAfter(mailbox: string, createdMs: number): Promise<number> {
     const box = this.mailboxRow(mailbox);
     if (!box) return 0;
+    this.applyPending();
     return this.stmt.firstIdFrom.get(box.id, createdMs)?.msg_id ?? this.nextId;
   }
 
   async read(mailbox: string, start: StartPosition, options: ReadOptions): Promise<StoredMessage[]> {
     const box = this.liveMailbox(mailbox, options.nowMs);
     if (!box) return [];
+    this.applyPending();
     return takeByPriority(options.limit, options.maxBytes, (rank, remaining) =>
       this.classMessages(box.id, rank, start.fromId, options.nowMs, start.fromCreatedMs ?? 0, remaining),
     );
@@ -448,6 +447,7 @@ export class SqliteStore implements Store {
   async claim(mailbox: string, group: string, options: ClaimOptions): Promise<StoredMessage[]> {
     const box = this.liveMailbox(mailbox, options.nowMs);
     if (!box) return [];
+    this.applyPending();
     this.beginDeferred();
     return this.atomically(() => {
       const stored = this.stmt.group.get(box.id, group);
@@ -536,7 +536,7 @@ export class SqliteStore implements Store {
       const found = rows
         .filter((row) => !active.has(row.msg_id))
         .slice(0, remaining)
-        .map(toStored);
+        .map((row) => toStored(row, this.log));
       if (found.length < remaining) leases.closeGap(rank, new Set(found.map((m) => m.id)), nowMs);
       return found;
     });
@@ -562,7 +562,7 @@ export class SqliteStore implements Store {
         continue;
       }
       const row = this.stmt.messageById.get(id);
-      if (row) messages.push(toStored(row));
+      if (row) messages.push(toStored(row, this.log));
     }
     return messages;
   }
@@ -613,6 +613,7 @@ export class SqliteStore implements Store {
   async query(mailbox: string, options: QueryOptions): Promise<StoredMessage[]> {
     const box = this.liveMailbox(mailbox, options.nowMs);
     if (!box || options.limit <= 0) return [];
+    this.applyPending();
     const where = ["mbox = @mbox", "priority = @priority", "(expires_ms IS NULL OR expires_ms > @now)"];
     if (options.key !== undefined) where.push("msg_key = @key");
     if (options.createdFromMs !== undefined) where.push("created_ms >= @from");
@@ -635,7 +636,10 @@ export class SqliteStore implements Store {
     };
     const rows = RANKS.flatMap((priority) => statement.all({ ...params, priority }));
     rows.sort((a, b) => b.msg_id - a.msg_id);
-    return rows.slice(0, options.limit).reverse().map(toStored);
+    return rows
+      .slice(0, options.limit)
+      .reverse()
+      .map((row) => toStored(row, this.log));
   }
 
   async deleteMessage(mailbox: string, msgId: number): Promise<boolean> {
@@ -646,7 +650,9 @@ export class SqliteStore implements Store {
       for (const leases of this.inFlight.get(box.id)?.values() ?? []) leases.forget(msgId);
       // Keep ids from being reused after a restart if this was the newest message.
       this.stmt.saveNextId.run(this.nextId);
-      return this.stmt.deleteMessage.run(box.id, msgId).changes > 0;
+      const deleted = this.stmt.deleteMessage.get(box.id, msgId);
+      if (deleted) this.released([deleted]);
+      return deleted !== undefined;
     });
   }
 
@@ -658,7 +664,7 @@ export class SqliteStore implements Store {
         this.stmt.deleteDelayed.run(row.id);
         const box = this.stmt.mailboxById.get(row.mbox);
         if (!box) continue;
-        this.insertMessage(row, next++, nowMs);
+        this.rows.insertMessage(row, next++, nowMs);
         addresses.add(box.address);
       }
       return [...addresses];
@@ -669,6 +675,7 @@ export class SqliteStore implements Store {
   }
 
   async nextDueMs(): Promise<number | undefined> {
+    this.applyPending();
     return this.stmt.nextDue.get()?.due ?? undefined;
   }
 
@@ -676,7 +683,9 @@ export class SqliteStore implements Store {
     return this.committed(() => {
       const expired = this.stmt.expiredMailboxes.all(nowMs);
       for (const row of expired) this.dropMailbox(row);
-      const messages = this.stmt.expireMessages.run(nowMs).changes;
+      const expiredMessages = this.stmt.expireMessages.all(nowMs);
+      this.released(expiredMessages);
+      const messages = expiredMessages.length;
       if (messages > 0) this.stmt.saveNextId.run(this.nextId);
       return { mailboxes: expired.map((row) => row.address), messages };
     });
@@ -689,7 +698,7 @@ export class SqliteStore implements Store {
     try {
       this.settle();
     } finally {
-      this.journal?.close();
+      this.log?.close();
       this.db.close();
       this.ownerLock?.close();
     }
@@ -708,34 +717,38 @@ export class SqliteStore implements Store {
     }
   }
 
-  /** Opens (or starts) the journal, first replaying what a crash left uncommitted. */
-  private openJournal(file: string, options: SqliteStoreOptions): AppendJournal {
-    let opened: { journal: AppendJournal; contents: JournalContents };
+  /** Opens (or starts) the message log, first writing what a crash left out of the database. */
+  private openLog(options: SqliteStoreOptions): void {
+    let opened: ReturnType<typeof MessageLog.open>;
     try {
-      opened = AppendJournal.open(file, options.sync === "full");
-    } catch (err) {
-      throw StorageError.from(err, `cannot open the append journal ${file}`);
-    }
-    const { journal, contents } = opened;
-    const applied = this.stmt.journalApplied.get()?.value ?? 0;
-    if (contents.generation > applied) {
-      this.atomically(() => {
-        for (const record of contents.records) {
-          for (const row of decodeAppendedRows(record)) this.writeAppendedRow(row);
-        }
-        this.stmt.saveJournalApplied.run(contents.generation);
+      opened = MessageLog.open(this.db, options.dataDir, {
+        sync: options.sync === "full",
+        segmentBytes: options.logSegmentBytes,
       });
+    } catch (err) {
+      throw StorageError.from(err, `cannot open the message log in ${options.dataDir}`);
     }
-    this.generation = Math.max(applied, contents.generation) + 1;
-    journal.restart(this.generation);
-    return journal;
+    const { log, replay, legacy, legacyJournal } = opened;
+    // Set before the rows are written: their places in the log are counted as they go in.
+    this.log = log;
+    this.atomically(() => {
+      this.rows.writeAppended(legacy);
+      this.rows.writeAppended(replay);
+      log.saveApplied();
+    });
+    if (legacyJournal) MessageLog.removeLegacyJournal(legacyJournal);
   }
 
   /** Opens the transaction SENDs collect in, committed after the interval at the latest. */
   private beginDeferred(): void {
-    if (this.db.inTransaction) return;
-    this.stmt.begin.run();
+    if (!this.db.inTransaction) this.stmt.begin.run();
+    this.scheduleSettle();
+  }
+
+  private scheduleSettle(): void {
+    if (this.commitTimer !== undefined) return;
     this.commitTimer = setTimeout(() => {
+      this.commitTimer = undefined;
       try {
         this.settle();
       } catch {
@@ -745,25 +758,44 @@ export class SqliteStore implements Store {
     this.commitTimer.unref();
   }
 
-  /** Commits the open transaction, recording that the journal's records are now in the database. */
+  /** Writes the pending SENDs into the open transaction, so that SQL sees them. */
+  private applyPending(): void {
+    if (this.pending.length === 0) return;
+    this.beginDeferred();
+    const rows = this.pending;
+    try {
+      this.atomically(() => this.rows.writeAppended(rows));
+    } catch (err) {
+      // They stay pending (and in the log): the next commit tries again.
+      throw StorageError.from(err, "cannot store the message");
+    }
+    this.pending = [];
+  }
+
+  /** Commits the open transaction, recording that the log's records are now in the database. */
   private settle(): void {
-    if (!this.db.inTransaction) return;
     clearTimeout(this.commitTimer);
-    this.stmt.saveJournalApplied.run(this.generation);
+    this.commitTimer = undefined;
+    this.applyPending();
+    if (!this.db.inTransaction) return;
+    this.log?.saveApplied();
     this.stmt.commit.run();
     this.uncommittedRows = 0;
     this.checkpointer?.request();
-    this.generation++;
-    try {
-      this.journal?.restart(this.generation);
-    } catch (err) {
-      // Appending after the committed records would hide new SENDs from the replay: stop taking them.
-      this.journalFailure = StorageError.from(err, "cannot restart the append journal");
+    this.log?.removeUnused();
+  }
+
+  /** Counts messages removed from the database out of the log segments they point into. */
+  private released(rows: readonly (LocatedRow | undefined)[]): void {
+    for (const row of rows) {
+      const located = row && locationOf(row);
+      if (located) this.log?.released(located);
     }
   }
 
   /** Runs a change that is durable once this returns, committed together with pending SENDs. */
   private committed<T>(change: () => T): T {
+    this.applyPending();
     const sendsPending = this.db.inTransaction;
     const result = this.atomically(change);
     // Outside the deferred transaction the change committed by itself; inside it, commit it all.
@@ -775,20 +807,6 @@ export class SqliteStore implements Store {
   /** Runs `change` in a transaction, or in a savepoint when one is open already. */
   private atomically<T>(change: () => T): T {
     return this.runAtomically(change) as T;
-  }
-
-  private writeAppendedRow(row: AppendedRow): void {
-    const values = {
-      mbox: row.mbox,
-      priority: row.priority,
-      msg_key: row.key,
-      tags: row.tags,
-      header: row.header,
-      payload: row.payload,
-      expires_ms: row.expiresMs,
-    };
-    if (row.dueMs !== null) this.stmt.insertDelayed.run({ ...values, due_ms: row.dueMs });
-    else this.insertMessage(values, row.id, row.createdMs);
   }
 
   private mailboxRow(address: string): MailboxRow | undefined {
@@ -803,42 +821,6 @@ export class SqliteStore implements Store {
   private liveMailbox(address: string, nowMs: number): MailboxRow | undefined {
     const row = this.mailboxRow(address);
     return row && isLive(row, nowMs) ? row : undefined;
-  }
-
-  /** Inserts a message under its id, first removing the message it replaces by key. */
-  private insertMessage(
-    row: {
-      mbox: number;
-      priority: number;
-      msg_key: string | null;
-      tags: string | null;
-      header: Uint8Array | null;
-      payload: Uint8Array;
-      expires_ms: number | null;
-    },
-    id: number,
-    createdMs: number,
-  ): void {
-    if (row.msg_key !== null) {
-      const previous = this.stmt.idByKey.get(row.mbox, row.msg_key);
-      if (previous) {
-        this.stmt.deleteMessage.run(row.mbox, previous.msg_id);
-        this.stmt.deleteDeliveriesOf.run(row.mbox, previous.msg_id);
-      }
-    }
-    const newest = this.newestIdsOf(row.mbox);
-    if (id > newest[row.priority]) newest[row.priority] = id;
-    this.stmt.insertMessage.run(
-      row.mbox,
-      id,
-      row.priority,
-      row.msg_key,
-      row.tags,
-      row.header,
-      row.payload,
-      createdMs,
-      row.expires_ms,
-    );
   }
 
   private isBelowCursor(mbox: number, msgId: number, cursors: number[]): boolean {
@@ -859,7 +841,8 @@ export class SqliteStore implements Store {
     const version = this.db.pragma("user_version", { simple: true }) as number;
     const empty =
       this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").get() === undefined;
-    if (!empty && version !== SQLITE_SCHEMA_VERSION) {
+    if (!empty && version === 2) this.db.exec(SQLITE_MIGRATE_2_TO_3);
+    else if (!empty && version !== SQLITE_SCHEMA_VERSION) {
       throw new StorageError(
         `the store was written by another mq9 version (format ${version}, this one reads ${SQLITE_SCHEMA_VERSION}); move the data directory aside`,
         "STORE_FORMAT",
@@ -871,7 +854,8 @@ export class SqliteStore implements Store {
 
   private dropMailbox(row: MailboxRow): void {
     this.stmt.saveNextId.run(this.nextId);
-    for (const table of ["messages", "delayed", "groups", "deliveries"]) {
+    this.released(this.stmt.dropMessagesOf.all(row.id));
+    for (const table of ["delayed", "groups", "deliveries"]) {
       this.db.prepare(`DELETE FROM ${table} WHERE mbox = ?`).run(row.id);
     }
     this.db.prepare("DELETE FROM mailboxes WHERE id = ?").run(row.id);

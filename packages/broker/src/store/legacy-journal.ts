@@ -1,0 +1,42 @@
+import { crc32 } from "node:zlib";
+
+const MAGIC = 0x4d51394a; // "MQ9J"
+const FORMAT = 1;
+const FILE_HEADER = 16;
+const RECORD_HEADER = 8;
+
+export interface JournalContents {
+  /** The generation the file was started with; 0 when the file is new or empty. */
+  generation: number;
+  /** Whole records in write order; a torn or corrupt tail is left out. */
+  records: Buffer[];
+  /** Bytes after the last whole record (a write cut short by a crash or a full disk). */
+  tornBytes: number;
+}
+
+/**
+ * Reads `mq9.journal`, which mq9 versions before the segment log wrote: the
+ * SENDs since their last commit, restarted under a new generation after each
+ * one. The database keeps the generation it last absorbed, so the file's
+ * records are replayed only when its generation is newer.
+ */
+export function parseJournal(bytes: Buffer): JournalContents {
+  // A header cut short is a restart interrupted by a crash: nothing was appended after it.
+  if (bytes.length < FILE_HEADER) return { generation: 0, records: [], tornBytes: bytes.length };
+  if (bytes.readUInt32LE(0) !== MAGIC || bytes.readUInt32LE(4) !== FORMAT) {
+    throw new Error("the append journal has an unknown format (not written by this mq9 version)");
+  }
+  const generation = bytes.readDoubleLE(8);
+  const records: Buffer[] = [];
+  let at = FILE_HEADER;
+  while (at + RECORD_HEADER <= bytes.length) {
+    const length = bytes.readUInt32LE(at);
+    const end = at + RECORD_HEADER + length;
+    if (end > bytes.length) break;
+    const body = bytes.subarray(at + RECORD_HEADER, end);
+    if (crc32(body) !== bytes.readUInt32LE(at + 4)) break;
+    records.push(body);
+    at = end;
+  }
+  return { generation, records, tornBytes: bytes.length - at };
+}

@@ -1,0 +1,151 @@
+import { existsSync, readFileSync, unlinkSync } from "node:fs";
+import { join } from "node:path";
+import type Database from "better-sqlite3";
+import {
+  type AppendedRow,
+  decodeAppendedRows,
+  type EncodedRows,
+  type SpanLocation,
+  splitSpan,
+} from "./appended-rows.js";
+import { parseJournal } from "./legacy-journal.js";
+import { type LogPosition, RECORD_HEADER, SegmentLog, type SegmentLogOptions } from "./segment-log.js";
+import { type SegmentShare, SegmentUsage } from "./segment-usage.js";
+
+/** Rows read back from the log at start-up that the database does not hold yet. */
+export type ReplayedRows = AppendedRow[];
+
+/**
+ * The SEND side of the embedded store's durability: records go to the
+ * segment log before a SEND is answered, rows in SQLite point at their
+ * header and payload there, the database remembers how far it has absorbed
+ * the log, and segments nobody points into any more are deleted.
+ */
+export class MessageLog {
+  private readonly usage = new SegmentUsage();
+  private readonly stmt;
+
+  private constructor(
+    db: Database.Database,
+    private readonly segments: SegmentLog,
+  ) {
+    this.stmt = {
+      savePosition: db.prepare(
+        "INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+      ),
+      anyRowIn: db.prepare<[number, number, number], { one: number }>(
+        "SELECT 1 AS one FROM messages WHERE msg_id BETWEEN ? AND ? AND seg = ? LIMIT 1",
+      ),
+    };
+  }
+
+  /**
+   * Opens the log under `dataDir` and returns the rows a crash left out of
+   * the database, in write order, for the caller to write; also the rows of a
+   * journal left by an mq9 version before the log (held inline, as they are).
+   */
+  static open(
+    db: Database.Database,
+    dataDir: string,
+    options: SegmentLogOptions,
+  ): { log: MessageLog; replay: ReplayedRows; legacy: ReplayedRows; legacyJournal?: string } {
+    const from = appliedPosition(db);
+    const opened = SegmentLog.open(join(dataDir, "log"), from, options);
+    const log = new MessageLog(db, opened.log);
+    const shares = db
+      .prepare<[], SegmentShare & { seg: number }>(
+        `SELECT seg, count(*) AS rows, sum(seg_len) AS bytes, min(msg_id) AS firstId, max(msg_id) AS lastId
+         FROM messages WHERE seg IS NOT NULL GROUP BY seg`,
+      )
+      .all();
+    for (const share of shares) log.usage.load(share.seg, share);
+    const replay: ReplayedRows = [];
+    for (const record of opened.records) {
+      for (const row of decodeAppendedRows(record.body)) {
+        const { spanAt, ...rest } = row;
+        replay.push({ ...rest, located: spanOf(row, record.segment, record.bodyOffset + spanAt) });
+      }
+    }
+    const legacyJournal = join(dataDir, "mq9.journal");
+    const legacy: ReplayedRows = [];
+    if (existsSync(legacyJournal)) {
+      const contents = parseJournal(readFileSync(legacyJournal));
+      const applied = db
+        .prepare<[], { value: number }>("SELECT value FROM meta WHERE name = 'journal_applied'")
+        .get();
+      if (contents.generation > (applied?.value ?? 0)) {
+        for (const record of contents.records) legacy.push(...decodeAppendedRows(record));
+      }
+    }
+    return { log, replay, legacy, legacyJournal: existsSync(legacyJournal) ? legacyJournal : undefined };
+  }
+
+  /**
+   * Writes the record of `rows` (encoded with RECORD_HEADER bytes of headroom): durable once this
+   * returns. Each row then holds where its span is and views of the record for its header and payload.
+   */
+  append(rows: AppendedRow[], encoded: EncodedRows): void {
+    const written = this.segments.append(encoded.bytes);
+    const recordStart = written.bodyOffset - RECORD_HEADER;
+    rows.forEach((row, i) => {
+      row.payload = encoded.payloads[i];
+      row.header = encoded.headers[i];
+      row.located = spanOf(row, written.segment, recordStart + encoded.spans[i]);
+    });
+  }
+
+  /** The header and payload a row points at. */
+  read(located: SpanLocation): { header: Buffer | null; payload: Buffer } {
+    return splitSpan(this.segments.read(located.segment, located.offset, located.length));
+  }
+
+  stored(located: SpanLocation, id: number): void {
+    this.usage.add(located.segment, located.length, id);
+  }
+
+  released(located: SpanLocation): void {
+    this.usage.remove(located.segment, located.length);
+  }
+
+  /** Records in the database (call inside the transaction) that it holds everything written so far. */
+  saveApplied(): void {
+    const end = this.segments.end;
+    this.stmt.savePosition.run("log_segment", end.segment);
+    this.stmt.savePosition.run("log_offset", end.offset);
+  }
+
+  /**
+   * Deletes the segments no committed row points into. Only older segments
+   * qualify: every record in them is in the database (saveApplied passed them).
+   */
+  removeUnused(): void {
+    for (const segment of this.segments.segments()) {
+      if (segment >= this.segments.current) break;
+      const share = this.usage.of(segment);
+      if (share.rows > 0) continue;
+      if (share.lastId >= share.firstId && this.stmt.anyRowIn.get(share.firstId, share.lastId, segment))
+        continue;
+      this.segments.remove(segment);
+      this.usage.forget(segment);
+    }
+  }
+
+  close(): void {
+    this.segments.close();
+  }
+
+  /** Removes the journal of an earlier version once its rows are committed. */
+  static removeLegacyJournal(file: string): void {
+    unlinkSync(file);
+  }
+}
+
+function appliedPosition(db: Database.Database): LogPosition {
+  const value = (name: string) =>
+    db.prepare<[string], { value: number }>("SELECT value FROM meta WHERE name = ?").get(name)?.value ?? 0;
+  return { segment: value("log_segment"), offset: value("log_offset") };
+}
+
+function spanOf(row: AppendedRow, segment: number, offset: number): SpanLocation {
+  return { segment, offset, length: 8 + (row.header?.length ?? 0) + row.payload.length };
+}

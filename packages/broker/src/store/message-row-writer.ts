@@ -1,0 +1,177 @@
+import type Database from "better-sqlite3";
+import type { AppendedRow, SpanLocation } from "./appended-rows.js";
+
+/** A message row as `messages` and `delayed` hold it (priority as its rank). */
+export interface MessageValues {
+  mbox: number;
+  priority: number;
+  msg_key: string | null;
+  tags: string | null;
+  header: Uint8Array | null;
+  payload: Uint8Array;
+  expires_ms: number | null;
+}
+
+/** Columns a message is read with; header and payload are empty when seg says where they are in the log. */
+export const MESSAGE_COLUMNS =
+  "msg_id, priority, msg_key, tags, header, payload, created_ms, expires_ms, seg, seg_at, seg_len";
+const PLACEHOLDERS = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+const EMPTY = Buffer.alloc(0);
+
+/** What the writer reports as it stores and replaces messages. */
+export interface RowEvents {
+  stored(mbox: number, rank: number, id: number, located: SpanLocation | undefined): void;
+  /** A message replaced by a newer one with its key, which was stored at `located` in the log. */
+  replaced(located: SpanLocation | undefined): void;
+}
+
+/**
+ * Keyless messages are inserted this many to a statement: binding and stepping one statement per
+ * row cost ~6 us of a SEND, a shared statement ~3.5 us a row.
+ */
+const ROWS_PER_INSERT = 32;
+
+/**
+ * Writes stored messages into SQLite: keyless ones several to a statement,
+ * keyed ones one by one after removing the message they replace, delayed ones
+ * into `delayed`. Reports each message stored so the caller can track the
+ * newest id per class.
+ */
+export class MessageRowWriter {
+  private readonly insertOne;
+  /** Multi-row inserts by row count, prepared when first needed. */
+  private readonly insertMany = new Map<number, Database.Statement>();
+  private readonly insertPrefix = `INSERT INTO messages (mbox, ${MESSAGE_COLUMNS}) VALUES `;
+  private readonly idByKey;
+  private readonly deleteMessage;
+  private readonly deleteDeliveriesOf;
+  private readonly insertDelayed;
+  /** Bound values of the shared insert, reused so a batch allocates one array. */
+  private readonly values: unknown[] = [];
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly events: RowEvents,
+  ) {
+    this.insertOne = db.prepare(this.insertPrefix + PLACEHOLDERS);
+    this.idByKey = db.prepare<[number, string], LocatedRow>(
+      "SELECT msg_id, seg, seg_at, seg_len FROM messages WHERE mbox = ? AND msg_key = ?",
+    );
+    this.deleteMessage = db.prepare("DELETE FROM messages WHERE mbox = ? AND msg_id = ?");
+    this.deleteDeliveriesOf = db.prepare("DELETE FROM deliveries WHERE mbox = ? AND msg_id = ?");
+    this.insertDelayed = db.prepare(
+      "INSERT INTO delayed (mbox, due_ms, priority, msg_key, tags, header, payload, expires_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    );
+  }
+
+  /** Writes SEND rows in order (call inside a transaction). */
+  writeAppended(rows: readonly AppendedRow[]): void {
+    let i = 0;
+    while (i < rows.length) {
+      const row = rows[i];
+      if (row.dueMs !== null) {
+        this.insertDelayed.run(
+          row.mbox,
+          row.dueMs,
+          row.priority,
+          row.key,
+          row.tags,
+          row.header,
+          row.payload,
+          row.expiresMs,
+        );
+        i++;
+      } else {
+        const plain = plainRun(rows, i);
+        if (plain > 1) this.insertPlain(rows, i, plain);
+        else this.insertMessage(valuesOf(row), row.id, row.createdMs, row.located);
+        i += Math.max(plain, 1);
+      }
+    }
+  }
+
+  /** Inserts one message under its id, first removing the message it replaces by key. */
+  insertMessage(row: MessageValues, id: number, createdMs: number, located?: SpanLocation): void {
+    if (row.msg_key !== null) {
+      const previous = this.idByKey.get(row.mbox, row.msg_key);
+      if (previous) {
+        this.deleteMessage.run(row.mbox, previous.msg_id);
+        this.deleteDeliveriesOf.run(row.mbox, previous.msg_id);
+        this.events.replaced(locationOf(previous));
+      }
+    }
+    this.insertOne.run(
+      row.mbox,
+      id,
+      row.priority,
+      row.msg_key,
+      row.tags,
+      located ? null : row.header,
+      located ? EMPTY : row.payload,
+      createdMs,
+      row.expires_ms,
+      located?.segment ?? null,
+      located?.offset ?? null,
+      located?.length ?? null,
+    );
+    this.events.stored(row.mbox, row.priority, id, located);
+  }
+
+  /** Inserts `count` keyless messages from `from` with one statement. */
+  private insertPlain(rows: readonly AppendedRow[], from: number, count: number): void {
+    let statement = this.insertMany.get(count);
+    if (statement === undefined) {
+      statement = this.db.prepare(this.insertPrefix + Array(count).fill(PLACEHOLDERS).join(", "));
+      this.insertMany.set(count, statement);
+    }
+    const values = this.values;
+    values.length = 0;
+    for (let i = from; i < from + count; i++) {
+      const r = rows[i];
+      const at = r.located;
+      values.push(r.mbox, r.id, r.priority, null, r.tags, at ? null : r.header, at ? EMPTY : r.payload);
+      values.push(r.createdMs, r.expiresMs, at?.segment ?? null, at?.offset ?? null, at?.length ?? null);
+    }
+    statement.run(values);
+    for (let i = from; i < from + count; i++) {
+      const r = rows[i];
+      this.events.stored(r.mbox, r.priority, r.id, r.located);
+    }
+  }
+}
+
+/** How many rows from `from` (at most ROWS_PER_INSERT) are keyless messages due now. */
+function plainRun(rows: readonly AppendedRow[], from: number): number {
+  let n = 0;
+  while (n < ROWS_PER_INSERT && from + n < rows.length) {
+    const r = rows[from + n];
+    if (r.key !== null || r.dueMs !== null) break;
+    n++;
+  }
+  return n;
+}
+
+function valuesOf(row: AppendedRow): MessageValues {
+  return {
+    mbox: row.mbox,
+    priority: row.priority,
+    msg_key: row.key,
+    tags: row.tags,
+    header: row.header,
+    payload: row.payload,
+    expires_ms: row.expiresMs,
+  };
+}
+
+/** A message row's place in the log, as the seg columns hold it. */
+export interface LocatedRow {
+  msg_id: number;
+  seg: number | null;
+  seg_at: number | null;
+  seg_len: number | null;
+}
+
+export function locationOf(row: LocatedRow): SpanLocation | undefined {
+  if (row.seg === null) return undefined;
+  return { segment: row.seg, offset: row.seg_at ?? 0, length: row.seg_len ?? 0 };
+}

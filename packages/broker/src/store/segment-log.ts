@@ -1,0 +1,279 @@
+import {
+  closeSync,
+  fdatasyncSync,
+  fstatSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
+import { join } from "node:path";
+import { crc32 } from "node:zlib";
+
+const MAGIC = 0x4d513953; // "MQ9S"
+const FORMAT = 1;
+const FILE_HEADER = 16;
+/** Bytes before each record body: its length and CRC-32. */
+export const RECORD_HEADER = 8;
+/** A segment past this size is closed and the next one started. */
+const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
+const SEGMENT_FILE = /^(\d{12})\.seg$/;
+
+/** A place in the log: the byte `offset` of segment number `segment`. */
+export interface LogPosition {
+  segment: number;
+  offset: number;
+}
+
+/** A record read back from the log: where its body starts and where the record ends. */
+export interface LogRecord {
+  segment: number;
+  bodyOffset: number;
+  end: number;
+  body: Buffer;
+}
+
+export interface SegmentLogOptions {
+  /** Flush every append to the disk (fdatasync), not only to the OS. */
+  sync: boolean;
+  segmentBytes?: number;
+}
+
+/**
+ * The message log: numbered append-only segment files of CRC-checked
+ * records. A SEND is durable once its record is written (and, with `sync`,
+ * flushed): one write() for a whole commit group. Payloads stay in the log and
+ * SQLite rows point at them, so a message is written once, not again into the
+ * WAL and the database file. Segments are removed by the store once no row
+ * points into them.
+ */
+export class SegmentLog {
+  private readonly readers = new Map<number, number>();
+  /** Segment numbers on disk, oldest first. */
+  private readonly onDisk: number[];
+  private writer: number;
+  private size: number;
+  /** Set when a failed write could not be undone: appending after torn bytes would hide records. */
+  private broken?: Error;
+
+  private constructor(
+    private readonly dir: string,
+    private readonly options: SegmentLogOptions,
+    private currentSegment: number,
+    existing: number[],
+  ) {
+    this.onDisk = existing.includes(currentSegment) ? [...existing] : [...existing, currentSegment];
+    this.writer = openSync(this.fileOf(currentSegment), "a+");
+    this.size = fstatSync(this.writer).size;
+    if (this.size === 0) this.writeHeader();
+  }
+
+  /**
+   * Opens the log in `dir`, returning the records after `from` (those the
+   * database does not hold yet). A torn tail of the newest segment, a write a
+   * crash cut short, is cut off so new records follow whole ones.
+   */
+  static open(
+    dir: string,
+    from: LogPosition,
+    options: SegmentLogOptions,
+  ): { log: SegmentLog; records: LogRecord[]; tornBytes: number } {
+    mkdirSync(dir, { recursive: true });
+    const segments = listSegments(dir);
+    const records: LogRecord[] = [];
+    let tornBytes = 0;
+    for (const segment of segments) {
+      if (segment < from.segment) continue;
+      const file = join(dir, segmentName(segment));
+      const start = segment === from.segment ? Math.max(from.offset, FILE_HEADER) : FILE_HEADER;
+      const read = readRecords(file, segment, start);
+      records.push(...read.records);
+      if (read.tornBytes > 0 && segment === segments[segments.length - 1]) {
+        tornBytes = read.tornBytes;
+        const fd = openSync(file, "r+");
+        try {
+          ftruncateSync(fd, read.end);
+        } finally {
+          closeSync(fd);
+        }
+      }
+    }
+    const newest = Math.max(segments[segments.length - 1] ?? 0, from.segment, 1);
+    return { log: new SegmentLog(dir, options, newest, segments), records, tornBytes };
+  }
+
+  /** Segment numbers present on disk, oldest first. */
+  segments(): readonly number[] {
+    return this.onDisk;
+  }
+
+  get current(): number {
+    return this.currentSegment;
+  }
+
+  /** Where the next record goes. */
+  get end(): LogPosition {
+    return { segment: this.currentSegment, offset: this.size };
+  }
+
+  /**
+   * Appends one record: its body follows RECORD_HEADER bytes the log fills in.
+   * Returns where the body landed.
+   */
+  append(record: Buffer): LogRecord {
+    if (this.broken) throw this.broken;
+    const segmentBytes = this.options.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
+    if (this.size > FILE_HEADER && this.size + record.length > segmentBytes) this.rotate();
+    const body = record.subarray(RECORD_HEADER);
+    record.writeUInt32LE(body.length, 0);
+    record.writeUInt32LE(crc32(body), 4);
+    const at = this.size;
+    try {
+      writeAll(this.writer, record);
+      if (this.options.sync) fdatasyncSync(this.writer);
+    } catch (err) {
+      this.undoTo(at);
+      throw err;
+    }
+    this.size = at + record.length;
+    return { segment: this.currentSegment, bodyOffset: at + RECORD_HEADER, end: this.size, body };
+  }
+
+  /** `length` bytes at `offset` of a segment. */
+  read(segment: number, offset: number, length: number): Buffer {
+    const bytes = Buffer.allocUnsafe(length);
+    const fd = this.readerOf(segment);
+    let done = 0;
+    while (done < length) {
+      const n = readSync(fd, bytes, done, length - done, offset + done);
+      if (n === 0) throw new Error(`segment ${segmentName(segment)} ends before byte ${offset + length}`);
+      done += n;
+    }
+    return bytes;
+  }
+
+  /** Deletes a segment that is not being written. */
+  remove(segment: number): void {
+    if (segment === this.currentSegment) return;
+    const fd = this.readers.get(segment);
+    if (fd !== undefined) closeSync(fd);
+    this.readers.delete(segment);
+    unlinkSync(this.fileOf(segment));
+    this.onDisk.splice(this.onDisk.indexOf(segment), 1);
+  }
+
+  close(): void {
+    for (const fd of this.readers.values()) closeSync(fd);
+    this.readers.clear();
+    closeSync(this.writer);
+  }
+
+  private rotate(): void {
+    const next = this.currentSegment + 1;
+    const fd = openSync(this.fileOf(next), "a+");
+    closeSync(this.writer);
+    this.writer = fd;
+    this.currentSegment = next;
+    this.onDisk.push(next);
+    this.size = 0;
+    this.writeHeader();
+    // The new file's name must survive a power loss too.
+    if (this.options.sync) syncDirectory(this.dir);
+  }
+
+  private writeHeader(): void {
+    const header = Buffer.alloc(FILE_HEADER);
+    header.writeUInt32LE(MAGIC, 0);
+    header.writeUInt32LE(FORMAT, 4);
+    header.writeDoubleLE(this.currentSegment, 8);
+    writeAll(this.writer, header);
+    if (this.options.sync) fdatasyncSync(this.writer);
+    this.size = FILE_HEADER;
+  }
+
+  /** Cuts off what a failed write left; when even that fails, no further appends are taken. */
+  private undoTo(size: number): void {
+    try {
+      ftruncateSync(this.writer, size);
+    } catch (err) {
+      this.broken = new Error(`the message log could not undo a failed write: ${(err as Error).message}`);
+    }
+  }
+
+  private readerOf(segment: number): number {
+    let fd = this.readers.get(segment);
+    if (fd === undefined) {
+      fd = openSync(this.fileOf(segment), "r");
+      this.readers.set(segment, fd);
+    }
+    return fd;
+  }
+
+  private fileOf(segment: number): string {
+    return join(this.dir, segmentName(segment));
+  }
+}
+
+function segmentName(segment: number): string {
+  return `${String(segment).padStart(12, "0")}.seg`;
+}
+
+function listSegments(dir: string): number[] {
+  return readdirSync(dir)
+    .map((name) => SEGMENT_FILE.exec(name)?.[1])
+    .filter((n): n is string => n !== undefined)
+    .map(Number)
+    .sort((a, b) => a - b);
+}
+
+function writeAll(fd: number, bytes: Buffer): void {
+  let written = 0;
+  while (written < bytes.length) written += writeSync(fd, bytes, written);
+}
+
+function syncDirectory(dir: string): void {
+  const fd = openSync(dir, "r");
+  try {
+    fdatasyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Whole records of a segment file from byte `start`; a torn or corrupt tail is left out. */
+export function readRecords(
+  file: string,
+  segment: number,
+  start: number,
+): { records: LogRecord[]; end: number; tornBytes: number } {
+  const fd = openSync(file, "r");
+  let bytes: Buffer;
+  try {
+    const size = fstatSync(fd).size;
+    if (size < FILE_HEADER) return { records: [], end: 0, tornBytes: size };
+    const header = Buffer.alloc(FILE_HEADER);
+    readSync(fd, header, 0, FILE_HEADER, 0);
+    if (header.readUInt32LE(0) !== MAGIC || header.readUInt32LE(4) !== FORMAT) {
+      throw new Error(`${file} is not a message log segment of this mq9 version`);
+    }
+    bytes = Buffer.allocUnsafe(Math.max(size - start, 0));
+    if (bytes.length > 0) readSync(fd, bytes, 0, bytes.length, start);
+  } finally {
+    closeSync(fd);
+  }
+  const records: LogRecord[] = [];
+  let at = 0;
+  while (at + RECORD_HEADER <= bytes.length) {
+    const length = bytes.readUInt32LE(at);
+    const end = at + RECORD_HEADER + length;
+    if (end > bytes.length) break;
+    const body = bytes.subarray(at + RECORD_HEADER, end);
+    if (crc32(body) !== bytes.readUInt32LE(at + 4)) break;
+    records.push({ segment, bodyOffset: start + at + RECORD_HEADER, end: start + end, body });
+    at = end;
+  }
+  return { records, end: start + at, tornBytes: bytes.length - at };
+}

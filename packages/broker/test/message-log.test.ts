@@ -1,0 +1,360 @@
+import { spawn } from "node:child_process";
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { crc32 } from "node:zlib";
+import Database from "better-sqlite3";
+import { describe, expect, it } from "vitest";
+import { decodeAppendedRows, encodeAppendedRows } from "../src/store/appended-rows.js";
+import { parseJournal } from "../src/store/legacy-journal.js";
+import { SqliteStore } from "../src/store/sqlite-store.js";
+
+const BUILT_BROKER = fileURLToPath(new URL("../dist/index.js", import.meta.url));
+const NEVER_MS = 600_000;
+
+function tempDir(): string {
+  return mkdtempSync(join(tmpdir(), "mq9-journal-"));
+}
+
+/**
+ * A child process that stores `count` SENDs with commits held back, says how
+ * far it got after each, and waits to be killed: the database never saw them.
+ */
+function sendThenWaitForKill(
+  dir: string,
+  count: number,
+  sync: "normal" | "full" = "normal",
+): Promise<{ ids: number[]; kill: () => Promise<void> }> {
+  const script = join(dir, "child.mjs");
+  writeFileSync(
+    script,
+    `import { SqliteStore } from ${JSON.stringify(BUILT_BROKER)};
+const store = new SqliteStore({ dataDir: ${JSON.stringify(join(dir, "data"))}, commitIntervalMs: ${NEVER_MS}, sync: "${sync}" });
+await store.createMailbox({ address: "inbox", ttlSeconds: 0, desc: "", createdMs: Date.now() }, Date.now());
+for (let i = 0; i < ${count}; i++) {
+  const [result] = await store.append([{ mailbox: "inbox", priority: i % 3 === 0 ? "critical" : "normal", key: i % 10 === 9 ? "k" : undefined,
+    payload: Buffer.from("message " + i), header: i === 0 ? Buffer.from("NATS/1.0\\r\\nx: y\\r\\n\\r\\n") : undefined,
+    tags: i === 1 ? ["a", "b"] : undefined, sentMs: 1000 + i }], Date.now());
+  process.stdout.write(result.id + "\\n");
+}
+setInterval(() => {}, 1000);
+`,
+  );
+  const child = spawn(process.execPath, [script], { stdio: ["ignore", "pipe", "inherit"] });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.once("exit", (code) => reject(new Error(`the child exited early (${code})`)));
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const ids = out.split("\n").filter(Boolean).map(Number);
+      if (ids.length === count) {
+        resolve({
+          ids,
+          kill: () => {
+            child.kill("SIGKILL");
+            return exited;
+          },
+        });
+      }
+    });
+  });
+}
+
+/** Everything the mailbox "inbox" holds, up to 100 messages. */
+function readInbox(store: SqliteStore) {
+  return store.read("inbox", { fromId: 0 }, { limit: 100, maxBytes: 1 << 20, nowMs: Date.now() });
+}
+
+const FIRST_SEGMENT = "000000000001.seg";
+
+function segmentFiles(dataDir: string): string[] {
+  return readdirSync(join(dataDir, "log")).sort();
+}
+
+async function createInbox(store: SqliteStore, ttlSeconds = 0): Promise<void> {
+  const now = Date.now();
+  await store.createMailbox(
+    {
+      address: "inbox",
+      ttlSeconds,
+      desc: "",
+      createdMs: now,
+      expiresMs: ttlSeconds > 0 ? now + ttlSeconds * 1000 : undefined,
+    },
+    now,
+  );
+}
+
+function sendText(
+  store: SqliteStore,
+  text: string,
+  extra: { key?: string; expiresMs?: number; header?: Buffer } = {},
+) {
+  return store.append(
+    [{ mailbox: "inbox", priority: "normal", payload: Buffer.from(text), sentMs: Date.now(), ...extra }],
+    Date.now(),
+  );
+}
+
+describe("message log", () => {
+  it("brings back every acknowledged SEND after a kill -9 before any commit", async () => {
+    const dir = tempDir();
+    const { ids, kill } = await sendThenWaitForKill(dir, 40);
+    await kill();
+    const store = new SqliteStore({ dataDir: join(dir, "data") });
+    try {
+      const stored = await readInbox(store);
+      // Key compaction replays too: of the four messages keyed "k" only the last is left.
+      const expected = ids.filter((id) => id % 10 !== 9 || id === 39);
+      expect(stored.map((m) => m.id).sort((a, b) => a - b)).toEqual(expected);
+      const first = stored.find((m) => m.id === 0)!;
+      expect(first.priority).toBe("critical");
+      expect(Buffer.from(first.payload).toString()).toBe("message 0");
+      expect(Buffer.from(first.header!).toString()).toContain("x: y");
+      expect(stored.find((m) => m.id === 1)?.tags).toEqual(["a", "b"]);
+      expect(stored.find((m) => m.id === 39)?.key).toBe("k");
+      expect(stored.find((m) => m.id === 5)?.createdMs).toBe(1005);
+      // New SENDs continue the id sequence.
+      const [next] = await store.append(
+        [{ mailbox: "inbox", priority: "normal", payload: Buffer.from("after"), sentMs: Date.now() }],
+        Date.now(),
+      );
+      expect(next.id).toBe(40);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("does the same with sync full, where each journal write is flushed to the disk", async () => {
+    const dir = tempDir();
+    const { ids, kill } = await sendThenWaitForKill(dir, 10, "full");
+    await kill();
+    const store = new SqliteStore({ dataDir: join(dir, "data"), sync: "full" });
+    try {
+      const stored = await readInbox(store);
+      expect(stored.map((m) => m.id).sort((a, b) => a - b)).toEqual(ids);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("replays whole records and leaves a torn tail out", async () => {
+    const dir = tempDir();
+    const { kill } = await sendThenWaitForKill(dir, 5);
+    await kill();
+    appendFileSync(join(dir, "data", "log", FIRST_SEGMENT), Buffer.from([200, 0, 0, 0, 1, 2, 3]));
+    const store = new SqliteStore({ dataDir: join(dir, "data"), commitIntervalMs: NEVER_MS });
+    try {
+      expect(await readInbox(store)).toHaveLength(5);
+      // The torn bytes were cut off: a record written now is found by the next replay.
+      await sendText(store, "after the tear");
+    } finally {
+      await store.close();
+    }
+    const reopened = new SqliteStore({ dataDir: join(dir, "data") });
+    try {
+      const stored = await readInbox(reopened);
+      expect(stored.map((m) => Buffer.from(m.payload).toString()).at(-1)).toBe("after the tear");
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it("does not replay records the database already holds", async () => {
+    const dir = tempDir();
+    const store = new SqliteStore({ dataDir: dir, commitIntervalMs: NEVER_MS });
+    await createInbox(store);
+    await sendText(store, "once");
+    await store.append(
+      [{ mailbox: "inbox", priority: "normal", payload: Buffer.from("later"), sentMs: 2, dueMs: 10 }],
+      Date.now(),
+    );
+    await store.close();
+    for (let round = 0; round < 2; round++) {
+      const reopened = new SqliteStore({ dataDir: dir });
+      try {
+        expect((await readInbox(reopened)).map((m) => m.id)).toEqual([0]);
+        expect(await reopened.nextDueMs()).toBe(10);
+      } finally {
+        await reopened.close();
+      }
+    }
+    const last = new SqliteStore({ dataDir: dir });
+    try {
+      expect(await last.promoteDue(Date.now())).toEqual(["inbox"]);
+      expect(await readInbox(last)).toHaveLength(2);
+    } finally {
+      await last.close();
+    }
+  });
+
+  it("reads headers and payloads back from the log when they are no longer in memory", async () => {
+    const dir = tempDir();
+    const store = new SqliteStore({ dataDir: dir, recentMessageBytes: 0, logSegmentBytes: 4096 });
+    try {
+      await createInbox(store);
+      const header = Buffer.from("NATS/1.0\r\nmq9-priority: normal\r\n\r\n");
+      const binary = Buffer.from([0, 255, 1, 254, 13, 10]);
+      await sendText(store, "with a header", { header });
+      await store.append([{ mailbox: "inbox", priority: "urgent", payload: binary, sentMs: 1 }], Date.now());
+      for (let i = 0; i < 20; i++) await sendText(store, `filler ${i} ${"x".repeat(400)}`);
+      expect(segmentFiles(dir).length).toBeGreaterThan(1);
+      const stored = await readInbox(store);
+      expect(stored).toHaveLength(22);
+      const first = stored.find((m) => m.id === 0)!;
+      expect(Buffer.from(first.header!).equals(header)).toBe(true);
+      expect(Buffer.from(first.payload).toString()).toBe("with a header");
+      expect(Buffer.from(stored.find((m) => m.id === 1)!.payload).equals(binary)).toBe(true);
+      const claimed = await store.claim("inbox", "g", {
+        start: { fromId: 0 },
+        limit: 5,
+        maxBytes: 1 << 20,
+        nowMs: Date.now(),
+        leaseMs: 30_000,
+      });
+      expect(claimed.map((m) => m.id)).toEqual([1, 0, 2, 3, 4]);
+      expect(Buffer.from(claimed[1].payload).toString()).toBe("with a header");
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("deletes a segment once no message points into it, and keeps those that are still read", async () => {
+    const dir = tempDir();
+    const store = new SqliteStore({ dataDir: dir, logSegmentBytes: 4096 });
+    try {
+      await createInbox(store);
+      const soon = Date.now() + 60_000;
+      const big = "y".repeat(900);
+      // Segment 1: expiring messages, one keyed message replaced later, one deleted.
+      for (let i = 0; i < 3; i++) await sendText(store, `expiring ${i} ${big}`, { expiresMs: soon });
+      const [keyed] = await sendText(store, `old value ${big}`, { key: "state" });
+      // Segments 2 and later: the one message that stays, and the key's new value.
+      for (let i = 0; i < 4; i++) await sendText(store, `filler ${i} ${big}`, { expiresMs: soon });
+      await sendText(store, "stays");
+      await sendText(store, `new value ${big}`, { key: "state" });
+      const [doomed] = await sendText(store, `deleted ${big}`);
+      expect(await store.deleteMessage("inbox", doomed.id as number)).toBe(true);
+      expect(segmentFiles(dir)).toContain(FIRST_SEGMENT);
+      expect((keyed.id as number) >= 0).toBe(true);
+      await store.purgeExpired(soon + 1);
+      // Past a further rotation the segments holding only expired, replaced or deleted messages are gone.
+      for (let i = 0; i < 6; i++) await sendText(store, `late ${i} ${big}`);
+      await store.purgeExpired(soon + 2);
+      expect(segmentFiles(dir)).not.toContain(FIRST_SEGMENT);
+      const left = (await readInbox(store)).map((m) =>
+        Buffer.from(m.payload).toString().split(" ").slice(0, 2).join(" "),
+      );
+      expect(left).toEqual(["stays", "new value", ...Array.from({ length: 6 }, (_, i) => `late ${i}`)]);
+    } finally {
+      await store.close();
+    }
+    const reopened = new SqliteStore({ dataDir: dir, recentMessageBytes: 0 });
+    try {
+      expect(await readInbox(reopened)).toHaveLength(8);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it("takes over a store of the previous format, with the journal that version left", async () => {
+    const dir = tempDir();
+    const store = new SqliteStore({ dataDir: dir });
+    await createInbox(store);
+    await store.close();
+    // The previous format: no log columns, payloads inline, SENDs since the last commit in mq9.journal.
+    const raw = new Database(join(dir, "mq9.db"));
+    for (const column of ["seg", "seg_at", "seg_len"]) raw.exec(`ALTER TABLE messages DROP COLUMN ${column}`);
+    raw
+      .prepare(
+        "INSERT INTO messages (msg_id, mbox, priority, payload, created_ms) SELECT 0, id, 1, ?, 1 FROM mailboxes",
+      )
+      .run(Buffer.from("committed before"));
+    raw.exec("INSERT INTO meta (name, value) VALUES ('journal_applied', 4)");
+    const mbox = (raw.prepare("SELECT id FROM mailboxes").get() as { id: number }).id;
+    raw.pragma("user_version = 2");
+    raw.close();
+    const { bytes: rows } = encodeAppendedRows([
+      {
+        id: 1,
+        mbox,
+        priority: 1,
+        key: null,
+        tags: null,
+        header: null,
+        payload: Buffer.from("in the old journal"),
+        createdMs: 2,
+        expiresMs: null,
+        dueMs: null,
+      },
+    ]);
+    writeFileSync(join(dir, "mq9.journal"), legacyJournal(5, rows));
+    const upgraded = new SqliteStore({ dataDir: dir });
+    try {
+      const stored = await readInbox(upgraded);
+      expect(stored.map((m) => Buffer.from(m.payload).toString())).toEqual([
+        "committed before",
+        "in the old journal",
+      ]);
+      expect(existsSync(join(dir, "mq9.journal"))).toBe(false);
+      const [next] = await sendText(upgraded, "new");
+      expect(next.id).toBe(2);
+    } finally {
+      await upgraded.close();
+    }
+  });
+
+  it("refuses a second store on the same directory while the first is open", async () => {
+    const dir = tempDir();
+    const store = new SqliteStore({ dataDir: dir });
+    try {
+      expect(() => new SqliteStore({ dataDir: dir })).toThrow(/in use by another mq9 broker/);
+    } finally {
+      await store.close();
+    }
+    const again = new SqliteStore({ dataDir: dir });
+    await again.close();
+  });
+
+  it("stops reading a previous version's journal at a record whose checksum does not match, and names a foreign file", () => {
+    const { bytes: rows } = encodeAppendedRows([
+      {
+        id: 7,
+        mbox: 1,
+        priority: 2,
+        key: "k",
+        tags: null,
+        header: null,
+        payload: Buffer.from("x"),
+        createdMs: 5,
+        expiresMs: null,
+        dueMs: null,
+      },
+    ]);
+    const file = Buffer.concat([legacyJournal(3, rows), framed(rows, crc32(rows) ^ 1)]);
+    const parsed = parseJournal(file);
+    expect(parsed.generation).toBe(3);
+    expect(parsed.records).toHaveLength(1);
+    expect(parsed.tornBytes).toBe(8 + rows.length);
+    expect(decodeAppendedRows(parsed.records[0])[0]).toMatchObject({ id: 7, key: "k", priority: 2 });
+    expect(() => parseJournal(Buffer.from("not a journal file at all"))).toThrow(/unknown format/);
+  });
+});
+
+function framed(body: Buffer, crc: number): Buffer {
+  const head = Buffer.alloc(8);
+  head.writeUInt32LE(body.length, 0);
+  head.writeUInt32LE(crc, 4);
+  return Buffer.concat([head, body]);
+}
+
+/** A journal file as mq9 versions before the message log wrote it, holding one record. */
+function legacyJournal(generation: number, body: Buffer): Buffer {
+  const header = Buffer.alloc(16);
+  header.writeUInt32LE(0x4d51394a, 0);
+  header.writeUInt32LE(1, 4);
+  header.writeDoubleLE(generation, 8);
+  return Buffer.concat([header, framed(body, crc32(body))]);
+}
