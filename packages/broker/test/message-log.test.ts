@@ -127,7 +127,7 @@ describe("message log", () => {
     }
   });
 
-  it("does the same with sync full, where each journal write is flushed to the disk", async () => {
+  it("does the same with sync full, where each log write is flushed to the disk", async () => {
     const dir = tempDir();
     const { ids, kill } = await sendThenWaitForKill(dir, 10, "full");
     await kill();
@@ -254,6 +254,32 @@ describe("message log", () => {
     const reopened = new SqliteStore({ dataDir: dir, recentMessageBytes: 0 });
     try {
       expect(await readInbox(reopened)).toHaveLength(8);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it("moves the last few messages of a mostly expired segment into the database and deletes the segment", async () => {
+    const dir = tempDir();
+    const store = new SqliteStore({ dataDir: dir, logSegmentBytes: 4096, recentMessageBytes: 0 });
+    const soon = Date.now() + 60_000;
+    try {
+      await createInbox(store);
+      await sendText(store, "keeper", { header: Buffer.from("NATS/1.0\r\nk: v\r\n\r\n") });
+      for (let i = 0; i < 12; i++)
+        await sendText(store, `expiring ${i} ${"z".repeat(900)}`, { expiresMs: soon });
+      expect(segmentFiles(dir)).toContain(FIRST_SEGMENT);
+      await store.purgeExpired(soon + 1);
+      expect(segmentFiles(dir)).not.toContain(FIRST_SEGMENT);
+      const [kept] = await readInbox(store);
+      expect(Buffer.from(kept.payload).toString()).toBe("keeper");
+      expect(Buffer.from(kept.header!).toString()).toContain("k: v");
+    } finally {
+      await store.close();
+    }
+    const reopened = new SqliteStore({ dataDir: dir, recentMessageBytes: 0 });
+    try {
+      expect((await readInbox(reopened)).map((m) => Buffer.from(m.payload).toString())).toEqual(["keeper"]);
     } finally {
       await reopened.close();
     }

@@ -9,8 +9,21 @@ import {
   splitSpan,
 } from "./appended-rows.js";
 import { parseJournal } from "./legacy-journal.js";
-import { type LogPosition, RECORD_HEADER, SegmentLog, type SegmentLogOptions } from "./segment-log.js";
+import { type LocatedRow, locationOf } from "./message-row-writer.js";
+import {
+  DEFAULT_SEGMENT_BYTES,
+  type LogPosition,
+  RECORD_HEADER,
+  SegmentLog,
+  type SegmentLogOptions,
+} from "./segment-log.js";
 import { type SegmentShare, SegmentUsage } from "./segment-usage.js";
+
+/**
+ * A segment whose stored messages hold at most this fraction of a segment's size (1/16) has
+ * them moved into their rows, so the segment can be deleted.
+ */
+const SPARSE_FRACTION = 16;
 
 /** Rows read back from the log at start-up that the database does not hold yet. */
 export type ReplayedRows = AppendedRow[];
@@ -28,6 +41,7 @@ export class MessageLog {
   private constructor(
     db: Database.Database,
     private readonly segments: SegmentLog,
+    private readonly segmentBytes: number,
   ) {
     this.stmt = {
       savePosition: db.prepare(
@@ -35,6 +49,12 @@ export class MessageLog {
       ),
       anyRowIn: db.prepare<[number, number, number], { one: number }>(
         "SELECT 1 AS one FROM messages WHERE msg_id BETWEEN ? AND ? AND seg = ? LIMIT 1",
+      ),
+      rowsIn: db.prepare<[number, number, number], LocatedRow>(
+        "SELECT msg_id, seg, seg_at, seg_len FROM messages WHERE msg_id BETWEEN ? AND ? AND seg = ?",
+      ),
+      moveInline: db.prepare(
+        "UPDATE messages SET header = ?, payload = ?, seg = NULL, seg_at = NULL, seg_len = NULL WHERE msg_id = ?",
       ),
     };
   }
@@ -51,7 +71,7 @@ export class MessageLog {
   ): { log: MessageLog; replay: ReplayedRows; legacy: ReplayedRows; legacyJournal?: string } {
     const from = appliedPosition(db);
     const opened = SegmentLog.open(join(dataDir, "log"), from, options);
-    const log = new MessageLog(db, opened.log);
+    const log = new MessageLog(db, opened.log, options.segmentBytes ?? DEFAULT_SEGMENT_BYTES);
     const shares = db
       .prepare<[], SegmentShare & { seg: number }>(
         `SELECT seg, count(*) AS rows, sum(seg_len) AS bytes, min(msg_id) AS firstId, max(msg_id) AS lastId
@@ -115,18 +135,36 @@ export class MessageLog {
   }
 
   /**
-   * Deletes the segments no committed row points into. Only older segments
-   * qualify: every record in them is in the database (saveApplied passed them).
+   * Deletes the segments no committed row points into, after moving the few
+   * messages left in one mostly-emptied segment into their rows (a long-lived
+   * message would otherwise keep a whole segment on disk). Only older
+   * segments qualify: every record in them is in the database (saveApplied
+   * passed them). Call with no transaction open; `atomically` runs a change
+   * in one.
    */
-  removeUnused(): void {
+  removeUnused(atomically: (change: () => void) => void): void {
     for (const segment of this.segments.segments()) {
       if (segment >= this.segments.current) break;
       const share = this.usage.of(segment);
-      if (share.rows > 0) continue;
+      if (share.rows > 0 && share.bytes * SPARSE_FRACTION <= this.segmentBytes) {
+        atomically(() => this.moveInline(segment, share));
+        this.usage.forget(segment);
+      } else if (share.rows > 0) {
+        continue;
+      }
       if (share.lastId >= share.firstId && this.stmt.anyRowIn.get(share.firstId, share.lastId, segment))
         continue;
       this.segments.remove(segment);
       this.usage.forget(segment);
+    }
+  }
+
+  private moveInline(segment: number, share: SegmentShare): void {
+    for (const row of this.stmt.rowsIn.all(share.firstId, share.lastId, segment)) {
+      const located = locationOf(row);
+      if (!located) continue;
+      const { header, payload } = this.read(located);
+      this.stmt.moveInline.run(header, payload, row.msg_id);
     }
   }
 

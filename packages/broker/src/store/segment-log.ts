@@ -19,7 +19,7 @@ const FILE_HEADER = 16;
 /** Bytes before each record body: its length and CRC-32. */
 export const RECORD_HEADER = 8;
 /** A segment past this size is closed and the next one started. */
-const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
 const SEGMENT_FILE = /^(\d{12})\.seg$/;
 
 /** A place in the log: the byte `offset` of segment number `segment`. */

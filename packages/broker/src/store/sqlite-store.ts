@@ -782,7 +782,7 @@ export class SqliteStore implements Store {
     this.stmt.commit.run();
     this.uncommittedRows = 0;
     this.checkpointer?.request();
-    this.log?.removeUnused();
+    this.log?.removeUnused((change) => this.atomically(change));
   }
 
   /** Counts messages removed from the database out of the log segments they point into. */
