@@ -286,12 +286,16 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
     const header = msg.header;
     // A client that did not ask for headers gets the body only, like nats-server does.
     if (header !== undefined && this.headers) {
-      out.append(msg.headerHead);
+      const head = msg.headerHead;
+      if (typeof head === "string") out.appendUtf8(head);
+      else out.append(head);
       out.append(sub.sidBytes);
       out.append(msg.headerTail);
       out.append(header);
     } else {
-      out.append(msg.plainHead);
+      const head = msg.plainHead;
+      if (typeof head === "string") out.appendUtf8(head);
+      else out.append(head);
       out.append(sub.sidBytes);
       out.append(msg.plainTail);
     }

@@ -150,7 +150,7 @@ export class NatsListener {
     }
     const body: OutboundBody =
       typeof payload === "string" || Array.isArray(payload) ? payload : asBuffer(payload as Uint8Array);
-    const msg = new OutboundMessage(subject, undefined, header && asBuffer(header), body);
+    const msg = new OutboundMessage(subject, undefined, header && asBuffer(header), body, repeats);
     this.router.route(msg, undefined, repeats);
   }
 

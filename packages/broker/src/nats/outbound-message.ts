@@ -50,13 +50,15 @@ export class OutboundMessage {
      * and one after the other) so the body never needs a buffer of its own.
      */
     readonly body: OutboundBody,
+    /** False for a subject unlikely to come again (a request's reply inbox): its head is not cached. */
+    private readonly repeats = true,
   ) {
     this.bodyLength = bodyLength(body);
   }
 
-  /** "MSG <subject> " — the sid follows. */
-  get plainHead(): Buffer {
-    return cachedHead(plainHeads, "MSG", this.subject);
+  /** "MSG <subject> " — the sid follows; as text for a one-off subject, which a cache would only churn. */
+  get plainHead(): Buffer | string {
+    return this.repeats ? cachedHead(plainHeads, "MSG", this.subject) : `MSG ${this.subject} `;
   }
 
   /** " [reply] <size>\r\n" after the sid of a MSG. */
@@ -73,9 +75,9 @@ export class OutboundMessage {
     return this.msgTail;
   }
 
-  /** "HMSG <subject> " — the sid follows. */
-  get headerHead(): Buffer {
-    return cachedHead(headerHeads, "HMSG", this.subject);
+  /** "HMSG <subject> " — the sid follows (text for a one-off subject). */
+  get headerHead(): Buffer | string {
+    return this.repeats ? cachedHead(headerHeads, "HMSG", this.subject) : `HMSG ${this.subject} `;
   }
 
   /** " [reply] <header size> <total size>\r\n" after the sid of an HMSG. */

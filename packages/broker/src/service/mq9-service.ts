@@ -46,6 +46,10 @@ export type ReplyPayload = string | readonly (string | Uint8Array)[];
  * item (see encodeMessageItem); DISCOVER entries are spliced in as the UTF-8 bytes they are kept as.
  */
 export function encodeReply(reply: ReplyBody): ReplyPayload {
+  // Most replies (SEND, ACK, CREATE) carry neither: no copy of the object needed.
+  if (reply.messages === undefined && reply.agentsJson === undefined && reply.headerParts === undefined) {
+    return JSON.stringify(reply);
+  }
   const { messages, headerParts, agentsJson, ...rest } = reply;
   if (agentsJson) return spliceAgents(JSON.stringify(rest), agentsJson);
   if (!messages) return JSON.stringify(rest);
