@@ -83,7 +83,9 @@ export class MessageLog {
     for (const record of opened.records) {
       for (const row of decodeAppendedRows(record.body)) {
         const { spanAt, ...rest } = row;
-        replay.push({ ...rest, located: spanOf(row, record.segment, record.bodyOffset + spanAt) });
+        const located = spanOf(row, record.segment, record.bodyOffset + spanAt);
+        if (row.dueMs === null) log.stored(located, row.id);
+        replay.push({ ...rest, located });
       }
     }
     const legacyJournal = join(dataDir, "mq9.journal");

@@ -16,14 +16,12 @@ export interface MessageValues {
 export const MESSAGE_COLUMNS =
   "msg_id, priority, msg_key, tags, header, payload, created_ms, expires_ms, seg, seg_at, seg_len";
 const PLACEHOLDERS = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+/** A keyless row whose header and payload are in the log: three values fewer to bind. */
+const LOGGED_PLACEHOLDERS = "(?, ?, ?, NULL, ?, NULL, x'', ?, ?, ?, ?, ?)";
 const EMPTY = Buffer.alloc(0);
 
-/** What the writer reports as it stores and replaces messages. */
-export interface RowEvents {
-  stored(mbox: number, rank: number, id: number, located: SpanLocation | undefined): void;
-  /** A message replaced by a newer one with its key, which was stored at `located` in the log. */
-  replaced(located: SpanLocation | undefined): void;
-}
+/** Told of each message replaced by a newer one with its key, with where its bytes were in the log. */
+export type OnReplaced = (located: SpanLocation | undefined) => void;
 
 /**
  * Keyless messages are inserted this many to a statement: binding and stepping one statement per
@@ -34,8 +32,7 @@ const ROWS_PER_INSERT = 32;
 /**
  * Writes stored messages into SQLite: keyless ones several to a statement,
  * keyed ones one by one after removing the message they replace, delayed ones
- * into `delayed`. Reports each message stored so the caller can track the
- * newest id per class.
+ * into `delayed`.
  */
 export class MessageRowWriter {
   private readonly insertOne;
@@ -51,7 +48,7 @@ export class MessageRowWriter {
 
   constructor(
     private readonly db: Database.Database,
-    private readonly events: RowEvents,
+    private readonly onReplaced: OnReplaced,
   ) {
     this.insertOne = db.prepare(this.insertPrefix + PLACEHOLDERS);
     this.idByKey = db.prepare<[number, string], LocatedRow>(
@@ -97,7 +94,7 @@ export class MessageRowWriter {
       if (previous) {
         this.deleteMessage.run(row.mbox, previous.msg_id);
         this.deleteDeliveriesOf.run(row.mbox, previous.msg_id);
-        this.events.replaced(locationOf(previous));
+        this.onReplaced(locationOf(previous));
       }
     }
     this.insertOne.run(
@@ -114,38 +111,42 @@ export class MessageRowWriter {
       located?.offset ?? null,
       located?.length ?? null,
     );
-    this.events.stored(row.mbox, row.priority, id, located);
   }
 
-  /** Inserts `count` keyless messages from `from` with one statement. */
+  /** Inserts `count` keyless messages kept in the log, from `from`, with one statement. */
   private insertPlain(rows: readonly AppendedRow[], from: number, count: number): void {
     let statement = this.insertMany.get(count);
     if (statement === undefined) {
-      statement = this.db.prepare(this.insertPrefix + Array(count).fill(PLACEHOLDERS).join(", "));
+      statement = this.db.prepare(this.insertPrefix + Array(count).fill(LOGGED_PLACEHOLDERS).join(", "));
       this.insertMany.set(count, statement);
     }
     const values = this.values;
     values.length = 0;
     for (let i = from; i < from + count; i++) {
       const r = rows[i];
-      const at = r.located;
-      values.push(r.mbox, r.id, r.priority, null, r.tags, at ? null : r.header, at ? EMPTY : r.payload);
-      values.push(r.createdMs, r.expiresMs, at?.segment ?? null, at?.offset ?? null, at?.length ?? null);
+      const at = r.located as SpanLocation;
+      values.push(
+        r.mbox,
+        r.id,
+        r.priority,
+        r.tags,
+        r.createdMs,
+        r.expiresMs,
+        at.segment,
+        at.offset,
+        at.length,
+      );
     }
     statement.run(values);
-    for (let i = from; i < from + count; i++) {
-      const r = rows[i];
-      this.events.stored(r.mbox, r.priority, r.id, r.located);
-    }
   }
 }
 
-/** How many rows from `from` (at most ROWS_PER_INSERT) are keyless messages due now. */
+/** How many rows from `from` (at most ROWS_PER_INSERT) are keyless messages due now and in the log. */
 function plainRun(rows: readonly AppendedRow[], from: number): number {
   let n = 0;
   while (n < ROWS_PER_INSERT && from + n < rows.length) {
     const r = rows[from + n];
-    if (r.key !== null || r.dueMs !== null) break;
+    if (r.key !== null || r.dueMs !== null || r.located === undefined) break;
     n++;
   }
   return n;

@@ -290,15 +290,8 @@ export class SqliteStore implements Store {
         "DELETE FROM messages WHERE mbox = ? RETURNING msg_id, seg, seg_at, seg_len",
       ),
     };
-    this.rows = new MessageRowWriter(db, {
-      stored: (mbox, rank, id, located) => {
-        const newest = this.newestIdsOf(mbox);
-        if (id > newest[rank]) newest[rank] = id;
-        if (located) this.log?.stored(located, id);
-      },
-      replaced: (located) => {
-        if (located) this.log?.released(located);
-      },
+    this.rows = new MessageRowWriter(db, (located) => {
+      if (located) this.log?.released(located);
     });
     if (file !== ":memory:") {
       this.openLog(options);
@@ -382,7 +375,10 @@ export class SqliteStore implements Store {
       }
     }
     this.nextId = next;
-    for (const row of rows) this.pending.push(row);
+    for (const row of rows) {
+      this.pending.push(row);
+      if (row.dueMs === null) this.stored(row);
+    }
     this.rememberRecent(readable, encoded);
     this.uncommittedRows += rows.length;
     if (this.uncommittedRows >= MAX_UNCOMMITTED_ROWS) this.settle();
@@ -664,7 +660,8 @@ export class SqliteStore implements Store {
         this.stmt.deleteDelayed.run(row.id);
         const box = this.stmt.mailboxById.get(row.mbox);
         if (!box) continue;
-        this.rows.insertMessage(row, next++, nowMs);
+        this.rows.insertMessage(row, next, nowMs);
+        this.raiseNewest(row.mbox, row.priority, next++);
         addresses.add(box.address);
       }
       return [...addresses];
@@ -783,6 +780,17 @@ export class SqliteStore implements Store {
     this.uncommittedRows = 0;
     this.checkpointer?.request();
     this.log?.removeUnused((change) => this.atomically(change));
+  }
+
+  /** Notes a message as stored: the newest id of its class, and its bytes' place in the log. */
+  private stored(row: AppendedRow): void {
+    this.raiseNewest(row.mbox, row.priority, row.id);
+    if (row.located) this.log?.stored(row.located, row.id);
+  }
+
+  private raiseNewest(mbox: number, rank: number, id: number): void {
+    const newest = this.newestIdsOf(mbox);
+    if (id > newest[rank]) newest[rank] = id;
   }
 
   /** Counts messages removed from the database out of the log segments they point into. */
