@@ -13,7 +13,9 @@ import { type LocatedRow, locationOf } from "./message-row-writer.js";
 import {
   DEFAULT_SEGMENT_BYTES,
   type LogPosition,
+  type LogRecord,
   RECORD_HEADER,
+  readLogRange,
   SegmentLog,
   type SegmentLogOptions,
 } from "./segment-log.js";
@@ -37,16 +39,16 @@ export type ReplayedRows = AppendedRow[];
 export class MessageLog {
   private readonly usage = new SegmentUsage();
   private readonly stmt;
+  private readonly savePosition: (position: LogPosition) => void;
 
   private constructor(
-    db: Database.Database,
+    private readonly db: Database.Database,
+    readonly dir: string,
     private readonly segments: SegmentLog,
     private readonly segmentBytes: number,
   ) {
+    this.savePosition = positionSaver(db);
     this.stmt = {
-      savePosition: db.prepare(
-        "INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-      ),
       anyRowIn: db.prepare<[number, number, number], { one: number }>(
         "SELECT 1 AS one FROM messages WHERE msg_id BETWEEN ? AND ? AND seg = ? LIMIT 1",
       ),
@@ -70,8 +72,9 @@ export class MessageLog {
     options: SegmentLogOptions,
   ): { log: MessageLog; replay: ReplayedRows; legacy: ReplayedRows; legacyJournal?: string } {
     const from = appliedPosition(db);
-    const opened = SegmentLog.open(join(dataDir, "log"), from, options);
-    const log = new MessageLog(db, opened.log, options.segmentBytes ?? DEFAULT_SEGMENT_BYTES);
+    const dir = join(dataDir, "log");
+    const opened = SegmentLog.open(dir, from, options);
+    const log = new MessageLog(db, dir, opened.log, options.segmentBytes ?? DEFAULT_SEGMENT_BYTES);
     const shares = db
       .prepare<[], SegmentShare & { seg: number }>(
         `SELECT seg, count(*) AS rows, sum(seg_len) AS bytes, min(msg_id) AS firstId, max(msg_id) AS lastId
@@ -79,14 +82,9 @@ export class MessageLog {
       )
       .all();
     for (const share of shares) log.usage.load(share.seg, share);
-    const replay: ReplayedRows = [];
-    for (const record of opened.records) {
-      for (const row of decodeAppendedRows(record.body)) {
-        const { spanAt, ...rest } = row;
-        const located = spanOf(row, record.segment, record.bodyOffset + spanAt);
-        if (row.dueMs === null) log.stored(located, row.id);
-        replay.push({ ...rest, located });
-      }
+    const replay = locatedRowsOf(opened.records);
+    for (const row of replay) {
+      if (row.dueMs === null && row.located) log.stored(row.located, row.id);
     }
     const legacyJournal = join(dataDir, "mq9.journal");
     const legacy: ReplayedRows = [];
@@ -131,9 +129,17 @@ export class MessageLog {
 
   /** Records in the database (call inside the transaction) that it holds everything written so far. */
   saveApplied(): void {
-    const end = this.segments.end;
-    this.stmt.savePosition.run("log_segment", end.segment);
-    this.stmt.savePosition.run("log_offset", end.offset);
+    this.savePosition(this.segments.end);
+  }
+
+  /** Where the next record goes. */
+  get end(): LogPosition {
+    return this.segments.end;
+  }
+
+  /** The rows of the records the database does not hold yet (those a failed worker left). */
+  unappliedRows(): AppendedRow[] {
+    return locatedRowsOf(readLogRange(this.dir, appliedPosition(this.db), this.segments.end));
   }
 
   /**
@@ -178,6 +184,29 @@ export class MessageLog {
   static removeLegacyJournal(file: string): void {
     unlinkSync(file);
   }
+}
+
+/** Rows of log records, each with where its header and payload are in the log. */
+export function locatedRowsOf(records: readonly LogRecord[]): AppendedRow[] {
+  const rows: AppendedRow[] = [];
+  for (const record of records) {
+    for (const row of decodeAppendedRows(record.body)) {
+      const { spanAt, ...rest } = row;
+      rows.push({ ...rest, located: spanOf(row, record.segment, record.bodyOffset + spanAt) });
+    }
+  }
+  return rows;
+}
+
+/** Saves (inside the caller's transaction) how far into the log the database holds the records. */
+export function positionSaver(db: Database.Database): (position: LogPosition) => void {
+  const save = db.prepare(
+    "INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+  );
+  return (position) => {
+    save.run("log_segment", position.segment);
+    save.run("log_offset", position.offset);
+  };
 }
 
 function appliedPosition(db: Database.Database): LogPosition {

@@ -87,6 +87,22 @@ export class MessageRowWriter {
     }
   }
 
+  /** Inserts the plain rows packed by packRows, several to a statement. */
+  insertPacked(packed: Float64Array): void {
+    const rows = packed.length / PACKED_FIELDS;
+    for (let first = 0; first < rows; first += ROWS_PER_INSERT) {
+      const count = Math.min(ROWS_PER_INSERT, rows - first);
+      const values = this.values;
+      values.length = 0;
+      for (let at = first * PACKED_FIELDS; at < (first + count) * PACKED_FIELDS; at += PACKED_FIELDS) {
+        const expires = packed[at + 4];
+        values.push(packed[at], packed[at + 1], packed[at + 2], null, packed[at + 3]);
+        values.push(Number.isNaN(expires) ? null : expires, packed[at + 5], packed[at + 6], packed[at + 7]);
+      }
+      this.loggedInsert(count).run(values);
+    }
+  }
+
   /** Inserts one message under its id, first removing the message it replaces by key. */
   insertMessage(row: MessageValues, id: number, createdMs: number, located?: SpanLocation): void {
     if (row.msg_key !== null) {
@@ -113,13 +129,19 @@ export class MessageRowWriter {
     );
   }
 
-  /** Inserts `count` keyless messages kept in the log, from `from`, with one statement. */
-  private insertPlain(rows: readonly AppendedRow[], from: number, count: number): void {
+  /** The multi-row insert of `count` keyless rows kept in the log, prepared when first needed. */
+  private loggedInsert(count: number): Database.Statement {
     let statement = this.insertMany.get(count);
     if (statement === undefined) {
       statement = this.db.prepare(this.insertPrefix + Array(count).fill(LOGGED_PLACEHOLDERS).join(", "));
       this.insertMany.set(count, statement);
     }
+    return statement;
+  }
+
+  /** Inserts `count` keyless messages kept in the log, from `from`, with one statement. */
+  private insertPlain(rows: readonly AppendedRow[], from: number, count: number): void {
+    const statement = this.loggedInsert(count);
     const values = this.values;
     values.length = 0;
     for (let i = from; i < from + count; i++) {
@@ -139,6 +161,42 @@ export class MessageRowWriter {
     }
     statement.run(values);
   }
+}
+
+/** Numbers per row in packRows' output. */
+const PACKED_FIELDS = 8;
+
+/**
+ * Splits rows into the plain ones (keyless, due now, in the log, without tags), packed as
+ * numbers that cross to a worker thread without being copied, and the others, in order.
+ */
+export function packRows(rows: readonly AppendedRow[]): { packed: Float64Array; others: AppendedRow[] } {
+  const others: AppendedRow[] = [];
+  let plain = 0;
+  for (const row of rows) if (isPackable(row)) plain++;
+  const packed = new Float64Array(plain * PACKED_FIELDS);
+  let at = 0;
+  for (const row of rows) {
+    if (!isPackable(row)) {
+      others.push(row);
+      continue;
+    }
+    const located = row.located as SpanLocation;
+    packed[at] = row.mbox;
+    packed[at + 1] = row.id;
+    packed[at + 2] = row.priority;
+    packed[at + 3] = row.createdMs;
+    packed[at + 4] = row.expiresMs ?? Number.NaN;
+    packed[at + 5] = located.segment;
+    packed[at + 6] = located.offset;
+    packed[at + 7] = located.length;
+    at += PACKED_FIELDS;
+  }
+  return { packed, others };
+}
+
+function isPackable(row: AppendedRow): boolean {
+  return row.key === null && row.dueMs === null && row.tags === null && row.located !== undefined;
 }
 
 /** How many rows from `from` (at most ROWS_PER_INSERT) are keyless messages due now and in the log. */

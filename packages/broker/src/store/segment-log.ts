@@ -243,6 +243,19 @@ function syncDirectory(dir: string): void {
   }
 }
 
+/** The whole records between two positions of the log in `dir`, in write order. */
+export function readLogRange(dir: string, from: LogPosition, to: LogPosition): LogRecord[] {
+  const records: LogRecord[] = [];
+  for (let segment = Math.max(from.segment, 1); segment <= to.segment; segment++) {
+    const start = segment === from.segment ? Math.max(from.offset, FILE_HEADER) : FILE_HEADER;
+    for (const record of readRecords(join(dir, segmentName(segment)), segment, start).records) {
+      if (segment === to.segment && record.end > to.offset) break;
+      records.push(record);
+    }
+  }
+  return records;
+}
+
 /** Whole records of a segment file from byte `start`; a torn or corrupt tail is left out. */
 export function readRecords(
   file: string,

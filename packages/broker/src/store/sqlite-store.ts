@@ -4,6 +4,7 @@ import { PRIORITIES, priorityRank } from "@mq9/protocol";
 import Database from "better-sqlite3";
 import { type AppendedRow, type EncodedRows, encodeAppendedRows } from "./appended-rows.js";
 import { GroupLeases } from "./group-leases.js";
+import { ApplierFailed, LogApplier } from "./log-applier.js";
 import { MessageLog } from "./message-log.js";
 import { type LocatedRow, locationOf, MESSAGE_COLUMNS, MessageRowWriter } from "./message-row-writer.js";
 import { RecentMessages } from "./recent-messages.js";
@@ -169,6 +170,11 @@ export class SqliteStore implements Store {
   private nextId = 0;
   /** Where SENDs are made durable and their payloads kept (absent for an in-memory store). */
   private log?: MessageLog;
+  /**
+   * Writes the rows of logged SENDs on a worker thread; absent for an in-memory store, or
+   * after the worker failed, when they are written here (see `pending`).
+   */
+  private applier?: LogApplier;
   private uncommittedRows = 0;
   private commitTimer?: NodeJS.Timeout;
   private readonly commitIntervalMs: number;
@@ -297,6 +303,7 @@ export class SqliteStore implements Store {
       this.openLog(options);
       this.checkpointer = WalCheckpointer.start({ file, synchronous }, (reply) => this.onCheckpoint(reply));
       if (!this.checkpointer) this.db.pragma("wal_autocheckpoint = 1000");
+      this.applier = this.startApplier(file, synchronous);
     }
     const stored = this.db
       .prepare<[], { value: number }>("SELECT value FROM meta WHERE name = 'next_msg_id'")
@@ -306,20 +313,22 @@ export class SqliteStore implements Store {
   }
 
   async createMailbox(record: MailboxRecord, nowMs: number): Promise<boolean> {
-    return this.committed(() => {
-      const existing = this.mailboxRow(record.address);
-      if (existing) {
-        if (isLive(existing, nowMs)) return false;
-        this.dropMailbox(existing);
-      }
-      this.stmt.insertMailbox.run(
-        record.address,
-        record.ttlSeconds,
-        record.desc,
-        record.createdMs,
-        record.expiresMs ?? null,
-      );
-      return true;
+    return this.sqlTurn(() => {
+      return this.committed(() => {
+        const existing = this.mailboxRow(record.address);
+        if (existing) {
+          if (isLive(existing, nowMs)) return false;
+          this.dropMailbox(existing);
+        }
+        this.stmt.insertMailbox.run(
+          record.address,
+          record.ttlSeconds,
+          record.desc,
+          record.createdMs,
+          record.expiresMs ?? null,
+        );
+        return true;
+      });
     });
   }
 
@@ -376,10 +385,14 @@ export class SqliteStore implements Store {
     }
     this.nextId = next;
     for (const row of rows) {
-      this.pending.push(row);
       if (row.dueMs === null) this.stored(row);
     }
     this.rememberRecent(readable, encoded);
+    if (this.applier && this.log) {
+      this.applier.appendedTo(this.log.end, rows);
+      return outcome;
+    }
+    for (const row of rows) this.pending.push(row);
     this.uncommittedRows += rows.length;
     if (this.uncommittedRows >= MAX_UNCOMMITTED_ROWS) this.settle();
     else this.scheduleSettle();
@@ -415,19 +428,21 @@ export class SqliteStore implements Store {
   }
 
   async firstIdCreatedAtOrAfter(mailbox: string, createdMs: number): Promise<number> {
-    const box = this.mailboxRow(mailbox);
-    if (!box) return 0;
-    this.applyPending();
-    return this.stmt.firstIdFrom.get(box.id, createdMs)?.msg_id ?? this.nextId;
+    return this.sqlTurn(() => {
+      const box = this.mailboxRow(mailbox);
+      if (!box) return 0;
+      return this.stmt.firstIdFrom.get(box.id, createdMs)?.msg_id ?? this.nextId;
+    });
   }
 
   async read(mailbox: string, start: StartPosition, options: ReadOptions): Promise<StoredMessage[]> {
-    const box = this.liveMailbox(mailbox, options.nowMs);
-    if (!box) return [];
-    this.applyPending();
-    return takeByPriority(options.limit, options.maxBytes, (rank, remaining) =>
-      this.classMessages(box.id, rank, start.fromId, options.nowMs, start.fromCreatedMs ?? 0, remaining),
-    );
+    return this.sqlTurn(() => {
+      const box = this.liveMailbox(mailbox, options.nowMs);
+      if (!box) return [];
+      return takeByPriority(options.limit, options.maxBytes, (rank, remaining) =>
+        this.classMessages(box.id, rank, start.fromId, options.nowMs, start.fromCreatedMs ?? 0, remaining),
+      );
+    });
   }
 
   async hasGroup(mailbox: string, group: string): Promise<boolean> {
@@ -441,34 +456,36 @@ export class SqliteStore implements Store {
    * unACKed messages again (at least once).
    */
   async claim(mailbox: string, group: string, options: ClaimOptions): Promise<StoredMessage[]> {
-    const box = this.liveMailbox(mailbox, options.nowMs);
-    if (!box) return [];
-    this.applyPending();
-    this.beginDeferred();
-    return this.atomically(() => {
-      const stored = this.stmt.group.get(box.id, group);
-      // A reset starts over from `start`, keeping only the batch numbering.
-      const existing = options.reset ? undefined : stored;
-      let cursors: number[];
-      let leases: GroupLeases;
-      if (existing) {
-        cursors = [existing.cursor0, existing.cursor1, existing.cursor2];
-        leases = this.leasesOf(box.id, group, existing);
-      } else {
-        const from = options.start.fromId;
-        cursors = [from, from, from];
-        if (options.reset) this.stmt.clearDeliveries.run(box.id, group);
-        const batch = stored?.next_batch ?? 0;
-        this.stmt.upsertGroup.run({ mbox: box.id, name: group, c0: from, c1: from, c2: from, batch });
-        leases = new GroupLeases(cursors, batch);
-        this.groupsOf(box.id).set(group, leases);
-      }
-      const taken = this.claimable(box.id, group, cursors, leases, options);
-      leases.lease(
-        taken.map((m) => ({ id: m.id, rank: priorityRank[m.priority] })),
-        options.nowMs + options.leaseMs,
-      );
-      return taken;
+    return this.sqlTurn(() => {
+      const box = this.liveMailbox(mailbox, options.nowMs);
+      if (!box) return [];
+      // With the worker writing SEND rows, this connection holds no transaction between turns.
+      if (!this.applier) this.beginDeferred();
+      return this.atomically(() => {
+        const stored = this.stmt.group.get(box.id, group);
+        // A reset starts over from `start`, keeping only the batch numbering.
+        const existing = options.reset ? undefined : stored;
+        let cursors: number[];
+        let leases: GroupLeases;
+        if (existing) {
+          cursors = [existing.cursor0, existing.cursor1, existing.cursor2];
+          leases = this.leasesOf(box.id, group, existing);
+        } else {
+          const from = options.start.fromId;
+          cursors = [from, from, from];
+          if (options.reset) this.stmt.clearDeliveries.run(box.id, group);
+          const batch = stored?.next_batch ?? 0;
+          this.stmt.upsertGroup.run({ mbox: box.id, name: group, c0: from, c1: from, c2: from, batch });
+          leases = new GroupLeases(cursors, batch);
+          this.groupsOf(box.id).set(group, leases);
+        }
+        const taken = this.claimable(box.id, group, cursors, leases, options);
+        leases.lease(
+          taken.map((m) => ({ id: m.id, rank: priorityRank[m.priority] })),
+          options.nowMs + options.leaseMs,
+        );
+        return taken;
+      });
     });
   }
 
@@ -574,122 +591,133 @@ export class SqliteStore implements Store {
   }
 
   async ack(mailbox: string, group: string, msgId: number, nowMs: number): Promise<boolean> {
-    const box = this.liveMailbox(mailbox, nowMs);
-    if (!box) return false;
-    return this.committed(() => {
-      const state = this.stmt.group.get(box.id, group);
-      if (!state) return false;
-      const cursors = [state.cursor0, state.cursor1, state.cursor2];
-      const leases = this.leasesOf(box.id, group, state);
-      const covered = leases.coveredBy(msgId);
-      if (!covered) return leases.acked.has(msgId) || this.isBelowCursor(box.id, msgId, cursors);
-      leases.release(covered.keys());
-      const moved = leases.cursorsAfterRelease(cursors);
-      const next = [...cursors];
-      for (let rank = 0; rank < 3; rank++) {
-        // ACKs the cursor does not pass are written: they must outlive a restart.
-        const stays = moved[rank] ?? Number.NEGATIVE_INFINITY;
-        for (const [id, r] of covered) {
-          if (r !== rank || id < stays) continue;
-          this.stmt.insertAcked.run(box.id, group, id, rank);
-          leases.acked.set(id, rank);
+    return this.sqlTurn(() => {
+      const box = this.liveMailbox(mailbox, nowMs);
+      if (!box) return false;
+      return this.committed(() => {
+        const state = this.stmt.group.get(box.id, group);
+        if (!state) return false;
+        const cursors = [state.cursor0, state.cursor1, state.cursor2];
+        const leases = this.leasesOf(box.id, group, state);
+        const covered = leases.coveredBy(msgId);
+        if (!covered) return leases.acked.has(msgId) || this.isBelowCursor(box.id, msgId, cursors);
+        leases.release(covered.keys());
+        const moved = leases.cursorsAfterRelease(cursors);
+        const next = [...cursors];
+        for (let rank = 0; rank < 3; rank++) {
+          // ACKs the cursor does not pass are written: they must outlive a restart.
+          const stays = moved[rank] ?? Number.NEGATIVE_INFINITY;
+          for (const [id, r] of covered) {
+            if (r !== rank || id < stays) continue;
+            this.stmt.insertAcked.run(box.id, group, id, rank);
+            leases.acked.set(id, rank);
+          }
+          next[rank] = moved[rank] ?? this.firstUnackedFrom(box.id, group, rank, cursors[rank], nowMs);
+          if (next[rank] !== cursors[rank] && leases.dropAckedBelow(rank, next[rank])) {
+            this.stmt.pruneDeliveries.run(box.id, group, rank, next[rank]);
+          }
         }
-        next[rank] = moved[rank] ?? this.firstUnackedFrom(box.id, group, rank, cursors[rank], nowMs);
-        if (next[rank] !== cursors[rank] && leases.dropAckedBelow(rank, next[rank])) {
-          this.stmt.pruneDeliveries.run(box.id, group, rank, next[rank]);
+        if (next.some((cursor, rank) => cursor !== cursors[rank])) {
+          this.stmt.setCursors.run(next[0], next[1], next[2], box.id, group);
         }
-      }
-      if (next.some((cursor, rank) => cursor !== cursors[rank])) {
-        this.stmt.setCursors.run(next[0], next[1], next[2], box.id, group);
-      }
-      return true;
+        return true;
+      });
     });
   }
 
   async query(mailbox: string, options: QueryOptions): Promise<StoredMessage[]> {
-    const box = this.liveMailbox(mailbox, options.nowMs);
-    if (!box || options.limit <= 0) return [];
-    this.applyPending();
-    const where = ["mbox = @mbox", "priority = @priority", "(expires_ms IS NULL OR expires_ms > @now)"];
-    if (options.key !== undefined) where.push("msg_key = @key");
-    if (options.createdFromMs !== undefined) where.push("created_ms >= @from");
-    if (options.tags !== undefined) {
-      where.push(
-        "tags IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(tags) WHERE value IN (SELECT value FROM json_each(@tags)))",
+    return this.sqlTurn(() => {
+      const box = this.liveMailbox(mailbox, options.nowMs);
+      if (!box || options.limit <= 0) return [];
+      const where = ["mbox = @mbox", "priority = @priority", "(expires_ms IS NULL OR expires_ms > @now)"];
+      if (options.key !== undefined) where.push("msg_key = @key");
+      if (options.createdFromMs !== undefined) where.push("created_ms >= @from");
+      if (options.tags !== undefined) {
+        where.push(
+          "tags IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(tags) WHERE value IN (SELECT value FROM json_each(@tags)))",
+        );
+      }
+      // One walk per priority class down its index, newest first, then merged by id.
+      const statement = this.db.prepare<unknown[], MessageRow>(
+        `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE ${where.join(" AND ")} ORDER BY msg_id DESC LIMIT @limit`,
       );
-    }
-    // One walk per priority class down its index, newest first, then merged by id.
-    const statement = this.db.prepare<unknown[], MessageRow>(
-      `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE ${where.join(" AND ")} ORDER BY msg_id DESC LIMIT @limit`,
-    );
-    const params = {
-      mbox: box.id,
-      now: options.nowMs,
-      key: options.key,
-      from: options.createdFromMs,
-      tags: options.tags ? JSON.stringify(options.tags) : undefined,
-      limit: options.limit,
-    };
-    const rows = RANKS.flatMap((priority) => statement.all({ ...params, priority }));
-    rows.sort((a, b) => b.msg_id - a.msg_id);
-    return rows
-      .slice(0, options.limit)
-      .reverse()
-      .map((row) => toStored(row, this.log));
+      const params = {
+        mbox: box.id,
+        now: options.nowMs,
+        key: options.key,
+        from: options.createdFromMs,
+        tags: options.tags ? JSON.stringify(options.tags) : undefined,
+        limit: options.limit,
+      };
+      const rows = RANKS.flatMap((priority) => statement.all({ ...params, priority }));
+      rows.sort((a, b) => b.msg_id - a.msg_id);
+      return rows
+        .slice(0, options.limit)
+        .reverse()
+        .map((row) => toStored(row, this.log));
+    });
   }
 
   async deleteMessage(mailbox: string, msgId: number): Promise<boolean> {
-    const box = this.mailboxRow(mailbox);
-    if (!box) return false;
-    return this.committed(() => {
-      this.stmt.deleteDeliveriesOf.run(box.id, msgId);
-      for (const leases of this.inFlight.get(box.id)?.values() ?? []) leases.forget(msgId);
-      // Keep ids from being reused after a restart if this was the newest message.
-      this.stmt.saveNextId.run(this.nextId);
-      const deleted = this.stmt.deleteMessage.get(box.id, msgId);
-      if (deleted) this.released([deleted]);
-      return deleted !== undefined;
+    return this.sqlTurn(() => {
+      const box = this.mailboxRow(mailbox);
+      if (!box) return false;
+      return this.committed(() => {
+        this.stmt.deleteDeliveriesOf.run(box.id, msgId);
+        for (const leases of this.inFlight.get(box.id)?.values() ?? []) leases.forget(msgId);
+        // Keep ids from being reused after a restart if this was the newest message.
+        this.stmt.saveNextId.run(this.nextId);
+        const deleted = this.stmt.deleteMessage.get(box.id, msgId);
+        if (deleted) this.released([deleted]);
+        return deleted !== undefined;
+      });
     });
   }
 
   async promoteDue(nowMs: number): Promise<string[]> {
-    let next = this.nextId;
-    const touched = () => {
-      const addresses = new Set<string>();
-      for (const row of this.stmt.dueDelayed.all(nowMs)) {
-        this.stmt.deleteDelayed.run(row.id);
-        const box = this.stmt.mailboxById.get(row.mbox);
-        if (!box) continue;
-        this.rows.insertMessage(row, next, nowMs);
-        this.raiseNewest(row.mbox, row.priority, next++);
-        addresses.add(box.address);
-      }
-      return [...addresses];
-    };
-    const outcome = this.committed(touched);
-    this.nextId = next;
-    return outcome;
+    return this.sqlTurn(() => {
+      let next = this.nextId;
+      const touched = () => {
+        const addresses = new Set<string>();
+        for (const row of this.stmt.dueDelayed.all(nowMs)) {
+          this.stmt.deleteDelayed.run(row.id);
+          const box = this.stmt.mailboxById.get(row.mbox);
+          if (!box) continue;
+          this.rows.insertMessage(row, next, nowMs);
+          this.raiseNewest(row.mbox, row.priority, next++);
+          addresses.add(box.address);
+        }
+        return [...addresses];
+      };
+      const outcome = this.committed(touched);
+      this.nextId = next;
+      return outcome;
+    });
   }
 
   async nextDueMs(): Promise<number | undefined> {
-    this.applyPending();
-    return this.stmt.nextDue.get()?.due ?? undefined;
+    return this.sqlTurn(() => {
+      return this.stmt.nextDue.get()?.due ?? undefined;
+    });
   }
 
   async purgeExpired(nowMs: number): Promise<PurgeResult> {
-    return this.committed(() => {
-      const expired = this.stmt.expiredMailboxes.all(nowMs);
-      for (const row of expired) this.dropMailbox(row);
-      const expiredMessages = this.stmt.expireMessages.all(nowMs);
-      this.released(expiredMessages);
-      const messages = expiredMessages.length;
-      if (messages > 0) this.stmt.saveNextId.run(this.nextId);
-      return { mailboxes: expired.map((row) => row.address), messages };
+    return this.sqlTurn(() => {
+      return this.committed(() => {
+        const expired = this.stmt.expiredMailboxes.all(nowMs);
+        for (const row of expired) this.dropMailbox(row);
+        const expiredMessages = this.stmt.expireMessages.all(nowMs);
+        this.released(expiredMessages);
+        const messages = expiredMessages.length;
+        if (messages > 0) this.stmt.saveNextId.run(this.nextId);
+        return { mailboxes: expired.map((row) => row.address), messages };
+      });
     });
   }
 
   async close(): Promise<void> {
     if (!this.db.open) return;
+    await this.applier?.close();
     await this.checkpointer?.close();
     if (!this.db.open) return;
     try {
@@ -709,9 +737,57 @@ export class SqliteStore implements Store {
       return;
     }
     if (reply.copiedFrames < reply.walFrames && reply.walFrames > MAX_WAL_FRAMES) {
-      this.settle();
-      this.db.pragma("wal_checkpoint(RESTART)");
+      void this.sqlTurn(() => {
+        this.settle();
+        this.db.pragma("wal_checkpoint(RESTART)");
+      }).catch(() => {});
     }
+  }
+
+  /**
+   * Runs `body`, synchronous SQL on this connection, once the database holds every SEND so far:
+   * in a turn of the worker when there is one, else after writing the pending rows here.
+   */
+  private sqlTurn<T>(body: () => T): Promise<T> {
+    if (this.applier) {
+      return this.applier.turn(body).catch((err) => {
+        // The worker failed and its rows are pending here now: run the body the other way.
+        if (err instanceof ApplierFailed) return this.sqlTurn(body);
+        throw err;
+      });
+    }
+    try {
+      this.applyPending();
+      return Promise.resolve(body());
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  private startApplier(file: string, synchronous: "NORMAL" | "FULL"): LogApplier | undefined {
+    const log = this.log;
+    if (!log) return undefined;
+    let lastCollectMs = 0;
+    return LogApplier.start({ file, synchronous }, log.end, {
+      intervalMs: this.commitIntervalMs,
+      maxRows: MAX_UNCOMMITTED_ROWS,
+      onApplied: (released) => {
+        for (const located of released) log.released(located);
+        this.checkpointer?.request();
+        // Segments are looked at once a second at most: a turn of its own, while the worker rests.
+        const now = Date.now();
+        if (now - lastCollectMs < 1000) return;
+        lastCollectMs = now;
+        void this.sqlTurn(() => log.removeUnused((change) => this.atomically(change))).catch(() => {});
+      },
+      onFailed: () => {
+        // Its rows are written here from now on, starting with those it did not commit.
+        this.applier = undefined;
+        this.pending = log.unappliedRows();
+        this.uncommittedRows = this.pending.length;
+        this.scheduleSettle();
+      },
+    });
   }
 
   /** Opens (or starts) the message log, first writing what a crash left out of the database. */
@@ -807,8 +883,13 @@ export class SqliteStore implements Store {
     const sendsPending = this.db.inTransaction;
     const result = this.atomically(change);
     // Outside the deferred transaction the change committed by itself; inside it, commit it all.
-    if (sendsPending) this.settle();
-    else this.checkpointer?.request();
+    if (sendsPending) {
+      this.settle();
+    } else {
+      this.checkpointer?.request();
+      // The change may have removed the last messages of a segment (settle looks after that otherwise).
+      this.log?.removeUnused((next) => this.atomically(next));
+    }
     return result;
   }
 

@@ -1,0 +1,183 @@
+import { Worker } from "node:worker_threads";
+import { compiledWorkerUrl } from "../compiled-worker.js";
+import type { AppendedRow, SpanLocation } from "./appended-rows.js";
+import type { ApplyReply, ApplyRequest, ApplyWorkerData } from "./log-apply-worker.js";
+import { packRows } from "./message-row-writer.js";
+import type { LogPosition } from "./segment-log.js";
+
+/** A turn that did not run because the worker failed: the caller runs it another way. */
+export class ApplierFailed extends Error {
+  constructor() {
+    super("the log apply worker failed");
+  }
+}
+
+interface Turn {
+  /** Rows that must be in the database before the body runs. */
+  need: number;
+  body: () => unknown;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
+
+export interface LogApplierOptions {
+  /** Longest a SEND waits in the log before a worker writes its row (unless a request needs it sooner). */
+  intervalMs: number;
+  /** Rows after which they are handed over without waiting for the interval. */
+  maxRows: number;
+  /** After each commit of the worker, with the messages that SENDs with their keys replaced. */
+  onApplied: (released: SpanLocation[]) => void;
+  /** The worker failed; turns not run yet are rejected with ApplierFailed. */
+  onFailed: (err: Error) => void;
+}
+
+/**
+ * Has a worker thread write the rows of logged SENDs into SQLite, and lets
+ * the broker's own connection use SQL only in turns: when every SEND before
+ * the turn was asked for is in the database and the worker is idle. One
+ * writer at a time, so neither waits on SQLite's lock, and a read always sees
+ * the SENDs answered before it.
+ */
+export class LogApplier {
+  /** Rows appended to the log, handed to the worker, and committed by it. */
+  private appended = 0;
+  private handedOver = 0;
+  private applied = 0;
+  private end: LogPosition;
+  private busy = false;
+  private failed = false;
+  private readonly turns: Turn[] = [];
+  /** Rows appended since the last hand-over. */
+  private unhanded: AppendedRow[] = [];
+  private timer?: NodeJS.Timeout;
+  private closing?: Promise<void>;
+
+  private constructor(
+    private readonly worker: Worker,
+    start: LogPosition,
+    private readonly options: LogApplierOptions,
+  ) {
+    this.end = start;
+    worker.on("message", (reply: ApplyReply) => this.onReply(reply));
+    worker.on("error", (err) => this.fail(err));
+    worker.on("exit", () => {
+      if (this.closing === undefined) this.fail(new Error("the log apply worker exited"));
+    });
+    worker.unref();
+  }
+
+  /** Undefined when the worker's code is missing (run the build): the store writes rows itself then. */
+  static start(
+    data: ApplyWorkerData,
+    start: LogPosition,
+    options: LogApplierOptions,
+  ): LogApplier | undefined {
+    const url = compiledWorkerUrl("store/log-apply-worker.js");
+    if (!url) return undefined;
+    return new LogApplier(new Worker(url, { workerData: data }), start, options);
+  }
+
+  /** Takes the rows of SENDs just written to the log, which now ends at `end`. */
+  appendedTo(end: LogPosition, rows: readonly AppendedRow[]): void {
+    this.end = end;
+    this.appended += rows.length;
+    for (const row of rows) this.unhanded.push(row);
+    if (this.appended - this.handedOver >= this.options.maxRows) this.handOver();
+    else if (this.timer === undefined && !this.busy) {
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        this.handOver();
+      }, this.options.intervalMs);
+      this.timer.unref();
+    }
+  }
+
+  /**
+   * Runs `body` (synchronous SQL on the broker's connection) once every SEND
+   * appended so far is in the database and the worker is idle.
+   */
+  turn<T>(body: () => T): Promise<T> {
+    if (this.failed) return Promise.reject(new ApplierFailed());
+    if (!this.busy && this.applied >= this.appended) {
+      try {
+        return Promise.resolve(body());
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
+    return new Promise((resolve, reject) => {
+      this.turns.push({ need: this.appended, body, resolve: resolve as (v: unknown) => void, reject });
+      if (!this.busy) this.handOver();
+    });
+  }
+
+  /** Waits until everything appended is committed, then stops the worker. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      clearTimeout(this.timer);
+      if (!this.failed) await this.turn(() => undefined).catch(() => {});
+      const exited = new Promise<void>((resolve) => this.worker.once("exit", () => resolve()));
+      this.worker.ref();
+      this.worker.postMessage({ type: "close" } satisfies ApplyRequest);
+      await exited;
+    })();
+    return this.closing;
+  }
+
+  private handOver(): void {
+    if (this.busy || this.failed || this.handedOver >= this.appended) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.busy = true;
+    this.handedOver = this.appended;
+    const { packed, others } = packRows(this.unhanded);
+    this.unhanded = [];
+    const request: ApplyRequest = { type: "apply", to: this.end, packed, others: others.map(portable) };
+    this.worker.postMessage(request, [packed.buffer as ArrayBuffer]);
+  }
+
+  private onReply(reply: ApplyReply): void {
+    this.busy = false;
+    if (reply.type === "failed") {
+      this.fail(new Error(reply.message));
+      return;
+    }
+    this.applied = this.handedOver;
+    this.options.onApplied(reply.released);
+    // Turns run here, one after the other, while the worker has nothing to do.
+    while (this.turns.length > 0 && this.turns[0].need <= this.applied) {
+      const turn = this.turns.shift() as Turn;
+      try {
+        turn.resolve(turn.body());
+      } catch (err) {
+        turn.reject(err);
+      }
+    }
+    if (this.turns.length > 0 || this.appended - this.handedOver >= this.options.maxRows) this.handOver();
+    else if (this.appended > this.handedOver) this.appendedTo(this.end, []);
+  }
+
+  private fail(err: Error): void {
+    if (this.failed) return;
+    this.failed = true;
+    this.busy = false;
+    clearTimeout(this.timer);
+    void this.worker.terminate();
+    this.options.onFailed(err);
+    for (const turn of this.turns.splice(0)) turn.reject(new ApplierFailed());
+  }
+}
+
+/**
+ * A row as it crosses to the worker: bytes copied to their own size for a delayed row, which
+ * keeps them in its table, and left out for the others, whose bytes the log has (a view would
+ * take its whole record along).
+ */
+function portable(row: AppendedRow): AppendedRow {
+  if (row.dueMs !== null) {
+    return { ...row, payload: Buffer.from(row.payload), header: row.header && Buffer.from(row.header) };
+  }
+  return { ...row, payload: EMPTY, header: null };
+}
+
+const EMPTY = new Uint8Array(0);

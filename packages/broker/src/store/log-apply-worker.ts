@@ -1,0 +1,59 @@
+// Worker thread: writes the rows of SENDs from the message log into SQLite, with its own
+// connection, so their inserts and commits leave the broker's event loop.
+import { parentPort, workerData } from "node:worker_threads";
+import Database from "better-sqlite3";
+import type { AppendedRow, SpanLocation } from "./appended-rows.js";
+import { positionSaver } from "./message-log.js";
+import { MessageRowWriter } from "./message-row-writer.js";
+import type { LogPosition } from "./segment-log.js";
+
+export interface ApplyWorkerData {
+  file: string;
+  synchronous: "NORMAL" | "FULL";
+}
+
+/**
+ * The rows of the SENDs logged up to `to`: the plain ones packed (see packRows), the others as
+ * rows, whose bytes only delayed ones carry (the rest are in the log already).
+ */
+export type ApplyRequest =
+  | { type: "apply"; to: LogPosition; packed: Float64Array; others: AppendedRow[] }
+  | { type: "close" };
+
+export type ApplyReply =
+  /** The records up to the request's `to` are committed; `released` are messages their keys replaced. */
+  { type: "applied"; released: SpanLocation[] } | { type: "failed"; message: string };
+
+const { file, synchronous } = workerData as ApplyWorkerData;
+// The broker's own connection writes only while this one is idle (see LogApplier), so waiting
+// stands only for a checkpoint or another short lock.
+const db = new Database(file, { timeout: 5000 });
+db.pragma(`synchronous = ${synchronous}`);
+db.pragma("wal_autocheckpoint = 0");
+let released: SpanLocation[] = [];
+const rows = new MessageRowWriter(db, (located) => {
+  if (located) released.push(located);
+});
+const savePosition = positionSaver(db);
+const apply = db.transaction((request: ApplyRequest & { type: "apply" }) => {
+  rows.insertPacked(request.packed);
+  rows.writeAppended(request.others);
+  savePosition(request.to);
+});
+
+parentPort?.on("message", (request: ApplyRequest) => {
+  if (request.type === "close") {
+    db.close();
+    parentPort?.close();
+    return;
+  }
+  let reply: ApplyReply;
+  try {
+    released = [];
+    apply(request);
+    reply = { type: "applied", released };
+  } catch (err) {
+    reply = { type: "failed", message: (err as Error).message };
+  }
+  parentPort?.postMessage(reply);
+});
