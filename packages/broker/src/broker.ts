@@ -67,7 +67,16 @@ export class Broker {
   static async start(options: BrokerOptions = {}): Promise<Broker> {
     const logger = options.logger ?? silentLogger;
     const store =
-      options.store ?? new SqliteStore({ dataDir: options.dataDir ?? "./mq9-data", sync: options.sync });
+      options.store ??
+      new SqliteStore({
+        dataDir: options.dataDir ?? "./mq9-data",
+        sync: options.sync,
+        onRowWorkerFailed: (err) =>
+          logger.warn(
+            { err },
+            "store: the worker writing message rows failed; the main thread writes them now",
+          ),
+      });
     const engine = new MessagingEngine({
       store,
       notifier: options.notifier,

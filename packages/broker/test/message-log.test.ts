@@ -285,6 +285,34 @@ describe("message log", () => {
     }
   });
 
+  it("loses nothing when the worker writing the rows fails: the store writes them itself", async () => {
+    const dir = tempDir();
+    const store = new SqliteStore({ dataDir: dir, recentMessageBytes: 0 });
+    const blocker = new Database(join(dir, "mq9.db"));
+    try {
+      await createInbox(store);
+      // Another connection holds the write lock longer than the worker waits for it.
+      blocker.exec("BEGIN EXCLUSIVE");
+      const ids: number[] = [];
+      for (let i = 0; i < 5; i++) ids.push((await sendText(store, `held ${i}`))[0].id as number);
+      await expect(readInbox(store)).rejects.toMatchObject({ code: "STORE_LOCKED" });
+      blocker.exec("COMMIT");
+      expect((await readInbox(store)).map((m) => m.id)).toEqual(ids);
+      // And after it, SENDs go on being stored and read.
+      await sendText(store, "after");
+      expect(await readInbox(store)).toHaveLength(6);
+    } finally {
+      blocker.close();
+      await store.close();
+    }
+    const reopened = new SqliteStore({ dataDir: dir });
+    try {
+      expect(await readInbox(reopened)).toHaveLength(6);
+    } finally {
+      await reopened.close();
+    }
+  }, 20_000);
+
   it("takes over a store of the previous format, with the journal that version left", async () => {
     const dir = tempDir();
     const store = new SqliteStore({ dataDir: dir });

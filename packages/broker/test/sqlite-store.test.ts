@@ -9,22 +9,24 @@ import { storeConformance } from "./store-conformance.js";
 
 const dirs = new WeakMap<Store, string>();
 
-// Twice: reads served from the recent-message memory, and every read from SQLite.
-for (const [label, recentMessageBytes] of [
-  ["sqlite", undefined],
-  ["sqlite, no recent-message memory", 0],
+// Reads served from the recent-message memory, and every read from SQLite; rows written by the
+// worker thread, and by the store's own thread.
+for (const [label, recentMessageBytes, rowsOnWorker] of [
+  ["sqlite", undefined, true],
+  ["sqlite, no recent-message memory", 0, true],
+  ["sqlite, rows written on the calling thread", undefined, false],
 ] as const) {
   storeConformance(label, {
     async open() {
       const dir = mkdtempSync(join(tmpdir(), "mq9-store-"));
-      const store = new SqliteStore({ dataDir: dir, recentMessageBytes });
+      const store = new SqliteStore({ dataDir: dir, recentMessageBytes, rowsOnWorker });
       dirs.set(store, dir);
       return store;
     },
     async reopen(previous) {
       const dir = dirs.get(previous)!;
       await previous.close();
-      const store = new SqliteStore({ dataDir: dir, recentMessageBytes });
+      const store = new SqliteStore({ dataDir: dir, recentMessageBytes, rowsOnWorker });
       dirs.set(store, dir);
       return store;
     },
