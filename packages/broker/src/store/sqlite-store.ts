@@ -51,7 +51,7 @@ export interface SqliteStoreOptions {
   onRowWorkerFailed?: (err: Error) => void;
 }
 
-const DEFAULT_COMMIT_INTERVAL_MS = 10;
+const DEFAULT_COMMIT_INTERVAL_MS = 25;
 const DEFAULT_RECENT_MESSAGE_BYTES = 64 * 1024 * 1024;
 const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 /** A WAL this long (pages) that the worker cannot catch up with is checkpointed here, blocking. */
