@@ -71,6 +71,27 @@ describe("nats sublist — matching", () => {
     expect([...list["cache"].keys()]).toEqual(["$mq9.AI.MSG.SEND.q"]);
   });
 
+  test("one-off subjects that differ only in their last token share a match only when that token cannot matter", () => {
+    const list = new Sublist<Entry>();
+    const inbox = entry("inbox", "_INBOX.abc.*");
+    list.insert(inbox);
+    list.insert(entry("spy", "_INBOX.>"));
+    expect(names(list.match("_INBOX.abc.1", false).psubs)).toEqual(["inbox", "spy"]);
+    expect(names(list.match("_INBOX.abc.2", false).psubs)).toEqual(["inbox", "spy"]);
+    // Another prefix, or another number of tokens, is matched afresh.
+    expect(names(list.match("_INBOX.other.1", false).psubs)).toEqual(["spy"]);
+    expect(names(list.match("_INBOX.abc.2.3", false).psubs)).toEqual(["spy"]);
+    expect(names(list.match("_INBOX.abc.4", false).psubs)).toEqual(["inbox", "spy"]);
+    // A literal subscription at the last level makes the token matter.
+    list.insert(entry("exact", "_INBOX.abc.7"));
+    expect(names(list.match("_INBOX.abc.6", false).psubs)).toEqual(["inbox", "spy"]);
+    expect(names(list.match("_INBOX.abc.7", false).psubs)).toEqual(["exact", "inbox", "spy"]);
+    expect(names(list.match("_INBOX.abc.8", false).psubs)).toEqual(["inbox", "spy"]);
+    // Any change of the subscriptions is seen at once.
+    list.remove(inbox);
+    expect(names(list.match("_INBOX.abc.9", false).psubs)).toEqual(["spy"]);
+  });
+
   test("removing everything prunes the trie, and a tiny cache still answers correctly", () => {
     const list = new Sublist<Entry>(4);
     const entries = Array.from({ length: 200 }, (_, i) =>

@@ -1,45 +1,68 @@
 import { describe, expect, it } from "vitest";
+import type { AppendedRow } from "../src/store/appended-rows.js";
 import { RecentMessages } from "../src/store/recent-messages.js";
 
-const message = (id: number, size: number) => ({
+const row = (id: number, size: number, extra: Partial<AppendedRow> = {}): AppendedRow => ({
   id,
-  priority: "normal" as const,
+  mbox: 1,
+  priority: 1,
+  key: null,
+  tags: null,
+  header: null,
   payload: Buffer.alloc(size, id),
   createdMs: id,
+  expiresMs: null,
+  dueMs: null,
+  ...extra,
 });
+
+const kept = (recent: RecentMessages, ids: number[]) => ids.filter((id) => recent.get(id) !== undefined);
 
 describe("recent messages", () => {
   it("keeps the newest messages within its byte budget, dropping the oldest first", () => {
     const recent = new RecentMessages(3 * (1000 + 128));
-    for (let id = 1; id <= 5; id++) recent.add(message(id, 1000));
-    expect([1, 2, 3, 4, 5].map((id) => recent.get(id) !== undefined)).toEqual([
-      false,
-      false,
-      true,
-      true,
-      true,
-    ]);
+    for (let id = 1; id <= 5; id++) recent.keep([row(id, 1000)]);
+    expect(kept(recent, [1, 2, 3, 4, 5])).toEqual([3, 4, 5]);
   });
 
-  it("keeps exactly the newest messages over a long run of adds", () => {
+  it("keeps exactly the newest groups over a long run", () => {
     const recent = new RecentMessages(100 * (1000 + 128));
-    for (let id = 1; id <= 20_000; id++) recent.add(message(id, 1000));
-    const kept = Array.from({ length: 20_000 }, (_, i) => i + 1).filter((id) => recent.get(id));
-    expect(kept).toEqual(Array.from({ length: 100 }, (_, i) => 19_901 + i));
+    for (let id = 1; id <= 20_000; id += 4) recent.keep([1, 2, 3, 4].map((k) => row(id + k - 1, 1000)));
+    const all = Array.from({ length: 20_000 }, (_, i) => i + 1);
+    expect(kept(recent, all)).toEqual(Array.from({ length: 100 }, (_, i) => 19_901 + i));
     expect(recent.get(20_000)?.payload[999]).toBe(20_000 & 0xff);
   });
 
-  it("holds its own copy of the payload, not a view of the caller's buffer", () => {
+  it("gives back each message as it was stored", () => {
     const recent = new RecentMessages(1 << 20);
-    const socketChunk = Buffer.from("....payload....");
-    recent.add({ id: 1, priority: "normal", payload: socketChunk.subarray(4, 11), createdMs: 1 });
-    socketChunk.fill(0);
-    expect(Buffer.from(recent.get(1)!.payload).toString()).toBe("payload");
+    const header = Buffer.from("NATS/1.0\r\nk: v\r\n\r\n");
+    recent.keep([
+      row(7, 3),
+      row(8, 5, { priority: 0, key: "state", tags: '["a","b"]', header, expiresMs: 99 }),
+    ]);
+    expect(recent.get(8)).toMatchObject({
+      id: 8,
+      priority: "critical",
+      key: "state",
+      tags: ["a", "b"],
+      header,
+      createdMs: 8,
+      expiresMs: 99,
+    });
+    expect(recent.get(7)).toMatchObject({ id: 7, priority: "urgent", key: undefined, tags: undefined });
+    expect(recent.get(9)).toBeUndefined();
+  });
+
+  it("finds the right message when the ids of one group have a gap", () => {
+    const recent = new RecentMessages(1 << 20);
+    recent.keep([row(1, 1), row(2, 2), row(5, 5)]);
+    expect(kept(recent, [1, 2, 3, 4, 5])).toEqual([1, 2, 5]);
+    expect(recent.get(5)?.payload.length).toBe(5);
   });
 
   it("keeps nothing with a budget of 0", () => {
     const recent = new RecentMessages(0);
-    recent.add(message(1, 10));
+    recent.keep([row(1, 10)]);
     expect(recent.get(1)).toBeUndefined();
   });
 });

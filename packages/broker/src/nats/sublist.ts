@@ -57,6 +57,14 @@ export class Sublist<T extends SublistEntry> {
   private readonly root: Level<T> = newLevel();
   private readonly cache = new Map<string, SublistResult<T>>();
   private entries = 0;
+  /** Bumped by every insert and remove: what was matched before may have changed. */
+  private version = 0;
+  /**
+   * The last one-off match whose result did not depend on the subject's last token (reply
+   * inboxes `_INBOX.<id>.<n>` under a client's `_INBOX.<id>.*`): kept for the subjects that only
+   * differ in that token.
+   */
+  private oneOff?: { prefix: string; version: number; result: SublistResult<T> };
 
   constructor(private readonly maxCache = DEFAULT_CACHE_SIZE) {}
 
@@ -101,6 +109,7 @@ export class Sublist<T extends SublistEntry> {
       group.add(entry);
     }
     this.entries++;
+    this.version++;
     this.invalidate(entry.subject);
   }
 
@@ -128,6 +137,7 @@ export class Sublist<T extends SublistEntry> {
     }
     if (!removed) return false;
     this.entries--;
+    this.version++;
     // Prune emptied nodes bottom-up so a churn of unique inbox subjects does not grow the trie.
     for (let i = path.length - 1; i >= 0; i--) {
       const { level: parent, token, node } = path[i];
@@ -149,14 +159,30 @@ export class Sublist<T extends SublistEntry> {
   match(subject: string, remember = true): SublistResult<T> {
     const cached = this.cache.get(subject);
     if (cached !== undefined) return cached;
-    const found: Found<T> = { psubs: [] };
+    const dot = subject.lastIndexOf(".");
+    const oneOff = this.oneOff;
+    if (
+      !remember &&
+      oneOff !== undefined &&
+      oneOff.version === this.version &&
+      dot === oneOff.prefix.length &&
+      subject.startsWith(oneOff.prefix)
+    ) {
+      return oneOff.result;
+    }
+    const found: Found<T> = { psubs: [], lastTokenMatters: false };
     this.collect(this.root, subject.split("."), 0, found);
     const { psubs, groups } = found;
     const result: SublistResult<T> =
       psubs.length === 0 && groups === undefined
         ? EMPTY
         : { psubs, qsubs: groups ? [...groups.values()] : [] };
-    if (!remember) return result;
+    if (!remember) {
+      if (dot > 0 && !found.lastTokenMatters) {
+        this.oneOff = { prefix: subject.slice(0, dot), version: this.version, result };
+      }
+      return result;
+    }
     if (this.cache.size >= this.maxCache) this.evict();
     this.cache.set(subject, result);
     return result;
@@ -165,6 +191,7 @@ export class Sublist<T extends SublistEntry> {
   private collect(level: Level<T>, tokens: string[], i: number, found: Found<T>): void {
     if (level.tail !== undefined) addNode(level.tail, found);
     const last = i === tokens.length - 1;
+    if (last && level.literal.size > 0) found.lastTokenMatters = true;
     const literal = level.literal.get(tokens[i]);
     if (literal !== undefined) {
       if (last) addNode(literal, found);
@@ -202,6 +229,8 @@ export class Sublist<T extends SublistEntry> {
 interface Found<T> {
   psubs: T[];
   groups?: Map<string, T[]>;
+  /** A level the last token was looked up in had literal children: another token could match differently. */
+  lastTokenMatters: boolean;
 }
 
 function addNode<T>(node: Node<T>, found: Found<T>): void {

@@ -102,14 +102,12 @@ export class MessageLog {
 
   /**
    * Writes the record of `rows` (encoded with RECORD_HEADER bytes of headroom): durable once this
-   * returns. Each row then holds where its span is and views of the record for its header and payload.
+   * returns. Each row then holds where its header and payload are in the log.
    */
   append(rows: AppendedRow[], encoded: EncodedRows): void {
     const written = this.segments.append(encoded.bytes);
     const recordStart = written.bodyOffset - RECORD_HEADER;
     rows.forEach((row, i) => {
-      row.payload = encoded.payloads[i];
-      row.header = encoded.headers[i];
       row.located = spanOf(row, written.segment, recordStart + encoded.spans[i]);
     });
   }

@@ -1,80 +1,90 @@
+import { PRIORITIES } from "@mq9/protocol";
+import type { AppendedRow } from "./appended-rows.js";
 import type { StoredMessage } from "./store.js";
 
-/** Payload copies are packed into slabs of this size: one allocation per ~250 messages of 1 KiB. */
-const SLAB_BYTES = 256 * 1024;
+/** The rows of one SEND group, whose ids run from `firstId` without gaps. */
+interface Batch {
+  firstId: number;
+  rows: readonly AppendedRow[];
+  bytes: number;
+}
+
+/** Payload and header bytes plus a rough allowance for the row itself. */
+const ROW_OVERHEAD = 128;
 
 /**
- * The most recently stored messages by id, up to a byte budget, oldest
- * dropped first. A claim right after a SEND (a consumer keeping up) finds its
- * messages here instead of reading each row and copying its payload out of
- * SQLite. Ids are never reused and stored messages never change, so an entry
- * of a message deleted since is harmless: lookups start from ids the database
- * still has.
+ * The most recently stored messages, up to a byte budget, oldest dropped
+ * first. A claim right after a SEND (a consumer keeping up) finds its
+ * messages here instead of reading each row and its bytes back. Kept as the
+ * rows of each SEND group, not message by message: one entry per group,
+ * and a message object is made only when one is read. Ids are never reused
+ * and stored messages never change, so an entry of a message deleted since
+ * is harmless: lookups start from ids the database still has.
  */
 export class RecentMessages {
-  private readonly byId = new Map<number, StoredMessage>();
-  // Insertion order kept apart from the map: walking a Map from its start after many deletes
-  // steps over every deleted slot again, which made each add cost more the longer it ran.
-  private order: number[] = [];
+  private batches: Batch[] = [];
+  /** Index of the oldest batch still kept (dropped ones are cut off in bulk). */
   private oldest = 0;
   private bytes = 0;
-  private slab = Buffer.alloc(0);
-  private slabUsed = 0;
 
   constructor(private readonly maxBytes: number) {}
 
-  /** Keeps copies of the payload and header: the originals are views of a socket's read buffer. */
-  add(message: StoredMessage): void {
-    if (this.maxBytes <= 0) return;
-    this.keep({
-      ...message,
-      payload: this.copy(message.payload),
-      header: message.header && this.copy(message.header),
-    });
-  }
-
-  /** Keeps the message as it is: its payload and header must be bytes nobody overwrites. */
-  keep(kept: StoredMessage): void {
-    if (this.maxBytes <= 0) return;
-    this.byId.set(kept.id, kept);
-    this.order.push(kept.id);
-    this.bytes += sizeOf(kept);
-    while (this.bytes > this.maxBytes && this.oldest < this.order.length) {
-      const id = this.order[this.oldest++];
-      const old = this.byId.get(id);
-      if (old === undefined) continue;
-      this.byId.delete(id);
-      this.bytes -= sizeOf(old);
-    }
-    if (this.oldest > 4096 && this.oldest * 2 > this.order.length) {
-      this.order = this.order.slice(this.oldest);
-      this.oldest = 0;
+  /**
+   * Keeps rows stored together, in id order; their payload and header must be bytes nobody
+   * overwrites (views of the group's log record).
+   */
+  keep(rows: readonly AppendedRow[]): void {
+    if (this.maxBytes <= 0 || rows.length === 0) return;
+    let start = 0;
+    for (let i = 1; i <= rows.length; i++) {
+      // A gap in the ids starts another batch, so that ids map to places by subtraction.
+      if (i < rows.length && rows[i].id === rows[i - 1].id + 1) continue;
+      this.keepBatch(start === 0 && i === rows.length ? rows : rows.slice(start, i));
+      start = i;
     }
   }
 
   get(id: number): StoredMessage | undefined {
-    return this.byId.get(id);
+    const batch = this.batchOf(id);
+    if (batch === undefined) return undefined;
+    const row = batch.rows[id - batch.firstId];
+    return {
+      id,
+      priority: PRIORITIES[row.priority],
+      key: row.key ?? undefined,
+      tags: row.tags === null ? undefined : (JSON.parse(row.tags) as string[]),
+      header: row.header ?? undefined,
+      payload: row.payload,
+      createdMs: row.createdMs,
+      expiresMs: row.expiresMs ?? undefined,
+    };
   }
 
-  /**
-   * Copies bytes into the current slab (a view of it is kept). Messages leave in the order they
-   * came, so a slab is garbage once its last message has been dropped.
-   */
-  private copy(bytes: Uint8Array): Uint8Array {
-    const n = bytes.length;
-    if (n > SLAB_BYTES / 4) return Buffer.from(bytes);
-    if (this.slabUsed + n > this.slab.length) {
-      this.slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
-      this.slabUsed = 0;
+  private keepBatch(rows: readonly AppendedRow[]): void {
+    let bytes = 0;
+    for (const row of rows) bytes += row.payload.length + (row.header?.length ?? 0) + ROW_OVERHEAD;
+    this.batches.push({ firstId: rows[0].id, rows, bytes });
+    this.bytes += bytes;
+    while (this.bytes > this.maxBytes && this.oldest < this.batches.length) {
+      this.bytes -= this.batches[this.oldest++].bytes;
     }
-    const at = this.slabUsed;
-    this.slab.set(bytes, at);
-    this.slabUsed = at + n;
-    return this.slab.subarray(at, at + n);
+    if (this.oldest > 1024 && this.oldest * 2 > this.batches.length) {
+      this.batches = this.batches.slice(this.oldest);
+      this.oldest = 0;
+    }
   }
-}
 
-/** Payload and header bytes plus a rough allowance for the object itself. */
-function sizeOf(message: StoredMessage): number {
-  return message.payload.length + (message.header?.length ?? 0) + 128;
+  /** The kept batch holding `id`: a binary search, batches being in id order. */
+  private batchOf(id: number): Batch | undefined {
+    let low = this.oldest;
+    let high = this.batches.length - 1;
+    while (low <= high) {
+      const mid = (low + high) >> 1;
+      const batch = this.batches[mid];
+      if (id < batch.firstId) high = mid - 1;
+      else if (id >= batch.firstId + batch.rows.length) low = mid + 1;
+      else return batch;
+    }
+    return undefined;
+  }
 }

@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { PRIORITIES, priorityRank } from "@mq9/protocol";
 import Database from "better-sqlite3";
-import { type AppendedRow, type EncodedRows, encodeAppendedRows } from "./appended-rows.js";
+import { type AppendedRow, encodeAppendedRows } from "./appended-rows.js";
 import { GroupLeases } from "./group-leases.js";
 import { ApplierFailed, LogApplier } from "./log-applier.js";
 import { MessageLog } from "./message-log.js";
@@ -354,20 +354,17 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Writes the batch's record into the journal: durable once this returns. The rows reach SQLite
-   * within `commitIntervalMs`, or sooner when a request reads messages or changes anything else.
+   * Writes the batch's record into the message log: durable once this returns. The rows reach
+   * SQLite within `commitIntervalMs`, or sooner when a request needs them.
    */
   async append(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
     let next = this.nextId;
     const rows: AppendedRow[] = [];
-    /** The messages reads can return (delayed ones are not readable yet), with their row's index. */
-    const readable: { message: NewMessage; id: number; row: number }[] = [];
     const outcome = batch.map((message): AppendResult => {
       const box = this.liveMailbox(message.mailbox, nowMs);
       if (!box) return { missingMailbox: true };
-      const delayed = message.dueMs !== undefined;
       const row: AppendedRow = {
-        id: delayed ? -1 : next++,
+        id: message.dueMs !== undefined ? -1 : next++,
         mbox: box.id,
         priority: priorityRank[message.priority],
         key: message.key ?? null,
@@ -379,24 +376,26 @@ export class SqliteStore implements Store {
         dueMs: message.dueMs ?? null,
       };
       rows.push(row);
-      if (!delayed) readable.push({ message, id: row.id, row: rows.length - 1 });
       return { id: row.id };
     });
     if (rows.length === 0) return outcome;
-    let encoded: EncodedRows | undefined;
-    if (this.log) {
-      encoded = encodeAppendedRows(rows, RECORD_HEADER);
-      try {
-        this.log.append(rows, encoded);
-      } catch (err) {
-        throw StorageError.from(err, "cannot store the message");
-      }
+    // One compact copy of the group (the record the log writes): rows hold views of it from here
+    // on, not of the socket's read buffer.
+    const encoded = encodeAppendedRows(rows, RECORD_HEADER);
+    rows.forEach((row, i) => {
+      row.payload = encoded.payloads[i];
+      row.header = encoded.headers[i];
+    });
+    try {
+      this.log?.append(rows, encoded);
+    } catch (err) {
+      throw StorageError.from(err, "cannot store the message");
     }
     this.nextId = next;
-    for (const row of rows) {
-      if (row.dueMs === null) this.stored(row);
-    }
-    this.rememberRecent(readable, encoded);
+    // Delayed ones are not readable until they are due.
+    const readable = rows.filter((row) => row.dueMs === null);
+    for (const row of readable) this.stored(row);
+    this.recent.keep(readable);
     if (this.applier && this.log) {
       this.applier.appendedTo(this.log.end, rows);
       return outcome;
@@ -406,30 +405,6 @@ export class SqliteStore implements Store {
     if (this.uncommittedRows >= MAX_UNCOMMITTED_ROWS) this.settle();
     else this.scheduleSettle();
     return outcome;
-  }
-
-  /**
-   * Keeps the new messages in memory for the claims that follow: as views of the log record
-   * just written when there is one (no further copy), else as copies of the socket's bytes.
-   */
-  private rememberRecent(
-    readable: readonly { message: NewMessage; id: number; row: number }[],
-    encoded?: EncodedRows,
-  ): void {
-    for (const { message, id, row } of readable) {
-      const stored: StoredMessage = {
-        id,
-        priority: message.priority,
-        key: message.key,
-        tags: message.tags,
-        header: encoded ? (encoded.headers[row] ?? undefined) : message.header,
-        payload: encoded ? encoded.payloads[row] : message.payload,
-        createdMs: message.sentMs,
-        expiresMs: message.expiresMs,
-      };
-      if (encoded) this.recent.keep(stored);
-      else this.recent.add(stored);
-    }
   }
 
   async nextMessageId(mailbox: string): Promise<number> {
