@@ -285,6 +285,54 @@ describe("message log", () => {
     }
   });
 
+  it("has the worker write a large group, plain rows and the others alike, exactly as sent", async () => {
+    const dir = tempDir();
+    const store = new SqliteStore({ dataDir: dir, recentMessageBytes: 0 });
+    const now = Date.now();
+    const batch = Array.from({ length: 100 }, (_, i) => ({
+      mailbox: "inbox",
+      priority: (i % 3 === 0 ? "critical" : "normal") as "critical" | "normal",
+      payload: Buffer.from(`message ${i}`),
+      sentMs: 1000 + i,
+      expiresMs: i % 5 === 0 ? now + 3_600_000 : undefined,
+      ...(i === 10 ? { tags: ["t"] } : {}),
+      ...(i === 20 || i === 30 ? { key: "k" } : {}),
+      ...(i === 40 ? { dueMs: now + 3_600_000 } : {}),
+    }));
+    try {
+      await createInbox(store);
+      const results = await store.append(batch, now);
+      const check = async (s: SqliteStore) => {
+        const stored = await s.read("inbox", { fromId: 0 }, { limit: 200, maxBytes: 1 << 22, nowMs: now });
+        // 100 sent, one delayed, one replaced by the later message with its key.
+        expect(stored).toHaveLength(98);
+        const byText = new Map(stored.map((m) => [Buffer.from(m.payload).toString(), m]));
+        expect(byText.has("message 20")).toBe(false);
+        expect(byText.get("message 30")?.key).toBe("k");
+        expect(byText.get("message 10")?.tags).toEqual(["t"]);
+        const fifth = byText.get("message 5")!;
+        expect(fifth).toMatchObject({
+          id: results[5].id,
+          priority: "normal",
+          createdMs: 1005,
+          expiresMs: now + 3_600_000,
+        });
+        expect(byText.get("message 6")).toMatchObject({ priority: "critical", expiresMs: undefined });
+        expect(await s.nextDueMs()).toBe(now + 3_600_000);
+      };
+      await check(store);
+      await store.close();
+      const reopened = new SqliteStore({ dataDir: dir, recentMessageBytes: 0 });
+      try {
+        await check(reopened);
+      } finally {
+        await reopened.close();
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
   it("loses nothing when the worker writing the rows fails: the store writes them itself", async () => {
     const dir = tempDir();
     const store = new SqliteStore({ dataDir: dir, recentMessageBytes: 0 });

@@ -5,6 +5,9 @@ import type { ApplyReply, ApplyRequest, ApplyWorkerData } from "./log-apply-work
 import { packRows } from "./message-row-writer.js";
 import type { LogPosition } from "./segment-log.js";
 
+/** At most this many rows a turn waits for are written on the calling thread instead of the worker. */
+const WRITE_HERE_ROWS = 32;
+
 /** A turn that did not run because the worker failed: the caller runs it another way. */
 export class ApplierFailed extends Error {
   constructor() {
@@ -29,6 +32,11 @@ export interface LogApplierOptions {
   onApplied: (released: SpanLocation[]) => void;
   /** The worker failed; turns not run yet are rejected with ApplierFailed. */
   onFailed: (err: Error) => void;
+  /**
+   * Writes rows on the calling thread, with the log position they end at, in one transaction
+   * (only while the worker is idle): for the few rows a turn waits for.
+   */
+  writeHere: (rows: readonly AppendedRow[], to: LogPosition) => void;
 }
 
 /**
@@ -98,6 +106,7 @@ export class LogApplier {
    */
   turn<T>(body: () => T): Promise<T> {
     if (this.failed) return Promise.reject(new ApplierFailed());
+    if (!this.busy && this.applied < this.appended) this.catchUpHere();
     if (!this.busy && this.applied >= this.appended) {
       try {
         return Promise.resolve(body());
@@ -144,6 +153,7 @@ export class LogApplier {
     }
     this.applied = this.handedOver;
     this.options.onApplied(reply.released);
+    if (this.turns.length > 0 && this.turns[0].need > this.applied) this.catchUpHere();
     // Turns run here, one after the other, while the worker has nothing to do.
     while (this.turns.length > 0 && this.turns[0].need <= this.applied) {
       const turn = this.turns.shift() as Turn;
@@ -155,6 +165,25 @@ export class LogApplier {
     }
     if (this.turns.length > 0 || this.appended - this.handedOver >= this.options.maxRows) this.handOver();
     else if (this.appended > this.handedOver) this.appendedTo(this.end, []);
+  }
+
+  /**
+   * Writes the few rows not handed over yet on the calling thread: a hand-over costs the event
+   * loop ~170 us and a round trip, which a FETCH right after a SEND would wait for every time,
+   * while writing a row here costs ~4 us.
+   */
+  private catchUpHere(): void {
+    if (this.busy || this.appended - this.handedOver > WRITE_HERE_ROWS) return;
+    try {
+      this.options.writeHere(this.unhanded, this.end);
+    } catch {
+      return; // The worker takes them, and reports what goes wrong.
+    }
+    this.unhanded = [];
+    this.handedOver = this.appended;
+    this.applied = this.appended;
+    clearTimeout(this.timer);
+    this.timer = undefined;
   }
 
   private fail(err: Error): void {

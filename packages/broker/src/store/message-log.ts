@@ -125,9 +125,9 @@ export class MessageLog {
     this.usage.remove(located.segment, located.length);
   }
 
-  /** Records in the database (call inside the transaction) that it holds everything written so far. */
-  saveApplied(): void {
-    this.savePosition(this.segments.end);
+  /** Records in the database (call inside the transaction) that it holds the log up to `to` (default: all of it). */
+  saveApplied(to: LogPosition = this.segments.end): void {
+    this.savePosition(to);
   }
 
   /** Where the next record goes. */

@@ -768,6 +768,11 @@ export class SqliteStore implements Store {
         lastCollectMs = now;
         void this.sqlTurn(() => log.removeUnused((change) => this.atomically(change))).catch(() => {});
       },
+      writeHere: (rows, to) =>
+        this.atomically(() => {
+          this.rows.writeAppended(rows);
+          log.saveApplied(to);
+        }),
       onFailed: (err) => {
         // Its rows are written here from now on, starting with those it did not commit.
         this.applier = undefined;
