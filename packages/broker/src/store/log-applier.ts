@@ -124,7 +124,10 @@ export class LogApplier {
   close(): Promise<void> {
     this.closing ??= (async () => {
       clearTimeout(this.timer);
-      if (!this.failed) await this.turn(() => undefined).catch(() => {});
+      // A failed worker was terminated already.
+      if (this.failed) return;
+      await this.turn(() => undefined).catch(() => {});
+      if (this.failed) return;
       const exited = new Promise<void>((resolve) => this.worker.once("exit", () => resolve()));
       this.worker.ref();
       this.worker.postMessage({ type: "close" } satisfies ApplyRequest);
