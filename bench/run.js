@@ -29,6 +29,8 @@ environment (defaults in brackets, quick-run defaults after the slash):
                         (a fresh Node process needs ~2,500 round trips before V8 has optimised the
                         hot paths: our broker's first SENDs run at ~400 us p50, later ones at ~115 us)
   BENCH_CONCURRENCY     requests in flight for the windowed run          [64]
+  BENCH_ROUNDS          rounds of the two SEND runs, the systems taking turns in each;
+                        the median round of each system is reported    [3 / 1]
   BENCH_PAYLOAD_BYTES   payload size                                     [1024]
   BENCH_DRAIN_BATCH     messages per FETCH / XREADGROUP                  [100]
   BENCH_PHASE_TIMEOUT_S a phase stops early after this many seconds      [30 / 10]
@@ -85,6 +87,7 @@ function parseConfig(argv) {
     messages: intFromEnv("BENCH_MESSAGES", quick ? 2000 : 30000),
     seqMessages: intFromEnv("BENCH_SEQ_MESSAGES", quick ? 300 : 3000),
     warmup: intFromEnv("BENCH_WARMUP", quick ? 100 : 3000, 0),
+    rounds: intFromEnv("BENCH_ROUNDS", quick ? 1 : 3),
     concurrency: intFromEnv("BENCH_CONCURRENCY", 64),
     drainBatch: intFromEnv("BENCH_DRAIN_BATCH", 100),
     phaseMs: intFromEnv("BENCH_PHASE_TIMEOUT_S", quick ? 10 : 30) * 1000,
@@ -104,8 +107,16 @@ function cpuModel() {
   return os.cpus()[0]?.model ?? "unknown";
 }
 
-async function benchSystem(mod, cfg) {
-  const r = { id: mod.id, label: mod.label, durability: mod.durability };
+/** Starts one system and warms it up; the result holds `skipped` or `failed` when it cannot be measured. */
+async function startSystem(mod, cfg) {
+  const r = {
+    id: mod.id,
+    label: mod.label,
+    durability: mod.durability,
+    seqRounds: [],
+    parRounds: [],
+    sent: 0,
+  };
   progress(`${mod.label}: starting`);
   let sys;
   try {
@@ -114,41 +125,92 @@ async function benchSystem(mod, cfg) {
     r.skipped = err.message;
     r.details = err.details ?? "";
     progress(`${mod.label}: not measured (${r.skipped})`);
-    return r;
+    return { r };
   }
   r.version = sys.version;
-  const send = () => sys.send();
-  const opts = (count, concurrency) => ({ count, concurrency, maxMs: cfg.phaseMs });
-  let sent = 0;
+  const entry = { r, sys, mod };
+  if (cfg.warmup > 0) {
+    progress(
+      `${mod.label}: warm-up (${cfg.warmup} sequential + ${cfg.warmup} at ${cfg.concurrency} in flight)`,
+    );
+    await guarded(entry, async () => {
+      r.sent += (await measureSend(() => sys.send(), sendOptions(cfg, cfg.warmup, 1))).count;
+      r.sent += (await measureSend(() => sys.send(), sendOptions(cfg, cfg.warmup, cfg.concurrency))).count;
+    });
+  }
+  return entry;
+}
+
+function sendOptions(cfg, count, concurrency) {
+  return { count, concurrency, maxMs: cfg.phaseMs };
+}
+
+/** Runs `step`; a failure marks the system failed, and later steps skip it. */
+async function guarded(entry, step) {
+  if (!entry.sys || entry.r.failed) return;
   try {
-    if (cfg.warmup > 0) {
-      progress(
-        `${mod.label}: warm-up (${cfg.warmup} sequential + ${cfg.warmup} at ${cfg.concurrency} in flight)`,
-      );
-      sent += (await measureSend(send, opts(cfg.warmup, 1))).count;
-      sent += (await measureSend(send, opts(cfg.warmup, cfg.concurrency))).count;
-    }
-    progress(`${mod.label}: SEND x${cfg.seqMessages}, 1 in flight`);
-    r.seq = await measureSend(send, opts(cfg.seqMessages, 1));
-    sent += r.seq.count;
-    progress(`${mod.label}: SEND x${cfg.messages}, ${cfg.concurrency} in flight`);
-    r.par = await measureSend(send, opts(cfg.messages, cfg.concurrency));
-    sent += r.par.count;
-    r.sent = sent;
-    progress(`${mod.label}: drain ${sent} messages, FETCH(${cfg.drainBatch}) + ACK`);
+    await step();
+  } catch (err) {
+    entry.r.failed = err.message;
+    entry.r.details = entry.sys.output();
+    progress(`${entry.mod.label}: failed: ${err.message}`);
+  }
+}
+
+/** One round of the two SEND phases of one system. */
+async function sendRound(entry, cfg, round) {
+  const { r, sys, mod } = entry;
+  const send = () => sys.send();
+  await guarded(entry, async () => {
+    progress(`${mod.label}: round ${round}: SEND x${cfg.seqMessages}, 1 in flight`);
+    const seq = await measureSend(send, sendOptions(cfg, cfg.seqMessages, 1));
+    progress(`${mod.label}: round ${round}: SEND x${cfg.messages}, ${cfg.concurrency} in flight`);
+    const par = await measureSend(send, sendOptions(cfg, cfg.messages, cfg.concurrency));
+    r.seqRounds.push(seq);
+    r.parRounds.push(par);
+    r.sent += seq.count + par.count;
+  });
+}
+
+/** The round with the median rate (its latencies come with it). */
+function medianRound(rounds) {
+  if (rounds.length === 0) return undefined;
+  const sorted = [...rounds].sort((a, b) => a.rate - b.rate);
+  return sorted[Math.floor((sorted.length - 1) / 2)];
+}
+
+/** Drains everything sent, checks it, and stops the system. */
+async function drainAndClose(entry, cfg) {
+  const { r, sys, mod } = entry;
+  if (!sys) return;
+  r.seq = medianRound(r.seqRounds);
+  r.par = medianRound(r.parRounds);
+  await guarded(entry, async () => {
+    progress(`${mod.label}: drain ${r.sent} messages, FETCH(${cfg.drainBatch}) + ACK`);
     await sys.prepareDrain?.();
     r.drain = await measureDrain(() => sys.drainOnce(), { maxMs: cfg.phaseMs });
-    if (!r.drain.truncated && r.drain.count !== sent) r.warning = `drained ${r.drain.count} of ${sent} sent`;
+    if (!r.drain.truncated && r.drain.count !== r.sent)
+      r.warning = `drained ${r.drain.count} of ${r.sent} sent`;
     const note = await sys.verify?.();
     if (note) r.warning = [r.warning, note].filter(Boolean).join("; ");
-  } catch (err) {
-    r.failed = err.message;
-    r.details = sys.output();
-    progress(`${mod.label}: failed: ${err.message}`);
-  } finally {
-    await sys.close().catch((err) => progress(`${mod.label}: close failed: ${err.message}`));
+  });
+  await sys.close().catch((err) => progress(`${mod.label}: close failed: ${err.message}`));
+}
+
+/**
+ * Every system is started first; then the SEND phases run in rounds, each round measuring the
+ * systems one after the other, and the median round of each counts. The VM's speed drifts over
+ * a run: interleaved rounds let each system meet the same spells, so the ratios are fairer
+ * than one long pass per system would make them.
+ */
+async function benchMessaging(cfg) {
+  const entries = [];
+  for (const mod of cfg.systems) entries.push(await startSystem(mod, cfg));
+  for (let round = 1; round <= cfg.rounds; round++) {
+    for (const entry of entries) await sendRound(entry, cfg, round);
   }
-  return r;
+  for (const entry of entries) await drainAndClose(entry, cfg);
+  return entries.map((e) => e.r);
 }
 
 // ---------------------------------------------------------------------------------------------- output
@@ -189,8 +251,9 @@ function report(cfg, results, machine, totalMs) {
     `node ${process.version}; ${machine.nats ?? "nats-server: n/a"}; ${machine.redis ?? "redis-server: n/a"}`,
   );
   out.push(
-    `runs: warm-up ${cfg.warmup}+${cfg.warmup}, SEND ${cfg.seqMessages} at 1 in flight, ` +
-      `${cfg.messages} at ${cfg.concurrency} in flight, drain FETCH(${cfg.drainBatch})+ACK; ` +
+    `runs: warm-up ${cfg.warmup}+${cfg.warmup}, then ${cfg.rounds} round(s) of SEND ${cfg.seqMessages} at 1 in flight and ` +
+      `${cfg.messages} at ${cfg.concurrency} in flight, the systems taking turns (median round shown), ` +
+      `drain FETCH(${cfg.drainBatch})+ACK; ` +
       `phases capped at ${cfg.phaseMs / 1000}s; temp dirs in ${process.env.BENCH_TMPDIR || os.tmpdir()}`,
   );
   out.push("");
@@ -237,6 +300,9 @@ function report(cfg, results, machine, totalMs) {
     const notes = [];
     if (r.seq?.truncated) notes.push(`SEND@1 stopped after ${r.seq.count} msgs (time cap)`);
     if (r.par?.truncated) notes.push(`SEND@${c} stopped after ${r.par.count} msgs (time cap)`);
+    if (r.parRounds.length > 1) {
+      notes.push(`SEND@${c} rounds ${r.parRounds.map((p) => fmtRate(p.rate)).join(" / ")} msg/s`);
+    }
     if (r.drain) notes.push(`drained ${r.drain.count} msgs in ${r.drain.batches} batches`);
     if (r.drain?.truncated) notes.push("drain stopped early (time cap)");
     if (r.warning) notes.push(`WARNING ${r.warning}`);
@@ -284,8 +350,7 @@ async function main() {
     if (cfg.orchestratorOnly) process.stdout.write(`${await runOrchestratorBench(cfg)}\n`);
     return;
   }
-  const results = [];
-  for (const mod of cfg.systems) results.push(await benchSystem(mod, cfg));
+  const results = await benchMessaging(cfg);
   const machine = {
     cpu: cpuModel(),
     cores: os.availableParallelism?.() ?? os.cpus().length,

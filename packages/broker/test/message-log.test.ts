@@ -221,6 +221,42 @@ describe("message log", () => {
     }
   });
 
+  it("reads neighbouring messages of one mailbox back together, skipping what lies between", async () => {
+    const dir = tempDir();
+    const store = new SqliteStore({ dataDir: dir, recentMessageBytes: 0 });
+    try {
+      const now = Date.now();
+      for (const address of ["inbox", "other"]) {
+        await store.createMailbox({ address, ttlSeconds: 0, desc: "", createdMs: now }, now);
+      }
+      for (let i = 0; i < 30; i++) {
+        // Alternating mailboxes and sizes, some with a header: the inbox's spans have gaps.
+        await store.append(
+          [
+            {
+              mailbox: "inbox",
+              priority: "normal",
+              payload: Buffer.from(`inbox ${i} ${"i".repeat(i * 37)}`),
+              header: i % 4 === 0 ? Buffer.from(`NATS/1.0\r\nn: ${i}\r\n\r\n`) : undefined,
+              sentMs: now,
+            },
+            { mailbox: "other", priority: "normal", payload: Buffer.alloc(700 + i, 0x6f), sentMs: now },
+          ],
+          now,
+        );
+      }
+      const stored = await readInbox(store);
+      expect(stored).toHaveLength(30);
+      stored.forEach((m, i) => {
+        expect(Buffer.from(m.payload).toString()).toBe(`inbox ${i} ${"i".repeat(i * 37)}`);
+        if (i % 4 === 0) expect(Buffer.from(m.header!).toString()).toContain(`n: ${i}`);
+        else expect(m.header).toBeUndefined();
+      });
+    } finally {
+      await store.close();
+    }
+  });
+
   it("deletes a segment once no message points into it, and keeps those that are still read", async () => {
     const dir = tempDir();
     const store = new SqliteStore({ dataDir: dir, logSegmentBytes: 4096 });

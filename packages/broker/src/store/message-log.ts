@@ -27,6 +27,17 @@ import { type SegmentShare, SegmentUsage } from "./segment-usage.js";
  */
 const SPARSE_FRACTION = 16;
 
+/** Spans at most this far apart are read together (the rest of a row's record lies between). */
+const MAX_READ_GAP = 4096;
+/** Bytes at most in one read of neighbouring spans. */
+const MAX_READ = 1024 * 1024;
+
+/** A message's header (null when it has none) and payload. */
+export interface MessageBytes {
+  header: Buffer | null;
+  payload: Buffer;
+}
+
 /** Rows read back from the log at start-up that the database does not hold yet. */
 export type ReplayedRows = AppendedRow[];
 
@@ -113,8 +124,45 @@ export class MessageLog {
   }
 
   /** The header and payload a row points at. */
-  read(located: SpanLocation): { header: Buffer | null; payload: Buffer } {
+  read(located: SpanLocation): MessageBytes {
     return splitSpan(this.segments.read(located.segment, located.offset, located.length));
+  }
+
+  /**
+   * The headers and payloads of several rows (undefined where a row has none in the log): spans
+   * close together in one segment are read with one read, as messages sent in a row are.
+   */
+  readMany(locations: readonly (SpanLocation | undefined)[]): (MessageBytes | undefined)[] {
+    const out: (MessageBytes | undefined)[] = new Array(locations.length);
+    let i = 0;
+    while (i < locations.length) {
+      const first = locations[i];
+      if (first === undefined) {
+        i++;
+        continue;
+      }
+      // Extend the read while the next span follows closely in the same segment.
+      let end = first.offset + first.length;
+      let j = i + 1;
+      for (; j < locations.length; j++) {
+        const next = locations[j];
+        if (next === undefined || next.segment !== first.segment) break;
+        if (
+          next.offset < end ||
+          next.offset - end > MAX_READ_GAP ||
+          next.offset + next.length - first.offset > MAX_READ
+        )
+          break;
+        end = next.offset + next.length;
+      }
+      const bytes = this.segments.read(first.segment, first.offset, end - first.offset);
+      for (let k = i; k < j; k++) {
+        const at = locations[k] as SpanLocation;
+        out[k] = splitSpan(bytes.subarray(at.offset - first.offset, at.offset - first.offset + at.length));
+      }
+      i = j;
+    }
+    return out;
   }
 
   stored(located: SpanLocation, id: number): void {

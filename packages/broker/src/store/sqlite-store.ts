@@ -5,7 +5,7 @@ import Database from "better-sqlite3";
 import { type AppendedRow, encodeAppendedRows } from "./appended-rows.js";
 import { GroupLeases } from "./group-leases.js";
 import { ApplierFailed, LogApplier } from "./log-applier.js";
-import { MessageLog } from "./message-log.js";
+import { type MessageBytes, MessageLog } from "./message-log.js";
 import { type LocatedRow, locationOf, MESSAGE_COLUMNS, MessageRowWriter } from "./message-row-writer.js";
 import { RecentMessages } from "./recent-messages.js";
 import { RECORD_HEADER } from "./segment-log.js";
@@ -112,10 +112,17 @@ interface GroupRow {
 
 const RANKS = [0, 1, 2] as const;
 
-/** A message row as reads return it, its header and payload taken from `log` when it points there. */
-function toStored(row: MessageRow, log: MessageLog | undefined): StoredMessage {
-  const located = locationOf(row);
-  const { header, payload } = located && log ? log.read(located) : row;
+/**
+ * Message rows as reads return them, headers and payloads taken from `log` where the rows point
+ * there (neighbouring ones in one read).
+ */
+function toStored(rows: readonly MessageRow[], log: MessageLog | undefined): StoredMessage[] {
+  const located = rows.map(locationOf);
+  const bytes = log ? log.readMany(located) : [];
+  return rows.map((row, i) => storedMessage(row, bytes[i] ?? row));
+}
+
+function storedMessage(row: MessageRow, { header, payload }: MessageBytes): StoredMessage {
   return {
     id: row.msg_id,
     priority: PRIORITIES[row.priority],
@@ -530,10 +537,7 @@ export class SqliteStore implements Store {
         group,
         remaining + active.size,
       );
-      const found = rows
-        .filter((row) => !active.has(row.msg_id))
-        .slice(0, remaining)
-        .map((row) => toStored(row, this.log));
+      const found = toStored(rows.filter((row) => !active.has(row.msg_id)).slice(0, remaining), this.log);
       if (found.length < remaining) leases.closeGap(rank, new Set(found.map((m) => m.id)), nowMs);
       return found;
     });
@@ -551,17 +555,22 @@ export class SqliteStore implements Store {
     // A consumer that has caught up asks for ids past the newest: no query needed.
     if (fromId > this.newestIdsOf(mbox)[rank]) return [];
     const ids = this.stmt.classIds.all(mbox, rank, fromId, nowMs, fromCreatedMs, limit);
-    const messages: StoredMessage[] = [];
-    for (const id of ids) {
-      const recent = this.recent.get(id);
-      if (recent) {
-        messages.push(recent);
-        continue;
-      }
+    const messages: (StoredMessage | undefined)[] = ids.map((id) => this.recent.get(id));
+    // The rest from SQLite, and their bytes from the log together.
+    const cold: MessageRow[] = [];
+    const slots: number[] = [];
+    ids.forEach((id, i) => {
+      if (messages[i] !== undefined) return;
       const row = this.stmt.messageById.get(id);
-      if (row) messages.push(toStored(row, this.log));
-    }
-    return messages;
+      if (row) {
+        cold.push(row);
+        slots.push(i);
+      }
+    });
+    toStored(cold, this.log).forEach((message, k) => {
+      messages[slots[k]] = message;
+    });
+    return messages.filter((m): m is StoredMessage => m !== undefined);
   }
 
   private newestIdsOf(mbox: number): number[] {
@@ -635,10 +644,7 @@ export class SqliteStore implements Store {
       };
       const rows = RANKS.flatMap((priority) => statement.all({ ...params, priority }));
       rows.sort((a, b) => b.msg_id - a.msg_id);
-      return rows
-        .slice(0, options.limit)
-        .reverse()
-        .map((row) => toStored(row, this.log));
+      return toStored(rows.slice(0, options.limit).reverse(), this.log);
     });
   }
 
