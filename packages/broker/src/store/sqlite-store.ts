@@ -248,8 +248,8 @@ export class SqliteStore implements Store {
            ORDER BY msg_id LIMIT ?`,
         )
         .pluck(),
-      messageById: db.prepare<[number], MessageRow>(
-        `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE msg_id = ?`,
+      classRowsBetween: db.prepare<[number, number, number, number], MessageRow>(
+        `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE mbox = ? AND priority = ? AND msg_id BETWEEN ? AND ?`,
       ),
       newestByClass: db.prepare<[number], { priority: number; id: number }>(
         "SELECT priority, max(msg_id) AS id FROM messages WHERE mbox = ? GROUP BY priority",
@@ -556,21 +556,15 @@ export class SqliteStore implements Store {
     if (fromId > this.newestIdsOf(mbox)[rank]) return [];
     const ids = this.stmt.classIds.all(mbox, rank, fromId, nowMs, fromCreatedMs, limit);
     const messages: (StoredMessage | undefined)[] = ids.map((id) => this.recent.get(id));
-    // The rest from SQLite, and their bytes from the log together.
-    const cold: MessageRow[] = [];
-    const slots: number[] = [];
-    ids.forEach((id, i) => {
-      if (messages[i] !== undefined) return;
-      const row = this.stmt.messageById.get(id);
-      if (row) {
-        cold.push(row);
-        slots.push(i);
-      }
-    });
-    toStored(cold, this.log).forEach((message, k) => {
-      messages[slots[k]] = message;
-    });
-    return messages.filter((m): m is StoredMessage => m !== undefined);
+    const coldIds = ids.filter((_, i) => messages[i] === undefined);
+    if (coldIds.length === 0) return messages as StoredMessage[];
+    // The rest with one query over their id range, and their bytes from the log together.
+    const wanted = new Set(coldIds);
+    const rows = this.stmt.classRowsBetween
+      .all(mbox, rank, coldIds[0], coldIds[coldIds.length - 1])
+      .filter((row) => wanted.has(row.msg_id));
+    const cold = new Map(toStored(rows, this.log).map((m) => [m.id, m]));
+    return ids.map((id, i) => messages[i] ?? cold.get(id)).filter((m): m is StoredMessage => m !== undefined);
   }
 
   private newestIdsOf(mbox: number): number[] {
