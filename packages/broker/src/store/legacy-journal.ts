@@ -1,9 +1,8 @@
-import { crc32 } from "node:zlib";
+import { scanRecords } from "./record-framing.js";
 
 const MAGIC = 0x4d51394a; // "MQ9J"
 const FORMAT = 1;
 const FILE_HEADER = 16;
-const RECORD_HEADER = 8;
 
 export interface JournalContents {
   /** The generation the file was started with; 0 when the file is new or empty. */
@@ -26,17 +25,10 @@ export function parseJournal(bytes: Buffer): JournalContents {
   if (bytes.readUInt32LE(0) !== MAGIC || bytes.readUInt32LE(4) !== FORMAT) {
     throw new Error("the append journal has an unknown format (not written by this mq9 version)");
   }
-  const generation = bytes.readDoubleLE(8);
-  const records: Buffer[] = [];
-  let at = FILE_HEADER;
-  while (at + RECORD_HEADER <= bytes.length) {
-    const length = bytes.readUInt32LE(at);
-    const end = at + RECORD_HEADER + length;
-    if (end > bytes.length) break;
-    const body = bytes.subarray(at + RECORD_HEADER, end);
-    if (crc32(body) !== bytes.readUInt32LE(at + 4)) break;
-    records.push(body);
-    at = end;
-  }
-  return { generation, records, tornBytes: bytes.length - at };
+  const { bodies, end } = scanRecords(bytes, FILE_HEADER);
+  return {
+    generation: bytes.readDoubleLE(8),
+    records: bodies.map((r) => r.body),
+    tornBytes: bytes.length - end,
+  };
 }

@@ -10,11 +10,11 @@ import {
 } from "./appended-rows.js";
 import { parseJournal } from "./legacy-journal.js";
 import { type LocatedRow, locationOf } from "./message-row-writer.js";
+import { RECORD_HEADER } from "./record-framing.js";
 import {
   DEFAULT_SEGMENT_BYTES,
   type LogPosition,
   type LogRecord,
-  RECORD_HEADER,
   readLogRange,
   SegmentLog,
   type SegmentLogOptions,

@@ -12,12 +12,12 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
+import { RECORD_HEADER, scanRecords } from "./record-framing.js";
 
 const MAGIC = 0x4d513953; // "MQ9S"
 const FORMAT = 1;
 const FILE_HEADER = 16;
-/** Bytes before each record body: its length and CRC-32. */
-export const RECORD_HEADER = 8;
+
 /** A segment past this size is closed and the next one started. */
 export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
 const SEGMENT_FILE = /^(\d{12})\.seg$/;
@@ -277,16 +277,12 @@ export function readRecords(
   } finally {
     closeSync(fd);
   }
-  const records: LogRecord[] = [];
-  let at = 0;
-  while (at + RECORD_HEADER <= bytes.length) {
-    const length = bytes.readUInt32LE(at);
-    const end = at + RECORD_HEADER + length;
-    if (end > bytes.length) break;
-    const body = bytes.subarray(at + RECORD_HEADER, end);
-    if (crc32(body) !== bytes.readUInt32LE(at + 4)) break;
-    records.push({ segment, bodyOffset: start + at + RECORD_HEADER, end: start + end, body });
-    at = end;
-  }
-  return { records, end: start + at, tornBytes: bytes.length - at };
+  const { bodies, end } = scanRecords(bytes, 0);
+  const records = bodies.map(({ at, body }) => ({
+    segment,
+    bodyOffset: start + at,
+    end: start + at + body.length,
+    body,
+  }));
+  return { records, end: start + end, tornBytes: bytes.length - end };
 }

@@ -8,7 +8,7 @@ import { ApplierFailed, LogApplier } from "./log-applier.js";
 import { type MessageBytes, MessageLog } from "./message-log.js";
 import { type LocatedRow, locationOf, MESSAGE_COLUMNS, MessageRowWriter } from "./message-row-writer.js";
 import { RecentMessages } from "./recent-messages.js";
-import { RECORD_HEADER } from "./segment-log.js";
+import { RECORD_HEADER } from "./record-framing.js";
 import { SQLITE_MIGRATE_2_TO_3, SQLITE_SCHEMA, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
 import { StorageError } from "./storage-error.js";
 import type {
