@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { AppendedRow } from "../src/store/appended-rows.js";
+import { type AppendedRow, encodeAppendedRows } from "../src/store/appended-rows.js";
 import { RecentMessages } from "../src/store/recent-messages.js";
 
 const row = (id: number, size: number, extra: Partial<AppendedRow> = {}): AppendedRow => ({
@@ -16,18 +16,32 @@ const row = (id: number, size: number, extra: Partial<AppendedRow> = {}): Append
   ...extra,
 });
 
+/** Keeps rows as the store does: as views of the group's encoded record. */
+function keep(recent: RecentMessages, rows: AppendedRow[]): void {
+  const encoded = encodeAppendedRows(rows);
+  rows.forEach((r, i) => {
+    r.payload = encoded.payloads[i];
+    r.header = encoded.headers[i];
+  });
+  recent.keep(rows, encoded.bytes);
+}
+
 const kept = (recent: RecentMessages, ids: number[]) => ids.filter((id) => recent.get(id) !== undefined);
 
 describe("recent messages", () => {
   it("keeps the newest messages within its byte budget, dropping the oldest first", () => {
     const recent = new RecentMessages(3 * (1000 + 128));
-    for (let id = 1; id <= 5; id++) recent.keep([row(id, 1000)]);
+    for (let id = 1; id <= 5; id++) keep(recent, [row(id, 1000)]);
     expect(kept(recent, [1, 2, 3, 4, 5])).toEqual([3, 4, 5]);
   });
 
   it("keeps exactly the newest groups over a long run", () => {
     const recent = new RecentMessages(100 * (1000 + 128));
-    for (let id = 1; id <= 20_000; id += 4) recent.keep([1, 2, 3, 4].map((k) => row(id + k - 1, 1000)));
+    for (let id = 1; id <= 20_000; id += 4)
+      keep(
+        recent,
+        [1, 2, 3, 4].map((k) => row(id + k - 1, 1000)),
+      );
     const all = Array.from({ length: 20_000 }, (_, i) => i + 1);
     expect(kept(recent, all)).toEqual(Array.from({ length: 100 }, (_, i) => 19_901 + i));
     expect(recent.get(20_000)?.payload[999]).toBe(20_000 & 0xff);
@@ -36,7 +50,7 @@ describe("recent messages", () => {
   it("gives back each message as it was stored", () => {
     const recent = new RecentMessages(1 << 20);
     const header = Buffer.from("NATS/1.0\r\nk: v\r\n\r\n");
-    recent.keep([
+    keep(recent, [
       row(7, 3),
       row(8, 5, { priority: 0, key: "state", tags: '["a","b"]', header, expiresMs: 99 }),
     ]);
@@ -55,14 +69,14 @@ describe("recent messages", () => {
 
   it("finds the right message when the ids of one group have a gap", () => {
     const recent = new RecentMessages(1 << 20);
-    recent.keep([row(1, 1), row(2, 2), row(5, 5)]);
+    keep(recent, [row(1, 1), row(2, 2), row(5, 5)]);
     expect(kept(recent, [1, 2, 3, 4, 5])).toEqual([1, 2, 5]);
     expect(recent.get(5)?.payload.length).toBe(5);
   });
 
   it("keeps nothing with a budget of 0", () => {
     const recent = new RecentMessages(0);
-    recent.keep([row(1, 10)]);
+    keep(recent, [row(1, 10)]);
     expect(recent.get(1)).toBeUndefined();
   });
 });
