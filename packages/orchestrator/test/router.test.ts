@@ -53,6 +53,10 @@ describe("router", () => {
       { name: "w-light", capabilities: ["w.cap"], weight: 1, max_concurrency: 100 },
       () => {},
     );
+    // The directory learns of new agents on its next read; shares are measured once it knows both.
+    await until("the directory to know both agents", () =>
+      ["w-heavy", "w-light"].every((name) => orchestrator.agents().some((a) => a.name === name)),
+    );
     const counts = await shares("w.cap", 400);
     expect(Object.keys(counts).sort()).toEqual(["w-heavy", "w-light"]);
     expect(counts["w-heavy"] / 400).toBeGreaterThan(0.65);
