@@ -2,8 +2,36 @@ import { Mq9Error } from "@mq9/protocol";
 
 const decoder = new TextDecoder();
 
+const SEND_REPLY_HEAD = new TextEncoder().encode('{"error":"","msg_id":');
+const CLOSE_BRACE = 0x7d;
+const MINUS = 0x2d;
+
+/**
+ * A SEND's reply, the most frequent one, in the exact form `{"error":"","msg_id":N}`, read
+ * without decoding text and parsing JSON; undefined for anything else, which takes the general path.
+ */
+function quickSendReply(data: Uint8Array): { error: ""; msg_id: number } | undefined {
+  const head = SEND_REPLY_HEAD.length;
+  const last = data.length - 1;
+  if (last <= head || data[last] !== CLOSE_BRACE) return undefined;
+  for (let i = 0; i < head; i++) if (data[i] !== SEND_REPLY_HEAD[i]) return undefined;
+  let i = head;
+  const negative = data[i] === MINUS;
+  if (negative) i++;
+  if (i >= last || last - i > 15) return undefined;
+  let value = 0;
+  for (; i < last; i++) {
+    const digit = data[i] - 0x30;
+    if (digit < 0 || digit > 9) return undefined;
+    value = value * 10 + digit;
+  }
+  return { error: "", msg_id: negative ? -value : value };
+}
+
 /** Parses a reply envelope; a non-empty `error` becomes an Mq9Error with the broker's text. */
 export function parseReply<T extends object>(data: Uint8Array, subject: string): T {
+  const quick = quickSendReply(data);
+  if (quick) return quick as unknown as T;
   let reply: unknown;
   try {
     reply = JSON.parse(decoder.decode(data));
