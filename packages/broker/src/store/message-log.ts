@@ -49,6 +49,8 @@ export type ReplayedRows = AppendedRow[];
  */
 export class MessageLog {
   private readonly usage = new SegmentUsage();
+  /** Segments that could not be compacted or deleted; left alone until the next start. */
+  private readonly kept = new Set<number>();
   private readonly stmt;
   private readonly savePosition: (position: LogPosition) => void;
 
@@ -197,20 +199,29 @@ export class MessageLog {
    * in one.
    */
   removeUnused(atomically: (change: () => void) => void): void {
-    for (const segment of this.segments.segments()) {
+    for (const segment of [...this.segments.segments()]) {
       if (segment >= this.segments.current) break;
-      const share = this.usage.of(segment);
-      if (share.rows > 0 && share.bytes * SPARSE_FRACTION <= this.segmentBytes) {
-        atomically(() => this.moveInline(segment, share));
-        this.usage.forget(segment);
-      } else if (share.rows > 0) {
-        continue;
+      if (this.kept.has(segment)) continue;
+      try {
+        this.removeIfUnused(segment, atomically);
+      } catch {
+        // Bytes it should hold are missing, or the file cannot go: it stays, and the
+        // messages in it fail alone when read, not every change that comes after.
+        this.kept.add(segment);
       }
-      if (share.lastId >= share.firstId && this.stmt.anyRowIn.get(share.firstId, share.lastId, segment))
-        continue;
-      this.segments.remove(segment);
+    }
+  }
+
+  private removeIfUnused(segment: number, atomically: (change: () => void) => void): void {
+    const share = this.usage.of(segment);
+    if (share.rows > 0) {
+      if (share.bytes * SPARSE_FRACTION > this.segmentBytes) return;
+      atomically(() => this.moveInline(segment, share));
       this.usage.forget(segment);
     }
+    if (share.lastId >= share.firstId && this.stmt.anyRowIn.get(share.firstId, share.lastId, segment)) return;
+    this.segments.remove(segment);
+    this.usage.forget(segment);
   }
 
   private moveInline(segment: number, share: SegmentShare): void {

@@ -7,6 +7,7 @@ import {
   openSync,
   readdirSync,
   readSync,
+  statSync,
   unlinkSync,
   writeSync,
 } from "node:fs";
@@ -101,7 +102,13 @@ export class SegmentLog {
         }
       }
     }
-    const newest = Math.max(segments[segments.length - 1] ?? 0, from.segment, 1);
+    let newest = Math.max(segments[segments.length - 1] ?? 0, from.segment, 1);
+    // A newest segment shorter than what the database absorbed of it lost bytes (a power loss
+    // with sync normal, a hand-made copy): records written after its end would sit before the
+    // absorbed position, where a replay does not look. They go to a fresh segment instead.
+    if (newest === from.segment && segments.includes(newest)) {
+      if (statSync(join(dir, segmentName(newest))).size < from.offset) newest++;
+    }
     return { log: new SegmentLog(dir, options, newest, segments), records, tornBytes };
   }
 
