@@ -115,6 +115,7 @@ export class Broker {
       throw err;
     }
     if (registry) metrics.watchRegistry(registry);
+    if (store instanceof SqliteStore) metrics.watchStore(() => store.logStatus());
     const service = new Mq9Service(engine, logger, metrics, registry);
     // One abort signal per client, fired when its connection closes (ends its long-polls).
     const clients = new Map<number, AbortController>();

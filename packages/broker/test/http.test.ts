@@ -80,6 +80,31 @@ describe("broker HTTP server", () => {
     });
   });
 
+  it("/metrics shows the message log and how far SQLite is behind it", async () => {
+    const gauges = async () => {
+      const text = await (await fetch(`${base}/metrics`)).text();
+      return Object.fromEntries(
+        [...text.matchAll(/^(mq9_store_\w+) (\d+)$/gm)].map((m) => [m[1], Number(m[2])]),
+      );
+    };
+    const before = await gauges();
+    expect(Object.keys(before).sort()).toEqual([
+      "mq9_store_log_message_bytes",
+      "mq9_store_log_segments",
+      "mq9_store_rows_waiting",
+    ]);
+    await t.request(Subjects.mailboxCreate, { name: "log.metrics" });
+    await t.request(Subjects.send("log.metrics"), "x".repeat(1000));
+    // A FETCH needs the row in SQLite: nothing waits after it.
+    await t.request(Subjects.fetch("log.metrics"), { deliver: "earliest", config: { num_msgs: 1 } });
+    const after = await gauges();
+    expect(after.mq9_store_log_segments).toBeGreaterThanOrEqual(1);
+    expect(after.mq9_store_log_message_bytes).toBeGreaterThanOrEqual(
+      before.mq9_store_log_message_bytes + 1000,
+    );
+    expect(after.mq9_store_rows_waiting).toBe(0);
+  });
+
   it("mounts the routes of higher layers", async () => {
     expect(await (await fetch(`${base}/extra`)).json()).toEqual({ mounted: true });
   });

@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Gauge, Registry as MetricsRegistry } from "prom-client";
 import type { Registry } from "../registry/registry.js";
 import type { RequestObserver } from "../service/request-observer.js";
+import type { StoreLogStatus } from "../store/sqlite-store.js";
 import { RequestMetrics } from "./request-metrics.js";
 
 /** Prometheus metrics of one broker, in a registry of its own (several brokers may share a process). */
@@ -21,17 +22,25 @@ export class BrokerMetrics implements RequestObserver {
     });
   }
 
+  /** Gauges of the message log: how big it is, and how far SQLite is behind it. */
+  watchStore(status: () => StoreLogStatus | undefined): void {
+    const gauge = this.gauge;
+    gauge("mq9_store_log_segments", "segment files of the message log", () => status()?.segments ?? 0);
+    gauge(
+      "mq9_store_log_message_bytes",
+      "header and payload bytes of stored messages in the message log",
+      () => status()?.messageBytes ?? 0,
+    );
+    gauge(
+      "mq9_store_rows_waiting",
+      "SENDs in the message log whose rows are not in SQLite yet",
+      () => status()?.rowsWaiting ?? 0,
+    );
+  }
+
   /** Gauges of the registry's background work, so operators (and the benchmark) see when it is done. */
   watchRegistry(registry: Registry): void {
-    const gauge = (name: string, help: string, read: () => number) =>
-      new Gauge({
-        name,
-        help,
-        registers: [this.registry],
-        collect() {
-          this.set(read());
-        },
-      });
+    const gauge = this.gauge;
     gauge("mq9_registry_embedding", "1 while registered skills wait for their vectors", () =>
       registry.status().embedding ? 1 : 0,
     );
@@ -54,6 +63,17 @@ export class BrokerMetrics implements RequestObserver {
       registry.status().vectors?.building ? 1 : 0,
     );
   }
+
+  private readonly gauge = (name: string, help: string, read: () => number): void => {
+    new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  };
 
   observe(op: string, failed: boolean, seconds: number): void {
     this.requests.observe(op, failed, seconds);

@@ -85,6 +85,11 @@ export class LogApplier {
     return new LogApplier(new Worker(url, { workerData: data }), start, options);
   }
 
+  /** Rows of logged SENDs the database does not hold yet. */
+  get waiting(): number {
+    return this.appended - this.applied;
+  }
+
   /** Takes the rows of SENDs just written to the log, which now ends at `end`. */
   appendedTo(end: LogPosition, rows: readonly AppendedRow[]): void {
     this.end = end;

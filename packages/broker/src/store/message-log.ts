@@ -180,6 +180,11 @@ export class MessageLog {
     this.savePosition(to);
   }
 
+  /** Segment files on disk, and the header and payload bytes of stored messages in them. */
+  status(): { segments: number; messageBytes: number } {
+    return { segments: this.segments.segments().length, messageBytes: this.usage.liveBytes() };
+  }
+
   /** Where the next record goes. */
   get end(): LogPosition {
     return this.segments.end;

@@ -46,6 +46,13 @@ export class SegmentUsage {
     return this.shares.get(segment) ?? { rows: 0, bytes: 0, firstId: 0, lastId: -1 };
   }
 
+  /** Header and payload bytes of stored messages, all segments together. */
+  liveBytes(): number {
+    let bytes = 0;
+    for (const share of this.shares.values()) bytes += share.bytes;
+    return bytes;
+  }
+
   /** Forgets a segment that was deleted. */
   forget(segment: number): void {
     this.shares.delete(segment);

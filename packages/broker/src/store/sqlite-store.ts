@@ -28,6 +28,15 @@ import { WalCheckpointer } from "./wal-checkpointer.js";
 
 export type SyncMode = "normal" | "full";
 
+/** What `/metrics` shows of the message log. */
+export interface StoreLogStatus {
+  segments: number;
+  /** Header and payload bytes of the stored messages (deleted ones' bytes are not counted). */
+  messageBytes: number;
+  /** SENDs in the log whose rows are not in SQLite yet. */
+  rowsWaiting: number;
+}
+
 export interface SqliteStoreOptions {
   /** Folder that holds `mq9.db`; created when missing. Use ":memory:" for a throw-away store. */
   dataDir: string;
@@ -326,6 +335,12 @@ export class SqliteStore implements Store {
       .get();
     const newest = this.db.prepare<[], { id: number | null }>("SELECT max(msg_id) AS id FROM messages").get();
     this.nextId = Math.max(stored?.value ?? 0, (newest?.id ?? -1) + 1);
+  }
+
+  /** The message log's size and the rows still to be written to SQLite; undefined in memory. */
+  logStatus(): StoreLogStatus | undefined {
+    if (!this.log) return undefined;
+    return { ...this.log.status(), rowsWaiting: this.applier?.waiting ?? this.pending.length };
   }
 
   async createMailbox(record: MailboxRecord, nowMs: number): Promise<boolean> {
