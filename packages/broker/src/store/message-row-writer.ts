@@ -16,8 +16,8 @@ export interface MessageValues {
 export const MESSAGE_COLUMNS =
   "msg_id, priority, msg_key, tags, header, payload, created_ms, expires_ms, seg, seg_at, seg_len";
 const PLACEHOLDERS = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-/** A keyless row whose header and payload are in the log: three values fewer to bind. */
-const LOGGED_PLACEHOLDERS = "(?, ?, ?, NULL, ?, NULL, x'', ?, ?, ?, ?, ?)";
+/** A plain row (see packRows): no key, tags or header, its payload in the log; four values fewer to bind. */
+const LOGGED_PLACEHOLDERS = "(?, ?, ?, NULL, NULL, NULL, x'', ?, ?, ?, ?, ?)";
 const EMPTY = Buffer.alloc(0);
 
 /** Told of each message replaced by a newer one with its key, with where its bytes were in the log. */
@@ -61,29 +61,28 @@ export class MessageRowWriter {
     );
   }
 
-  /** Writes SEND rows in order (call inside a transaction). */
+  /**
+   * Writes SEND rows (call inside a transaction): the plain ones several to a statement, then the
+   * others in order (keyed ones replace by key in send order; plain rows have no key to clash with).
+   */
   writeAppended(rows: readonly AppendedRow[]): void {
-    let i = 0;
-    while (i < rows.length) {
-      const row = rows[i];
-      if (row.dueMs !== null) {
-        this.insertDelayed.run(
-          row.mbox,
-          row.dueMs,
-          row.priority,
-          row.key,
-          row.tags,
-          row.header,
-          row.payload,
-          row.expiresMs,
-        );
-        i++;
-      } else {
-        const plain = plainRun(rows, i);
-        if (plain > 1) this.insertPlain(rows, i, plain);
-        else this.insertMessage(valuesOf(row), row.id, row.createdMs, row.located);
-        i += Math.max(plain, 1);
+    const { packed, others } = packRows(rows);
+    this.insertPacked(packed);
+    for (const row of others) {
+      if (row.dueMs === null) {
+        this.insertMessage(valuesOf(row), row.id, row.createdMs, row.located);
+        continue;
       }
+      this.insertDelayed.run(
+        row.mbox,
+        row.dueMs,
+        row.priority,
+        row.key,
+        row.tags,
+        row.header,
+        row.payload,
+        row.expiresMs,
+      );
     }
   }
 
@@ -96,7 +95,7 @@ export class MessageRowWriter {
       values.length = 0;
       for (let at = first * PACKED_FIELDS; at < (first + count) * PACKED_FIELDS; at += PACKED_FIELDS) {
         const expires = packed[at + 4];
-        values.push(packed[at], packed[at + 1], packed[at + 2], null, packed[at + 3]);
+        values.push(packed[at], packed[at + 1], packed[at + 2], packed[at + 3]);
         values.push(Number.isNaN(expires) ? null : expires, packed[at + 5], packed[at + 6], packed[at + 7]);
       }
       this.loggedInsert(count).run(values);
@@ -129,7 +128,7 @@ export class MessageRowWriter {
     );
   }
 
-  /** The multi-row insert of `count` keyless rows kept in the log, prepared when first needed. */
+  /** The multi-row insert of `count` plain rows, prepared when first needed. */
   private loggedInsert(count: number): Database.Statement {
     let statement = this.insertMany.get(count);
     if (statement === undefined) {
@@ -137,29 +136,6 @@ export class MessageRowWriter {
       this.insertMany.set(count, statement);
     }
     return statement;
-  }
-
-  /** Inserts `count` keyless messages kept in the log, from `from`, with one statement. */
-  private insertPlain(rows: readonly AppendedRow[], from: number, count: number): void {
-    const statement = this.loggedInsert(count);
-    const values = this.values;
-    values.length = 0;
-    for (let i = from; i < from + count; i++) {
-      const r = rows[i];
-      const at = r.located as SpanLocation;
-      values.push(
-        r.mbox,
-        r.id,
-        r.priority,
-        r.tags,
-        r.createdMs,
-        r.expiresMs,
-        at.segment,
-        at.offset,
-        at.length,
-      );
-    }
-    statement.run(values);
   }
 }
 
@@ -197,17 +173,6 @@ export function packRows(rows: readonly AppendedRow[]): { packed: Float64Array; 
 
 function isPackable(row: AppendedRow): boolean {
   return row.key === null && row.dueMs === null && row.tags === null && row.located !== undefined;
-}
-
-/** How many rows from `from` (at most ROWS_PER_INSERT) are keyless messages due now and in the log. */
-function plainRun(rows: readonly AppendedRow[], from: number): number {
-  let n = 0;
-  while (n < ROWS_PER_INSERT && from + n < rows.length) {
-    const r = rows[from + n];
-    if (r.key !== null || r.dueMs !== null || r.located === undefined) break;
-    n++;
-  }
-  return n;
 }
 
 function valuesOf(row: AppendedRow): MessageValues {
