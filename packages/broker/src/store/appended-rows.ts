@@ -111,6 +111,11 @@ export function decodeAppendedRows(body: Buffer): (AppendedRow & { spanAt: numbe
   return rows;
 }
 
+/** Bytes of a row's span: the header's length and bytes, then the payload's (what splitSpan reads). */
+export function spanLength(row: { header: Uint8Array | null; payload: Uint8Array }): number {
+  return 4 + (row.header?.length ?? 0) + 4 + row.payload.length;
+}
+
 /** The header (null when the message had none) and payload of a span read from the message log. */
 export function splitSpan(span: Buffer): { header: Buffer | null; payload: Buffer } {
   const headerLength = span.readUInt32LE(0);

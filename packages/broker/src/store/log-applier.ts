@@ -96,13 +96,7 @@ export class LogApplier {
     this.appended += rows.length;
     for (const row of rows) this.unhanded.push(row);
     if (this.appended - this.handedOver >= this.options.maxRows) this.handOver();
-    else if (this.timer === undefined && !this.busy) {
-      this.timer = setTimeout(() => {
-        this.timer = undefined;
-        this.handOver();
-      }, this.options.intervalMs);
-      this.timer.unref();
-    }
+    else this.handOverLater();
   }
 
   /**
@@ -128,7 +122,7 @@ export class LogApplier {
   /** Waits until everything appended is committed, then stops the worker. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      clearTimeout(this.timer);
+      this.cancelHandOver();
       // A failed worker was terminated already.
       if (this.failed) return;
       await this.turn(() => undefined).catch(() => {});
@@ -143,8 +137,7 @@ export class LogApplier {
 
   private handOver(): void {
     if (this.busy || this.failed || this.handedOver >= this.appended) return;
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.cancelHandOver();
     this.busy = true;
     this.handedOver = this.appended;
     const { packed, others } = packRows(this.unhanded);
@@ -172,7 +165,22 @@ export class LogApplier {
       }
     }
     if (this.turns.length > 0 || this.appended - this.handedOver >= this.options.maxRows) this.handOver();
-    else if (this.appended > this.handedOver) this.appendedTo(this.end, []);
+    else if (this.appended > this.handedOver) this.handOverLater();
+  }
+
+  /** Hands the rows not handed over yet to the worker within the interval. */
+  private handOverLater(): void {
+    if (this.timer !== undefined || this.busy) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.handOver();
+    }, this.options.intervalMs);
+    this.timer.unref();
+  }
+
+  private cancelHandOver(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
   }
 
   /**
@@ -190,15 +198,14 @@ export class LogApplier {
     this.unhanded = [];
     this.handedOver = this.appended;
     this.applied = this.appended;
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.cancelHandOver();
   }
 
   private fail(err: Error): void {
     if (this.failed) return;
     this.failed = true;
     this.busy = false;
-    clearTimeout(this.timer);
+    this.cancelHandOver();
     void this.worker.terminate();
     this.options.onFailed(err);
     for (const turn of this.turns.splice(0)) turn.reject(new ApplierFailed());

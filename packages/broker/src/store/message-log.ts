@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, unlinkSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type Database from "better-sqlite3";
 import {
@@ -6,6 +6,7 @@ import {
   decodeAppendedRows,
   type EncodedRows,
   type SpanLocation,
+  spanLength,
   splitSpan,
 } from "./appended-rows.js";
 import { parseJournal } from "./legacy-journal.js";
@@ -77,7 +78,8 @@ export class MessageLog {
   /**
    * Opens the log under `dataDir` and returns the rows a crash left out of
    * the database, in write order, for the caller to write; also the rows of a
-   * journal left by an mq9 version before the log (held inline, as they are).
+   * journal left by an mq9 version before the log (held inline, as they are)
+   * and that file, for the caller to delete once they are committed.
    */
   static open(
     db: Database.Database,
@@ -99,18 +101,17 @@ export class MessageLog {
     for (const row of replay) {
       if (row.dueMs === null && row.located) log.stored(row.located, row.id);
     }
-    const legacyJournal = join(dataDir, "mq9.journal");
-    const legacy: ReplayedRows = [];
-    if (existsSync(legacyJournal)) {
-      const contents = parseJournal(readFileSync(legacyJournal));
-      const applied = db
-        .prepare<[], { value: number }>("SELECT value FROM meta WHERE name = 'journal_applied'")
-        .get();
-      if (contents.generation > (applied?.value ?? 0)) {
-        for (const record of contents.records) legacy.push(...decodeAppendedRows(record));
-      }
-    }
-    return { log, replay, legacy, legacyJournal: existsSync(legacyJournal) ? legacyJournal : undefined };
+    const journal = join(dataDir, "mq9.journal");
+    if (!existsSync(journal)) return { log, replay, legacy: [] };
+    const contents = parseJournal(readFileSync(journal));
+    const applied = db
+      .prepare<[], { value: number }>("SELECT value FROM meta WHERE name = 'journal_applied'")
+      .get();
+    const legacy =
+      contents.generation > (applied?.value ?? 0)
+        ? contents.records.flatMap((r) => decodeAppendedRows(r))
+        : [];
+    return { log, replay, legacy, legacyJournal: journal };
   }
 
   /**
@@ -123,11 +124,6 @@ export class MessageLog {
     rows.forEach((row, i) => {
       row.located = spanOf(row, written.segment, recordStart + encoded.spans[i]);
     });
-  }
-
-  /** The header and payload a row points at. */
-  read(located: SpanLocation): MessageBytes {
-    return splitSpan(this.segments.read(located.segment, located.offset, located.length));
   }
 
   /**
@@ -230,21 +226,14 @@ export class MessageLog {
   }
 
   private moveInline(segment: number, share: SegmentShare): void {
-    for (const row of this.stmt.rowsIn.all(share.firstId, share.lastId, segment)) {
-      const located = locationOf(row);
-      if (!located) continue;
-      const { header, payload } = this.read(located);
-      this.stmt.moveInline.run(header, payload, row.msg_id);
-    }
+    const rows = this.stmt.rowsIn.all(share.firstId, share.lastId, segment);
+    this.readMany(rows.map(locationOf)).forEach((bytes, i) => {
+      if (bytes) this.stmt.moveInline.run(bytes.header, bytes.payload, rows[i].msg_id);
+    });
   }
 
   close(): void {
     this.segments.close();
-  }
-
-  /** Removes the journal of an earlier version once its rows are committed. */
-  static removeLegacyJournal(file: string): void {
-    unlinkSync(file);
   }
 }
 
@@ -278,5 +267,5 @@ function appliedPosition(db: Database.Database): LogPosition {
 }
 
 function spanOf(row: AppendedRow, segment: number, offset: number): SpanLocation {
-  return { segment, offset, length: 8 + (row.header?.length ?? 0) + row.payload.length };
+  return { segment, offset, length: spanLength(row) };
 }

@@ -81,11 +81,10 @@ export class SegmentLog {
     dir: string,
     from: LogPosition,
     options: SegmentLogOptions,
-  ): { log: SegmentLog; records: LogRecord[]; tornBytes: number } {
+  ): { log: SegmentLog; records: LogRecord[] } {
     mkdirSync(dir, { recursive: true });
     const segments = listSegments(dir);
     const records: LogRecord[] = [];
-    let tornBytes = 0;
     for (const segment of segments) {
       if (segment < from.segment) continue;
       const file = join(dir, segmentName(segment));
@@ -93,7 +92,6 @@ export class SegmentLog {
       const read = readRecords(file, segment, start);
       records.push(...read.records);
       if (read.tornBytes > 0 && segment === segments[segments.length - 1]) {
-        tornBytes = read.tornBytes;
         const fd = openSync(file, "r+");
         try {
           ftruncateSync(fd, read.end);
@@ -109,7 +107,7 @@ export class SegmentLog {
     if (newest === from.segment && segments.includes(newest)) {
       if (statSync(join(dir, segmentName(newest))).size < from.offset) newest++;
     }
-    return { log: new SegmentLog(dir, options, newest, segments), records, tornBytes };
+    return { log: new SegmentLog(dir, options, newest, segments), records };
   }
 
   /** Segment numbers present on disk, oldest first. */

@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { mkdirSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { PRIORITIES, priorityRank } from "@mq9/protocol";
 import Database from "better-sqlite3";
@@ -781,7 +781,7 @@ export class SqliteStore implements Store {
         const now = Date.now();
         if (now - lastCollectMs < 1000) return;
         lastCollectMs = now;
-        void this.sqlTurn(() => log.removeUnused((change) => this.atomically(change))).catch(() => {});
+        void this.sqlTurn(() => this.removeUnusedSegments()).catch(() => {});
       },
       writeHere: (rows, to) =>
         this.atomically(() => {
@@ -818,7 +818,7 @@ export class SqliteStore implements Store {
       this.rows.writeAppended(replay);
       log.saveApplied();
     });
-    if (legacyJournal) MessageLog.removeLegacyJournal(legacyJournal);
+    if (legacyJournal) unlinkSync(legacyJournal);
   }
 
   /** Opens the transaction SENDs collect in, committed after the interval at the latest. */
@@ -864,6 +864,11 @@ export class SqliteStore implements Store {
     this.stmt.commit.run();
     this.uncommittedRows = 0;
     this.checkpointer?.request();
+    this.removeUnusedSegments();
+  }
+
+  /** Deletes (or compacts) log segments no row needs; call with every row committed. */
+  private removeUnusedSegments(): void {
     this.log?.removeUnused((change) => this.atomically(change));
   }
 
@@ -897,7 +902,7 @@ export class SqliteStore implements Store {
     } else {
       this.checkpointer?.request();
       // The change may have removed the last messages of a segment (settle looks after that otherwise).
-      this.log?.removeUnused((next) => this.atomically(next));
+      this.removeUnusedSegments();
     }
     return result;
   }
