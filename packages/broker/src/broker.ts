@@ -8,7 +8,7 @@ import { type Logger, silentLogger } from "./logger.js";
 import { NatsListener, type NatsListenerOptions } from "./nats/index.js";
 import { openRegistry, type RegistrySettings } from "./registry/open-registry.js";
 import type { Registry } from "./registry/registry.js";
-import { encodeReply, Mq9Service } from "./service/mq9-service.js";
+import { Mq9Service } from "./service/mq9-service.js";
 import { SqliteStore, type SyncMode } from "./store/sqlite-store.js";
 import type { Store } from "./store/store.js";
 
@@ -133,8 +133,8 @@ export class Broker {
         // Built field by field: spreading the request cost more than the rest of this callback.
         const { subject, header, payload, reply: to } = request;
         const signal = clientSignal(request.clientId);
-        void service.handle({ subject, header, payload, signal }).then((reply) => {
-          if (to) listener.publish(to, encodeReply(reply), undefined, false);
+        service.answer({ subject, header, payload, signal }, (reply) => {
+          if (to) listener.publish(to, reply, undefined, false);
         });
       },
       (clientId) => {

@@ -119,20 +119,38 @@ export class Mq9Service {
     private readonly registry?: Registry,
   ) {}
 
-  /** Always resolves with the reply envelope; failures become `{error}`. */
-  async handle(request: Mq9Request): Promise<ReplyBody> {
-    const started = performance.now();
+  /**
+   * Answers a request by calling `respond` with its reply's JSON. A SEND goes to the engine and
+   * back through callbacks, without a promise or a reply object (it is the hottest path);
+   * every other request through handle().
+   */
+  answer(request: Mq9Request, respond: (reply: ReplyPayload) => void): void {
     const command = parseMq9Subject(request.subject);
+    if (command?.op !== "msg.send") {
+      void this.handle(request, command).then((reply) => respond(encodeReply(reply)));
+      return;
+    }
+    const started = performance.now();
+    const done = (err: unknown, msgId?: number) => {
+      const failed = err !== undefined;
+      this.observer?.observe(command.op, failed, (performance.now() - started) / 1000);
+      respond(failed ? JSON.stringify(this.errorReply(err, request)) : `{"error":"","msg_id":${msgId}}`);
+    };
+    try {
+      this.engine.send(command.mailAddress, request.payload, request.header, done);
+    } catch (err) {
+      done(err);
+    }
+  }
+
+  /** Always resolves with the reply envelope; failures become `{error}`. */
+  async handle(request: Mq9Request, command = parseMq9Subject(request.subject)): Promise<ReplyBody> {
+    const started = performance.now();
     let reply: ReplyBody;
     try {
       reply = { error: "", ...(await this.dispatch(command, request)) };
     } catch (err) {
-      if (err instanceof Mq9Error) {
-        reply = { error: err.message };
-      } else {
-        this.logger.error({ err, subject: request.subject }, "mq9 request failed");
-        reply = { error: Errors.internal(err instanceof Error ? err.message : String(err)) };
-      }
+      reply = this.errorReply(err, request);
     }
     this.observer?.observe(
       command?.op ?? "unknown",
@@ -140,6 +158,13 @@ export class Mq9Service {
       (performance.now() - started) / 1000,
     );
     return reply;
+  }
+
+  /** The reply for a failed request: an Mq9Error's own text, anything else logged as internal. */
+  private errorReply(err: unknown, request: Mq9Request): ReplyBody {
+    if (err instanceof Mq9Error) return { error: err.message };
+    this.logger.error({ err, subject: request.subject }, "mq9 request failed");
+    return { error: Errors.internal(err instanceof Error ? err.message : String(err)) };
   }
 
   private async dispatch(
@@ -150,8 +175,15 @@ export class Mq9Service {
     switch (command?.op) {
       case "mailbox.create":
         return { mail_address: await engine.createMailbox(unwrap(parseCreateRequest(request.payload))) };
-      case "msg.send":
-        return { msg_id: await engine.send(command.mailAddress, request.payload, request.header) };
+      case "msg.send": {
+        const { mailAddress } = command;
+        const msgId = await new Promise<number | undefined>((resolve, reject) =>
+          engine.send(mailAddress, request.payload, request.header, (err, id) =>
+            err === undefined ? resolve(id) : reject(err),
+          ),
+        );
+        return { msg_id: msgId };
+      }
       case "msg.fetch": {
         const fetch = unwrap(parseFetchRequest(request.payload));
         const messages = await engine.fetch(command.mailAddress, fetch, request.signal);
