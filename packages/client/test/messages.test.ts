@@ -130,6 +130,8 @@ describe("send and fetch", () => {
 
   it("INVALID_REQUEST for a header name or value that cannot go into a NATS header block", async () => {
     const box = await client.createMailbox({ name: boxName() });
+    // Bad input rejects the returned promise; send() itself never throws.
+    expect(await codeOf(client.send("has space", "x"))).toBe("INVALID_NAME");
     expect(await codeOf(client.send(box, "x", { headers: { "bad name": "v" } }))).toBe("INVALID_REQUEST");
     expect(await codeOf(client.send(box, "x", { headers: { "x-ok": "line\r\nbreak" } }))).toBe(
       "INVALID_REQUEST",
