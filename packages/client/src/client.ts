@@ -243,7 +243,7 @@ export class Mq9Client {
     return this.mux.request(
       subject,
       json(body),
-      { timeoutMs: this.requestTimeoutMs + maxWaitMs, signal, longPoll: maxWaitMs > 0 },
+      { timeoutMs: this.requestTimeoutMs + maxWaitMs, signal },
       (data) => items(parseReply<MessagesReply>(data, subject), subject),
     );
   }

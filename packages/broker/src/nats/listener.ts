@@ -238,9 +238,12 @@ export class NatsListener {
     this.dirty.push(conn);
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    // setImmediate runs after the poll phase, so the output of every socket read in this turn of
-    // the event loop leaves in one write per connection.
-    setImmediate(this.flushAll);
+    // Like nats-server, output leaves once the input that caused it is handled: a socket read,
+    // and the replies its requests get (group commits answer within the same microtask run),
+    // are followed by one write per connection. Waiting for the end of the event-loop turn
+    // instead merged the replies of every read in that turn, so a client's requests moved in
+    // one lock-step batch: broker and client took turns on one core (~20 % fewer SENDs/s).
+    queueMicrotask(this.flushAll);
   }
 
   private readonly flushAll = (): void => {
