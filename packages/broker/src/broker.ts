@@ -134,7 +134,7 @@ export class Broker {
         const { subject, header, payload, reply: to } = request;
         const signal = clientSignal(request.clientId);
         service.answer({ subject, header, payload, signal }, (reply) => {
-          if (to) listener.publish(to, reply, undefined, false);
+          if (to) listener.reply(to, reply);
         });
       },
       (clientId) => {

@@ -109,11 +109,11 @@ test("fuzz — random and mutated protocol from many sockets never breaks the se
   const started = await startListener({ maxPayload: 4096, maxControlLine: 512, authTimeoutMs: 500 });
   s = started;
   const { int, script, rand } = generator(prng(seed));
-  // The service path too: its replies go back through listener.publish to fuzzed reply subjects.
+  // The service path too: its replies go back through listener.reply to fuzzed reply subjects.
   started.listener.setService(
     (subject) => subject.startsWith("$mq9.AI"),
     (req) => {
-      if (req.reply !== undefined) started.listener.publish(req.reply, req.payload, req.header);
+      if (req.reply !== undefined) started.listener.reply(req.reply, req.payload);
     },
   );
   try {

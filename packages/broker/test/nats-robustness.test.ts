@@ -188,6 +188,14 @@ describe("nats listener — disconnects and shutdown", () => {
     started.listener.publish("b", sc.encode("x"));
   });
 
+  test("a server-originated publish to a subject that would corrupt MSG lines is refused", async () => {
+    const started = await startListener();
+    s = started;
+    for (const bad of ["two words", "line\r\nPING", "a..b", ""]) {
+      expect(() => started.listener.publish(bad, sc.encode("x"))).toThrow(TypeError);
+    }
+  });
+
   test("close() flushes queued output, closes every connection, refuses new ones and is idempotent", async () => {
     const started = await startListener();
     const raw = await connectedRaw(started);

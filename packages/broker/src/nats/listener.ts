@@ -17,10 +17,13 @@ import { isWellFormedSubject } from "./subject.js";
 const DEFAULT_DRAIN_TIMEOUT_MS = 2000;
 const REFUSED_GRACE_MS = 1000;
 
+/** What the broker itself sends: bytes, text (written as UTF-8), or pieces of either in order. */
+export type OutboundPayload = Uint8Array | string | readonly (string | Uint8Array)[];
+
 /**
  * The embedded NATS-protocol server. Any NATS client can connect, subscribe and publish; publishes
  * whose subject the service claims (see setService) go to the service handler instead of to
- * subscribers, and the service answers through `publish`.
+ * subscribers, and the service answers through `reply`.
  */
 export class NatsListener {
   private readonly options: ResolvedOptions;
@@ -133,21 +136,31 @@ export class NatsListener {
   }
 
   /**
-   * A server-originated message (e.g. a reply) delivered to every matching subscription; a text
-   * payload is written to each subscriber as UTF-8, a list of pieces one after the other.
-   * `repeats: false` says the subject is unlikely to come again (a request's reply inbox), so its
-   * match result is not cached.
+   * A server-originated message delivered to every matching subscription; a text payload is
+   * written to each subscriber as UTF-8, a list of pieces one after the other.
    */
-  publish(
-    subject: string,
-    payload: Uint8Array | string | readonly (string | Uint8Array)[],
-    header?: Uint8Array,
-    repeats = true,
-  ): void {
+  publish(subject: string, payload: OutboundPayload, header?: Uint8Array): void {
     // The subject is written into MSG lines verbatim, so whitespace would corrupt the stream.
     if (!isWellFormedSubject(subject) || /\s/.test(subject)) {
       throw new TypeError(`NatsListener.publish: invalid subject ${JSON.stringify(subject)}`);
     }
+    this.deliver(subject, payload, header, true);
+  }
+
+  /**
+   * Answers a service request on its reply subject, which was checked when the request came in.
+   * A reply inbox is unlikely to come again, so its match result is not cached.
+   */
+  reply(to: string, payload: OutboundPayload): void {
+    this.deliver(to, payload, undefined, false);
+  }
+
+  private deliver(
+    subject: string,
+    payload: OutboundPayload,
+    header: Uint8Array | undefined,
+    repeats: boolean,
+  ): void {
     const body: OutboundBody =
       typeof payload === "string" || Array.isArray(payload) ? payload : asBuffer(payload as Uint8Array);
     const msg = new OutboundMessage(subject, undefined, header && asBuffer(header), body, repeats);
