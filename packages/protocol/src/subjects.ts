@@ -26,44 +26,41 @@ export type Mq9Command =
   | { op: "agent.report" }
   | { op: "agent.discover" };
 
-const exactCommands: Record<string, Mq9Command> = {
-  "MAILBOX.CREATE": { op: "mailbox.create" },
-  "AGENT.REGISTER": { op: "agent.register" },
-  "AGENT.UNREGISTER": { op: "agent.unregister" },
-  "AGENT.REPORT": { op: "agent.report" },
-  "AGENT.DISCOVER": { op: "agent.discover" },
-};
-
-const addressedCommands = {
-  SEND: "msg.send",
-  FETCH: "msg.fetch",
-  ACK: "msg.ack",
-  QUERY: "msg.query",
-} as const;
+const exactCommands = new Map<string, Mq9Command>([
+  ["MAILBOX.CREATE", { op: "mailbox.create" }],
+  ["AGENT.REGISTER", { op: "agent.register" }],
+  ["AGENT.UNREGISTER", { op: "agent.unregister" }],
+  ["AGENT.REPORT", { op: "agent.report" }],
+  ["AGENT.DISCOVER", { op: "agent.discover" }],
+]);
 
 /** True when the subject belongs to mq9 (and so must be answered by the broker, not routed). */
 export function isMq9Subject(subject: string): boolean {
   return subject === MQ9_PREFIX || subject.startsWith(`${MQ9_PREFIX}.`);
 }
 
-/** Parses a `$mq9.AI.*` subject into a command; `undefined` when it names no command. */
+const PREFIX_DOT = `${MQ9_PREFIX}.`;
+/** Where the verb of a `$mq9.AI.MSG.<verb>.<target>` subject starts. */
+const MSG_VERB_AT = PREFIX_DOT.length + "MSG.".length;
+
+/**
+ * Parses a `$mq9.AI.*` subject into a command; `undefined` when it names no command. Every
+ * SEND passes through here, so the verb is compared in place, without slicing it out.
+ */
 export function parseMq9Subject(subject: string): Mq9Command | undefined {
-  if (!subject.startsWith(`${MQ9_PREFIX}.`)) return undefined;
-  const rest = subject.slice(MQ9_PREFIX.length + 1);
-  const exact = exactCommands[rest];
-  if (exact) return exact;
-  if (!rest.startsWith("MSG.")) return undefined;
-  const tail = rest.slice(4);
-  const dot = tail.indexOf(".");
-  if (dot <= 0) return undefined;
-  const verb = tail.slice(0, dot);
-  const target = tail.slice(dot + 1);
-  if (target === "") return undefined;
-  if (verb === "DELETE") {
-    const last = target.lastIndexOf(".");
-    if (last <= 0 || last === target.length - 1) return undefined;
-    return { op: "msg.delete", mailAddress: target.slice(0, last), msgIdToken: target.slice(last + 1) };
-  }
-  const op = addressedCommands[verb as keyof typeof addressedCommands];
-  return op ? { op, mailAddress: target } : undefined;
+  if (!subject.startsWith(PREFIX_DOT)) return undefined;
+  if (!subject.startsWith("MSG.", PREFIX_DOT.length))
+    return exactCommands.get(subject.slice(PREFIX_DOT.length));
+  const dot = subject.indexOf(".", MSG_VERB_AT);
+  if (dot <= MSG_VERB_AT || dot === subject.length - 1) return undefined;
+  const target = subject.slice(dot + 1);
+  const verb = (name: string) => dot - MSG_VERB_AT === name.length && subject.startsWith(name, MSG_VERB_AT);
+  if (verb("SEND")) return { op: "msg.send", mailAddress: target };
+  if (verb("FETCH")) return { op: "msg.fetch", mailAddress: target };
+  if (verb("ACK")) return { op: "msg.ack", mailAddress: target };
+  if (verb("QUERY")) return { op: "msg.query", mailAddress: target };
+  if (!verb("DELETE")) return undefined;
+  const last = target.lastIndexOf(".");
+  if (last <= 0 || last === target.length - 1) return undefined;
+  return { op: "msg.delete", mailAddress: target.slice(0, last), msgIdToken: target.slice(last + 1) };
 }

@@ -1,0 +1,52 @@
+import { describe, expect, it } from "vitest";
+import { isMq9Subject, parseMq9Subject, Subjects } from "../src/subjects.js";
+
+describe("parseMq9Subject", () => {
+  it("reads every subject the Subjects table builds", () => {
+    expect(parseMq9Subject(Subjects.mailboxCreate)).toEqual({ op: "mailbox.create" });
+    expect(parseMq9Subject(Subjects.send("a.b-c"))).toEqual({ op: "msg.send", mailAddress: "a.b-c" });
+    expect(parseMq9Subject(Subjects.fetch("box"))).toEqual({ op: "msg.fetch", mailAddress: "box" });
+    expect(parseMq9Subject(Subjects.ack("box"))).toEqual({ op: "msg.ack", mailAddress: "box" });
+    expect(parseMq9Subject(Subjects.query("box"))).toEqual({ op: "msg.query", mailAddress: "box" });
+    expect(parseMq9Subject(Subjects.delete("a.b", 42))).toEqual({
+      op: "msg.delete",
+      mailAddress: "a.b",
+      msgIdToken: "42",
+    });
+    expect(parseMq9Subject(Subjects.agentRegister)).toEqual({ op: "agent.register" });
+    expect(parseMq9Subject(Subjects.agentUnregister)).toEqual({ op: "agent.unregister" });
+    expect(parseMq9Subject(Subjects.agentReport)).toEqual({ op: "agent.report" });
+    expect(parseMq9Subject(Subjects.agentDiscover)).toEqual({ op: "agent.discover" });
+  });
+
+  it("names no command for unknown verbs, missing targets and names that only look alike", () => {
+    for (const subject of [
+      "$mq9.AI",
+      "$mq9.AI.",
+      "$mq9.AI.MSG",
+      "$mq9.AI.MSG.",
+      "$mq9.AI.MSG.SEND",
+      "$mq9.AI.MSG.SEND.",
+      "$mq9.AI.MSG..box",
+      "$mq9.AI.MSG.SENDX.box",
+      "$mq9.AI.MSG.SEN.box",
+      "$mq9.AI.MSG.send.box",
+      "$mq9.AI.MSG.DELETE.box",
+      "$mq9.AI.MSG.DELETE.box.",
+      "$mq9.AI.MAILBOX.CREATE.x",
+      "$mq9.AI.toString",
+      "$mq9.AI.constructor",
+      "$mq9.AIMSG.SEND.box",
+      "mq9.AI.MSG.SEND.box",
+    ]) {
+      expect(parseMq9Subject(subject), subject).toBeUndefined();
+    }
+  });
+
+  it("isMq9Subject claims the prefix and everything under it, nothing else", () => {
+    expect(isMq9Subject("$mq9.AI")).toBe(true);
+    expect(isMq9Subject("$mq9.AI.anything")).toBe(true);
+    expect(isMq9Subject("$mq9.AIX")).toBe(false);
+    expect(isMq9Subject("_INBOX.x")).toBe(false);
+  });
+});
