@@ -18,6 +18,14 @@ interface Batch {
 }
 
 const FIELDS = 7;
+/** Stands in for a dropped batch until the array is cut (no lookup reaches it). */
+const DROPPED: Batch = {
+  firstId: 0,
+  count: 0,
+  record: Buffer.alloc(0),
+  fields: new Float64Array(0),
+  bytes: 0,
+};
 const NONE = -1;
 
 /** Payload and header bytes plus a rough allowance for the row itself. */
@@ -99,7 +107,10 @@ export class RecentMessages {
     this.batches.push({ firstId: rows[from].id, count, record, fields, strings, bytes });
     this.bytes += bytes;
     while (this.bytes > this.maxBytes && this.oldest < this.batches.length) {
-      this.bytes -= this.batches[this.oldest++].bytes;
+      this.bytes -= this.batches[this.oldest].bytes;
+      // Let go of the record now, not when the array is next cut: a record kept past a few
+      // young-generation collections is promoted, and the old generation then has to be marked.
+      this.batches[this.oldest++] = DROPPED;
     }
     if (this.oldest > 1024 && this.oldest * 2 > this.batches.length) {
       this.batches = this.batches.slice(this.oldest);
