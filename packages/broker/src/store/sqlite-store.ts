@@ -6,7 +6,15 @@ import { type AppendedRow, encodeAppendedRows } from "./appended-rows.js";
 import { GroupLeases } from "./group-leases.js";
 import { ApplierFailed, LogApplier } from "./log-applier.js";
 import { type MessageBytes, MessageLog } from "./message-log.js";
-import { type LocatedRow, locationOf, MESSAGE_COLUMNS, MessageRowWriter } from "./message-row-writer.js";
+import {
+  type LocatedRow,
+  locationOf,
+  MESSAGE_COLUMNS,
+  type MessageRow,
+  MessageRowWriter,
+  messageRowOf,
+  type RawMessageRow,
+} from "./message-row-writer.js";
 import { RecentMessages } from "./recent-messages.js";
 import { RECORD_HEADER } from "./record-framing.js";
 import { SQLITE_MIGRATE_2_TO_3, SQLITE_SCHEMA, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
@@ -96,17 +104,6 @@ interface MailboxRow {
   address: string;
   ttl_s: number;
   description: string;
-  created_ms: number;
-  expires_ms: number | null;
-}
-
-interface MessageRow extends LocatedRow {
-  msg_id: number;
-  priority: number;
-  msg_key: string | null;
-  tags: string | null;
-  header: Buffer | null;
-  payload: Buffer;
   created_ms: number;
   expires_ms: number | null;
 }
@@ -262,9 +259,11 @@ export class SqliteStore implements Store {
            ORDER BY msg_id LIMIT ?`,
         )
         .pluck(),
-      classRowsBetween: db.prepare<[number, number, number, number], MessageRow>(
-        `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE mbox = ? AND priority = ? AND msg_id BETWEEN ? AND ?`,
-      ),
+      classRowsBetween: db
+        .prepare<[number, number, number, number], RawMessageRow>(
+          `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE mbox = ? AND priority = ? AND msg_id BETWEEN ? AND ?`,
+        )
+        .raw(),
       newestByClass: db.prepare<[number], { priority: number; id: number }>(
         "SELECT priority, max(msg_id) AS id FROM messages WHERE mbox = ? GROUP BY priority",
       ),
@@ -281,12 +280,14 @@ export class SqliteStore implements Store {
       ),
       // Rows of an older version that kept leases in the table.
       dropLeaseRows: db.prepare("DELETE FROM deliveries WHERE mbox = ? AND grp = ? AND acked = 0"),
-      unackedClass: db.prepare<[number, number, number, number, number, string, number], MessageRow>(
-        `SELECT ${MESSAGE_COLUMNS} FROM messages m
-         WHERE m.mbox = ? AND m.priority = ? AND m.msg_id >= ? AND (m.expires_ms IS NULL OR m.expires_ms > ?)
-           AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.mbox = ? AND d.grp = ? AND d.msg_id = m.msg_id AND d.acked = 1)
-         ORDER BY m.msg_id LIMIT ?`,
-      ),
+      unackedClass: db
+        .prepare<[number, number, number, number, number, string, number], RawMessageRow>(
+          `SELECT ${MESSAGE_COLUMNS} FROM messages m
+           WHERE m.mbox = ? AND m.priority = ? AND m.msg_id >= ? AND (m.expires_ms IS NULL OR m.expires_ms > ?)
+             AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.mbox = ? AND d.grp = ? AND d.msg_id = m.msg_id AND d.acked = 1)
+           ORDER BY m.msg_id LIMIT ?`,
+        )
+        .raw(),
       insertAcked: db.prepare(
         `INSERT INTO deliveries (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked)
          VALUES (?, ?, ?, ?, 0, 0, 0, 1) ON CONFLICT (mbox, grp, msg_id) DO UPDATE SET acked = 1`,
@@ -548,15 +549,9 @@ export class SqliteStore implements Store {
         );
       }
       const active = leases.activeIds(rank, nowMs);
-      const rows = this.stmt.unackedClass.all(
-        mbox,
-        rank,
-        cursors[rank],
-        nowMs,
-        mbox,
-        group,
-        remaining + active.size,
-      );
+      const rows = this.stmt.unackedClass
+        .all(mbox, rank, cursors[rank], nowMs, mbox, group, remaining + active.size)
+        .map(messageRowOf);
       const found = toStored(rows.filter((row) => !active.has(row.msg_id)).slice(0, remaining), this.log);
       if (found.length < remaining) leases.closeGap(rank, new Set(found.map((m) => m.id)), nowMs);
       return found;
@@ -582,6 +577,7 @@ export class SqliteStore implements Store {
     const wanted = new Set(coldIds);
     const rows = this.stmt.classRowsBetween
       .all(mbox, rank, coldIds[0], coldIds[coldIds.length - 1])
+      .map(messageRowOf)
       .filter((row) => wanted.has(row.msg_id));
     const cold = new Map(toStored(rows, this.log).map((m) => [m.id, m]));
     return ids.map((id, i) => messages[i] ?? cold.get(id)).filter((m): m is StoredMessage => m !== undefined);
@@ -645,9 +641,11 @@ export class SqliteStore implements Store {
         );
       }
       // One walk per priority class down its index, newest first, then merged by id.
-      const statement = this.db.prepare<unknown[], MessageRow>(
-        `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE ${where.join(" AND ")} ORDER BY msg_id DESC LIMIT @limit`,
-      );
+      const statement = this.db
+        .prepare<unknown[], RawMessageRow>(
+          `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE ${where.join(" AND ")} ORDER BY msg_id DESC LIMIT @limit`,
+        )
+        .raw();
       const params = {
         mbox: box.id,
         now: options.nowMs,
@@ -656,7 +654,7 @@ export class SqliteStore implements Store {
         tags: options.tags ? JSON.stringify(options.tags) : undefined,
         limit: options.limit,
       };
-      const rows = RANKS.flatMap((priority) => statement.all({ ...params, priority }));
+      const rows = RANKS.flatMap((priority) => statement.all({ ...params, priority }).map(messageRowOf));
       rows.sort((a, b) => b.msg_id - a.msg_id);
       return toStored(rows.slice(0, options.limit).reverse(), this.log);
     });
