@@ -16,25 +16,33 @@ export interface MessageValues {
 export const MESSAGE_COLUMNS =
   "msg_id, priority, msg_key, tags, header, payload, created_ms, expires_ms, seg, seg_at, seg_len";
 
-/** A message as read with MESSAGE_COLUMNS. */
+/**
+ * MESSAGE_COLUMNS as reads select them: header and payload only where the row holds them, NULL
+ * where seg points into the log (better-sqlite3 makes a Buffer of every blob, even an empty one).
+ */
+export const MESSAGE_READ_COLUMNS =
+  "msg_id, priority, msg_key, tags, CASE WHEN seg IS NULL THEN header END, CASE WHEN seg IS NULL THEN payload END, created_ms, expires_ms, seg, seg_at, seg_len";
+
+/** A message as read with MESSAGE_READ_COLUMNS. */
 export interface MessageRow extends LocatedRow {
   priority: number;
   msg_key: string | null;
   tags: string | null;
   header: Buffer | null;
-  payload: Buffer;
+  /** Null when the payload is in the log. */
+  payload: Buffer | null;
   created_ms: number;
   expires_ms: number | null;
 }
 
-/** MESSAGE_COLUMNS as a statement in raw mode returns them: the values in column order. */
+/** MESSAGE_READ_COLUMNS as a statement in raw mode returns them: the values in column order. */
 export type RawMessageRow = [
   number,
   number,
   string | null,
   string | null,
   Buffer | null,
-  Buffer,
+  Buffer | null,
   number,
   number | null,
   number | null,
@@ -43,7 +51,7 @@ export type RawMessageRow = [
 ];
 
 /**
- * The row of raw MESSAGE_COLUMNS values. Reads of many messages use raw mode: better-sqlite3
+ * The row of raw MESSAGE_READ_COLUMNS values. Reads of many messages use raw mode: better-sqlite3
  * builds an object row with one named property set per column through V8's API, which took
  * most of a FETCH's time; an array and this literal cost a fraction of that.
  */
@@ -65,7 +73,8 @@ export function messageRowOf(v: RawMessageRow): MessageRow {
 const PLACEHOLDERS = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 /** A plain row (see packRows): no key, tags or header, its payload in the log; four values fewer to bind. */
 const LOGGED_PLACEHOLDERS = "(?, ?, ?, NULL, NULL, NULL, x'', ?, ?, ?, ?, ?)";
-const EMPTY = Buffer.alloc(0);
+/** The payload column of a row whose payload is in the log. */
+export const EMPTY = Buffer.alloc(0);
 
 /** Told of each message replaced by a newer one with its key, with where its bytes were in the log. */
 export type OnReplaced = (located: SpanLocation | undefined) => void;

@@ -7,9 +7,10 @@ import { GroupLeases } from "./group-leases.js";
 import { ApplierFailed, LogApplier } from "./log-applier.js";
 import { type MessageBytes, MessageLog } from "./message-log.js";
 import {
+  EMPTY,
   type LocatedRow,
   locationOf,
-  MESSAGE_COLUMNS,
+  MESSAGE_READ_COLUMNS,
   type MessageRow,
   MessageRowWriter,
   messageRowOf,
@@ -108,7 +109,9 @@ interface MailboxRow {
   expires_ms: number | null;
 }
 
-interface DelayedRow extends Omit<MessageRow, "msg_id" | "created_ms" | "seg" | "seg_at" | "seg_len"> {
+interface DelayedRow
+  extends Omit<MessageRow, "msg_id" | "created_ms" | "seg" | "seg_at" | "seg_len" | "payload"> {
+  payload: Buffer;
   id: number;
   mbox: number;
   due_ms: number;
@@ -130,7 +133,9 @@ const RANKS = [0, 1, 2] as const;
 function toStored(rows: readonly MessageRow[], log: MessageLog | undefined): StoredMessage[] {
   const located = rows.map(locationOf);
   const bytes = log ? log.readMany(located) : [];
-  return rows.map((row, i) => storedMessage(row, bytes[i] ?? row));
+  return rows.map((row, i) =>
+    storedMessage(row, bytes[i] ?? { header: row.header, payload: row.payload ?? EMPTY }),
+  );
 }
 
 function storedMessage(row: MessageRow, { header, payload }: MessageBytes): StoredMessage {
@@ -252,16 +257,11 @@ export class SqliteStore implements Store {
         "SELECT min(msg_id) AS msg_id FROM messages WHERE mbox = ? AND created_ms >= ?",
       ),
       // Answered from the index alone (it holds the expiry and creation time).
-      classIds: db
-        .prepare<[number, number, number, number, number, number], number>(
-          `SELECT msg_id FROM messages
+      classRows: db
+        .prepare<[number, number, number, number, number, number], RawMessageRow>(
+          `SELECT ${MESSAGE_READ_COLUMNS} FROM messages
            WHERE mbox = ? AND priority = ? AND msg_id >= ? AND (expires_ms IS NULL OR expires_ms > ?) AND created_ms >= ?
            ORDER BY msg_id LIMIT ?`,
-        )
-        .pluck(),
-      classRowsBetween: db
-        .prepare<[number, number, number, number], RawMessageRow>(
-          `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE mbox = ? AND priority = ? AND msg_id BETWEEN ? AND ?`,
         )
         .raw(),
       newestByClass: db.prepare<[number], { priority: number; id: number }>(
@@ -282,7 +282,7 @@ export class SqliteStore implements Store {
       dropLeaseRows: db.prepare("DELETE FROM deliveries WHERE mbox = ? AND grp = ? AND acked = 0"),
       unackedClass: db
         .prepare<[number, number, number, number, number, string, number], RawMessageRow>(
-          `SELECT ${MESSAGE_COLUMNS} FROM messages m
+          `SELECT ${MESSAGE_READ_COLUMNS} FROM messages m
            WHERE m.mbox = ? AND m.priority = ? AND m.msg_id >= ? AND (m.expires_ms IS NULL OR m.expires_ms > ?)
              AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.mbox = ? AND d.grp = ? AND d.msg_id = m.msg_id AND d.acked = 1)
            ORDER BY m.msg_id LIMIT ?`,
@@ -558,7 +558,7 @@ export class SqliteStore implements Store {
     });
   }
 
-  /** A class's live messages from `fromId` in id order: ids from the index, each message from memory when it is recent. */
+  /** A class's live messages from `fromId` in id order, the bytes of recent ones from memory, of the rest from the log. */
   private classMessages(
     mbox: number,
     rank: number,
@@ -569,18 +569,14 @@ export class SqliteStore implements Store {
   ): StoredMessage[] {
     // A consumer that has caught up asks for ids past the newest: no query needed.
     if (fromId > this.newestIdsOf(mbox)[rank]) return [];
-    const ids = this.stmt.classIds.all(mbox, rank, fromId, nowMs, fromCreatedMs, limit);
-    const messages: (StoredMessage | undefined)[] = ids.map((id) => this.recent.get(id));
-    const coldIds = ids.filter((_, i) => messages[i] === undefined);
-    if (coldIds.length === 0) return messages as StoredMessage[];
-    // The rest with one query over their id range, and their bytes from the log together.
-    const wanted = new Set(coldIds);
-    const rows = this.stmt.classRowsBetween
-      .all(mbox, rank, coldIds[0], coldIds[coldIds.length - 1])
-      .map(messageRowOf)
-      .filter((row) => wanted.has(row.msg_id));
-    const cold = new Map(toStored(rows, this.log).map((m) => [m.id, m]));
-    return ids.map((id, i) => messages[i] ?? cold.get(id)).filter((m): m is StoredMessage => m !== undefined);
+    const rows = this.stmt.classRows.all(mbox, rank, fromId, nowMs, fromCreatedMs, limit).map(messageRowOf);
+    const messages: (StoredMessage | undefined)[] = rows.map((row) => this.recent.get(row.msg_id));
+    const cold = rows.filter((_, i) => messages[i] === undefined);
+    if (cold.length === 0) return messages as StoredMessage[];
+    // The rest with their bytes from the log, neighbouring ones in one read.
+    const read = toStored(cold, this.log);
+    let next = 0;
+    return messages.map((message) => message ?? read[next++]);
   }
 
   private newestIdsOf(mbox: number): number[] {
@@ -643,7 +639,7 @@ export class SqliteStore implements Store {
       // One walk per priority class down its index, newest first, then merged by id.
       const statement = this.db
         .prepare<unknown[], RawMessageRow>(
-          `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE ${where.join(" AND ")} ORDER BY msg_id DESC LIMIT @limit`,
+          `SELECT ${MESSAGE_READ_COLUMNS} FROM messages WHERE ${where.join(" AND ")} ORDER BY msg_id DESC LIMIT @limit`,
         )
         .raw();
       const params = {
