@@ -221,7 +221,8 @@ describe("consume under connection loss", () => {
     const consumer = client.consume(
       box,
       async (message) => {
-        await sleep(2);
+        // Slow enough (300 x 5 ms over 3 handlers) that the cuts below land mid-stream.
+        await sleep(5);
         handled.push(message.msgId);
       },
       {
@@ -235,8 +236,8 @@ describe("consume under connection loss", () => {
         ...quiet,
       },
     );
-    // Cut while handlers run and ACKs are in flight, again and again.
-    for (let cut = 0; cut < 8 && handled.length < sent.length; cut++) {
+    // Cut while handlers run and ACKs are in flight, again and again (at least three times).
+    for (let cut = 0; cut < 8 && (cut < 3 || handled.length < sent.length); cut++) {
       await sleep(40);
       proxy.cut();
     }
