@@ -3,11 +3,6 @@ import type { AppendResult, NewMessage, Store } from "../store/store.js";
 /** Told once the commit holding a message is done: its result, or why the commit failed. */
 export type AppendDone = (err: unknown, result?: AppendResult) => void;
 
-interface Pending {
-  message: NewMessage;
-  done: AppendDone;
-}
-
 /**
  * Group commit: SENDs that arrive while a commit is running (or within the
  * same tick) are written together in the next commit, so throughput does not
@@ -16,11 +11,13 @@ interface Pending {
  * SEND is the hottest path, and a promise per message was a measurable part of its cost.
  */
 export class SendBatcher {
-  private queue: Pending[] = [];
+  /** Queued messages and, at the same index, whom to tell once each is committed. */
+  private messages: NewMessage[] = [];
+  private dones: AppendDone[] = [];
   private flushing = false;
   private scheduled = false;
-  private idle: Promise<void> = Promise.resolve();
-  private markIdle: () => void = () => {};
+  /** Callers of drained() waiting for the queue to empty. */
+  private drainWaiters: (() => void)[] = [];
 
   constructor(
     private readonly store: Store,
@@ -30,18 +27,15 @@ export class SendBatcher {
   ) {}
 
   append(message: NewMessage, done: AppendDone): void {
-    if (this.queue.length === 0 && !this.flushing) {
-      this.idle = new Promise((resolve) => {
-        this.markIdle = resolve;
-      });
-    }
-    this.queue.push({ message, done });
+    this.messages.push(message);
+    this.dones.push(done);
     this.schedule();
   }
 
   /** Resolves once everything queued so far is committed (or failed). */
   drained(): Promise<void> {
-    return this.queue.length === 0 && !this.flushing ? Promise.resolve() : this.idle;
+    if (this.messages.length === 0 && !this.flushing) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
   }
 
   private schedule(): void {
@@ -55,20 +49,30 @@ export class SendBatcher {
 
   private async flush(): Promise<void> {
     this.flushing = true;
-    while (this.queue.length > 0) {
-      const batch = this.queue.splice(0, this.maxBatch);
-      const messages = batch.map((p) => p.message);
+    while (this.messages.length > 0) {
+      // The whole queue is the batch (the usual case): handed over, not copied.
+      let messages = this.messages;
+      let dones = this.dones;
+      if (messages.length > this.maxBatch) {
+        messages = this.messages.splice(0, this.maxBatch);
+        dones = this.dones.splice(0, this.maxBatch);
+      } else {
+        this.messages = [];
+        this.dones = [];
+      }
       let results: AppendResult[];
       try {
         results = await this.store.append(messages, this.now());
       } catch (err) {
-        for (const p of batch) p.done(err);
+        for (const done of dones) done(err);
         continue;
       }
-      for (let i = 0; i < batch.length; i++) batch[i].done(undefined, results[i]);
+      for (let i = 0; i < dones.length; i++) dones[i](undefined, results[i]);
       this.onCommitted(messages, results);
     }
     this.flushing = false;
-    this.markIdle();
+    const waiters = this.drainWaiters;
+    this.drainWaiters = [];
+    for (const resolve of waiters) resolve();
   }
 }
