@@ -102,8 +102,9 @@ describe("agent registry over the wire", () => {
     const lean = (await discover({ text: "herons", include_agent_info: false })).agents[0];
     expect(lean).toEqual(card);
     expect((await discover({ text: "pelican", include_agent_info: false })).agents).toEqual([own]);
-    // Both shapes are cached side by side; the full one is still the default.
+    // Both shapes are cached side by side; the full one is still the default, null included.
     expect((await discover({ text: "herons" })).agents[0]).toEqual(full);
+    expect((await discover({ text: "herons", include_agent_info: null })).agents[0]).toEqual(full);
     expect((await discover({ include_agent_info: "no" })).error).toMatch(
       /'include_agent_info' must be true or false/,
     );

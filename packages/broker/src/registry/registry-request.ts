@@ -52,9 +52,10 @@ function optionalUInt(obj: JsonObject, field: string, command: string): number |
   return value;
 }
 
-function optionalBool(obj: JsonObject, field: string, command: string): boolean {
+/** A boolean field; absent or null gives `absent`. */
+function optionalBool(obj: JsonObject, field: string, command: string, absent = false): boolean {
   const value = obj[field];
-  if (value === undefined || value === null) return false;
+  if (value === undefined || value === null) return absent;
   if (typeof value !== "boolean")
     throw badRequest(Errors.invalidPayload(command, `'${field}' must be true or false`));
   return value;
@@ -99,8 +100,7 @@ export function parseDiscover(body: Uint8Array): DiscoverRequest {
     online: optionalBool(obj, "online", command),
     includeStatus: optionalBool(obj, "include_status", command),
     includeScore: optionalBool(obj, "include_score", command),
-    includeAgentInfo:
-      obj.include_agent_info === undefined || optionalBool(obj, "include_agent_info", command),
+    includeAgentInfo: optionalBool(obj, "include_agent_info", command, true),
     limit: Math.min(limit, MAX_DISCOVER_LIMIT),
     page: Math.max(1, optionalUInt(obj, "page", command) ?? 1),
   };
