@@ -133,8 +133,8 @@ export class Broker {
         // Built field by field: spreading the request cost more than the rest of this callback.
         const { subject, header, payload, reply: to } = request;
         const signal = clientSignal(request.clientId);
-        service.answer({ subject, header, payload, signal }, (reply) => {
-          if (to) listener.reply(to, reply);
+        service.answer({ subject, header, payload, signal }, (reply, prompt) => {
+          if (to) listener.reply(to, reply, prompt);
         });
       },
       (clientId) => {

@@ -113,7 +113,7 @@ test("fuzz — random and mutated protocol from many sockets never breaks the se
   started.listener.setService(
     (subject) => subject.startsWith("$mq9.AI"),
     (req) => {
-      if (req.reply !== undefined) started.listener.reply(req.reply, req.payload);
+      if (req.reply !== undefined) started.listener.reply(req.reply, req.payload, true);
     },
   );
   try {

@@ -31,7 +31,8 @@ export interface ConnectionHost {
     body: Buffer,
   ): void;
   /** Asks for `flush()` to be called once the current I/O phase is over. */
-  scheduleFlush(conn: ClientConnection): void;
+  /** `prompt`: with the output of the socket read being handled; otherwise at the end of the turn. */
+  scheduleFlush(conn: ClientConnection | undefined, prompt: boolean): void;
   /** The connection stopped taking part in routing (its subscriptions are gone). */
   connectionClosed(conn: ClientConnection): void;
   /** The socket is fully gone. */
@@ -311,7 +312,7 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
     out.appendCrlf();
     sub.delivered++;
     if (sub.max > 0 && sub.delivered >= sub.max) this.unsubscribe(sub);
-    this.queued();
+    this.queued(msg.prompt);
   }
 
   private enqueue(frame: Buffer): void {
@@ -320,7 +321,7 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
     this.queued();
   }
 
-  private queued(): void {
+  private queued(prompt = true): void {
     // A big burst goes to the socket right away instead of piling up until the end of the turn, so
     // only bytes the peer really is not reading count against maxPendingBytes.
     if (this.out.length >= EARLY_FLUSH_BYTES) this.flush();
@@ -334,9 +335,13 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
       this.close("slow consumer", ProtocolError.SlowConsumer);
       return;
     }
-    if (!this.flushQueued && this.out.length > 0) {
+    if (this.out.length === 0) return;
+    if (!this.flushQueued) {
       this.flushQueued = true;
-      this.host.scheduleFlush(this);
+      this.host.scheduleFlush(this, prompt);
+    } else if (prompt) {
+      // Already waiting for a flush, perhaps the end-of-turn one: make sure it leaves promptly.
+      this.host.scheduleFlush(undefined, true);
     }
   }
 

@@ -52,6 +52,11 @@ export class OutboundMessage {
     readonly body: OutboundBody,
     /** False for a subject unlikely to come again (a request's reply inbox): its head is not cached. */
     private readonly repeats = true,
+    /**
+     * Whether it leaves with the output of the socket read being handled (see NatsListener's
+     * scheduleFlush); false waits for the end of the event-loop turn.
+     */
+    readonly prompt = true,
   ) {
     this.bodyLength = bodyLength(body);
   }

@@ -121,20 +121,24 @@ export class Mq9Service {
 
   /**
    * Answers a request by calling `respond` with its reply's JSON. A SEND goes to the engine and
-   * back through callbacks, without a promise or a reply object (it is the hottest path);
-   * every other request through handle().
+   * back through callbacks, without a promise or a reply object (it is the hottest path), and is
+   * answered in the run of microtasks that follows the socket read it came in (`prompt` true);
+   * every other request through handle(), answered when its work is done.
    */
-  answer(request: Mq9Request, respond: (reply: ReplyPayload) => void): void {
+  answer(request: Mq9Request, respond: (reply: ReplyPayload, prompt: boolean) => void): void {
     const command = parseMq9Subject(request.subject);
     if (command?.op !== "msg.send") {
-      void this.handle(request, command).then((reply) => respond(encodeReply(reply)));
+      void this.handle(request, command).then((reply) => respond(encodeReply(reply), false));
       return;
     }
     const started = performance.now();
     const done = (err: unknown, msgId?: number) => {
       const failed = err !== undefined;
       this.observer?.observe(command.op, failed, (performance.now() - started) / 1000);
-      respond(failed ? JSON.stringify(this.errorReply(err, request)) : `{"error":"","msg_id":${msgId}}`);
+      respond(
+        failed ? JSON.stringify(this.errorReply(err, request)) : `{"error":"","msg_id":${msgId}}`,
+        true,
+      );
     };
     try {
       this.engine.send(command.mailAddress, request.payload, request.header, done);
