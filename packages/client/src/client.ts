@@ -243,7 +243,7 @@ export class Mq9Client {
     return this.mux.request(
       subject,
       json(body),
-      { timeoutMs: this.requestTimeoutMs + maxWaitMs, signal },
+      { timeoutMs: this.requestTimeoutMs + maxWaitMs, signal, longPoll: maxWaitMs > 0 },
       (data) => items(parseReply<MessagesReply>(data, subject), subject),
     );
   }

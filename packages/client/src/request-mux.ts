@@ -16,9 +16,14 @@ export interface MuxRequestOptions {
   headers?: EncodedHeaders;
   /** Abandons the request locally (the broker may still act on it). */
   signal?: AbortSignal;
+  /** A FETCH that may wait for messages: it does not count as traffic in flight. */
+  longPoll?: boolean;
 }
 
 interface Pending {
+  longPoll: boolean;
+  /** What to publish; dropped once it went out. */
+  outgoing?: { data: Uint8Array; headers?: EncodedHeaders };
   /** Turns the reply's payload into the result (throwing rejects the request). */
   decode(data: Uint8Array): unknown;
   resolve(value: unknown): void;
@@ -38,13 +43,21 @@ const SWEEP_INTERVAL_MS = 50;
  * (`<inbox>.*`) per connection, a Map from token to pending request, and one sweeping
  * timer for all timeouts. Requests fail at once when the connection drops.
  *
- * Requests are published at once: nats.js collects what is published within one run of
- * the microtask queue into one socket write, so the requests that the replies of one socket
- * read set off leave together.
+ * While other requests are in flight, new ones are published together at the end of the
+ * event-loop turn (setImmediate), so they leave in one socket write: nats.js writes what one run
+ * of microtasks published, so requests set off by replies that came in separate socket reads
+ * (large ones, like DISCOVER's) would each cost a write; at 32 DISCOVERs in flight that was ~25 %
+ * more client CPU per query. A request made when nothing else (but long-polls) is waiting goes
+ * out at once.
  */
 export class RequestMux {
   private readonly prefix: string;
   private readonly pending = new Map<string, Pending>();
+  /** Tokens of requests not yet published, in call order. */
+  private queued: string[] = [];
+  private publishScheduled = false;
+  /** Pending requests other than long-polls. */
+  private busy = 0;
   private readonly subscription: Subscription;
   private readonly sweeper: NodeJS.Timeout;
   private readonly unwatch: () => void;
@@ -92,6 +105,8 @@ export class RequestMux {
     const token = (this.nextToken++).toString(36);
     return new Promise<T>((resolve, reject) => {
       const entry: Pending = {
+        longPoll: options.longPoll === true,
+        outgoing: { data, headers: options.headers },
         decode,
         resolve: resolve as (value: unknown) => void,
         reject,
@@ -109,19 +124,47 @@ export class RequestMux {
         };
         signal.addEventListener("abort", entry.onAbort, { once: true });
       }
+      const alone = this.busy === 0;
+      if (!entry.longPoll) this.busy++;
       this.pending.set(token, entry);
-      try {
-        // nats.js only calls encode() on the headers it publishes.
-        this.nc.publish(subject, data, {
-          reply: this.prefix + token,
-          headers: options.headers as unknown as MsgHdrs,
-        });
-      } catch (err) {
-        this.settle(token, entry);
-        reject(fromNatsError(err, subject));
+      this.queued.push(token);
+      if (alone) this.publishQueued();
+      else if (!this.publishScheduled) {
+        this.publishScheduled = true;
+        setImmediate(this.publishQueued);
       }
     });
   }
+
+  private readonly publishQueued = (): void => {
+    this.publishScheduled = false;
+    const tokens = this.queued;
+    this.queued = [];
+    for (const token of tokens) {
+      const entry = this.pending.get(token);
+      // Timed out, abandoned or failed meanwhile: nothing to send.
+      if (!entry?.outgoing) continue;
+      const { data, headers } = entry.outgoing;
+      entry.outgoing = undefined;
+      if (!this.connection.connected) {
+        this.settle(token, entry);
+        entry.reject(
+          new Mq9Error("NOT_CONNECTED", `${entry.subject}: not connected to the broker (reconnecting)`),
+        );
+        continue;
+      }
+      try {
+        // nats.js only calls encode() on the headers it publishes.
+        this.nc.publish(entry.subject, data, {
+          reply: this.prefix + token,
+          headers: headers as unknown as MsgHdrs,
+        });
+      } catch (err) {
+        this.settle(token, entry);
+        entry.reject(fromNatsError(err, entry.subject));
+      }
+    }
+  };
 
   /** Number of requests waiting for a reply. */
   get inFlight(): number {
@@ -167,7 +210,7 @@ export class RequestMux {
   }
 
   private settle(token: string, entry: Pending): void {
-    this.pending.delete(token);
+    if (this.pending.delete(token) && !entry.longPoll) this.busy--;
     if (entry.onAbort) entry.signal?.removeEventListener("abort", entry.onAbort);
   }
 
