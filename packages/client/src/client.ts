@@ -113,11 +113,16 @@ export class Mq9Client {
     } catch (err) {
       return Promise.reject(err);
     }
-    return this.mux.request(subject, body, { timeoutMs: this.requestTimeoutMs, headers }, (data) => {
-      const reply = parseReply<SendReply>(data, subject);
-      if (typeof reply.msg_id !== "number") throw malformed(subject, "msg_id");
-      return reply.msg_id;
-    });
+    return this.mux.request(
+      subject,
+      body,
+      { timeoutMs: this.requestTimeoutMs, headers, atOnce: true },
+      (data) => {
+        const reply = parseReply<SendReply>(data, subject);
+        if (typeof reply.msg_id !== "number") throw malformed(subject, "msg_id");
+        return reply.msg_id;
+      },
+    );
   }
 
   /** Fetches the next messages: critical first, then urgent, then normal, FIFO within each. */

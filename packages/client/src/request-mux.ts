@@ -18,6 +18,12 @@ export interface MuxRequestOptions {
   signal?: AbortSignal;
   /** A FETCH that may wait for messages: it does not count as traffic in flight. */
   longPoll?: boolean;
+  /**
+   * Published now even while others are in flight (see the class comment): for SEND, whose small
+   * replies come many to a socket read, so the requests they set off share nats.js's write anyway,
+   * and waiting for the end of the turn only delayed them.
+   */
+  atOnce?: boolean;
 }
 
 interface Pending {
@@ -124,7 +130,7 @@ export class RequestMux {
         };
         signal.addEventListener("abort", entry.onAbort, { once: true });
       }
-      const alone = this.busy === 0;
+      const alone = options.atOnce === true || this.busy === 0;
       if (!entry.longPoll) this.busy++;
       this.pending.set(token, entry);
       this.queued.push(token);
