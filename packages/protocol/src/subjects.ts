@@ -34,12 +34,13 @@ const exactCommands = new Map<string, Mq9Command>([
   ["AGENT.DISCOVER", { op: "agent.discover" }],
 ]);
 
+const PREFIX_DOT = `${MQ9_PREFIX}.`;
+
 /** True when the subject belongs to mq9 (and so must be answered by the broker, not routed). */
 export function isMq9Subject(subject: string): boolean {
-  return subject === MQ9_PREFIX || subject.startsWith(`${MQ9_PREFIX}.`);
+  return subject === MQ9_PREFIX || subject.startsWith(PREFIX_DOT);
 }
 
-const PREFIX_DOT = `${MQ9_PREFIX}.`;
 /** Where the verb of a `$mq9.AI.MSG.<verb>.<target>` subject starts. */
 const MSG_VERB_AT = PREFIX_DOT.length + "MSG.".length;
 

@@ -30,8 +30,10 @@ export interface ConnectionHost {
     header: Buffer | undefined,
     body: Buffer,
   ): void;
-  /** Asks for `flush()` to be called once the current I/O phase is over. */
-  /** `prompt`: with the output of the socket read being handled; otherwise at the end of the turn. */
+  /**
+   * Asks for `flush()` of `conn` (undefined: of those already asked for): `prompt`, with the output
+   * of the socket read being handled; otherwise at the end of the event-loop turn.
+   */
   scheduleFlush(conn: ClientConnection | undefined, prompt: boolean): void;
   /** The connection stopped taking part in routing (its subscriptions are gone). */
   connectionClosed(conn: ClientConnection): void;

@@ -12,7 +12,7 @@ export interface MessageValues {
   expires_ms: number | null;
 }
 
-/** Columns a message is read with; header and payload are empty when seg says where they are in the log. */
+/** Columns a message row is written with; header and payload are empty when seg says where they are in the log. */
 export const MESSAGE_COLUMNS =
   "msg_id, priority, msg_key, tags, header, payload, created_ms, expires_ms, seg, seg_at, seg_len";
 
@@ -20,8 +20,10 @@ export const MESSAGE_COLUMNS =
  * MESSAGE_COLUMNS as reads select them: header and payload only where the row holds them, NULL
  * where seg points into the log (better-sqlite3 makes a Buffer of every blob, even an empty one).
  */
-export const MESSAGE_READ_COLUMNS =
-  "msg_id, priority, msg_key, tags, CASE WHEN seg IS NULL THEN header END, CASE WHEN seg IS NULL THEN payload END, created_ms, expires_ms, seg, seg_at, seg_len";
+export const MESSAGE_READ_COLUMNS = MESSAGE_COLUMNS.replace(
+  "header, payload",
+  "CASE WHEN seg IS NULL THEN header END, CASE WHEN seg IS NULL THEN payload END",
+);
 
 /** A message as read with MESSAGE_READ_COLUMNS. */
 export interface MessageRow extends LocatedRow {

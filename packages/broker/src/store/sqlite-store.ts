@@ -256,7 +256,7 @@ export class SqliteStore implements Store {
       firstIdFrom: db.prepare<[number, number], { msg_id: number }>(
         "SELECT min(msg_id) AS msg_id FROM messages WHERE mbox = ? AND created_ms >= ?",
       ),
-      // Answered from the index alone (it holds the expiry and creation time).
+      // Walks the class's index in id order (it holds the expiry and creation time to filter on).
       classRows: db
         .prepare<[number, number, number, number, number, number], RawMessageRow>(
           `SELECT ${MESSAGE_READ_COLUMNS} FROM messages
