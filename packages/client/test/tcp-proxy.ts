@@ -51,6 +51,11 @@ export class TcpProxy {
     return this.sentText;
   }
 
+  /** How many connections the clients opened and greeted (CONNECT lines seen). */
+  get connects(): number {
+    return this.sentText.split("CONNECT {").length - 1;
+  }
+
   /** How many times the clients sent a publish to a subject starting with `prefix`. */
   count(prefix: string): number {
     return this.sentText.split(` ${prefix}`).length - 1;
