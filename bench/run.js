@@ -30,7 +30,8 @@ environment (defaults in brackets, quick-run defaults after the slash):
                         hot paths: our broker's first SENDs run at ~400 us p50, later ones at ~115 us)
   BENCH_CONCURRENCY     requests in flight for the windowed run          [64]
   BENCH_ROUNDS          rounds of the two SEND runs, the systems taking turns in each;
-                        the median round of each system is reported    [3 / 1]
+                        each round starts with the next system; the median
+                        round of each system is reported                 [5 / 1]
   BENCH_PAYLOAD_BYTES   payload size                                     [1024]
   BENCH_DRAIN_BATCH     messages per FETCH / XREADGROUP                  [100]
   BENCH_PHASE_TIMEOUT_S a phase stops early after this many seconds      [30 / 10]
@@ -87,7 +88,7 @@ function parseConfig(argv) {
     messages: intFromEnv("BENCH_MESSAGES", quick ? 2000 : 30000),
     seqMessages: intFromEnv("BENCH_SEQ_MESSAGES", quick ? 300 : 3000),
     warmup: intFromEnv("BENCH_WARMUP", quick ? 100 : 3000, 0),
-    rounds: intFromEnv("BENCH_ROUNDS", quick ? 1 : 3),
+    rounds: intFromEnv("BENCH_ROUNDS", quick ? 1 : 5),
     concurrency: intFromEnv("BENCH_CONCURRENCY", 64),
     drainBatch: intFromEnv("BENCH_DRAIN_BATCH", 100),
     phaseMs: intFromEnv("BENCH_PHASE_TIMEOUT_S", quick ? 10 : 30) * 1000,
@@ -172,6 +173,12 @@ async function sendRound(entry, cfg, round) {
   });
 }
 
+/** `items` starting at index `by` (modulo their count), wrapping around. */
+function rotated(items, by) {
+  const start = by % items.length;
+  return [...items.slice(start), ...items.slice(0, start)];
+}
+
 /** The round with the median rate (its latencies come with it). */
 function medianRound(rounds) {
   if (rounds.length === 0) return undefined;
@@ -201,13 +208,14 @@ async function drainAndClose(entry, cfg) {
  * Every system is started first; then the SEND phases run in rounds, each round measuring the
  * systems one after the other, and the median round of each counts. The VM's speed drifts over
  * a run: interleaved rounds let each system meet the same spells, so the ratios are fairer
- * than one long pass per system would make them.
+ * than one long pass per system would make them. Each round starts with the next system, so
+ * none always runs right after the same peer (whose disk writes and memory it would inherit).
  */
 async function benchMessaging(cfg) {
   const entries = [];
   for (const mod of cfg.systems) entries.push(await startSystem(mod, cfg));
   for (let round = 1; round <= cfg.rounds; round++) {
-    for (const entry of entries) await sendRound(entry, cfg, round);
+    for (const entry of rotated(entries, round - 1)) await sendRound(entry, cfg, round);
   }
   for (const entry of entries) await drainAndClose(entry, cfg);
   return entries.map((e) => e.r);
