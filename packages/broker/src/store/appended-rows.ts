@@ -36,43 +36,73 @@ export interface EncodedRows {
   spans: number[];
 }
 
+/** Where a record's bytes come from: `size` bytes, all of which the encoder overwrites. */
+export type RecordAllocator = (size: number) => Buffer;
+
 /**
  * One journal record body for the rows of one commit group (binary: no JSON, no base64), after
  * `headroom` bytes left free for the record's own header, so the journal writes it without a copy.
+ * One pass with a DataView: SEND's hottest encoding, where Buffer's per-call helpers showed.
  */
-export function encodeAppendedRows(rows: readonly AppendedRow[], headroom = 0): EncodedRows {
-  const keys = rows.map((r) => (r.key === null ? null : Buffer.from(r.key)));
-  const tags = rows.map((r) => (r.tags === null ? null : Buffer.from(r.tags)));
-  let size = headroom + 4;
-  rows.forEach((r, i) => {
-    size += FIXED + 16 + (keys[i]?.length ?? 0) + (tags[i]?.length ?? 0);
-    size += (r.header?.length ?? 0) + r.payload.length;
-  });
-  const out = Buffer.allocUnsafe(size);
-  let at = out.writeUInt32LE(rows.length, headroom);
-  const payloads: Buffer[] = [];
-  const headers: (Buffer | null)[] = [];
-  const spans: number[] = [];
+export function encodeAppendedRows(
+  rows: readonly AppendedRow[],
+  headroom = 0,
+  allocate: RecordAllocator = Buffer.allocUnsafe,
+): EncodedRows {
+  const n = rows.length;
+  // Keys and tags are rare: their bytes are made only for the rows that have them.
+  let keys: (Buffer | null)[] | undefined;
+  let tags: (Buffer | null)[] | undefined;
+  let size = headroom + 4 + n * (FIXED + 16);
+  for (let i = 0; i < n; i++) {
+    const row = rows[i];
+    if (row.key !== null) {
+      keys ??= new Array<Buffer | null>(n).fill(null);
+      keys[i] = Buffer.from(row.key);
+      size += keys[i]?.length ?? 0;
+    }
+    if (row.tags !== null) {
+      tags ??= new Array<Buffer | null>(n).fill(null);
+      tags[i] = Buffer.from(row.tags);
+      size += tags[i]?.length ?? 0;
+    }
+    size += (row.header?.length ?? 0) + row.payload.length;
+  }
+  const out = allocate(size);
+  const view = new DataView(out.buffer, out.byteOffset, size);
+  const payloads = new Array<Buffer>(n);
+  const headers = new Array<Buffer | null>(n);
+  const spans = new Array<number>(n);
+  view.setUint32(headroom, n, true);
+  let at = headroom + 4;
+  // Writes a length-prefixed value (or the null marker) and returns the view of its bytes.
   const bytes = (value: Uint8Array | null): Buffer | null => {
-    at = out.writeUInt32LE(value === null ? NULL_LENGTH : value.length, at);
-    if (value === null) return null;
-    out.set(value, at);
-    at += value.length;
-    return out.subarray(at - value.length, at);
+    if (value === null) {
+      view.setUint32(at, NULL_LENGTH, true);
+      at += 4;
+      return null;
+    }
+    view.setUint32(at, value.length, true);
+    const from = at + 4;
+    out.set(value, from);
+    at = from + value.length;
+    return out.subarray(from, at);
   };
-  rows.forEach((r, i) => {
-    at = out.writeDoubleLE(r.id, at);
-    at = out.writeUInt32LE(r.mbox, at);
-    at = out.writeUInt8(r.priority, at);
-    at = out.writeDoubleLE(r.createdMs, at);
-    at = out.writeDoubleLE(r.expiresMs ?? Number.NaN, at);
-    at = out.writeDoubleLE(r.dueMs ?? Number.NaN, at);
-    bytes(keys[i]);
-    bytes(tags[i]);
-    spans.push(at);
-    headers.push(bytes(r.header));
-    payloads.push(bytes(r.payload) as Buffer);
-  });
+  for (let i = 0; i < n; i++) {
+    const row = rows[i];
+    view.setFloat64(at, row.id, true);
+    view.setUint32(at + 8, row.mbox, true);
+    view.setUint8(at + 12, row.priority);
+    view.setFloat64(at + 13, row.createdMs, true);
+    view.setFloat64(at + 21, row.expiresMs ?? Number.NaN, true);
+    view.setFloat64(at + 29, row.dueMs ?? Number.NaN, true);
+    at += FIXED;
+    bytes(keys === undefined ? null : keys[i]);
+    bytes(tags === undefined ? null : tags[i]);
+    spans[i] = at;
+    headers[i] = bytes(row.header);
+    payloads[i] = bytes(row.payload) as Buffer;
+  }
   return { bytes: out, payloads, headers, spans };
 }
 

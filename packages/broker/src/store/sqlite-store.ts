@@ -18,6 +18,7 @@ import {
 } from "./message-row-writer.js";
 import { RecentMessages } from "./recent-messages.js";
 import { RECORD_HEADER } from "./record-framing.js";
+import { RecordSlab } from "./record-slab.js";
 import { SQLITE_MIGRATE_2_TO_3, SQLITE_SCHEMA, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
 import { StorageError } from "./storage-error.js";
 import type {
@@ -212,6 +213,8 @@ export class SqliteStore implements Store {
   private readonly ownerLock?: Database.Database;
   private readonly checkpointer?: WalCheckpointer;
   private readonly recent: RecentMessages;
+  /** Memory for the log records SENDs are encoded into. */
+  private readonly records = new RecordSlab();
   /** Per mailbox, the highest id ever stored in each priority class (at least; deletions do not lower it). */
   private readonly newestIds = new Map<number, number[]>();
 
@@ -409,7 +412,7 @@ export class SqliteStore implements Store {
     if (rows.length === 0) return outcome;
     // One compact copy of the group (the record the log writes): rows hold views of it from here
     // on, not of the socket's read buffer.
-    const encoded = encodeAppendedRows(rows, RECORD_HEADER);
+    const encoded = encodeAppendedRows(rows, RECORD_HEADER, this.records.take);
     rows.forEach((row, i) => {
       row.payload = encoded.payloads[i];
       row.header = encoded.headers[i];
