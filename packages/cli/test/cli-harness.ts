@@ -17,16 +17,41 @@ export interface ServeProcess {
   exited: Promise<number | string>;
 }
 
+export interface ServeLimits {
+  /**
+   * Largest file the broker may write, in KiB (the shell's `ulimit -f`): a write past it fails
+   * with EFBIG, as a write to a full disk fails with ENOSPC.
+   */
+  fileSizeKiB?: number;
+}
+
 /** Spawns `mq9 serve` (the built CLI) with JSON logs and resolves when it is ready, with its port. */
-export function spawnServe(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServeProcess> {
-  const child = spawn(
+export function spawnServe(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  limits: ServeLimits = {},
+): Promise<ServeProcess> {
+  const command = [
     process.execPath,
-    [CLI, "serve", "--port", "0", "--http-port", "0", "--log-format", "json", ...args],
-    {
-      env: { ...process.env, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
+    CLI,
+    "serve",
+    "--port",
+    "0",
+    "--http-port",
+    "0",
+    "--log-format",
+    "json",
+    ...args,
+  ];
+  // SIGXFSZ is ignored so that the write fails instead of the signal killing the process.
+  const limited =
+    limits.fileSizeKiB === undefined
+      ? command
+      : ["bash", "-c", `trap '' XFSZ; ulimit -f ${limits.fileSizeKiB}; exec "$@"`, "bash", ...command];
+  const child = spawn(limited[0], limited.slice(1), {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let err = "";
   let out = "";
   child.stderr!.on("data", (chunk) => {
