@@ -13,7 +13,6 @@ import {
   type MessagesReply,
   Mq9Error,
   type Mq9Reply,
-  type SendReply,
   Subjects,
 } from "@mq9/protocol";
 import type { NatsConnection } from "nats";
@@ -23,7 +22,7 @@ import { Heartbeat, type HeartbeatOptions } from "./heartbeat.js";
 import { Mq9Message } from "./message.js";
 import { targetAddress } from "./mq9-uri.js";
 import { encodePayload, type Payload } from "./payload.js";
-import { malformed, parseReply } from "./reply.js";
+import { malformed, parseReply, sendReplyId } from "./reply.js";
 import {
   type CreateMailboxOptions,
   createBody,
@@ -117,11 +116,7 @@ export class Mq9Client {
       subject,
       body,
       { timeoutMs: this.requestTimeoutMs, headers, atOnce: true },
-      (data) => {
-        const reply = parseReply<SendReply>(data, subject);
-        if (typeof reply.msg_id !== "number") throw malformed(subject, "msg_id");
-        return reply.msg_id;
-      },
+      sendReplyId,
     );
   }
 

@@ -7,10 +7,11 @@ const CLOSE_BRACE = 0x7d;
 const MINUS = 0x2d;
 
 /**
- * A SEND's reply, the most frequent one, in the exact form `{"error":"","msg_id":N}`, read
- * without decoding text and parsing JSON; undefined for anything else, which takes the general path.
+ * The msg_id of a SEND's reply, the most frequent one, in the exact form `{"error":"","msg_id":N}`,
+ * read without decoding text and parsing JSON; undefined for anything else, which takes the
+ * general path.
  */
-function quickSendReply(data: Uint8Array): { error: ""; msg_id: number } | undefined {
+function quickSendReplyId(data: Uint8Array): number | undefined {
   const head = SEND_REPLY_HEAD.length;
   const last = data.length - 1;
   if (last <= head || data[last] !== CLOSE_BRACE) return undefined;
@@ -25,13 +26,20 @@ function quickSendReply(data: Uint8Array): { error: ""; msg_id: number } | undef
     if (digit < 0 || digit > 9) return undefined;
     value = value * 10 + digit;
   }
-  return { error: "", msg_id: negative ? -value : value };
+  return negative ? -value : value;
+}
+
+/** The msg_id a SEND's reply carries; its error, or a reply without one, throws. */
+export function sendReplyId(data: Uint8Array, subject: string): number {
+  const quick = quickSendReplyId(data);
+  if (quick !== undefined) return quick;
+  const reply = parseReply<{ msg_id?: unknown }>(data, subject);
+  if (typeof reply.msg_id !== "number") throw malformed(subject, "msg_id");
+  return reply.msg_id;
 }
 
 /** Parses a reply envelope; a non-empty `error` becomes an Mq9Error with the broker's text. */
 export function parseReply<T extends object>(data: Uint8Array, subject: string): T {
-  const quick = quickSendReply(data);
-  if (quick) return quick as unknown as T;
   let reply: unknown;
   try {
     reply = JSON.parse(decoder.decode(data));

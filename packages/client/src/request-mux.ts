@@ -31,7 +31,7 @@ interface Pending {
   /** What to publish; dropped once it went out. */
   outgoing?: { data: Uint8Array; headers?: EncodedHeaders };
   /** Turns the reply's payload into the result (throwing rejects the request). */
-  decode(data: Uint8Array): unknown;
+  decode(data: Uint8Array, subject: string): unknown;
   resolve(value: unknown): void;
   reject(err: Error): void;
   subject: string;
@@ -91,14 +91,15 @@ export class RequestMux {
   }
 
   /**
-   * Publishes `data` to `subject` and resolves with `decode` of the reply's payload; decoding
-   * here rather than in a `then` saves a promise per request.
+   * Publishes `data` to `subject` and resolves with `decode` of the reply's payload (and the
+   * request's subject, for its errors); decoding here rather than in a `then` saves a promise per
+   * request, and taking the subject lets a caller pass one function instead of a closure each time.
    */
   request<T>(
     subject: string,
     data: Uint8Array,
     options: MuxRequestOptions,
-    decode: (reply: Uint8Array) => T,
+    decode: (reply: Uint8Array, subject: string) => T,
   ): Promise<T> {
     if (this.closedError) return Promise.reject(this.closedError);
     // Never publish while down: nats.js would buffer it and might apply it after we gave up.
@@ -112,7 +113,6 @@ export class RequestMux {
     return new Promise<T>((resolve, reject) => {
       const entry: Pending = {
         longPoll: options.longPoll === true,
-        outgoing: { data, headers: options.headers },
         decode,
         resolve: resolve as (value: unknown) => void,
         reject,
@@ -133,6 +133,12 @@ export class RequestMux {
       const alone = options.atOnce === true || this.busy === 0;
       if (!entry.longPoll) this.busy++;
       this.pending.set(token, entry);
+      // Nothing waiting to go before it: out at once, without being queued.
+      if (alone && this.queued.length === 0) {
+        this.publish(token, entry, data, options.headers);
+        return;
+      }
+      entry.outgoing = { data, headers: options.headers };
       this.queued.push(token);
       if (alone) this.publishQueued();
       else if (!this.publishScheduled) {
@@ -159,18 +165,27 @@ export class RequestMux {
         );
         continue;
       }
-      try {
-        // nats.js only calls encode() on the headers it publishes.
-        this.nc.publish(entry.subject, data, {
-          reply: this.prefix + token,
-          headers: headers as unknown as MsgHdrs,
-        });
-      } catch (err) {
-        this.settle(token, entry);
-        entry.reject(fromNatsError(err, entry.subject));
-      }
+      this.publish(token, entry, data, headers);
     }
   };
+
+  private publish(
+    token: string,
+    entry: Pending,
+    data: Uint8Array,
+    headers: EncodedHeaders | undefined,
+  ): void {
+    try {
+      // nats.js only calls encode() on the headers it publishes.
+      this.nc.publish(entry.subject, data, {
+        reply: this.prefix + token,
+        headers: headers as unknown as MsgHdrs,
+      });
+    } catch (err) {
+      this.settle(token, entry);
+      entry.reject(fromNatsError(err, entry.subject));
+    }
+  }
 
   /** Number of requests waiting for a reply. */
   get inFlight(): number {
@@ -207,7 +222,7 @@ export class RequestMux {
     }
     let value: unknown;
     try {
-      value = entry.decode(msg.data);
+      value = entry.decode(msg.data, entry.subject);
     } catch (err) {
       entry.reject(err as Error);
       return;

@@ -156,7 +156,8 @@ export class MessageRowWriter {
         values.push(packed[at], packed[at + 1], packed[at + 2], packed[at + 3]);
         values.push(Number.isNaN(expires) ? null : expires, packed[at + 5], packed[at + 6], packed[at + 7]);
       }
-      this.loggedInsert(count).run(values);
+      // Spread, not one array: better-sqlite3 reads arguments directly, array elements one lookup each.
+      this.loggedInsert(count).run(...values);
     }
   }
 
