@@ -2,7 +2,7 @@ import { Worker } from "node:worker_threads";
 import { compiledWorkerUrl } from "../compiled-worker.js";
 import type { AppendedRow, SpanLocation } from "./appended-rows.js";
 import type { ApplyReply, ApplyRequest, ApplyWorkerData } from "./log-apply-worker.js";
-import { packRows } from "./message-row-writer.js";
+import { type PackedRows, PendingRows } from "./packed-rows.js";
 import type { LogPosition } from "./segment-log.js";
 
 /** At most this many rows a turn waits for are written on the calling thread instead of the worker. */
@@ -36,7 +36,7 @@ export interface LogApplierOptions {
    * Writes rows on the calling thread, with the log position they end at, in one transaction
    * (only while the worker is idle): for the few rows a turn waits for.
    */
-  writeHere: (rows: readonly AppendedRow[], to: LogPosition) => void;
+  writeHere: (rows: PackedRows, to: LogPosition) => void;
 }
 
 /**
@@ -56,7 +56,7 @@ export class LogApplier {
   private failed = false;
   private readonly turns: Turn[] = [];
   /** Rows appended since the last hand-over. */
-  private unhanded: AppendedRow[] = [];
+  private readonly unhanded = new PendingRows();
   private timer?: NodeJS.Timeout;
   private closing?: Promise<void>;
 
@@ -94,7 +94,7 @@ export class LogApplier {
   appendedTo(end: LogPosition, rows: readonly AppendedRow[]): void {
     this.end = end;
     this.appended += rows.length;
-    for (const row of rows) this.unhanded.push(row);
+    this.unhanded.add(rows);
     if (this.appended - this.handedOver >= this.options.maxRows) this.handOver();
     else this.handOverLater();
   }
@@ -140,8 +140,7 @@ export class LogApplier {
     this.cancelHandOver();
     this.busy = true;
     this.handedOver = this.appended;
-    const { packed, others } = packRows(this.unhanded);
-    this.unhanded = [];
+    const { packed, others } = this.unhanded.take();
     const request: ApplyRequest = { type: "apply", to: this.end, packed, others: others.map(portable) };
     this.worker.postMessage(request, [packed.buffer as ArrayBuffer]);
   }
@@ -191,11 +190,11 @@ export class LogApplier {
   private catchUpHere(): void {
     if (this.busy || this.appended - this.handedOver > WRITE_HERE_ROWS) return;
     try {
-      this.options.writeHere(this.unhanded, this.end);
+      this.options.writeHere(this.unhanded.peek(), this.end);
     } catch {
       return; // The worker takes them, and reports what goes wrong.
     }
-    this.unhanded = [];
+    this.unhanded.clear();
     this.handedOver = this.appended;
     this.applied = this.appended;
     this.cancelHandOver();

@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
 import type { AppendedRow, SpanLocation } from "./appended-rows.js";
+import { PACKED_FIELDS, packRows } from "./packed-rows.js";
 
 /** A message row as `messages` and `delayed` hold it (priority as its rank). */
 export interface MessageValues {
@@ -196,42 +197,6 @@ export class MessageRowWriter {
     }
     return statement;
   }
-}
-
-/** Numbers per row in packRows' output. */
-const PACKED_FIELDS = 8;
-
-/**
- * Splits rows into the plain ones (keyless, due now, in the log, without tags), packed as
- * numbers that cross to a worker thread without being copied, and the others, in order.
- */
-export function packRows(rows: readonly AppendedRow[]): { packed: Float64Array; others: AppendedRow[] } {
-  const others: AppendedRow[] = [];
-  let plain = 0;
-  for (const row of rows) if (isPackable(row)) plain++;
-  const packed = new Float64Array(plain * PACKED_FIELDS);
-  let at = 0;
-  for (const row of rows) {
-    if (!isPackable(row)) {
-      others.push(row);
-      continue;
-    }
-    const located = row.located as SpanLocation;
-    packed[at] = row.mbox;
-    packed[at + 1] = row.id;
-    packed[at + 2] = row.priority;
-    packed[at + 3] = row.createdMs;
-    packed[at + 4] = row.expiresMs ?? Number.NaN;
-    packed[at + 5] = located.segment;
-    packed[at + 6] = located.offset;
-    packed[at + 7] = located.length;
-    at += PACKED_FIELDS;
-  }
-  return { packed, others };
-}
-
-function isPackable(row: AppendedRow): boolean {
-  return row.key === null && row.dueMs === null && row.tags === null && row.located !== undefined;
 }
 
 function valuesOf(row: AppendedRow): MessageValues {

@@ -785,9 +785,10 @@ export class SqliteStore implements Store {
         lastCollectMs = now;
         void this.sqlTurn(() => this.removeUnusedSegments()).catch(() => {});
       },
-      writeHere: (rows, to) =>
+      writeHere: ({ packed, others }, to) =>
         this.atomically(() => {
-          this.rows.writeAppended(rows);
+          this.rows.insertPacked(packed);
+          this.rows.writeAppended(others);
           log.saveApplied(to);
         }),
       onFailed: (err) => {
