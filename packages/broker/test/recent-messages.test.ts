@@ -79,4 +79,19 @@ describe("recent messages", () => {
     keep(recent, [row(1, 10)]);
     expect(recent.get(1)).toBeUndefined();
   });
+
+  it("grows past its first thousand entries and keeps each message's bytes across many records", () => {
+    const recent = new RecentMessages(5_000 * (10 + 128));
+    for (let id = 1; id <= 6_000; id += 3) keep(recent, [row(id, 10), row(id + 1, 10), row(id + 2, 10)]);
+    const all = Array.from({ length: 6_000 }, (_, i) => i + 1);
+    expect(kept(recent, all)).toEqual(all.slice(1_000));
+    for (const id of [1_001, 3_333, 6_000]) expect(recent.get(id)?.payload).toEqual(Buffer.alloc(10, id));
+  });
+
+  it("starts afresh when ids do not follow on from the newest (a store reopened)", () => {
+    const recent = new RecentMessages(1 << 20);
+    keep(recent, [row(10, 4), row(11, 4)]);
+    keep(recent, [row(3, 4)]);
+    expect(kept(recent, [3, 10, 11])).toEqual([3]);
+  });
 });

@@ -2,31 +2,11 @@ import { PRIORITIES } from "@mq9/protocol";
 import type { AppendedRow } from "./appended-rows.js";
 import type { StoredMessage } from "./store.js";
 
-/**
- * Messages of one SEND group, whose ids run from `firstId` without gaps: numbers in `fields`
- * (FIELDS per message) and bytes in `record`, so a kept group is a few objects, not several per
- * message that the GC would walk and copy.
- */
-interface Batch {
-  firstId: number;
-  count: number;
-  record: Buffer;
-  fields: Float64Array;
-  /** Keys and tags, when a message of the group has either. */
-  strings?: (readonly [string | null, string | null])[];
-  bytes: number;
-}
-
-const FIELDS = 7;
-/** Stands in for a dropped batch until the array is cut (no lookup reaches it). */
-const DROPPED: Batch = {
-  firstId: 0,
-  count: 0,
-  record: Buffer.alloc(0),
-  fields: new Float64Array(0),
-  bytes: 0,
-};
+/** Numbers kept per message: id, priority, created, expires (NaN: never), memory slot, header at/length, payload at/length. */
+const FIELDS = 9;
 const NONE = -1;
+/** Entries the ring starts with; it doubles as needed, up to what the byte budget allows. */
+const INITIAL_ENTRIES = 1024;
 
 /** Payload and header bytes plus a rough allowance for the row itself. */
 const ROW_OVERHEAD = 128;
@@ -34,17 +14,30 @@ const ROW_OVERHEAD = 128;
 /**
  * The most recently stored messages, up to a byte budget, oldest dropped
  * first. A claim right after a SEND (a consumer keeping up) finds its
- * messages here instead of reading each row and its bytes back. Kept per
- * SEND group, as numbers and the group's record, not message by message: a
- * message object is made only when one is read. Ids are never reused
- * and stored messages never change, so an entry of a message deleted since
- * is harmless: lookups start from ids the database still has.
+ * messages here instead of reading each row and its bytes back. Ids are never
+ * reused and stored messages never change, so an entry of a message deleted
+ * since is harmless: lookups start from ids the database still has.
+ *
+ * Kept as numbers in one ring of a typed array, and the bytes as places in the
+ * memory of the log records they were written in (a few 1 MiB slabs): keeping
+ * an object per SEND group made each group outlive a young-generation GC, and
+ * marking the old generation they filled took the broker's CPU every second.
+ * A message object is made only when one is read.
  */
 export class RecentMessages {
-  private batches: Batch[] = [];
-  /** Index of the oldest batch still kept (dropped ones are cut off in bulk). */
-  private oldest = 0;
+  private entries = new Float64Array(INITIAL_ENTRIES * FIELDS);
+  private capacity = INITIAL_ENTRIES;
+  /** Ring position of the oldest kept message, and how many are kept. */
+  private head = 0;
+  private count = 0;
   private bytes = 0;
+  /** The memory kept messages' bytes are in, by slot, with how many kept messages use each slot. */
+  private readonly memory: (ArrayBufferLike | undefined)[] = [];
+  private readonly uses: number[] = [];
+  private readonly slotOf = new Map<ArrayBufferLike, number>();
+  private readonly freeSlots: number[] = [];
+  /** Keys and tags of kept messages that have either, by id. */
+  private readonly strings = new Map<number, readonly [string | null, string | null]>();
 
   constructor(private readonly maxBytes: number) {}
 
@@ -54,81 +47,110 @@ export class RecentMessages {
    */
   keep(rows: readonly AppendedRow[], record: Buffer): void {
     if (this.maxBytes <= 0 || rows.length === 0) return;
-    let start = 0;
-    for (let i = 1; i <= rows.length; i++) {
-      // A gap in the ids starts another batch, so that ids map to places by subtraction.
-      if (i < rows.length && rows[i].id === rows[i - 1].id + 1) continue;
-      this.keepBatch(rows, start, i, record);
-      start = i;
+    // Lookups search by id: an id not above the newest (a store reopened) starts afresh.
+    if (this.count > 0 && rows[0].id <= this.newestId()) this.clear();
+    const slot = this.slotFor(record.buffer);
+    for (const row of rows) {
+      if (this.count === this.capacity) this.grow();
+      const at = ((this.head + this.count) % this.capacity) * FIELDS;
+      const e = this.entries;
+      e[at] = row.id;
+      e[at + 1] = row.priority;
+      e[at + 2] = row.createdMs;
+      e[at + 3] = row.expiresMs ?? Number.NaN;
+      e[at + 4] = slot;
+      e[at + 5] = row.header ? row.header.byteOffset : NONE;
+      e[at + 6] = row.header?.length ?? 0;
+      e[at + 7] = row.payload.byteOffset;
+      e[at + 8] = row.payload.length;
+      this.count++;
+      this.uses[slot]++;
+      this.bytes += row.payload.length + (row.header?.length ?? 0) + ROW_OVERHEAD;
+      if (row.key !== null || row.tags !== null) this.strings.set(row.id, [row.key, row.tags]);
     }
+    while (this.bytes > this.maxBytes && this.count > 0) this.dropOldest();
   }
 
   get(id: number): StoredMessage | undefined {
-    const batch = this.batchOf(id);
-    if (batch === undefined) return undefined;
-    const i = id - batch.firstId;
-    const f = batch.fields;
-    const at = i * FIELDS;
-    const [key, tags] = batch.strings?.[i] ?? [null, null];
-    const expiresMs = f[at + 2];
+    const at = this.find(id);
+    if (at === undefined) return undefined;
+    const e = this.entries;
+    const memory = this.memory[e[at + 4]] as ArrayBufferLike;
+    const [key, tags] = this.strings.get(id) ?? [null, null];
+    const expiresMs = e[at + 3];
     return {
       id,
-      priority: PRIORITIES[f[at]],
+      priority: PRIORITIES[e[at + 1]],
       key: key ?? undefined,
       tags: tags === null ? undefined : (JSON.parse(tags) as string[]),
-      header: f[at + 3] === NONE ? undefined : batch.record.subarray(f[at + 3], f[at + 3] + f[at + 4]),
-      payload: batch.record.subarray(f[at + 5], f[at + 5] + f[at + 6]),
-      createdMs: f[at + 1],
+      header: e[at + 5] === NONE ? undefined : Buffer.from(memory, e[at + 5], e[at + 6]),
+      payload: Buffer.from(memory, e[at + 7], e[at + 8]),
+      createdMs: e[at + 2],
       expiresMs: Number.isNaN(expiresMs) ? undefined : expiresMs,
     };
   }
 
-  private keepBatch(rows: readonly AppendedRow[], from: number, to: number, record: Buffer): void {
-    const count = to - from;
-    const fields = new Float64Array(count * FIELDS);
-    let strings: Batch["strings"];
-    let bytes = 0;
-    for (let i = 0; i < count; i++) {
-      const row = rows[from + i];
-      const at = i * FIELDS;
-      fields[at] = row.priority;
-      fields[at + 1] = row.createdMs;
-      fields[at + 2] = row.expiresMs ?? Number.NaN;
-      fields[at + 3] = row.header ? row.header.byteOffset - record.byteOffset : NONE;
-      fields[at + 4] = row.header?.length ?? 0;
-      fields[at + 5] = row.payload.byteOffset - record.byteOffset;
-      fields[at + 6] = row.payload.length;
-      if (row.key !== null || row.tags !== null) {
-        strings ??= Array.from({ length: count }, () => [null, null] as const);
-        strings[i] = [row.key, row.tags];
-      }
-      bytes += row.payload.length + (row.header?.length ?? 0) + ROW_OVERHEAD;
-    }
-    this.batches.push({ firstId: rows[from].id, count, record, fields, strings, bytes });
-    this.bytes += bytes;
-    while (this.bytes > this.maxBytes && this.oldest < this.batches.length) {
-      this.bytes -= this.batches[this.oldest].bytes;
-      // Let go of the record now, not when the array is next cut: a record kept past a few
-      // young-generation collections is promoted, and the old generation then has to be marked.
-      this.batches[this.oldest++] = DROPPED;
-    }
-    if (this.oldest > 1024 && this.oldest * 2 > this.batches.length) {
-      this.batches = this.batches.slice(this.oldest);
-      this.oldest = 0;
-    }
-  }
-
-  /** The kept batch holding `id`: a binary search, batches being in id order. */
-  private batchOf(id: number): Batch | undefined {
-    let low = this.oldest;
-    let high = this.batches.length - 1;
+  /** Where `id`'s numbers start in `entries`: a binary search, the ring being in id order. */
+  private find(id: number): number | undefined {
+    let low = 0;
+    let high = this.count - 1;
     while (low <= high) {
       const mid = (low + high) >> 1;
-      const batch = this.batches[mid];
-      if (id < batch.firstId) high = mid - 1;
-      else if (id >= batch.firstId + batch.count) low = mid + 1;
-      else return batch;
+      const at = ((this.head + mid) % this.capacity) * FIELDS;
+      const here = this.entries[at];
+      if (id < here) high = mid - 1;
+      else if (id > here) low = mid + 1;
+      else return at;
     }
     return undefined;
+  }
+
+  private newestId(): number {
+    return this.entries[((this.head + this.count - 1) % this.capacity) * FIELDS];
+  }
+
+  private dropOldest(): void {
+    const at = this.head * FIELDS;
+    const e = this.entries;
+    this.bytes -= e[at + 8] + e[at + 6] + ROW_OVERHEAD;
+    if (this.strings.size > 0) this.strings.delete(e[at]);
+    this.release(e[at + 4]);
+    this.head = (this.head + 1) % this.capacity;
+    this.count--;
+  }
+
+  private clear(): void {
+    while (this.count > 0) this.dropOldest();
+  }
+
+  private slotFor(memory: ArrayBufferLike): number {
+    let slot = this.slotOf.get(memory);
+    if (slot === undefined) {
+      slot = this.freeSlots.pop() ?? this.memory.length;
+      this.memory[slot] = memory;
+      this.uses[slot] = 0;
+      this.slotOf.set(memory, slot);
+    }
+    return slot;
+  }
+
+  /** One kept message less in a slot; a slot none uses lets go of its memory. */
+  private release(slot: number): void {
+    if (--this.uses[slot] > 0) return;
+    this.slotOf.delete(this.memory[slot] as ArrayBufferLike);
+    this.memory[slot] = undefined;
+    this.freeSlots.push(slot);
+  }
+
+  /** Twice the room, the kept messages moved to the start in order. */
+  private grow(): void {
+    const bigger = new Float64Array(this.capacity * 2 * FIELDS);
+    for (let i = 0; i < this.count; i++) {
+      const from = ((this.head + i) % this.capacity) * FIELDS;
+      bigger.set(this.entries.subarray(from, from + FIELDS), i * FIELDS);
+    }
+    this.entries = bigger;
+    this.capacity *= 2;
+    this.head = 0;
   }
 }
