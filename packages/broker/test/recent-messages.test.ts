@@ -16,14 +16,16 @@ const row = (id: number, size: number, extra: Partial<AppendedRow> = {}): Append
   ...extra,
 });
 
-/** Keeps rows as the store does: as views of the group's encoded record. */
+/** Keeps rows as the store does: as views of the group's encoded record, reused afterwards. */
 function keep(recent: RecentMessages, rows: AppendedRow[]): void {
   const encoded = encodeAppendedRows(rows);
   rows.forEach((r, i) => {
     r.payload = encoded.payloads[i];
     r.header = encoded.headers[i];
   });
-  recent.keep(rows, encoded.bytes);
+  recent.keep(rows);
+  // The cache has its own copy: the record's memory may serve something else now.
+  encoded.bytes.fill(0xee);
 }
 
 const kept = (recent: RecentMessages, ids: number[]) => ids.filter((id) => recent.get(id) !== undefined);
@@ -93,5 +95,56 @@ describe("recent messages", () => {
     keep(recent, [row(10, 4), row(11, 4)]);
     keep(recent, [row(3, 4)]);
     expect(kept(recent, [3, 10, 11])).toEqual([3]);
+  });
+
+  it("keeps every byte right over many laps of its buffer, with sizes that do not fit its ends", () => {
+    const budget = 20_000;
+    const recent = new RecentMessages(budget);
+    let seed = 7;
+    const random = (n: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed % n;
+    };
+    const sent: AppendedRow[] = [];
+    let id = 1;
+    while (id < 3_000) {
+      const group = Array.from({ length: 1 + random(5) }, () => {
+        const header = random(3) === 0 ? Buffer.from(`NATS/1.0\r\nn: ${id}\r\n\r\n`) : null;
+        return row(id++, random(1_500), { header });
+      });
+      const copies = group.map((r) => ({
+        ...r,
+        payload: Buffer.from(r.payload),
+        header: r.header && Buffer.from(r.header),
+      }));
+      keep(recent, group);
+      sent.push(...copies);
+    }
+    const keptIds = kept(
+      recent,
+      sent.map((r) => r.id),
+    );
+    // The newest ones, without a gap, and no more than the budget allows.
+    expect(keptIds.length).toBeGreaterThan(3);
+    expect(keptIds).toEqual(sent.slice(-keptIds.length).map((r) => r.id));
+    for (const r of sent.slice(-keptIds.length)) {
+      const got = recent.get(r.id);
+      expect(Buffer.from(got!.payload)).toEqual(r.payload);
+      expect(got!.header ? Buffer.from(got!.header) : null).toEqual(r.header);
+    }
+  });
+
+  it("gives each reader its own copy, which later SENDs do not overwrite", () => {
+    const recent = new RecentMessages(4 * (100 + 128));
+    keep(recent, [row(1, 100)]);
+    const first = recent.get(1)!;
+    for (let id = 2; id < 50; id++) keep(recent, [row(id, 100)]);
+    expect(first.payload).toEqual(Buffer.alloc(100, 1));
+  });
+
+  it("leaves out a message larger than its budget and keeps the others", () => {
+    const recent = new RecentMessages(2_000);
+    keep(recent, [row(1, 100), row(2, 5_000), row(3, 100)]);
+    expect(kept(recent, [1, 2, 3])).toEqual([1, 3]);
   });
 });

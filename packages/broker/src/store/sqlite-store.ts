@@ -426,7 +426,7 @@ export class SqliteStore implements Store {
     // Delayed ones are not readable until they are due.
     const readable = rows.filter((row) => row.dueMs === null);
     for (const row of readable) this.stored(row);
-    this.recent.keep(readable, encoded.bytes);
+    this.recent.keep(readable);
     if (this.applier && this.log) {
       this.applier.appendedTo(this.log.end, rows);
       return outcome;
