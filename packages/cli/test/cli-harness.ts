@@ -25,24 +25,16 @@ export interface ServeLimits {
   fileSizeKiB?: number;
 }
 
+/** `serve` on free ports (the broker's and the HTTP one) with JSON logs, which say the ports. */
+export const SERVE_ON_FREE_PORTS = ["serve", "--port", "0", "--http-port", "0", "--log-format", "json"];
+
 /** Spawns `mq9 serve` (the built CLI) with JSON logs and resolves when it is ready, with its port. */
 export function spawnServe(
   args: string[],
   env: NodeJS.ProcessEnv = {},
   limits: ServeLimits = {},
 ): Promise<ServeProcess> {
-  const command = [
-    process.execPath,
-    CLI,
-    "serve",
-    "--port",
-    "0",
-    "--http-port",
-    "0",
-    "--log-format",
-    "json",
-    ...args,
-  ];
+  const command = [process.execPath, CLI, ...SERVE_ON_FREE_PORTS, ...args];
   // SIGXFSZ is ignored so that the write fails instead of the signal killing the process.
   const limited =
     limits.fileSizeKiB === undefined

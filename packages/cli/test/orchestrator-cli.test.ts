@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAgents } from "../../../examples/content-analysis/agents.js";
-import { CLI, runCli, tempDir } from "./cli-harness.js";
+import { CLI, runCli, SERVE_ON_FREE_PORTS, tempDir } from "./cli-harness.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
 const exampleTemplates = join(root, "examples/content-analysis/templates");
@@ -21,20 +21,7 @@ interface Served {
 async function serveWithOrchestrator(templates: string): Promise<Served> {
   const child = spawn(
     process.execPath,
-    [
-      CLI,
-      "serve",
-      "--port",
-      "0",
-      "--http-port",
-      "0",
-      "--log-format",
-      "json",
-      "--data",
-      tempDir(),
-      "--templates",
-      templates,
-    ],
+    [CLI, ...SERVE_ON_FREE_PORTS, "--data", tempDir(), "--templates", templates],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   let out = "";
