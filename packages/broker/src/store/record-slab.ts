@@ -4,8 +4,8 @@ const DEFAULT_SLAB_BYTES = 1 << 20;
 /**
  * Hands out consecutive pieces of large buffers for the message log's records. Allocating a
  * buffer per commit group cost SEND more than encoding the group; a piece of a slab costs one
- * view. A slab lives as long as any piece of it is referenced (rows and the recent-message cache
- * hold views of their record), and at most one slab is being filled at a time.
+ * view. A slab lives as long as any piece of it is referenced (a group's rows hold views of its
+ * record while they are stored; nothing keeps them after), and at most one is being filled.
  */
 export class RecordSlab {
   private slab: Buffer = Buffer.alloc(0);
