@@ -255,9 +255,7 @@ export class Mq9Client {
     timeoutMs = this.requestTimeoutMs,
     signal?: AbortSignal,
   ): Promise<T> {
-    return this.mux.request(subject, body, { timeoutMs, headers, signal }, (data) =>
-      parseReply<T>(data, subject),
-    );
+    return this.mux.request(subject, body, { timeoutMs, headers, signal }, parseReply<T>);
   }
 
   private assertOpen(): void {

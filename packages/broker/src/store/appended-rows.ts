@@ -57,14 +57,16 @@ export function encodeAppendedRows(
   for (let i = 0; i < n; i++) {
     const row = rows[i];
     if (row.key !== null) {
+      const key = Buffer.from(row.key);
       keys ??= new Array<Buffer | null>(n).fill(null);
-      keys[i] = Buffer.from(row.key);
-      size += keys[i]?.length ?? 0;
+      keys[i] = key;
+      size += key.length;
     }
     if (row.tags !== null) {
+      const tag = Buffer.from(row.tags);
       tags ??= new Array<Buffer | null>(n).fill(null);
-      tags[i] = Buffer.from(row.tags);
-      size += tags[i]?.length ?? 0;
+      tags[i] = tag;
+      size += tag.length;
     }
     size += (row.header?.length ?? 0) + row.payload.length;
   }

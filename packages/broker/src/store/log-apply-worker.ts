@@ -36,8 +36,7 @@ const rows = new MessageRowWriter(db, (located) => {
 });
 const savePosition = positionSaver(db);
 const apply = db.transaction((request: ApplyRequest & { type: "apply" }) => {
-  rows.insertPacked(request.packed);
-  rows.writeAppended(request.others);
+  rows.writePacked(request);
   savePosition(request.to);
 });
 

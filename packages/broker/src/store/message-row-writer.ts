@@ -1,6 +1,6 @@
 import type Database from "better-sqlite3";
 import type { AppendedRow, SpanLocation } from "./appended-rows.js";
-import { PACKED_FIELDS, packRows } from "./packed-rows.js";
+import { PACKED_FIELDS, type PackedRows, packRows } from "./packed-rows.js";
 
 /** A message row as `messages` and `delayed` hold it (priority as its rank). */
 export interface MessageValues {
@@ -125,7 +125,11 @@ export class MessageRowWriter {
    * others in order (keyed ones replace by key in send order; plain rows have no key to clash with).
    */
   writeAppended(rows: readonly AppendedRow[]): void {
-    const { packed, others } = packRows(rows);
+    this.writePacked(packRows(rows));
+  }
+
+  /** writeAppended for rows already split and packed (see packRows and PendingRows). */
+  writePacked({ packed, others }: PackedRows): void {
     this.insertPacked(packed);
     for (const row of others) {
       if (row.dueMs === null) {
@@ -146,7 +150,7 @@ export class MessageRowWriter {
   }
 
   /** Inserts the plain rows packed by packRows, several to a statement. */
-  insertPacked(packed: Float64Array): void {
+  private insertPacked(packed: Float64Array): void {
     const rows = packed.length / PACKED_FIELDS;
     for (let first = 0; first < rows; first += ROWS_PER_INSERT) {
       const count = Math.min(ROWS_PER_INSERT, rows - first);

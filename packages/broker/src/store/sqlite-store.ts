@@ -72,9 +72,8 @@ export interface SqliteStoreOptions {
 
 const DEFAULT_COMMIT_INTERVAL_MS = 25;
 /**
- * Enough for consumers that keep up (a few thousand 1 KiB messages), and small enough that a
- * record leaves the cache before the young generation's collections promote it: with 64 MiB,
- * marking and compacting the old generation cost ~10 % of SEND throughput.
+ * Enough for consumers that keep up (a few thousand 1 KiB messages); the cache holds a buffer of
+ * this size for the store's life (see RecentMessages).
  */
 const DEFAULT_RECENT_MESSAGE_BYTES = 4 * 1024 * 1024;
 const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
@@ -785,10 +784,9 @@ export class SqliteStore implements Store {
         lastCollectMs = now;
         void this.sqlTurn(() => this.removeUnusedSegments()).catch(() => {});
       },
-      writeHere: ({ packed, others }, to) =>
+      writeHere: (rows, to) =>
         this.atomically(() => {
-          this.rows.insertPacked(packed);
-          this.rows.writeAppended(others);
+          this.rows.writePacked(rows);
           log.saveApplied(to);
         }),
       onFailed: (err) => {
