@@ -475,31 +475,35 @@ export class SqliteStore implements Store {
       if (!box) return [];
       // With the worker writing SEND rows, this connection holds no transaction between turns.
       if (!this.applier) this.beginDeferred();
-      return this.atomically(() => {
-        const stored = this.stmt.group.get(box.id, group);
-        // A reset starts over from `start`, keeping only the batch numbering.
-        const existing = options.reset ? undefined : stored;
-        let cursors: number[];
-        let leases: GroupLeases;
-        if (existing) {
-          cursors = [existing.cursor0, existing.cursor1, existing.cursor2];
-          leases = this.leasesOf(box.id, group, existing);
-        } else {
-          const from = options.start.fromId;
-          cursors = [from, from, from];
-          if (options.reset) this.stmt.clearDeliveries.run(box.id, group);
-          const batch = stored?.next_batch ?? 0;
-          this.stmt.upsertGroup.run({ mbox: box.id, name: group, c0: from, c1: from, c2: from, batch });
-          leases = new GroupLeases(cursors, batch);
-          this.groupsOf(box.id).set(group, leases);
-        }
+      const stored = this.stmt.group.get(box.id, group);
+      // A reset starts over from `start`, keeping only the batch numbering.
+      const existing = options.reset ? undefined : stored;
+      const takeAndLease = (cursors: number[], leases: GroupLeases) => {
         const taken = this.claimable(box.id, group, cursors, leases, options);
         leases.lease(
           taken.map((m) => ({ id: m.id, rank: priorityRank[m.priority] })),
           options.nowMs + options.leaseMs,
         );
         return taken;
+      };
+      if (existing) {
+        const leases = this.leasesOf(box.id, group, existing);
+        const cursors = [existing.cursor0, existing.cursor1, existing.cursor2];
+        // A claim that fails (a record that cannot be read) leases nothing.
+        return leases.change(() => this.atomically(() => takeAndLease(cursors, leases)));
+      }
+      const from = options.start.fromId;
+      const cursors = [from, from, from];
+      const batch = stored?.next_batch ?? 0;
+      const leases = new GroupLeases(cursors, batch);
+      const taken = this.atomically(() => {
+        if (options.reset) this.stmt.clearDeliveries.run(box.id, group);
+        this.stmt.upsertGroup.run({ mbox: box.id, name: group, c0: from, c1: from, c2: from, batch });
+        return takeAndLease(cursors, leases);
       });
+      // Kept only once the group's row is written: a failed claim leaves the group as it was.
+      this.groupsOf(box.id).set(group, leases);
+      return taken;
     });
   }
 
@@ -595,34 +599,38 @@ export class SqliteStore implements Store {
     return this.sqlTurn(() => {
       const box = this.liveMailbox(mailbox, nowMs);
       if (!box) return false;
-      return this.committed(() => {
-        const state = this.stmt.group.get(box.id, group);
-        if (!state) return false;
-        const cursors = [state.cursor0, state.cursor1, state.cursor2];
-        const leases = this.leasesOf(box.id, group, state);
-        const covered = leases.coveredBy(msgId);
-        if (!covered) return leases.acked.has(msgId) || this.isBelowCursor(box.id, msgId, cursors);
-        leases.release(covered.keys());
-        const moved = leases.cursorsAfterRelease(cursors);
-        const next = [...cursors];
-        for (let rank = 0; rank < 3; rank++) {
-          // ACKs the cursor does not pass are written: they must outlive a restart.
-          const stays = moved[rank] ?? Number.NEGATIVE_INFINITY;
-          for (const [id, r] of covered) {
-            if (r !== rank || id < stays) continue;
-            this.stmt.insertAcked.run(box.id, group, id, rank);
-            leases.acked.set(id, rank);
+      const state = this.stmt.group.get(box.id, group);
+      if (!state) return false;
+      const cursors = [state.cursor0, state.cursor1, state.cursor2];
+      const leases = this.leasesOf(box.id, group, state);
+      const covered = leases.coveredBy(msgId);
+      if (!covered) return leases.acked.has(msgId) || this.isBelowCursor(box.id, msgId, cursors);
+      // An ACK whose write fails is undone in memory as well: its messages stay leased, and come
+      // back once the lease runs out (an error reply means nothing changed).
+      return leases.change(() =>
+        this.committed(() => {
+          leases.release(covered.keys());
+          const moved = leases.cursorsAfterRelease(cursors);
+          const next = [...cursors];
+          for (let rank = 0; rank < 3; rank++) {
+            // ACKs the cursor does not pass are written: they must outlive a restart.
+            const stays = moved[rank] ?? Number.NEGATIVE_INFINITY;
+            for (const [id, r] of covered) {
+              if (r !== rank || id < stays) continue;
+              this.stmt.insertAcked.run(box.id, group, id, rank);
+              leases.addAcked(id, rank);
+            }
+            next[rank] = moved[rank] ?? this.firstUnackedFrom(box.id, group, rank, cursors[rank], nowMs);
+            if (next[rank] !== cursors[rank] && leases.dropAckedBelow(rank, next[rank])) {
+              this.stmt.pruneDeliveries.run(box.id, group, rank, next[rank]);
+            }
           }
-          next[rank] = moved[rank] ?? this.firstUnackedFrom(box.id, group, rank, cursors[rank], nowMs);
-          if (next[rank] !== cursors[rank] && leases.dropAckedBelow(rank, next[rank])) {
-            this.stmt.pruneDeliveries.run(box.id, group, rank, next[rank]);
+          if (next.some((cursor, rank) => cursor !== cursors[rank])) {
+            this.stmt.setCursors.run(next[0], next[1], next[2], box.id, group);
           }
-        }
-        if (next.some((cursor, rank) => cursor !== cursors[rank])) {
-          this.stmt.setCursors.run(next[0], next[1], next[2], box.id, group);
-        }
-        return true;
-      });
+          return true;
+        }),
+      );
     });
   }
 
@@ -662,15 +670,16 @@ export class SqliteStore implements Store {
     return this.sqlTurn(() => {
       const box = this.mailboxRow(mailbox);
       if (!box) return false;
-      return this.committed(() => {
+      const deleted = this.committed(() => {
         this.stmt.deleteDeliveriesOf.run(box.id, msgId);
-        for (const leases of this.inFlight.get(box.id)?.values() ?? []) leases.forget(msgId);
         // Keep ids from being reused after a restart if this was the newest message.
         this.stmt.saveNextId.run(this.nextId);
-        const deleted = this.stmt.deleteMessage.get(box.id, msgId);
-        if (deleted) this.released([deleted]);
-        return deleted !== undefined;
+        return this.stmt.deleteMessage.get(box.id, msgId);
       });
+      // Only once the delete is committed: a failed one leaves the message leased as it was.
+      for (const leases of this.inFlight.get(box.id)?.values() ?? []) leases.forget(msgId);
+      if (deleted) this.released([deleted]);
+      return deleted !== undefined;
     });
   }
 
