@@ -76,6 +76,11 @@ export class Broker {
             { err },
             "store: the worker writing message rows failed; the main thread writes them now",
           ),
+        onCorruptRecord: (err) =>
+          logger.error(
+            { err, segment: err.segment, at: err.at },
+            "store: a record of the message log does not match its checksum; its messages are not served",
+          ),
       });
     const engine = new MessagingEngine({
       store,

@@ -1,5 +1,13 @@
 import { spawn } from "node:child_process";
-import { appendFileSync, existsSync, mkdtempSync, readdirSync, truncateSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -157,6 +165,68 @@ describe("message log", () => {
     try {
       const stored = await readInbox(reopened);
       expect(stored.map((m) => Buffer.from(m.payload).toString()).at(-1)).toBe("after the tear");
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it("replays the records after one whose bytes were damaged, and reports that one, instead of cutting the log there", async () => {
+    const dir = tempDir();
+    const { ids, kill } = await sendThenWaitForKill(dir, 10);
+    await kill();
+    const file = join(dir, "data", "log", FIRST_SEGMENT);
+    const bytes = readFileSync(file);
+    bytes[bytes.indexOf("message 4") + 3] ^= 0x01;
+    writeFileSync(file, bytes);
+    const corrupt: string[] = [];
+    const store = new SqliteStore({
+      dataDir: join(dir, "data"),
+      onCorruptRecord: (err) => corrupt.push(err.message),
+    });
+    try {
+      const stored = (await readInbox(store)).map((m) => m.id).sort((a, b) => a - b);
+      // Message 4's record is lost (the bytes cannot be trusted); everything after it is back.
+      expect(stored).toEqual(ids.filter((id) => id !== 4));
+      expect(corrupt).toHaveLength(1);
+      expect(corrupt[0]).toMatch(/do not match their checksums.*lost/);
+      expect(store.logStatus()?.corruptRecords).toBe(1);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("keeps a segment whose compaction meets a corrupt message, and moves the others", async () => {
+    const dir = tempDir();
+    const store = new SqliteStore({ dataDir: dir, logSegmentBytes: 4096, recentMessageBytes: 0 });
+    const soon = Date.now() + 60_000;
+    await createInbox(store);
+    await sendText(store, "keeper one");
+    await sendText(store, "keeper two");
+    for (let i = 0; i < 12; i++)
+      await sendText(store, `expiring ${i} ${"z".repeat(900)}`, { expiresMs: soon });
+    await store.close();
+    const file = join(dir, "log", FIRST_SEGMENT);
+    const bytes = readFileSync(file);
+    bytes[bytes.indexOf("keeper two") + 1] ^= 0x01;
+    writeFileSync(file, bytes);
+    const corrupt: string[] = [];
+    const reopened = new SqliteStore({
+      dataDir: dir,
+      logSegmentBytes: 4096,
+      recentMessageBytes: 0,
+      onCorruptRecord: (err) => corrupt.push(err.message),
+    });
+    try {
+      await reopened.purgeExpired(soon + 1);
+      expect(segmentFiles(dir)).toContain(FIRST_SEGMENT);
+      expect(corrupt).toHaveLength(1);
+      const one = await reopened.read(
+        "inbox",
+        { fromId: 0 },
+        { limit: 1, maxBytes: 1 << 20, nowMs: Date.now() },
+      );
+      expect(one.map((m) => Buffer.from(m.payload).toString())).toEqual(["keeper one"]);
+      await expect(readInbox(reopened)).rejects.toThrow(/message 1 is corrupt on disk/);
     } finally {
       await reopened.close();
     }

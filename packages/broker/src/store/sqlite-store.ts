@@ -17,6 +17,7 @@ import {
   type RawMessageRow,
 } from "./message-row-writer.js";
 import { RecentMessages } from "./recent-messages.js";
+import { CorruptRecordError } from "./record-checks.js";
 import { RECORD_HEADER } from "./record-framing.js";
 import { RecordSlab } from "./record-slab.js";
 import { SQLITE_MIGRATE_2_TO_3, SQLITE_SCHEMA, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
@@ -45,6 +46,8 @@ export interface StoreLogStatus {
   messageBytes: number;
   /** SENDs in the log whose rows are not in SQLite yet. */
   rowsWaiting: number;
+  /** Records of the message log found corrupt since the store opened. */
+  corruptRecords: number;
 }
 
 export interface SqliteStoreOptions {
@@ -68,6 +71,11 @@ export interface SqliteStoreOptions {
   rowsOnWorker?: boolean;
   /** Told when that worker failed (the store then writes the rows itself, losing none). */
   onRowWorkerFailed?: (err: Error) => void;
+  /**
+   * Told once of each record of the message log found corrupt (its checksum does not match):
+   * at start-up among the records replayed, or when a message in it is read.
+   */
+  onCorruptRecord?: (err: CorruptRecordError) => void;
 }
 
 const DEFAULT_COMMIT_INTERVAL_MS = 25;
@@ -133,8 +141,19 @@ const RANKS = [0, 1, 2] as const;
 function toStored(rows: readonly MessageRow[], log: MessageLog | undefined): StoredMessage[] {
   const located = rows.map(locationOf);
   const bytes = log ? log.readMany(located) : [];
-  return rows.map((row, i) =>
-    storedMessage(row, bytes[i] ?? { header: row.header, payload: row.payload ?? EMPTY }),
+  return rows.map((row, i) => {
+    const read = bytes[i];
+    if (read instanceof CorruptRecordError) throw corruptMessage(row.msg_id, read);
+    return storedMessage(row, read ?? { header: row.header, payload: row.payload ?? EMPTY });
+  });
+}
+
+/** The error a read of a corrupt message answers: which one, and how to get past it. */
+function corruptMessage(msgId: number, cause: CorruptRecordError): StorageError {
+  return new StorageError(
+    `message ${msgId} is corrupt on disk (${cause.message}); it is not served: delete it (MSG.DELETE) to read past it, or restore the data directory from a backup`,
+    "STORE_CORRUPT",
+    { cause },
   );
 }
 
@@ -216,6 +235,7 @@ export class SqliteStore implements Store {
   private readonly records = new RecordSlab();
   /** Per mailbox, the highest id ever stored in each priority class (at least; deletions do not lower it). */
   private readonly newestIds = new Map<number, number[]>();
+  private corruptRecords = 0;
 
   constructor(options: SqliteStoreOptions) {
     const file = options.dataDir === ":memory:" ? ":memory:" : join(options.dataDir, "mq9.db");
@@ -348,7 +368,11 @@ export class SqliteStore implements Store {
   /** The message log's size and the rows still to be written to SQLite; undefined in memory. */
   logStatus(): StoreLogStatus | undefined {
     if (!this.log) return undefined;
-    return { ...this.log.status(), rowsWaiting: this.applier?.waiting ?? this.pending.length };
+    return {
+      ...this.log.status(),
+      rowsWaiting: this.applier?.waiting ?? this.pending.length,
+      corruptRecords: this.corruptRecords,
+    };
   }
 
   async createMailbox(record: MailboxRecord, nowMs: number): Promise<boolean> {
@@ -816,6 +840,10 @@ export class SqliteStore implements Store {
       opened = MessageLog.open(this.db, options.dataDir, {
         sync: options.sync === "full",
         segmentBytes: options.logSegmentBytes,
+        onCorrupt: (err) => {
+          this.corruptRecords++;
+          options.onCorruptRecord?.(err);
+        },
       });
     } catch (err) {
       throw StorageError.from(err, `cannot open the message log in ${options.dataDir}`);
