@@ -4,6 +4,7 @@ import { PRIORITIES, priorityRank } from "@mq9/protocol";
 import Database from "better-sqlite3";
 import { type AppendedRow, encodeAppendedRows } from "./appended-rows.js";
 import { GroupLeases } from "./group-leases.js";
+import { IdReservation } from "./id-reservation.js";
 import { ApplierFailed, LogApplier } from "./log-applier.js";
 import { type MessageBytes, MessageLog } from "./message-log.js";
 import {
@@ -87,6 +88,8 @@ const DEFAULT_RECENT_MESSAGE_BYTES = 4 * 1024 * 1024;
 const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 /** A WAL this long (pages) that the worker cannot catch up with is checkpointed here, blocking. */
 const MAX_WAL_FRAMES = 65536;
+/** More messages than one append is ever given (SendBatcher's largest batch). */
+const MAX_BATCH = 65_536;
 /** Rows after which the open transaction is committed without waiting for the interval. */
 const MAX_UNCOMMITTED_ROWS = 4096;
 
@@ -236,6 +239,9 @@ export class SqliteStore implements Store {
   /** Per mailbox, the highest id ever stored in each priority class (at least; deletions do not lower it). */
   private readonly newestIds = new Map<number, number[]>();
   private corruptRecords = 0;
+  /** The stored high-water mark of msg_ids. */
+  private readonly ids: IdReservation;
+  private reservingIds?: Promise<void>;
 
   constructor(options: SqliteStoreOptions) {
     const file = options.dataDir === ":memory:" ? ":memory:" : join(options.dataDir, "mq9.db");
@@ -362,7 +368,13 @@ export class SqliteStore implements Store {
       .prepare<[], { value: number }>("SELECT value FROM meta WHERE name = 'next_msg_id'")
       .get();
     const newest = this.db.prepare<[], { id: number | null }>("SELECT max(msg_id) AS id FROM messages").get();
-    this.nextId = Math.max(stored?.value ?? 0, (newest?.id ?? -1) + 1);
+    this.ids = new IdReservation(this.db);
+    this.nextId = this.ids.startingId(Math.max(stored?.value ?? 0, (newest?.id ?? -1) + 1));
+    try {
+      this.reserveIdsNow();
+    } catch {
+      // Nothing is given an id until a reservation is committed (the first SEND tries again).
+    }
   }
 
   /** The message log's size and the rows still to be written to SQLite; undefined in memory. */
@@ -412,6 +424,8 @@ export class SqliteStore implements Store {
    * SQLite within `commitIntervalMs`, or sooner when a request needs them.
    */
   async append(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
+    while (!this.ids.covers(this.nextId, batch.length)) await this.reserveIds();
+    if (this.ids.runningLow(this.nextId)) void this.reserveIds().catch(() => {});
     let next = this.nextId;
     const rows: AppendedRow[] = [];
     const outcome = batch.map((message): AppendResult => {
@@ -755,11 +769,32 @@ export class SqliteStore implements Store {
     if (!this.db.open) return;
     try {
       this.settle();
+      // Every row is committed: the next start may continue from the exact id.
+      this.atomically(() => this.ids.markClean(this.nextId));
     } finally {
       this.log?.close();
       this.db.close();
       this.ownerLock?.close();
     }
+  }
+
+  /** Raises the stored id reservation (see IdReservation) in a turn; one raise at a time. */
+  private reserveIds(): Promise<void> {
+    this.reservingIds ??= this.sqlTurn(() => this.reserveIdsNow())
+      .catch((err) => {
+        throw StorageError.from(err, "cannot store the message");
+      })
+      .finally(() => {
+        this.reservingIds = undefined;
+      });
+    return this.reservingIds;
+  }
+
+  /** Commits a reservation of ids well past the next one (call in a turn). */
+  private reserveIdsNow(): void {
+    // Past what one append may take at once, so a raise always covers the batch that waited for it.
+    const until = this.committed(() => this.ids.raise(this.nextId + MAX_BATCH));
+    this.ids.raised(until);
   }
 
   private onCheckpoint(reply: CheckpointReply): void {
