@@ -82,6 +82,16 @@ export class UserDirectory {
     return directory;
   }
 
+  /** The HTTP schemes that can carry these users' credentials (Bearer for tokens, Basic for passwords). */
+  get httpChallenge(): string {
+    const schemes: string[] = [];
+    if (this.byToken.length > 0) schemes.push('Bearer realm="mq9"');
+    if ([...this.byName.values()].some((e) => e.password !== undefined || e.passwordHash !== undefined)) {
+      schemes.push('Basic realm="mq9"');
+    }
+    return schemes.join(", ");
+  }
+
   /** True when some user signs in with an NKey: INFO must then carry a nonce. */
   get wantsNonce(): boolean {
     return this.byNkey.size > 0;
