@@ -100,7 +100,7 @@ export class MessagingEngine {
   /** Creates a mailbox (owned by `owner`, when users are configured) and returns its address. */
   async createMailbox(request: MailboxCreateRequest, owner?: string): Promise<string> {
     const now = this.now();
-    const address = request.name ?? generateMailAddress(now);
+    const address = request.name ?? generateMailAddress();
     const invalid = mailAddressError(address);
     if (invalid) throw new Mq9Error("INVALID_NAME", invalid);
     const ttlSeconds = request.ttl ?? this.defaultMailboxTtl;
