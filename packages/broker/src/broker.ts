@@ -192,6 +192,11 @@ export class Broker {
     }
   }
 
+  /** Number of open client connections of the embedded listener. */
+  get connectionCount(): number {
+    return this.listener.connectionCount;
+  }
+
   /** Graceful stop: answers what is in flight, flushes clients, closes the store. Idempotent. */
   close(options: { drainTimeoutMs?: number } = {}): Promise<void> {
     this.closing ??= (async () => {
