@@ -1,5 +1,6 @@
 import { Defaults, isMq9Subject } from "@mq9/protocol";
 import type { FastifyInstance } from "fastify";
+import { UserDirectory } from "./auth/index.js";
 import { MessagingEngine } from "./engine/messaging-engine.js";
 import type { Notifier } from "./engine/notifier.js";
 import { BrokerMetrics } from "./http/broker-metrics.js";
@@ -25,8 +26,14 @@ export interface BrokerOptions {
   maxPayload?: number;
   maxConnections?: number;
   maxPendingBytes?: number;
+  /** One shared token or user/password, or a list of users with permissions (see docs/security.md). */
   auth?: NatsListenerOptions["auth"];
+  authThrottle?: NatsListenerOptions["authThrottle"];
   tls?: NatsListenerOptions["tls"];
+  /** Liveness: how often idle clients are pinged (nats-server's ping_interval). */
+  pingIntervalMs?: number;
+  /** Liveness: unanswered PINGs before a client is closed as stale (nats-server's ping_max). */
+  maxPingsOut?: number;
   leaseMs?: number;
   maxWaitMs?: number;
   fetchMaxBytes?: number;
@@ -45,6 +52,9 @@ export interface BrokerHttpOptions {
   /** 0 picks a free port. */
   port: number;
   routes?: (app: FastifyInstance) => void | Promise<void>;
+  /** DNS-rebinding protection (see HttpServerOptions.allowedHosts). */
+  allowedHosts?: readonly string[];
+  allowedOrigins?: readonly string[];
 }
 
 /** One mq9 broker: store + engine + embedded NATS-protocol listener. */
@@ -92,17 +102,26 @@ export class Broker {
       defaultMailboxTtl: options.defaultMailboxTtl,
       sweepIntervalMs: options.sweepIntervalMs,
     });
-    const listener = new NatsListener({
-      host: options.host ?? "127.0.0.1",
-      port: options.port ?? Defaults.port,
-      maxPayload: options.maxPayload ?? Defaults.maxPayload,
-      maxConnections: options.maxConnections,
-      maxPendingBytes: options.maxPendingBytes,
-      auth: options.auth,
-      tls: options.tls,
-      serverName: "mq9",
-      logger,
-    });
+    let listener: NatsListener;
+    try {
+      listener = new NatsListener({
+        host: options.host ?? "127.0.0.1",
+        port: options.port ?? Defaults.port,
+        maxPayload: options.maxPayload ?? Defaults.maxPayload,
+        maxConnections: options.maxConnections,
+        maxPendingBytes: options.maxPendingBytes,
+        auth: options.auth,
+        authThrottle: options.authThrottle,
+        tls: options.tls,
+        pingIntervalMs: options.pingIntervalMs,
+        maxPingsOut: options.maxPingsOut,
+        serverName: "mq9",
+        logger,
+      });
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
     const metrics = new BrokerMetrics(() => listener.connectionCount);
     let registry: Registry | undefined;
     try {
@@ -121,7 +140,7 @@ export class Broker {
     }
     if (registry) metrics.watchRegistry(registry);
     if (store instanceof SqliteStore) metrics.watchStore(() => store.logStatus());
-    const service = new Mq9Service(engine, logger, metrics, registry);
+    const service = new Mq9Service(engine, logger, metrics, registry, listener.isolatesClients);
     // One abort signal per client, fired when its connection closes (ends its long-polls).
     const clients = new Map<number, AbortController>();
     const clientSignal = (clientId: number) => {
@@ -136,10 +155,10 @@ export class Broker {
       isMq9Subject,
       (request) => {
         // Built field by field: spreading the request cost more than the rest of this callback.
-        const { subject, header, payload, reply: to } = request;
-        const signal = clientSignal(request.clientId);
-        service.answer({ subject, header, payload, signal }, (reply, prompt) => {
-          if (to) listener.reply(to, reply, prompt);
+        const { subject, header, payload, reply: to, clientId, principal } = request;
+        const signal = clientSignal(clientId);
+        service.answer({ subject, header, payload, signal, principal }, (reply, prompt) => {
+          if (to) listener.reply(to, reply, prompt, clientId);
         });
       },
       (clientId) => {
@@ -157,7 +176,9 @@ export class Broker {
           port: options.http.port,
           metrics,
           routes: options.http.routes,
-          auth: options.auth,
+          users: UserDirectory.from(options.auth),
+          allowedHosts: options.http.allowedHosts,
+          allowedOrigins: options.http.allowedOrigins,
           logger,
           health: () => ({ ok: !closing, connections: listener.connectionCount }),
         });
@@ -174,6 +195,11 @@ export class Broker {
       await store.close();
       throw err;
     }
+  }
+
+  /** Number of open client connections of the embedded listener. */
+  get connectionCount(): number {
+    return this.listener.connectionCount;
   }
 
   /** Graceful stop: answers what is in flight, flushes clients, closes the store. Idempotent. */

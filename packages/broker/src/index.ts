@@ -1,3 +1,14 @@
+export {
+  AGENT_PERMISSIONS,
+  type AuthOptions,
+  type AuthThrottleOptions,
+  type PermissionsOptions,
+  type PermissionsProfile,
+  type Principal,
+  type SubjectRules,
+  UserDirectory,
+  type UserOptions,
+} from "./auth/index.js";
 export { Broker, type BrokerHttpOptions, type BrokerOptions } from "./broker.js";
 export { MessagingEngine, type MessagingEngineOptions } from "./engine/messaging-engine.js";
 export { LocalNotifier, type Notifier, type Watch } from "./engine/notifier.js";

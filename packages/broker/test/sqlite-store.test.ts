@@ -42,7 +42,7 @@ describe("sqlite store files", () => {
     raw.pragma("user_version = 1");
     raw.close();
     expect(() => new SqliteStore({ dataDir: dir })).toThrow(
-      /written by another mq9 version \(format 1, this one reads 3\)/,
+      /written by another mq9 version \(format 1, this one reads 4\)/,
     );
   });
 });

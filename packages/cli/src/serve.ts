@@ -1,4 +1,5 @@
-import { Broker, type Logger } from "@mq9/broker";
+import { randomBytes } from "node:crypto";
+import { Broker, type BrokerOptions, type Logger } from "@mq9/broker";
 import type { Command } from "commander";
 import { ConfigError, loadServeConfig, SETTINGS, type ServeConfig } from "./config.js";
 import { createLogger } from "./logger.js";
@@ -24,12 +25,37 @@ function explainStartFailure(err: unknown, config: ServeConfig): string {
   return (err as Error).message;
 }
 
+/** The user the in-process apps (MCP, A2A gateway, orchestrator) connect as when users are configured. */
+const INTERNAL_USER = "mq9-internal";
+
+/**
+ * With users configured, the apps of this process need credentials of their own: an admin user
+ * with a random token, known only inside the process, is added to the configured users and put
+ * where the apps look for the broker's token.
+ */
+function withInternalUser(config: ServeConfig): ServeConfig {
+  if (config.auth.users === undefined) return config;
+  return { ...config, auth: { ...config.auth, token: randomBytes(32).toString("base64url") } };
+}
+
+function brokerAuth(auth: ServeConfig["auth"]): BrokerOptions["auth"] {
+  if (auth.users !== undefined) {
+    return {
+      users: [...auth.users, { user: INTERNAL_USER, token: auth.token, admin: true }],
+      defaultPermissions: auth.defaultPermissions,
+    };
+  }
+  return auth.token || auth.user
+    ? { token: auth.token, user: auth.user, password: auth.password }
+    : undefined;
+}
+
 function brokerOptions(
   config: ServeConfig,
   logger: Logger,
   orchestrator: ServeOrchestrator,
   agentApps: ServeAgentApps,
-) {
+): BrokerOptions {
   const { server, http, auth, tls, storage, messaging, registry } = config;
   return {
     host: server.host,
@@ -37,9 +63,11 @@ function brokerOptions(
     maxPayload: server.maxPayload,
     maxConnections: server.maxConnections,
     maxPendingBytes: server.maxPendingBytes,
+    pingIntervalMs: Math.round(server.pingInterval * 1000),
+    maxPingsOut: server.pingMax,
     dataDir: storage.data,
     sync: storage.sync,
-    auth: auth.token || auth.user ? auth : undefined,
+    auth: brokerAuth(auth),
     tls: tls.cert && tls.key ? { certFile: tls.cert, keyFile: tls.key, caFile: tls.ca } : undefined,
     leaseMs: messaging.leaseMs,
     maxWaitMs: messaging.maxWaitMs,
@@ -48,6 +76,8 @@ function brokerOptions(
     http: {
       host: http.host,
       port: http.port,
+      allowedHosts: http.allowedHosts,
+      allowedOrigins: http.allowedOrigins,
       routes: async (app: Parameters<ServeAgentApps["routes"]>[0]) => {
         await agentApps.routes(app);
         if (orchestrator.enabled) await orchestrator.routes(app);
@@ -73,7 +103,9 @@ function brokerOptions(
 export async function serve(flags: Record<string, unknown>): Promise<void> {
   let config: ServeConfig;
   try {
-    config = loadServeConfig({ file: flags.config as string | undefined, env: process.env, flags });
+    config = withInternalUser(
+      loadServeConfig({ file: flags.config as string | undefined, env: process.env, flags }),
+    );
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`mq9: ${err.message}\n`);
@@ -145,7 +177,7 @@ export function registerServe(program: Command): void {
     .option("-c, --config <file>", "JSON config file (env MQ9_CONFIG); env MQ9_* and flags override it");
   for (const setting of SETTINGS) {
     command.option(
-      `--${setting.flag} <${setting.kind === "number" ? "n" : "value"}>`,
+      `--${setting.flag} <${setting.kind === "number" ? "n" : setting.kind === "list" ? "list" : "value"}>`,
       `${setting.help} (env ${setting.env})`,
     );
   }

@@ -10,7 +10,14 @@ import {
   type QueryRequest,
 } from "@mq9/protocol";
 import { type Logger, silentLogger } from "../logger.js";
-import type { AppendResult, NewMessage, StartPosition, Store, StoredMessage } from "../store/store.js";
+import type {
+  AppendResult,
+  MailboxRecord,
+  NewMessage,
+  StartPosition,
+  Store,
+  StoredMessage,
+} from "../store/store.js";
 import { ExpiryScheduler } from "./expiry-scheduler.js";
 import { generateMailAddress } from "./mail-address-generator.js";
 import { LocalNotifier, type Notifier } from "./notifier.js";
@@ -90,10 +97,10 @@ export class MessagingEngine {
     this.expiry.start();
   }
 
-  /** Creates a mailbox and returns its address. */
-  async createMailbox(request: MailboxCreateRequest): Promise<string> {
+  /** Creates a mailbox (owned by `owner`, when users are configured) and returns its address. */
+  async createMailbox(request: MailboxCreateRequest, owner?: string): Promise<string> {
     const now = this.now();
-    const address = request.name ?? generateMailAddress(now);
+    const address = request.name ?? generateMailAddress();
     const invalid = mailAddressError(address);
     if (invalid) throw new Mq9Error("INVALID_NAME", invalid);
     const ttlSeconds = request.ttl ?? this.defaultMailboxTtl;
@@ -104,6 +111,7 @@ export class MessagingEngine {
         desc: request.desc ?? "",
         createdMs: now,
         expiresMs: ttlSeconds > 0 ? now + ttlSeconds * 1000 : undefined,
+        owner,
       },
       now,
     );
@@ -238,6 +246,11 @@ export class MessagingEngine {
       default:
         return { fromId: await this.store.nextMessageId(mailbox) };
     }
+  }
+
+  /** The live mailbox, or undefined. */
+  mailbox(address: string): Promise<MailboxRecord | undefined> {
+    return this.store.getMailbox(address, this.now());
   }
 
   private async requireMailbox(mailbox: string): Promise<void> {

@@ -21,7 +21,7 @@ import { RecentMessages } from "./recent-messages.js";
 import { CorruptRecordError } from "./record-checks.js";
 import { RECORD_HEADER } from "./record-framing.js";
 import { RecordSlab } from "./record-slab.js";
-import { SQLITE_MIGRATE_2_TO_3, SQLITE_SCHEMA, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
+import { SQLITE_MIGRATIONS, SQLITE_SCHEMA, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
 import { StorageError } from "./storage-error.js";
 import type {
   AppendResult,
@@ -118,6 +118,7 @@ interface MailboxRow {
   description: string;
   created_ms: number;
   expires_ms: number | null;
+  owner: string | null;
 }
 
 interface DelayedRow
@@ -271,7 +272,7 @@ export class SqliteStore implements Store {
       commit: db.prepare("COMMIT"),
       mailboxByAddress: db.prepare<[string], MailboxRow>("SELECT * FROM mailboxes WHERE address = ?"),
       insertMailbox: db.prepare(
-        "INSERT INTO mailboxes (address, ttl_s, description, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO mailboxes (address, ttl_s, description, created_ms, expires_ms, owner) VALUES (?, ?, ?, ?, ?, ?)",
       ),
       // The counter is derived from the newest message at open; it is stored only when that one goes.
       saveNextId: db.prepare(
@@ -401,6 +402,7 @@ export class SqliteStore implements Store {
           record.desc,
           record.createdMs,
           record.expiresMs ?? null,
+          record.owner ?? null,
         );
         return true;
       });
@@ -416,6 +418,7 @@ export class SqliteStore implements Store {
       desc: row.description,
       createdMs: row.created_ms,
       expiresMs: row.expires_ms ?? undefined,
+      owner: row.owner ?? undefined,
     };
   }
 
@@ -1017,8 +1020,19 @@ export class SqliteStore implements Store {
     const version = this.db.pragma("user_version", { simple: true }) as number;
     const empty =
       this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").get() === undefined;
-    if (!empty && version === 2) this.db.exec(SQLITE_MIGRATE_2_TO_3);
-    else if (!empty && version !== SQLITE_SCHEMA_VERSION) {
+    let at = version;
+    if (!empty) {
+      // Each step in its own transaction with the version it reaches, so a crash leaves a known version.
+      while (at < SQLITE_SCHEMA_VERSION && SQLITE_MIGRATIONS[at] !== undefined) {
+        const step = SQLITE_MIGRATIONS[at];
+        this.db.transaction(() => {
+          this.db.exec(step);
+          this.db.pragma(`user_version = ${at + 1}`);
+        })();
+        at++;
+      }
+    }
+    if (!empty && at !== SQLITE_SCHEMA_VERSION) {
       throw new StorageError(
         `the store was written by another mq9 version (format ${version}, this one reads ${SQLITE_SCHEMA_VERSION}); move the data directory aside`,
         "STORE_FORMAT",
