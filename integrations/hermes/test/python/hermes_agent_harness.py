@@ -111,7 +111,7 @@ def cmd_ask(args) -> None:
     invoke_hook("on_session_start", session_id="ask", model="stub-model", platform="cli")
     agent = AIAgent(model="stub-model", base_url=url, api_key="stub", provider="custom", quiet_mode=True,
                     skip_memory=True, skip_context_files=True, enabled_toolsets=["mq9"], platform="cli")
-    for line in sys.stdin:
+    for line in iter(sys.stdin.readline, ""):
         line = line.strip()
         if not line:
             continue
