@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { Defaults } from "@mq9/protocol";
 import { z } from "zod";
+import { CLUSTER_SETTINGS, ClusterConfigSchema } from "./cluster-config.js";
 
 const port = z.number().int().min(0).max(65535);
 const positiveInt = z.number().int().positive();
@@ -108,6 +109,7 @@ export const ServeConfigSchema = z
       })
       .strict()
       .prefault({}),
+    cluster: ClusterConfigSchema,
     log: z
       .object({
         level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
@@ -147,7 +149,7 @@ interface Setting {
   path: [string, string];
   flag: string;
   env: string;
-  kind: "string" | "number";
+  kind: "string" | "number" | "switch";
   help: string;
 }
 
@@ -309,6 +311,7 @@ export const SETTINGS: Setting[] = [
     kind: "string",
     help: "pretty (readable) or json (structured)",
   },
+  ...CLUSTER_SETTINGS,
 ];
 
 export class ConfigError extends Error {
@@ -323,7 +326,7 @@ function setIn(tree: Tree, [section, key]: [string, string], value: unknown): vo
 }
 
 function convert(setting: Setting, raw: string, source: string): unknown {
-  if (setting.kind === "string") return raw;
+  if (setting.kind !== "number") return raw;
   const value = Number(raw);
   if (raw.trim() === "" || !Number.isFinite(value)) {
     throw new ConfigError(`${source} must be a number, got '${raw}'`);
