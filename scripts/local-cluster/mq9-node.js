@@ -1,6 +1,6 @@
 // One `mq9 serve --cluster` process for tests, benchmarks and `npm run cluster:up`.
 import { spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdirSync, mkdtempSync, openSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,12 +13,14 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Starts a cluster node and resolves once its /healthz answers 200. Options: nodeId, nats (URLs),
- * postgres (URL), httpPort, args (extra flags), env, nodeArgs (node flags), dataDir.
+ * postgres (URL), httpPort, args (extra flags), env, nodeArgs (node flags), dataDir, logFile
+ * (a detached process that logs there and outlives this one).
  * Returns { nodeId, pid, httpPort, output(), kill(signal), stop(), exited }.
  */
 export async function startMq9Node(options) {
   const httpPort = options.httpPort ?? (await freePort());
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), `mq9-node-${options.nodeId}-`));
+  mkdirSync(dataDir, { recursive: true });
   const args = [
     ...(options.nodeArgs ?? []),
     MQ9_CLI,
@@ -38,18 +40,37 @@ export async function startMq9Node(options) {
     "json",
     ...(options.args ?? []),
   ];
-  const child = spawn(process.execPath, args, {
-    cwd: options.cwd ?? dataDir,
-    env: { ...process.env, ...options.env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
   let output = "";
-  const keep = (chunk) => {
-    output = (output + chunk.toString()).slice(-64_000);
-  };
-  child.stdout.on("data", keep);
-  child.stderr.on("data", keep);
-  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  let child;
+  if (options.logFile) {
+    // Outlives this process (npm run cluster:up): output to a file, not a pipe.
+    const log = openSync(options.logFile, "a");
+    child = spawn(process.execPath, args, {
+      cwd: options.cwd ?? dataDir,
+      env: { ...process.env, ...options.env },
+      stdio: ["ignore", log, log],
+      detached: true,
+    });
+    child.unref();
+  } else {
+    child = spawn(process.execPath, args, {
+      cwd: options.cwd ?? dataDir,
+      env: { ...process.env, ...options.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const keep = (chunk) => {
+      output = (output + chunk.toString()).slice(-64_000);
+    };
+    child.stdout.on("data", keep);
+    child.stderr.on("data", keep);
+  }
+  const exited = new Promise((resolve) => {
+    child.once("exit", (code, signal) => resolve({ code, signal }));
+    child.once("error", (err) => {
+      output += `\n${err.message}`;
+      resolve({ code: null, signal: null });
+    });
+  });
   let gone = false;
   void exited.then(() => {
     gone = true;

@@ -1,7 +1,7 @@
 // A NATS cluster on loopback for tests, benchmarks and `npm run cluster:up`: n nats-servers joined
 // by routes, each with its client port, route port and monitoring port, optionally JetStream.
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, openSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "./free-port.js";
@@ -32,7 +32,7 @@ async function routesUp(monitorPort, want) {
 
 /**
  * Starts `size` routed nats-servers (default 3). Options: jetstream (file storage in a temp dir),
- * name (cluster name), tmpDir. Returns { servers: [{ url, port, pid, stop(), kill(), start() }], urls,
+ * name (cluster name), tmpDir, logDir (detached servers that log there and outlive this process). Returns { servers: [{ url, port, pid, stop(), kill(), start() }], urls,
  * stop() }; each server can be killed (SIGKILL) and started again on the same ports.
  */
 export async function startNatsCluster(options = {}) {
@@ -78,12 +78,19 @@ export async function startNatsCluster(options = {}) {
       output: () => output,
       /** Starts (again) on the same ports. */
       start() {
-        child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
-        const keep = (chunk) => {
-          output = (output + chunk.toString()).slice(-32_000);
-        };
-        child.stdout.on("data", keep);
-        child.stderr.on("data", keep);
+        if (options.logDir) {
+          // Outlives this process (npm run cluster:up): output to a file, not a pipe.
+          const log = openSync(join(options.logDir, `nats-n${i + 1}.log`), "a");
+          child = spawn(bin, args, { stdio: ["ignore", log, log], detached: true });
+          child.unref();
+        } else {
+          child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
+          const keep = (chunk) => {
+            output = (output + chunk.toString()).slice(-32_000);
+          };
+          child.stdout.on("data", keep);
+          child.stderr.on("data", keep);
+        }
         server.exited = new Promise((resolve) => child.once("exit", resolve));
       },
       /** SIGKILL, as a crash. */
