@@ -1,6 +1,8 @@
 import { Defaults, isMq9Subject } from "@mq9/protocol";
 import type { FastifyInstance } from "fastify";
 import { UserDirectory } from "./auth/index.js";
+import { type ClusterNode, startClusterNode } from "./cluster/cluster-node.js";
+import type { ClusterOptions } from "./cluster/cluster-options.js";
 import { MessagingEngine } from "./engine/messaging-engine.js";
 import type { Notifier } from "./engine/notifier.js";
 import { BrokerMetrics } from "./http/broker-metrics.js";
@@ -41,6 +43,11 @@ export interface BrokerOptions {
   sweepIntervalMs?: number;
   /** The agent registry (AGENT.* subjects); `false` turns it off. */
   registry?: RegistrySettings | false;
+  /**
+   * Cluster mode: serve `$mq9.AI.>` from these NATS servers (a queue group shared with the other
+   * nodes) instead of the embedded listener; needs a shared `store` (PostgresStore).
+   */
+  cluster?: ClusterOptions;
   /** The HTTP server (/healthz, /metrics, routes of higher layers); off unless given. */
   http?: BrokerHttpOptions;
   logger?: Logger;
@@ -67,14 +74,17 @@ export class Broker {
     readonly port: number,
     readonly engine: MessagingEngine,
     readonly metrics: BrokerMetrics,
-    private readonly listener: NatsListener,
+    private readonly listener: NatsListener | undefined,
     private readonly store: Store,
     readonly http?: HttpServer,
     readonly registry?: Registry,
+    /** Set in cluster mode: the node's NATS attachment. */
+    readonly cluster?: ClusterNode,
   ) {}
 
   /** Opens the store, starts background work and listens; resolves once connections are accepted. */
   static async start(options: BrokerOptions = {}): Promise<Broker> {
+    if (options.cluster) return Broker.startInCluster(options, options.cluster);
     const logger = options.logger ?? silentLogger;
     const store =
       options.store ??
@@ -199,7 +209,90 @@ export class Broker {
 
   /** Number of open client connections of the embedded listener. */
   get connectionCount(): number {
-    return this.listener.connectionCount;
+    return this.listener?.connectionCount ?? 0;
+  }
+
+  /**
+   * One node of a cluster: the same engine and service over a shared store, attached to the
+   * NATS cluster (see cluster/cluster-node.ts) instead of listening itself.
+   */
+  private static async startInCluster(options: BrokerOptions, cluster: ClusterOptions): Promise<Broker> {
+    const logger = options.logger ?? silentLogger;
+    const store = options.store;
+    if (!store) throw new Error("cluster mode needs a shared store: pass a PostgresStore (--postgres)");
+    let node: ClusterNode | undefined;
+    let registry: Registry | undefined;
+    try {
+      node = await startClusterNode(cluster, logger);
+      const engine = new MessagingEngine({
+        store,
+        notifier: options.notifier ?? node.notifier,
+        logger,
+        leaseMs: options.leaseMs,
+        maxWaitMs: options.maxWaitMs,
+        fetchMaxBytes: options.fetchMaxBytes,
+        defaultMailboxTtl: options.defaultMailboxTtl,
+        sweepIntervalMs: options.sweepIntervalMs,
+      });
+      const metrics = new BrokerMetrics(() => 0);
+      node.watch(metrics, store);
+      registry =
+        options.registry === false
+          ? undefined
+          : await openRegistry(options.registry ?? {}, {
+              dataDir: options.dataDir ?? "./mq9-data",
+              sync: options.sync,
+              logger,
+              sweepIntervalMs: options.sweepIntervalMs,
+            });
+      if (registry) metrics.watchRegistry(registry);
+      const service = new Mq9Service(engine, logger, metrics, registry);
+      let closing = false;
+      let http: HttpServer | undefined;
+      if (options.http) {
+        const clusterNode = node;
+        http = await HttpServer.start({
+          host: options.http.host ?? options.host ?? "127.0.0.1",
+          port: options.http.port,
+          metrics,
+          routes: options.http.routes,
+          users: UserDirectory.from(options.auth),
+          allowedHosts: options.http.allowedHosts,
+          allowedOrigins: options.http.allowedOrigins,
+          logger,
+          health: () => ({ ...clusterNode.health(), ok: !closing && clusterNode.health().ok }),
+        });
+      }
+      engine.start();
+      node.serve(service);
+      const first = new URL(
+        cluster.servers[0].includes("://") ? cluster.servers[0] : `nats://${cluster.servers[0]}`,
+      );
+      const broker = new Broker(
+        first.hostname,
+        Number(first.port || 4222),
+        engine,
+        metrics,
+        undefined,
+        store,
+        http,
+        registry,
+        node,
+      );
+      broker.markClosing = () => {
+        closing = true;
+      };
+      logger.info(
+        { node: cluster.nodeId, servers: cluster.servers },
+        `cluster node ${cluster.nodeId} serving $mq9.AI.> in queue group ${cluster.queueGroup ?? "mq9"}`,
+      );
+      return broker;
+    } catch (err) {
+      await node?.close();
+      await registry?.close();
+      await store.close();
+      throw err;
+    }
   }
 
   /** Graceful stop: answers what is in flight, flushes clients, closes the store. Idempotent. */
@@ -207,8 +300,11 @@ export class Broker {
     this.closing ??= (async () => {
       this.markClosing();
       await this.http?.close();
+      // No new requests from the cluster while the engine finishes the ones in hand.
+      await this.cluster?.stopReceiving();
       await this.engine.close();
-      await this.listener.close({ drainTimeoutMs: options.drainTimeoutMs ?? 5_000 });
+      await this.cluster?.close(options.drainTimeoutMs ?? 5_000);
+      await this.listener?.close({ drainTimeoutMs: options.drainTimeoutMs ?? 5_000 });
       await this.registry?.close();
       await this.store.close();
     })();
