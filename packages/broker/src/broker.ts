@@ -143,6 +143,7 @@ export class Broker {
               sync: options.sync,
               logger,
               sweepIntervalMs: options.sweepIntervalMs,
+              maxPayload: options.maxPayload ?? Defaults.maxPayload,
             });
     } catch (err) {
       await store.close();
