@@ -4,6 +4,7 @@ import { MessagingEngine } from "./engine/messaging-engine.js";
 import type { Notifier } from "./engine/notifier.js";
 import { BrokerMetrics } from "./http/broker-metrics.js";
 import { HttpServer } from "./http/http-server.js";
+import { REST_OPEN_PATHS, RestApi } from "./http/rest/rest-api.js";
 import { type Logger, silentLogger } from "./logger.js";
 import { NatsListener, type NatsListenerOptions } from "./nats/index.js";
 import { openRegistry, type RegistrySettings } from "./registry/open-registry.js";
@@ -44,12 +45,16 @@ export interface BrokerHttpOptions {
   host?: string;
   /** 0 picks a free port. */
   port: number;
-  routes?: (app: FastifyInstance) => void | Promise<void>;
+  /** Mounts higher layers' routes; `api` takes routes that belong in the REST API v1 and its OpenAPI document. */
+  routes?: (app: FastifyInstance, api: RestApi) => void | Promise<void>;
+  /** Paths served without the broker's credentials, besides /healthz, /metrics and /api/v1/auth. */
+  openPath?: (path: string) => boolean;
 }
 
 /** One mq9 broker: store + engine + embedded NATS-protocol listener. */
 export class Broker {
   private closing?: Promise<void>;
+  private restApi?: RestApi;
   private markClosing: () => void = () => {};
 
   private constructor(
@@ -144,14 +149,34 @@ export class Broker {
     );
     let closing = false;
     let http: HttpServer | undefined;
+    let restApi: RestApi | undefined;
     try {
       const address = await listener.listen();
-      if (options.http) {
+      const httpOptions = options.http;
+      if (httpOptions) {
         http = await HttpServer.start({
-          host: options.http.host ?? address.host,
-          port: options.http.port,
+          host: httpOptions.host ?? address.host,
+          port: httpOptions.port,
           metrics,
-          routes: options.http.routes,
+          routes: async (app) => {
+            restApi = new RestApi(app, {
+              service,
+              engine,
+              registry,
+              metrics,
+              connections: () => listener.connectionCount,
+              auth:
+                options.auth?.token !== undefined
+                  ? "bearer"
+                  : options.auth?.user !== undefined
+                    ? "basic"
+                    : undefined,
+              version: "1.0.0",
+              logger,
+            });
+            await httpOptions.routes?.(app, restApi);
+          },
+          openPath: (path) => REST_OPEN_PATHS.includes(path) || httpOptions.openPath?.(path) === true,
           auth: options.auth,
           logger,
           health: () => ({ ok: !closing, connections: listener.connectionCount }),
@@ -159,6 +184,7 @@ export class Broker {
       }
       engine.start();
       const broker = new Broker(address.host, address.port, engine, metrics, listener, store, http, registry);
+      broker.restApi = restApi;
       broker.markClosing = () => {
         closing = true;
       };
@@ -175,6 +201,7 @@ export class Broker {
   close(options: { drainTimeoutMs?: number } = {}): Promise<void> {
     this.closing ??= (async () => {
       this.markClosing();
+      this.restApi?.close();
       await this.http?.close();
       await this.engine.close();
       await this.listener.close({ drainTimeoutMs: options.drainTimeoutMs ?? 5_000 });

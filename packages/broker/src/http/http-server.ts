@@ -12,8 +12,10 @@ export interface HttpServerOptions {
   health: () => { ok: boolean; [detail: string]: unknown };
   /** Adds the routes of higher layers (A2A gateway, MCP, orchestrator API, dashboard). */
   routes?: (app: FastifyInstance) => void | Promise<void>;
-  /** The broker's credentials: when set, every route but /healthz and /metrics requires them. */
+  /** The broker's credentials: when set, every route but /healthz, /metrics and `openPath` ones requires them. */
   auth?: { token?: string; user?: string; password?: string };
+  /** Paths served without credentials (the dashboard's page and scripts, which hold no data). */
+  openPath?: (path: string) => boolean;
   logger: Logger;
 }
 
@@ -43,13 +45,19 @@ export class HttpServer {
   ) {}
 
   static async start(options: HttpServerOptions): Promise<HttpServer> {
-    const app = Fastify({ logger: false });
+    // Mail addresses run to 128 characters (fastify's default limit for a path parameter is 100).
+    const app = Fastify({ logger: false, maxParamLength: 512 });
     const auth = options.auth;
     if (auth && (auth.token !== undefined || auth.user !== undefined)) {
       // Without this, the HTTP port would be a way around the broker's own authentication.
       const challenge = auth.token !== undefined ? 'Bearer realm="mq9"' : 'Basic realm="mq9"';
       app.addHook("onRequest", async (request, reply) => {
-        if (OPEN_PATHS.has(request.url.split("?")[0]) || authorized(request.headers.authorization, auth))
+        const path = request.url.split("?")[0];
+        if (
+          OPEN_PATHS.has(path) ||
+          options.openPath?.(path) ||
+          authorized(request.headers.authorization, auth)
+        )
           return;
         return reply.code(401).header("www-authenticate", challenge).send({
           error: "authentication required: send the broker's token (Bearer) or user and password (Basic)",
