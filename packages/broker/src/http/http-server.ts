@@ -46,7 +46,7 @@ export class HttpServer {
 
   static async start(options: HttpServerOptions): Promise<HttpServer> {
     // Mail addresses run to 128 characters (fastify's default limit for a path parameter is 100).
-    const app = Fastify({ logger: false, maxParamLength: 512 });
+    const app = Fastify({ logger: false, routerOptions: { maxParamLength: 512 } });
     const auth = options.auth;
     if (auth && (auth.token !== undefined || auth.user !== undefined)) {
       // Without this, the HTTP port would be a way around the broker's own authentication.
