@@ -7,6 +7,7 @@ import { MessagingEngine } from "./engine/messaging-engine.js";
 import type { Notifier } from "./engine/notifier.js";
 import { BrokerMetrics } from "./http/broker-metrics.js";
 import { HttpServer } from "./http/http-server.js";
+import { REST_OPEN_PATHS, RestApi, type RestApiOptions } from "./http/rest/rest-api.js";
 import { type Logger, silentLogger } from "./logger.js";
 import { NatsListener, type NatsListenerOptions } from "./nats/index.js";
 import { openRegistry, type RegistrySettings } from "./registry/open-registry.js";
@@ -58,7 +59,10 @@ export interface BrokerHttpOptions {
   host?: string;
   /** 0 picks a free port. */
   port: number;
-  routes?: (app: FastifyInstance) => void | Promise<void>;
+  /** Mounts higher layers' routes; `api` takes routes that belong in the REST API v1 and its OpenAPI document. */
+  routes?: (app: FastifyInstance, api: RestApi) => void | Promise<void>;
+  /** Paths served without the broker's credentials, besides /healthz, /metrics and /api/v1/auth. */
+  openPath?: (path: string) => boolean;
   /** DNS-rebinding protection (see HttpServerOptions.allowedHosts). */
   allowedHosts?: readonly string[];
   allowedOrigins?: readonly string[];
@@ -67,6 +71,7 @@ export interface BrokerHttpOptions {
 /** One mq9 broker: store + engine + embedded NATS-protocol listener. */
 export class Broker {
   private closing?: Promise<void>;
+  private restApi?: RestApi;
   private markClosing: () => void = () => {};
 
   private constructor(
@@ -179,23 +184,34 @@ export class Broker {
     );
     let closing = false;
     let http: HttpServer | undefined;
+    let restApi: RestApi | undefined;
     try {
       const address = await listener.listen();
-      if (options.http) {
+      const httpOptions = options.http;
+      if (httpOptions) {
         http = await HttpServer.start({
-          host: options.http.host ?? address.host,
-          port: options.http.port,
+          host: httpOptions.host ?? address.host,
+          port: httpOptions.port,
           metrics,
-          routes: options.http.routes,
+          routes: restRoutes(
+            options,
+            { service, engine, registry, metrics, logger },
+            () => listener.connectionCount,
+            (api) => {
+              restApi = api;
+            },
+          ),
+          openPath: (path) => REST_OPEN_PATHS.includes(path) || httpOptions.openPath?.(path) === true,
           users: UserDirectory.from(options.auth),
-          allowedHosts: options.http.allowedHosts,
-          allowedOrigins: options.http.allowedOrigins,
+          allowedHosts: httpOptions.allowedHosts,
+          allowedOrigins: httpOptions.allowedOrigins,
           logger,
           health: () => ({ ok: !closing, connections: listener.connectionCount }),
         });
       }
       engine.start();
       const broker = new Broker(address.host, address.port, engine, metrics, listener, store, http, registry);
+      broker.restApi = restApi;
       broker.markClosing = () => {
         closing = true;
       };
@@ -250,16 +266,26 @@ export class Broker {
       const service = new Mq9Service(engine, logger, metrics, registry);
       let closing = false;
       let http: HttpServer | undefined;
-      if (options.http) {
+      let restApi: RestApi | undefined;
+      const httpOptions = options.http;
+      if (httpOptions) {
         const clusterNode = node;
         http = await HttpServer.start({
-          host: options.http.host ?? options.host ?? "127.0.0.1",
-          port: options.http.port,
+          host: httpOptions.host ?? options.host ?? "127.0.0.1",
+          port: httpOptions.port,
           metrics,
-          routes: options.http.routes,
+          routes: restRoutes(
+            options,
+            { service, engine, registry, metrics, logger },
+            () => 0,
+            (api) => {
+              restApi = api;
+            },
+          ),
+          openPath: (path) => REST_OPEN_PATHS.includes(path) || httpOptions.openPath?.(path) === true,
           users: UserDirectory.from(options.auth),
-          allowedHosts: options.http.allowedHosts,
-          allowedOrigins: options.http.allowedOrigins,
+          allowedHosts: httpOptions.allowedHosts,
+          allowedOrigins: httpOptions.allowedOrigins,
           logger,
           health: () => ({ ...clusterNode.health(), ok: !closing && clusterNode.health().ok }),
         });
@@ -280,6 +306,7 @@ export class Broker {
         registry,
         node,
       );
+      broker.restApi = restApi;
       broker.markClosing = () => {
         closing = true;
       };
@@ -300,6 +327,7 @@ export class Broker {
   close(options: { drainTimeoutMs?: number } = {}): Promise<void> {
     this.closing ??= (async () => {
       this.markClosing();
+      this.restApi?.close();
       await this.http?.close();
       // No new requests from the cluster while the engine finishes the ones in hand.
       await this.cluster?.stopReceiving();
@@ -311,4 +339,30 @@ export class Broker {
     })();
     return this.closing;
   }
+}
+
+/** The HTTP routes of a broker: the REST API v1, then what higher layers mount beside it. */
+function restRoutes(
+  options: BrokerOptions,
+  deps: Pick<RestApiOptions, "service" | "engine" | "registry" | "metrics" | "logger">,
+  connections: () => number,
+  onApi: (api: RestApi) => void,
+): (app: FastifyInstance) => Promise<void> {
+  const auth = options.auth;
+  return async (app) => {
+    const api = new RestApi(app, {
+      ...deps,
+      connections,
+      auth:
+        auth?.token !== undefined
+          ? "bearer"
+          : auth?.user !== undefined || (auth?.users?.length ?? 0) > 0
+            ? "basic"
+            : undefined,
+      version: "1.0.0",
+      logger: deps.logger,
+    });
+    onApi(api);
+    await options.http?.routes?.(app, api);
+  };
 }

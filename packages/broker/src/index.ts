@@ -14,6 +14,9 @@ export { MessagingEngine, type MessagingEngineOptions } from "./engine/messaging
 export { LocalNotifier, type Notifier, type Watch } from "./engine/notifier.js";
 export { BrokerMetrics } from "./http/broker-metrics.js";
 export { HttpServer, type HttpServerOptions } from "./http/http-server.js";
+export { ApiError } from "./http/rest/api-error.js";
+export { RestApi, type RestApiOptions } from "./http/rest/rest-api.js";
+export type { HttpMethod, RestRouter, RouteInput, RouteOutput, RouteSpec } from "./http/rest/rest-router.js";
 export { type Logger, silentLogger } from "./logger.js";
 export { NatsListener, type NatsListenerOptions } from "./nats/index.js";
 export {
@@ -70,3 +73,10 @@ export type {
   Store,
   StoredMessage,
 } from "./store/store.js";
+export type {
+  GroupStats,
+  MailboxStats,
+  MailboxStatsOptions,
+  StoreInspection,
+  StoreTotals,
+} from "./store/store-inspection.js";

@@ -1,11 +1,13 @@
 import { randomBytes } from "node:crypto";
-import { Broker, type BrokerOptions, type Logger } from "@mq9/broker";
+import { Broker, type BrokerOptions, type Logger, type RestApi } from "@mq9/broker";
 import type { Command } from "commander";
 import { ConfigError, loadServeConfig, SETTINGS, type ServeConfig } from "./config.js";
 import { createLogger } from "./logger.js";
 import { ServeAgentApps } from "./serve-agent-apps.js";
 import { appConfig, clusterBrokerOptions } from "./serve-cluster.js";
+import { ServeDashboard } from "./serve-dashboard.js";
 import { ServeOrchestrator } from "./serve-orchestrator.js";
+import { mountOrchestratorRestRoutes } from "./serve-rest-orchestrator.js";
 
 /** Turns a start failure into the one line a person needs to fix it. */
 function explainStartFailure(err: unknown, config: ServeConfig): string {
@@ -79,10 +81,13 @@ function brokerOptions(
       port: http.port,
       allowedHosts: http.allowedHosts,
       allowedOrigins: http.allowedOrigins,
-      routes: async (app: Parameters<ServeAgentApps["routes"]>[0]) => {
+      routes: async (app: Parameters<ServeAgentApps["routes"]>[0], api: RestApi) => {
         await agentApps.routes(app);
         if (orchestrator.enabled) await orchestrator.routes(app);
+        mountOrchestratorRestRoutes(api.router, orchestrator.enabled ? orchestrator.routes : undefined);
+        await ServeDashboard.mount(app);
       },
+      openPath: ServeDashboard.openPath,
     },
     registry: {
       embedder: registry.embedder,
@@ -141,7 +146,7 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
         data: config.storage.data,
         sync: config.storage.sync,
       },
-      `mq9 broker ready on ${scheme}://${broker.host}:${broker.port}; HTTP on http://${http?.host}:${http?.port} (/healthz, /metrics, /mcp, /a2a, /api)`,
+      `mq9 broker ready on ${scheme}://${broker.host}:${broker.port}; HTTP on http://${http?.host}:${http?.port} (dashboard at /, /api/v1, /healthz, /metrics, /mcp, /a2a)`,
     );
   agentApps.start(broker.host, broker.port);
   // In the background: the broker serves meanwhile, and the API answers 503 until it is up.

@@ -85,6 +85,11 @@ export class BrokerMetrics implements RequestObserver {
     });
   };
 
+  /** Requests answered so far, by operation (what the REST API's metrics summary counts). */
+  requestCounts(): Map<string, { ok: number; errors: number }> {
+    return this.requests.counts();
+  }
+
   observe(op: string, failed: boolean, seconds: number): void {
     this.requests.observe(op, failed, seconds);
   }

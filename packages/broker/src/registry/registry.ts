@@ -615,6 +615,13 @@ export class Registry {
     return [base, Buffer.from(`${extra}}`)];
   }
 
+  /** One live agent's DISCOVER entry with its status, by mailbox (for the HTTP API); undefined when none. */
+  async entryOf(mailbox: string): Promise<readonly Uint8Array[] | undefined> {
+    const [row] = await this.store.get([mailbox], this.now());
+    if (!row) return undefined;
+    return this.entry(row, parseDiscover(Buffer.from('{"include_status":true}')), Number.NaN);
+  }
+
   /** How far the background work is: skills waiting for vectors, the vector index's build. */
   status(): RegistryStatus {
     return {
