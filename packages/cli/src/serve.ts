@@ -189,6 +189,7 @@ Examples:
   mq9 serve                                 # 127.0.0.1:4332, data in ./mq9-data
   mq9 serve --host 0.0.0.0 --port 4332 --data /var/lib/mq9 --sync full
   MQ9_TOKEN=s3cret mq9 serve --log-format json
+  mq9 serve --config mq9.json               # auth.users: users, permissions, isolation (docs/security.md)
   mq9 serve --tls-cert cert.pem --tls-key key.pem   # clients use tls:// or mq9s://`,
     )
     .action((options: Record<string, unknown>) => serve(options));

@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { createConnection } from "node:net";
 import { join } from "node:path";
 import { Subjects } from "@mq9/protocol";
@@ -188,6 +188,16 @@ describe("serve config — users, liveness, HTTP hosts", () => {
     expect(config.http.allowedHosts).toEqual(["mq9.internal", "localhost"]);
     expect(config.auth.users?.[0].permissions).toEqual({ publish: ["x.>"], allowResponses: true });
     expect(loadServeConfig({ env: {} }).server.pingInterval).toBe(30);
+  });
+
+  it("accepts the configuration examples of docs/security.md", () => {
+    const doc = readFileSync(new URL("../../../docs/security.md", import.meta.url), "utf8");
+    const blocks = [...doc.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1]));
+    expect(blocks.length).toBeGreaterThanOrEqual(2);
+    for (const block of blocks) {
+      const config = "auth" in block ? block : { auth: { users: [block] } };
+      expect(() => loadServeConfig({ file: writeConfig(config), env: {} })).not.toThrow();
+    }
   });
 
   it("names the user entry and the problem in an invalid permission list", () => {
