@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { UserDirectory } from "@mq9/broker";
 import { Defaults } from "@mq9/protocol";
 import { z } from "zod";
+import { CLUSTER_SETTINGS, ClusterConfigSchema } from "./cluster-config.js";
 
 const port = z.number().int().min(0).max(65535);
 const positiveInt = z.number().int().positive();
@@ -166,6 +167,7 @@ export const ServeConfigSchema = z
       })
       .strict()
       .prefault({}),
+    cluster: ClusterConfigSchema,
     log: z
       .object({
         level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
@@ -213,7 +215,7 @@ interface Setting {
   flag: string;
   env: string;
   /** list: comma-separated on the command line and in the environment. */
-  kind: "string" | "number" | "list";
+  kind: "string" | "number" | "list" | "switch";
   help: string;
 }
 
@@ -403,6 +405,7 @@ export const SETTINGS: Setting[] = [
     kind: "string",
     help: "pretty (readable) or json (structured)",
   },
+  ...CLUSTER_SETTINGS,
 ];
 
 export class ConfigError extends Error {
@@ -417,7 +420,7 @@ function setIn(tree: Tree, [section, key]: [string, string], value: unknown): vo
 }
 
 function convert(setting: Setting, raw: string, source: string): unknown {
-  if (setting.kind === "string") return raw;
+  if (setting.kind === "string" || setting.kind === "switch") return raw;
   if (setting.kind === "list") {
     return raw
       .split(",")

@@ -1,10 +1,13 @@
 import { randomBytes } from "node:crypto";
-import { Broker, type BrokerOptions, type Logger } from "@mq9/broker";
+import { Broker, type BrokerOptions, type Logger, type RestApi } from "@mq9/broker";
 import type { Command } from "commander";
 import { ConfigError, loadServeConfig, SETTINGS, type ServeConfig } from "./config.js";
 import { createLogger } from "./logger.js";
 import { ServeAgentApps } from "./serve-agent-apps.js";
+import { appConfig, clusterBrokerOptions } from "./serve-cluster.js";
+import { ServeDashboard } from "./serve-dashboard.js";
 import { ServeOrchestrator } from "./serve-orchestrator.js";
+import { mountOrchestratorRestRoutes } from "./serve-rest-orchestrator.js";
 
 /** Turns a start failure into the one line a person needs to fix it. */
 function explainStartFailure(err: unknown, config: ServeConfig): string {
@@ -78,10 +81,13 @@ function brokerOptions(
       port: http.port,
       allowedHosts: http.allowedHosts,
       allowedOrigins: http.allowedOrigins,
-      routes: async (app: Parameters<ServeAgentApps["routes"]>[0]) => {
+      routes: async (app: Parameters<ServeAgentApps["routes"]>[0], api: RestApi) => {
         await agentApps.routes(app);
         if (orchestrator.enabled) await orchestrator.routes(app);
+        mountOrchestratorRestRoutes(api.router, orchestrator.enabled ? orchestrator.routes : undefined);
+        await ServeDashboard.mount(app);
       },
+      openPath: ServeDashboard.openPath,
     },
     registry: {
       embedder: registry.embedder,
@@ -114,27 +120,34 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
     throw err;
   }
   const logger = createLogger(config.log);
-  const orchestrator = new ServeOrchestrator(config, logger);
-  const agentApps = new ServeAgentApps(config);
+  const orchestrator = new ServeOrchestrator(appConfig(config), logger);
+  const agentApps = new ServeAgentApps(appConfig(config));
   let broker: Broker;
   try {
-    broker = await Broker.start(brokerOptions(config, logger, orchestrator, agentApps));
+    const clustered = config.cluster.enabled ? await clusterBrokerOptions(config, logger) : {};
+    broker = await Broker.start({ ...brokerOptions(config, logger, orchestrator, agentApps), ...clustered });
   } catch (err) {
     process.stderr.write(`mq9: ${explainStartFailure(err, config)}\n`);
     process.exit(1);
   }
   const scheme = config.tls.cert ? "mq9s" : "mq9";
   const http = broker.http;
-  logger.info(
-    {
-      host: broker.host,
-      port: broker.port,
-      httpPort: http?.port,
-      data: config.storage.data,
-      sync: config.storage.sync,
-    },
-    `mq9 broker ready on ${scheme}://${broker.host}:${broker.port}; HTTP on http://${http?.host}:${http?.port} (/healthz, /metrics, /mcp, /a2a, /api)`,
-  );
+  if (broker.cluster) {
+    logger.info(
+      { node: broker.cluster.options.nodeId, nats: config.cluster.nats, httpPort: http?.port },
+      `mq9 cluster node ${broker.cluster.options.nodeId} ready: clients connect to ${config.cluster.nats.join(", ")}; HTTP on http://${http?.host}:${http?.port}`,
+    );
+  } else
+    logger.info(
+      {
+        host: broker.host,
+        port: broker.port,
+        httpPort: http?.port,
+        data: config.storage.data,
+        sync: config.storage.sync,
+      },
+      `mq9 broker ready on ${scheme}://${broker.host}:${broker.port}; HTTP on http://${http?.host}:${http?.port} (dashboard at /, /api/v1, /healthz, /metrics, /mcp, /a2a)`,
+    );
   agentApps.start(broker.host, broker.port);
   // In the background: the broker serves meanwhile, and the API answers 503 until it is up.
   const orchestratorUp = orchestrator.enabled
@@ -177,7 +190,9 @@ export function registerServe(program: Command): void {
     .option("-c, --config <file>", "JSON config file (env MQ9_CONFIG); env MQ9_* and flags override it");
   for (const setting of SETTINGS) {
     command.option(
-      `--${setting.flag} <${setting.kind === "number" ? "n" : setting.kind === "list" ? "list" : "value"}>`,
+      setting.kind === "switch"
+        ? `--${setting.flag} [on|off]`
+        : `--${setting.flag} <${setting.kind === "number" ? "n" : setting.kind === "list" ? "list" : "value"}>`,
       `${setting.help} (env ${setting.env})`,
     );
   }

@@ -18,6 +18,13 @@ import type {
   Store,
   StoredMessage,
 } from "../store/store.js";
+import {
+  canInspect,
+  type GroupStats,
+  type MailboxStats,
+  type StoreInspection,
+  type StoreTotals,
+} from "../store/store-inspection.js";
 import { ExpiryScheduler } from "./expiry-scheduler.js";
 import { generateMailAddress } from "./mail-address-generator.js";
 import { LocalNotifier, type Notifier } from "./notifier.js";
@@ -222,6 +229,45 @@ export class MessagingEngine {
     if (!(await this.store.deleteMessage(mailbox, msgId))) {
       throw new Mq9Error("MESSAGE_NOT_FOUND", Errors.messageNotFound);
     }
+  }
+
+  /** Live mailboxes whose address contains `search`, with their depth per priority (not a protocol operation). */
+  async listMailboxes(options: { search?: string; limit: number }): Promise<MailboxStats[]> {
+    return this.inspection().mailboxStats(this.now(), options);
+  }
+
+  /** How much the store holds (live mailboxes, messages, bytes). */
+  async totals(): Promise<StoreTotals> {
+    return this.inspection().totals(this.now());
+  }
+
+  /** One live mailbox with its depth and its consumer groups' lag. */
+  async describeMailbox(address: string): Promise<{ mailbox: MailboxStats; groups: GroupStats[] }> {
+    const inspection = this.inspection();
+    const now = this.now();
+    const [mailbox] = await inspection.mailboxStats(now, { search: address, exact: true, limit: 1 });
+    const groups = mailbox && (await inspection.groupStats(address, now));
+    if (!mailbox || !groups) throw this.missing(address);
+    return { mailbox, groups };
+  }
+
+  /** Deletes a mailbox with its messages and groups (not a protocol operation). */
+  async deleteMailbox(address: string): Promise<void> {
+    if (!(await this.inspection().deleteMailbox(address, this.now()))) throw this.missing(address);
+  }
+
+  /** Deletes every message of a mailbox, which stays; returns how many went. */
+  async purgeMailbox(address: string): Promise<number> {
+    const purged = await this.inspection().purgeMailbox(address, this.now());
+    if (purged === undefined) throw this.missing(address);
+    return purged;
+  }
+
+  private inspection(): StoreInspection {
+    if (!canInspect(this.store)) {
+      throw new Mq9Error("INVALID_REQUEST", "this broker's store cannot list, delete or purge mailboxes");
+    }
+    return this.store;
   }
 
   /** Finishes pending commits, wakes long-polls, stops background work. Does not close the store. */

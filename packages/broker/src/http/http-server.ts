@@ -22,6 +22,8 @@ export interface HttpServerOptions {
   /** DNS-rebinding protection; see HostGuardOptions. */
   allowedHosts?: readonly string[];
   allowedOrigins?: readonly string[];
+  /** Paths served without credentials (the dashboard's page and scripts, which hold no data). */
+  openPath?: (path: string) => boolean;
   logger: Logger;
 }
 
@@ -48,7 +50,8 @@ export class HttpServer {
   ) {}
 
   static async start(options: HttpServerOptions): Promise<HttpServer> {
-    const app = Fastify({ logger: false });
+    // Mail addresses run to 128 characters (fastify's default limit for a path parameter is 100).
+    const app = Fastify({ logger: false, routerOptions: { maxParamLength: 512 } });
     const guard = new HostGuard({
       boundHost: options.host,
       allowedHosts: options.allowedHosts,
@@ -70,7 +73,8 @@ export class HttpServer {
     if (users !== undefined) {
       // Without this, the HTTP port would be a way around the broker's own authentication.
       app.addHook("onRequest", async (request, reply) => {
-        if (OPEN_PATHS.has(request.url.split("?")[0])) return;
+        const path = request.url.split("?")[0];
+        if (OPEN_PATHS.has(path) || options.openPath?.(path)) return;
         const user = await userOf(request.headers.authorization, users);
         if (user !== undefined && (!users.multiUser || user.principal.admin)) return;
         if (user !== undefined) {

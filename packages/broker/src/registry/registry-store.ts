@@ -39,8 +39,12 @@ export interface StoredDoc extends SkillDoc {
 
 /** Filters that combine with every ranking. */
 export interface AgentFilter {
-  /** The agent must carry every one of these (lowercased) tags. */
+  /** The agent must carry every one of these tags (normalised with normalizeTag; card or skill tags). */
   tags?: string[];
+  /** Only the registration of this (bare) mailbox. */
+  mailbox?: string;
+  /** Only registrations of this exact name. */
+  name?: string;
   /** Only agents with a ttl that were heard from within it. */
   online?: boolean;
 }
@@ -84,6 +88,10 @@ export interface RegistryStore {
   ): Promise<RankedAgent[]>;
   /** Mailboxes of live registrations matching the filter. */
   candidates(filter: AgentFilter, nowMs: number): Promise<Set<string>>;
+  /** How many live registrations match the filter (the `total` of a listing). */
+  countMatching(filter: AgentFilter, nowMs: number): Promise<number>;
+  /** How many agents a full-text query matches under the filter (the `total` of a text search). */
+  countSearch(text: string, filter: AgentFilter, nowMs: number): Promise<number>;
   /** Docs after `afterId` that have no vector from `model` yet, oldest first. */
   docsToEmbed(model: string, afterId: number, limit: number): Promise<StoredDoc[]>;
   /** Records that these docs (those still present) have vectors from `model`; returns the ids still present. */

@@ -240,8 +240,17 @@ export class Mq9Service {
         return {};
       case "agent.discover": {
         await nextTurn();
-        const { agents, warning } = await this.agents().discover(request.payload);
-        return warning === undefined ? { agentsJson: agents } : { agentsJson: agents, warning };
+        const result = await this.agents().discover(request.payload);
+        // Paging fields first, the entries last (spliced in as the bytes they are kept as).
+        const reply: Omit<ReplyBody, "error"> = {};
+        if (result.total !== undefined) reply.total = result.total;
+        reply.has_more = result.hasMore;
+        if (result.nextOffset !== undefined) reply.next_offset = result.nextOffset;
+        if (result.truncated) reply.truncated = true;
+        if (result.pendingSkills !== undefined) reply.pending_skills = result.pendingSkills;
+        if (result.warning !== undefined) reply.warning = result.warning;
+        reply.agentsJson = result.agents;
+        return reply;
       }
       default:
         throw new Mq9Error("UNKNOWN_SUBJECT", Errors.unknownSubject(request.subject));
