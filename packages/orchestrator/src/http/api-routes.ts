@@ -1,11 +1,12 @@
 import { Mq9Error } from "@mq9/client";
-import { isPriority } from "@mq9/protocol";
+import { isTaskPriority, PRIORITY_HELP, type TaskPriority } from "../bus/envelope.js";
 import { OrchestratorError } from "../errors.js";
 import type { DirectoryEntry } from "../routing/agent-directory.js";
 import type { DeadLetter } from "../routing/dead-letters.js";
 import type { SubmitOptions } from "../scheduler/scheduler.js";
 import { isTerminal, TASK_STATUSES, type TaskState, type TaskStatus } from "../scheduler/task-state.js";
 import type { TraceView } from "../trace/trace-reader.js";
+import type { MetricsSnapshot } from "../observability/orchestrator-metrics.js";
 
 /** The parts of an HTTP request the routes read (fastify's request has them). */
 export interface ApiRequest {
@@ -48,6 +49,10 @@ export interface OrchestratorApi {
   cancel(taskId: string): Promise<TaskState>;
   trace(traceId: string): Promise<TraceView>;
   agents(): DirectoryEntry[] | Promise<DirectoryEntry[]>;
+  /** Reads the registry afresh before `agents()` (optional). */
+  refreshAgents?(): Promise<void>;
+  /** The orchestrator's numbers (optional; `mq9 serve` puts them on /metrics). */
+  metrics?(): MetricsSnapshot | Promise<MetricsSnapshot>;
   deadLetterList(options?: { limit?: number; traceId?: string }): Promise<DeadLetter[]>;
   templateList(): TemplateSummary[] | Promise<TemplateSummary[]>;
 }
@@ -143,15 +148,15 @@ export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSo
       if (typeof body.task_type !== "string" || body.task_type === "") {
         throw new OrchestratorError("INVALID_REQUEST", "give the task_type (a template name) and a payload");
       }
-      if (body.priority !== undefined && (typeof body.priority !== "string" || !isPriority(body.priority))) {
-        throw new OrchestratorError("INVALID_REQUEST", "priority must be critical, urgent or normal");
+      if (body.priority !== undefined && !isTaskPriority(body.priority)) {
+        throw new OrchestratorError("INVALID_REQUEST", PRIORITY_HELP);
       }
       if (body.trace_id !== undefined && (typeof body.trace_id !== "string" || body.trace_id === "")) {
         throw new OrchestratorError("INVALID_REQUEST", "trace_id must be a non-empty string");
       }
       const o = orchestrator();
       const task = await o.submit(body.task_type, body.payload, {
-        priority: body.priority as "normal" | undefined,
+        priority: body.priority as TaskPriority | undefined,
         traceId: body.trace_id as string | undefined,
       });
       // Synchronous unless asked otherwise (see docs/orchestrator.md, "HTTP API").
@@ -213,7 +218,9 @@ export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSo
   app.get(
     "/api/agents",
     route(async (_request, reply) => {
-      const agents = (await orchestrator().agents()).map((a) => ({
+      const o = orchestrator();
+      await o.refreshAgents?.();
+      const agents = (await o.agents()).map((a) => ({
         name: a.name,
         mailbox: a.mailbox,
         alive: a.alive,
@@ -222,6 +229,7 @@ export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSo
         weight: a.weight,
         max_concurrency: a.maxConcurrency,
         load: a.load,
+        in_flight: a.inFlight,
         reported_load: a.reportedLoad,
         last_seen: a.lastSeenMs,
         ttl: a.ttlSeconds,
