@@ -2,12 +2,12 @@ import { connect, type Mq9Client, Mq9Error } from "@mq9/client";
 import { BusNames } from "./bus/names.js";
 import { OrchestratorError } from "./errors.js";
 import type { OrchestratorApi, TemplateSummary } from "./http/api-routes.js";
+import { type MetricsSnapshot, OrchestratorMetrics } from "./observability/orchestrator-metrics.js";
 import { AgentDirectory, type DirectoryEntry } from "./routing/agent-directory.js";
 import { type DeadLetter, DeadLetters } from "./routing/dead-letters.js";
 import { LOOP_KINDS, Router } from "./routing/router.js";
 import { Scheduler, type SubmitOptions, type TemplateLookup } from "./scheduler/scheduler.js";
 import { TASK_STATUSES, type TaskState, type TaskStatus } from "./scheduler/task-state.js";
-import { type MetricsSnapshot, OrchestratorMetrics } from "./observability/orchestrator-metrics.js";
 import { TaskStore } from "./scheduler/task-store.js";
 import { formatProblem } from "./templates/task-template.js";
 import { TemplateSet } from "./templates/template-set.js";
@@ -196,9 +196,10 @@ export class Orchestrator implements OrchestratorApi {
         pollBatch: options.pollBatch,
         pollTimeoutMs: options.pollTimeoutMs,
         onStep: (task, step) => {
-          const duration = step.finished_at !== undefined && step.started_at !== undefined
-            ? step.finished_at - step.started_at
-            : undefined;
+          const duration =
+            step.finished_at !== undefined && step.started_at !== undefined
+              ? step.finished_at - step.started_at
+              : undefined;
           metrics.stepFinished(step.status, duration);
           log("info", `step ${step.id} ${step.status}`, {
             task_id: task.task_id,

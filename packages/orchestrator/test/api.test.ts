@@ -1,7 +1,13 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createEnvelope, sendEnvelope, type TaskState, type TraceView, verifyWebhookSignature } from "../src/index.js";
+import {
+  createEnvelope,
+  sendEnvelope,
+  type TaskState,
+  type TraceView,
+  verifyWebhookSignature,
+} from "../src/index.js";
 import { http, startWorld, until, type World } from "./harness.js";
 
 const templates = {
@@ -161,13 +167,17 @@ describe("HTTP API and webhooks", () => {
   });
 
   it("a step nobody can take waits, pending, until its timeout; a message nobody can take is a dead letter", async () => {
-    const queued = await http("POST", `${world.api}/api/tasks?async=true`, { task_type: "orphan", payload: 1 });
+    const queued = await http("POST", `${world.api}/api/tasks?async=true`, {
+      task_type: "orphan",
+      payload: 1,
+    });
     const waiting = await http("GET", `${world.api}/api/tasks/${queued.body.task_id}`);
     expect(waiting.body).toMatchObject({ status: "pending" });
     const res = await http("POST", `${world.api}/api/tasks?wait=true`, { task_type: "orphan", payload: 1 });
     expect(res.body).toMatchObject({
       status: "timeout",
-      error: "step 'lonely' timed out: no agent took it within 300 ms (no live agent has capability 'a.nobody')",
+      error:
+        "step 'lonely' timed out: no agent took it within 300 ms (no live agent has capability 'a.nobody')",
     });
     const client = await world.client();
     const lost = createEnvelope({ msg_type: "query", source: "tester", target: "*", payload: 1 });
@@ -198,7 +208,9 @@ describe("HTTP API and webhooks", () => {
       event: "task_completed",
       data: { task_type: "review" },
     });
-    const failed = await until("task_timeout", () => receiver.received.find((h) => h.event === "task_timeout"));
+    const failed = await until("task_timeout", () =>
+      receiver.received.find((h) => h.event === "task_timeout"),
+    );
     expect(JSON.parse(failed.body).data).toMatchObject({ task_type: "orphan", status: "timeout" });
     const leaving = await world.agent({ name: "a-leaving", capabilities: ["a.leave"] }, () => {});
     await until("the agent to be seen", () =>

@@ -31,20 +31,26 @@ function shares(agents: AgentView[], n: number, hold: boolean, limit = 0): Recor
 
 describe("capability routing", () => {
   it("shares work by weight one at a time (a trickle) and all at once (a burst)", () => {
-    expect(shares([agent("a", { weight: 3 }), agent("b", { weight: 1 })], 400, false)).toEqual({ a: 300, b: 100 });
-    expect(shares([agent("a", { weight: 3 }), agent("b", { weight: 1 })], 400, true)).toEqual({ a: 300, b: 100 });
+    expect(shares([agent("a", { weight: 3 }), agent("b", { weight: 1 })], 400, false)).toEqual({
+      a: 300,
+      b: 100,
+    });
+    expect(shares([agent("a", { weight: 3 }), agent("b", { weight: 1 })], 400, true)).toEqual({
+      a: 300,
+      b: 100,
+    });
   });
 
-  it("gives an agent with work in progress less, and a full one nothing while others have room", () => {
+  it("gives an agent with more work in progress less", () => {
     expect(shares([agent("a", { load: 4 }), agent("b", { load: 3 })], 1, true)).toEqual({ b: 1 });
     // A slow agent keeps its work in progress longer: the fast one gets the rest.
     const slow = agent("slow", { load: 4 });
     expect(shares([slow, agent("fast")], 4, false)).toEqual({ fast: 4 });
   });
 
-  it("when everyone is full, picks the least work in progress per unit of weight", () => {
-    const full = [agent("a", { load: 9, weight: 2 }), agent("b", { load: 5 })];
-    expect(chooseForCapability(full, "summarize", NOW)?.name).toBe("a");
+  it("picks the least work in progress per unit of weight", () => {
+    const busy = [agent("a", { load: 9, weight: 2 }), agent("b", { load: 5 })];
+    expect(chooseForCapability(busy, "summarize", NOW)?.name).toBe("a");
   });
 
   it("a per-agent limit leaves work unrouted when every agent is at it", () => {

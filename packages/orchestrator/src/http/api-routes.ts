@@ -1,12 +1,12 @@
 import { Mq9Error } from "@mq9/client";
 import { isTaskPriority, PRIORITY_HELP, type TaskPriority } from "../bus/envelope.js";
 import { OrchestratorError } from "../errors.js";
+import type { MetricsSnapshot } from "../observability/orchestrator-metrics.js";
 import type { DirectoryEntry } from "../routing/agent-directory.js";
 import type { DeadLetter } from "../routing/dead-letters.js";
 import type { SubmitOptions } from "../scheduler/scheduler.js";
 import { isTerminal, TASK_STATUSES, type TaskState, type TaskStatus } from "../scheduler/task-state.js";
 import type { TraceView } from "../trace/trace-reader.js";
-import type { MetricsSnapshot } from "../observability/orchestrator-metrics.js";
 
 /** The parts of an HTTP request the routes read (fastify's request has them). */
 export interface ApiRequest {
@@ -19,6 +19,7 @@ export interface ApiRequest {
 export interface ApiReply {
   code(statusCode: number): ApiReply;
   send(payload?: unknown): ApiReply;
+  header?(name: string, value: string): ApiReply;
 }
 
 export type ApiHandler = (request: ApiRequest, reply: ApiReply) => Promise<unknown>;
@@ -136,6 +137,10 @@ export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSo
         return await work(request, reply);
       } catch (err) {
         const { status, body } = failure(err);
+        // A full queue says when to come back (429 Too Many Requests).
+        if (err instanceof OrchestratorError && err.retryAfterSeconds !== undefined) {
+          reply.header?.("retry-after", String(err.retryAfterSeconds));
+        }
         return reply.code(status).send(body);
       }
     };

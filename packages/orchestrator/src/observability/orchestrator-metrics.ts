@@ -79,7 +79,13 @@ function bump(counts: Record<string, number>, key: string): void {
 /** A snapshot in the Prometheus text format (metric names start with `mq9_orchestrator_`). */
 export function prometheusText(m: MetricsSnapshot): string {
   const out: string[] = [];
-  const family = (name: string, type: string, help: string, label: string, values: Record<string, number>) => {
+  const family = (
+    name: string,
+    type: string,
+    help: string,
+    label: string,
+    values: Record<string, number>,
+  ) => {
     out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
     for (const [key, value] of Object.entries(values)) out.push(`${name}{${label}="${key}"} ${value}`);
   };
@@ -87,8 +93,20 @@ export function prometheusText(m: MetricsSnapshot): string {
     out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
   };
   family("mq9_orchestrator_tasks", "gauge", "tasks held now, by state", "state", m.tasks);
-  family("mq9_orchestrator_tasks_finished_total", "counter", "tasks that ended, by final state", "state", m.tasksFinished);
-  family("mq9_orchestrator_steps_finished_total", "counter", "steps that ended, by state", "state", m.stepsFinished);
+  family(
+    "mq9_orchestrator_tasks_finished_total",
+    "counter",
+    "tasks that ended, by final state",
+    "state",
+    m.tasksFinished,
+  );
+  family(
+    "mq9_orchestrator_steps_finished_total",
+    "counter",
+    "steps that ended, by state",
+    "state",
+    m.stepsFinished,
+  );
   out.push(
     "# HELP mq9_orchestrator_step_duration_ms duration of finished steps (recent ones for the quantiles)",
     "# TYPE mq9_orchestrator_step_duration_ms summary",
@@ -98,10 +116,33 @@ export function prometheusText(m: MetricsSnapshot): string {
     `mq9_orchestrator_step_duration_ms_sum ${m.stepLatency.sumMs}`,
     `mq9_orchestrator_step_duration_ms_count ${m.stepLatency.count}`,
   );
-  family("mq9_orchestrator_dispatches_total", "counter", "messages handed to agents, by route layer", "layer", m.dispatches);
-  family("mq9_orchestrator_dead_letters_total", "counter", "messages nobody could take, by reason", "reason", m.deadLetters);
-  family("mq9_orchestrator_loop_stops_total", "counter", "messages stopped by a loop guard, by guard", "guard", m.loopStops);
+  family(
+    "mq9_orchestrator_dispatches_total",
+    "counter",
+    "messages handed to agents, by route layer",
+    "layer",
+    m.dispatches,
+  );
+  family(
+    "mq9_orchestrator_dead_letters_total",
+    "counter",
+    "messages nobody could take, by reason",
+    "reason",
+    m.deadLetters,
+  );
+  family(
+    "mq9_orchestrator_loop_stops_total",
+    "counter",
+    "messages stopped by a loop guard, by guard",
+    "guard",
+    m.loopStops,
+  );
   single("mq9_orchestrator_queue_depth", "gauge", "tasks accepted and waiting to start", m.queueDepth);
-  single("mq9_orchestrator_tasks_waiting_for_agent", "gauge", "tasks with a step waiting for an agent", m.waiting);
+  single(
+    "mq9_orchestrator_tasks_waiting_for_agent",
+    "gauge",
+    "tasks with a step waiting for an agent",
+    m.waiting,
+  );
   return `${out.join("\n")}\n`;
 }

@@ -1,7 +1,7 @@
 import type { ConsumedMessage, Consumer, Mq9Client } from "@mq9/client";
+import { TwoGenerationMap } from "@mq9/protocol";
 import { type Envelope, EnvelopeError } from "../bus/envelope.js";
 import { preciseNow, readEnvelope, type SendEnvelopeOptions, sendEnvelope } from "../bus/envelope-io.js";
-import { TwoGenerationMap } from "@mq9/protocol";
 import { loopViolation, SeenMessages, TraceBudget } from "../bus/loop-guard.js";
 import type { BusNames } from "../bus/names.js";
 import type { AgentDirectory } from "./agent-directory.js";
@@ -31,7 +31,13 @@ export type DeadKind =
   | "malformed";
 
 /** The loop guards' kinds: each stop is logged, counted and raised as a `loop_detected` webhook. */
-export const LOOP_KINDS: ReadonlySet<DeadKind> = new Set(["max_hops", "cycle", "trace_budget", "duplicate", "bounce"]);
+export const LOOP_KINDS: ReadonlySet<DeadKind> = new Set([
+  "max_hops",
+  "cycle",
+  "trace_budget",
+  "duplicate",
+  "bounce",
+]);
 
 export type RouteDecision = { agent: AgentView; layer: RouteLayer } | { reason: string; kind: DeadKind };
 
@@ -295,7 +301,13 @@ export class Router {
         this.delivered(agent, sent, "broadcast");
       }),
     );
-    return { delivered: true, agent: targets[0], layer: "broadcast", envelope: first!, copies: targets.length };
+    return {
+      delivered: true,
+      agent: targets[0],
+      layer: "broadcast",
+      envelope: first!,
+      copies: targets.length,
+    };
   }
 
   private async choose(envelope: Envelope, fallback: boolean): Promise<RouteDecision> {
@@ -400,7 +412,9 @@ export class Router {
     } catch (err) {
       if (!(err instanceof EnvelopeError)) throw err;
       this.deadCount++;
-      const letter = await this.deadLetters.put(`malformed envelope: ${err.message}`, { raw: delivery.text() });
+      const letter = await this.deadLetters.put(`malformed envelope: ${err.message}`, {
+        raw: delivery.text(),
+      });
       this.options.onDeadLetter?.(letter, "malformed");
       return;
     }
@@ -433,7 +447,8 @@ export class Router {
     if (envelope.target === "*") {
       return `bounce: a ${envelope.msg_type} goes back to whoever asked, it is not routed by capability (${loop})`;
     }
-    if (!envelope.in_reply_to) return `bounce: a ${envelope.msg_type} must answer a message (in_reply_to) (${loop})`;
+    if (!envelope.in_reply_to)
+      return `bounce: a ${envelope.msg_type} must answer a message (in_reply_to) (${loop})`;
     if (!this.answeredOnce.firstTime(`${envelope.in_reply_to} ${envelope.target}`)) {
       return `bounce: message ${envelope.in_reply_to} was answered to ${envelope.target} already (${loop})`;
     }

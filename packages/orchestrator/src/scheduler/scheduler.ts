@@ -291,7 +291,9 @@ export class Scheduler {
       }
       const ready = template.steps.some((step) => {
         const st = record.state.steps[step.id];
-        return st.waiting !== undefined && step.performer !== undefined && this.o.router.couldTake(step.performer);
+        return (
+          st.waiting !== undefined && step.performer !== undefined && this.o.router.couldTake(step.performer)
+        );
       });
       const compensation = record.state.compensations.some((c) => c.waiting !== undefined);
       if (!ready && !compensation) continue;
