@@ -274,15 +274,17 @@ export class Orchestrator implements OrchestratorApi {
   }
 
   /** Every message of a trace in time order; throws TRACE_NOT_FOUND when there is none. */
-  async trace(traceId: string): Promise<TraceView> {
+  async trace(traceId: string, page: { offset?: number; limit?: number } = {}): Promise<TraceView> {
     const mailboxes = new Set(this.directory.list().map((a) => a.mailbox));
+    let since: number | undefined;
     for (const task of this.scheduler.list()) {
       if (task.trace_id !== traceId) continue;
+      since = Math.min(since ?? task.created_at, task.created_at);
       for (const step of Object.values(task.steps)) {
         if (step.dispatch) mailboxes.add(step.dispatch.mailbox);
       }
     }
-    const view = await this.traces.read(traceId, mailboxes);
+    const view = await this.traces.read(traceId, mailboxes, { since, ...page });
     if (!view) {
       throw new OrchestratorError(
         "TRACE_NOT_FOUND",

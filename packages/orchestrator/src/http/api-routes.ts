@@ -48,7 +48,7 @@ export interface OrchestratorApi {
   task(taskId: string): Promise<TaskState | undefined>;
   tasks(status?: TaskStatus): TaskState[] | Promise<TaskState[]>;
   cancel(taskId: string): Promise<TaskState>;
-  trace(traceId: string): Promise<TraceView>;
+  trace(traceId: string, page?: { offset?: number; limit?: number }): Promise<TraceView>;
   agents(): DirectoryEntry[] | Promise<DirectoryEntry[]>;
   /** Reads the registry afresh before `agents()` (optional). */
   refreshAgents?(): Promise<void>;
@@ -215,7 +215,20 @@ export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSo
   app.get(
     "/api/traces/:trace_id",
     route(async (request, reply) => {
-      const view = await orchestrator().trace(String(record(request.params).trace_id));
+      const query = record(request.query);
+      const page: { offset?: number; limit?: number } = {};
+      for (const key of ["offset", "limit"] as const) {
+        if (query[key] === undefined) continue;
+        const n = Number(query[key]);
+        if (!Number.isInteger(n) || n < (key === "limit" ? 1 : 0)) {
+          throw new OrchestratorError(
+            "INVALID_REQUEST",
+            `${key} must be a whole number >= ${key === "limit" ? 1 : 0}`,
+          );
+        }
+        page[key] = n;
+      }
+      const view = await orchestrator().trace(String(record(request.params).trace_id), page);
       return reply.code(200).send(view);
     }),
   );
