@@ -41,15 +41,16 @@ describe("capability routing", () => {
     });
   });
 
-  it("gives an agent with more work in progress less", () => {
-    expect(shares([agent("a", { load: 4 }), agent("b", { load: 3 })], 1, true)).toEqual({ b: 1 });
+  it("passes over an agent a whole max_concurrency behind the others", () => {
+    expect(shares([agent("a", { load: 7 }), agent("b", { load: 3 })], 1, true)).toEqual({ b: 1 });
+    expect(shares([agent("a", { load: 6 }), agent("b", { load: 3 })], 2, true)).toEqual({ a: 1, b: 1 });
     // A slow agent keeps its work in progress longer: the fast one gets the rest.
     const slow = agent("slow", { load: 4 });
     expect(shares([slow, agent("fast")], 4, false)).toEqual({ fast: 4 });
   });
 
-  it("picks the least work in progress per unit of weight", () => {
-    const busy = [agent("a", { load: 9, weight: 2 }), agent("b", { load: 5 })];
+  it("measures being behind per unit of weight", () => {
+    const busy = [agent("a", { load: 9, weight: 2 }), agent("b", { load: 9 })];
     expect(chooseForCapability(busy, "summarize", NOW)?.name).toBe("a");
   });
 

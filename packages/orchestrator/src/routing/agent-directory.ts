@@ -29,8 +29,10 @@ export interface DirectoryEntry extends AgentView {
    * answers go to whoever asked, not through the orchestrator, so the heartbeat closes them.
    */
   sentSinceReport: number;
-  /** Handlers running, as its last heartbeat said (shown, not routed on). */
+  /** Handlers running, as its last heartbeat said. */
   reportedLoad: number;
+  /** Tracked dispatches answered since that heartbeat (a heartbeat may have counted them). */
+  answeredSinceReport: number;
 }
 
 const PAGE = 1_000;
@@ -56,11 +58,13 @@ function manifestOf(entry: AgentEntry): ManifestRecord | undefined {
 
 /**
  * Work in progress: what the orchestrator dispatched and has not seen answered, plus what
- * the router delivered since the agent's last heartbeat; at least the handlers the
- * heartbeat said were running (work someone else gave it).
+ * the router delivered since the agent's last heartbeat, plus what the heartbeat said was
+ * running beyond the orchestrator's own work then (work someone else gave it): a report
+ * that still counts work answered since is not counted twice.
  */
 function loadOf(entry: DirectoryEntry): number {
-  return Math.max(entry.inFlight + entry.sentSinceReport, entry.reportedLoad);
+  const others = Math.max(0, entry.reportedLoad - entry.inFlight - entry.answeredSinceReport);
+  return entry.inFlight + entry.sentSinceReport + others;
 }
 
 function describe(entry: AgentEntry): string {
@@ -168,6 +172,7 @@ export class AgentDirectory {
     const entry = this.agents.get(name);
     if (!entry) return;
     entry.inFlight = Math.max(0, entry.inFlight - 1);
+    entry.answeredSinceReport++;
     entry.load = loadOf(entry);
   }
 
@@ -259,7 +264,8 @@ export class AgentDirectory {
     if (tags.includes(ORCHESTRATED_TAG)) this.tagged.add(name);
     else this.tagged.delete(name);
     const inFlight = previous?.inFlight ?? 0;
-    this.agents.set(name, {
+    const answeredSinceReport = reported ? 0 : (previous?.answeredSinceReport ?? 0);
+    const seen: DirectoryEntry = {
       name,
       mailbox: entry.mailbox as string,
       capabilities: manifest?.capabilities ?? [],
@@ -270,12 +276,15 @@ export class AgentDirectory {
       reportedLoad,
       sentSinceReport,
       inFlight,
-      load: Math.max(inFlight + sentSinceReport, reportedLoad),
+      answeredSinceReport,
+      load: 0,
       credit: previous?.credit,
       lastSeenMs,
       ttlSeconds: ttl,
       orchestrated: manifest !== undefined,
       alive: true,
-    });
+    };
+    seen.load = loadOf(seen);
+    this.agents.set(name, seen);
   }
 }

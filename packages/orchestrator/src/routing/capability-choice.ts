@@ -2,12 +2,12 @@ import { type AgentView, isAlive } from "./agent-view.js";
 
 /**
  * Picks who gets the next piece of work for a capability, among live agents that
- * declare it: the one with the least work in progress per unit of weight, ties broken
- * by a smooth weighted round-robin. One at a time (nothing in progress) that is the
- * round-robin, so weights 3 and 1 give exactly 3:1; in a burst, work in progress is kept
- * in proportion to weight, so again 3:1; and since work stays in progress longer at a
- * slow agent, a slow replica gets less than a fast one. `limit` (> 0) caps the work in
- * progress of each agent: when every candidate is at it, nobody is chosen.
+ * declare it: a smooth weighted round-robin, so weights 3 and 1 give 3:1 whether work
+ * comes one at a time or in a burst, with no randomness to drift. An agent is passed
+ * over while it is behind: its work in progress per unit of weight exceeds the least
+ * among them by a whole max_concurrency of its own. So a slow replica, whose work stays
+ * in progress longer, gets less, and a stuck one only its window. `limit` (> 0) caps
+ * the work in progress of each agent: when every candidate is at it, nobody is chosen.
  */
 export function chooseForCapability(
   agents: readonly AgentView[],
@@ -23,11 +23,11 @@ export function chooseForCapability(
     if (eligible(a)) least = Math.min(least, a.load / a.weight);
   }
   if (least === Number.POSITIVE_INFINITY) return undefined;
-  const tied = (a: AgentView) => eligible(a) && a.load / a.weight <= least + 1e-9;
+  const keepsUp = (a: AgentView) => a.load / a.weight - least < Math.max(1, a.maxConcurrency) / a.weight;
   let total = 0;
   let best: AgentView | undefined;
   for (const a of agents) {
-    if (!tied(a)) continue;
+    if (!eligible(a) || !keepsUp(a)) continue;
     a.credit = (a.credit ?? 0) + a.weight;
     total += a.weight;
     if (!best || a.credit > best.credit!) best = a;
