@@ -160,7 +160,7 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
   // In the background: the broker serves meanwhile, and the API answers 503 until it is up.
   const orchestratorUp = orchestrator.enabled
     ? orchestrator
-        .start(broker.host, broker.port)
+        .start(broker.host, broker.port, broker.metrics.registry)
         .catch((err: Error) => logger.error({ err }, `the orchestrator did not start: ${err.message}`))
     : Promise.resolve();
   let stopping = false;
