@@ -82,6 +82,16 @@ function named(text: string, names: readonly string[]): string {
   });
 }
 
+/** One mailbox, no keys, nothing delayed: what appendPlain takes. */
+function isPlainBatch(batch: readonly NewMessage[]): boolean {
+  const mailbox = batch[0]?.mailbox;
+  if (mailbox === undefined) return false;
+  for (const m of batch) {
+    if (m.mailbox !== mailbox || m.key !== undefined || m.dueMs !== undefined) return false;
+  }
+  return true;
+}
+
 /** Where the database is, for messages: host:port/database, never the password. */
 function describeUrl(url: string): string {
   try {
@@ -194,6 +204,7 @@ export class PostgresStore implements Store {
   }
 
   async append(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
+    if (isPlainBatch(batch)) return this.appendPlain(batch, nowMs);
     // Ids each mailbox must hand out (delayed messages take theirs when they are due).
     const counts = new Map<string, number>();
     for (const m of batch)
@@ -330,13 +341,16 @@ export class PostgresStore implements Store {
       if (taken.length === 0) return [];
       const delivered = [state.delivered0, state.delivered1, state.delivered2];
       for (const row of taken) delivered[row.priority] = Math.max(delivered[row.priority], row.msg_id);
+      // The leases and the group's new high-water marks in one statement.
       await c.query({
         name: "mq9-lease",
-        text: `INSERT INTO deliveries (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked)
-               SELECT $1, $2, msg_id, priority, $3, pos, $4, false
-               FROM unnest($5::bigint[], $6::smallint[]) WITH ORDINALITY AS t(msg_id, priority, pos)
-               ON CONFLICT (mbox, grp, msg_id) DO UPDATE
-                 SET batch = excluded.batch, pos = excluded.pos, lease_until_ms = excluded.lease_until_ms`,
+        text: `WITH leased AS (
+                 INSERT INTO deliveries (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked)
+                 SELECT $1, $2, msg_id, priority, $3, pos, $4, false
+                 FROM unnest($5::bigint[], $6::smallint[]) WITH ORDINALITY AS t(msg_id, priority, pos)
+                 ON CONFLICT (mbox, grp, msg_id) DO UPDATE
+                   SET batch = excluded.batch, pos = excluded.pos, lease_until_ms = excluded.lease_until_ms)
+               UPDATE groups SET delivered0 = $7, delivered1 = $8, delivered2 = $9 WHERE mbox = $1 AND name = $2`,
         values: [
           state.mbox,
           group,
@@ -344,12 +358,8 @@ export class PostgresStore implements Store {
           nowMs + options.leaseMs,
           taken.map((r) => r.msg_id),
           taken.map((r) => r.priority),
+          ...delivered,
         ],
-      });
-      await c.query({
-        name: "mq9-delivered",
-        text: "UPDATE groups SET delivered0 = $3, delivered1 = $4, delivered2 = $5 WHERE mbox = $1 AND name = $2",
-        values: [state.mbox, group, ...delivered],
       });
       return taken.map(storedMessage);
     });
@@ -515,6 +525,41 @@ export class PostgresStore implements Store {
     this.closed = true;
     await this.background.close();
     await this.pool.end();
+  }
+
+  /**
+   * The usual batch (one mailbox, no key, nothing delayed) in one statement and one round trip:
+   * the counter's row lock is held until the statement's own commit, so ids still become
+   * visible in order. Payloads travel as binary parameters.
+   */
+  private async appendPlain(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
+    const values: unknown[] = [batch[0].mailbox, batch.length, nowMs];
+    const rows = batch.map((m, i) => {
+      const at = values.length;
+      values.push(
+        priorityRank[m.priority],
+        m.tags ? JSON.stringify(m.tags) : null,
+        m.header ?? null,
+        m.payload,
+        m.sentMs,
+        m.expiresMs ?? null,
+      );
+      return `(${i}, $${at + 1}::smallint, $${at + 2}::jsonb, $${at + 3}::bytea, $${at + 4}::bytea, $${at + 5}::bigint, $${at + 6}::bigint)`;
+    });
+    const { rows: first } = await this.run<{ first: number }>("cannot store the message", {
+      text: `WITH box AS (
+               UPDATE mailboxes SET next_id = next_id + $2
+               WHERE address = $1 AND (expires_ms IS NULL OR expires_ms > $3) RETURNING id, next_id - $2 AS first),
+             added AS (
+               INSERT INTO messages (mbox, msg_id, priority, msg_key, tags, header, payload, created_ms, expires_ms)
+               SELECT box.id, box.first + t.ord, t.priority, NULL, t.tags, t.header, t.payload, t.created_ms, t.expires_ms
+               FROM box, (VALUES ${rows.join(", ")}) AS t(ord, priority, tags, header, payload, created_ms, expires_ms))
+             SELECT first FROM box`,
+      values,
+    });
+    const start = first[0]?.first;
+    if (start === undefined) return batch.map(() => ({ missingMailbox: true }));
+    return batch.map((_, i) => ({ id: start + i }));
   }
 
   /** Locks the batch's live mailboxes and reserves their ids; by address, with each one's first id. */
