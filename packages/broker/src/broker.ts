@@ -11,6 +11,8 @@ import { NatsListener, type NatsListenerOptions } from "./nats/index.js";
 import { openRegistry, type RegistrySettings } from "./registry/open-registry.js";
 import type { Registry } from "./registry/registry.js";
 import { Mq9Service } from "./service/mq9-service.js";
+import { LocalVectorStore } from "./registry/local-vector-store.js";
+import { PostgresStore } from "./store/postgres/postgres-store.js";
 import { SqliteStore, type SyncMode } from "./store/sqlite-store.js";
 import type { Store } from "./store/store.js";
 
@@ -52,6 +54,26 @@ export interface BrokerHttpOptions {
   /** 0 picks a free port. */
   port: number;
   routes?: (app: FastifyInstance) => void | Promise<void>;
+}
+
+/**
+ * In a cluster on PostgreSQL, the registry lives in the same database (every node answers over
+ * all of it) and its vectors in each node's memory, loaded from there.
+ */
+async function sharedRegistrySettings(
+  settings: RegistrySettings,
+  store: Store,
+  instance: string,
+): Promise<RegistrySettings> {
+  if (!(store instanceof PostgresStore) || settings.store) return settings;
+  const shared = await store.openRegistryStore(instance);
+  const semantic = settings.embedder !== "none" && typeof settings.vectorStore !== "object";
+  const vectorStore = semantic
+    ? shared.shareVectors(
+        await LocalVectorStore.open({ dataDir: ":memory:", annThreshold: settings.annThreshold }),
+      )
+    : settings.vectorStore;
+  return { ...settings, store: shared, vectorStore };
 }
 
 /** One mq9 broker: store + engine + embedded NATS-protocol listener. */
@@ -208,7 +230,7 @@ export class Broker {
       registry =
         options.registry === false
           ? undefined
-          : await openRegistry(options.registry ?? {}, {
+          : await openRegistry(await sharedRegistrySettings(options.registry ?? {}, store, node.instance), {
               dataDir: options.dataDir ?? "./mq9-data",
               sync: options.sync,
               logger,

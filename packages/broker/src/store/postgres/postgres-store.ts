@@ -14,6 +14,7 @@ import type {
   Store,
   StoredMessage,
 } from "../store.js";
+import { PostgresRegistryStore } from "../../registry/postgres-registry-store.js";
 import { ClusterLock } from "./cluster-lock.js";
 import {
   insertMessages,
@@ -117,7 +118,7 @@ export class PostgresStore implements Store {
 
   private constructor(
     private readonly pool: pg.Pool,
-    clientConfig: pg.ClientConfig,
+    private readonly clientConfig: pg.ClientConfig,
     readonly schema: string,
     private readonly logger: Logger,
     url: string,
@@ -507,6 +508,21 @@ export class PostgresStore implements Store {
         [nowMs],
       );
       return { mailboxes: boxes.rows.map((r) => r.address), messages: messages.rows[0]?.n ?? 0 };
+    });
+  }
+
+  /**
+   * The cluster's agent registry in the same database and schema, over this store's pool; `node`
+   * names this process (it embeds the skills of the REGISTERs it takes). Close it before the store.
+   */
+  openRegistryStore(node: string): Promise<PostgresRegistryStore> {
+    return PostgresRegistryStore.open({
+      pool: this.pool,
+      clientConfig: this.clientConfig,
+      schema: this.schema,
+      node,
+      logger: this.logger,
+      where: this.where,
     });
   }
 
