@@ -28,9 +28,23 @@ function cpuMs(pid) {
   }
 }
 
-/** Pids of PostgreSQL's processes: the postmaster and its children. */
+/** CPU ms of a process's children that have exited (and were waited for), from /proc. */
+function childrenCpuMs(pid) {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[13]) + Number(fields[14])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Pids of PostgreSQL's processes: the postmaster and its live children. Connections come and go
+ * during a phase, so the postmaster is also charged its exited children's CPU (see cpuMeter).
+ */
 function postgresPids(postmaster) {
-  const pids = [postmaster];
+  const pids = [-postmaster, postmaster];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
