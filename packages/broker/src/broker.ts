@@ -1,11 +1,13 @@
 import { Defaults, isMq9Subject } from "@mq9/protocol";
 import type { FastifyInstance } from "fastify";
+import { UserDirectory } from "./auth/index.js";
 import { type ClusterNode, startClusterNode } from "./cluster/cluster-node.js";
 import type { ClusterOptions } from "./cluster/cluster-options.js";
 import { MessagingEngine } from "./engine/messaging-engine.js";
 import type { Notifier } from "./engine/notifier.js";
 import { BrokerMetrics } from "./http/broker-metrics.js";
 import { HttpServer } from "./http/http-server.js";
+import { REST_OPEN_PATHS, RestApi, type RestApiOptions } from "./http/rest/rest-api.js";
 import { type Logger, silentLogger } from "./logger.js";
 import { NatsListener, type NatsListenerOptions } from "./nats/index.js";
 import { openRegistry, type RegistrySettings } from "./registry/open-registry.js";
@@ -29,8 +31,14 @@ export interface BrokerOptions {
   maxPayload?: number;
   maxConnections?: number;
   maxPendingBytes?: number;
+  /** One shared token or user/password, or a list of users with permissions (see docs/security.md). */
   auth?: NatsListenerOptions["auth"];
+  authThrottle?: NatsListenerOptions["authThrottle"];
   tls?: NatsListenerOptions["tls"];
+  /** Liveness: how often idle clients are pinged (nats-server's ping_interval). */
+  pingIntervalMs?: number;
+  /** Liveness: unanswered PINGs before a client is closed as stale (nats-server's ping_max). */
+  maxPingsOut?: number;
   leaseMs?: number;
   maxWaitMs?: number;
   fetchMaxBytes?: number;
@@ -53,7 +61,13 @@ export interface BrokerHttpOptions {
   host?: string;
   /** 0 picks a free port. */
   port: number;
-  routes?: (app: FastifyInstance) => void | Promise<void>;
+  /** Mounts higher layers' routes; `api` takes routes that belong in the REST API v1 and its OpenAPI document. */
+  routes?: (app: FastifyInstance, api: RestApi) => void | Promise<void>;
+  /** Paths served without the broker's credentials, besides /healthz, /metrics and /api/v1/auth. */
+  openPath?: (path: string) => boolean;
+  /** DNS-rebinding protection (see HttpServerOptions.allowedHosts). */
+  allowedHosts?: readonly string[];
+  allowedOrigins?: readonly string[];
 }
 
 /**
@@ -79,6 +93,7 @@ async function sharedRegistrySettings(
 /** One mq9 broker: store + engine + embedded NATS-protocol listener. */
 export class Broker {
   private closing?: Promise<void>;
+  private restApi?: RestApi;
   private markClosing: () => void = () => {};
 
   private constructor(
@@ -108,6 +123,11 @@ export class Broker {
             { err },
             "store: the worker writing message rows failed; the main thread writes them now",
           ),
+        onCorruptRecord: (err) =>
+          logger.error(
+            { err, segment: err.segment, at: err.at },
+            "store: a record of the message log does not match its checksum; its messages are not served",
+          ),
       });
     const engine = new MessagingEngine({
       store,
@@ -119,17 +139,26 @@ export class Broker {
       defaultMailboxTtl: options.defaultMailboxTtl,
       sweepIntervalMs: options.sweepIntervalMs,
     });
-    const listener = new NatsListener({
-      host: options.host ?? "127.0.0.1",
-      port: options.port ?? Defaults.port,
-      maxPayload: options.maxPayload ?? Defaults.maxPayload,
-      maxConnections: options.maxConnections,
-      maxPendingBytes: options.maxPendingBytes,
-      auth: options.auth,
-      tls: options.tls,
-      serverName: "mq9",
-      logger,
-    });
+    let listener: NatsListener;
+    try {
+      listener = new NatsListener({
+        host: options.host ?? "127.0.0.1",
+        port: options.port ?? Defaults.port,
+        maxPayload: options.maxPayload ?? Defaults.maxPayload,
+        maxConnections: options.maxConnections,
+        maxPendingBytes: options.maxPendingBytes,
+        auth: options.auth,
+        authThrottle: options.authThrottle,
+        tls: options.tls,
+        pingIntervalMs: options.pingIntervalMs,
+        maxPingsOut: options.maxPingsOut,
+        serverName: "mq9",
+        logger,
+      });
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
     const metrics = new BrokerMetrics(() => listener.connectionCount);
     let registry: Registry | undefined;
     try {
@@ -141,6 +170,7 @@ export class Broker {
               sync: options.sync,
               logger,
               sweepIntervalMs: options.sweepIntervalMs,
+              maxPayload: options.maxPayload ?? Defaults.maxPayload,
             });
     } catch (err) {
       await store.close();
@@ -148,7 +178,7 @@ export class Broker {
     }
     if (registry) metrics.watchRegistry(registry);
     if (store instanceof SqliteStore) metrics.watchStore(() => store.logStatus());
-    const service = new Mq9Service(engine, logger, metrics, registry);
+    const service = new Mq9Service(engine, logger, metrics, registry, listener.isolatesClients);
     // One abort signal per client, fired when its connection closes (ends its long-polls).
     const clients = new Map<number, AbortController>();
     const clientSignal = (clientId: number) => {
@@ -163,10 +193,10 @@ export class Broker {
       isMq9Subject,
       (request) => {
         // Built field by field: spreading the request cost more than the rest of this callback.
-        const { subject, header, payload, reply: to } = request;
-        const signal = clientSignal(request.clientId);
-        service.answer({ subject, header, payload, signal }, (reply, prompt) => {
-          if (to) listener.reply(to, reply, prompt);
+        const { subject, header, payload, reply: to, clientId, principal } = request;
+        const signal = clientSignal(clientId);
+        service.answer({ subject, header, payload, signal, principal }, (reply, prompt) => {
+          if (to) listener.reply(to, reply, prompt, clientId);
         });
       },
       (clientId) => {
@@ -176,21 +206,34 @@ export class Broker {
     );
     let closing = false;
     let http: HttpServer | undefined;
+    let restApi: RestApi | undefined;
     try {
       const address = await listener.listen();
-      if (options.http) {
+      const httpOptions = options.http;
+      if (httpOptions) {
         http = await HttpServer.start({
-          host: options.http.host ?? address.host,
-          port: options.http.port,
+          host: httpOptions.host ?? address.host,
+          port: httpOptions.port,
           metrics,
-          routes: options.http.routes,
-          auth: options.auth,
+          routes: restRoutes(
+            options,
+            { service, engine, registry, metrics, logger },
+            () => listener.connectionCount,
+            (api) => {
+              restApi = api;
+            },
+          ),
+          openPath: (path) => REST_OPEN_PATHS.includes(path) || httpOptions.openPath?.(path) === true,
+          users: UserDirectory.from(options.auth),
+          allowedHosts: httpOptions.allowedHosts,
+          allowedOrigins: httpOptions.allowedOrigins,
           logger,
           health: () => ({ ok: !closing, connections: listener.connectionCount }),
         });
       }
       engine.start();
       const broker = new Broker(address.host, address.port, engine, metrics, listener, store, http, registry);
+      broker.restApi = restApi;
       broker.markClosing = () => {
         closing = true;
       };
@@ -201,6 +244,11 @@ export class Broker {
       await store.close();
       throw err;
     }
+  }
+
+  /** Number of open client connections of the embedded listener. */
+  get connectionCount(): number {
+    return this.listener?.connectionCount ?? 0;
   }
 
   /**
@@ -240,14 +288,26 @@ export class Broker {
       const service = new Mq9Service(engine, logger, metrics, registry);
       let closing = false;
       let http: HttpServer | undefined;
-      if (options.http) {
+      let restApi: RestApi | undefined;
+      const httpOptions = options.http;
+      if (httpOptions) {
         const clusterNode = node;
         http = await HttpServer.start({
-          host: options.http.host ?? options.host ?? "127.0.0.1",
-          port: options.http.port,
+          host: httpOptions.host ?? options.host ?? "127.0.0.1",
+          port: httpOptions.port,
           metrics,
-          routes: options.http.routes,
-          auth: options.auth,
+          routes: restRoutes(
+            options,
+            { service, engine, registry, metrics, logger },
+            () => 0,
+            (api) => {
+              restApi = api;
+            },
+          ),
+          openPath: (path) => REST_OPEN_PATHS.includes(path) || httpOptions.openPath?.(path) === true,
+          users: UserDirectory.from(options.auth),
+          allowedHosts: httpOptions.allowedHosts,
+          allowedOrigins: httpOptions.allowedOrigins,
           logger,
           health: () => ({ ...clusterNode.health(), ok: !closing && clusterNode.health().ok }),
         });
@@ -268,6 +328,7 @@ export class Broker {
         registry,
         node,
       );
+      broker.restApi = restApi;
       broker.markClosing = () => {
         closing = true;
       };
@@ -288,6 +349,7 @@ export class Broker {
   close(options: { drainTimeoutMs?: number } = {}): Promise<void> {
     this.closing ??= (async () => {
       this.markClosing();
+      this.restApi?.close();
       await this.http?.close();
       // No new requests from the cluster while the engine finishes the ones in hand.
       await this.cluster?.stopReceiving();
@@ -299,4 +361,30 @@ export class Broker {
     })();
     return this.closing;
   }
+}
+
+/** The HTTP routes of a broker: the REST API v1, then what higher layers mount beside it. */
+function restRoutes(
+  options: BrokerOptions,
+  deps: Pick<RestApiOptions, "service" | "engine" | "registry" | "metrics" | "logger">,
+  connections: () => number,
+  onApi: (api: RestApi) => void,
+): (app: FastifyInstance) => Promise<void> {
+  const auth = options.auth;
+  return async (app) => {
+    const api = new RestApi(app, {
+      ...deps,
+      connections,
+      auth:
+        auth?.token !== undefined
+          ? "bearer"
+          : auth?.user !== undefined || (auth?.users?.length ?? 0) > 0
+            ? "basic"
+            : undefined,
+      version: "1.0.0",
+      logger: deps.logger,
+    });
+    onApi(api);
+    await options.http?.routes?.(app, api);
+  };
 }

@@ -1,8 +1,22 @@
+export {
+  AGENT_PERMISSIONS,
+  type AuthOptions,
+  type AuthThrottleOptions,
+  type PermissionsOptions,
+  type PermissionsProfile,
+  type Principal,
+  type SubjectRules,
+  UserDirectory,
+  type UserOptions,
+} from "./auth/index.js";
 export { Broker, type BrokerHttpOptions, type BrokerOptions } from "./broker.js";
 export { MessagingEngine, type MessagingEngineOptions } from "./engine/messaging-engine.js";
 export { LocalNotifier, type Notifier, type Watch } from "./engine/notifier.js";
 export { BrokerMetrics } from "./http/broker-metrics.js";
 export { HttpServer, type HttpServerOptions } from "./http/http-server.js";
+export { ApiError } from "./http/rest/api-error.js";
+export { RestApi, type RestApiOptions } from "./http/rest/rest-api.js";
+export type { HttpMethod, RestRouter, RouteInput, RouteOutput, RouteSpec } from "./http/rest/rest-router.js";
 export { type Logger, silentLogger } from "./logger.js";
 export { NatsListener, type NatsListenerOptions } from "./nats/index.js";
 export {
@@ -59,3 +73,10 @@ export type {
   Store,
   StoredMessage,
 } from "./store/store.js";
+export type {
+  GroupStats,
+  MailboxStats,
+  MailboxStatsOptions,
+  StoreInspection,
+  StoreTotals,
+} from "./store/store-inspection.js";

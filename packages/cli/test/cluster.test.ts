@@ -273,7 +273,7 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
       });
       const got = ids(reply);
       if (got.length === 0) return stored;
-      payloads(reply).forEach((body, i) => stored.push({ id: got[i], body }));
+      for (const [i, body] of payloads(reply).entries()) stored.push({ id: got[i], body });
       await via(`$mq9.AI.MSG.ACK.${mailbox}`, { group_name: group, msg_id: got[got.length - 1] });
     }
   };
