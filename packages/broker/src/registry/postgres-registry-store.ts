@@ -14,7 +14,7 @@ import type {
   SkillDoc,
   StoredDoc,
 } from "./registry-store.js";
-import { queryTerms } from "./text-terms.js";
+import { searchTerms } from "./text-search.js";
 import type { VectorItem, VectorStore } from "./vector-store.js";
 
 /** BM25 field weights, in the order of fieldsOf (as the embedded store weighs them). */
@@ -274,16 +274,42 @@ export class PostgresRegistryStore implements RegistryStore {
     offset: number,
     limit: number,
   ): Promise<RankedAgent[]> {
-    const terms = queryTerms(text);
+    const terms = searchTerms(text, this.text);
     if (terms.length === 0) return Promise.resolve([]);
-    const accept = (owner: number) => {
-      const entry = this.directory.ofOwner(owner);
-      return entry !== undefined && this.directory.accepts(entry, filter, nowMs);
-    };
+    const accept = (owner: number) => this.accepted(owner, filter, nowMs);
     const ranked = this.text.search(terms, offset + limit, accept).slice(offset);
     return Promise.resolve(
       ranked.map(({ owner, score }) => ({ mailbox: this.directory.ofOwner(owner)!.mailbox, score })),
     );
+  }
+
+  /** Read in memory; a registration another node wrote in the last moments may not be here yet. */
+  select(selector: AgentSelector, nowMs: number): Promise<AgentRow[]> {
+    const rows: AgentRow[] = [];
+    for (const entry of this.directory.matching({}, nowMs)) {
+      if (
+        entry.mailbox === selector.mailbox ||
+        (selector.name !== undefined && entry.name === selector.name)
+      ) {
+        rows.push(entry.record);
+      }
+    }
+    return Promise.resolve(rows);
+  }
+
+  countMatching(filter: AgentFilter, nowMs: number): Promise<number> {
+    return Promise.resolve(this.directory.countMatching(filter, nowMs));
+  }
+
+  countSearch(text: string, filter: AgentFilter, nowMs: number): Promise<number> {
+    const terms = searchTerms(text, this.text);
+    if (terms.length === 0) return Promise.resolve(0);
+    return Promise.resolve(this.text.countOwners(terms, (owner) => this.accepted(owner, filter, nowMs)));
+  }
+
+  private accepted(owner: number, filter: AgentFilter, nowMs: number): boolean {
+    const entry = this.directory.ofOwner(owner);
+    return entry !== undefined && this.directory.accepts(entry, filter, nowMs);
   }
 
   candidates(filter: AgentFilter, nowMs: number): Promise<Set<string>> {
