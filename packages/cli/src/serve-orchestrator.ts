@@ -51,6 +51,9 @@ export class ServeOrchestrator {
 
   /** Starts the worker, which connects to the broker of this process and starts the orchestrator. */
   async start(host: string, port: number): Promise<void> {
+    // Started again after a close (a cluster node that regained the orchestrator's lock).
+    this.closed = undefined;
+    this.exited = false;
     const { orchestrator: settings, auth, tls } = this.config;
     const options: ConnectOptions = { name: "mq9-orchestrator" };
     if (auth.token) options.token = auth.token;

@@ -232,6 +232,37 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
     );
   });
 
+  it("orchestrator — runs on one node at a time; when that node dies another takes it over", async () => {
+    const withOrchestrator = ["--orchestrator", "on"];
+    const [o1, o2] = await Promise.all(
+      ["o1", "o2"].map((nodeId, i) =>
+        startNode({ nodeId, nats: [nats.urls[i]], postgres: pg.url, args: withOrchestrator }),
+      ),
+    );
+    const tasksStatus = async (node: Mq9NodeProcess) =>
+      (await fetch(`http://127.0.0.1:${node.httpPort}/api/tasks`).catch(() => undefined))?.status;
+    const leaders = async () => {
+      const statuses = await Promise.all([o1, o2].map(tasksStatus));
+      return statuses.filter((s) => s === 200).length;
+    };
+    try {
+      await eventually(async () => (await leaders()) === 1, 60_000, "one orchestrator to start");
+      // It stays one: the other node keeps trying for the lock and does not get it.
+      await new Promise((r) => setTimeout(r, 4_500));
+      expect(await leaders()).toBe(1);
+      const [leader, follower] = (await tasksStatus(o1)) === 200 ? [o1, o2] : [o2, o1];
+      expect(await tasksStatus(follower)).toBe(503);
+      await leader.kill("SIGKILL");
+      await eventually(
+        async () => (await tasksStatus(follower)) === 200,
+        60_000,
+        "the other node to take over",
+      );
+    } finally {
+      await Promise.all([o1.stop(), o2.stop()]);
+    }
+  });
+
   /** Sends `count` messages `inFlight` at a time; resolves with what each SEND got. */
   const sendLoad = async (
     via: typeof viaA,

@@ -1,6 +1,7 @@
 import { priorityRank } from "@mq9/protocol";
 import pg from "pg";
 import { type Logger, silentLogger } from "../../logger.js";
+import { PostgresRegistryStore } from "../../registry/postgres-registry-store.js";
 import { StorageError } from "../storage-error.js";
 import type {
   AppendResult,
@@ -14,7 +15,6 @@ import type {
   Store,
   StoredMessage,
 } from "../store.js";
-import { PostgresRegistryStore } from "../../registry/postgres-registry-store.js";
 import { ClusterLock } from "./cluster-lock.js";
 import {
   insertMessages,
@@ -524,6 +524,14 @@ export class PostgresStore implements Store {
       logger: this.logger,
       where: this.where,
     });
+  }
+
+  /**
+   * A cluster-wide lock for once-per-cluster work of higher layers (e.g. the orchestrator): one
+   * holder at a time, released by PostgreSQL when the holder's connection ends.
+   */
+  clusterLock(name: string, what: string): ClusterLock {
+    return new ClusterLock(this.clientConfig, `mq9:${this.schema}:${name}`, this.logger, what);
   }
 
   /** Whether the database answers; for /healthz. */
