@@ -379,17 +379,42 @@ export class PostgresStore implements Store {
       const state = locked.rows[0];
       if (!state) return false;
       const cursors = [state.cursor0, state.cursor1, state.cursor2];
-      // The message and every one before it in the same claim (batch).
-      const acked = await c.query<{ priority: number }>({
-        name: "mq9-ack",
-        text: `WITH target AS (SELECT batch, pos FROM deliveries WHERE mbox = $1 AND grp = $2 AND msg_id = $3 AND NOT acked)
-               UPDATE deliveries d SET acked = true FROM target t
-               WHERE d.mbox = $1 AND d.grp = $2 AND d.batch = t.batch AND d.pos <= t.pos AND NOT d.acked
-               RETURNING d.priority`,
+      const target = await c.query<{ batch: number; pos: number }>({
+        name: "mq9-ack-target",
+        text: "SELECT batch, pos FROM deliveries WHERE mbox = $1 AND grp = $2 AND msg_id = $3 AND NOT acked",
         values: [state.mbox, group, msgId],
       });
-      if (acked.rowCount === 0) return this.wasAcked(c, state, group, msgId, cursors);
-      await this.moveCursors(c, state, group, cursors, nowMs);
+      const leased = target.rows[0];
+      if (!leased) return this.wasAcked(c, state, group, msgId, cursors);
+      // Where the cursors go once the message and every one before it in its claim are ACKed:
+      // to the lowest live message still in flight, or past the highest one handed out.
+      const inFlight = await c.query<{ priority: number; lowest: number }>({
+        name: "mq9-in-flight",
+        text: `SELECT d.priority, min(d.msg_id) AS lowest FROM deliveries d
+               JOIN messages m ON m.mbox = d.mbox AND m.msg_id = d.msg_id
+               WHERE d.mbox = $1 AND d.grp = $2 AND NOT d.acked AND NOT (d.batch = $4 AND d.pos <= $5)
+                 AND (m.expires_ms IS NULL OR m.expires_ms > $3)
+               GROUP BY d.priority`,
+        values: [state.mbox, group, nowMs, leased.batch, leased.pos],
+      });
+      const next = [state.delivered0 + 1, state.delivered1 + 1, state.delivered2 + 1];
+      for (const row of inFlight.rows) next[row.priority] = Math.min(next[row.priority], row.lowest);
+      for (let rank = 0; rank < 3; rank++) next[rank] = Math.max(next[rank], cursors[rank]);
+      // Rows the cursors pass are deleted (ACKed ones among them need no mark); the covered rows
+      // above them are marked ACKed, so they are not delivered again.
+      await c.query({
+        name: "mq9-ack",
+        text: `WITH passed AS (
+                 DELETE FROM deliveries WHERE mbox = $1 AND grp = $2
+                   AND ((priority = 0 AND msg_id < $3) OR (priority = 1 AND msg_id < $4) OR (priority = 2 AND msg_id < $5))),
+               marked AS (
+                 UPDATE deliveries SET acked = true
+                 WHERE mbox = $1 AND grp = $2 AND batch = $6 AND pos <= $7 AND NOT acked
+                   AND NOT ((priority = 0 AND msg_id < $3) OR (priority = 1 AND msg_id < $4) OR (priority = 2 AND msg_id < $5)))
+               UPDATE groups SET cursor0 = $3, cursor1 = $4, cursor2 = $5
+               WHERE mbox = $1 AND name = $2 AND (cursor0, cursor1, cursor2) IS DISTINCT FROM ($3, $4, $5)`,
+        values: [state.mbox, group, ...next, leased.batch, leased.pos],
+      });
       return true;
     });
   }
@@ -663,40 +688,6 @@ export class PostgresStore implements Store {
     if (row?.acked === false) return false;
     if (row?.priority !== null && row?.priority !== undefined) return msgId < cursors[row.priority];
     return msgId < Math.min(...cursors);
-  }
-
-  /**
-   * Moves each class cursor up to its lowest live message still in flight (or past the highest one
-   * handed out), and drops the delivery rows it passed.
-   */
-  private async moveCursors(
-    c: pg.PoolClient,
-    state: GroupRow,
-    group: string,
-    cursors: readonly number[],
-    nowMs: number,
-  ): Promise<void> {
-    const { rows } = await c.query<{ priority: number; lowest: number }>({
-      name: "mq9-in-flight",
-      text: `SELECT d.priority, min(d.msg_id) AS lowest FROM deliveries d
-             JOIN messages m ON m.mbox = d.mbox AND m.msg_id = d.msg_id
-             WHERE d.mbox = $1 AND d.grp = $2 AND NOT d.acked AND (m.expires_ms IS NULL OR m.expires_ms > $3)
-             GROUP BY d.priority`,
-      values: [state.mbox, group, nowMs],
-    });
-    const delivered = [state.delivered0, state.delivered1, state.delivered2];
-    const next = delivered.map((d) => d + 1);
-    for (const row of rows) next[row.priority] = Math.min(next[row.priority], row.lowest);
-    for (let rank = 0; rank < 3; rank++) next[rank] = Math.max(next[rank], cursors[rank]);
-    if (next.every((cursor, rank) => cursor === cursors[rank])) return;
-    await c.query({
-      name: "mq9-move-cursors",
-      text: `WITH passed AS (
-               DELETE FROM deliveries WHERE mbox = $1 AND grp = $2
-                 AND ((priority = 0 AND msg_id < $3) OR (priority = 1 AND msg_id < $4) OR (priority = 2 AND msg_id < $5)))
-             UPDATE groups SET cursor0 = $3, cursor1 = $4, cursor2 = $5 WHERE mbox = $1 AND name = $2`,
-      values: [state.mbox, group, ...next],
-    });
   }
 
   /** One statement outside a transaction, its failure mapped to a StorageError. */
