@@ -72,7 +72,7 @@ function description(agent: AgentEntry): string {
   return agentInfoOf(agent) || "-";
 }
 
-/** `mq9 agent register|unregister|report|discover`. */
+/** `mq9 agent register|unregister|report|get|discover`. */
 export function registerAgent(program: Command): void {
   const agent = program
     .command("agent")
@@ -142,6 +142,28 @@ Examples:
         await client.report(body);
         if (flags.json) printJson({ reported: true, ...body });
         else process.stdout.write(`reported ${body.name ?? body.mailbox}\n`);
+      }),
+    );
+
+  clientCommand(agent.command("get"))
+    .description("show the registration of one mailbox, or those of one name, with its last status")
+    .option("--mailbox <address>", "the agent's mailbox")
+    .option("--name <name>", "the agent's registered name")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  mq9 agent get --mailbox agent.translator.inbox
+  mq9 agent get --name translator`,
+    )
+    .action((flags: SelectorFlags) =>
+      withClient(flags, async (client) => {
+        const agents = await client.lookupAgents(selector(flags));
+        if (agents.length === 0) {
+          const what = flags.mailbox !== undefined ? `mailbox ${flags.mailbox}` : `name ${flags.name}`;
+          throw new Error(`no agent is registered with ${what}`);
+        }
+        for (const a of agents) printJson(a);
       }),
     );
 

@@ -1,4 +1,5 @@
 import { dot, type Embedder } from "./embedder.js";
+import { languageOf } from "./text-terms.js";
 
 /**
  * Skill-like sentences from many fields. A query's mean similarity to them is
@@ -81,8 +82,8 @@ export class QueryCalibration {
 
   constructor(
     private readonly embedder: Embedder,
-    /** The embedder reads Latin-script languages only (the default one: English). */
-    private readonly latinOnly: boolean,
+    /** The embedder reads English only (the default one): other languages are answered by full-text. */
+    private readonly englishOnly: boolean,
   ) {}
 
   private load() {
@@ -107,8 +108,10 @@ export class QueryCalibration {
     const baseline = Math.min(0.95, sum / references.length);
     const calibrate = (cosine: number) => Math.max(0, Math.min(1, (cosine - baseline) / (1 - baseline)));
     let notUnderstood: string | undefined;
-    if (this.latinOnly && nonLatinShare(text) > 0.5) {
+    if (this.englishOnly && nonLatinShare(text) > 0.5) {
       notUnderstood = "the embedder reads English only and the query is in another script";
+    } else if (this.englishOnly && languageOf(text) === "de") {
+      notUnderstood = "the embedder reads English only and the query reads as German";
     } else if (Math.max(...unreadable.map((u) => dot(query, u))) >= UNREADABLE_SIMILARITY) {
       notUnderstood = "the embedder recognises no word of the query";
     }

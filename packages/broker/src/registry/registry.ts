@@ -36,8 +36,8 @@ export interface RegistryOptions {
   preloadEmbedder?: boolean;
   /** Largest DISCOVER reply in bytes (the transport's max payload); longer pages are trimmed. */
   maxReplyBytes?: number;
-  /** The embedder reads Latin-script (English) text only: other scripts are answered by full-text. */
-  embedderLatinOnly?: boolean;
+  /** The embedder reads English only: queries in other scripts, or reading as German, are answered by full-text. */
+  embedderEnglishOnly?: boolean;
 }
 
 export interface RegistryStatus {
@@ -144,7 +144,7 @@ export class Registry {
       this.vectors = options.vectors;
       this.embedder = options.embedder;
       this.indexer = new EmbeddingIndexer(this.store, this.vectors, this.embedder, this.logger);
-      this.calibration = new QueryCalibration(this.embedder, options.embedderLatinOnly ?? false);
+      this.calibration = new QueryCalibration(this.embedder, options.embedderEnglishOnly ?? false);
     } else {
       this.embedderMissing = options.embedderMissingReason ?? "no embedder is configured";
     }

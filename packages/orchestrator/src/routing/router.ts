@@ -1,4 +1,5 @@
 import type { ConsumedMessage, Consumer, Mq9Client } from "@mq9/client";
+import { Defaults } from "@mq9/protocol";
 import { type Envelope, EnvelopeError } from "../bus/envelope.js";
 import { preciseNow, readEnvelope, type SendEnvelopeOptions, sendEnvelope } from "../bus/envelope-io.js";
 import { loopViolation, TraceBudget } from "../bus/loop-guard.js";
@@ -19,7 +20,7 @@ export type Delivery =
   | { delivered: false; deadLetter: DeadLetter };
 
 export interface RouterOptions {
-  /** Least similarity (0..1) a semantic match needs when the registry reports scores (default 0.35). */
+  /** Least calibrated DISCOVER score (0..1) a semantic match needs when the registry reports scores (default Defaults.intentMinScore). */
   intentThreshold?: number;
   /** Messages one trace may route before the rest are dead-lettered (default 1 000). */
   traceBudget?: number;
@@ -110,7 +111,7 @@ export class Router {
     private readonly options: RouterOptions = {},
   ) {
     this.budget = new TraceBudget(options.traceBudget ?? 1_000);
-    this.threshold = options.intentThreshold ?? 0.35;
+    this.threshold = options.intentThreshold ?? Defaults.intentMinScore;
     this.random = options.random ?? Math.random;
     this.now = options.now ?? Date.now;
     this.ttl = options.messageTtlSeconds ?? 7 * 86_400;
