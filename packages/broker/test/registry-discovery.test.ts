@@ -320,7 +320,7 @@ describe("discovery — semantic queries never wait behind background embedding"
     } finally {
       await t.close();
     }
-  });
+  }, 180_000);
 });
 
 describe("discovery — calibrated scores and the relevance floor (default embedder)", () => {

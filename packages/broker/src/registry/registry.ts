@@ -157,6 +157,7 @@ export class Registry {
       if (this.options.preloadEmbedder) {
         this.embedder
           ?.load()
+          .then(() => this.calibration?.load())
           .catch((err) => this.logger.warn({ err }, "the registry embedder could not load"));
       }
       const interval = this.options.sweepIntervalMs ?? 1_000;
@@ -327,7 +328,10 @@ export class Registry {
     let warning: string | undefined;
     if (unavailable === undefined) {
       try {
+        // Asked together, so that a first query and the reference texts share one batch of the model.
+        const references = this.calibration!.load();
         const query = await this.queryVector(semantic);
+        await references;
         const scale = await this.calibration!.scale(semantic, query);
         pending = await this.waitForSmallBacklog();
         if (pending > 0) {
