@@ -31,7 +31,7 @@ describe("discovery — lookups, field checks, paging, tags, full-text syntax", 
     await register({ name: "twin", mailbox: "twin.one.inbox", payload: "first twin" });
     await register({ name: "twin", mailbox: "twin.two.inbox", payload: "second twin" });
     await register({ name: "solo", mailbox: "solo.inbox", payload: "Translates contracts", tags: ["legal"] });
-  });
+  }, 300_000);
   afterAll(() => t.close());
 
   it("lookup — by mailbox (bare or mq9:// form) and by name; unknown ones find nothing", async () => {
@@ -111,7 +111,7 @@ describe("discovery — tag rule", () => {
         skills: [{ id: "s", name: `${name} skill`, tags: skillTags }],
       });
     }
-  });
+  }, 300_000);
   afterAll(() => t.close());
 
   it("an agent carries the tags of its card and of its skills; whole tags, any case; several tags must all be carried", async () => {
@@ -141,7 +141,7 @@ describe("discovery — paging and the reply size cap", () => {
         payload: `bulky agent ${"x".repeat(4000)}`,
       });
     }
-  });
+  }, 300_000);
   afterAll(() => t.close());
 
   it("limit + offset or page, with total, has_more and next_offset", async () => {
@@ -217,7 +217,7 @@ describe("discovery — full-text query syntax and languages", () => {
     for (const [name, payload] of cards) {
       await t.request(Subjects.agentRegister, { name, mailbox: `${name}.inbox`, payload });
     }
-  });
+  }, 300_000);
   afterAll(() => t.close());
 
   it("prefixes — a word that matches nothing whole is tried as a prefix; word* asks for it", async () => {
@@ -340,7 +340,7 @@ describe("discovery — calibrated scores and the relevance floor (default embed
       await t.request(Subjects.agentRegister, { name, mailbox: `${name}.inbox`, payload });
     }
     await t.broker.registry!.indexed();
-  });
+  }, 300_000);
   afterAll(() => t.close());
 
   it("scores are 0..1 and unrelated agents sit at 0; min_score keeps only what clears it", async () => {

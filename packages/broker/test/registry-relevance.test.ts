@@ -51,7 +51,7 @@ describe("discovery relevance on the labelled set (150 agent cards, 100 paraphra
       expect(reply.error).toBe("");
     }
     await t.broker.registry!.indexed();
-  });
+  }, 300_000);
   afterAll(async () => {
     const rows = Object.entries(results).map(
       ([mode, s]) => `  ${mode.padEnd(10)} recall@5 ${s.recallAt5.toFixed(2)}   MRR ${s.mrr.toFixed(3)}`,
@@ -62,19 +62,19 @@ describe("discovery relevance on the labelled set (150 agent cards, 100 paraphra
 
   it("full-text (BM25) alone", async () => {
     results.text = await rank((query) => ({ text: query }));
-  });
+  }, 180_000);
 
   it("semantic (default embedder) beats full-text alone", async () => {
     results.semantic = await rank((query) => ({ semantic: query }));
     expect(results.semantic.mrr).toBeGreaterThan(results.text.mrr);
     expect(results.semantic.recallAt5).toBeGreaterThan(results.text.recallAt5);
-  });
+  }, 180_000);
 
   it("hybrid (semantic + text fused) never ranks worse than semantic alone", async () => {
     results.hybrid = await rank((query) => ({ semantic: query, text: query }));
     expect(results.hybrid.mrr).toBeGreaterThanOrEqual(results.semantic.mrr);
     expect(results.hybrid.recallAt5).toBeGreaterThanOrEqual(results.semantic.recallAt5);
-  });
+  }, 180_000);
 });
 
 describe("discovery relevance in Chinese and German with the default install", () => {
@@ -95,7 +95,7 @@ describe("discovery relevance in Chinese and German with the default install", (
       expect(reply.error).toBe("");
     }
     await t.broker.registry!.indexed();
-  });
+  }, 300_000);
   afterAll(() => t.close());
 
   for (const [mode, body] of Object.entries(byMode)) {
@@ -119,6 +119,6 @@ describe("discovery relevance in Chinese and German with the default install", (
       );
       expect(top5 / n).toBeGreaterThanOrEqual(0.9);
       expect(top1 / n).toBeGreaterThanOrEqual(0.75);
-    });
+    }, 180_000);
   }
 });

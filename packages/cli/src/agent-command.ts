@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { AgentEntry, AgentRegistration } from "@mq9/client";
 import { agentInfoOf } from "@mq9/client";
-import type { Command } from "commander";
+import { type Command, InvalidArgumentError } from "commander";
 import {
   type ConnectionFlags,
   clientCommand,
@@ -28,6 +28,7 @@ interface ReportFlags extends SelectorFlags {
 
 interface DiscoverFlags extends ConnectionFlags {
   semantic?: string;
+  minScore?: number;
   limit?: number;
   page?: number;
 }
@@ -51,6 +52,15 @@ async function readJsonObject(source: string): Promise<Record<string, unknown>> 
     throw new UsageError(`${source === "-" ? "stdin" : source} must hold a JSON object`);
   }
   return value as Record<string, unknown>;
+}
+
+/** A --min-score value: a number from 0 to 1. */
+function score(value: string): number {
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n) || n < 0 || n > 1) {
+    throw new InvalidArgumentError(`--min-score must be a number from 0 to 1, got '${value}'`);
+  }
+  return n;
 }
 
 function selector(flags: SelectorFlags): { name?: string; mailbox?: string } {
@@ -173,6 +183,7 @@ Examples:
     .option("--semantic <query>", "natural-language query (wins over text)")
     .option("-n, --limit <n>", "agents per page (default 20)", integer("--limit", 1))
     .option("--page <n>", "page, from 1", integer("--page", 1))
+    .option("--min-score <score>", "with --semantic: only agents scoring at least this (0..1)", score)
     .addHelpText(
       "after",
       `
@@ -188,7 +199,11 @@ Examples:
         if (flags.semantic !== undefined) query.semantic = flags.semantic;
         if (flags.limit !== undefined) query.limit = flags.limit;
         if (flags.page !== undefined) query.page = flags.page;
-        const agents = await client.discover(query);
+        if (flags.minScore !== undefined) query.min_score = flags.minScore;
+        const reply = await client.discoverPage(query);
+        const agents = reply.agents;
+        // A fallback ranking, a trimmed page or skills not yet searchable: said on stderr, never hidden.
+        if (reply.warning) process.stderr.write(`mq9: warning: ${reply.warning}\n`);
         if (flags.json) {
           for (const a of agents) printJson(a);
         } else if (agents.length === 0) {
