@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import { connect as mq9Connect } from "@mq9/client";
-import { AckPolicy, connect as natsConnect, DeliverPolicy, StorageType } from "nats";
+import { AckPolicy, DeliverPolicy, connect as natsConnect, StorageType } from "nats";
 import PgBoss from "pg-boss";
 import { startMq9Node } from "../scripts/local-cluster/mq9-node.js";
 import { startNatsCluster } from "../scripts/local-cluster/nats-cluster.js";

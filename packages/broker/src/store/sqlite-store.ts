@@ -920,8 +920,7 @@ export class SqliteStore implements Store, StoreInspection {
       const box = this.liveMailbox(address, nowMs);
       if (!box) return undefined;
       return this.committed(() => {
-        // Keeps ids from being reused after a restart, as a DELETE of the newest message does.
-        this.stmt.saveNextId.run(this.nextId);
+        // Ids are not reused after a restart: the store persists a reserved range ahead of them.
         const dropped = this.stmt.dropMessagesOf.all(box.id);
         this.released(dropped);
         this.db.prepare("DELETE FROM delayed WHERE mbox = ?").run(box.id);
