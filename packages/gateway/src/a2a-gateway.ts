@@ -264,7 +264,7 @@ async function* observed(replies: Replies, tracker: ReturnType<TaskMemory["track
 
 /**
  * The answer to a send repeated with the same messageId: the task it started, as it is now
- * when it has ended or waits for input, else followed to its end (SubscribeToTask).
+ * once it has ended or waits for input (or as it is when the call's time is up).
  */
 async function* repeatReplies(
   channel: RpcChannel,
@@ -290,24 +290,28 @@ async function* repeatReplies(
     };
     return;
   }
-  const current = await channel.request(
-    mailbox,
-    { jsonrpc: "2.0", method: legacy ? "tasks/get" : "GetTask", params: { id: task.taskId } },
-    callOptions,
-  );
-  if (current.error || TaskMemory.settled(eventInfo(current.result).state)) {
-    yield {
-      response: current.error
-        ? current
-        : { ...current, result: legacy ? current.result : { task: current.result } },
-    };
-    return;
+  // Poll the task rather than subscribe: every mailbox agent answers GetTask, not all stream.
+  const deadline = Date.now() + callOptions.timeoutMs;
+  for (let pause = 100; ; pause = Math.min(pause * 2, 1_000)) {
+    const current = await channel.request(
+      mailbox,
+      { jsonrpc: "2.0", method: legacy ? "tasks/get" : "GetTask", params: { id: task.taskId } },
+      callOptions,
+    );
+    if (
+      current.error ||
+      TaskMemory.settled(eventInfo(current.result).state) ||
+      Date.now() + pause > deadline
+    ) {
+      yield {
+        response: current.error
+          ? current
+          : { ...current, result: legacy ? current.result : { task: current.result } },
+      };
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, pause));
   }
-  yield* channel.call(
-    mailbox,
-    { jsonrpc: "2.0", method: legacy ? "tasks/resubscribe" : "SubscribeToTask", params: { id: task.taskId } },
-    callOptions,
-  );
 }
 
 /**
