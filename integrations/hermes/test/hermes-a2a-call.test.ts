@@ -3,7 +3,7 @@ import { connect, type Mq9Client } from "@mq9/client";
 import { A2AAgent, TaskEvents } from "@mq9/client/a2a";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { userText } from "../../../packages/client/test/a2a-agents.js";
-import { type Mq9Serve, mq9OnPath, mq9Serve, python } from "./harness.js";
+import { type JsonLines, type Mq9Serve, mq9OnPath, mq9Serve, python, tempHome } from "./harness.js";
 import { ensurePythonEnv, skipWithoutPython } from "./python-env.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: the client prints JSON
@@ -50,6 +50,7 @@ describe.skipIf(skipWithoutPython())("Hermes' a2a_call through the broker's A2A 
   const slow = new ThirtyFiveSeconds();
   const asks = new AsksFirst();
   const { env } = mq9OnPath();
+  let hermes: JsonLines | undefined;
   const call = async (agent: string, message: string, contextId?: string) => {
     const run = python(
       py,
@@ -57,7 +58,7 @@ describe.skipIf(skipWithoutPython())("Hermes' a2a_call through the broker's A2A 
       [`${broker.http}/a2a/${agent}`, message, ...(contextId ? [contextId] : [])],
       env,
     );
-    const out = await run.next(() => true, 170_000);
+    const out = await run.next(() => true, 550_000);
     await run.exited;
     return out as Json;
   };
@@ -81,6 +82,7 @@ describe.skipIf(skipWithoutPython())("Hermes' a2a_call through the broker's A2A 
   }, 900_000);
 
   afterAll(async () => {
+    await hermes?.close();
     for (const agent of agents) await agent.stop();
     await client?.close();
     await broker?.close();
@@ -94,7 +96,7 @@ describe.skipIf(skipWithoutPython())("Hermes' a2a_call through the broker's A2A 
       fell_back: false,
     });
     expect(slow.runs).toBe(1);
-  }, 180_000);
+  }, 300_000);
 
   it("input-required ends the call, and a follow-up carrying only the context_id continues the task", async () => {
     const first = await call("asking.coder", "write hello world");
@@ -108,5 +110,36 @@ describe.skipIf(skipWithoutPython())("Hermes' a2a_call through the broker's A2A 
       context_id: first.context_id,
     });
     expect(asks.runs).toBe(2);
-  }, 180_000);
+  }, 300_000);
+
+  it("a Hermes agent served by the plugin, called with a2a_call: answer, input-required, follow-ups by context", async () => {
+    hermes = python(
+      py,
+      "hermes_agent_harness.py",
+      ["serve", "--home", tempHome(), "--server", broker.url, "--agent-id", "hermes.writer"],
+      env,
+    );
+    await hermes.step("serving");
+    const first = await call("hermes.writer", "write a haiku");
+    expect(first).toMatchObject({
+      state: "TASK_STATE_COMPLETED",
+      reply: "stub answer: write a haiku",
+      fell_back: false,
+    });
+    // The same context: Hermes gets the conversation so far.
+    const second = await call("hermes.writer", "another one", first.context_id);
+    expect(second).toMatchObject({
+      state: "TASK_STATE_COMPLETED",
+      reply: "stub answer: another one (turn 2)",
+      context_id: first.context_id,
+    });
+
+    const asked = await call("hermes.writer", "ASK Which meter?");
+    expect(asked).toMatchObject({ state: "TASK_STATE_INPUT_REQUIRED", reply: "Which meter?" });
+    const answered = await call("hermes.writer", "five-seven-five", asked.context_id);
+    expect(answered).toMatchObject({
+      state: "TASK_STATE_COMPLETED",
+      reply: "stub answer: five-seven-five (turn 2)",
+    });
+  }, 600_000);
 });

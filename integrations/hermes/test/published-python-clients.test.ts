@@ -61,7 +61,7 @@ describe.skipIf(skipWithoutPython())("the published Python clients against mq9 s
     expect(ops.close.ok).toBe(true);
     await client.send("py.robustmq", "still fine");
     expect(await inbox("py.robustmq")).toBe(1);
-  }, 180_000);
+  }, 300_000);
 
   it("langchain-mq9 0.3.5: its six tools called directly get the same answers", async () => {
     await client.createMailbox({ name: "py.langchain", ttl: 0 });
@@ -83,7 +83,7 @@ describe.skipIf(skipWithoutPython())("the published Python clients against mq9 s
       /unrecognized mq9 subject: \$mq9\.AI\.MAILBOX\.LIST\.py\.langchain/,
     );
     expect(ops.DeleteMessageTool.error).toMatch(/unrecognized mq9 subject/);
-  }, 180_000);
+  }, 300_000);
 
   it("a2a-sdk 1.3.0's client through the A2A gateway: send, stream, get, cancel", async () => {
     const agents = [
@@ -117,5 +117,5 @@ describe.skipIf(skipWithoutPython())("the published Python clients against mq9 s
     } finally {
       for (const agent of agents) await agent.stop();
     }
-  }, 180_000);
+  }, 300_000);
 });

@@ -74,7 +74,7 @@ def main() -> None:
             result = None
     if result is None or result["status"]["state"] not in TERMINAL:
         fell_back = True
-        with post(rpc, body, "application/json", 120) as resp:
+        with post(rpc, body, "application/json", 500) as resp:
             answer = json.loads(resp.read())
         if answer.get("error"):
             print(json.dumps({"error": answer["error"], "fell_back": True}))
