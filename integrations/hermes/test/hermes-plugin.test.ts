@@ -1,7 +1,10 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { connect, type Mq9Client } from "@mq9/client";
+import { A2AAgent, A2AClient } from "@mq9/client/a2a";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TranslatorExecutor, translatorCard } from "../../../packages/client/test/a2a-agents.js";
 import { type JsonLines, type Mq9Serve, mq9OnPath, mq9Serve, python, REPO, tempHome } from "./harness.js";
 import { ensurePythonEnv, skipWithoutPython, VENV } from "./python-env.js";
 
@@ -23,6 +26,7 @@ const coderCard = JSON.stringify({
 describe.skipIf(skipWithoutPython())("the native Hermes plugin, loaded by the real hermes-agent", () => {
   let py: string;
   let broker: Mq9Serve;
+  let client: Mq9Client;
   const running: JsonLines[] = [];
   const { env } = mq9OnPath();
   const start = (command: string, args: string[]) => {
@@ -34,10 +38,12 @@ describe.skipIf(skipWithoutPython())("the native Hermes plugin, loaded by the re
   beforeAll(async () => {
     py = await ensurePythonEnv();
     broker = await mq9Serve(env);
+    client = await connect(broker.url);
   }, 900_000);
 
   afterAll(async () => {
     await Promise.all(running.map((p) => p.close()));
+    await client?.close();
     await broker?.close();
   });
 
@@ -115,7 +121,16 @@ describe.skipIf(skipWithoutPython())("the native Hermes plugin, loaded by the re
   let a: JsonLines;
 
   it("two Hermes agents: A discovers 'an agent that can write Python', finds B, calls it; B's inbox server answers", async () => {
-    const b = start("serve", ["--server", broker.url, "--agent-id", "python.coder", "--card", coderCard]);
+    const b = start("serve", [
+      "--server",
+      broker.url,
+      "--agent-id",
+      "python.coder",
+      "--ttl",
+      "3",
+      "--card",
+      coderCard,
+    ]);
     await b.step("serving");
     a = start("ask", ["--server", broker.url, "--agent-id", "hermes.a", "--toolsets", "mq9"]);
     a.write('mq9_discover {"query":"an agent that can write Python","limit":3}');
@@ -133,6 +148,20 @@ describe.skipIf(skipWithoutPython())("the native Hermes plugin, loaded by the re
       agent: "python.coder",
       artifacts: ["stub answer: write hello world in Python"],
     });
+    // Our TypeScript A2A client (what the MCP tools and the bridge use) reaches B the same way.
+    const a2a = new A2AClient(client, { timeoutMs: 400_000 });
+    const { task } = await a2a.send("python.coder", "print the date in Python");
+    expect(task!.status).toMatchObject({ state: "TASK_STATE_COMPLETED" });
+    expect((task!.artifacts as Json[])[0].parts[0].text).toBe("stub answer: print the date in Python");
+    // Heartbeats (every ttl/3 = 1 s): B's REPORT is what the registry shows, and keeps it past its ttl.
+    let entry: Json | undefined;
+    for (let i = 0; i < 60 && !entry?._status; i++) {
+      [entry] = await client.discover({ text: "python.coder", include_status: true, online: true });
+      if (!entry?._status) await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    expect(entry!._status).toMatchObject({ report_info: expect.stringMatching(/^running, processed=\d+$/) });
+    await a2a.close();
+
     // B's session ends: it unregisters, its inbox stays.
     await b.close();
     expect(b.lines.at(-1)).toMatchObject({ step: "stopped" });
@@ -154,6 +183,18 @@ describe.skipIf(skipWithoutPython())("the native Hermes plugin, loaded by the re
       artifacts: ["stub answer: write fizzbuzz in Python"],
     });
     expect((done.tool_result as Json).pending).toBeUndefined();
+
+    // A calls an agent of our TypeScript SDK (what `mq9 agent serve` runs) just as well.
+    const translator = await A2AAgent.start(client, {
+      card: translatorCard,
+      executor: new TranslatorExecutor(),
+      onError: () => {},
+    });
+    a.write('mq9_call {"target":"Translator","message":"hello","timeout":120}');
+    const translated = await a.next((l) => l.step === "turn" && l.tool === "mq9_call", undefined, from + 2);
+    expect(translated.tool_result).toMatchObject({ state: "completed", agent: "translator" });
+    expect((translated.tool_result as Json).artifacts.join("")).toBe("FR: HELLO");
+    await translator.stop();
     await a.close();
     await b.close();
   }, 600_000);
