@@ -98,6 +98,46 @@ describe.skipIf(skipWithoutPython())("the native Hermes plugin, loaded by the re
     expect(run.stderr).not.toMatch(/mq9/i);
   }, 120_000);
 
+  it("configured by env alone (MQ9_SERVER, MQ9_TOKEN, MQ9_AGENT_ID); a broker with a token refuses it without one", async () => {
+    const guarded = await mq9Serve(env, ["--token", "s3cret"]);
+    try {
+      const withToken = python(
+        py,
+        "hermes_agent_harness.py",
+        ["load", "--home", tempHome(), "--env-config"],
+        {
+          ...env,
+          MQ9_SERVER: guarded.url,
+          MQ9_TOKEN: "s3cret",
+          MQ9_AGENT_ID: "Env Agent",
+        },
+      );
+      running.push(withToken);
+      await withToken.step("finalized");
+      const [status] = withToken.lines.filter((l) => l.step === "dispatch").map((l) => l.result as Json);
+      expect(status).toMatchObject({ connected: true, registered: true, mailbox: "env.agent" });
+
+      const without = python(py, "hermes_agent_harness.py", ["load", "--home", tempHome(), "--env-config"], {
+        ...env,
+        MQ9_SERVER: guarded.url,
+        MQ9_TOKEN: "",
+      });
+      running.push(without);
+      await without.step("finalized");
+      const results = without.lines.filter((l) => l.step === "dispatch").map((l) => l.result as Json);
+      // Every tool says what is wrong instead of failing inside Hermes (or hanging on retries).
+      expect(results[0]).toMatchObject({ connected: false, registered: false });
+      for (const result of results.slice(1)) {
+        expect(result.error).toMatch(
+          /cannot connect to the mq9 broker at nats:\/\/127\.0\.0\.1:\d+: .*Authorization Violation/,
+        );
+      }
+      expect(without.stderr).toMatch(/mq9: start failed: cannot connect/);
+    } finally {
+      await guarded.close();
+    }
+  }, 300_000);
+
   it("`hermes plugins install file://<clone>#integrations/hermes/mq9 --enable` installs and enables it", () => {
     const home = tempHome();
     const hermes = join(VENV, "bin/hermes");
