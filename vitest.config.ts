@@ -15,6 +15,7 @@ export default defineConfig({
       "@mq9/bridge": src("bridge"),
       "@mq9/gateway": src("gateway"),
       "@mq9/orchestrator": src("orchestrator"),
+      "@mq9/dashboard": src("dashboard"),
     },
   },
   test: {
