@@ -139,7 +139,8 @@ export function mountOrchestratorRestRoutes(
     if (!handler) throw orchestratorOff();
     return runHandler(handler, input.params, input.query, input.body);
   };
-  const errors = [400, 503];
+  // 502: the orchestrator could not get an answer from the broker.
+  const errors = [400, 502, 503];
 
   router.add({
     method: "GET",
@@ -175,7 +176,7 @@ export function mountOrchestratorRestRoutes(
       200: { description: "finished (with wait)", schema: Task },
       202: { description: "accepted, running", schema: Submitted },
     },
-    errors: [...errors, 404],
+    errors,
     handler: async (input) => {
       const query = { ...input.query, wait: input.query.wait === "true" ? "true" : undefined };
       return forward("POST /api/tasks")({ ...input, query });
@@ -239,7 +240,7 @@ export function mountOrchestratorRestRoutes(
     responses: {
       200: { description: "templates", schema: z.looseObject({ templates: z.array(Template) }) },
     },
-    errors: [503],
+    errors: [502, 503],
     handler: async (input) => forward("GET /api/templates")(input),
   });
 
@@ -251,7 +252,7 @@ export function mountOrchestratorRestRoutes(
     responses: {
       200: { description: "agents", schema: z.object({ agents: z.array(OrchestratorAgent) }) },
     },
-    errors: [503],
+    errors: [502, 503],
     handler: async (input) => forward("GET /api/agents")(input),
   });
 }

@@ -9,6 +9,7 @@ const ERROR_TEXTS: Record<number, string> = {
   401: "authentication required (the broker's token as Bearer, or user and password as Basic)",
   404: "no such mailbox, message or agent",
   409: "it exists already",
+  502: "a part of the broker did not get an answer it needed (the error says which)",
   503: "that part of the broker is off or not started (the error says which)",
 };
 
