@@ -19,7 +19,7 @@ export default defineConfig({
     },
   },
   test: {
-    include: ["packages/*/test/**/*.test.ts"],
+    include: ["packages/*/test/**/*.test.ts", "integrations/*/test/**/*.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",

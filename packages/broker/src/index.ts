@@ -1,3 +1,14 @@
+export {
+  AGENT_PERMISSIONS,
+  type AuthOptions,
+  type AuthThrottleOptions,
+  type PermissionsOptions,
+  type PermissionsProfile,
+  type Principal,
+  type SubjectRules,
+  UserDirectory,
+  type UserOptions,
+} from "./auth/index.js";
 export { Broker, type BrokerHttpOptions, type BrokerOptions } from "./broker.js";
 export { MessagingEngine, type MessagingEngineOptions } from "./engine/messaging-engine.js";
 export { LocalNotifier, type Notifier, type Watch } from "./engine/notifier.js";
@@ -47,6 +58,7 @@ export type {
 export { encodeMessageItem } from "./service/message-item.js";
 export { encodeReply, type Mq9Request, Mq9Service, type ReplyBody } from "./service/mq9-service.js";
 export type { RequestObserver } from "./service/request-observer.js";
+export { PostgresStore, type PostgresStoreOptions } from "./store/postgres/postgres-store.js";
 export { SqliteStore, type SqliteStoreOptions, type SyncMode } from "./store/sqlite-store.js";
 export { StorageError } from "./store/storage-error.js";
 export type {

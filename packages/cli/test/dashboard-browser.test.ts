@@ -1,3 +1,4 @@
+import { cpSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { connect, headers, type NatsConnection } from "nats";
@@ -42,7 +43,14 @@ describe.skipIf(missing !== undefined)(
     let base: string;
 
     beforeAll(async () => {
-      served = await spawnServe(["--data", tempDir(), "--templates", exampleTemplates]);
+      // The example's templates, and one file with a mistake the templates page must show.
+      const templates = join(tempDir(), "templates");
+      cpSync(exampleTemplates, templates, { recursive: true });
+      writeFileSync(
+        join(templates, "broken.yaml"),
+        "name: broken\nsteps:\n  - id: a\n    depends_on: [nowhere]\n",
+      );
+      served = await spawnServe(["--data", tempDir(), "--templates", templates]);
       base = `http://127.0.0.1:${served.httpPort}`;
       nc = await connect({ servers: `127.0.0.1:${served.port}` });
       browser = await launchChromium();
@@ -146,7 +154,7 @@ describe.skipIf(missing !== undefined)(
         onError: () => {},
       });
       try {
-        const submitted = await fetch(`${base}/api/v1/tasks`, {
+        const submitted = await fetch(`${base}/api/v1/tasks?async=true`, {
           method: "POST",
           headers: { "content-type": "application/json" },
           body: JSON.stringify({
@@ -172,6 +180,11 @@ describe.skipIf(missing !== undefined)(
           .waitFor(WAIT);
         await page.goto(`${base}/#/templates`);
         await page.locator('[data-template="content-analysis"] svg g[data-step="report"]').waitFor(WAIT);
+        await page
+          .locator('[data-testid="template-problem"]', {
+            hasText: "step 'a' depends on unknown step 'nowhere'",
+          })
+          .waitFor(WAIT);
       } finally {
         for (const agent of agents) await agent.stop();
       }

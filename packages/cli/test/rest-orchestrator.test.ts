@@ -1,3 +1,4 @@
+import { cpSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Ajv2020 from "ajv/dist/2020.js";
@@ -55,8 +56,15 @@ describe("the orchestrator's routes in the REST API v1 (mq9 serve)", () => {
   let served: ServeProcess;
   let agents: { stop(): Promise<void> }[];
   let base: string;
+  const templatesDir = join(tempDir(), "templates");
   beforeAll(async () => {
-    served = await spawnServe(["--data", tempDir(), "--templates", exampleTemplates]);
+    // The example's templates, and one file with a mistake in it.
+    cpSync(exampleTemplates, templatesDir, { recursive: true });
+    writeFileSync(
+      join(templatesDir, "broken.yaml"),
+      "name: broken\nsteps:\n  - id: a\n    depends_on: [nowhere]\n",
+    );
+    served = await spawnServe(["--data", tempDir(), "--templates", templatesDir]);
     base = `http://127.0.0.1:${served.httpPort}`;
     agents = await startAgents(`mq9://127.0.0.1:${served.port}`, { heartbeatMs: 200, onError: () => {} });
   }, 60_000);
@@ -76,12 +84,18 @@ describe("the orchestrator's routes in the REST API v1 (mq9 serve)", () => {
     }
     const templates = await check("GET", "/api/v1/templates", "/api/v1/templates", 200);
     expect(templates.templates.map((t: { name: string }) => t.name)).toEqual(["content-analysis"]);
-    const done = await check("POST", "/api/v1/tasks", "/api/v1/tasks?wait=true&timeout_ms=30000", 200, {
+    expect(templates.problems).toContainEqual({
+      file: join(templatesDir, "broken.yaml"),
+      line: 3,
+      column: 5,
+      message: "step 'a' depends on unknown step 'nowhere'",
+    });
+    const done = await check("POST", "/api/v1/tasks", "/api/v1/tasks?timeout_ms=30000", 200, {
       task_type: "content-analysis",
       payload: { text: "Agents send messages. The broker keeps them." },
     });
     expect(done.status).toBe("completed");
-    await check("POST", "/api/v1/tasks", "/api/v1/tasks", 202, {
+    await check("POST", "/api/v1/tasks", "/api/v1/tasks?async=true", 202, {
       task_type: "content-analysis",
       payload: { text: "x." },
     });

@@ -118,7 +118,7 @@ try {
     config: { num_msgs: 5 },
   });
   const submitted = await (
-    await fetch(`${base}/api/v1/tasks?wait=true`, {
+    await fetch(`${base}/api/v1/tasks`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({

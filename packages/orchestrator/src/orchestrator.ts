@@ -8,7 +8,7 @@ import { Router } from "./routing/router.js";
 import { Scheduler, type SubmitOptions, type TemplateLookup } from "./scheduler/scheduler.js";
 import type { TaskState, TaskStatus } from "./scheduler/task-state.js";
 import { TaskStore } from "./scheduler/task-store.js";
-import { formatProblem } from "./templates/task-template.js";
+import { formatProblem, type TemplateProblem } from "./templates/task-template.js";
 import { TemplateSet } from "./templates/template-set.js";
 import { TraceReader, type TraceView } from "./trace/trace-reader.js";
 import { type WebhookConfig, type WebhookEvent, WebhookNotifier } from "./webhooks/webhook-notifier.js";
@@ -199,6 +199,11 @@ export class Orchestrator implements OrchestratorApi {
   /** The registry as the router sees it: manifest, load and liveness of each agent. */
   agents(): DirectoryEntry[] {
     return this.directory.list();
+  }
+
+  /** What is wrong with the template files (file, line, column, message), from the last load. */
+  templateProblems(): TemplateProblem[] {
+    return this.templates.problems?.() ?? [];
   }
 
   /** The loaded task templates with their steps, by name. */

@@ -10,7 +10,14 @@ import {
   type QueryRequest,
 } from "@mq9/protocol";
 import { type Logger, silentLogger } from "../logger.js";
-import type { AppendResult, NewMessage, StartPosition, Store, StoredMessage } from "../store/store.js";
+import type {
+  AppendResult,
+  MailboxRecord,
+  NewMessage,
+  StartPosition,
+  Store,
+  StoredMessage,
+} from "../store/store.js";
 import {
   canInspect,
   type GroupStats,
@@ -97,10 +104,10 @@ export class MessagingEngine {
     this.expiry.start();
   }
 
-  /** Creates a mailbox and returns its address. */
-  async createMailbox(request: MailboxCreateRequest): Promise<string> {
+  /** Creates a mailbox (owned by `owner`, when users are configured) and returns its address. */
+  async createMailbox(request: MailboxCreateRequest, owner?: string): Promise<string> {
     const now = this.now();
-    const address = request.name ?? generateMailAddress(now);
+    const address = request.name ?? generateMailAddress();
     const invalid = mailAddressError(address);
     if (invalid) throw new Mq9Error("INVALID_NAME", invalid);
     const ttlSeconds = request.ttl ?? this.defaultMailboxTtl;
@@ -111,6 +118,7 @@ export class MessagingEngine {
         desc: request.desc ?? "",
         createdMs: now,
         expiresMs: ttlSeconds > 0 ? now + ttlSeconds * 1000 : undefined,
+        owner,
       },
       now,
     );
@@ -284,6 +292,11 @@ export class MessagingEngine {
       default:
         return { fromId: await this.store.nextMessageId(mailbox) };
     }
+  }
+
+  /** The live mailbox, or undefined. */
+  mailbox(address: string): Promise<MailboxRecord | undefined> {
+    return this.store.getMailbox(address, this.now());
   }
 
   private async requireMailbox(mailbox: string): Promise<void> {

@@ -5,6 +5,7 @@ import type { DirectoryEntry } from "../routing/agent-directory.js";
 import type { DeadLetter } from "../routing/dead-letters.js";
 import type { SubmitOptions } from "../scheduler/scheduler.js";
 import { isTerminal, TASK_STATUSES, type TaskState, type TaskStatus } from "../scheduler/task-state.js";
+import type { TemplateProblem } from "../templates/task-template.js";
 import type { TraceView } from "../trace/trace-reader.js";
 
 /** The parts of an HTTP request the routes read (fastify's request has them). */
@@ -50,6 +51,8 @@ export interface OrchestratorApi {
   agents(): DirectoryEntry[] | Promise<DirectoryEntry[]>;
   deadLetterList(options?: { limit?: number; traceId?: string }): Promise<DeadLetter[]>;
   templateList(): TemplateSummary[] | Promise<TemplateSummary[]>;
+  /** Problems of the template files' last load (shown beside the templates). */
+  templateProblems?(): TemplateProblem[] | Promise<TemplateProblem[]>;
 }
 
 /** Where the API finds the orchestrator: itself, or a getter for one that starts after the HTTP server. */
@@ -154,7 +157,10 @@ export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSo
         priority: body.priority as "normal" | undefined,
         traceId: body.trace_id as string | undefined,
       });
-      if (!(flag(query.wait) || body.wait === true)) {
+      // Synchronous unless asked otherwise (see docs/orchestrator.md, "HTTP API").
+      const asynchronous =
+        flag(query.async) || body.async === true || query.wait === "false" || body.wait === false;
+      if (asynchronous) {
         return reply.code(202).send({ task_id: task.task_id, trace_id: task.trace_id, status: task.status });
       }
       const waitMs = milliseconds(query.timeout_ms ?? body.wait_timeout_ms, "timeout_ms", DEFAULT_WAIT_MS);
@@ -248,8 +254,10 @@ export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSo
   app.get(
     "/api/templates",
     route(async (_request, reply) => {
-      const templates = await orchestrator().templateList();
-      return reply.code(200).send({ templates });
+      const o = orchestrator();
+      const templates = await o.templateList();
+      const problems = (await o.templateProblems?.()) ?? [];
+      return reply.code(200).send({ templates, problems });
     }),
   );
 }
