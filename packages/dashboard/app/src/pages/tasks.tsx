@@ -218,7 +218,12 @@ export function Templates() {
       <Failure error={list.error} />
       {!list.data && !list.error && <Loading />}
       {(list.data?.problems ?? []).map((p) => (
-        <div class="notice" key={`${p.file}:${p.line}:${p.column}`} role="alert" data-testid="template-problem">
+        <div
+          class="notice"
+          key={`${p.file}:${p.line}:${p.column}`}
+          role="alert"
+          data-testid="template-problem"
+        >
           {p.file}:{p.line}:{p.column}: {p.message}
         </div>
       ))}
