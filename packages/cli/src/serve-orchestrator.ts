@@ -193,6 +193,7 @@ export class ServeOrchestrator {
       templateList: call("templateList"),
       refreshAgents: call("refreshAgents"),
       metrics: call("metrics"),
+      templateProblems: call("templateProblems"),
     };
   }
 }
