@@ -3,7 +3,7 @@ import { createServer, type Server, type Socket } from "node:net";
 import { createSecureContext } from "node:tls";
 import { ClientConnection, type ConnectionHost, type TlsSetup } from "./client-connection.js";
 import { errLine, ProtocolError } from "./errors.js";
-import { generateServerId, InfoBuilder } from "./info.js";
+import { generateServerId, InfoBuilder, type ServerInfo } from "./info.js";
 import {
   type NatsListenerOptions,
   type ResolvedOptions,
@@ -31,6 +31,7 @@ export class NatsListener {
   private readonly serverId = generateServerId();
   private server: Server | undefined;
   private info: InfoBuilder | undefined;
+  private infoFields: ServerInfo | undefined;
   private tls: TlsSetup | undefined;
   private service:
     | {
@@ -120,7 +121,7 @@ export class NatsListener {
     }
     const address = server.address();
     const bound = typeof address === "object" && address !== null ? address.port : port;
-    this.info = new InfoBuilder({
+    this.infoFields = {
       serverId: this.serverId,
       serverName: this.options.serverName ?? this.serverId,
       host,
@@ -129,11 +130,29 @@ export class NatsListener {
       authRequired: this.options.auth !== undefined,
       tlsRequired: this.tls !== undefined,
       tlsVerify: this.tls?.verifyClients ?? false,
-    });
+    };
+    this.info = new InfoBuilder(this.infoFields);
     this.pingTimer = setInterval(() => this.pingAll(), this.options.pingIntervalMs);
     this.pingTimer.unref();
     this.options.logger.info({ host, port: bound, tls: this.tls !== undefined }, "nats: listening");
     return { host, port: bound };
+  }
+
+  /**
+   * Adds `mq9_…` fields to the INFO that connections from now on receive (e.g. where the broker's
+   * HTTP server is, so that tools given only the broker's address find it).
+   */
+  advertise(extensions: Record<string, unknown>): void {
+    if (this.infoFields === undefined) throw new Error("NatsListener.advertise() needs listen() first");
+    for (const name of Object.keys(extensions)) {
+      if (!name.startsWith("mq9_"))
+        throw new TypeError(`NatsListener.advertise: '${name}' must start with mq9_`);
+    }
+    this.infoFields = {
+      ...this.infoFields,
+      extensions: { ...this.infoFields.extensions, ...extensions },
+    };
+    this.info = new InfoBuilder(this.infoFields);
   }
 
   /**
