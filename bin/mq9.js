@@ -9,13 +9,12 @@ import { fileURLToPath } from "node:url";
 const cli = new URL("../packages/cli/dist/main.js", import.meta.url);
 if (!existsSync(cli)) {
   const root = fileURLToPath(new URL("..", import.meta.url));
-  const tsc = fileURLToPath(new URL("../node_modules/typescript/bin/tsc", import.meta.url));
-  if (!existsSync(tsc)) {
+  if (!existsSync(new URL("../node_modules/typescript", import.meta.url))) {
     process.stderr.write(`mq9: this checkout (${root}) is not installed yet: run npm ci there first\n`);
     process.exit(2);
   }
   process.stderr.write("mq9: building the packages first (once per checkout)…\n");
-  const built = spawnSync(process.execPath, [tsc, "-b"], { cwd: root, stdio: ["ignore", 2, 2] });
+  const built = spawnSync("npm", ["run", "build", "--silent"], { cwd: root, stdio: ["ignore", 2, 2] });
   if (built.status !== 0) {
     process.stderr.write(`mq9: the build failed; run npm run build in ${root} to see why\n`);
     process.exit(2);

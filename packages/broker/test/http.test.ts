@@ -119,6 +119,7 @@ describe("broker HTTP server", () => {
     };
     const before = await gauges();
     expect(Object.keys(before).sort()).toEqual([
+      "mq9_store_corrupt_records_total",
       "mq9_store_log_message_bytes",
       "mq9_store_log_segments",
       "mq9_store_rows_waiting",
@@ -133,6 +134,7 @@ describe("broker HTTP server", () => {
       before.mq9_store_log_message_bytes + 1000,
     );
     expect(after.mq9_store_rows_waiting).toBe(0);
+    expect(after.mq9_store_corrupt_records_total).toBe(0);
   });
 
   it("mounts the routes of higher layers", async () => {

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { SqliteRegistryStore } from "../src/index.js";
+import { REGISTRY_SCHEMA_VERSION } from "../src/registry/registry-schema.js";
 import { tempDir } from "./harness.js";
 
 /** registry.db as the first release wrote it: skill texts in FTS5, agents WITHOUT ROWID. */
@@ -84,7 +85,7 @@ describe("registry.db layout", () => {
     await store.close();
 
     const file = new Database(join(dir, "registry.db"), { readonly: true });
-    expect(file.pragma("user_version", { simple: true })).toBe(1);
+    expect(file.pragma("user_version", { simple: true })).toBe(REGISTRY_SCHEMA_VERSION);
     const tables = file.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as {
       name: string;
     }[];

@@ -1,9 +1,54 @@
 import { readFileSync } from "node:fs";
+import { UserDirectory } from "@mq9/broker";
 import { Defaults } from "@mq9/protocol";
 import { z } from "zod";
+import { CLUSTER_SETTINGS, ClusterConfigSchema } from "./cluster-config.js";
 
 const port = z.number().int().min(0).max(65535);
 const positiveInt = z.number().int().positive();
+const EMPTY_PASSWORD =
+  "an empty password is refused: set a password (or a bcrypt hash of one), or use a token";
+
+/** nats-server's allow/deny lists: a bare list is an allow list. */
+const subjectRules = z.union([
+  z.array(z.string().min(1)),
+  z
+    .object({ allow: z.array(z.string().min(1)).optional(), deny: z.array(z.string().min(1)).optional() })
+    .strict(),
+]);
+const allowResponses = z.union([
+  z.boolean(),
+  z.object({ max: positiveInt.optional(), expiresMs: z.number().int().min(0).optional() }).strict(),
+]);
+const permissions = z.union([
+  z.enum(["all", "agent"]),
+  z
+    .object({
+      publish: subjectRules.optional(),
+      subscribe: subjectRules.optional(),
+      allowResponses: allowResponses.optional(),
+      /** nats-server's spelling, accepted as well. */
+      allow_responses: allowResponses.optional(),
+    })
+    .strict()
+    .transform(({ allow_responses, ...rest }) => ({
+      ...rest,
+      allowResponses: rest.allowResponses ?? allow_responses,
+    })),
+]);
+const userEntry = z
+  .object({
+    user: z.string().min(1).optional(),
+    password: z.string().min(1, EMPTY_PASSWORD).optional(),
+    token: z.string().min(1, "an empty token is refused").optional(),
+    nkey: z.string().min(1).optional(),
+    admin: z.boolean().optional(),
+    permissions: permissions.optional(),
+    /** Mail-address patterns this user may read and manage like their owner. */
+    mailboxes: z.array(z.string().min(1)).optional(),
+  })
+  .strict();
+const hostList = z.array(z.string().min(1));
 
 /** Everything `mq9 serve` can be told, with defaults; file, env (MQ9_*) and flags all feed it. */
 export const ServeConfigSchema = z
@@ -15,18 +60,32 @@ export const ServeConfigSchema = z
         maxPayload: positiveInt.default(Defaults.maxPayload),
         maxConnections: positiveInt.default(65_536),
         maxPendingBytes: positiveInt.default(64 * 1024 * 1024),
+        /** Seconds between liveness checks (nats-server's ping_interval); see docs/security.md. */
+        pingInterval: z.number().positive().default(30),
+        /** Unanswered PINGs before a client is closed as stale (nats-server's ping_max). */
+        pingMax: positiveInt.default(2),
       })
       .strict()
       .prefault({}),
     http: z
-      .object({ host: z.string().min(1).optional(), port: port.default(Defaults.httpPort) })
+      .object({
+        host: z.string().min(1).optional(),
+        port: port.default(Defaults.httpPort),
+        /** Host names requests may carry in Host (DNS-rebinding protection); "*" turns the check off. */
+        allowedHosts: hostList.optional(),
+        /** Host names a browser's Origin may carry; defaults to allowedHosts. */
+        allowedOrigins: hostList.optional(),
+      })
       .strict()
       .prefault({}),
     auth: z
       .object({
-        token: z.string().min(1).optional(),
+        token: z.string().min(1, "an empty token is refused").optional(),
         user: z.string().min(1).optional(),
-        password: z.string().optional(),
+        password: z.string().min(1, EMPTY_PASSWORD).optional(),
+        /** Several users with permissions: isolates clients from each other (docs/security.md). */
+        users: z.array(userEntry).optional(),
+        defaultPermissions: permissions.optional(),
       })
       .strict()
       .prefault({}),
@@ -108,6 +167,7 @@ export const ServeConfigSchema = z
       })
       .strict()
       .prefault({}),
+    cluster: ClusterConfigSchema,
     log: z
       .object({
         level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
@@ -138,6 +198,13 @@ export const ServeConfigSchema = z
         message: "use either a token or a user/password, not both",
       });
     }
+    if (config.auth.users !== undefined) {
+      try {
+        UserDirectory.from(config.auth);
+      } catch (err) {
+        ctx.addIssue({ code: "custom", path: ["auth", "users"], message: (err as Error).message });
+      }
+    }
   });
 
 export type ServeConfig = z.infer<typeof ServeConfigSchema>;
@@ -147,7 +214,8 @@ interface Setting {
   path: [string, string];
   flag: string;
   env: string;
-  kind: "string" | "number";
+  /** list: comma-separated on the command line and in the environment. */
+  kind: "string" | "number" | "list" | "switch";
   help: string;
 }
 
@@ -173,6 +241,34 @@ export const SETTINGS: Setting[] = [
     env: "MQ9_MAX_CONNECTIONS",
     kind: "number",
     help: "most clients at once",
+  },
+  {
+    path: ["server", "pingInterval"],
+    flag: "ping-interval",
+    env: "MQ9_PING_INTERVAL",
+    kind: "number",
+    help: "seconds between liveness PINGs to idle clients (default 30)",
+  },
+  {
+    path: ["server", "pingMax"],
+    flag: "ping-max",
+    env: "MQ9_PING_MAX",
+    kind: "number",
+    help: "unanswered PINGs before a client is closed as stale (default 2)",
+  },
+  {
+    path: ["http", "allowedHosts"],
+    flag: "http-allowed-hosts",
+    env: "MQ9_HTTP_ALLOWED_HOSTS",
+    kind: "list",
+    help: "host names the HTTP routes answer to (comma-separated; * = any); default: loopback names on a loopback bind",
+  },
+  {
+    path: ["http", "allowedOrigins"],
+    flag: "http-allowed-origins",
+    env: "MQ9_HTTP_ALLOWED_ORIGINS",
+    kind: "list",
+    help: "host names a browser Origin may name (comma-separated; * = any); default: the allowed hosts",
   },
   {
     path: ["http", "host"],
@@ -309,6 +405,7 @@ export const SETTINGS: Setting[] = [
     kind: "string",
     help: "pretty (readable) or json (structured)",
   },
+  ...CLUSTER_SETTINGS,
 ];
 
 export class ConfigError extends Error {
@@ -323,7 +420,13 @@ function setIn(tree: Tree, [section, key]: [string, string], value: unknown): vo
 }
 
 function convert(setting: Setting, raw: string, source: string): unknown {
-  if (setting.kind === "string") return raw;
+  if (setting.kind === "string" || setting.kind === "switch") return raw;
+  if (setting.kind === "list") {
+    return raw
+      .split(",")
+      .map((item) => item.trim())
+      .filter((item) => item !== "");
+  }
   const value = Number(raw);
   if (raw.trim() === "" || !Number.isFinite(value)) {
     throw new ConfigError(`${source} must be a number, got '${raw}'`);

@@ -1,7 +1,6 @@
 // Entry of the worker thread on which `mq9 serve` runs its orchestrator (see serve-orchestrator.ts).
 // The orchestrator is a client of the broker like any other; on its own thread its routing no longer
 // competes with the broker's event loop for one core.
-import { existsSync } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
 import { type ConnectOptions, connect, Mq9Error } from "@mq9/client";
 import { Orchestrator, OrchestratorError, type WebhookConfig } from "@mq9/orchestrator";
@@ -68,8 +67,8 @@ async function main(): Promise<void> {
   try {
     orchestrator = await Orchestrator.start({
       client,
-      // Without the folder there is nothing to watch; creating it takes a restart.
-      templates: existsSync(data.templates) ? data.templates : { get: () => undefined, names: () => [] },
+      // Watched: a folder created after the start is picked up when it appears.
+      templates: data.templates,
       namespace: data.namespace,
       intentThreshold: data.intentThreshold,
       traceBudget: data.traceBudget,

@@ -117,7 +117,7 @@ export class ServeOrchestrator {
       { templates: folder, taskTypes, webhooks: settings.webhooks.length },
       existsSync(folder)
         ? `orchestrator ready: ${taskTypes.length} task type${taskTypes.length === 1 ? "" : "s"} from ${folder}`
-        : `orchestrator ready; no templates folder at ${folder} yet (create it, or set orchestrator.templates / --templates)`,
+        : `orchestrator ready; no templates folder at ${folder} yet (create it: it is picked up when it appears; or set orchestrator.templates / --templates)`,
     );
   }
 

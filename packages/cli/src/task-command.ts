@@ -118,7 +118,8 @@ Examples:
     )
     .action((type: string, flags: RunFlags) =>
       withApi(flags, async (api) => {
-        const body: Record<string, unknown> = { task_type: type, payload: readPayload(flags) };
+        // Asynchronous: the command follows the steps itself (the API waits by default).
+        const body: Record<string, unknown> = { task_type: type, payload: readPayload(flags), async: true };
         if (flags.priority !== undefined) body.priority = flags.priority;
         const started = await api.call<{ task_id: string; trace_id: string }>("POST", "/api/tasks", body);
         if (!flags.wait) {

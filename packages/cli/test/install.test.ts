@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { Broker } from "@mq9/broker";
@@ -42,14 +42,17 @@ describe("install from a fresh clone, as the README says", () => {
     const clone = join(dir, "mq9");
     await sh("git", ["clone", "--quiet", "--no-hardlinks", REPO_ROOT, clone], dir);
     // Install scripts are left out: compiling better-sqlite3 from source takes minutes on this
-    // machine. So the packages are not built yet (a plain npm ci builds them in the prepare
-    // script), and the launcher must build them on first use.
+    // machine (a plain npm ci also builds the packages, in the root's prepare script).
     await sh("npm", ["ci", "--ignore-scripts", "--prefer-offline", "--no-audit", "--no-fund"], clone);
+    // Whatever npm ci built of the CLI goes: the launcher must build what is missing on first use.
+    rmSync(join(clone, "packages/cli/dist"), { recursive: true, force: true });
+    rmSync(join(clone, "packages/cli/tsconfig.tsbuildinfo"), { force: true });
     const first = await sh("npx", ["mq9", "--version"], clone);
     expect(first.stdout).toBe(`${version}\n`);
     expect(first.stderr).toContain("building the packages first");
     const again = await sh("npx", ["mq9", "--version"], join(clone, "docs"));
-    expect(again).toEqual({ stdout: `${version}\n`, stderr: "" });
+    expect(again.stdout).toBe(`${version}\n`);
+    expect(again.stderr).not.toContain("building");
 
     // The one command that puts mq9 on PATH, into a prefix of our own instead of the user's.
     const prefix = join(dir, "prefix");

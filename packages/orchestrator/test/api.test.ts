@@ -100,7 +100,10 @@ describe("HTTP API and webhooks", () => {
     expect(waited.status).toBe(200);
     expect(waited.body).toMatchObject({ status: "completed", result: { ok: true, text: "draft of essay" } });
 
-    const queued = await http("POST", `${world.api}/api/tasks`, { task_type: "review", payload: "poem" });
+    const queued = await http("POST", `${world.api}/api/tasks?async=true`, {
+      task_type: "review",
+      payload: "poem",
+    });
     expect(queued.status).toBe(202);
     expect(Object.keys(queued.body).sort()).toEqual(["status", "task_id", "trace_id"]);
     const id = queued.body.task_id as string;

@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Gauge, Registry as MetricsRegistry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Registry as MetricsRegistry } from "prom-client";
 import type { Registry } from "../registry/registry.js";
 import type { RequestObserver } from "../service/request-observer.js";
 import type { StoreLogStatus } from "../store/sqlite-store.js";
@@ -37,6 +37,16 @@ export class BrokerMetrics implements RequestObserver {
       "SENDs in the message log whose rows are not in SQLite yet",
       () => status()?.rowsWaiting ?? 0,
     );
+    new Counter({
+      name: "mq9_store_corrupt_records_total",
+      help: "records of the message log whose bytes did not match their checksum (their messages are not served)",
+      registers: [this.registry],
+      collect() {
+        // The store keeps the count; the counter shows it.
+        this.reset();
+        this.inc(status()?.corruptRecords ?? 0);
+      },
+    });
   }
 
   /** Gauges of the registry's background work, so operators (and the benchmark) see when it is done. */
@@ -75,6 +85,11 @@ export class BrokerMetrics implements RequestObserver {
       },
     });
   };
+
+  /** Requests answered so far, by operation (what the REST API's metrics summary counts). */
+  requestCounts(): Map<string, { ok: number; errors: number }> {
+    return this.requests.counts();
+  }
 
   observe(op: string, failed: boolean, seconds: number): void {
     this.requests.observe(op, failed, seconds);

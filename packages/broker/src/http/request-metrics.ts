@@ -58,6 +58,11 @@ export class RequestMetrics {
     series.sum += seconds;
   }
 
+  /** Requests answered so far, by operation. */
+  counts(): Map<string, { ok: number; errors: number }> {
+    return new Map([...this.byOp].map(([op, series]) => [op, { ok: series.ok, errors: series.errors }]));
+  }
+
   private requestValues(): MetricValue[] {
     const values: MetricValue[] = [];
     for (const [op, series] of this.byOp) {

@@ -53,6 +53,8 @@ export class LogApplier {
   private applied = 0;
   private end: LogPosition;
   private busy = false;
+  /** Set while onReply runs the queued turns: no hand-over may start under them. */
+  private runningTurns = false;
   private failed = false;
   private readonly turns: Turn[] = [];
   /** Rows appended since the last hand-over. */
@@ -90,6 +92,11 @@ export class LogApplier {
     return this.appended - this.applied;
   }
 
+  /** Whether the worker is writing rows right now (no turn may run then). */
+  get writing(): boolean {
+    return this.busy;
+  }
+
   /** Takes the rows of SENDs just written to the log, which now ends at `end`. */
   appendedTo(end: LogPosition, rows: readonly AppendedRow[]): void {
     this.end = end;
@@ -105,8 +112,11 @@ export class LogApplier {
    */
   turn<T>(body: () => T): Promise<T> {
     if (this.failed) return Promise.reject(new ApplierFailed());
-    if (!this.busy && this.applied < this.appended) this.catchUpHere();
-    if (!this.busy && this.applied >= this.appended) {
+    // While the queued turns run (onReply), a new one joins the queue: handing rows over from
+    // here would set the worker writing under the turns still to run.
+    const free = !this.busy && !this.runningTurns && this.turns.length === 0;
+    if (free && this.applied < this.appended) this.catchUpHere();
+    if (free && this.applied >= this.appended) {
       try {
         return Promise.resolve(body());
       } catch (err) {
@@ -115,7 +125,7 @@ export class LogApplier {
     }
     return new Promise((resolve, reject) => {
       this.turns.push({ need: this.appended, body, resolve: resolve as (v: unknown) => void, reject });
-      if (!this.busy) this.handOver();
+      if (!this.busy && !this.runningTurns) this.handOver();
     });
   }
 
@@ -136,7 +146,7 @@ export class LogApplier {
   }
 
   private handOver(): void {
-    if (this.busy || this.failed || this.handedOver >= this.appended) return;
+    if (this.busy || this.runningTurns || this.failed || this.handedOver >= this.appended) return;
     this.cancelHandOver();
     this.busy = true;
     this.handedOver = this.appended;
@@ -152,17 +162,24 @@ export class LogApplier {
       return;
     }
     this.applied = this.handedOver;
-    this.options.onApplied(reply.released);
-    if (this.turns.length > 0 && this.turns[0].need > this.applied) this.catchUpHere();
-    // Turns run here, one after the other, while the worker has nothing to do.
-    while (this.turns.length > 0 && this.turns[0].need <= this.applied) {
-      const turn = this.turns.shift() as Turn;
-      try {
-        turn.resolve(turn.body());
-      } catch (err) {
-        turn.reject(err);
+    this.runningTurns = true;
+    try {
+      this.options.onApplied(reply.released);
+      if (this.turns.length > 0 && this.turns[0].need > this.applied) this.catchUpHere();
+      // Turns run here, one after the other, while the worker has nothing to do; nothing is
+      // handed over until they are done (see turn()).
+      while (this.turns.length > 0 && this.turns[0].need <= this.applied) {
+        const turn = this.turns.shift() as Turn;
+        try {
+          turn.resolve(turn.body());
+        } catch (err) {
+          turn.reject(err);
+        }
       }
+    } finally {
+      this.runningTurns = false;
     }
+    if (this.failed) return;
     if (this.turns.length > 0 || this.appended - this.handedOver >= this.options.maxRows) this.handOver();
     else if (this.appended > this.handedOver) this.handOverLater();
   }

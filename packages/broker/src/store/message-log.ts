@@ -11,6 +11,7 @@ import {
 } from "./appended-rows.js";
 import { parseJournal } from "./legacy-journal.js";
 import { type LocatedRow, locationOf } from "./message-row-writer.js";
+import { CorruptRecordError } from "./record-checks.js";
 import { RECORD_HEADER } from "./record-framing.js";
 import {
   DEFAULT_SEGMENT_BYTES,
@@ -130,11 +131,26 @@ export class MessageLog {
    * The headers and payloads of several rows (undefined where a row has none in the log): spans
    * close together in one segment are read with one read, as messages sent in a row are.
    */
-  readMany(locations: readonly (SpanLocation | undefined)[]): (MessageBytes | undefined)[] {
-    const out: (MessageBytes | undefined)[] = new Array(locations.length);
+  readMany(
+    locations: readonly (SpanLocation | undefined)[],
+  ): (MessageBytes | CorruptRecordError | undefined)[] {
+    const out: (MessageBytes | CorruptRecordError | undefined)[] = new Array(locations.length);
+    // Each span's record is checked against its CRC first: a span whose record does not
+    // check out gets the error instead of its bytes, and is not read with its neighbours.
+    const readable = locations.map((at, k) => {
+      if (at === undefined) return undefined;
+      try {
+        this.segments.check(at.segment, at.offset, at.length);
+        return at;
+      } catch (err) {
+        if (!(err instanceof CorruptRecordError)) throw err;
+        out[k] = err;
+        return undefined;
+      }
+    });
     let i = 0;
-    while (i < locations.length) {
-      const first = locations[i];
+    while (i < readable.length) {
+      const first = readable[i];
       if (first === undefined) {
         i++;
         continue;
@@ -142,8 +158,8 @@ export class MessageLog {
       // Extend the read while the next span follows closely in the same segment.
       let end = first.offset + first.length;
       let j = i + 1;
-      for (; j < locations.length; j++) {
-        const next = locations[j];
+      for (; j < readable.length; j++) {
+        const next = readable[j];
         if (next === undefined || next.segment !== first.segment) break;
         if (
           next.offset < end ||
@@ -155,7 +171,7 @@ export class MessageLog {
       }
       const bytes = this.segments.read(first.segment, first.offset, end - first.offset);
       for (let k = i; k < j; k++) {
-        const at = locations[k] as SpanLocation;
+        const at = readable[k] as SpanLocation;
         out[k] = splitSpan(bytes.subarray(at.offset - first.offset, at.offset - first.offset + at.length));
       }
       i = j;
@@ -217,7 +233,14 @@ export class MessageLog {
     const share = this.usage.of(segment);
     if (share.rows > 0) {
       if (share.bytes * SPARSE_FRACTION > this.segmentBytes) return;
-      atomically(() => this.moveInline(segment, share));
+      let left = 0;
+      atomically(() => {
+        left = this.moveInline(segment, share);
+      });
+      if (left > 0) {
+        this.kept.add(segment);
+        return;
+      }
       this.usage.forget(segment);
     }
     if (share.lastId >= share.firstId && this.stmt.anyRowIn.get(share.firstId, share.lastId, segment)) return;
@@ -225,11 +248,16 @@ export class MessageLog {
     this.usage.forget(segment);
   }
 
-  private moveInline(segment: number, share: SegmentShare): void {
+  /** Moves the messages of a segment into their rows; returns how many could not be (corrupt ones). */
+  private moveInline(segment: number, share: SegmentShare): number {
     const rows = this.stmt.rowsIn.all(share.firstId, share.lastId, segment);
+    let left = 0;
     this.readMany(rows.map(locationOf)).forEach((bytes, i) => {
-      if (bytes) this.stmt.moveInline.run(bytes.header, bytes.payload, rows[i].msg_id);
+      // A message whose record is corrupt stays where it is (its reads fail), and so does the segment.
+      if (bytes instanceof CorruptRecordError) left++;
+      else if (bytes) this.stmt.moveInline.run(bytes.header, bytes.payload, rows[i].msg_id);
     });
+    return left;
   }
 
   close(): void {

@@ -95,6 +95,7 @@ export abstract class Agent {
   private readonly onError: (error: Error, message?: Envelope) => void;
   private deadLetters?: DeadLetters;
   private handledCount = 0;
+  private boundHandler?: (message: Envelope, context: MessageContext) => unknown;
   private duplicateCount = 0;
 
   constructor(manifest: AgentManifest, options: AgentOptions = {}) {
@@ -113,7 +114,9 @@ export abstract class Agent {
   }
 
   /** Handles one message; return `reply(...)` (or a plain value, sent as a result), or nothing. */
-  abstract handleMessage(message: Envelope, context: MessageContext): unknown;
+  handleMessage?(message: Envelope, context: MessageContext): unknown;
+  /** The design's spelling of handleMessage; a class defines one of the two. */
+  handle_message?(message: Envelope, context: MessageContext): unknown;
 
   /** The answer to `message`: same trace, back to whoever asked, ids and routing filled in. */
   reply(message: Envelope, type: MessageType, payload: unknown): Envelope {
@@ -140,6 +143,7 @@ export abstract class Agent {
 
   /** Registers, starts heartbeats and consumes the inbox. `server` is a client or a broker URL. */
   async start(server: Mq9Client | string = "mq9://127.0.0.1:4332"): Promise<this> {
+    this.boundHandler = this.resolveHandler();
     if (typeof server === "string") {
       this.client = await connect(server, { name: `mq9-agent-${this.manifest.name}` });
       this.ownsClient = true;
@@ -221,6 +225,21 @@ export abstract class Agent {
     return memory;
   }
 
+  /**
+   * The subclass's handler: `handleMessage`, or `handle_message` as the design spells it
+   * (classes written in plain JavaScript after the design's examples).
+   */
+  private resolveHandler(): (message: Envelope, context: MessageContext) => unknown {
+    const self = this as unknown as Record<string, unknown>;
+    for (const name of ["handleMessage", "handle_message"]) {
+      const method = self[name];
+      if (typeof method === "function") return method.bind(this);
+    }
+    throw new TypeError(
+      `agent ${this.manifest.name} has no handler: define handleMessage(message, context) (or handle_message) in its class`,
+    );
+  }
+
   private requireClient(): Mq9Client {
     if (!this.client) throw new Error(`agent ${this.manifest.name} is not started; call start() first`);
     return this.client;
@@ -298,7 +317,7 @@ export abstract class Agent {
     let outcome: unknown;
     let failure: Error | undefined;
     try {
-      outcome = await this.handleMessage(
+      outcome = await this.boundHandler!(
         message,
         new HandlerContext<ChildFields>(this.contextSource, message, cancel, receivedAt),
       );

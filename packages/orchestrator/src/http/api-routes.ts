@@ -154,7 +154,10 @@ export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSo
         priority: body.priority as "normal" | undefined,
         traceId: body.trace_id as string | undefined,
       });
-      if (!(flag(query.wait) || body.wait === true)) {
+      // Synchronous unless asked otherwise (see docs/orchestrator.md, "HTTP API").
+      const asynchronous =
+        flag(query.async) || body.async === true || query.wait === "false" || body.wait === false;
+      if (asynchronous) {
         return reply.code(202).send({ task_id: task.task_id, trace_id: task.trace_id, status: task.status });
       }
       const waitMs = milliseconds(query.timeout_ms ?? body.wait_timeout_ms, "timeout_ms", DEFAULT_WAIT_MS);

@@ -8,6 +8,7 @@ import { TraceMemory } from "../memory/trace-memory.js";
 import type { DeadLetters } from "../routing/dead-letters.js";
 import type { Router } from "../routing/router.js";
 import type { Performer, RetryPolicy, StepTemplate, TaskTemplate } from "../templates/task-template.js";
+import { parseTemplate } from "../templates/template-loader.js";
 import { completedOutputs, mergeOutput, stepInput, taskResult } from "./step-io.js";
 import {
   type CompensationState,
@@ -178,6 +179,7 @@ export class Scheduler {
       compensations: [],
       revision: 0,
     };
+    if (template.source !== undefined) state.template_source = template.source;
     const memoryTtl = Math.max(
       this.o.memoryTtlSeconds ?? 86_400,
       template.timeoutMs ? Math.ceil(template.timeoutMs / 1000) + 3_600 : 0,
@@ -704,7 +706,22 @@ export class Scheduler {
 
   // ------------------------------------------------------------------------------ restart
 
-  private adopt(state: TaskState, template = this.o.templates.get(state.task_type)): TaskRecord {
+  /**
+   * The version of a stored task's template it started with: the loaded one while it is
+   * unchanged, else the text the task kept. So editing `depends_on` (or anything else) never
+   * changes what the steps of a task already under way receive; new tasks use the new version.
+   */
+  private templateOf(state: TaskState): TaskTemplate | undefined {
+    const current = this.o.templates.get(state.task_type);
+    if (state.template_source === undefined || current?.source === state.template_source) return current;
+    const parsed = parseTemplate(
+      state.template_source,
+      current?.file ?? `${state.task_type} (as the task started)`,
+    );
+    return parsed.template ?? current;
+  }
+
+  private adopt(state: TaskState, template = this.templateOf(state)): TaskRecord {
     const record: TaskRecord = {
       state,
       template,

@@ -106,6 +106,8 @@ export interface TaskState {
   compensation_status?: "running" | "completed" | "failed";
   /** Increases with every persisted change. */
   revision: number;
+  /** The template's text as the task started: it runs to its end on that version (reloads and restarts included). */
+  template_source?: string;
 }
 
 const TASK_MOVES: Record<TaskStatus, readonly TaskStatus[]> = {
