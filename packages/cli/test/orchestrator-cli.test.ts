@@ -88,7 +88,7 @@ describe("mq9 task | trace | agent list | templates (against mq9 serve's orchest
     expect(cancel.stderr).toBe(
       `mq9: task ${taskId} is already completed; only a pending or running task can be canceled\n`,
     );
-  });
+  }, 120_000);
 
   it("trace prints a readable timeline of the task's messages", async () => {
     const trace = await cli("trace", traceId);
@@ -122,7 +122,7 @@ describe("mq9 task | trace | agent list | templates (against mq9 serve's orchest
     expect(away.stderr).toMatch(
       /^mq9: cannot reach the broker's HTTP API at http:\/\/127.0.0.1:9 .*is 'mq9 serve' running there\?/,
     );
-  });
+  }, 120_000);
 
   it("the HTTP address comes from --server or MQ9_SERVER (the broker's INFO), or --http; -v says which", async () => {
     const httpPort = new URL(served.api).port;
@@ -146,7 +146,7 @@ describe("mq9 task | trace | agent list | templates (against mq9 serve's orchest
     });
     expect(flagBeatsEnv.code, flagBeatsEnv.stderr).toBe(0);
     expect(flagBeatsEnv.stderr).toContain(`mq9: HTTP API ${served.api} (port ${httpPort} from the INFO`);
-  });
+  }, 120_000);
 
   it("--server pointed at the HTTP port: a clear error and exit 3, for NATS and HTTP commands alike", async () => {
     const wrong = served.api.replace("http://", "mq9://");
@@ -162,7 +162,7 @@ describe("mq9 task | trace | agent list | templates (against mq9 serve's orchest
     expect(list.stderr).toMatch(
       /^mq9: 127\.0\.0\.1:\d+ sent no NATS INFO within 5000 ms: it is not an mq9 broker's port/,
     );
-  });
+  }, 120_000);
 });
 
 describe("mq9 templates check", () => {

@@ -309,9 +309,9 @@ export class NatsListener {
    * group commit answers in the same microtask run) leaves at the end of that run, one write per
    * connection. Waiting for the end of the event-loop turn merged the replies of every read in the
    * turn, so a client's SENDs moved in one lock-step batch: broker and client took turns on one
-   * core (~20 % fewer SENDs/s). Replies made later, in their own turn (a DISCOVER, a long-poll
-   * FETCH), still wait for the end of the turn, so that those of one turn share a write: one
-   * write each cost the clients ~25 % more CPU per DISCOVER.
+   * core. Replies made later, in their own turn (a DISCOVER, a long-poll FETCH), still wait for
+   * the end of the turn, so that those of one turn share a write: a write each would cost the
+   * clients a socket read each.
    */
   private scheduleFlush(conn: ClientConnection | undefined, prompt: boolean): void {
     if (conn) this.dirty.push(conn);
