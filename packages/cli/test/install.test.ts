@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { delimiter, join, sep } from "node:path";
 import { promisify } from "node:util";
 import { Broker } from "@mq9/broker";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -9,13 +9,25 @@ import { REPO_ROOT } from "./doc-examples.js";
 
 const exec = promisify(execFile);
 
-/** The environment without the npm_* settings `npm test` hands its scripts (prefix, local prefix …). */
+/**
+ * The environment of a user's shell: without the npm_* settings `npm test` hands its scripts
+ * (prefix, local prefix …) and without the node_modules/.bin folders npm puts on PATH, where this
+ * checkout's own `mq9` would be found instead of the clone's.
+ */
 function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(process.env)) {
     if (!name.toLowerCase().startsWith("npm_") && !name.startsWith("MQ9_")) env[name] = value;
   }
+  env.PATH = userPath();
   return { ...env, ...extra };
+}
+
+function userPath(): string {
+  return (process.env.PATH ?? "")
+    .split(delimiter)
+    .filter((dir) => !dir.includes(`node_modules${sep}.bin`))
+    .join(delimiter);
 }
 
 async function sh(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = cleanEnv()) {
@@ -57,7 +69,7 @@ describe("install from a fresh clone, as the README says", () => {
     // The one command that puts mq9 on PATH, into a prefix of our own instead of the user's.
     const prefix = join(dir, "prefix");
     await sh("npm", ["link", "--no-audit", "--no-fund"], clone, cleanEnv({ npm_config_prefix: prefix }));
-    const onPath = cleanEnv({ PATH: `${join(prefix, "bin")}:${process.env.PATH ?? ""}` });
+    const onPath = cleanEnv({ PATH: `${join(prefix, "bin")}${delimiter}${userPath()}` });
     const outside = tempDir("mq9-elsewhere-");
     expect((await sh("mq9", ["--version"], outside, onPath)).stdout).toBe(`${version}\n`);
     const created = await sh(
