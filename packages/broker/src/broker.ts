@@ -247,6 +247,8 @@ export class Broker {
           },
           { service, engine, registry, connections: () => listener.connectionCount, version: "1.0.0" },
         ));
+        // `mq9 task …` and other HTTP tools given only the broker's address find the HTTP port here.
+        listener.advertise({ mq9_http_port: http.port });
       }
       engine.start();
       const broker = new Broker(address.host, address.port, engine, metrics, listener, store, http, registry);

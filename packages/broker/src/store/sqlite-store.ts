@@ -85,7 +85,7 @@ export interface SqliteStoreOptions {
   logSegmentBytes?: number;
   /**
    * Write the rows of SENDs into SQLite on a worker thread (default), or on the calling thread,
-   * which costs the event loop ~4 us per message but no second thread.
+   * which costs the event loop the row writes but needs no second thread.
    */
   rowsOnWorker?: boolean;
   /** Told when that worker failed (the store then writes the rows itself, losing none). */
