@@ -8,6 +8,7 @@ import os from "node:os";
 import { performance } from "node:perf_hooks";
 import * as jetstream from "./jetstream.js";
 import * as mq9 from "./mq9.js";
+import * as mq9Permissions from "./mq9-permissions.js";
 import { runOrchestratorBench } from "./orchestrator.js";
 import { binaryVersion, cleanupAll, findBinary, installCleanupHandlers, progress } from "./proc.js";
 import * as redis from "./redis.js";
@@ -15,7 +16,7 @@ import { runClusterBench } from "./cluster.js";
 import { runRegistryBench } from "./registry.js";
 import { measureDrain, measureSend } from "./stats.js";
 
-const SYSTEMS = [mq9, jetstream, redis];
+const SYSTEMS = [mq9, mq9Permissions, jetstream, redis];
 
 const USAGE = `usage: node bench/run.js [--quick] [--registry] [--orchestrator] [--cluster] [--help]
 
@@ -338,10 +339,13 @@ function report(cfg, results, machine, totalMs) {
   };
   const js = peer("jetstream");
   const rd = peer("redis");
+  const perms = peer("mq9-perms");
   add(`SEND@${c} throughput`, "mq9 / JetStream", ours?.par?.rate, js?.par?.rate, 1.5);
   add(`SEND@${c} throughput`, "mq9 / Redis XADD", ours?.par?.rate, rd?.par?.rate, 1);
   add("SEND@1 p50 latency", "JetStream / mq9", js?.seq?.p50, ours?.seq?.p50, 1);
   add("SEND@1 p50 latency", "Redis / mq9", rd?.seq?.p50, ours?.seq?.p50);
+  add(`SEND@${c} throughput`, "permissions on / off", perms?.par?.rate, ours?.par?.rate, 0.95);
+  add("SEND@1 p50 latency", "permissions off / on", ours?.seq?.p50, perms?.seq?.p50, 0.95);
   add(`drain FETCH(${cfg.drainBatch})+ACK`, "mq9 / JetStream", ours?.drain?.rate, js?.drain?.rate, 1);
   add(`drain FETCH(${cfg.drainBatch})+ACK`, "mq9 / Redis", ours?.drain?.rate, rd?.drain?.rate);
   out.push("ratios vs the issue's targets (p50 ratios are peer_p50 / our_p50: > 1 means mq9 is faster)");

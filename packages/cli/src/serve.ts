@@ -150,6 +150,14 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
       },
       `mq9 broker ready on ${scheme}://${broker.host}:${broker.port}; HTTP on http://${http?.host}:${http?.port} (dashboard at /, /api/v1, /healthz, /metrics, /mcp, /a2a)`,
     );
+  const users = config.auth.users;
+  if (users !== undefined && !broker.cluster) {
+    const admins = users.filter((u) => u.admin === true).length;
+    logger.info(
+      { users: users.length, admins },
+      `${users.length} users configured: clients are isolated (own replies and inboxes only, mailboxes and registrations belong to their creators); the HTTP routes take admin users only`,
+    );
+  }
   agentApps.start(broker.host, broker.port);
   // In a cluster, one node at a time runs the orchestrator (see OrchestratorLeadership).
   const shared = clustered?.store;
@@ -161,12 +169,12 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
           logger,
         )
       : undefined;
-  leadership?.begin(() => orchestrator.start(broker.host, broker.port));
+  leadership?.begin(() => orchestrator.start(broker.host, broker.port, broker.metrics.registry));
   // In the background: the broker serves meanwhile, and the API answers 503 until it is up.
   const orchestratorUp =
     orchestrator.enabled && !leadership
       ? orchestrator
-          .start(broker.host, broker.port)
+          .start(broker.host, broker.port, broker.metrics.registry)
           .catch((err: Error) => logger.error({ err }, `the orchestrator did not start: ${err.message}`))
       : Promise.resolve();
   let stopping = false;
@@ -218,6 +226,7 @@ Examples:
   mq9 serve                                 # 127.0.0.1:4332, data in ./mq9-data
   mq9 serve --host 0.0.0.0 --port 4332 --data /var/lib/mq9 --sync full
   MQ9_TOKEN=s3cret mq9 serve --log-format json
+  mq9 serve --config mq9.json               # auth.users: users, permissions, isolation (docs/security.md)
   mq9 serve --tls-cert cert.pem --tls-key key.pem   # clients use tls:// or mq9s://`,
     )
     .action((options: Record<string, unknown>) => serve(options));

@@ -1,5 +1,6 @@
+import type { IncomingMessage } from "node:http";
 import Fastify, { type FastifyInstance } from "fastify";
-import type { UserDirectory } from "../auth/index.js";
+import type { Principal, UserDirectory } from "../auth/index.js";
 import type { Logger } from "../logger.js";
 import type { BrokerMetrics } from "./broker-metrics.js";
 import { HostGuard } from "./host-guard.js";
@@ -28,6 +29,14 @@ export interface HttpServerOptions {
 }
 
 const OPEN_PATHS = new Set(["/healthz", "/metrics"]);
+
+/** Who each HTTP request authenticated as, for routes that act on the broker in the caller's name. */
+const principals = new WeakMap<IncomingMessage, Principal>();
+
+/** The user an HTTP request authenticated as; undefined when the server takes no credentials. */
+export function httpPrincipal(request: IncomingMessage): Principal | undefined {
+  return principals.get(request);
+}
 
 /** The user the Authorization header proves: undefined when it proves none. */
 async function userOf(header: string | undefined, users: UserDirectory) {
@@ -76,7 +85,10 @@ export class HttpServer {
         const path = request.url.split("?")[0];
         if (OPEN_PATHS.has(path) || options.openPath?.(path)) return;
         const user = await userOf(request.headers.authorization, users);
-        if (user !== undefined && (!users.multiUser || user.principal.admin)) return;
+        if (user !== undefined && (!users.multiUser || user.principal.admin)) {
+          principals.set(request.raw, user.principal);
+          return;
+        }
         if (user !== undefined) {
           return reply.code(403).send({
             error: `forbidden: user '${user.principal.name}' is not an admin; the HTTP routes (MCP, A2A, API) act with the broker's own rights, so only admin users may use them`,

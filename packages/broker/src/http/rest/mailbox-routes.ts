@@ -2,6 +2,7 @@ import { encodeHeaderBlock, Headers, MQ9_PREFIX, Subjects } from "@mq9/protocol"
 import type { MessagingEngine } from "../../engine/messaging-engine.js";
 import type { Mq9Service } from "../../service/mq9-service.js";
 import type { MailboxStats } from "../../store/store-inspection.js";
+import { httpPrincipal } from "../http-server.js";
 import { ApiError } from "./api-error.js";
 import {
   AckBody,
@@ -86,9 +87,12 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     body: CreateMailbox,
     responses: { 201: { description: "created", schema: Created } },
     errors: [400, 409],
-    handler: async ({ body }) => ({
+    handler: async ({ body }, request) => ({
       status: 201,
-      body: await callMq9(service, Subjects.mailboxCreate, body ?? {}),
+      // Owned by the admin who asked, when users are configured.
+      body: await callMq9(service, Subjects.mailboxCreate, body ?? {}, {
+        principal: httpPrincipal(request.raw),
+      }),
     }),
   });
 

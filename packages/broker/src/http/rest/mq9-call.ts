@@ -1,7 +1,14 @@
 import { Mq9Error } from "@mq9/protocol";
+import type { Principal } from "../../auth/principal.js";
 import { encodeReply, type Mq9Service } from "../../service/mq9-service.js";
 
 const encoder = new TextEncoder();
+
+/**
+ * Who REST requests act as when the route does not say. With users configured only admin users
+ * get past the HTTP server's check, so the API acts with an admin's rights.
+ */
+const REST_CALLER: Principal = { name: "mq9-http", admin: true, mailboxGrants: [] };
 
 /**
  * Runs one mq9 request through the same service the NATS listener uses and returns its reply as
@@ -11,10 +18,16 @@ export async function callMq9(
   service: Mq9Service,
   subject: string,
   body: unknown,
-  options: { header?: Uint8Array; raw?: Uint8Array; signal?: AbortSignal } = {},
+  options: { header?: Uint8Array; raw?: Uint8Array; signal?: AbortSignal; principal?: Principal } = {},
 ): Promise<Record<string, unknown>> {
   const payload = options.raw ?? encoder.encode(body === undefined ? "" : JSON.stringify(body));
-  const reply = await service.handle({ subject, payload, header: options.header, signal: options.signal });
+  const reply = await service.handle({
+    subject,
+    payload,
+    header: options.header,
+    signal: options.signal,
+    principal: options.principal ?? REST_CALLER,
+  });
   if (reply.error !== "") throw Mq9Error.fromReply(reply.error);
   const encoded = encodeReply(reply);
   const text =
