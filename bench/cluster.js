@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import { connect as mq9Connect } from "@mq9/client";
-import { AckPolicy, connect as natsConnect, DeliverPolicy, StorageType } from "nats";
+import { AckPolicy, DeliverPolicy, connect as natsConnect, StorageType } from "nats";
 import PgBoss from "pg-boss";
 import { startMq9Node } from "../scripts/local-cluster/mq9-node.js";
 import { startNatsCluster } from "../scripts/local-cluster/nats-cluster.js";
@@ -60,8 +60,10 @@ function postgresPids(postmaster) {
 function cpuMeter(groups) {
   const read = () => {
     const out = { client: process.cpuUsage() };
-    for (const [name, pids] of Object.entries(groups()))
-      out[name] = pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
+    for (const [name, pids] of Object.entries(groups())) {
+      // A negative pid stands for the exited children of that process.
+      out[name] = pids.reduce((sum, pid) => sum + (pid < 0 ? childrenCpuMs(-pid) : cpuMs(pid)), 0);
+    }
     return out;
   };
   const start = read();

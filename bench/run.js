@@ -6,13 +6,13 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import os from "node:os";
 import { performance } from "node:perf_hooks";
+import { runClusterBench } from "./cluster.js";
 import * as jetstream from "./jetstream.js";
 import * as mq9 from "./mq9.js";
 import * as mq9Permissions from "./mq9-permissions.js";
 import { runOrchestratorBench } from "./orchestrator.js";
 import { binaryVersion, cleanupAll, findBinary, installCleanupHandlers, progress } from "./proc.js";
 import * as redis from "./redis.js";
-import { runClusterBench } from "./cluster.js";
 import { runRegistryBench } from "./registry.js";
 import { measureDrain, measureSend } from "./stats.js";
 
