@@ -108,8 +108,17 @@ async function measure(system, cfg) {
 }
 
 async function mq9System(nats, pg, nodeCount, cfg, run) {
-  const schema = `bench_${nodeCount}n_${run}`;
   const nodes = [];
+  try {
+    return await mq9On(nats, pg, nodeCount, cfg, run, nodes);
+  } catch (err) {
+    for (const n of nodes) await n.stop();
+    throw err;
+  }
+}
+
+async function mq9On(nats, pg, nodeCount, cfg, run, nodes) {
+  const schema = `bench_${nodeCount}n_${run}`;
   for (let i = 0; i < nodeCount; i++) {
     nodes.push(
       await startMq9Node({
@@ -165,6 +174,16 @@ async function mq9System(nats, pg, nodeCount, cfg, run) {
 
 async function jetstreamSystem(cfg) {
   const cluster = await startNatsCluster({ size: 3, jetstream: true, name: "js" });
+  try {
+    return await jetstreamOn(cluster, cfg);
+  } catch (err) {
+    // Not measured: its servers must not outlive the run.
+    await cluster.stop();
+    throw err;
+  }
+}
+
+async function jetstreamOn(cluster, cfg) {
   const conns = await Promise.all(cluster.urls.map((url) => natsConnect({ servers: url })));
   // JetStream answers once its meta leader is elected, a moment after the routes are up.
   const deadline = Date.now() + 120_000;
