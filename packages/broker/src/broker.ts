@@ -10,9 +10,11 @@ import { HttpServer, type HttpServerOptions } from "./http/http-server.js";
 import type { RestApi, RestApiOptions } from "./http/rest/rest-api.js";
 import { type Logger, silentLogger } from "./logger.js";
 import { NatsListener, type NatsListenerOptions } from "./nats/index.js";
+import { LocalVectorStore } from "./registry/local-vector-store.js";
 import { openRegistry, type RegistrySettings } from "./registry/open-registry.js";
 import type { Registry } from "./registry/registry.js";
 import { Mq9Service } from "./service/mq9-service.js";
+import { PostgresStore } from "./store/postgres/postgres-store.js";
 import { SqliteStore, type SyncMode } from "./store/sqlite-store.js";
 import type { Store } from "./store/store.js";
 
@@ -66,6 +68,26 @@ export interface BrokerHttpOptions {
   /** DNS-rebinding protection (see HttpServerOptions.allowedHosts). */
   allowedHosts?: readonly string[];
   allowedOrigins?: readonly string[];
+}
+
+/**
+ * In a cluster on PostgreSQL, the registry lives in the same database (every node answers over
+ * all of it) and its vectors in each node's memory, loaded from there.
+ */
+async function sharedRegistrySettings(
+  settings: RegistrySettings,
+  store: Store,
+  instance: string,
+): Promise<RegistrySettings> {
+  if (!(store instanceof PostgresStore) || settings.store) return settings;
+  const shared = await store.openRegistryStore(instance);
+  const semantic = settings.embedder !== "none" && typeof settings.vectorStore !== "object";
+  const vectorStore = semantic
+    ? shared.shareVectors(
+        await LocalVectorStore.open({ dataDir: ":memory:", annThreshold: settings.annThreshold }),
+      )
+    : settings.vectorStore;
+  return { ...settings, store: shared, vectorStore };
 }
 
 /** The HTTP server of a broker, with the REST API v1 mounted before the higher layers' routes. */
@@ -227,6 +249,8 @@ export class Broker {
           },
           { service, engine, registry, connections: () => listener.connectionCount, version: "1.0.0" },
         ));
+        // `mq9 task …` and other HTTP tools given only the broker's address find the HTTP port here.
+        listener.advertise({ mq9_http_port: http.port });
       }
       engine.start();
       const broker = new Broker(address.host, address.port, engine, metrics, listener, store, http, registry);
@@ -275,7 +299,7 @@ export class Broker {
       registry =
         options.registry === false
           ? undefined
-          : await openRegistry(options.registry ?? {}, {
+          : await openRegistry(await sharedRegistrySettings(options.registry ?? {}, store, node.instance), {
               dataDir: options.dataDir ?? "./mq9-data",
               sync: options.sync,
               logger,

@@ -91,7 +91,7 @@ describe("REST API v1 against its OpenAPI document", () => {
       body: {},
       status: 201,
     });
-    expect((generated.body as { mail_address: string }).mail_address).toMatch(/^[0-9a-v]{20,}$/);
+    expect((generated.body as { mail_address: string }).mail_address).toMatch(/^[0-9a-v]{26}$/);
 
     await t.request(Subjects.send(box), "n1");
     await t.request(Subjects.send(box), "c1", { headers: { "mq9-priority": "critical" } });
