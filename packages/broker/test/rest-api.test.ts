@@ -451,6 +451,18 @@ describe("REST API v1 against its OpenAPI document", () => {
       status: 200,
     });
     expect((byTag.body as { agents: { name: string }[] }).agents.map((a) => a.name)).toEqual(["translator"]);
+    // Semantic and hybrid rank every agent by meaning (or say why they fell back to full text).
+    for (const mode of ["semantic", "hybrid"]) {
+      const ranked = await c.check({
+        method: "POST",
+        path,
+        url: path,
+        body: { mode, query: "translate into French" },
+        status: 200,
+      });
+      const { agents: found, warning } = ranked.body as { agents: { name: string }[]; warning?: string };
+      expect(found[0]?.name, warning).toBe("translator");
+    }
     await c.check({
       method: "POST",
       path,
