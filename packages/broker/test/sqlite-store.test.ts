@@ -42,7 +42,138 @@ describe("sqlite store files", () => {
     raw.pragma("user_version = 1");
     raw.close();
     expect(() => new SqliteStore({ dataDir: dir })).toThrow(
-      /written by another mq9 version \(format 1, this one reads 3\)/,
+      /written by another mq9 version \(format 1, this one reads 4\)/,
     );
+  });
+});
+
+describe("sqlite store: a write that fails changes nothing", () => {
+  const T0 = 1_000_000;
+  const claim = {
+    limit: 10,
+    maxBytes: 1 << 20,
+    nowMs: T0,
+    start: { fromId: 0 },
+    reset: false,
+    leaseMs: 30_000,
+  };
+  const texts = (messages: { payload: Uint8Array }[]) =>
+    messages.map((m) => Buffer.from(m.payload).toString());
+
+  /**
+   * Another connection takes SQLite's write lock (once the store's own commit is done; the store
+   * commits on a timer), so every write of the store fails (SQLITE_BUSY) until it is released.
+   */
+  async function holdWriteLock(dir: string): Promise<() => void> {
+    const other = new Database(join(dir, "mq9.db"), { timeout: 0 });
+    for (;;) {
+      try {
+        other.exec("BEGIN IMMEDIATE");
+        break;
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    }
+    return () => {
+      other.exec("ROLLBACK");
+      other.close();
+    };
+  }
+
+  for (const rowsOnWorker of [true, false]) {
+    it(`an ACK whose write fails leaves its messages leased: they come back after the lease, and a retry acknowledges them (rows on ${rowsOnWorker ? "the worker" : "the calling thread"})`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), "mq9-store-"));
+      const store = new SqliteStore({ dataDir: dir, rowsOnWorker });
+      try {
+        await store.createMailbox({ address: "box", ttlSeconds: 0, desc: "", createdMs: T0 }, T0);
+        for (const text of ["a", "b", "c"]) {
+          await store.append(
+            [{ mailbox: "box", priority: "normal", payload: Buffer.from(text), sentMs: T0 }],
+            T0,
+          );
+        }
+        const batch = await store.claim("box", "g", claim);
+        expect(texts(batch)).toEqual(["a", "b", "c"]);
+
+        const release = await holdWriteLock(dir);
+        await expect(store.ack("box", "g", batch[1].id, T0)).rejects.toThrow(/locked|in use/);
+        release();
+        // Nothing was acknowledged: the consumer's retry of that ACK takes effect.
+        expect(await store.ack("box", "g", batch[1].id, T0)).toBe(true);
+        expect(texts(await store.claim("box", "g", { ...claim, nowMs: T0 + 30_000 }))).toEqual(["c"]);
+        // Without a retry, the messages of a failed ACK come back once the lease runs out.
+        const next = await store.claim("box", "g", { ...claim, nowMs: T0 + 60_000 });
+        const lockedAgain = await holdWriteLock(dir);
+        await expect(store.ack("box", "g", next[0].id, T0 + 60_000)).rejects.toThrow(/locked|in use/);
+        lockedAgain();
+        expect(texts(await store.claim("box", "g", { ...claim, nowMs: T0 + 90_000 }))).toEqual(["c"]);
+      } finally {
+        await store.close();
+      }
+    });
+  }
+
+  it("a failed ACK then a successful one of the same batch acknowledges exactly what the second covers", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mq9-store-"));
+    const store = new SqliteStore({ dataDir: dir });
+    try {
+      await store.createMailbox({ address: "box", ttlSeconds: 0, desc: "", createdMs: T0 }, T0);
+      for (const text of ["a", "b", "c", "d"]) {
+        await store.append(
+          [{ mailbox: "box", priority: "normal", payload: Buffer.from(text), sentMs: T0 }],
+          T0,
+        );
+      }
+      const batch = await store.claim("box", "g", claim);
+      const release = await holdWriteLock(dir);
+      await expect(store.ack("box", "g", batch[2].id, T0)).rejects.toThrow();
+      release();
+      // Only a and b are acknowledged now: c (whose ACK failed) and d come back after the lease.
+      expect(await store.ack("box", "g", batch[1].id, T0)).toBe(true);
+      expect(texts(await store.claim("box", "g", { ...claim, nowMs: T0 + 30_000 }))).toEqual(["c", "d"]);
+      await store.close();
+      // And after a restart too.
+      const reopened = new SqliteStore({ dataDir: dir });
+      try {
+        expect(texts(await reopened.claim("box", "g", { ...claim, nowMs: T0 + 60_000 }))).toEqual(["c", "d"]);
+      } finally {
+        await reopened.close();
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("upgrades a version 3 store to 4: mailboxes keep their messages and gain an owner column", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mq9-store-"));
+    let store = new SqliteStore({ dataDir: dir });
+    await store.createMailbox({ address: "old.box", ttlSeconds: 0, desc: "", createdMs: 1 }, 1);
+    const [sent] = await store.append(
+      [{ mailbox: "old.box", priority: "normal", payload: Buffer.from("kept"), sentMs: 2 }],
+      2,
+    );
+    await store.close();
+    const raw = new Database(join(dir, "mq9.db"));
+    raw.exec("ALTER TABLE mailboxes DROP COLUMN owner");
+    raw.pragma("user_version = 3");
+    raw.close();
+    store = new SqliteStore({ dataDir: dir });
+    try {
+      expect(await store.getMailbox("old.box", 3)).toMatchObject({ address: "old.box", owner: undefined });
+      const messages = await store.query("old.box", { limit: 10, nowMs: 3 });
+      expect(messages.map((m) => [m.id, Buffer.from(m.payload).toString()])).toEqual([
+        [(sent as { id: number }).id, "kept"],
+      ]);
+      await store.createMailbox(
+        { address: "new.box", ttlSeconds: 0, desc: "", createdMs: 3, owner: "alice" },
+        3,
+      );
+      expect((await store.getMailbox("new.box", 4))?.owner).toBe("alice");
+    } finally {
+      await store.close();
+    }
+    const check = new Database(join(dir, "mq9.db"), { readonly: true });
+    expect(check.pragma("user_version", { simple: true })).toBe(4);
+    check.close();
   });
 });

@@ -1,6 +1,13 @@
 import { readFileSync } from "node:fs";
 import type { AgentEntry, AgentRegistration } from "@mq9/client";
-import { agentInfoOf } from "@mq9/client";
+import { agentInfoOf, Mq9Error } from "@mq9/client";
+import {
+  type AgentManifest,
+  ManifestError,
+  type ResolvedManifest,
+  registrationBody,
+  resolveManifest,
+} from "@mq9/orchestrator";
 import { type Command, InvalidArgumentError } from "commander";
 import {
   type ConnectionFlags,
@@ -20,6 +27,7 @@ interface SelectorFlags extends ConnectionFlags {
 interface RegisterFlags extends SelectorFlags {
   payload?: string;
   ttl?: number;
+  manifest?: string;
 }
 
 interface ReportFlags extends SelectorFlags {
@@ -82,6 +90,28 @@ function description(agent: AgentEntry): string {
   return agentInfoOf(agent) || "-";
 }
 
+/**
+ * The registration of an orchestrator manifest: what the Agent SDK registers, so the router
+ * can send the agent work. Without heartbeats it stays alive until its --ttl (0 = always).
+ */
+async function manifestRegistration(
+  flags: RegisterFlags,
+): Promise<{ name: string; mailbox: string; body: AgentRegistration }> {
+  const raw = await readJsonObject(flags.manifest!);
+  if (flags.name !== undefined) raw.name = flags.name;
+  if (flags.mailbox !== undefined) raw.mailbox = flags.mailbox;
+  let manifest: ResolvedManifest;
+  try {
+    manifest = resolveManifest(raw as unknown as AgentManifest);
+  } catch (err) {
+    if (err instanceof ManifestError) throw new UsageError(`${flags.manifest}: ${err.message}`);
+    throw err;
+  }
+  const body = registrationBody(manifest, 0, flags.ttl ?? 0) as AgentRegistration;
+  if (flags.payload !== undefined) body.payload = flags.payload;
+  return { name: manifest.name, mailbox: manifest.mailbox, body };
+}
+
 /** `mq9 agent register|unregister|report|get|discover`. */
 export function registerAgent(program: Command): void {
   const agent = program
@@ -96,6 +126,10 @@ export function registerAgent(program: Command): void {
     .option("--mailbox <mail_address>", "where the agent reads its mail")
     .option("--payload <text>", "what the agent does, in prose")
     .option(
+      "--manifest <file>",
+      "an orchestrator manifest {name, capabilities, endpoint, max_concurrency, weight, tags}: the router can use the agent",
+    )
+    .option(
       "--ttl <seconds>",
       "drop the agent after this long without register/report; 0 = never",
       integer("--ttl"),
@@ -105,10 +139,22 @@ export function registerAgent(program: Command): void {
       `
 Examples:
   mq9 agent register --name translator --mailbox agents.translator --payload "Translates EN, ZH, JA"
-  mq9 agent register card.json --mailbox agents.translator --ttl 120`,
+  mq9 agent register card.json --mailbox agents.translator --ttl 120
+  mq9 agent register --manifest intent_agent.json`,
     )
     .action((card: string | undefined, flags: RegisterFlags) =>
       withClient(flags, async (client) => {
+        if (flags.manifest !== undefined) {
+          if (card !== undefined) throw new UsageError("give a card file or --manifest, not both");
+          const manifest = await manifestRegistration(flags);
+          await client.createMailbox({ name: manifest.mailbox }).catch((err: unknown) => {
+            if (!(err instanceof Mq9Error) || err.code !== "MAILBOX_EXISTS") throw err;
+          });
+          await client.register(manifest.body);
+          if (flags.json) printJson({ registered: true, name: manifest.name, mailbox: manifest.mailbox });
+          else process.stdout.write(`registered ${manifest.name} (mailbox ${manifest.mailbox})\n`);
+          return;
+        }
         const body: AgentRegistration = card === undefined ? {} : await readJsonObject(card);
         if (flags.name !== undefined) body.name = flags.name;
         if (flags.mailbox !== undefined) body.mailbox = flags.mailbox;

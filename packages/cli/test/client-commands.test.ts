@@ -34,7 +34,7 @@ describe("mq9 mailbox create", () => {
     });
     const generated = await mq9(["mailbox", "create", "--json"]);
     expect(generated.code).toBe(0);
-    expect(JSON.parse(generated.stdout).mail_address).toMatch(/^[0-9a-v]{20}$/);
+    expect(JSON.parse(generated.stdout).mail_address).toMatch(/^[0-9a-v]{26}$/);
   });
 
   it("exits 1 with the broker's text for a duplicate; JSON on stderr with --json", async () => {

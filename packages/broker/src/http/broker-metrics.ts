@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Gauge, Registry as MetricsRegistry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Registry as MetricsRegistry } from "prom-client";
 import type { Registry } from "../registry/registry.js";
 import type { RequestObserver } from "../service/request-observer.js";
 import type { StoreLogStatus } from "../store/sqlite-store.js";
@@ -10,7 +10,8 @@ export class BrokerMetrics implements RequestObserver {
   private readonly requests: RequestMetrics;
 
   constructor(connections: () => number) {
-    collectDefaultMetrics({ register: this.registry, prefix: "mq9_process_" });
+    // prom-client's names already start with process_ or nodejs_: the prefix is only ours.
+    collectDefaultMetrics({ register: this.registry, prefix: "mq9_" });
     this.requests = new RequestMetrics(this.registry);
     new Gauge({
       name: "mq9_client_connections",
@@ -36,6 +37,28 @@ export class BrokerMetrics implements RequestObserver {
       "SENDs in the message log whose rows are not in SQLite yet",
       () => status()?.rowsWaiting ?? 0,
     );
+    gauge("mq9_store_log_bytes", "bytes of the message log's segment files", () => status()?.logBytes ?? 0);
+    gauge("mq9_store_wal_bytes", "bytes of the SQLite WAL file", () => status()?.walBytes ?? 0);
+    gauge(
+      "mq9_store_db_free_bytes",
+      "unused pages in the SQLite database file, in bytes",
+      () => status()?.dbFreeBytes ?? 0,
+    );
+    gauge(
+      "mq9_store_reclaimable_bytes",
+      "bytes on disk holding nothing live (dead log bytes, the WAL, free database pages), given back on the reclaim schedule",
+      () => status()?.reclaimableBytes ?? 0,
+    );
+    new Counter({
+      name: "mq9_store_corrupt_records_total",
+      help: "records of the message log whose bytes did not match their checksum (their messages are not served)",
+      registers: [this.registry],
+      collect() {
+        // The store keeps the count; the counter shows it.
+        this.reset();
+        this.inc(status()?.corruptRecords ?? 0);
+      },
+    });
   }
 
   /** Gauges of the registry's background work, so operators (and the benchmark) see when it is done. */
@@ -74,6 +97,11 @@ export class BrokerMetrics implements RequestObserver {
       },
     });
   };
+
+  /** Requests answered so far, by operation (what the REST API's metrics summary counts). */
+  requestCounts(): Map<string, { ok: number; errors: number }> {
+    return this.requests.counts();
+  }
 
   observe(op: string, failed: boolean, seconds: number): void {
     this.requests.observe(op, failed, seconds);

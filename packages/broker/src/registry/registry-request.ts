@@ -6,6 +6,8 @@ import { bareMailbox, normalizeTag } from "./registration.js";
 export interface AgentSelector {
   mailbox?: string;
   name?: string;
+  /** Only registrations of this user (UNREGISTER and REPORT by a user who is not an admin). */
+  owner?: string;
 }
 
 export interface ReportRequest extends AgentSelector {

@@ -15,6 +15,8 @@ export interface AgentRow {
   lastSeenMs: number;
   /** The last REPORT body, when there was one. */
   statusJson?: string;
+  /** The user that registered it, when users are configured; only it (or an admin) changes it. */
+  owner?: string;
 }
 
 /** One indexed row: a skill of an agent (or the agent itself when it lists no skills). */
@@ -66,6 +68,8 @@ export interface RankedAgent {
 export interface RegistryStore {
   /** Inserts or replaces a registration and its docs; returns the new docs' ids (ascending) and the replaced ones'. */
   put(agent: AgentRow, docs: SkillDoc[]): Promise<{ ids: number[]; replaced: number[] }>;
+  /** Live registrations the selector names (by mailbox and/or name). */
+  select(selector: AgentSelector, nowMs: number): Promise<AgentRow[]>;
   /** Deletes every registration the selector names (expired ones too). */
   remove(selector: AgentSelector): Promise<Removed>;
   /** Records a heartbeat on live registrations the selector names; returns how many there were. */

@@ -1,4 +1,5 @@
-import { Defaults, Errors, Mq9Error } from "@mq9/protocol";
+import { Defaults, Errors, Mq9Error, mailAddressError } from "@mq9/protocol";
+import type { Principal } from "../auth/principal.js";
 import { type Logger, silentLogger } from "../logger.js";
 import type { Embedder } from "./embedder.js";
 import { EmbeddingIndexer } from "./embedding-indexer.js";
@@ -11,7 +12,13 @@ import {
   type Registration,
   type RegistrationLimits,
 } from "./registration.js";
-import { type DiscoverRequest, parseDiscover, parseReport, parseUnregister } from "./registry-request.js";
+import {
+  type AgentSelector,
+  type DiscoverRequest,
+  parseDiscover,
+  parseReport,
+  parseUnregister,
+} from "./registry-request.js";
 import type { AgentFilter, AgentRow, RankedAgent, RegistryStore, SkillDoc } from "./registry-store.js";
 import type { VectorIndexStatus, VectorStore } from "./vector-store.js";
 
@@ -186,11 +193,43 @@ export class Registry {
     }
   }
 
-  /** REGISTER: stores (or replaces) the registration; its skills are embedded in the background. */
-  async register(body: Uint8Array): Promise<void> {
+  /**
+   * REGISTER: stores (or replaces) the registration; its skills are embedded in the background.
+   * With `caller` (users configured) a registration belongs to the user that made it: another user
+   * may neither replace it nor take its name, and `mayUseMailbox` vets the advertised mailbox.
+   */
+  async register(
+    body: Uint8Array,
+    caller?: Principal,
+    mayUseMailbox?: (mailbox: string) => Promise<void>,
+  ): Promise<void> {
     const reg = parseRegistration(body, this.limits);
+    const invalid = mailAddressError(reg.mailbox);
+    if (invalid !== undefined) {
+      throw new Mq9Error(
+        "INVALID_REQUEST",
+        Errors.invalidPayload("AGENT.REGISTER", `'mailbox' must be a mail address (${invalid})`),
+      );
+    }
     const now = this.now();
+    let owner: string | undefined;
+    if (caller !== undefined) {
+      const [existing] = await this.store.select({ mailbox: reg.mailbox }, now);
+      if (existing !== undefined && existing.owner !== caller.name && !caller.admin) {
+        throw new Mq9Error("PERMISSION_DENIED", Errors.notRegistrationOwner(reg.mailbox));
+      }
+      if (!caller.admin) {
+        const namesakes = await this.store.select({ name: reg.name }, now);
+        if (namesakes.some((row) => row.owner !== caller.name && row.mailbox !== reg.mailbox)) {
+          throw new Mq9Error("PERMISSION_DENIED", Errors.agentNameTaken(reg.name));
+        }
+        await mayUseMailbox?.(reg.mailbox);
+      }
+      // An admin changing someone's registration leaves it theirs.
+      owner = existing?.owner ?? caller.name;
+    }
     const row: AgentRow = {
+      owner,
       mailbox: reg.mailbox,
       name: reg.name,
       bodyJson: reg.bodyJson,
@@ -205,17 +244,35 @@ export class Registry {
     this.indexer?.docsChanged(ids, replaced);
   }
 
-  /** UNREGISTER by mailbox and/or name; unknown agents are not an error. */
-  async unregister(body: Uint8Array): Promise<void> {
-    const removed = await this.store.remove(parseUnregister(body));
+  /**
+   * UNREGISTER by mailbox and/or name; unknown agents are not an error. With `caller` (users
+   * configured) only the caller's own registrations go: by name, others' namesakes stay; by
+   * mailbox, another user's registration is refused.
+   */
+  async unregister(body: Uint8Array, caller?: Principal): Promise<void> {
+    const selector = await this.ownSelector(parseUnregister(body), caller);
+    const removed = await this.store.remove(selector);
     this.indexer?.removeVectors(removed.docIds);
   }
 
-  /** REPORT: a heartbeat with a status; renews the ttl. */
-  async report(body: Uint8Array): Promise<void> {
+  /** REPORT: a heartbeat with a status; renews the ttl. Only the owner's, with `caller`. */
+  async report(body: Uint8Array, caller?: Principal): Promise<void> {
     const request = parseReport(body);
-    const updated = await this.store.report(request, request.statusJson, this.now());
+    const selector = await this.ownSelector(request, caller);
+    const updated = await this.store.report(selector, request.statusJson, this.now());
     if (updated === 0) throw new Mq9Error("AGENT_NOT_FOUND", Errors.agentNotFound);
+  }
+
+  /** The selector limited to the caller's own registrations (admins: unchanged). */
+  private async ownSelector(selector: AgentSelector, caller: Principal | undefined): Promise<AgentSelector> {
+    if (caller === undefined || caller.admin) return selector;
+    if (selector.mailbox !== undefined) {
+      const [row] = await this.store.select({ mailbox: selector.mailbox }, this.now());
+      if (row !== undefined && row.owner !== caller.name) {
+        throw new Mq9Error("PERMISSION_DENIED", Errors.notRegistrationOwner(selector.mailbox));
+      }
+    }
+    return { ...selector, owner: caller.name };
   }
 
   async discover(body: Uint8Array): Promise<DiscoverResult> {
@@ -562,6 +619,13 @@ export class Registry {
     }
     if (!Number.isNaN(score)) extra += `,"_score":${JSON.stringify(score)}`;
     return [base, Buffer.from(`${extra}}`)];
+  }
+
+  /** One live agent's DISCOVER entry with its status, by mailbox (for the HTTP API); undefined when none. */
+  async entryOf(mailbox: string): Promise<readonly Uint8Array[] | undefined> {
+    const [row] = await this.store.get([mailbox], this.now());
+    if (!row) return undefined;
+    return this.entry(row, parseDiscover(Buffer.from('{"include_status":true}')), Number.NaN);
   }
 
   /** How far the background work is: skills waiting for vectors, the vector index's build. */

@@ -41,6 +41,7 @@ interface AgentDbRow {
   last_seen_ms: number;
   expires_ms: number | null;
   status: string | null;
+  owner: string | null;
 }
 
 interface DocDbRow {
@@ -66,6 +67,7 @@ function toAgent(row: AgentDbRow): AgentRow {
     registeredMs: row.registered_ms,
     lastSeenMs: row.last_seen_ms,
     statusJson: row.status ?? undefined,
+    owner: row.owner ?? undefined,
   };
 }
 
@@ -115,8 +117,8 @@ export class SqliteRegistryStore implements RegistryStore {
     this.stmt = {
       insertAgent: db.prepare(
         `INSERT INTO agents
-           (mailbox, name, body, agent_info, own_name, tags, ttl_s, registered_ms, last_seen_ms, expires_ms, status)
-         VALUES (@mailbox, @name, @body, @agent_info, @own_name, @tags, @ttl_s, @registered_ms, @last_seen_ms, @expires_ms, NULL)`,
+           (mailbox, name, body, agent_info, own_name, tags, ttl_s, registered_ms, last_seen_ms, expires_ms, status, owner)
+         VALUES (@mailbox, @name, @body, @agent_info, @own_name, @tags, @ttl_s, @registered_ms, @last_seen_ms, @expires_ms, NULL, @owner)`,
       ),
       deleteAgent: db.prepare("DELETE FROM agents WHERE mailbox = ?"),
       docIdsOf: db.prepare<[string], { id: number }>("SELECT id FROM skill_docs WHERE mailbox = ?"),
@@ -222,6 +224,7 @@ export class SqliteRegistryStore implements RegistryStore {
         registered_ms: agent.registeredMs,
         last_seen_ms: agent.lastSeenMs,
         expires_ms: expiresMs,
+        owner: agent.owner ?? null,
       });
       const ids: number[] = [];
       for (const doc of docs) {
@@ -245,7 +248,18 @@ export class SqliteRegistryStore implements RegistryStore {
     if (selector.name !== undefined) {
       for (const { mailbox } of this.stmt.mailboxesByName.all(selector.name)) mailboxes.add(mailbox);
     }
-    return [...mailboxes];
+    const owner = selector.owner;
+    if (owner === undefined) return [...mailboxes];
+    return [...mailboxes].filter((mailbox) => this.directory.get(mailbox)?.record.owner === owner);
+  }
+
+  select(selector: AgentSelector, nowMs: number): Promise<AgentRow[]> {
+    return this.run("registry read failed", () =>
+      this.selected(selector).flatMap((mailbox) => {
+        const entry = this.directory.get(mailbox);
+        return entry !== undefined && this.directory.isLive(entry, nowMs) ? [entry.record] : [];
+      }),
+    );
   }
 
   /** Deletes registrations in one transaction, then forgets them in memory. */

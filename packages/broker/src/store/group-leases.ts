@@ -19,7 +19,9 @@ interface Lease {
  */
 export class GroupLeases {
   private readonly leases = new Map<number, Lease>();
-  /** ACKed messages above their class cursor, by id, with their rank. */
+  /** While a change runs (see `change`), how to put back what it did, newest last. */
+  private undo?: (() => void)[];
+  /** ACKed messages above their class cursor, by id, with their rank (changed through addAcked). */
   readonly acked = new Map<number, number>();
   /** Per class: the highest id delivered so far (the cursor - 1 before any). */
   readonly delivered: number[];
@@ -43,8 +45,45 @@ export class GroupLeases {
     }
   }
 
+  /**
+   * Runs `change`, which also writes to the database: when it throws (the write failed and was
+   * rolled back), what it did to this state is put back too, so a failed ACK or claim changed
+   * nothing.
+   */
+  change<T>(change: () => T): T {
+    const outer = this.undo;
+    const undo: (() => void)[] = [];
+    this.undo = undo;
+    try {
+      return change();
+    } catch (err) {
+      for (let i = undo.length - 1; i >= 0; i--) undo[i]();
+      throw err;
+    } finally {
+      this.undo = outer;
+      outer?.push(...undo);
+    }
+  }
+
   /** Leases a claim's messages to the group as one batch. */
   lease(messages: readonly { id: number; rank: number }[], untilMs: number): void {
+    if (this.undo) {
+      const before = {
+        delivered: [...this.delivered],
+        nextBatch: this.nextBatch,
+        ids: messages.map((m) => m.id),
+      };
+      const previous = before.ids.map((id) => this.leases.get(id));
+      this.undo.push(() => {
+        before.ids.forEach((id, i) => {
+          const lease = previous[i];
+          if (lease) this.leases.set(id, lease);
+          else this.leases.delete(id);
+        });
+        this.delivered.splice(0, 3, ...before.delivered);
+        this.nextBatch = before.nextBatch;
+      });
+    }
     const batch = this.nextBatch++;
     for (let pos = 0; pos < messages.length; pos++) {
       const { id, rank } = messages[pos];
@@ -73,10 +112,17 @@ export class GroupLeases {
    * expired lease the scan did not find belongs to a message that is gone.
    */
   closeGap(rank: number, found: ReadonlySet<number>, nowMs: number): void {
+    const hadGap = this.gap[rank];
     this.gap[rank] = false;
+    const dropped: [number, Lease][] = [];
     for (const [id, lease] of this.leases) {
-      if (lease.rank === rank && lease.untilMs <= nowMs && !found.has(id)) this.leases.delete(id);
+      if (lease.rank === rank && lease.untilMs <= nowMs && !found.has(id)) dropped.push([id, lease]);
     }
+    for (const [id] of dropped) this.leases.delete(id);
+    this.undo?.push(() => {
+      this.gap[rank] = hadGap;
+      for (const [id, lease] of dropped) this.leases.set(id, lease);
+    });
   }
 
   /** The leases an ACK of `id` covers (its batch, up to its position), with their ranks; undefined when `id` is not leased. */
@@ -92,7 +138,19 @@ export class GroupLeases {
 
   /** Takes ACKed messages out of flight. */
   release(ids: Iterable<number>): void {
-    for (const id of ids) this.leases.delete(id);
+    for (const id of ids) {
+      const lease = this.leases.get(id);
+      if (!lease) continue;
+      this.leases.delete(id);
+      this.undo?.push(() => this.leases.set(id, lease));
+    }
+  }
+
+  /** Notes an ACK above its class cursor. */
+  addAcked(id: number, rank: number): void {
+    if (this.acked.has(id)) return;
+    this.acked.set(id, rank);
+    this.undo?.push(() => this.acked.delete(id));
   }
 
   /**
@@ -111,6 +169,7 @@ export class GroupLeases {
     for (const [id, r] of this.acked) {
       if (r === rank && id < cursor) {
         this.acked.delete(id);
+        this.undo?.push(() => this.acked.set(id, r));
         dropped = true;
       }
     }

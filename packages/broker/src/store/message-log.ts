@@ -5,12 +5,14 @@ import {
   type AppendedRow,
   decodeAppendedRows,
   type EncodedRows,
+  encodeAppendedRows,
   type SpanLocation,
   spanLength,
   splitSpan,
 } from "./appended-rows.js";
 import { parseJournal } from "./legacy-journal.js";
 import { type LocatedRow, locationOf } from "./message-row-writer.js";
+import { CorruptRecordError } from "./record-checks.js";
 import { RECORD_HEADER } from "./record-framing.js";
 import {
   DEFAULT_SEGMENT_BYTES,
@@ -27,6 +29,21 @@ import { type SegmentShare, SegmentUsage } from "./segment-usage.js";
  * them moved into their rows, so the segment can be deleted.
  */
 const SPARSE_FRACTION = 16;
+
+/** A segment's live messages are copied forward at most this often (each copy holds the event loop). */
+const COPY_INTERVAL_MS = 1000;
+/** Rows per record written by a copy. */
+const COPY_ROWS_PER_RECORD = 1024;
+
+/** A row as a copy reads it: everything but the bytes, which are in the log. */
+interface CopiedRow extends LocatedRow {
+  mbox: number;
+  priority: number;
+  msg_key: string | null;
+  tags: string | null;
+  created_ms: number;
+  expires_ms: number | null;
+}
 
 /** Spans at most this far apart are read together (the rest of a row's record lies between). */
 const MAX_READ_GAP = 4096;
@@ -52,6 +69,7 @@ export class MessageLog {
   private readonly usage = new SegmentUsage();
   /** Segments that could not be compacted or deleted; left alone until the next start. */
   private readonly kept = new Set<number>();
+  private lastCopyMs = 0;
   private readonly stmt;
   private readonly savePosition: (position: LogPosition) => void;
 
@@ -69,6 +87,11 @@ export class MessageLog {
       rowsIn: db.prepare<[number, number, number], LocatedRow>(
         "SELECT msg_id, seg, seg_at, seg_len FROM messages WHERE msg_id BETWEEN ? AND ? AND seg = ?",
       ),
+      rowsToCopy: db.prepare<[number, number, number], CopiedRow>(
+        `SELECT msg_id, mbox, priority, msg_key, tags, created_ms, expires_ms, seg, seg_at, seg_len
+         FROM messages WHERE msg_id BETWEEN ? AND ? AND seg = ? ORDER BY msg_id`,
+      ),
+      movePointer: db.prepare("UPDATE messages SET seg = ?, seg_at = ?, seg_len = ? WHERE msg_id = ?"),
       moveInline: db.prepare(
         "UPDATE messages SET header = ?, payload = ?, seg = NULL, seg_at = NULL, seg_len = NULL WHERE msg_id = ?",
       ),
@@ -130,11 +153,26 @@ export class MessageLog {
    * The headers and payloads of several rows (undefined where a row has none in the log): spans
    * close together in one segment are read with one read, as messages sent in a row are.
    */
-  readMany(locations: readonly (SpanLocation | undefined)[]): (MessageBytes | undefined)[] {
-    const out: (MessageBytes | undefined)[] = new Array(locations.length);
+  readMany(
+    locations: readonly (SpanLocation | undefined)[],
+  ): (MessageBytes | CorruptRecordError | undefined)[] {
+    const out: (MessageBytes | CorruptRecordError | undefined)[] = new Array(locations.length);
+    // Each span's record is checked against its CRC first: a span whose record does not
+    // check out gets the error instead of its bytes, and is not read with its neighbours.
+    const readable = locations.map((at, k) => {
+      if (at === undefined) return undefined;
+      try {
+        this.segments.check(at.segment, at.offset, at.length);
+        return at;
+      } catch (err) {
+        if (!(err instanceof CorruptRecordError)) throw err;
+        out[k] = err;
+        return undefined;
+      }
+    });
     let i = 0;
-    while (i < locations.length) {
-      const first = locations[i];
+    while (i < readable.length) {
+      const first = readable[i];
       if (first === undefined) {
         i++;
         continue;
@@ -142,8 +180,8 @@ export class MessageLog {
       // Extend the read while the next span follows closely in the same segment.
       let end = first.offset + first.length;
       let j = i + 1;
-      for (; j < locations.length; j++) {
-        const next = locations[j];
+      for (; j < readable.length; j++) {
+        const next = readable[j];
         if (next === undefined || next.segment !== first.segment) break;
         if (
           next.offset < end ||
@@ -155,7 +193,7 @@ export class MessageLog {
       }
       const bytes = this.segments.read(first.segment, first.offset, end - first.offset);
       for (let k = i; k < j; k++) {
-        const at = locations[k] as SpanLocation;
+        const at = readable[k] as SpanLocation;
         out[k] = splitSpan(bytes.subarray(at.offset - first.offset, at.offset - first.offset + at.length));
       }
       i = j;
@@ -176,9 +214,13 @@ export class MessageLog {
     this.savePosition(to);
   }
 
-  /** Segment files on disk, and the header and payload bytes of stored messages in them. */
-  status(): { segments: number; messageBytes: number } {
-    return { segments: this.segments.segments().length, messageBytes: this.usage.liveBytes() };
+  /** Segment files on disk, the header and payload bytes of stored messages in them, and their size. */
+  status(): { segments: number; messageBytes: number; logBytes: number } {
+    return {
+      segments: this.segments.segments().length,
+      messageBytes: this.usage.liveBytes(),
+      logBytes: this.segments.bytesOnDisk(),
+    };
   }
 
   /** Where the next record goes. */
@@ -215,9 +257,25 @@ export class MessageLog {
 
   private removeIfUnused(segment: number, atomically: (change: () => void) => void): void {
     const share = this.usage.of(segment);
-    if (share.rows > 0) {
-      if (share.bytes * SPARSE_FRACTION > this.segmentBytes) return;
-      atomically(() => this.moveInline(segment, share));
+    if (share.rows > 0 && share.bytes * SPARSE_FRACTION > this.segmentBytes) {
+      // Mostly dead, not nearly empty: its live messages are copied to the end of the log.
+      if (share.bytes * 2 > this.segmentBytes) return;
+      const now = Date.now();
+      if (now - this.lastCopyMs < COPY_INTERVAL_MS) return;
+      this.lastCopyMs = now;
+      if (!this.copyForward(segment, share, atomically)) {
+        this.kept.add(segment);
+        return;
+      }
+    } else if (share.rows > 0) {
+      let left = 0;
+      atomically(() => {
+        left = this.moveInline(segment, share);
+      });
+      if (left > 0) {
+        this.kept.add(segment);
+        return;
+      }
       this.usage.forget(segment);
     }
     if (share.lastId >= share.firstId && this.stmt.anyRowIn.get(share.firstId, share.lastId, segment)) return;
@@ -225,11 +283,61 @@ export class MessageLog {
     this.usage.forget(segment);
   }
 
-  private moveInline(segment: number, share: SegmentShare): void {
-    const rows = this.stmt.rowsIn.all(share.firstId, share.lastId, segment);
-    this.readMany(rows.map(locationOf)).forEach((bytes, i) => {
-      if (bytes) this.stmt.moveInline.run(bytes.header, bytes.payload, rows[i].msg_id);
+  /**
+   * Copies the live messages of a segment into new records at the end of the log and points
+   * their rows there, in one transaction that also records those records as applied (a
+   * replay after a crash between the two finds the rows and replaces them, see
+   * MessageRowWriter's `replaceRows`). False when a message in it is corrupt: nothing moves.
+   */
+  private copyForward(
+    segment: number,
+    share: SegmentShare,
+    atomically: (change: () => void) => void,
+  ): boolean {
+    const rows = this.stmt.rowsToCopy.all(share.firstId, share.lastId, segment);
+    const bytes = this.readMany(rows.map(locationOf));
+    if (bytes.some((b) => b instanceof CorruptRecordError)) return false;
+    const copies: AppendedRow[] = rows.map((row, i) => {
+      const read = bytes[i] as MessageBytes;
+      return {
+        id: row.msg_id,
+        mbox: row.mbox,
+        priority: row.priority,
+        key: row.msg_key,
+        tags: row.tags,
+        header: read.header,
+        payload: read.payload,
+        createdMs: row.created_ms,
+        expiresMs: row.expires_ms,
+        dueMs: null,
+      };
     });
+    for (let first = 0; first < copies.length; first += COPY_ROWS_PER_RECORD) {
+      const group = copies.slice(first, first + COPY_ROWS_PER_RECORD);
+      this.append(group, encodeAppendedRows(group, RECORD_HEADER));
+    }
+    atomically(() => {
+      for (const copy of copies) {
+        const to = copy.located as SpanLocation;
+        this.stmt.movePointer.run(to.segment, to.offset, to.length, copy.id);
+      }
+      this.saveApplied();
+    });
+    for (const copy of copies) this.stored(copy.located as SpanLocation, copy.id);
+    this.usage.forget(segment);
+    return true;
+  }
+
+  /** Moves the messages of a segment into their rows; returns how many could not be (corrupt ones). */
+  private moveInline(segment: number, share: SegmentShare): number {
+    const rows = this.stmt.rowsIn.all(share.firstId, share.lastId, segment);
+    let left = 0;
+    this.readMany(rows.map(locationOf)).forEach((bytes, i) => {
+      // A message whose record is corrupt stays where it is (its reads fail), and so does the segment.
+      if (bytes instanceof CorruptRecordError) left++;
+      else if (bytes) this.stmt.moveInline.run(bytes.header, bytes.payload, rows[i].msg_id);
+    });
+    return left;
   }
 
   close(): void {

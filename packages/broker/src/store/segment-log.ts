@@ -13,7 +13,8 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
-import { RECORD_HEADER, scanRecords } from "./record-framing.js";
+import { CorruptRecordError, RecordChecks } from "./record-checks.js";
+import { type CorruptStretch, RECORD_HEADER, scanSegmentRecords } from "./record-framing.js";
 
 const MAGIC = 0x4d513953; // "MQ9S"
 const FORMAT = 1;
@@ -41,6 +42,8 @@ export interface SegmentLogOptions {
   /** Flush every append to the disk (fdatasync), not only to the OS. */
   sync: boolean;
   segmentBytes?: number;
+  /** Told of each record found corrupt: at start-up among those replayed, later when read. */
+  onCorrupt?: (err: CorruptRecordError) => void;
 }
 
 /**
@@ -53,6 +56,9 @@ export interface SegmentLogOptions {
  */
 export class SegmentLog {
   private readonly readers = new Map<number, number>();
+  /** Sizes of the segments not being written, as read when first opened for reading. */
+  private readonly sizes = new Map<number, number>();
+  private readonly checks: RecordChecks;
   /** Segment numbers on disk, oldest first. */
   private readonly onDisk: number[];
   private writer: number;
@@ -67,6 +73,7 @@ export class SegmentLog {
     existing: number[],
   ) {
     this.onDisk = existing.includes(currentSegment) ? [...existing] : [...existing, currentSegment];
+    this.checks = new RecordChecks(FILE_HEADER, (err) => options.onCorrupt?.(err));
     this.writer = openSync(this.fileOf(currentSegment), "a+");
     this.size = fstatSync(this.writer).size;
     if (this.size === 0) this.writeHeader();
@@ -91,6 +98,15 @@ export class SegmentLog {
       const start = segment === from.segment ? Math.max(from.offset, FILE_HEADER) : FILE_HEADER;
       const read = readRecords(file, segment, start);
       records.push(...read.records);
+      for (const stretch of read.corrupt) {
+        options.onCorrupt?.(
+          new CorruptRecordError(
+            segment,
+            stretch.at,
+            `${stretch.end - stretch.at} bytes of records that do not match their checksums were skipped; the SENDs in them are lost`,
+          ),
+        );
+      }
       if (read.tornBytes > 0 && segment === segments[segments.length - 1]) {
         const fd = openSync(file, "r+");
         try {
@@ -108,6 +124,14 @@ export class SegmentLog {
       if (statSync(join(dir, segmentName(newest))).size < from.offset) newest++;
     }
     return { log: new SegmentLog(dir, options, newest, segments), records };
+  }
+
+  /** Bytes of the segment files on disk, all together. */
+  bytesOnDisk(): number {
+    let bytes = 0;
+    for (const segment of this.onDisk)
+      bytes += segment === this.currentSegment ? this.size : this.sizeOf(segment);
+    return bytes;
   }
 
   /** Segment numbers present on disk, oldest first. */
@@ -149,15 +173,43 @@ export class SegmentLog {
 
   /** `length` bytes at `offset` of a segment. */
   read(segment: number, offset: number, length: number): Buffer {
+    const bytes = this.readUpTo(segment, offset, length);
+    if (bytes.length < length) {
+      throw new Error(`segment ${segmentName(segment)} ends before byte ${offset + length}`);
+    }
+    return bytes;
+  }
+
+  /**
+   * Throws CorruptRecordError unless `length` bytes at `offset` lie in one record of the
+   * segment whose checksum matches (checked the first time, see RecordChecks).
+   */
+  check(segment: number, offset: number, length: number): void {
+    const closed = segment !== this.currentSegment;
+    const size = closed ? this.sizeOf(segment) : this.size;
+    this.checks.check(segment, offset, length, (at, n) => this.readUpTo(segment, at, n), size, closed);
+  }
+
+  /** Up to `length` bytes at `offset` of a segment (fewer at its end). */
+  private readUpTo(segment: number, offset: number, length: number): Buffer {
     const bytes = Buffer.allocUnsafe(length);
     const fd = this.readerOf(segment);
     let done = 0;
     while (done < length) {
       const n = readSync(fd, bytes, done, length - done, offset + done);
-      if (n === 0) throw new Error(`segment ${segmentName(segment)} ends before byte ${offset + length}`);
+      if (n === 0) return bytes.subarray(0, done);
       done += n;
     }
     return bytes;
+  }
+
+  private sizeOf(segment: number): number {
+    let size = this.sizes.get(segment);
+    if (size === undefined) {
+      size = fstatSync(this.readerOf(segment)).size;
+      this.sizes.set(segment, size);
+    }
+    return size;
   }
 
   /** Deletes a segment that is not being written. */
@@ -166,6 +218,8 @@ export class SegmentLog {
     const fd = this.readers.get(segment);
     if (fd !== undefined) closeSync(fd);
     this.readers.delete(segment);
+    this.sizes.delete(segment);
+    this.checks.forget(segment);
     unlinkSync(this.fileOf(segment));
     this.onDisk.splice(this.onDisk.indexOf(segment), 1);
   }
@@ -261,17 +315,20 @@ export function readLogRange(dir: string, from: LogPosition, to: LogPosition): L
   return records;
 }
 
-/** Whole records of a segment file from byte `start`; a torn or corrupt tail is left out. */
+/**
+ * Whole records of a segment file from byte `start`; a torn tail is left out, and so are
+ * corrupt records followed by whole ones (reported in `corrupt`).
+ */
 export function readRecords(
   file: string,
   segment: number,
   start: number,
-): { records: LogRecord[]; end: number; tornBytes: number } {
+): { records: LogRecord[]; end: number; tornBytes: number; corrupt: CorruptStretch[] } {
   const fd = openSync(file, "r");
   let bytes: Buffer;
   try {
     const size = fstatSync(fd).size;
-    if (size < FILE_HEADER) return { records: [], end: 0, tornBytes: size };
+    if (size < FILE_HEADER) return { records: [], end: 0, tornBytes: size, corrupt: [] };
     const header = Buffer.alloc(FILE_HEADER);
     readSync(fd, header, 0, FILE_HEADER, 0);
     if (header.readUInt32LE(0) !== MAGIC || header.readUInt32LE(4) !== FORMAT) {
@@ -282,12 +339,17 @@ export function readRecords(
   } finally {
     closeSync(fd);
   }
-  const { bodies, end } = scanRecords(bytes, 0);
+  const { bodies, end, corrupt } = scanSegmentRecords(bytes, 0);
   const records = bodies.map(({ at, body }) => ({
     segment,
     bodyOffset: start + at,
     end: start + at + body.length,
     body,
   }));
-  return { records, end: start + end, tornBytes: bytes.length - end };
+  return {
+    records,
+    end: start + end,
+    tornBytes: bytes.length - end,
+    corrupt: corrupt.map((stretch) => ({ at: start + stretch.at, end: start + stretch.end })),
+  };
 }

@@ -1,9 +1,10 @@
-import { mkdirSync, unlinkSync } from "node:fs";
+import { mkdirSync, statSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { PRIORITIES, priorityRank } from "@mq9/protocol";
 import Database from "better-sqlite3";
 import { type AppendedRow, encodeAppendedRows } from "./appended-rows.js";
 import { GroupLeases } from "./group-leases.js";
+import { IdReservation } from "./id-reservation.js";
 import { ApplierFailed, LogApplier } from "./log-applier.js";
 import { type MessageBytes, MessageLog } from "./message-log.js";
 import {
@@ -17,9 +18,10 @@ import {
   type RawMessageRow,
 } from "./message-row-writer.js";
 import { RecentMessages } from "./recent-messages.js";
+import { CorruptRecordError } from "./record-checks.js";
 import { RECORD_HEADER } from "./record-framing.js";
 import { RecordSlab } from "./record-slab.js";
-import { SQLITE_MIGRATE_2_TO_3, SQLITE_SCHEMA, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
+import { SQLITE_MIGRATIONS, SQLITE_SCHEMA, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
 import { StorageError } from "./storage-error.js";
 import type {
   AppendResult,
@@ -33,6 +35,13 @@ import type {
   Store,
   StoredMessage,
 } from "./store.js";
+import type {
+  GroupStats,
+  MailboxStats,
+  MailboxStatsOptions,
+  StoreInspection,
+  StoreTotals,
+} from "./store-inspection.js";
 import type { CheckpointReply } from "./wal-checkpoint-worker.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
 
@@ -45,6 +54,19 @@ export interface StoreLogStatus {
   messageBytes: number;
   /** SENDs in the log whose rows are not in SQLite yet. */
   rowsWaiting: number;
+  /** Records of the message log found corrupt since the store opened. */
+  corruptRecords: number;
+  /** Bytes of the message log's segment files. */
+  logBytes: number;
+  /** Bytes of the SQLite WAL file. */
+  walBytes: number;
+  /** Unused pages in the SQLite database file, in bytes (reused, or returned by incremental vacuum). */
+  dbFreeBytes: number;
+  /**
+   * Bytes on disk that hold nothing live and are given back on the reclaim schedule: segment
+   * bytes past the live messages, the WAL, and free database pages.
+   */
+  reclaimableBytes: number;
 }
 
 export interface SqliteStoreOptions {
@@ -63,11 +85,16 @@ export interface SqliteStoreOptions {
   logSegmentBytes?: number;
   /**
    * Write the rows of SENDs into SQLite on a worker thread (default), or on the calling thread,
-   * which costs the event loop ~4 us per message but no second thread.
+   * which costs the event loop the row writes but needs no second thread.
    */
   rowsOnWorker?: boolean;
   /** Told when that worker failed (the store then writes the rows itself, losing none). */
   onRowWorkerFailed?: (err: Error) => void;
+  /**
+   * Told once of each record of the message log found corrupt (its checksum does not match):
+   * at start-up among the records replayed, or when a message in it is read.
+   */
+  onCorruptRecord?: (err: CorruptRecordError) => void;
 }
 
 const DEFAULT_COMMIT_INTERVAL_MS = 25;
@@ -77,8 +104,16 @@ const DEFAULT_COMMIT_INTERVAL_MS = 25;
  */
 const DEFAULT_RECENT_MESSAGE_BYTES = 4 * 1024 * 1024;
 const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
-/** A WAL this long (pages) that the worker cannot catch up with is checkpointed here, blocking. */
-const MAX_WAL_FRAMES = 65536;
+/** A WAL file past this size is emptied (see truncateWal): it stays near this bound. */
+export const WAL_TRUNCATE_BYTES = 32 * 1024 * 1024;
+/** A fully copied WAL file past this size is emptied too (cheap then: nothing is left to copy). */
+const WAL_IDLE_TRUNCATE_BYTES = 4 * 1024 * 1024;
+/** Free database pages are looked at this often, and given back past VACUUM_FREE_BYTES, a step at a time. */
+const VACUUM_INTERVAL_MS = 1000;
+const VACUUM_FREE_BYTES = 8 * 1024 * 1024;
+const VACUUM_STEP_BYTES = 16 * 1024 * 1024;
+/** More messages than one append is ever given (SendBatcher's largest batch). */
+const MAX_BATCH = 65_536;
 /** Rows after which the open transaction is committed without waiting for the interval. */
 const MAX_UNCOMMITTED_ROWS = 4096;
 
@@ -107,6 +142,7 @@ interface MailboxRow {
   description: string;
   created_ms: number;
   expires_ms: number | null;
+  owner: string | null;
 }
 
 interface DelayedRow
@@ -133,8 +169,19 @@ const RANKS = [0, 1, 2] as const;
 function toStored(rows: readonly MessageRow[], log: MessageLog | undefined): StoredMessage[] {
   const located = rows.map(locationOf);
   const bytes = log ? log.readMany(located) : [];
-  return rows.map((row, i) =>
-    storedMessage(row, bytes[i] ?? { header: row.header, payload: row.payload ?? EMPTY }),
+  return rows.map((row, i) => {
+    const read = bytes[i];
+    if (read instanceof CorruptRecordError) throw corruptMessage(row.msg_id, read);
+    return storedMessage(row, read ?? { header: row.header, payload: row.payload ?? EMPTY });
+  });
+}
+
+/** The error a read of a corrupt message answers: which one, and how to get past it. */
+function corruptMessage(msgId: number, cause: CorruptRecordError): StorageError {
+  return new StorageError(
+    `message ${msgId} is corrupt on disk (${cause.message}); it is not served: delete it (MSG.DELETE) to read past it, or restore the data directory from a backup`,
+    "STORE_CORRUPT",
+    { cause },
   );
 }
 
@@ -149,6 +196,14 @@ function storedMessage(row: MessageRow, { header, payload }: MessageBytes): Stor
     createdMs: row.created_ms,
     expiresMs: row.expires_ms ?? undefined,
   };
+}
+
+function fileSize(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
 }
 
 function isLive(row: MailboxRow, nowMs: number): boolean {
@@ -182,7 +237,7 @@ function takeByPriority(
  * The embedded store: one SQLite file in WAL mode, owned by this process
  * (exclusive lock), so mailbox metadata can be cached in memory.
  */
-export class SqliteStore implements Store {
+export class SqliteStore implements Store, StoreInspection {
   private readonly db: Database.Database;
   private readonly mailboxCache = new Map<string, MailboxRow>();
   private readonly stmt;
@@ -216,9 +271,20 @@ export class SqliteStore implements Store {
   private readonly records = new RecordSlab();
   /** Per mailbox, the highest id ever stored in each priority class (at least; deletions do not lower it). */
   private readonly newestIds = new Map<number, number[]>();
+  private corruptRecords = 0;
+  /** The stored high-water mark of msg_ids. */
+  private readonly ids: IdReservation;
+  private reservingIds?: Promise<void>;
+  private truncatingWal = false;
+  private readonly file: string;
+  private readonly pageSize: number;
+  private lastVacuumMs = 0;
+  /** Databases made before this version have no incremental vacuum (it needs a full VACUUM to turn on). */
+  private incrementalVacuum = false;
 
   constructor(options: SqliteStoreOptions) {
     const file = options.dataDir === ":memory:" ? ":memory:" : join(options.dataDir, "mq9.db");
+    this.file = file;
     const synchronous = options.sync === "full" ? "FULL" : "NORMAL";
     try {
       if (file !== ":memory:") {
@@ -240,16 +306,14 @@ export class SqliteStore implements Store {
     this.recent = new RecentMessages(options.recentMessageBytes ?? DEFAULT_RECENT_MESSAGE_BYTES);
     const db = this.db;
     this.runAtomically = db.transaction((change: () => unknown) => change());
+    this.pageSize = db.pragma("page_size", { simple: true }) as number;
     this.stmt = {
       begin: db.prepare("BEGIN"),
+      freePages: db.prepare<[], { n: number }>("SELECT freelist_count AS n FROM pragma_freelist_count"),
       commit: db.prepare("COMMIT"),
       mailboxByAddress: db.prepare<[string], MailboxRow>("SELECT * FROM mailboxes WHERE address = ?"),
       insertMailbox: db.prepare(
-        "INSERT INTO mailboxes (address, ttl_s, description, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?)",
-      ),
-      // The counter is derived from the newest message at open; it is stored only when that one goes.
-      saveNextId: db.prepare(
-        "INSERT INTO meta (name, value) VALUES ('next_msg_id', ?) ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)",
+        "INSERT INTO mailboxes (address, ttl_s, description, created_ms, expires_ms, owner) VALUES (?, ?, ?, ?, ?, ?)",
       ),
       deleteMessage: db.prepare<[number, number], LocatedRow>(
         "DELETE FROM messages WHERE mbox = ? AND msg_id = ? RETURNING msg_id, seg, seg_at, seg_len",
@@ -342,13 +406,29 @@ export class SqliteStore implements Store {
       .prepare<[], { value: number }>("SELECT value FROM meta WHERE name = 'next_msg_id'")
       .get();
     const newest = this.db.prepare<[], { id: number | null }>("SELECT max(msg_id) AS id FROM messages").get();
-    this.nextId = Math.max(stored?.value ?? 0, (newest?.id ?? -1) + 1);
+    this.ids = new IdReservation(this.db);
+    this.nextId = this.ids.startingId(Math.max(stored?.value ?? 0, (newest?.id ?? -1) + 1));
+    try {
+      this.reserveIdsNow();
+    } catch {
+      // Nothing is given an id until a reservation is committed (the first SEND tries again).
+    }
   }
 
   /** The message log's size and the rows still to be written to SQLite; undefined in memory. */
   logStatus(): StoreLogStatus | undefined {
     if (!this.log) return undefined;
-    return { ...this.log.status(), rowsWaiting: this.applier?.waiting ?? this.pending.length };
+    const log = this.log.status();
+    const walBytes = fileSize(`${this.file}-wal`);
+    const dbFreeBytes = this.db.open ? this.stmt.freePages.get()!.n * this.pageSize : 0;
+    return {
+      ...log,
+      rowsWaiting: this.applier?.waiting ?? this.pending.length,
+      corruptRecords: this.corruptRecords,
+      walBytes,
+      dbFreeBytes,
+      reclaimableBytes: Math.max(0, log.logBytes - log.messageBytes) + walBytes + dbFreeBytes,
+    };
   }
 
   async createMailbox(record: MailboxRecord, nowMs: number): Promise<boolean> {
@@ -365,6 +445,7 @@ export class SqliteStore implements Store {
           record.desc,
           record.createdMs,
           record.expiresMs ?? null,
+          record.owner ?? null,
         );
         return true;
       });
@@ -380,6 +461,7 @@ export class SqliteStore implements Store {
       desc: row.description,
       createdMs: row.created_ms,
       expiresMs: row.expires_ms ?? undefined,
+      owner: row.owner ?? undefined,
     };
   }
 
@@ -388,6 +470,8 @@ export class SqliteStore implements Store {
    * SQLite within `commitIntervalMs`, or sooner when a request needs them.
    */
   async append(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
+    while (!this.ids.covers(this.nextId, batch.length)) await this.reserveIds();
+    if (this.ids.runningLow(this.nextId)) void this.reserveIds().catch(() => {});
     let next = this.nextId;
     const rows: AppendedRow[] = [];
     const outcome = batch.map((message): AppendResult => {
@@ -475,31 +559,35 @@ export class SqliteStore implements Store {
       if (!box) return [];
       // With the worker writing SEND rows, this connection holds no transaction between turns.
       if (!this.applier) this.beginDeferred();
-      return this.atomically(() => {
-        const stored = this.stmt.group.get(box.id, group);
-        // A reset starts over from `start`, keeping only the batch numbering.
-        const existing = options.reset ? undefined : stored;
-        let cursors: number[];
-        let leases: GroupLeases;
-        if (existing) {
-          cursors = [existing.cursor0, existing.cursor1, existing.cursor2];
-          leases = this.leasesOf(box.id, group, existing);
-        } else {
-          const from = options.start.fromId;
-          cursors = [from, from, from];
-          if (options.reset) this.stmt.clearDeliveries.run(box.id, group);
-          const batch = stored?.next_batch ?? 0;
-          this.stmt.upsertGroup.run({ mbox: box.id, name: group, c0: from, c1: from, c2: from, batch });
-          leases = new GroupLeases(cursors, batch);
-          this.groupsOf(box.id).set(group, leases);
-        }
+      const stored = this.stmt.group.get(box.id, group);
+      // A reset starts over from `start`, keeping only the batch numbering.
+      const existing = options.reset ? undefined : stored;
+      const takeAndLease = (cursors: number[], leases: GroupLeases) => {
         const taken = this.claimable(box.id, group, cursors, leases, options);
         leases.lease(
           taken.map((m) => ({ id: m.id, rank: priorityRank[m.priority] })),
           options.nowMs + options.leaseMs,
         );
         return taken;
+      };
+      if (existing) {
+        const leases = this.leasesOf(box.id, group, existing);
+        const cursors = [existing.cursor0, existing.cursor1, existing.cursor2];
+        // A claim that fails (a record that cannot be read) leases nothing.
+        return leases.change(() => this.atomically(() => takeAndLease(cursors, leases)));
+      }
+      const from = options.start.fromId;
+      const cursors = [from, from, from];
+      const batch = stored?.next_batch ?? 0;
+      const leases = new GroupLeases(cursors, batch);
+      const taken = this.atomically(() => {
+        if (options.reset) this.stmt.clearDeliveries.run(box.id, group);
+        this.stmt.upsertGroup.run({ mbox: box.id, name: group, c0: from, c1: from, c2: from, batch });
+        return takeAndLease(cursors, leases);
       });
+      // Kept only once the group's row is written: a failed claim leaves the group as it was.
+      this.groupsOf(box.id).set(group, leases);
+      return taken;
     });
   }
 
@@ -595,34 +683,38 @@ export class SqliteStore implements Store {
     return this.sqlTurn(() => {
       const box = this.liveMailbox(mailbox, nowMs);
       if (!box) return false;
-      return this.committed(() => {
-        const state = this.stmt.group.get(box.id, group);
-        if (!state) return false;
-        const cursors = [state.cursor0, state.cursor1, state.cursor2];
-        const leases = this.leasesOf(box.id, group, state);
-        const covered = leases.coveredBy(msgId);
-        if (!covered) return leases.acked.has(msgId) || this.isBelowCursor(box.id, msgId, cursors);
-        leases.release(covered.keys());
-        const moved = leases.cursorsAfterRelease(cursors);
-        const next = [...cursors];
-        for (let rank = 0; rank < 3; rank++) {
-          // ACKs the cursor does not pass are written: they must outlive a restart.
-          const stays = moved[rank] ?? Number.NEGATIVE_INFINITY;
-          for (const [id, r] of covered) {
-            if (r !== rank || id < stays) continue;
-            this.stmt.insertAcked.run(box.id, group, id, rank);
-            leases.acked.set(id, rank);
+      const state = this.stmt.group.get(box.id, group);
+      if (!state) return false;
+      const cursors = [state.cursor0, state.cursor1, state.cursor2];
+      const leases = this.leasesOf(box.id, group, state);
+      const covered = leases.coveredBy(msgId);
+      if (!covered) return leases.acked.has(msgId) || this.isBelowCursor(box.id, msgId, cursors);
+      // An ACK whose write fails is undone in memory as well: its messages stay leased, and come
+      // back once the lease runs out (an error reply means nothing changed).
+      return leases.change(() =>
+        this.committed(() => {
+          leases.release(covered.keys());
+          const moved = leases.cursorsAfterRelease(cursors);
+          const next = [...cursors];
+          for (let rank = 0; rank < 3; rank++) {
+            // ACKs the cursor does not pass are written: they must outlive a restart.
+            const stays = moved[rank] ?? Number.NEGATIVE_INFINITY;
+            for (const [id, r] of covered) {
+              if (r !== rank || id < stays) continue;
+              this.stmt.insertAcked.run(box.id, group, id, rank);
+              leases.addAcked(id, rank);
+            }
+            next[rank] = moved[rank] ?? this.firstUnackedFrom(box.id, group, rank, cursors[rank], nowMs);
+            if (next[rank] !== cursors[rank] && leases.dropAckedBelow(rank, next[rank])) {
+              this.stmt.pruneDeliveries.run(box.id, group, rank, next[rank]);
+            }
           }
-          next[rank] = moved[rank] ?? this.firstUnackedFrom(box.id, group, rank, cursors[rank], nowMs);
-          if (next[rank] !== cursors[rank] && leases.dropAckedBelow(rank, next[rank])) {
-            this.stmt.pruneDeliveries.run(box.id, group, rank, next[rank]);
+          if (next.some((cursor, rank) => cursor !== cursors[rank])) {
+            this.stmt.setCursors.run(next[0], next[1], next[2], box.id, group);
           }
-        }
-        if (next.some((cursor, rank) => cursor !== cursors[rank])) {
-          this.stmt.setCursors.run(next[0], next[1], next[2], box.id, group);
-        }
-        return true;
-      });
+          return true;
+        }),
+      );
     });
   }
 
@@ -662,15 +754,14 @@ export class SqliteStore implements Store {
     return this.sqlTurn(() => {
       const box = this.mailboxRow(mailbox);
       if (!box) return false;
-      return this.committed(() => {
+      const deleted = this.committed(() => {
         this.stmt.deleteDeliveriesOf.run(box.id, msgId);
-        for (const leases of this.inFlight.get(box.id)?.values() ?? []) leases.forget(msgId);
-        // Keep ids from being reused after a restart if this was the newest message.
-        this.stmt.saveNextId.run(this.nextId);
-        const deleted = this.stmt.deleteMessage.get(box.id, msgId);
-        if (deleted) this.released([deleted]);
-        return deleted !== undefined;
+        return this.stmt.deleteMessage.get(box.id, msgId);
       });
+      // Only once the delete is committed: a failed one leaves the message leased as it was.
+      for (const leases of this.inFlight.get(box.id)?.values() ?? []) leases.forget(msgId);
+      if (deleted) this.released([deleted]);
+      return deleted !== undefined;
     });
   }
 
@@ -709,8 +800,134 @@ export class SqliteStore implements Store {
         const expiredMessages = this.stmt.expireMessages.all(nowMs);
         this.released(expiredMessages);
         const messages = expiredMessages.length;
-        if (messages > 0) this.stmt.saveNextId.run(this.nextId);
         return { mailboxes: expired.map((row) => row.address), messages };
+      });
+    });
+  }
+
+  async mailboxStats(nowMs: number, options: MailboxStatsOptions): Promise<MailboxStats[]> {
+    return this.sqlTurn(() => {
+      const match = options.exact ? "address = ?" : "instr(address, ?) > 0";
+      const boxes = this.db
+        .prepare<[number, string, number], MailboxRow>(
+          `SELECT * FROM mailboxes WHERE (expires_ms IS NULL OR expires_ms > ?) AND ${match} ORDER BY address LIMIT ?`,
+        )
+        .all(nowMs, options.search ?? "", options.limit);
+      if (boxes.length === 0) return [];
+      const ids = JSON.stringify(boxes.map((box) => box.id));
+      const inBoxes = "mbox IN (SELECT value FROM json_each(?))";
+      const classes = this.db
+        .prepare<
+          [string, number],
+          { mbox: number; priority: number; n: number; bytes: number; oldest: number }
+        >(
+          `SELECT mbox, priority, count(*) AS n, min(created_ms) AS oldest,
+             sum(coalesce(seg_len, length(payload) + coalesce(length(header), 0))) AS bytes
+           FROM messages WHERE ${inBoxes} AND (expires_ms IS NULL OR expires_ms > ?) GROUP BY mbox, priority`,
+        )
+        .all(ids, nowMs);
+      const countsOf = (table: string) =>
+        new Map(
+          this.db
+            .prepare<[string], { mbox: number; n: number }>(
+              `SELECT mbox, count(*) AS n FROM ${table} WHERE ${inBoxes} GROUP BY mbox`,
+            )
+            .all(ids)
+            .map((row) => [row.mbox, row.n]),
+        );
+      const delayed = countsOf("delayed");
+      const groups = countsOf("groups");
+      return boxes.map((box): MailboxStats => {
+        const depth = { critical: 0, urgent: 0, normal: 0 };
+        let bytes = 0;
+        let oldestMs: number | undefined;
+        for (const row of classes) {
+          if (row.mbox !== box.id) continue;
+          depth[PRIORITIES[row.priority]] = row.n;
+          bytes += row.bytes;
+          oldestMs = oldestMs === undefined ? row.oldest : Math.min(oldestMs, row.oldest);
+        }
+        return {
+          address: box.address,
+          ttlSeconds: box.ttl_s,
+          desc: box.description,
+          createdMs: box.created_ms,
+          expiresMs: box.expires_ms ?? undefined,
+          depth,
+          bytes,
+          oldestMs,
+          delayed: delayed.get(box.id) ?? 0,
+          groups: groups.get(box.id) ?? 0,
+        };
+      });
+    });
+  }
+
+  async totals(nowMs: number): Promise<StoreTotals> {
+    return this.sqlTurn(() => {
+      const mailboxes = this.db
+        .prepare<[number], { n: number }>(
+          "SELECT count(*) AS n FROM mailboxes WHERE expires_ms IS NULL OR expires_ms > ?",
+        )
+        .get(nowMs);
+      const messages = this.db
+        .prepare<[number], { n: number; bytes: number | null }>(
+          `SELECT count(*) AS n, sum(coalesce(seg_len, length(payload) + coalesce(length(header), 0))) AS bytes
+           FROM messages WHERE expires_ms IS NULL OR expires_ms > ?`,
+        )
+        .get(nowMs);
+      return { mailboxes: mailboxes?.n ?? 0, messages: messages?.n ?? 0, bytes: messages?.bytes ?? 0 };
+    });
+  }
+
+  async groupStats(address: string, nowMs: number): Promise<GroupStats[] | undefined> {
+    return this.sqlTurn(() => {
+      const box = this.liveMailbox(address, nowMs);
+      if (!box) return undefined;
+      const rows = this.db
+        .prepare<[number], GroupRow & { name: string }>("SELECT * FROM groups WHERE mbox = ? ORDER BY name")
+        .all(box.id);
+      const unacked = this.db.prepare<[number, number, number, number, number, string], { n: number }>(
+        `SELECT count(*) AS n FROM messages m
+         WHERE m.mbox = ? AND m.priority = ? AND m.msg_id >= ? AND (m.expires_ms IS NULL OR m.expires_ms > ?)
+           AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.mbox = ? AND d.grp = ? AND d.msg_id = m.msg_id AND d.acked = 1)`,
+      );
+      return rows.map((row) => {
+        const cursors = [row.cursor0, row.cursor1, row.cursor2];
+        const leases = this.inFlight.get(box.id)?.get(row.name);
+        let lag = 0;
+        let leased = 0;
+        for (const rank of RANKS) {
+          lag += unacked.get(box.id, rank, cursors[rank], nowMs, box.id, row.name)?.n ?? 0;
+          leased += leases?.activeIds(rank, nowMs).size ?? 0;
+        }
+        return { name: row.name, lag, leased };
+      });
+    });
+  }
+
+  async deleteMailbox(address: string, nowMs: number): Promise<boolean> {
+    return this.sqlTurn(() => {
+      const box = this.liveMailbox(address, nowMs);
+      if (!box) return false;
+      this.committed(() => this.dropMailbox(box));
+      return true;
+    });
+  }
+
+  async purgeMailbox(address: string, nowMs: number): Promise<number | undefined> {
+    return this.sqlTurn(() => {
+      const box = this.liveMailbox(address, nowMs);
+      if (!box) return undefined;
+      return this.committed(() => {
+        // Ids are not reused after a restart: the store persists a reserved range ahead of them.
+        const dropped = this.stmt.dropMessagesOf.all(box.id);
+        this.released(dropped);
+        this.db.prepare("DELETE FROM delayed WHERE mbox = ?").run(box.id);
+        this.db.prepare("DELETE FROM deliveries WHERE mbox = ?").run(box.id);
+        // Leases of purged messages mean nothing now; the groups rebuild theirs from the database.
+        this.inFlight.delete(box.id);
+        return dropped.length;
       });
     });
   }
@@ -722,11 +939,32 @@ export class SqliteStore implements Store {
     if (!this.db.open) return;
     try {
       this.settle();
+      // Every row is committed: the next start may continue from the exact id.
+      this.atomically(() => this.ids.markClean(this.nextId));
     } finally {
       this.log?.close();
       this.db.close();
       this.ownerLock?.close();
     }
+  }
+
+  /** Raises the stored id reservation (see IdReservation) in a turn; one raise at a time. */
+  private reserveIds(): Promise<void> {
+    this.reservingIds ??= this.sqlTurn(() => this.reserveIdsNow())
+      .catch((err) => {
+        throw StorageError.from(err, "cannot store the message");
+      })
+      .finally(() => {
+        this.reservingIds = undefined;
+      });
+    return this.reservingIds;
+  }
+
+  /** Commits a reservation of ids well past the next one (call in a turn). */
+  private reserveIdsNow(): void {
+    // Past what one append may take at once, so a raise always covers the batch that waited for it.
+    const until = this.committed(() => this.ids.raise(this.nextId + MAX_BATCH));
+    this.ids.raised(until);
   }
 
   private onCheckpoint(reply: CheckpointReply): void {
@@ -736,12 +974,36 @@ export class SqliteStore implements Store {
       this.db.pragma("wal_autocheckpoint = 1000");
       return;
     }
-    if (reply.copiedFrames < reply.walFrames && reply.walFrames > MAX_WAL_FRAMES) {
-      void this.sqlTurn(() => {
-        this.settle();
-        this.db.pragma("wal_checkpoint(RESTART)");
-      }).catch(() => {});
-    }
+    if (reply.type !== "checkpointed") return;
+    // Past the bound; or idle with everything copied (a truncation costs little then), so an
+    // idle broker does not keep a large WAL file.
+    const idle = reply.copiedFrames === reply.walFrames && reply.walBytes > WAL_IDLE_TRUNCATE_BYTES;
+    if (idle || reply.walBytes > WAL_TRUNCATE_BYTES) this.truncateWal();
+  }
+
+  /**
+   * Empties the WAL file with a TRUNCATE checkpoint while no other connection writes: passive
+   * checkpoints copy the WAL but never start it over while commits keep coming, so without
+   * this it grew without bound under a stream of small commits (deletes, ACKs, expiry).
+   */
+  private truncateWal(): void {
+    if (this.truncatingWal) return;
+    const checkpointer = this.checkpointer;
+    const applier = this.applier;
+    this.truncatingWal = true;
+    const truncated =
+      checkpointer && applier
+        ? applier.exclusive(() => checkpointer.truncate())
+        : this.sqlTurn(() => {
+            // This connection is the only writer: settle, then truncate here.
+            this.settle();
+            this.db.pragma("wal_checkpoint(TRUNCATE)");
+          });
+    void truncated
+      .catch(() => {})
+      .finally(() => {
+        this.truncatingWal = false;
+      });
   }
 
   /**
@@ -807,6 +1069,10 @@ export class SqliteStore implements Store {
       opened = MessageLog.open(this.db, options.dataDir, {
         sync: options.sync === "full",
         segmentBytes: options.logSegmentBytes,
+        onCorrupt: (err) => {
+          this.corruptRecords++;
+          options.onCorruptRecord?.(err);
+        },
       });
     } catch (err) {
       throw StorageError.from(err, `cannot open the message log in ${options.dataDir}`);
@@ -814,9 +1080,10 @@ export class SqliteStore implements Store {
     const { log, replay, legacy, legacyJournal } = opened;
     // Set before the rows are written: their places in the log are counted as they go in.
     this.log = log;
+    const replaying = new MessageRowWriter(this.db, (located) => located && log.released(located), true);
     this.atomically(() => {
-      this.rows.writeAppended(legacy);
-      this.rows.writeAppended(replay);
+      replaying.writeAppended(legacy);
+      replaying.writeAppended(replay);
       log.saveApplied();
     });
     if (legacyJournal) unlinkSync(legacyJournal);
@@ -868,9 +1135,19 @@ export class SqliteStore implements Store {
     this.removeUnusedSegments();
   }
 
-  /** Deletes (or compacts) log segments no row needs; call with every row committed. */
+  /**
+   * Deletes (or compacts) log segments no row needs, and gives free database pages back to the
+   * file system (incremental vacuum, at most once a second); call with every row committed.
+   */
   private removeUnusedSegments(): void {
     this.log?.removeUnused((change) => this.atomically(change));
+    const now = Date.now();
+    if (now - this.lastVacuumMs < VACUUM_INTERVAL_MS || this.db.inTransaction) return;
+    this.lastVacuumMs = now;
+    const free = this.stmt.freePages.get()!.n;
+    if (free * this.pageSize > VACUUM_FREE_BYTES && this.incrementalVacuum) {
+      this.db.pragma(`incremental_vacuum(${Math.ceil(VACUUM_STEP_BYTES / this.pageSize)})`);
+    }
   }
 
   /** Notes a message as stored: the newest id of its class, and its bytes' place in the log. */
@@ -945,8 +1222,21 @@ export class SqliteStore implements Store {
     const version = this.db.pragma("user_version", { simple: true }) as number;
     const empty =
       this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").get() === undefined;
-    if (!empty && version === 2) this.db.exec(SQLITE_MIGRATE_2_TO_3);
-    else if (!empty && version !== SQLITE_SCHEMA_VERSION) {
+    // Set before the first table: free pages can then be given back without a full VACUUM.
+    if (empty) this.db.pragma("auto_vacuum = INCREMENTAL");
+    let at = version;
+    if (!empty) {
+      // Each step in its own transaction with the version it reaches, so a crash leaves a known version.
+      while (at < SQLITE_SCHEMA_VERSION && SQLITE_MIGRATIONS[at] !== undefined) {
+        const step = SQLITE_MIGRATIONS[at];
+        this.db.transaction(() => {
+          this.db.exec(step);
+          this.db.pragma(`user_version = ${at + 1}`);
+        })();
+        at++;
+      }
+    }
+    if (!empty && at !== SQLITE_SCHEMA_VERSION) {
       throw new StorageError(
         `the store was written by another mq9 version (format ${version}, this one reads ${SQLITE_SCHEMA_VERSION}); move the data directory aside`,
         "STORE_FORMAT",
@@ -954,10 +1244,10 @@ export class SqliteStore implements Store {
     }
     this.db.exec(SQLITE_SCHEMA);
     this.db.pragma(`user_version = ${SQLITE_SCHEMA_VERSION}`);
+    this.incrementalVacuum = this.db.pragma("auto_vacuum", { simple: true }) === 2;
   }
 
   private dropMailbox(row: MailboxRow): void {
-    this.stmt.saveNextId.run(this.nextId);
     this.released(this.stmt.dropMessagesOf.all(row.id));
     for (const table of ["delayed", "groups", "deliveries"]) {
       this.db.prepare(`DELETE FROM ${table} WHERE mbox = ?`).run(row.id);

@@ -1,0 +1,158 @@
+import { crc32 } from "node:zlib";
+import { RECORD_HEADER } from "./record-framing.js";
+
+/** Reads `length` bytes at `offset` of one segment file (fewer at its end). */
+export type SegmentReader = (offset: number, length: number) => Buffer;
+
+/** Bytes read at a time while looking for the records of a segment. */
+const SCAN_CHUNK = 1024 * 1024;
+
+const UNCHECKED = 0;
+const GOOD = 1;
+const BAD = 2;
+
+/** A record of the message log whose bytes do not match its checksum (or that cannot be found whole). */
+export class CorruptRecordError extends Error {
+  readonly code = "STORE_CORRUPT";
+  constructor(
+    readonly segment: number,
+    /** Where the record starts in its segment file. */
+    readonly at: number,
+    reason: string,
+  ) {
+    super(`log segment ${segment} byte ${at}: ${reason}`);
+    this.name = "CorruptRecordError";
+  }
+}
+
+/** What is known of one segment's records: where each starts and ends, and its check. */
+class SegmentRecords {
+  starts: number[] = [];
+  ends: number[] = [];
+  states: number[] = [];
+  /** How far the file has been walked for records. */
+  walked: number;
+  unchecked = 0;
+
+  constructor(fileHeader: number) {
+    this.walked = fileHeader;
+  }
+
+  /** The index of the record holding [offset, offset + length), or -1. */
+  find(offset: number, length: number): number {
+    let low = 0;
+    let high = this.starts.length - 1;
+    while (low <= high) {
+      const mid = (low + high) >> 1;
+      if (this.starts[mid] <= offset) low = mid + 1;
+      else high = mid - 1;
+    }
+    const i = high;
+    if (i < 0 || offset + length > this.ends[i]) return -1;
+    return i;
+  }
+}
+
+/**
+ * Checks the CRC of each record of the message log the first time a message
+ * in it is read (a record written or replayed this run is checked as well:
+ * the disk may not hold what was written), and remembers the verdict. A read
+ * from a record whose bytes do not match fails with CorruptRecordError instead
+ * of returning wrong bytes. Segments whose records all checked out keep no
+ * per-record state.
+ */
+export class RecordChecks {
+  private readonly segments = new Map<number, SegmentRecords>();
+  /** Segments, not being written any more, whose every record checked out. */
+  private readonly allGood = new Set<number>();
+
+  constructor(
+    private readonly fileHeader: number,
+    /** Told once of each corrupt record found. */
+    private readonly onCorrupt: (err: CorruptRecordError) => void,
+  ) {}
+
+  /**
+   * Throws CorruptRecordError unless the span lies inside one record whose checksum matches.
+   * `size` is the segment's length now; `closed` says it is not written any more.
+   */
+  check(
+    segment: number,
+    offset: number,
+    length: number,
+    read: SegmentReader,
+    size: number,
+    closed: boolean,
+  ): void {
+    if (this.allGood.has(segment)) return;
+    let records = this.segments.get(segment);
+    if (!records) {
+      records = new SegmentRecords(this.fileHeader);
+      this.segments.set(segment, records);
+    }
+    let i = records.find(offset, length);
+    if (i < 0 && records.walked < size) {
+      this.walk(records, read, size);
+      i = records.find(offset, length);
+    }
+    if (i < 0) {
+      throw new CorruptRecordError(
+        segment,
+        offset,
+        "no whole record holds this message (a length field is damaged)",
+      );
+    }
+    if (records.states[i] === UNCHECKED) this.verify(segment, records, i, read);
+    if (records.states[i] === BAD) {
+      throw new CorruptRecordError(
+        segment,
+        records.starts[i],
+        "the record's bytes do not match its checksum",
+      );
+    }
+    if (closed && records.unchecked === 0 && records.walked >= size) {
+      this.segments.delete(segment);
+      this.allGood.add(segment);
+    }
+  }
+
+  /** Forgets a deleted segment. */
+  forget(segment: number): void {
+    this.segments.delete(segment);
+    this.allGood.delete(segment);
+  }
+
+  private verify(segment: number, records: SegmentRecords, i: number, read: SegmentReader): void {
+    const start = records.starts[i];
+    const bytes = read(start, records.ends[i] - start);
+    const good = crc32(bytes.subarray(RECORD_HEADER)) === bytes.readUInt32LE(4);
+    records.states[i] = good ? GOOD : BAD;
+    records.unchecked--;
+    if (!good)
+      this.onCorrupt(new CorruptRecordError(segment, start, "the record's bytes do not match its checksum"));
+  }
+
+  /** Walks record headers from where the last walk stopped, reading only headers of large records. */
+  private walk(records: SegmentRecords, read: SegmentReader, size: number): void {
+    let at = records.walked;
+    let chunk: Buffer = Buffer.alloc(0);
+    let chunkAt = 0;
+    while (at + RECORD_HEADER <= size) {
+      if (at < chunkAt || at + RECORD_HEADER > chunkAt + chunk.length) {
+        chunkAt = at;
+        chunk = read(at, Math.min(SCAN_CHUNK, size - at));
+        if (chunk.length < RECORD_HEADER) break;
+      }
+      const end = at + RECORD_HEADER + chunk.readUInt32LE(at - chunkAt);
+      // A record running past the end is being written, torn, or has a damaged length: the
+      // messages it would hold are not found in a whole record, which fails their reads.
+      if (end > size) break;
+      records.starts.push(at);
+      records.ends.push(end);
+      records.states.push(UNCHECKED);
+      records.unchecked++;
+      at = end;
+    }
+    records.walked = at;
+  }
+}
