@@ -17,6 +17,8 @@ type Discovered = {
 };
 
 const DEFAULT_INTENT_MIN_SCORE = Defaults.intentMinScore;
+/** A mail address for an agent name (addresses take lowercase letters, digits and dots only). */
+const box = (name: string) => `${name.replace(/[^a-z0-9]+/g, ".")}.inbox`;
 const names = (reply: Discovered) => reply.agents.map((a) => a.name);
 
 describe("discovery — lookups, field checks, paging, tags, full-text syntax", () => {
@@ -105,7 +107,7 @@ describe("discovery — tag rule", () => {
     for (const [name, cardTags, skillTags] of cards) {
       await t.request(Subjects.agentRegister, {
         name,
-        mailbox: `${name.replaceAll("-", ".")}.inbox`,
+        mailbox: box(name),
         description: `${name} agent`,
         tags: cardTags,
         skills: [{ id: "s", name: `${name} skill`, tags: skillTags }],
@@ -215,7 +217,7 @@ describe("discovery — full-text query syntax and languages", () => {
       ["de-compound", "Rechnungsprüfung und Zahlungsfreigabe für Lieferanten"],
     ];
     for (const [name, payload] of cards) {
-      await t.request(Subjects.agentRegister, { name, mailbox: `${name.replaceAll("-", ".")}.inbox`, payload });
+      await t.request(Subjects.agentRegister, { name, mailbox: box(name), payload });
     }
   }, 300_000);
   afterAll(() => t.close());
@@ -337,7 +339,7 @@ describe("discovery — calibrated scores and the relevance floor (default embed
       ["zh-weather", "提供城市天气预报和降雨提醒"],
     ];
     for (const [name, payload] of agents) {
-      await t.request(Subjects.agentRegister, { name, mailbox: `${name.replaceAll("-", ".")}.inbox`, payload });
+      await t.request(Subjects.agentRegister, { name, mailbox: box(name), payload });
     }
     await t.broker.registry!.indexed();
   }, 300_000);

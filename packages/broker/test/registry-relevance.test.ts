@@ -60,20 +60,26 @@ describe("discovery relevance on the labelled set (150 agent cards, 100 paraphra
     await t.close();
   });
 
+  // Floors at what the fixed default model measures today (deterministic): a change that loses
+  // relevance fails here rather than in a benchmark nobody reads.
   it("full-text (BM25) alone", async () => {
     results.text = await rank((query) => ({ text: query }));
+    expect(results.text.recallAt5).toBeGreaterThanOrEqual(0.64);
   }, 180_000);
 
   it("semantic (default embedder) beats full-text alone", async () => {
     results.semantic = await rank((query) => ({ semantic: query }));
     expect(results.semantic.mrr).toBeGreaterThan(results.text.mrr);
     expect(results.semantic.recallAt5).toBeGreaterThan(results.text.recallAt5);
+    expect(results.semantic.recallAt5).toBeGreaterThanOrEqual(0.8);
   }, 180_000);
 
   it("hybrid (semantic + text fused) never ranks worse than semantic alone", async () => {
     results.hybrid = await rank((query) => ({ semantic: query, text: query }));
     expect(results.hybrid.mrr).toBeGreaterThanOrEqual(results.semantic.mrr);
     expect(results.hybrid.recallAt5).toBeGreaterThanOrEqual(results.semantic.recallAt5);
+    expect(results.hybrid.recallAt5).toBeGreaterThanOrEqual(0.87);
+    expect(results.hybrid.mrr).toBeGreaterThanOrEqual(0.77);
   }, 180_000);
 });
 

@@ -63,6 +63,23 @@ function nonLatinShare(text: string): number {
 /** How near a query may sit to the unreadable texts before it counts as unreadable itself. */
 const UNREADABLE_SIMILARITY = 0.8;
 
+/** What calibration needs of a model: the mean of the reference vectors, and the unreadable texts' vectors. */
+export interface CalibrationVectors {
+  /** The mean of REFERENCE_SKILLS' vectors: a query's dot product with it is its mean similarity to them. */
+  centroid: Float32Array;
+  unreadable: Float32Array[];
+}
+
+/** Embeds the reference and unreadable texts with `embedder` (as queries: see QueryCalibration.load). */
+export async function computeCalibration(embedder: Embedder): Promise<CalibrationVectors> {
+  const vectors = await embedder.embed([...REFERENCE_SKILLS, ...UNREADABLE], { purpose: "query" });
+  const centroid = new Float32Array(vectors[0].length);
+  for (const v of vectors.slice(0, REFERENCE_SKILLS.length)) {
+    for (let i = 0; i < v.length; i++) centroid[i] += v[i] / REFERENCE_SKILLS.length;
+  }
+  return { centroid, unreadable: vectors.slice(REFERENCE_SKILLS.length) };
+}
+
 /**
  * Per-query score calibration for one embedder: the baseline is the query's
  * mean similarity to REFERENCE_SKILLS; a hit's score is how far its cosine
@@ -71,37 +88,33 @@ const UNREADABLE_SIMILARITY = 0.8;
  * every query.
  */
 export class QueryCalibration {
-  private references?: Promise<{ references: Float32Array[]; unreadable: Float32Array[] }>;
+  private vectors?: Promise<CalibrationVectors>;
 
   constructor(
     private readonly embedder: Embedder,
     /** The embedder reads English only (the default one): other languages are answered by full-text. */
     private readonly englishOnly: boolean,
-  ) {}
+    /** The vectors for this embedder's model when known ahead (the default model's ship with the broker). */
+    shipped?: CalibrationVectors,
+  ) {
+    if (shipped) this.vectors = Promise.resolve(shipped);
+  }
 
-  /** Embeds the reference texts (once; again after a failure). */
-  load() {
+  /** The reference vectors, embedded once (again after a failure) unless they were shipped. */
+  load(): Promise<CalibrationVectors> {
     // As queries: a threaded embedder serves those ahead of the skills waiting to be embedded,
     // and the first semantic query must not wait behind that backlog for its baseline.
-    this.references ??= this.embedder
-      .embed([...REFERENCE_SKILLS, ...UNREADABLE], { purpose: "query" })
-      .then((vectors) => ({
-        references: vectors.slice(0, REFERENCE_SKILLS.length),
-        unreadable: vectors.slice(REFERENCE_SKILLS.length),
-      }));
-    // A failure is tried again at the next query.
-    this.references.catch(() => {
-      this.references = undefined;
+    this.vectors ??= computeCalibration(this.embedder);
+    this.vectors.catch(() => {
+      this.vectors = undefined;
     });
-    return this.references;
+    return this.vectors;
   }
 
   /** The scale of one query (its text and its vector). */
   async scale(text: string, query: Float32Array): Promise<QueryScale> {
-    const { references, unreadable } = await this.load();
-    let sum = 0;
-    for (const ref of references) sum += dot(query, ref);
-    const baseline = Math.min(0.95, sum / references.length);
+    const { centroid, unreadable } = await this.load();
+    const baseline = Math.min(0.95, dot(query, centroid));
     const calibrate = (cosine: number) => Math.max(0, Math.min(1, (cosine - baseline) / (1 - baseline)));
     let notUnderstood: string | undefined;
     if (this.englishOnly && nonLatinShare(text) > 0.5) {

@@ -5,6 +5,7 @@ import type { Embedder } from "./embedder.js";
 import { EmbeddingIndexer } from "./embedding-indexer.js";
 import { QueryCalibration, type QueryScale } from "./query-calibration.js";
 import { QueryVectorCache } from "./query-vector-cache.js";
+import { USE_CALIBRATION } from "./use-calibration.js";
 import {
   DEFAULT_REGISTRATION_LIMITS,
   parseRegistration,
@@ -151,7 +152,8 @@ export class Registry {
       this.vectors = options.vectors;
       this.embedder = options.embedder;
       this.indexer = new EmbeddingIndexer(this.store, this.vectors, this.embedder, this.logger);
-      this.calibration = new QueryCalibration(this.embedder, options.embedderEnglishOnly ?? false);
+      const shipped = this.embedder.id === USE_CALIBRATION.model ? USE_CALIBRATION.vectors() : undefined;
+      this.calibration = new QueryCalibration(this.embedder, options.embedderEnglishOnly ?? false, shipped);
     } else {
       this.embedderMissing = options.embedderMissingReason ?? "no embedder is configured";
     }
