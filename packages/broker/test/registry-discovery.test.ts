@@ -104,7 +104,7 @@ describe("discovery — tag rule", () => {
     for (const [name, cardTags, skillTags] of cards) {
       await t.request(Subjects.agentRegister, {
         name,
-        mailbox: `${name}.inbox`,
+        mailbox: `${name.replace(/-/g, ".")}.inbox`,
         description: `${name} agent`,
         tags: cardTags,
         skills: [{ id: "s", name: `${name} skill`, tags: skillTags }],
@@ -214,7 +214,7 @@ describe("discovery — full-text query syntax and languages", () => {
       ["de-compound", "Rechnungsprüfung und Zahlungsfreigabe für Lieferanten"],
     ];
     for (const [name, payload] of cards) {
-      await t.request(Subjects.agentRegister, { name, mailbox: `${name}.inbox`, payload });
+      await t.request(Subjects.agentRegister, { name, mailbox: `${name.replace(/-/g, ".")}.inbox`, payload });
     }
   });
   afterAll(() => t.close());
