@@ -58,6 +58,7 @@ export type {
 export { encodeMessageItem } from "./service/message-item.js";
 export { encodeReply, type Mq9Request, Mq9Service, type ReplyBody } from "./service/mq9-service.js";
 export type { RequestObserver } from "./service/request-observer.js";
+export { ClusterLock } from "./store/postgres/cluster-lock.js";
 export { PostgresStore, type PostgresStoreOptions } from "./store/postgres/postgres-store.js";
 export { SqliteStore, type SqliteStoreOptions, type SyncMode } from "./store/sqlite-store.js";
 export { StorageError } from "./store/storage-error.js";

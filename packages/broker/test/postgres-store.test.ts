@@ -113,7 +113,7 @@ describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${
     await store.close();
     await db.pg.query(`UPDATE ${schema}.mq9_schema_version SET version = 99`);
     await expect(PostgresStore.open({ url: db.pg.url, schema })).rejects.toThrow(
-      /written by a newer mq9 \(format 99, this one reads up to 1\)/,
+      /written by a newer mq9 \(format 99, this one reads up to 2\)/,
     );
   });
 

@@ -539,7 +539,10 @@ describe("REST API v1 with a token", () => {
       const fromPage = await fetch(`${base}/api/v1/mailboxes`, { headers: { "x-mq9-dashboard": "1" } });
       expect(fromPage.status).toBe(401);
       expect(fromPage.headers.get("www-authenticate")).toBeNull();
-      expect(await (await fetch(`${base}/api/v1/auth`)).json()).toEqual({ required: true, scheme: "bearer" });
+      expect(await (await fetch(`${base}/api/v1/auth`)).json()).toEqual({
+        required: true,
+        schemes: ["bearer"],
+      });
       const document = await (
         await fetch(`${base}/api/v1/openapi.json`, { headers: { authorization: "Bearer s3cret" } })
       ).json();
@@ -557,6 +560,51 @@ describe("REST API v1 with a token", () => {
         url: "/api/v1/mailboxes",
         status: 401,
       });
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe("REST API v1 with users", () => {
+  it("runs mq9 calls as the admin who made the request, and refuses other users", async () => {
+    const t = await startTestBroker({
+      auth: {
+        users: [
+          { user: "admin", password: "a-pass", admin: true },
+          { user: "bob", password: "b-pass" },
+        ],
+      },
+      http: { port: 0 },
+    });
+    try {
+      const base = `http://127.0.0.1:${t.broker.http!.port}`;
+      const as = (user: string, password: string) => ({
+        authorization: `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`,
+        "content-type": "application/json",
+      });
+      expect(await (await fetch(`${base}/api/v1/auth`)).json()).toEqual({
+        required: true,
+        schemes: ["basic"],
+      });
+      const created = await fetch(`${base}/api/v1/mailboxes`, {
+        method: "POST",
+        headers: as("admin", "a-pass"),
+        body: JSON.stringify({ name: "admin.box" }),
+      });
+      expect(created.status).toBe(201);
+      const sent = await fetch(`${base}/api/v1/mailboxes/admin.box/messages`, {
+        method: "POST",
+        headers: as("admin", "a-pass"),
+        body: JSON.stringify({ payload: "hi" }),
+      });
+      expect(sent.status).toBe(201);
+      const peeked = await (
+        await fetch(`${base}/api/v1/mailboxes/admin.box/peek`, { headers: as("admin", "a-pass") })
+      ).json();
+      expect(peeked.messages).toHaveLength(1);
+      const refused = await fetch(`${base}/api/v1/mailboxes`, { headers: as("bob", "b-pass") });
+      expect(refused.status).toBe(403);
     } finally {
       await t.close();
     }

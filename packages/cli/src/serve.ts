@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { Broker, type BrokerOptions, type Logger, type RestApi } from "@mq9/broker";
+import { Broker, type BrokerOptions, type Logger, PostgresStore, type RestApi } from "@mq9/broker";
 import type { Command } from "commander";
 import { ConfigError, loadServeConfig, SETTINGS, type ServeConfig } from "./config.js";
 import { createLogger } from "./logger.js";
+import { OrchestratorLeadership } from "./orchestrator-leadership.js";
 import { ServeAgentApps } from "./serve-agent-apps.js";
 import { appConfig, clusterBrokerOptions } from "./serve-cluster.js";
 import { ServeDashboard } from "./serve-dashboard.js";
@@ -123,8 +124,9 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
   const orchestrator = new ServeOrchestrator(appConfig(config), logger);
   const agentApps = new ServeAgentApps(appConfig(config));
   let broker: Broker;
+  let clustered: Awaited<ReturnType<typeof clusterBrokerOptions>> | undefined;
   try {
-    const clustered = config.cluster.enabled ? await clusterBrokerOptions(config, logger) : {};
+    clustered = config.cluster.enabled ? await clusterBrokerOptions(config, logger) : undefined;
     broker = await Broker.start({ ...brokerOptions(config, logger, orchestrator, agentApps), ...clustered });
   } catch (err) {
     process.stderr.write(`mq9: ${explainStartFailure(err, config)}\n`);
@@ -157,12 +159,24 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
     );
   }
   agentApps.start(broker.host, broker.port);
+  // In a cluster, one node at a time runs the orchestrator (see OrchestratorLeadership).
+  const shared = clustered?.store;
+  const leadership =
+    orchestrator.enabled && shared instanceof PostgresStore
+      ? new OrchestratorLeadership(
+          shared.clusterLock("orchestrator", "the orchestrator"),
+          orchestrator,
+          logger,
+        )
+      : undefined;
+  leadership?.begin(() => orchestrator.start(broker.host, broker.port, broker.metrics.registry));
   // In the background: the broker serves meanwhile, and the API answers 503 until it is up.
-  const orchestratorUp = orchestrator.enabled
-    ? orchestrator
-        .start(broker.host, broker.port)
-        .catch((err: Error) => logger.error({ err }, `the orchestrator did not start: ${err.message}`))
-    : Promise.resolve();
+  const orchestratorUp =
+    orchestrator.enabled && !leadership
+      ? orchestrator
+          .start(broker.host, broker.port, broker.metrics.registry)
+          .catch((err: Error) => logger.error({ err }, `the orchestrator did not start: ${err.message}`))
+      : Promise.resolve();
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -172,7 +186,7 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
     stopping = true;
     logger.info(`${signal} received: draining and shutting down`);
     orchestratorUp
-      .then(() => orchestrator.close())
+      .then(() => (leadership ? leadership.close() : orchestrator.close()))
       .catch((err: Error) => logger.warn(`orchestrator shutdown: ${err.message}`))
       .then(() => agentApps.close())
       .then(() => broker.close())

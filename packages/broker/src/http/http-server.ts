@@ -1,6 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import Fastify, { type FastifyInstance } from "fastify";
-import type { Principal, UserDirectory } from "../auth/index.js";
+import type { UserDirectory } from "../auth/index.js";
+import type { Principal } from "../auth/principal.js";
 import type { Logger } from "../logger.js";
 import type { BrokerMetrics } from "./broker-metrics.js";
 import { HostGuard } from "./host-guard.js";
@@ -20,22 +21,22 @@ export interface HttpServerOptions {
    * admins are let in, since the HTTP apps act on the broker with rights of their own.
    */
   users?: UserDirectory;
+  /** Paths served without credentials (the dashboard's page and scripts, which hold no data). */
+  openPath?: (path: string) => boolean;
   /** DNS-rebinding protection; see HostGuardOptions. */
   allowedHosts?: readonly string[];
   allowedOrigins?: readonly string[];
-  /** Paths served without credentials (the dashboard's page and scripts, which hold no data). */
-  openPath?: (path: string) => boolean;
   logger: Logger;
 }
 
 const OPEN_PATHS = new Set(["/healthz", "/metrics"]);
 
-/** Who each HTTP request authenticated as, for routes that act on the broker in the caller's name. */
-const principals = new WeakMap<IncomingMessage, Principal>();
+/** Who made each authenticated HTTP request: the REST API calls the engine as that user. */
+const requestUsers = new WeakMap<object, Principal>();
 
-/** The user an HTTP request authenticated as; undefined when the server takes no credentials. */
-export function httpPrincipal(request: IncomingMessage): Principal | undefined {
-  return principals.get(request);
+/** The user an HTTP request authenticated as; undefined when the broker has no users. */
+export function principalOf(request: object): Principal | undefined {
+  return requestUsers.get(request);
 }
 
 /** The user the Authorization header proves: undefined when it proves none. */
@@ -86,7 +87,7 @@ export class HttpServer {
         if (OPEN_PATHS.has(path) || options.openPath?.(path)) return;
         const user = await userOf(request.headers.authorization, users);
         if (user !== undefined && (!users.multiUser || user.principal.admin)) {
-          principals.set(request.raw, user.principal);
+          requestUsers.set(request, user.principal);
           return;
         }
         if (user !== undefined) {

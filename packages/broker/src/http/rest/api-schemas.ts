@@ -166,7 +166,12 @@ export const AgentListQuery = z.object({
 
 export const AgentParams = z.object({ mailbox: z.string().min(1).describe("the agent's mailbox") });
 
-export const Agents = z.object({ agents: z.array(AgentEntry), warning: z.string().optional() });
+export const Agents = z.looseObject({
+  agents: z.array(AgentEntry),
+  total: z.number().int().optional().describe("how many agents match in all pages"),
+  has_more: z.boolean().optional(),
+  warning: z.string().optional(),
+});
 
 export const DiscoverBody = z
   .object({
@@ -208,8 +213,7 @@ export const MetricsHistory = z.object({ samples: z.array(MetricsSample) });
 
 export const AuthInfo = z.object({
   required: z.boolean(),
-  scheme: z
-    .enum(["bearer", "basic"])
-    .nullable()
-    .describe("bearer: the broker's token; basic: user and password"),
+  schemes: z
+    .array(z.enum(["bearer", "basic"]))
+    .describe("how credentials may be sent: bearer (a token), basic (user and password)"),
 });

@@ -2,7 +2,6 @@ import { encodeHeaderBlock, Headers, MQ9_PREFIX, Subjects } from "@mq9/protocol"
 import type { MessagingEngine } from "../../engine/messaging-engine.js";
 import type { Mq9Service } from "../../service/mq9-service.js";
 import type { MailboxStats } from "../../store/store-inspection.js";
-import { httpPrincipal } from "../http-server.js";
 import { ApiError } from "./api-error.js";
 import {
   AckBody,
@@ -87,12 +86,9 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     body: CreateMailbox,
     responses: { 201: { description: "created", schema: Created } },
     errors: [400, 409],
-    handler: async ({ body }, request) => ({
+    handler: async ({ body, principal }) => ({
       status: 201,
-      // Owned by the admin who asked, when users are configured.
-      body: await callMq9(service, Subjects.mailboxCreate, body ?? {}, {
-        principal: httpPrincipal(request.raw),
-      }),
+      body: await callMq9(service, Subjects.mailboxCreate, body ?? {}, { principal }),
     }),
   });
 
@@ -147,7 +143,7 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     body: SendMessage,
     responses: { 201: { description: "stored; durable once answered", schema: Sent } },
     errors: [400, 404],
-    handler: async ({ params, body }) => {
+    handler: async ({ params, body, principal }) => {
       if (body.encoding === "base64" && !base64.test(body.payload)) {
         throw new ApiError(400, "INVALID_REQUEST", "invalid request: body.payload: not base64");
       }
@@ -155,6 +151,7 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
       const reply = await callMq9(service, Subjects.send(params.address), undefined, {
         raw,
         header: sendHeader(body),
+        principal,
       });
       return { status: 201, body: reply };
     },
@@ -169,14 +166,17 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     query: QueryQuery,
     responses: { 200: { description: "matching live messages, oldest first", schema: Messages } },
     errors: [400, 404],
-    handler: async ({ params, query }) => {
+    handler: async ({ params, query, principal }) => {
       const request = {
         key: query.key,
         tags: query.tags?.split(",").map((tag: string) => tag.trim()),
         since: query.since,
         limit: query.limit,
       };
-      return { status: 200, body: await callMq9(service, Subjects.query(params.address), request) };
+      return {
+        status: 200,
+        body: await callMq9(service, Subjects.query(params.address), request, { principal }),
+      };
     },
   });
 
@@ -189,13 +189,16 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     query: PeekQuery,
     responses: { 200: { description: "critical, then urgent, then normal", schema: Messages } },
     errors: [400, 404],
-    handler: async ({ params, query }) => {
+    handler: async ({ params, query, principal }) => {
       const request = {
         deliver: query.from_id === undefined ? "earliest" : "from_id",
         from_id: query.from_id,
         config: { num_msgs: query.limit ?? 20, max_wait_ms: 0 },
       };
-      return { status: 200, body: await callMq9(service, Subjects.fetch(params.address), request) };
+      return {
+        status: 200,
+        body: await callMq9(service, Subjects.fetch(params.address), request, { principal }),
+      };
     },
   });
 
@@ -208,9 +211,9 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     body: FetchBody,
     responses: { 200: { description: "the messages handed out", schema: Messages } },
     errors: [400, 404],
-    handler: async ({ params, body, signal }) => ({
+    handler: async ({ params, body, signal, principal }) => ({
       status: 200,
-      body: await callMq9(service, Subjects.fetch(params.address), body ?? {}, { signal }),
+      body: await callMq9(service, Subjects.fetch(params.address), body ?? {}, { signal, principal }),
     }),
   });
 
@@ -223,8 +226,9 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     body: AckBody,
     responses: { 200: { description: "acknowledged", schema: Acked } },
     errors: [400, 404],
-    handler: async ({ params, body }) => {
-      await callMq9(service, Subjects.ack(params.address), { ...body, mail_address: params.address });
+    handler: async ({ params, body, principal }) => {
+      const request = { ...body, mail_address: params.address };
+      await callMq9(service, Subjects.ack(params.address), request, { principal });
       return { status: 200, body: { acked: true } };
     },
   });
@@ -237,10 +241,15 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     params: MessageParams,
     responses: { 200: { description: "deleted", schema: Deleted } },
     errors: [400, 404],
-    handler: async ({ params }) => ({
+    handler: async ({ params, principal }) => ({
       status: 200,
       // The token as given: the engine answers a bad one with the protocol's `invalid msg_id` text.
-      body: await callMq9(service, `${MQ9_PREFIX}.MSG.DELETE.${params.address}.${params.msg_id}`, {}),
+      body: await callMq9(
+        service,
+        `${MQ9_PREFIX}.MSG.DELETE.${params.address}.${params.msg_id}`,
+        {},
+        { principal },
+      ),
     }),
   });
 }

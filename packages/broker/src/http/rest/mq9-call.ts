@@ -5,12 +5,6 @@ import { encodeReply, type Mq9Service } from "../../service/mq9-service.js";
 const encoder = new TextEncoder();
 
 /**
- * Who REST requests act as when the route does not say. With users configured only admin users
- * get past the HTTP server's check, so the API acts with an admin's rights.
- */
-const REST_CALLER: Principal = { name: "mq9-http", admin: true, mailboxGrants: [] };
-
-/**
  * Runs one mq9 request through the same service the NATS listener uses and returns its reply as
  * JSON (the wire form, base64 payloads and all), or throws the protocol's error.
  */
@@ -21,13 +15,8 @@ export async function callMq9(
   options: { header?: Uint8Array; raw?: Uint8Array; signal?: AbortSignal; principal?: Principal } = {},
 ): Promise<Record<string, unknown>> {
   const payload = options.raw ?? encoder.encode(body === undefined ? "" : JSON.stringify(body));
-  const reply = await service.handle({
-    subject,
-    payload,
-    header: options.header,
-    signal: options.signal,
-    principal: options.principal ?? REST_CALLER,
-  });
+  const { header, signal, principal } = options;
+  const reply = await service.handle({ subject, payload, header, signal, principal });
   if (reply.error !== "") throw Mq9Error.fromReply(reply.error);
   const encoded = encodeReply(reply);
   const text =
