@@ -81,7 +81,8 @@ function upgradeFromVersion0(db: Database.Database): void {
 
 /** Version 2 records who made each registration (the user name; NULL without users configured). */
 function upgradeFromVersion1(db: Database.Database): void {
-  db.exec("ALTER TABLE agents ADD COLUMN owner TEXT");
+  const columns = db.pragma("table_info(agents)") as { name: string }[];
+  if (!columns.some((c) => c.name === "owner")) db.exec("ALTER TABLE agents ADD COLUMN owner TEXT");
 }
 
 /** Creates the registry's tables, or upgrades those of an earlier version in one transaction. */

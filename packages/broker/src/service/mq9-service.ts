@@ -203,22 +203,22 @@ export class Mq9Service {
       }
       case "msg.fetch": {
         const fetch = unwrap(parseFetchRequest(request.payload));
-        await ownership?.check(caller, command.mailAddress, "FETCH from it");
+        if (ownership) await ownership.check(caller, command.mailAddress, "FETCH from it");
         const messages = await engine.fetch(command.mailAddress, fetch, request.signal);
         const headerParts = { bytes: fetch.include_header !== false, map: fetch.include_headers !== false };
         return { messages, headerParts };
       }
       case "msg.ack":
-        await ownership?.check(caller, command.mailAddress, "ACK its messages");
+        if (ownership) await ownership.check(caller, command.mailAddress, "ACK its messages");
         await engine.ack(command.mailAddress, unwrap(parseAckRequest(request.payload)));
         return {};
       case "msg.query": {
-        await ownership?.check(caller, command.mailAddress, "QUERY it");
+        if (ownership) await ownership.check(caller, command.mailAddress, "QUERY it");
         const messages = await engine.query(command.mailAddress, unwrap(parseQueryRequest(request.payload)));
         return { messages };
       }
       case "msg.delete":
-        await ownership?.check(caller, command.mailAddress, "DELETE its messages");
+        if (ownership) await ownership.check(caller, command.mailAddress, "DELETE its messages");
         await engine.delete(command.mailAddress, command.msgIdToken);
         return { deleted: true };
       case "agent.register": {

@@ -1,3 +1,5 @@
+import type Database from "better-sqlite3";
+
 /** Bumped whenever the layout below changes incompatibly. */
 export const SQLITE_SCHEMA_VERSION = 4;
 
@@ -11,15 +13,17 @@ ALTER TABLE messages ADD COLUMN seg_at INTEGER;
 ALTER TABLE messages ADD COLUMN seg_len INTEGER;
 `;
 
-/** Version 4 records who created each mailbox (the user name; NULL without users configured). */
-export const SQLITE_MIGRATE_3_TO_4 = `
-ALTER TABLE mailboxes ADD COLUMN owner TEXT;
-`;
+/** Adds a column unless the table has it already (a file made by a later layout and marked older). */
+function addColumn(db: Database.Database, table: string, column: string, type: string): void {
+  const columns = db.pragma(`table_info(${table})`) as { name: string }[];
+  if (!columns.some((c) => c.name === column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+}
 
 /** The step from each older version to the next, applied in order at open. */
-export const SQLITE_MIGRATIONS: Readonly<Record<number, string>> = {
-  2: SQLITE_MIGRATE_2_TO_3,
-  3: SQLITE_MIGRATE_3_TO_4,
+export const SQLITE_MIGRATIONS: Readonly<Record<number, (db: Database.Database) => void>> = {
+  2: (db) => db.exec(SQLITE_MIGRATE_2_TO_3),
+  // Version 4 records who created each mailbox (the user name; NULL without users configured).
+  3: (db) => addColumn(db, "mailboxes", "owner", "TEXT"),
 };
 
 /**

@@ -1230,7 +1230,7 @@ export class SqliteStore implements Store, StoreInspection {
       while (at < SQLITE_SCHEMA_VERSION && SQLITE_MIGRATIONS[at] !== undefined) {
         const step = SQLITE_MIGRATIONS[at];
         this.db.transaction(() => {
-          this.db.exec(step);
+          step(this.db);
           this.db.pragma(`user_version = ${at + 1}`);
         })();
         at++;
