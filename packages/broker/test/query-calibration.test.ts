@@ -13,6 +13,8 @@ describe("score calibration", () => {
     const hint = "regenerate with: npm run build && node packages/broker/scripts/use-calibration.mjs";
     expect(close(live.centroid, shipped.centroid), hint).toBe(true);
     expect(live.unreadable).toHaveLength(shipped.unreadable.length);
-    live.unreadable.forEach((vector, i) => expect(close(vector, shipped.unreadable[i]), hint).toBe(true));
+    for (const [i, vector] of live.unreadable.entries()) {
+      expect(close(vector, shipped.unreadable[i]), hint).toBe(true);
+    }
   }, 120_000);
 });

@@ -5,7 +5,6 @@ import type { Embedder } from "./embedder.js";
 import { EmbeddingIndexer } from "./embedding-indexer.js";
 import { QueryCalibration, type QueryScale } from "./query-calibration.js";
 import { QueryVectorCache } from "./query-vector-cache.js";
-import { USE_CALIBRATION } from "./use-calibration.js";
 import {
   DEFAULT_REGISTRATION_LIMITS,
   parseRegistration,
@@ -20,6 +19,7 @@ import {
   parseUnregister,
 } from "./registry-request.js";
 import type { AgentFilter, AgentRow, RankedAgent, RegistryStore, SkillDoc } from "./registry-store.js";
+import { USE_CALIBRATION } from "./use-calibration.js";
 import type { VectorIndexStatus, VectorStore } from "./vector-store.js";
 
 export interface RegistryOptions {
