@@ -66,6 +66,6 @@ describe("capability routing by weight and work in progress (real agents)", () =
 
   it("under a steady load, a slow replica gets less work than a fast one", async () => {
     const counts = await run("s", 60, false, 4);
-    expect(counts["s-fast"]).toBeGreaterThan(2 * (counts["s-slow"] ?? 0));
+    expect(counts["s-fast"]).toBeGreaterThan(1.5 * (counts["s-slow"] ?? 0));
   }, 120_000);
 });

@@ -186,9 +186,18 @@ export class Router {
     this.routedCount++;
   }
 
-  /** A dispatch of the scheduler ended: its agent has that much less work in progress. */
-  answered(agentName: string): void {
-    this.directory.answered(agentName);
+  /**
+   * A dispatch of the scheduler ended after `elapsedMs`, with `ahead` messages in progress at
+   * the agent when it was sent: its agent has that much less work in progress, and its
+   * service time estimate learns from it.
+   */
+  answered(agentName: string, elapsedMs?: number, ahead = 0): void {
+    this.directory.answered(agentName, elapsedMs, ahead);
+  }
+
+  /** An agent's work in progress now (0 when unknown). */
+  loadOf(agentName: string): number {
+    return this.directory.get(agentName)?.load ?? 0;
   }
 
   /** Whether someone could take work for this performer now (no registry read: it is asked often). */
