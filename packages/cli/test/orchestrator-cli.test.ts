@@ -87,7 +87,7 @@ describe("mq9 task | trace | agent list | templates (against mq9 serve's orchest
     expect(cancel.stderr).toBe(
       `mq9: task ${taskId} is already completed; only a pending or running task can be canceled\n`,
     );
-  });
+  }, 120_000);
 
   it("trace prints a readable timeline of the task's messages", async () => {
     const trace = await cli("trace", traceId);

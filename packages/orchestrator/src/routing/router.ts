@@ -1,4 +1,4 @@
-import type { ConsumedMessage, Consumer, Mq9Client } from "@mq9/client";
+import { type ConsumedMessage, type Consumer, type Mq9Client, Mq9Error } from "@mq9/client";
 import { TwoGenerationMap } from "@mq9/protocol";
 import { type Envelope, EnvelopeError } from "../bus/envelope.js";
 import { preciseNow, readEnvelope, type SendEnvelopeOptions, sendEnvelope } from "../bus/envelope-io.js";
@@ -394,6 +394,8 @@ export class Router {
     try {
       hits = await this.client.discover({ semantic: text, limit: 10, include_score: true });
     } catch (err) {
+      // A busy or unreachable broker: the message stays un-ACKed and comes back after its lease.
+      if (err instanceof Mq9Error && (err.code === "TIMEOUT" || err.code === "NOT_CONNECTED")) throw err;
       return { reason: `intent routing failed: ${(err as Error).message}`, kind: "no_match" };
     }
     let best: string | undefined;
