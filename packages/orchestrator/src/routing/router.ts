@@ -444,7 +444,13 @@ export class Router {
     // message at hop h is at least hop h + 1, even when it built a new message (send()).
     const before = this.hopsDelivered.get(`${envelope.trace_id} ${envelope.source}`);
     if (before !== undefined && envelope.hops <= before) envelope.hops = before + 1;
-    await this.deliver(envelope);
+    try {
+      await this.deliver(envelope);
+    } catch (err) {
+      // Not delivered: it comes back after its lease, and must not count as a duplicate then.
+      this.seen.forget(envelope.msg_id);
+      throw err;
+    }
   }
 
   /**
