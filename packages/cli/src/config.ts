@@ -143,7 +143,7 @@ export const ServeConfigSchema = z
         /** Prefix of the orchestrator's mailboxes. */
         namespace: z.string().min(1).default("orch"),
         /** Least semantic similarity for intent routing, when the registry reports scores. */
-        intentThreshold: z.number().min(0).max(1).default(0.35),
+        intentThreshold: z.number().min(0).max(1).default(0.2),
         /** Messages one trace may route before the rest are dead-lettered. */
         traceBudget: positiveInt.default(1_000),
         /** How often (ms) the orchestrated agents are read from the registry. */
@@ -432,7 +432,7 @@ export const SETTINGS: Setting[] = [
     flag: "intent-threshold",
     env: "MQ9_INTENT_THRESHOLD",
     kind: "number",
-    help: "least similarity (0..1) of an intent match (default 0.35)",
+    help: "least similarity (0..1) of an intent match (default 0.2)",
   },
   {
     path: ["orchestrator", "traceBudget"],

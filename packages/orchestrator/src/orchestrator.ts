@@ -26,7 +26,7 @@ export interface OrchestratorOptions {
   /** Prefix of the orchestrator's mailboxes (default "orch"). */
   namespace?: string;
   webhooks?: WebhookConfig[];
-  /** Least semantic similarity for intent routing, when the registry reports scores (default 0.35). */
+  /** Least semantic similarity for intent routing, when the registry reports scores (default 0.2). */
   intentThreshold?: number;
   /** Messages one trace may route (default 1 000). */
   traceBudget?: number;

@@ -47,7 +47,7 @@ export type Delivery =
   | { delivered: false; deadLetter: DeadLetter; kind: DeadKind };
 
 export interface RouterOptions {
-  /** Least similarity (0..1) a semantic match needs when the registry reports scores (default 0.35). */
+  /** Least similarity (0..1) a semantic match needs when the registry reports scores (default 0.2). */
   intentThreshold?: number;
   /** Messages one trace may route before the rest are dead-lettered (default 1 000). */
   traceBudget?: number;
@@ -149,7 +149,7 @@ export class Router {
     private readonly options: RouterOptions = {},
   ) {
     this.budget = new TraceBudget(options.traceBudget ?? 1_000);
-    this.threshold = options.intentThreshold ?? 0.35;
+    this.threshold = options.intentThreshold ?? 0.2;
     this.now = options.now ?? Date.now;
     this.ttl = options.messageTtlSeconds ?? 7 * 86_400;
   }
