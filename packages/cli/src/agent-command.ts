@@ -8,7 +8,7 @@ import {
   registrationBody,
   resolveManifest,
 } from "@mq9/orchestrator";
-import type { Command } from "commander";
+import { type Command, InvalidArgumentError } from "commander";
 import {
   type ConnectionFlags,
   clientCommand,
@@ -36,6 +36,7 @@ interface ReportFlags extends SelectorFlags {
 
 interface DiscoverFlags extends ConnectionFlags {
   semantic?: string;
+  minScore?: number;
   limit?: number;
   page?: number;
 }
@@ -59,6 +60,15 @@ async function readJsonObject(source: string): Promise<Record<string, unknown>> 
     throw new UsageError(`${source === "-" ? "stdin" : source} must hold a JSON object`);
   }
   return value as Record<string, unknown>;
+}
+
+/** A --min-score value: a number from 0 to 1. */
+function score(value: string): number {
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n) || n < 0 || n > 1) {
+    throw new InvalidArgumentError(`--min-score must be a number from 0 to 1, got '${value}'`);
+  }
+  return n;
 }
 
 function selector(flags: SelectorFlags): { name?: string; mailbox?: string } {
@@ -102,7 +112,7 @@ async function manifestRegistration(
   return { name: manifest.name, mailbox: manifest.mailbox, body };
 }
 
-/** `mq9 agent register|unregister|report|discover`. */
+/** `mq9 agent register|unregister|report|get|discover`. */
 export function registerAgent(program: Command): void {
   const agent = program
     .command("agent")
@@ -191,12 +201,35 @@ Examples:
       }),
     );
 
+  clientCommand(agent.command("get"))
+    .description("show the registration of one mailbox, or those of one name, with its last status")
+    .option("--mailbox <address>", "the agent's mailbox")
+    .option("--name <name>", "the agent's registered name")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  mq9 agent get --mailbox agent.translator.inbox
+  mq9 agent get --name translator`,
+    )
+    .action((flags: SelectorFlags) =>
+      withClient(flags, async (client) => {
+        const agents = await client.lookupAgents(selector(flags));
+        if (agents.length === 0) {
+          const what = flags.mailbox !== undefined ? `mailbox ${flags.mailbox}` : `name ${flags.name}`;
+          throw new Error(`no agent is registered with ${what}`);
+        }
+        for (const a of agents) printJson(a);
+      }),
+    );
+
   clientCommand(agent.command("discover"))
     .description("find agents: all of them, by full text, or by a natural-language --semantic query")
     .argument("[text]", "full-text query; omitted: list agents")
     .option("--semantic <query>", "natural-language query (wins over text)")
     .option("-n, --limit <n>", "agents per page (default 20)", integer("--limit", 1))
     .option("--page <n>", "page, from 1", integer("--page", 1))
+    .option("--min-score <score>", "with --semantic: only agents scoring at least this (0..1)", score)
     .addHelpText(
       "after",
       `
@@ -212,7 +245,11 @@ Examples:
         if (flags.semantic !== undefined) query.semantic = flags.semantic;
         if (flags.limit !== undefined) query.limit = flags.limit;
         if (flags.page !== undefined) query.page = flags.page;
-        const agents = await client.discover(query);
+        if (flags.minScore !== undefined) query.min_score = flags.minScore;
+        const reply = await client.discoverPage(query);
+        const agents = reply.agents;
+        // A fallback ranking, a trimmed page or skills not yet searchable: said on stderr, never hidden.
+        if (reply.warning) process.stderr.write(`mq9: warning: ${reply.warning}\n`);
         if (flags.json) {
           for (const a of agents) printJson(a);
         } else if (agents.length === 0) {

@@ -142,8 +142,8 @@ export const ServeConfigSchema = z
         templates: z.string().min(1).default("./mq9-templates"),
         /** Prefix of the orchestrator's mailboxes. */
         namespace: z.string().min(1).default("orch"),
-        /** Least semantic similarity for intent routing, when the registry reports scores. */
-        intentThreshold: z.number().min(0).max(1).default(0.2),
+        /** Least calibrated DISCOVER score for intent routing, when the registry reports scores. */
+        intentThreshold: z.number().min(0).max(1).default(Defaults.intentMinScore),
         /** Messages one trace may route before the rest are dead-lettered. */
         traceBudget: positiveInt.default(1_000),
         /** How often (ms) the orchestrated agents are read from the registry. */

@@ -54,6 +54,7 @@ export interface SerializedError {
 
 /** The calls the HTTP API may forward; anything else is refused. */
 export const FORWARDED_CALLS = [
+  "templateProblems",
   "submit",
   "wait",
   "task",

@@ -57,6 +57,9 @@ export class ServeOrchestrator {
    * orchestrator; its numbers join the broker's /metrics when `metrics` is given.
    */
   async start(host: string, port: number, metrics?: PromRegistry): Promise<void> {
+    // Started again after a close (a cluster node that regained the orchestrator's lock).
+    this.closed = undefined;
+    this.exited = false;
     const { orchestrator: settings, auth, tls } = this.config;
     const options: ConnectOptions = { name: "mq9-orchestrator" };
     if (auth.token) options.token = auth.token;
@@ -190,6 +193,7 @@ export class ServeOrchestrator {
       templateList: call("templateList"),
       refreshAgents: call("refreshAgents"),
       metrics: call("metrics"),
+      templateProblems: call("templateProblems"),
     };
   }
 }

@@ -9,7 +9,7 @@ import { LOOP_KINDS, Router } from "./routing/router.js";
 import { Scheduler, type SubmitOptions, type TemplateLookup } from "./scheduler/scheduler.js";
 import { TASK_STATUSES, type TaskState, type TaskStatus } from "./scheduler/task-state.js";
 import { TaskStore } from "./scheduler/task-store.js";
-import { formatProblem } from "./templates/task-template.js";
+import { formatProblem, type TemplateProblem } from "./templates/task-template.js";
 import { TemplateSet } from "./templates/template-set.js";
 import { TraceReader, type TraceView } from "./trace/trace-reader.js";
 import { type WebhookConfig, type WebhookEvent, WebhookNotifier } from "./webhooks/webhook-notifier.js";
@@ -324,6 +324,11 @@ export class Orchestrator implements OrchestratorApi {
     tasks.queued = depth.queued;
     tasks.pending -= depth.queued;
     return this.counters.snapshot({ tasks, queueDepth: depth.queued, waiting: depth.waiting });
+  }
+
+  /** What is wrong with the template files (file, line, column, message), from the last load. */
+  templateProblems(): TemplateProblem[] {
+    return this.templates.problems?.() ?? [];
   }
 
   /** The loaded task templates with their steps, by name. */

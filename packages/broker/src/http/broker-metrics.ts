@@ -10,7 +10,8 @@ export class BrokerMetrics implements RequestObserver {
   private readonly requests: RequestMetrics;
 
   constructor(connections: () => number) {
-    collectDefaultMetrics({ register: this.registry, prefix: "mq9_process_" });
+    // prom-client's names already start with process_ or nodejs_: the prefix is only ours.
+    collectDefaultMetrics({ register: this.registry, prefix: "mq9_" });
     this.requests = new RequestMetrics(this.registry);
     new Gauge({
       name: "mq9_client_connections",
@@ -35,6 +36,18 @@ export class BrokerMetrics implements RequestObserver {
       "mq9_store_rows_waiting",
       "SENDs in the message log whose rows are not in SQLite yet",
       () => status()?.rowsWaiting ?? 0,
+    );
+    gauge("mq9_store_log_bytes", "bytes of the message log's segment files", () => status()?.logBytes ?? 0);
+    gauge("mq9_store_wal_bytes", "bytes of the SQLite WAL file", () => status()?.walBytes ?? 0);
+    gauge(
+      "mq9_store_db_free_bytes",
+      "unused pages in the SQLite database file, in bytes",
+      () => status()?.dbFreeBytes ?? 0,
+    );
+    gauge(
+      "mq9_store_reclaimable_bytes",
+      "bytes on disk holding nothing live (dead log bytes, the WAL, free database pages), given back on the reclaim schedule",
+      () => status()?.reclaimableBytes ?? 0,
     );
     new Counter({
       name: "mq9_store_corrupt_records_total",

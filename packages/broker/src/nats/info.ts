@@ -27,6 +27,11 @@ export interface ServerInfo {
   authRequired: boolean;
   tlsRequired: boolean;
   tlsVerify: boolean;
+  /**
+   * More fields for INFO, named `mq9_…` so that they never clash with nats-server's; NATS clients
+   * ignore fields they do not know.
+   */
+  extensions?: Record<string, unknown>;
 }
 
 /**
@@ -38,6 +43,7 @@ export class InfoBuilder {
 
   constructor(info: ServerInfo) {
     const body: Record<string, unknown> = {
+      ...info.extensions,
       server_id: info.serverId,
       server_name: info.serverName,
       version: SERVER_VERSION,

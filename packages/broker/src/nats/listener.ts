@@ -5,7 +5,7 @@ import { AuthThrottle, type Principal, UserDirectory } from "../auth/index.js";
 import { ClientConnection, type ConnectionHost, type TlsSetup } from "./client-connection.js";
 import { errLine, ProtocolError } from "./errors.js";
 import { InboxClaims } from "./inbox-claims.js";
-import { generateNonce, generateServerId, InfoBuilder } from "./info.js";
+import { generateNonce, generateServerId, InfoBuilder, type ServerInfo } from "./info.js";
 import {
   type NatsListenerOptions,
   type ResolvedOptions,
@@ -35,6 +35,7 @@ export class NatsListener {
   private readonly serverId = generateServerId();
   private server: Server | undefined;
   private info: InfoBuilder | undefined;
+  private infoFields: ServerInfo | undefined;
   private tls: TlsSetup | undefined;
   private service:
     | {
@@ -139,7 +140,7 @@ export class NatsListener {
     }
     const address = server.address();
     const bound = typeof address === "object" && address !== null ? address.port : port;
-    this.info = new InfoBuilder({
+    this.infoFields = {
       serverId: this.serverId,
       serverName: this.options.serverName ?? this.serverId,
       host,
@@ -148,11 +149,29 @@ export class NatsListener {
       authRequired: this.users !== undefined,
       tlsRequired: this.tls !== undefined,
       tlsVerify: this.tls?.verifyClients ?? false,
-    });
+    };
+    this.info = new InfoBuilder(this.infoFields);
     this.pingTimer = setInterval(() => this.pingAll(), this.options.pingIntervalMs);
     this.pingTimer.unref();
     this.options.logger.info({ host, port: bound, tls: this.tls !== undefined }, "nats: listening");
     return { host, port: bound };
+  }
+
+  /**
+   * Adds `mq9_…` fields to the INFO that connections from now on receive (e.g. where the broker's
+   * HTTP server is, so that tools given only the broker's address find it).
+   */
+  advertise(extensions: Record<string, unknown>): void {
+    if (this.infoFields === undefined) throw new Error("NatsListener.advertise() needs listen() first");
+    for (const name of Object.keys(extensions)) {
+      if (!name.startsWith("mq9_"))
+        throw new TypeError(`NatsListener.advertise: '${name}' must start with mq9_`);
+    }
+    this.infoFields = {
+      ...this.infoFields,
+      extensions: { ...this.infoFields.extensions, ...extensions },
+    };
+    this.info = new InfoBuilder(this.infoFields);
   }
 
   /**
@@ -290,9 +309,9 @@ export class NatsListener {
    * group commit answers in the same microtask run) leaves at the end of that run, one write per
    * connection. Waiting for the end of the event-loop turn merged the replies of every read in the
    * turn, so a client's SENDs moved in one lock-step batch: broker and client took turns on one
-   * core (~20 % fewer SENDs/s). Replies made later, in their own turn (a DISCOVER, a long-poll
-   * FETCH), still wait for the end of the turn, so that those of one turn share a write: one
-   * write each cost the clients ~25 % more CPU per DISCOVER.
+   * core. Replies made later, in their own turn (a DISCOVER, a long-poll FETCH), still wait for
+   * the end of the turn, so that those of one turn share a write: a write each would cost the
+   * clients a socket read each.
    */
   private scheduleFlush(conn: ClientConnection | undefined, prompt: boolean): void {
     if (conn) this.dirty.push(conn);

@@ -3,8 +3,8 @@ import { agentMailbox } from "../bus/names.js";
 
 /**
  * Carried by every agent the Agent SDK registers, so the orchestrator's directory can
- * read just the agents it routes to each second: reading a registry of 10,000 agents
- * every second would cost the broker ~18 MB of DISCOVER replies a second.
+ * read just the agents it routes to each second: reading the whole registry every second
+ * would cost the broker DISCOVER replies in proportion to every agent registered.
  */
 export const ORCHESTRATED_TAG = "mq9.orchestrated";
 

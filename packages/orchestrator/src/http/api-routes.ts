@@ -6,6 +6,7 @@ import type { DirectoryEntry } from "../routing/agent-directory.js";
 import type { DeadLetter } from "../routing/dead-letters.js";
 import type { SubmitOptions } from "../scheduler/scheduler.js";
 import { isTerminal, TASK_STATUSES, type TaskState, type TaskStatus } from "../scheduler/task-state.js";
+import type { TemplateProblem } from "../templates/task-template.js";
 import type { TraceView } from "../trace/trace-reader.js";
 
 /** The parts of an HTTP request the routes read (fastify's request has them). */
@@ -56,6 +57,8 @@ export interface OrchestratorApi {
   metrics?(): MetricsSnapshot | Promise<MetricsSnapshot>;
   deadLetterList(options?: { limit?: number; traceId?: string }): Promise<DeadLetter[]>;
   templateList(): TemplateSummary[] | Promise<TemplateSummary[]>;
+  /** Problems of the template files' last load (shown beside the templates). */
+  templateProblems?(): TemplateProblem[] | Promise<TemplateProblem[]>;
 }
 
 /** Where the API finds the orchestrator: itself, or a getter for one that starts after the HTTP server. */
@@ -277,8 +280,10 @@ export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSo
   app.get(
     "/api/templates",
     route(async (_request, reply) => {
-      const templates = await orchestrator().templateList();
-      return reply.code(200).send({ templates });
+      const o = orchestrator();
+      const templates = await o.templateList();
+      const problems = (await o.templateProblems?.()) ?? [];
+      return reply.code(200).send({ templates, problems });
     }),
   );
 }

@@ -1,5 +1,5 @@
 import { type ConsumedMessage, type Consumer, type Mq9Client, Mq9Error } from "@mq9/client";
-import { TwoGenerationMap } from "@mq9/protocol";
+import { Defaults, TwoGenerationMap } from "@mq9/protocol";
 import { type Envelope, EnvelopeError } from "../bus/envelope.js";
 import { preciseNow, readEnvelope, type SendEnvelopeOptions, sendEnvelope } from "../bus/envelope-io.js";
 import { loopViolation, SeenMessages, TraceBudget } from "../bus/loop-guard.js";
@@ -47,7 +47,7 @@ export type Delivery =
   | { delivered: false; deadLetter: DeadLetter; kind: DeadKind };
 
 export interface RouterOptions {
-  /** Least similarity (0..1) a semantic match needs when the registry reports scores (default 0.2). */
+  /** Least calibrated DISCOVER score (0..1) a semantic match needs when the registry reports scores (default Defaults.intentMinScore). */
   intentThreshold?: number;
   /** Messages one trace may route before the rest are dead-lettered (default 1 000). */
   traceBudget?: number;
@@ -149,7 +149,7 @@ export class Router {
     private readonly options: RouterOptions = {},
   ) {
     this.budget = new TraceBudget(options.traceBudget ?? 1_000);
-    this.threshold = options.intentThreshold ?? 0.2;
+    this.threshold = options.intentThreshold ?? Defaults.intentMinScore;
     this.now = options.now ?? Date.now;
     this.ttl = options.messageTtlSeconds ?? 7 * 86_400;
   }

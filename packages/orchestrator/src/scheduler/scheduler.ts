@@ -15,7 +15,13 @@ import { OrchestratorError } from "../errors.js";
 import { TraceMemory } from "../memory/trace-memory.js";
 import type { DeadLetters } from "../routing/dead-letters.js";
 import type { Router } from "../routing/router.js";
-import type { Performer, RetryPolicy, StepTemplate, TaskTemplate } from "../templates/task-template.js";
+import type {
+  Performer,
+  RetryPolicy,
+  StepTemplate,
+  TaskTemplate,
+  TemplateProblem,
+} from "../templates/task-template.js";
 import { parseTemplate } from "../templates/template-loader.js";
 import { completedOutputs, mergeOutput, stepInput, taskResult } from "./step-io.js";
 import {
@@ -35,6 +41,8 @@ import type { TaskStore } from "./task-store.js";
 export interface TemplateLookup {
   get(name: string): TaskTemplate | undefined;
   names(): string[];
+  /** Problems of the last load, when the templates come from files. */
+  problems?(): TemplateProblem[];
 }
 
 export interface SchedulerOptions {
