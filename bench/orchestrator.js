@@ -118,13 +118,20 @@ async function taskPhases(url, api, cfg) {
     const alone = await fastLatencies(api, samples);
     const backlog = cfg.quick ? 40 : 200;
     const slowTasks = Array.from({ length: backlog }, () => task(api, "bench-slow").catch(() => undefined));
-    await sleep(200);
+    const slowLoad = async () => {
+      const { agents: seen } = await fetch(`${api}/api/agents`).then((r) => r.json());
+      return seen.find((a) => a.name === "bench-slow")?.load ?? 0;
+    };
+    // Measure once the slow agent really has a backlog (its work in progress, as the router sees it).
+    const deadline = Date.now() + 30_000;
+    while ((await slowLoad()) < Math.min(20, backlog / 2) && Date.now() < deadline) await sleep(50);
+    const before = await slowLoad();
     const beside = await fastLatencies(api, samples);
-    const waitingSlow = await fetch(`${api}/api/tasks?status=running&limit=100000`).then((r) => r.json());
+    const after = await slowLoad();
     out.push(
       `bulkhead: fast agent's task latency p50 ${fmtMs(alone.p50)} / p99 ${fmtMs(alone.p99)} ms alone, ` +
-        `p50 ${fmtMs(beside.p50)} / p99 ${fmtMs(beside.p99)} ms while the slow agent had a backlog of ` +
-        `${waitingSlow.tasks.length} tasks (of ${backlog}; 2 at a time, 100 ms each)`,
+        `p50 ${fmtMs(beside.p50)} / p99 ${fmtMs(beside.p99)} ms beside a slow agent with ${before} ` +
+        `(then ${after}) messages in progress (2 at a time, 100 ms each)`,
     );
     await Promise.all(slowTasks);
   } catch (err) {

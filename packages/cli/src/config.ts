@@ -432,7 +432,7 @@ export const SETTINGS: Setting[] = [
     flag: "intent-threshold",
     env: "MQ9_INTENT_THRESHOLD",
     kind: "number",
-    help: "least similarity (0..1) of an intent match (default 0.35)",
+    help: "least similarity (0..1) of an intent match (default 0.2)",
   },
   {
     path: ["orchestrator", "traceBudget"],

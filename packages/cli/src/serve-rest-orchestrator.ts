@@ -176,7 +176,10 @@ export function mountOrchestratorRestRoutes(
     body: z.object({
       task_type: z.string().min(1).describe("a template name"),
       payload: z.unknown().optional(),
-      priority: z.enum(["critical", "urgent", "normal"]).optional(),
+      priority: z
+        .enum(["critical", "urgent", "normal", "deferred"])
+        .optional()
+        .describe("deferred is sent as normal"),
       trace_id: z.string().min(1).optional(),
       async: z.boolean().optional(),
       wait: z.boolean().optional(),

@@ -26,7 +26,7 @@ export interface OrchestratorOptions {
   /** Prefix of the orchestrator's mailboxes (default "orch"). */
   namespace?: string;
   webhooks?: WebhookConfig[];
-  /** Least semantic similarity for intent routing, when the registry reports scores (default 0.35). */
+  /** Least semantic similarity for intent routing, when the registry reports scores (default 0.2). */
   intentThreshold?: number;
   /** Messages one trace may route (default 1 000). */
   traceBudget?: number;
@@ -302,10 +302,18 @@ export class Orchestrator implements OrchestratorApi {
     return this.directory.list();
   }
 
-  /** Reads the whole registry now (GET /api/agents does, so every kind of agent is current). */
-  refreshAgents(): Promise<void> {
-    return this.directory.refresh({ full: true });
+  /**
+   * Reads the whole registry (GET /api/agents does, so every kind of agent is current), at
+   * most once a second: a page polling the list must not cost the broker a full read each time.
+   */
+  async refreshAgents(): Promise<void> {
+    const now = Date.now();
+    if (now - this.agentsReadAt < 1_000) return;
+    this.agentsReadAt = now;
+    await this.directory.refresh({ full: true });
   }
+
+  private agentsReadAt = 0;
 
   /** The orchestrator's numbers now (tasks by state, dispatches, dead letters, loop stops...). */
   metrics(): MetricsSnapshot {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Orchestrator } from "../src/index.js";
-import { startWorld, type World } from "./harness.js";
+import { gate, startWorld, until, type World } from "./harness.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -66,6 +66,45 @@ describe("capability routing by weight and work in progress (real agents)", () =
 
   it("under a steady load, a slow replica gets less work than a fast one", async () => {
     const counts = await run("s", 60, false, 4);
-    expect(counts["s-fast"]).toBeGreaterThan(2 * (counts["s-slow"] ?? 0));
+    expect(counts["s-fast"]).toBeGreaterThan(1.5 * (counts["s-slow"] ?? 0));
   }, 120_000);
+});
+
+describe("the per-agent limit (agentConcurrency)", () => {
+  let world: World;
+
+  beforeAll(async () => {
+    world = await startWorld({
+      templates: {
+        "c.yaml": "task_type: c\nsteps:\n  - id: work\n    capability: c.work\n    timeout: 60s\n",
+      },
+    });
+  });
+  afterAll(() => world.close());
+
+  it("holds steps in the orchestrator, waiting, beyond an agent's limit; they go as work ends", async () => {
+    const orchestrator = await world.startOrchestrator({ agentConcurrency: 1 });
+    const release = gate();
+    await world.agent({ name: "c-one", capabilities: ["c.work"], max_concurrency: 4 }, async () => {
+      await release.promise;
+      return "ok";
+    });
+    await until("the agent to be known", () =>
+      orchestrator.agents().some((a) => a.name === "c-one" && a.alive),
+    );
+    const first = await orchestrator.submit("c", 1);
+    const second = await orchestrator.submit("c", 2);
+    const waiting = await until("the second to wait for room", async () => {
+      const state = await orchestrator.task(second.task_id);
+      return state?.steps.work.waiting ? state : undefined;
+    });
+    expect(waiting.steps.work.waiting).toBe(
+      "every live agent with capability 'c.work' has 1 messages in progress (the per-agent limit)",
+    );
+    expect((await orchestrator.task(first.task_id))?.steps.work.status).toBe("running");
+    release.open();
+    for (const task of [first, second]) {
+      expect((await orchestrator.wait(task.task_id, 30_000)).status).toBe("completed");
+    }
+  });
 });

@@ -140,6 +140,28 @@ describe("the design's task API and agents (against a broker)", () => {
     expect(done.status).toBe("completed");
   });
 
+  it("takes the design's priorities: urgent, normal and deferred (sent as mq9's lowest, normal)", async () => {
+    for (const priority of ["urgent", "normal", "deferred"]) {
+      const res = await http("POST", `${world.api}/api/tasks`, {
+        task_type: "content_analysis",
+        payload: { article_content: "x." },
+        priority,
+      });
+      expect(res.body).toMatchObject({
+        status: "completed",
+        priority: priority === "deferred" ? "normal" : priority,
+      });
+    }
+    const bad = await http("POST", `${world.api}/api/tasks`, {
+      task_type: "content_analysis",
+      priority: "later",
+    });
+    expect(bad).toMatchObject({
+      status: 400,
+      body: { code: "INVALID_REQUEST", error: "priority must be critical, urgent, normal or deferred" },
+    });
+  });
+
   it("a class with handle_message works, and a destructured send() reaches the router", async () => {
     await world.agent({ name: "d-echo", capabilities: ["d.echo"] }, (m) => ({ echoed: m.payload }));
     const forwarder = new Forwarder({ name: "d-forwarder", capabilities: ["d.forward"] }, FAST_AGENT);

@@ -41,12 +41,17 @@ describe("capability routing", () => {
     });
   });
 
-  it("passes over an agent a whole max_concurrency behind the others", () => {
-    expect(shares([agent("a", { load: 7 }), agent("b", { load: 3 })], 1, true)).toEqual({ b: 1 });
-    expect(shares([agent("a", { load: 6 }), agent("b", { load: 3 })], 2, true)).toEqual({ a: 1, b: 1 });
-    // A slow agent keeps its work in progress longer: the fast one gets the rest.
-    const slow = agent("slow", { load: 4 });
-    expect(shares([slow, agent("fast")], 4, false)).toEqual({ fast: 4 });
+  it("passes over a slow agent a whole max_concurrency behind the others", () => {
+    const slow = (load: number) => agent("a", { load, serviceMs: 300 });
+    expect(shares([slow(7), agent("b", { load: 3, serviceMs: 5 })], 1, true)).toEqual({ b: 1 });
+    expect(shares([slow(6), agent("b", { load: 3, serviceMs: 5 })], 2, true)).toEqual({ a: 1, b: 1 });
+    // As fast as the other, a backlog is no reason to pass it over: weights hold in a burst.
+    expect(
+      shares([agent("a", { load: 7, serviceMs: 6 }), agent("b", { load: 3, serviceMs: 5 })], 2, true),
+    ).toEqual({
+      a: 1,
+      b: 1,
+    });
   });
 
   it("measures being behind per unit of weight", () => {

@@ -56,6 +56,11 @@ export class SeenMessages {
     return this.seen.has(msgId);
   }
 
+  /** Forgets an id (its handling failed, so its redelivery is not a duplicate). */
+  forget(msgId: string): void {
+    this.seen.delete(msgId);
+  }
+
   /** True the first time an id is offered. */
   firstTime(msgId: string): boolean {
     if (this.seen.has(msgId)) return false;

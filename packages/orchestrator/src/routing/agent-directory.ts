@@ -167,10 +167,19 @@ export class AgentDirectory {
     entry.load = loadOf(entry);
   }
 
-  /** A tracked dispatch ended (answered, timed out or canceled). */
-  answered(name: string): void {
+  /**
+   * A tracked dispatch ended (answered, timed out or canceled) after `elapsedMs`, sent when
+   * `ahead` messages were in progress there. The time one message takes the agent, its
+   * service time, is that time over the rounds of max_concurrency it waited: a backlog of a
+   * fast agent does not make it look slow.
+   */
+  answered(name: string, elapsedMs?: number, ahead = 0): void {
     const entry = this.agents.get(name);
     if (!entry) return;
+    if (elapsedMs !== undefined && elapsedMs >= 0) {
+      const sample = elapsedMs / (Math.floor(ahead / Math.max(1, entry.maxConcurrency)) + 1);
+      entry.serviceMs = entry.serviceMs === undefined ? sample : entry.serviceMs * 0.8 + sample * 0.2;
+    }
     entry.inFlight = Math.max(0, entry.inFlight - 1);
     entry.answeredSinceReport++;
     entry.load = loadOf(entry);
@@ -279,6 +288,7 @@ export class AgentDirectory {
       answeredSinceReport,
       load: 0,
       credit: previous?.credit,
+      serviceMs: previous?.serviceMs,
       lastSeenMs,
       ttlSeconds: ttl,
       orchestrated: manifest !== undefined,

@@ -14,6 +14,8 @@ export interface AgentView {
   lastSeenMs: number;
   /** Seconds without a heartbeat after which the agent counts as dead. */
   ttlSeconds: number;
+  /** Estimated time one message takes it (ms), learnt from the answers to the orchestrator's dispatches. */
+  serviceMs?: number;
   /** Smooth weighted round-robin credit (the balancer's state; kept across registry reads). */
   credit?: number;
 }

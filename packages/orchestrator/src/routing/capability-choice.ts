@@ -3,11 +3,14 @@ import { type AgentView, isAlive } from "./agent-view.js";
 /**
  * Picks who gets the next piece of work for a capability, among live agents that
  * declare it: a smooth weighted round-robin, so weights 3 and 1 give 3:1 whether work
- * comes one at a time or in a burst, with no randomness to drift. An agent is passed
- * over while it is behind: its work in progress per unit of weight exceeds the least
- * among them by a whole max_concurrency of its own. So a slow replica, whose work stays
- * in progress longer, gets less, and a stuck one only its window. `limit` (> 0) caps
- * the work in progress of each agent: when every candidate is at it, nobody is chosen.
+ * comes one at a time or in a burst, with no randomness to drift. A slow agent is passed
+ * over while it is behind: its service time is more than twice the fastest one's (or not
+ * measured yet) and
+ * its work in progress per unit of weight exceeds the least among them by a whole
+ * max_concurrency of its own. So a slow replica gets less, and a stuck one only its
+ * window, while a fast agent's backlog (its weight's share of a burst) never costs it
+ * its share. `limit` (> 0) caps the work in progress of each agent: when every
+ * candidate is at it, nobody is chosen.
  */
 export function chooseForCapability(
   agents: readonly AgentView[],
@@ -19,11 +22,17 @@ export function chooseForCapability(
   const eligible = (a: AgentView) =>
     a.capabilities.includes(capability) && isAlive(a, nowMs) && (limit <= 0 || a.load < limit);
   let least = Number.POSITIVE_INFINITY;
+  let fastest = Number.POSITIVE_INFINITY;
   for (const a of agents) {
-    if (eligible(a)) least = Math.min(least, a.load / a.weight);
+    if (!eligible(a)) continue;
+    least = Math.min(least, a.load / a.weight);
+    if (a.serviceMs !== undefined) fastest = Math.min(fastest, a.serviceMs);
   }
   if (least === Number.POSITIVE_INFINITY) return undefined;
-  const keepsUp = (a: AgentView) => a.load / a.weight - least < Math.max(1, a.maxConcurrency) / a.weight;
+  // Not known to keep up (no answer measured yet) counts as slow: only its load speaks for it.
+  const slow = (a: AgentView) => a.serviceMs === undefined || a.serviceMs > 2 * fastest;
+  const keepsUp = (a: AgentView) =>
+    !slow(a) || a.load / a.weight - least < Math.max(1, a.maxConcurrency) / a.weight;
   let total = 0;
   let best: AgentView | undefined;
   for (const a of agents) {

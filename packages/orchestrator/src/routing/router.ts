@@ -1,4 +1,4 @@
-import type { ConsumedMessage, Consumer, Mq9Client } from "@mq9/client";
+import { type ConsumedMessage, type Consumer, type Mq9Client, Mq9Error } from "@mq9/client";
 import { Defaults, TwoGenerationMap } from "@mq9/protocol";
 import { type Envelope, EnvelopeError } from "../bus/envelope.js";
 import { preciseNow, readEnvelope, type SendEnvelopeOptions, sendEnvelope } from "../bus/envelope-io.js";
@@ -186,9 +186,18 @@ export class Router {
     this.routedCount++;
   }
 
-  /** A dispatch of the scheduler ended: its agent has that much less work in progress. */
-  answered(agentName: string): void {
-    this.directory.answered(agentName);
+  /**
+   * A dispatch of the scheduler ended after `elapsedMs`, with `ahead` messages in progress at
+   * the agent when it was sent: its agent has that much less work in progress, and its
+   * service time estimate learns from it.
+   */
+  answered(agentName: string, elapsedMs?: number, ahead = 0): void {
+    this.directory.answered(agentName, elapsedMs, ahead);
+  }
+
+  /** An agent's work in progress now (0 when unknown). */
+  loadOf(agentName: string): number {
+    return this.directory.get(agentName)?.load ?? 0;
   }
 
   /** Whether someone could take work for this performer now (no registry read: it is asked often). */
@@ -385,6 +394,8 @@ export class Router {
     try {
       hits = await this.client.discover({ semantic: text, limit: 10, include_score: true });
     } catch (err) {
+      // A busy or unreachable broker: the message stays un-ACKed and comes back after its lease.
+      if (err instanceof Mq9Error && (err.code === "TIMEOUT" || err.code === "NOT_CONNECTED")) throw err;
       return { reason: `intent routing failed: ${(err as Error).message}`, kind: "no_match" };
     }
     let best: string | undefined;
@@ -433,7 +444,13 @@ export class Router {
     // message at hop h is at least hop h + 1, even when it built a new message (send()).
     const before = this.hopsDelivered.get(`${envelope.trace_id} ${envelope.source}`);
     if (before !== undefined && envelope.hops <= before) envelope.hops = before + 1;
-    await this.deliver(envelope);
+    try {
+      await this.deliver(envelope);
+    } catch (err) {
+      // Not delivered: it comes back after its lease, and must not count as a duplicate then.
+      this.seen.forget(envelope.msg_id);
+      throw err;
+    }
   }
 
   /**

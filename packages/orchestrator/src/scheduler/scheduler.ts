@@ -142,7 +142,7 @@ export class Scheduler {
   /** Started and not finished. */
   private running = 0;
   /** Dispatches counted into an agent's work in progress, by msg_id: released once, when they end. */
-  private readonly tracked = new Map<string, string>();
+  private readonly tracked = new Map<string, { agent: string; at: number; ahead: number }>();
   private inbox?: Consumer;
   private closing = false;
   private readonly now: () => number;
@@ -436,17 +436,18 @@ export class Scheduler {
   private release(work: WorkState): void {
     const msgId = work.dispatch?.msg_id;
     if (msgId === undefined) return;
-    const agent = this.tracked.get(msgId);
-    if (agent === undefined) return;
+    const sent = this.tracked.get(msgId);
+    if (sent === undefined) return;
     this.tracked.delete(msgId);
-    this.o.router.answered(agent);
+    this.o.router.answered(sent.agent, this.now() - sent.at, sent.ahead);
     if (this.waiting.size > 0) queueMicrotask(() => this.wakeWaiting(1));
   }
 
   private track(work: WorkState, traceId: string, hops: number): void {
     const dispatch = work.dispatch!;
     if (this.tracked.has(dispatch.msg_id)) return;
-    this.tracked.set(dispatch.msg_id, dispatch.agent);
+    const ahead = this.o.router.loadOf(dispatch.agent);
+    this.tracked.set(dispatch.msg_id, { agent: dispatch.agent, at: this.now(), ahead });
     this.o.router.noteSent(dispatch.agent, traceId, hops);
   }
 
