@@ -51,6 +51,8 @@ async function up() {
     nodes: [],
   };
   writeFileSync(stateFile, JSON.stringify(state, null, 2));
+  // For a shell: `. .mq9-cluster/env` points the mq9 CLI (and MQ9_POSTGRES users) at this cluster.
+  writeFileSync(join(dir, "env"), `export MQ9_SERVER=${nats.urls[0]}\nexport MQ9_POSTGRES=${pg.url}\n`);
   for (let i = 0; i < NODES; i++) {
     const nodeId = String.fromCharCode(97 + i);
     // Each node starts at "its" server; the client fails over to the others.
@@ -72,7 +74,7 @@ async function up() {
       `  NATS (clients connect here): ${nats.urls.join(",")}`,
       `  PostgreSQL: ${pg.url}`,
       ...state.nodes.map((n) => `  node ${n.nodeId}: ${n.http}/healthz (pid ${n.pid})`),
-      `  logs and data: ${dir}`,
+      `  logs and data: ${dir} (. ${join(dir, "env")} sets MQ9_SERVER for the mq9 CLI)`,
       "  stop it with: npm run cluster:down",
       "",
     ].join("\n"),

@@ -4,7 +4,7 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, openSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "./free-port.js";
+import { freePorts } from "./free-port.js";
 
 const CANDIDATES = [
   process.env.MQ9_NATS_SERVER,
@@ -41,10 +41,12 @@ export async function startNatsCluster(options = {}) {
     throw new Error("nats-server is not installed: apt-get install nats-server, or set MQ9_NATS_SERVER");
   const size = options.size ?? 3;
   const root = mkdtempSync(join(options.tmpDir ?? tmpdir(), "mq9-nats-"));
-  const ports = [];
-  for (let i = 0; i < size; i++) {
-    ports.push({ client: await freePort(), route: await freePort(), monitor: await freePort() });
-  }
+  const picked = await freePorts(size * 3);
+  const ports = Array.from({ length: size }, (_, i) => ({
+    client: picked[3 * i],
+    route: picked[3 * i + 1],
+    monitor: picked[3 * i + 2],
+  }));
   const routes = ports.map((p) => `nats://127.0.0.1:${p.route}`).join(",");
   const name = options.name ?? "mq9";
   const servers = ports.map((p, i) => {
@@ -115,7 +117,8 @@ export async function startNatsCluster(options = {}) {
     while (!(await routesUp(server.monitorPort, size - 1))) {
       if (Date.now() > deadline) {
         await Promise.all(servers.map((s) => s.kill()));
-        throw new Error(`the NATS cluster did not form within 30 s; ${server.name} said: ${server.output()}`);
+        const said = servers.map((s) => `${s.name}: ${s.output().slice(-1500)}`).join("\n");
+        throw new Error(`the NATS cluster did not form within 30 s:\n${said}`);
       }
       await sleep(100);
     }

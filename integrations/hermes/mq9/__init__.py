@@ -17,7 +17,7 @@ import threading
 from typing import Any, Optional
 
 from .a2a import Caller, InboxServer
-from .agent_runner import answer_with_hermes
+from .agent_runner import answer_with_hermes, warm_up
 from .broker import Broker, Mq9Error
 from .card import derive_card, enabled_toolsets, installed_skills
 from .settings import Settings, load_settings
@@ -72,6 +72,7 @@ class Mq9Plugin:
                                           concurrency=self.settings.concurrency,
                                           task_timeout=self.settings.task_timeout)
                 self.server.start()
+                threading.Thread(target=warm_up, name="mq9-warm-up", daemon=True).start()
 
     def stop(self) -> None:
         """Session end: unregister, stop serving and heartbeating, close the connection."""

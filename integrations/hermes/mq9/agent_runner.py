@@ -9,17 +9,32 @@ no way to hand the answer back, and it does not exist in gateway mode.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Optional
 
 logger = logging.getLogger(__name__)
+
+# One thread at a time imports Hermes' agent loop: two threads importing the same
+# modules at once can trip Python's import deadlock detection.
+_import_lock = threading.Lock()
+
+
+def warm_up() -> None:
+    """Imports Hermes' agent loop ahead of the first task (it loads every built-in tool: seconds)."""
+    try:
+        with _import_lock:
+            import run_agent  # noqa: F401
+    except Exception as err:
+        logger.debug("mq9: could not preload run_agent: %s", err)
 
 
 def answer_with_hermes(text: str, history: list, context_id: str, *,
                        toolsets: Optional[list[str]] = None) -> tuple[str, list]:
     """Runs Hermes on `text` with the model of its config; returns (final reply, new history)."""
-    from hermes_cli.config import load_config
-    from hermes_cli.runtime_provider import resolve_runtime_provider
-    from run_agent import AIAgent
+    with _import_lock:
+        from hermes_cli.config import load_config
+        from hermes_cli.runtime_provider import resolve_runtime_provider
+        from run_agent import AIAgent
 
     config = load_config() or {}
     model_cfg = config.get("model") or {}

@@ -9,10 +9,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import threading
 from typing import Any, Optional
 
 import nats
+from nats.aio.client import Client as NATS
+
+logger = logging.getLogger(__name__)
 
 PREFIX = "$mq9.AI"
 
@@ -58,13 +62,42 @@ class Broker:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     async def connect(self) -> None:
-        if self.nc is not None and self.nc.is_connected:
+        """Connects once; a broker that cannot be reached (or refuses us) is an Mq9Error, not a retry loop."""
+        if self.nc is not None and not self.nc.is_closed:
             return
-        options: dict[str, Any] = {"name": self.name, "max_reconnect_attempts": -1,
-                                   "reconnect_time_wait": 1, "connect_timeout": 5}
+        client = NATS()
+        errors: list[Exception] = []
+        failed = asyncio.Event()
+
+        async def on_error(err: Exception) -> None:
+            # Before the first connection, any error ends the attempt: nats-py would retry forever.
+            errors.append(err)
+            logger.debug("mq9: %s", err)
+            if self.nc is not client:
+                failed.set()
+
+        options: dict[str, Any] = {"name": self.name, "max_reconnect_attempts": -1, "reconnect_time_wait": 1,
+                                   "connect_timeout": 5, "error_cb": on_error}
         if self.token:
             options["token"] = self.token
-        self.nc = await nats.connect(self.server, **options)
+        connecting = asyncio.ensure_future(client.connect(self.server, **options))
+        waiting = asyncio.ensure_future(failed.wait())
+        try:
+            done, _ = await asyncio.wait({connecting, waiting}, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+            if connecting not in done:
+                connecting.cancel()
+                raise TimeoutError("no answer in 10 s")
+            connecting.result()
+        except Exception as err:
+            try:
+                await client.close()
+            except Exception:
+                pass
+            cause = errors[-1] if errors else err
+            raise Mq9Error(f"cannot connect to the mq9 broker at {self.server}: {cause or type(cause).__name__}") from err
+        finally:
+            waiting.cancel()
+        self.nc = client
 
     async def close(self) -> None:
         if self.nc is not None:

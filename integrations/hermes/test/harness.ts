@@ -60,7 +60,7 @@ export class JsonLines {
   /** Resolves with the first line (from `from` on) that `match` accepts. */
   async next(
     match: (line: Record<string, unknown>) => boolean,
-    timeoutMs = 120_000,
+    timeoutMs = 500_000,
     from = 0,
   ): Promise<Record<string, unknown>> {
     const deadline = Date.now() + timeoutMs;

@@ -1,7 +1,10 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { connect, type Mq9Client } from "@mq9/client";
+import { A2AAgent, A2AClient } from "@mq9/client/a2a";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TranslatorExecutor, translatorCard } from "../../../packages/client/test/a2a-agents.js";
 import { type JsonLines, type Mq9Serve, mq9OnPath, mq9Serve, python, REPO, tempHome } from "./harness.js";
 import { ensurePythonEnv, skipWithoutPython, VENV } from "./python-env.js";
 
@@ -23,6 +26,7 @@ const coderCard = JSON.stringify({
 describe.skipIf(skipWithoutPython())("the native Hermes plugin, loaded by the real hermes-agent", () => {
   let py: string;
   let broker: Mq9Serve;
+  let client: Mq9Client;
   const running: JsonLines[] = [];
   const { env } = mq9OnPath();
   const start = (command: string, args: string[]) => {
@@ -34,10 +38,12 @@ describe.skipIf(skipWithoutPython())("the native Hermes plugin, loaded by the re
   beforeAll(async () => {
     py = await ensurePythonEnv();
     broker = await mq9Serve(env);
+    client = await connect(broker.url);
   }, 900_000);
 
   afterAll(async () => {
     await Promise.all(running.map((p) => p.close()));
+    await client?.close();
     await broker?.close();
   });
 
@@ -92,6 +98,46 @@ describe.skipIf(skipWithoutPython())("the native Hermes plugin, loaded by the re
     expect(run.stderr).not.toMatch(/mq9/i);
   }, 120_000);
 
+  it("configured by env alone (MQ9_SERVER, MQ9_TOKEN, MQ9_AGENT_ID); a broker with a token refuses it without one", async () => {
+    const guarded = await mq9Serve(env, ["--token", "s3cret"]);
+    try {
+      const withToken = python(
+        py,
+        "hermes_agent_harness.py",
+        ["load", "--home", tempHome(), "--env-config"],
+        {
+          ...env,
+          MQ9_SERVER: guarded.url,
+          MQ9_TOKEN: "s3cret",
+          MQ9_AGENT_ID: "Env Agent",
+        },
+      );
+      running.push(withToken);
+      await withToken.step("finalized");
+      const [status] = withToken.lines.filter((l) => l.step === "dispatch").map((l) => l.result as Json);
+      expect(status).toMatchObject({ connected: true, registered: true, mailbox: "env.agent" });
+
+      const without = python(py, "hermes_agent_harness.py", ["load", "--home", tempHome(), "--env-config"], {
+        ...env,
+        MQ9_SERVER: guarded.url,
+        MQ9_TOKEN: "",
+      });
+      running.push(without);
+      await without.step("finalized");
+      const results = without.lines.filter((l) => l.step === "dispatch").map((l) => l.result as Json);
+      // Every tool says what is wrong instead of failing inside Hermes (or hanging on retries).
+      expect(results[0]).toMatchObject({ connected: false, registered: false });
+      for (const result of results.slice(1)) {
+        expect(result.error).toMatch(
+          /cannot connect to the mq9 broker at nats:\/\/127\.0\.0\.1:\d+: .*Authorization Violation/,
+        );
+      }
+      expect(without.stderr).toMatch(/mq9: start failed: cannot connect/);
+    } finally {
+      await guarded.close();
+    }
+  }, 300_000);
+
   it("`hermes plugins install file://<clone>#integrations/hermes/mq9 --enable` installs and enables it", () => {
     const home = tempHome();
     const hermes = join(VENV, "bin/hermes");
@@ -111,10 +157,22 @@ describe.skipIf(skipWithoutPython())("the native Hermes plugin, loaded by the re
     rmSync(home, { recursive: true, force: true });
   }, 120_000);
 
+  // A is one Hermes session through both scenarios; B runs, stops, and starts again.
+  let a: JsonLines;
+
   it("two Hermes agents: A discovers 'an agent that can write Python', finds B, calls it; B's inbox server answers", async () => {
-    const b = start("serve", ["--server", broker.url, "--agent-id", "python.coder", "--card", coderCard]);
+    const b = start("serve", [
+      "--server",
+      broker.url,
+      "--agent-id",
+      "python.coder",
+      "--ttl",
+      "3",
+      "--card",
+      coderCard,
+    ]);
     await b.step("serving");
-    const a = start("ask", ["--server", broker.url, "--agent-id", "hermes.a", "--toolsets", "mq9"]);
+    a = start("ask", ["--server", broker.url, "--agent-id", "hermes.a", "--toolsets", "mq9"]);
     a.write('mq9_discover {"query":"an agent that can write Python","limit":3}');
     const discovered = await a.step("turn");
     const agents = (discovered.tool_result as Json).agents as Json[];
@@ -123,40 +181,61 @@ describe.skipIf(skipWithoutPython())("the native Hermes plugin, loaded by the re
     // The stub model passed the tool's result back through Hermes' agent loop.
     expect(discovered.final).toMatch(/^stub answer: .*python\.coder/);
 
-    a.write('mq9_call {"target":"python.coder","message":"write hello world in Python","timeout":120}');
+    a.write('mq9_call {"target":"python.coder","message":"write hello world in Python","timeout":400}');
     const called = await a.next((l) => l.step === "turn" && l.tool === "mq9_call");
     expect(called.tool_result).toMatchObject({
       state: "completed",
       agent: "python.coder",
       artifacts: ["stub answer: write hello world in Python"],
     });
-    await a.close();
+    // Our TypeScript A2A client (what the MCP tools and the bridge use) reaches B the same way.
+    const a2a = new A2AClient(client, { timeoutMs: 400_000 });
+    const { task } = await a2a.send("python.coder", "print the date in Python");
+    expect(task!.status).toMatchObject({ state: "TASK_STATE_COMPLETED" });
+    expect((task!.artifacts as Json[])[0].parts[0].text).toBe("stub answer: print the date in Python");
+    // Heartbeats (every ttl/3 = 1 s): B's REPORT is what the registry shows, and keeps it past its ttl.
+    let entry: Json | undefined;
+    for (let i = 0; i < 60 && !entry?._status; i++) {
+      [entry] = await client.discover({ text: "python.coder", include_status: true, online: true });
+      if (!entry?._status) await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    expect(entry!._status).toMatchObject({ report_info: expect.stringMatching(/^running, processed=\d+$/) });
+    await a2a.close();
+
+    // B's session ends: it unregisters, its inbox stays.
     await b.close();
     expect(b.lines.at(-1)).toMatchObject({ step: "stopped" });
-  }, 240_000);
+  }, 600_000);
 
   it("B offline when A calls: the task waits in B's inbox, and A reads the result once B has started", async () => {
-    // B has run before (its inbox exists), and is gone now: unregistered, inbox kept.
-    const first = start("serve", ["--server", broker.url, "--agent-id", "late.coder", "--card", coderCard]);
-    await first.step("serving");
-    await first.close();
-
-    const a = start("ask", ["--server", broker.url, "--agent-id", "hermes.a2", "--toolsets", "mq9"]);
-    a.write('mq9_call {"target":"late.coder","message":"write fizzbuzz in Python","timeout":2}');
-    const pending = (await a.step("turn")).tool_result as Json;
+    const from = a.lines.length;
+    a.write('mq9_call {"target":"python.coder","message":"write fizzbuzz in Python","timeout":2}');
+    const pending = (await a.step("turn", undefined, from)).tool_result as Json;
     expect(pending).toMatchObject({ pending: true, state: "submitted" });
     expect(pending.task_id).toBe(pending.call_id);
 
-    const b = start("serve", ["--server", broker.url, "--agent-id", "late.coder", "--card", coderCard]);
+    const b = start("serve", ["--server", broker.url, "--agent-id", "python.coder", "--card", coderCard]);
     await b.step("serving");
-    a.write(`mq9_task {"task_id":"${pending.task_id}","timeout":120}`);
+    a.write(`mq9_task {"task_id":"${pending.task_id}","timeout":400}`);
     const done = await a.next((l) => l.step === "turn" && l.tool === "mq9_task");
     expect(done.tool_result).toMatchObject({
       state: "completed",
       artifacts: ["stub answer: write fizzbuzz in Python"],
     });
     expect((done.tool_result as Json).pending).toBeUndefined();
+
+    // A calls an agent of our TypeScript SDK (what `mq9 agent serve` runs) just as well.
+    const translator = await A2AAgent.start(client, {
+      card: translatorCard,
+      executor: new TranslatorExecutor(),
+      onError: () => {},
+    });
+    a.write('mq9_call {"target":"Translator","message":"hello","timeout":120}');
+    const translated = await a.next((l) => l.step === "turn" && l.tool === "mq9_call", undefined, from + 2);
+    expect(translated.tool_result).toMatchObject({ state: "completed", agent: "translator" });
+    expect((translated.tool_result as Json).artifacts.join("")).toBe("FR: HELLO");
+    await translator.stop();
     await a.close();
     await b.close();
-  }, 240_000);
+  }, 600_000);
 });

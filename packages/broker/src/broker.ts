@@ -6,13 +6,15 @@ import type { ClusterOptions } from "./cluster/cluster-options.js";
 import { MessagingEngine } from "./engine/messaging-engine.js";
 import type { Notifier } from "./engine/notifier.js";
 import { BrokerMetrics } from "./http/broker-metrics.js";
-import { HttpServer } from "./http/http-server.js";
-import { REST_OPEN_PATHS, RestApi, type RestApiOptions } from "./http/rest/rest-api.js";
+import { HttpServer, type HttpServerOptions } from "./http/http-server.js";
+import type { RestApi, RestApiOptions } from "./http/rest/rest-api.js";
 import { type Logger, silentLogger } from "./logger.js";
 import { NatsListener, type NatsListenerOptions } from "./nats/index.js";
+import { LocalVectorStore } from "./registry/local-vector-store.js";
 import { openRegistry, type RegistrySettings } from "./registry/open-registry.js";
 import type { Registry } from "./registry/registry.js";
 import { Mq9Service } from "./service/mq9-service.js";
+import { PostgresStore } from "./store/postgres/postgres-store.js";
 import { SqliteStore, type SyncMode } from "./store/sqlite-store.js";
 import type { Store } from "./store/store.js";
 
@@ -66,6 +68,54 @@ export interface BrokerHttpOptions {
   /** DNS-rebinding protection (see HttpServerOptions.allowedHosts). */
   allowedHosts?: readonly string[];
   allowedOrigins?: readonly string[];
+}
+
+/**
+ * In a cluster on PostgreSQL, the registry lives in the same database (every node answers over
+ * all of it) and its vectors in each node's memory, loaded from there.
+ */
+async function sharedRegistrySettings(
+  settings: RegistrySettings,
+  store: Store,
+  instance: string,
+): Promise<RegistrySettings> {
+  if (!(store instanceof PostgresStore) || settings.store) return settings;
+  const shared = await store.openRegistryStore(instance);
+  const semantic = settings.embedder !== "none" && typeof settings.vectorStore !== "object";
+  const vectorStore = semantic
+    ? shared.shareVectors(
+        await LocalVectorStore.open({ dataDir: ":memory:", annThreshold: settings.annThreshold }),
+      )
+    : settings.vectorStore;
+  return { ...settings, store: shared, vectorStore };
+}
+
+/** The HTTP server of a broker, with the REST API v1 mounted before the higher layers' routes. */
+async function startHttp(
+  http: BrokerHttpOptions,
+  parts: Omit<HttpServerOptions, "routes" | "openPath" | "port" | "allowedHosts" | "allowedOrigins">,
+  api: Omit<RestApiOptions, "metrics" | "auth" | "logger">,
+): Promise<{ server: HttpServer; restApi?: RestApi }> {
+  // Loaded with the HTTP server only: its schemas cost every other user of this package (the CLI's commands).
+  const { REST_OPEN_PATHS, RestApi } = await import("./http/rest/rest-api.js");
+  let restApi: RestApi | undefined;
+  const challenge = parts.users?.httpChallenge ?? "";
+  const schemes = [
+    ...(challenge.includes("Bearer") ? (["bearer"] as const) : []),
+    ...(challenge.includes("Basic") ? (["basic"] as const) : []),
+  ];
+  const server = await HttpServer.start({
+    ...parts,
+    port: http.port,
+    allowedHosts: http.allowedHosts,
+    allowedOrigins: http.allowedOrigins,
+    routes: async (app) => {
+      restApi = new RestApi(app, { ...api, metrics: parts.metrics, auth: schemes, logger: parts.logger });
+      await http.routes?.(app, restApi);
+    },
+    openPath: (path) => REST_OPEN_PATHS.includes(path) || http.openPath?.(path) === true,
+  });
+  return { server, restApi };
 }
 
 /** One mq9 broker: store + engine + embedded NATS-protocol listener. */
@@ -187,27 +237,18 @@ export class Broker {
     let restApi: RestApi | undefined;
     try {
       const address = await listener.listen();
-      const httpOptions = options.http;
-      if (httpOptions) {
-        http = await HttpServer.start({
-          host: httpOptions.host ?? address.host,
-          port: httpOptions.port,
-          metrics,
-          routes: restRoutes(
-            options,
-            { service, engine, registry, metrics, logger },
-            () => listener.connectionCount,
-            (api) => {
-              restApi = api;
-            },
-          ),
-          openPath: (path) => REST_OPEN_PATHS.includes(path) || httpOptions.openPath?.(path) === true,
-          users: UserDirectory.from(options.auth),
-          allowedHosts: httpOptions.allowedHosts,
-          allowedOrigins: httpOptions.allowedOrigins,
-          logger,
-          health: () => ({ ok: !closing, connections: listener.connectionCount }),
-        });
+      if (options.http) {
+        ({ server: http, restApi } = await startHttp(
+          options.http,
+          {
+            host: options.http.host ?? address.host,
+            metrics,
+            users: UserDirectory.from(options.auth),
+            logger,
+            health: () => ({ ok: !closing, connections: listener.connectionCount }),
+          },
+          { service, engine, registry, connections: () => listener.connectionCount, version: "1.0.0" },
+        ));
         // `mq9 task …` and other HTTP tools given only the broker's address find the HTTP port here.
         listener.advertise({ mq9_http_port: http.port });
       }
@@ -258,7 +299,7 @@ export class Broker {
       registry =
         options.registry === false
           ? undefined
-          : await openRegistry(options.registry ?? {}, {
+          : await openRegistry(await sharedRegistrySettings(options.registry ?? {}, store, node.instance), {
               dataDir: options.dataDir ?? "./mq9-data",
               sync: options.sync,
               logger,
@@ -269,28 +310,20 @@ export class Broker {
       let closing = false;
       let http: HttpServer | undefined;
       let restApi: RestApi | undefined;
-      const httpOptions = options.http;
-      if (httpOptions) {
+      if (options.http) {
         const clusterNode = node;
-        http = await HttpServer.start({
-          host: httpOptions.host ?? options.host ?? "127.0.0.1",
-          port: httpOptions.port,
-          metrics,
-          routes: restRoutes(
-            options,
-            { service, engine, registry, metrics, logger },
-            () => 0,
-            (api) => {
-              restApi = api;
-            },
-          ),
-          openPath: (path) => REST_OPEN_PATHS.includes(path) || httpOptions.openPath?.(path) === true,
-          users: UserDirectory.from(options.auth),
-          allowedHosts: httpOptions.allowedHosts,
-          allowedOrigins: httpOptions.allowedOrigins,
-          logger,
-          health: () => ({ ...clusterNode.health(), ok: !closing && clusterNode.health().ok }),
-        });
+        ({ server: http, restApi } = await startHttp(
+          options.http,
+          {
+            host: options.http.host ?? options.host ?? "127.0.0.1",
+            metrics,
+            users: UserDirectory.from(options.auth),
+            logger,
+            health: () => ({ ...clusterNode.health(), ok: !closing && clusterNode.health().ok }),
+          },
+          // A node has no listener of its own: its clients are the cluster's.
+          { service, engine, registry, connections: () => 0, version: "1.0.0" },
+        ));
       }
       engine.start();
       node.serve(service);
@@ -341,30 +374,4 @@ export class Broker {
     })();
     return this.closing;
   }
-}
-
-/** The HTTP routes of a broker: the REST API v1, then what higher layers mount beside it. */
-function restRoutes(
-  options: BrokerOptions,
-  deps: Pick<RestApiOptions, "service" | "engine" | "registry" | "metrics" | "logger">,
-  connections: () => number,
-  onApi: (api: RestApi) => void,
-): (app: FastifyInstance) => Promise<void> {
-  const auth = options.auth;
-  return async (app) => {
-    const api = new RestApi(app, {
-      ...deps,
-      connections,
-      auth:
-        auth?.token !== undefined
-          ? "bearer"
-          : auth?.user !== undefined || (auth?.users?.length ?? 0) > 0
-            ? "basic"
-            : undefined,
-      version: "1.0.0",
-      logger: deps.logger,
-    });
-    onApi(api);
-    await options.http?.routes?.(app, api);
-  };
 }

@@ -120,9 +120,13 @@ describe("broker HTTP server", () => {
     const before = await gauges();
     expect(Object.keys(before).sort()).toEqual([
       "mq9_store_corrupt_records_total",
+      "mq9_store_db_free_bytes",
+      "mq9_store_log_bytes",
       "mq9_store_log_message_bytes",
       "mq9_store_log_segments",
+      "mq9_store_reclaimable_bytes",
       "mq9_store_rows_waiting",
+      "mq9_store_wal_bytes",
     ]);
     await t.request(Subjects.mailboxCreate, { name: "log.metrics" });
     await t.request(Subjects.send("log.metrics"), "x".repeat(1000));

@@ -455,6 +455,41 @@ describe("message log", () => {
     }
   });
 
+  it("copies the live messages of a mostly deleted segment to the end of the log and deletes the segment", async () => {
+    const dir = tempDir();
+    const store = new SqliteStore({ dataDir: dir, logSegmentBytes: 8192, recentMessageBytes: 0 });
+    try {
+      await createInbox(store);
+      const header = Buffer.from("NATS/1.0\r\nk: v\r\n\r\n");
+      // Eight to a segment.
+      for (let i = 0; i < 10; i++)
+        await sendText(store, `m${i} ${"z".repeat(900)}`, i === 3 ? { header } : {});
+      await sendText(store, "keyed", { key: "the-key" });
+      expect(segmentFiles(dir)).toEqual([FIRST_SEGMENT, "000000000002.seg"]);
+      const before = store.logStatus()!;
+      // Five of the first segment's eight go: it is mostly dead, not nearly empty.
+      for (const id of [0, 1, 2, 4, 5]) await store.deleteMessage("inbox", id);
+      expect(store.logStatus()!.reclaimableBytes).toBeGreaterThan(before.reclaimableBytes);
+      expect(segmentFiles(dir)).not.toContain(FIRST_SEGMENT);
+      const texts = (messages: { payload: Uint8Array }[]) =>
+        messages.map((m) => Buffer.from(m.payload).toString().split(" ")[0]);
+      const expected = ["m3", "m6", "m7", "m8", "m9", "keyed"];
+      const stored = await readInbox(store);
+      expect(texts(stored)).toEqual(expected);
+      expect(Buffer.from(stored[0].header!).toString()).toContain("k: v");
+      expect(stored.at(-1)?.key).toBe("the-key");
+      await store.close();
+      const reopened = new SqliteStore({ dataDir: dir, logSegmentBytes: 8192, recentMessageBytes: 0 });
+      try {
+        expect(texts(await readInbox(reopened))).toEqual(expected);
+      } finally {
+        await reopened.close();
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
   it("has the worker write a large group, plain rows and the others alike, exactly as sent", async () => {
     const dir = tempDir();
     const store = new SqliteStore({ dataDir: dir, recentMessageBytes: 0 });

@@ -1,4 +1,4 @@
-import { Subjects } from "@mq9/protocol";
+import { Defaults, Subjects } from "@mq9/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Embedder, EmbedOptions } from "../src/registry/embedder.js";
 import { UseEmbedder } from "../src/registry/use-embedder.js";
@@ -16,6 +16,7 @@ type Discovered = {
   pending_skills?: number;
 };
 
+const DEFAULT_INTENT_MIN_SCORE = Defaults.intentMinScore;
 const names = (reply: Discovered) => reply.agents.map((a) => a.name);
 
 describe("discovery — lookups, field checks, paging, tags, full-text syntax", () => {
@@ -30,7 +31,7 @@ describe("discovery — lookups, field checks, paging, tags, full-text syntax", 
     await register({ name: "twin", mailbox: "twin.one.inbox", payload: "first twin" });
     await register({ name: "twin", mailbox: "twin.two.inbox", payload: "second twin" });
     await register({ name: "solo", mailbox: "solo.inbox", payload: "Translates contracts", tags: ["legal"] });
-  });
+  }, 300_000);
   afterAll(() => t.close());
 
   it("lookup — by mailbox (bare or mq9:// form) and by name; unknown ones find nothing", async () => {
@@ -110,7 +111,7 @@ describe("discovery — tag rule", () => {
         skills: [{ id: "s", name: `${name} skill`, tags: skillTags }],
       });
     }
-  });
+  }, 300_000);
   afterAll(() => t.close());
 
   it("an agent carries the tags of its card and of its skills; whole tags, any case; several tags must all be carried", async () => {
@@ -140,7 +141,7 @@ describe("discovery — paging and the reply size cap", () => {
         payload: `bulky agent ${"x".repeat(4000)}`,
       });
     }
-  });
+  }, 300_000);
   afterAll(() => t.close());
 
   it("limit + offset or page, with total, has_more and next_offset", async () => {
@@ -216,7 +217,7 @@ describe("discovery — full-text query syntax and languages", () => {
     for (const [name, payload] of cards) {
       await t.request(Subjects.agentRegister, { name, mailbox: `${name}.inbox`, payload });
     }
-  });
+  }, 300_000);
   afterAll(() => t.close());
 
   it("prefixes — a word that matches nothing whole is tried as a prefix; word* asks for it", async () => {
@@ -319,5 +320,61 @@ describe("discovery — semantic queries never wait behind background embedding"
     } finally {
       await t.close();
     }
+  }, 180_000);
+});
+
+describe("discovery — calibrated scores and the relevance floor (default embedder)", () => {
+  let t: TestBroker;
+  const ask = (body: Record<string, unknown>) =>
+    t.request(Subjects.agentDiscover, body) as unknown as Promise<Discovered>;
+
+  beforeAll(async () => {
+    t = await startTestBroker();
+    const agents: [string, string][] = [
+      ["translator", "Translates documents between English, Chinese, Japanese and Korean."],
+      ["payroll", "Computes salaries, withholding and payslips for employees."],
+      ["weather", "Gives rain and temperature forecasts for cities."],
+      ["zh-weather", "提供城市天气预报和降雨提醒"],
+    ];
+    for (const [name, payload] of agents) {
+      await t.request(Subjects.agentRegister, { name, mailbox: `${name}.inbox`, payload });
+    }
+    await t.broker.registry!.indexed();
+  }, 300_000);
+  afterAll(() => t.close());
+
+  it("scores are 0..1 and unrelated agents sit at 0; min_score keeps only what clears it", async () => {
+    const scored = await ask({ semantic: "put this letter into another language", include_score: true });
+    expect(scored.agents[0].name).toBe("translator");
+    const scores = scored.agents.map((a) => a._score as number);
+    expect(scores.every((s) => s >= 0 && s <= 1)).toBe(true);
+    expect(scores[0]).toBeGreaterThanOrEqual(DEFAULT_INTENT_MIN_SCORE);
+    expect(scores.slice(1).every((s) => s < DEFAULT_INTENT_MIN_SCORE)).toBe(true);
+    const floor = { min_score: DEFAULT_INTENT_MIN_SCORE };
+    expect(names(await ask({ semantic: "put this letter into another language", ...floor }))).toEqual([
+      "translator",
+    ]);
+    expect(names(await ask({ semantic: "how much will staff be paid this month", ...floor }))).toEqual([
+      "payroll",
+    ]);
+    expect(names(await ask({ semantic: "is it going to be sunny tomorrow", ...floor }))).toEqual(["weather"]);
+    // A request nobody covers: nothing clears the floor (without it, the nearest still come back).
+    const uncovered = "recompile the kernel with a realtime scheduler";
+    expect((await ask({ semantic: uncovered, ...floor })).agents).toEqual([]);
+    expect((await ask({ semantic: uncovered })).agents).toHaveLength(4);
+    expect((await ask({ semantic: uncovered, text: uncovered, ...floor })).agents).toEqual([]);
+  });
+
+  it("a query the embedder cannot read is answered by full text, and the reply says so", async () => {
+    const gibberish = await ask({ semantic: "asdf jkl hjkl" });
+    expect(gibberish.warning).toMatch(
+      /^the query is outside what the embedder understands \(the embedder recognises no word of the query\); results are ranked by full-text instead$/,
+    );
+    expect((await ask({ semantic: "asdf jkl hjkl", min_score: 0.1 })).agents).toEqual([]);
+    const chinese = await ask({ semantic: "明天的天气预报", min_score: 0.1 });
+    expect(chinese.warning).toMatch(/the embedder reads English only and the query is in another script/);
+    expect(names(chinese)).toEqual(["zh-weather"]);
+    const german = await ask({ semantic: "Wie wird das Wetter morgen?" });
+    expect(german.warning).toMatch(/the query reads as German/);
   });
 });

@@ -100,4 +100,39 @@ describe("registry.db layout", () => {
     db.close();
     expect(() => new SqliteRegistryStore({ dataDir: dir })).toThrow(/newer than this mq9 understands/);
   });
+
+  it("upgrades a version 1 file to 2: registrations stay and gain an owner", async () => {
+    const dir = tempDir();
+    let store = new SqliteRegistryStore({ dataDir: dir });
+    const row = {
+      mailbox: "agent.one",
+      name: "one",
+      bodyJson: '{"mailbox":"agent.one","name":"one"}',
+      agentInfo: "one",
+      hasOwnName: true,
+      tags: [],
+      ttlS: 0,
+      registeredMs: 1,
+      lastSeenMs: 1,
+    };
+    await store.put(row, []);
+    await store.close();
+    const raw = new Database(join(dir, "registry.db"));
+    raw.exec("ALTER TABLE agents DROP COLUMN owner");
+    raw.pragma("user_version = 1");
+    raw.close();
+    store = new SqliteRegistryStore({ dataDir: dir });
+    try {
+      const [kept] = await store.get(["agent.one"], 2);
+      expect(kept).toMatchObject({ mailbox: "agent.one", name: "one", owner: undefined });
+      await store.put({ ...row, mailbox: "agent.two", name: "two", owner: "alice" }, []);
+      expect(await store.select({ name: "two", owner: "alice" }, 2)).toHaveLength(1);
+      expect(await store.select({ name: "two", owner: "bob" }, 2)).toHaveLength(0);
+    } finally {
+      await store.close();
+    }
+    const reopened = new SqliteRegistryStore({ dataDir: dir });
+    expect((await reopened.get(["agent.two"], 2))[0]?.owner).toBe("alice");
+    await reopened.close();
+  });
 });

@@ -1,5 +1,6 @@
 import { Subjects } from "@mq9/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SqliteStore } from "../src/index.js";
 import { startTestBroker, type TestBroker, texts } from "./harness.js";
 import { RestContract } from "./rest-contract.js";
 
@@ -90,7 +91,7 @@ describe("REST API v1 against its OpenAPI document", () => {
       body: {},
       status: 201,
     });
-    expect((generated.body as { mail_address: string }).mail_address).toMatch(/^[0-9a-v]{20}$/);
+    expect((generated.body as { mail_address: string }).mail_address).toMatch(/^[0-9a-v]{26}$/);
 
     await t.request(Subjects.send(box), "n1");
     await t.request(Subjects.send(box), "c1", { headers: { "mq9-priority": "critical" } });
@@ -450,6 +451,18 @@ describe("REST API v1 against its OpenAPI document", () => {
       status: 200,
     });
     expect((byTag.body as { agents: { name: string }[] }).agents.map((a) => a.name)).toEqual(["translator"]);
+    // Semantic and hybrid rank every agent by meaning (or say why they fell back to full text).
+    for (const mode of ["semantic", "hybrid"]) {
+      const ranked = await c.check({
+        method: "POST",
+        path,
+        url: path,
+        body: { mode, query: "translate into French" },
+        status: 200,
+      });
+      const { agents: found, warning } = ranked.body as { agents: { name: string }[]; warning?: string };
+      expect(found[0]?.name, warning).toBe("translator");
+    }
     await c.check({
       method: "POST",
       path,
@@ -539,7 +552,10 @@ describe("REST API v1 with a token", () => {
       const fromPage = await fetch(`${base}/api/v1/mailboxes`, { headers: { "x-mq9-dashboard": "1" } });
       expect(fromPage.status).toBe(401);
       expect(fromPage.headers.get("www-authenticate")).toBeNull();
-      expect(await (await fetch(`${base}/api/v1/auth`)).json()).toEqual({ required: true, scheme: "bearer" });
+      expect(await (await fetch(`${base}/api/v1/auth`)).json()).toEqual({
+        required: true,
+        schemes: ["bearer"],
+      });
       const document = await (
         await fetch(`${base}/api/v1/openapi.json`, { headers: { authorization: "Bearer s3cret" } })
       ).json();
@@ -557,6 +573,113 @@ describe("REST API v1 with a token", () => {
         url: "/api/v1/mailboxes",
         status: 401,
       });
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe("REST API v1 with users", () => {
+  it("runs mq9 calls as the admin who made the request, and refuses other users", async () => {
+    const t = await startTestBroker({
+      auth: {
+        users: [
+          { user: "admin", password: "a-pass", admin: true },
+          { user: "bob", password: "b-pass" },
+        ],
+      },
+      http: { port: 0 },
+    });
+    try {
+      const base = `http://127.0.0.1:${t.broker.http!.port}`;
+      const as = (user: string, password: string) => ({
+        authorization: `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`,
+        "content-type": "application/json",
+      });
+      expect(await (await fetch(`${base}/api/v1/auth`)).json()).toEqual({
+        required: true,
+        schemes: ["basic"],
+      });
+      const created = await fetch(`${base}/api/v1/mailboxes`, {
+        method: "POST",
+        headers: as("admin", "a-pass"),
+        body: JSON.stringify({ name: "admin.box" }),
+      });
+      expect(created.status).toBe(201);
+      const sent = await fetch(`${base}/api/v1/mailboxes/admin.box/messages`, {
+        method: "POST",
+        headers: as("admin", "a-pass"),
+        body: JSON.stringify({ payload: "hi" }),
+      });
+      expect(sent.status).toBe(201);
+      const peeked = await (
+        await fetch(`${base}/api/v1/mailboxes/admin.box/peek`, { headers: as("admin", "a-pass") })
+      ).json();
+      expect(peeked.messages).toHaveLength(1);
+      const refused = await fetch(`${base}/api/v1/mailboxes`, { headers: as("bob", "b-pass") });
+      expect(refused.status).toBe(403);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe("REST API v1 over a store without the inspection operations", () => {
+  it("answers 501 for listing, describing, purging and deleting mailboxes; the mq9 operations work", async () => {
+    const inner = new SqliteStore({ dataDir: ":memory:" });
+    const hidden = new Set(["mailboxStats", "groupStats", "totals", "deleteMailbox", "purgeMailbox"]);
+    const store = new Proxy(inner, {
+      get: (target, name) => {
+        if (typeof name === "string" && hidden.has(name)) return undefined;
+        const value = Reflect.get(target, name);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const t = await startTestBroker({ store, http: { port: 0 } });
+    try {
+      const base = `http://127.0.0.1:${t.broker.http!.port}`;
+      const document = await (await fetch(`${base}/api/v1/openapi.json`)).json();
+      const contract = new RestContract(document, base);
+      await contract.check({
+        method: "GET",
+        path: "/api/v1/mailboxes",
+        url: "/api/v1/mailboxes",
+        status: 501,
+        error: /cannot list/,
+      });
+      await contract.check({
+        method: "POST",
+        path: "/api/v1/mailboxes",
+        url: "/api/v1/mailboxes",
+        body: { name: "plain.box" },
+        status: 201,
+      });
+      await contract.check({
+        method: "GET",
+        path: "/api/v1/mailboxes/{address}",
+        url: "/api/v1/mailboxes/plain.box",
+        status: 501,
+      });
+      await contract.check({
+        method: "POST",
+        path: "/api/v1/mailboxes/{address}/messages",
+        url: "/api/v1/mailboxes/plain.box/messages",
+        body: { payload: "x" },
+        status: 201,
+      });
+      await contract.check({
+        method: "POST",
+        path: "/api/v1/mailboxes/{address}/purge",
+        url: "/api/v1/mailboxes/plain.box/purge",
+        status: 501,
+      });
+      await contract.check({
+        method: "DELETE",
+        path: "/api/v1/mailboxes/{address}",
+        url: "/api/v1/mailboxes/plain.box",
+        status: 501,
+      });
+      expect(texts(await t.request(Subjects.query("plain.box"), {}))).toEqual(["x"]);
     } finally {
       await t.close();
     }

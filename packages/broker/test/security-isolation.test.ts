@@ -344,3 +344,35 @@ describe("without users (single-tenant), behaviour is as before", () => {
     await expect(startTestBroker({ auth: { token: "" } })).rejects.toThrow(/empty token is refused/);
   });
 });
+
+describe("the REST API with several users", () => {
+  it("takes admin users only and creates mailboxes in the admin's name", async () => {
+    const t = await startTestBroker({ auth: { users: USERS }, registry: false, http: { port: 0 } });
+    try {
+      const base = `http://127.0.0.1:${t.broker.http!.port}/api/v1/mailboxes`;
+      const json = { "content-type": "application/json" };
+      const basic = (user: string, pass: string) =>
+        `Basic ${Buffer.from(`${user}:${pass}`).toString("base64")}`;
+      const asAlice = await fetch(base, {
+        method: "POST",
+        headers: { ...json, authorization: basic("alice", "alice-pw") },
+        body: JSON.stringify({ name: "rest.box" }),
+      });
+      expect(asAlice.status).toBe(403);
+      expect((await asAlice.json()).error).toMatch(/user 'alice' is not an admin/);
+      const asRoot = await fetch(base, {
+        method: "POST",
+        headers: { ...json, authorization: "Bearer root-token" },
+        body: JSON.stringify({ name: "rest.box" }),
+      });
+      expect(asRoot.status).toBe(201);
+      // The mailbox is root's: alice may send to it over NATS but not read it; root may.
+      expect((await t.request(Subjects.send("rest.box"), "via nats")).error).toBe("");
+      expect((await t.request(Subjects.query("rest.box"), {})).error).toMatch(/^permission denied/);
+      const root = await t.client({ token: "root-token" });
+      expect(texts(await t.request(Subjects.query("rest.box"), {}, { nc: root }))).toEqual(["via nats"]);
+    } finally {
+      await t.close();
+    }
+  });
+});

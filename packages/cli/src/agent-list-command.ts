@@ -36,7 +36,7 @@ export function registerAgentList(program: Command): void {
             ["NAME", "STATE", "LOAD", "WEIGHT", "SEEN", "CAPABILITIES"],
             agents.map((a) => [
               a.name,
-              a.alive ? "alive" : "dead",
+              a.alive ? "online" : "offline",
               a.orchestrated ? `${a.load}/${a.max_concurrency}` : "-",
               String(a.weight),
               `${duration(Math.max(0, now - a.last_seen))} ago`,

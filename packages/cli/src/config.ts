@@ -142,10 +142,32 @@ export const ServeConfigSchema = z
         templates: z.string().min(1).default("./mq9-templates"),
         /** Prefix of the orchestrator's mailboxes. */
         namespace: z.string().min(1).default("orch"),
-        /** Least semantic similarity for intent routing, when the registry reports scores. */
-        intentThreshold: z.number().min(0).max(1).default(0.35),
+        /** Least calibrated DISCOVER score for intent routing, when the registry reports scores. */
+        intentThreshold: z.number().min(0).max(1).default(Defaults.intentMinScore),
         /** Messages one trace may route before the rest are dead-lettered. */
         traceBudget: positiveInt.default(1_000),
+        /** How often (ms) the orchestrated agents are read from the registry. */
+        directoryRefreshMs: positiveInt.default(1_000),
+        /** Seconds finished tasks are kept. */
+        retentionSeconds: positiveInt.default(7 * 86_400),
+        /** Seconds messages stay in agents' mailboxes (traces are read from them). */
+        messageTtlSeconds: positiveInt.default(7 * 86_400),
+        /** Seconds a trace's shared memory lives. */
+        memoryTtlSeconds: positiveInt.default(86_400),
+        /** Tasks run at once; later ones are queued (pending). */
+        maxTasksInFlight: positiveInt.default(10_000),
+        /** Tasks that may wait in the queue; beyond it POST /api/tasks answers 429 with Retry-After. */
+        queueCapacity: z.number().int().min(0).default(10_000),
+        /** Work in progress one agent may have; beyond it steps wait in the orchestrator. 0 = no limit. */
+        agentConcurrency: z.number().int().min(0).default(0),
+        /** Messages per FETCH of the router mailbox and the orchestrator's inbox. */
+        pollBatch: positiveInt.default(256),
+        /** Longest wait (ms) of one FETCH of an empty mailbox. */
+        pollTimeoutMs: positiveInt.default(2_000),
+        /** Messages of the router mailbox handled at once. */
+        routerConcurrency: positiveInt.default(256),
+        /** Share (0..1) of routed messages with a log line (debug); tasks and steps always get one. */
+        logSampleRate: z.number().min(0).max(1).default(0.01),
         webhooks: z
           .array(
             z
@@ -153,7 +175,14 @@ export const ServeConfigSchema = z
                 url: z.url(),
                 events: z
                   .array(
-                    z.enum(["task_completed", "task_failed", "task_timeout", "task_canceled", "agent_dead"]),
+                    z.enum([
+                      "task_completed",
+                      "task_failed",
+                      "task_timeout",
+                      "task_canceled",
+                      "agent_dead",
+                      "loop_detected",
+                    ]),
                   )
                   .optional(),
                 /** Shared secret: bodies are signed with HMAC-SHA256 in x-mq9-signature. */
@@ -390,6 +419,104 @@ export const SETTINGS: Setting[] = [
     env: "MQ9_TEMPLATES",
     kind: "string",
     help: "folder of the orchestrator's YAML task templates",
+  },
+  {
+    path: ["orchestrator", "namespace"],
+    flag: "orchestrator-namespace",
+    env: "MQ9_ORCHESTRATOR_NAMESPACE",
+    kind: "string",
+    help: "prefix of the orchestrator's mailboxes (default orch)",
+  },
+  {
+    path: ["orchestrator", "intentThreshold"],
+    flag: "intent-threshold",
+    env: "MQ9_INTENT_THRESHOLD",
+    kind: "number",
+    help: "least similarity (0..1) of an intent match (default 0.35)",
+  },
+  {
+    path: ["orchestrator", "traceBudget"],
+    flag: "trace-budget",
+    env: "MQ9_TRACE_BUDGET",
+    kind: "number",
+    help: "messages one trace may route (default 1000)",
+  },
+  {
+    path: ["orchestrator", "directoryRefreshMs"],
+    flag: "directory-refresh-ms",
+    env: "MQ9_DIRECTORY_REFRESH_MS",
+    kind: "number",
+    help: "how often the orchestrated agents are re-read (default 1000)",
+  },
+  {
+    path: ["orchestrator", "retentionSeconds"],
+    flag: "task-retention",
+    env: "MQ9_TASK_RETENTION",
+    kind: "number",
+    help: "seconds finished tasks are kept (default 7 days)",
+  },
+  {
+    path: ["orchestrator", "messageTtlSeconds"],
+    flag: "message-ttl",
+    env: "MQ9_MESSAGE_TTL",
+    kind: "number",
+    help: "seconds orchestrated messages are kept (default 7 days)",
+  },
+  {
+    path: ["orchestrator", "memoryTtlSeconds"],
+    flag: "memory-ttl",
+    env: "MQ9_MEMORY_TTL",
+    kind: "number",
+    help: "seconds a trace's memory lives (default 1 day)",
+  },
+  {
+    path: ["orchestrator", "maxTasksInFlight"],
+    flag: "max-tasks-in-flight",
+    env: "MQ9_MAX_TASKS_IN_FLIGHT",
+    kind: "number",
+    help: "tasks run at once; the rest are queued (default 10000)",
+  },
+  {
+    path: ["orchestrator", "queueCapacity"],
+    flag: "queue-capacity",
+    env: "MQ9_QUEUE_CAPACITY",
+    kind: "number",
+    help: "tasks that may be queued; beyond it 429 (default 10000)",
+  },
+  {
+    path: ["orchestrator", "agentConcurrency"],
+    flag: "agent-concurrency",
+    env: "MQ9_AGENT_CONCURRENCY",
+    kind: "number",
+    help: "work in progress per agent before steps wait; 0 = no limit (default)",
+  },
+  {
+    path: ["orchestrator", "pollBatch"],
+    flag: "poll-batch",
+    env: "MQ9_POLL_BATCH",
+    kind: "number",
+    help: "messages per FETCH of the router mailbox and inbox (default 256)",
+  },
+  {
+    path: ["orchestrator", "pollTimeoutMs"],
+    flag: "poll-timeout-ms",
+    env: "MQ9_POLL_TIMEOUT_MS",
+    kind: "number",
+    help: "longest wait of a FETCH of an empty mailbox (default 2000)",
+  },
+  {
+    path: ["orchestrator", "routerConcurrency"],
+    flag: "router-concurrency",
+    env: "MQ9_ROUTER_CONCURRENCY",
+    kind: "number",
+    help: "router messages handled at once (default 256)",
+  },
+  {
+    path: ["orchestrator", "logSampleRate"],
+    flag: "log-sample-rate",
+    env: "MQ9_LOG_SAMPLE_RATE",
+    kind: "number",
+    help: "share (0..1) of routed messages logged at debug (default 0.01)",
   },
   {
     path: ["log", "level"],

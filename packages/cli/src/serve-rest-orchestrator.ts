@@ -81,6 +81,13 @@ const Template = z
   })
   .meta({ id: "Template" });
 
+const TemplateProblem = z.object({
+  file: z.string(),
+  line: z.number().int(),
+  column: z.number().int(),
+  message: z.string(),
+});
+
 const OrchestratorAgent = z.looseObject({
   name: z.string(),
   mailbox: z.string(),
@@ -139,7 +146,8 @@ export function mountOrchestratorRestRoutes(
     if (!handler) throw orchestratorOff();
     return runHandler(handler, input.params, input.query, input.body);
   };
-  const errors = [400, 503];
+  // 502: the orchestrator could not get an answer from the broker.
+  const errors = [400, 502, 503];
 
   router.add({
     method: "GET",
@@ -159,27 +167,28 @@ export function mountOrchestratorRestRoutes(
     method: "POST",
     path: "/api/v1/tasks",
     tag: "Tasks",
-    summary: "Submit a task (a template run); with wait, answers once it is done",
+    summary: "Submit a task (a template run); answers once it is done, or at once with async",
     query: z.object({
-      wait: z.enum(["true", "false"]).optional(),
-      timeout_ms: queryInt.optional(),
+      async: z.enum(["true", "false", "1", "0", ""]).optional().describe("answer 202 at once"),
+      wait: z.enum(["true", "false"]).optional().describe("wait=false is async=true"),
+      timeout_ms: queryInt.optional().describe("how long to wait (default 60 s); 202 when not done by then"),
     }),
     body: z.object({
       task_type: z.string().min(1).describe("a template name"),
       payload: z.unknown().optional(),
       priority: z.enum(["critical", "urgent", "normal"]).optional(),
       trace_id: z.string().min(1).optional(),
+      async: z.boolean().optional(),
       wait: z.boolean().optional(),
+      wait_timeout_ms: z.number().int().min(0).optional(),
     }),
     responses: {
-      200: { description: "finished (with wait)", schema: Task },
-      202: { description: "accepted, running", schema: Submitted },
+      200: { description: "finished", schema: Task },
+      202: { description: "accepted and running (async, or not done within the wait)", schema: Submitted },
     },
-    errors: [...errors, 404],
-    handler: async (input) => {
-      const query = { ...input.query, wait: input.query.wait === "true" ? "true" : undefined };
-      return forward("POST /api/tasks")({ ...input, query });
-    },
+    errors,
+    // The orchestrator's handler reads the query as given (its flags are text).
+    handler: async (input, request) => forward("POST /api/tasks")({ ...input, query: request.query }),
   });
 
   router.add({
@@ -235,11 +244,18 @@ export function mountOrchestratorRestRoutes(
     method: "GET",
     path: "/api/v1/templates",
     tag: "Tasks",
-    summary: "The loaded task templates with their steps (a DAG by depends_on)",
+    summary: "The loaded task templates with their steps (a DAG by depends_on), and the files' problems",
     responses: {
-      200: { description: "templates", schema: z.looseObject({ templates: z.array(Template) }) },
+      200: {
+        description:
+          "templates, and what is wrong with the template files (a broken file's last good version stays)",
+        schema: z.looseObject({
+          templates: z.array(Template),
+          problems: z.array(TemplateProblem).optional(),
+        }),
+      },
     },
-    errors: [503],
+    errors: [502, 503],
     handler: async (input) => forward("GET /api/templates")(input),
   });
 
@@ -251,7 +267,7 @@ export function mountOrchestratorRestRoutes(
     responses: {
       200: { description: "agents", schema: z.object({ agents: z.array(OrchestratorAgent) }) },
     },
-    errors: [503],
+    errors: [502, 503],
     handler: async (input) => forward("GET /api/agents")(input),
   });
 }

@@ -1,13 +1,13 @@
 import { randomBytes } from "node:crypto";
-import { Broker, type BrokerOptions, type Logger, type RestApi } from "@mq9/broker";
+import { Broker, type BrokerOptions, type Logger, PostgresStore, type RestApi } from "@mq9/broker";
 import type { Command } from "commander";
 import { ConfigError, loadServeConfig, SETTINGS, type ServeConfig } from "./config.js";
 import { createLogger } from "./logger.js";
+import { OrchestratorLeadership } from "./orchestrator-leadership.js";
 import { ServeAgentApps } from "./serve-agent-apps.js";
 import { appConfig, clusterBrokerOptions } from "./serve-cluster.js";
 import { ServeDashboard } from "./serve-dashboard.js";
 import { ServeOrchestrator } from "./serve-orchestrator.js";
-import { mountOrchestratorRestRoutes } from "./serve-rest-orchestrator.js";
 
 /** Turns a start failure into the one line a person needs to fix it. */
 function explainStartFailure(err: unknown, config: ServeConfig): string {
@@ -84,6 +84,8 @@ function brokerOptions(
       routes: async (app: Parameters<ServeAgentApps["routes"]>[0], api: RestApi) => {
         await agentApps.routes(app);
         if (orchestrator.enabled) await orchestrator.routes(app);
+        // Loaded by serve alone: its schemas would cost every other command.
+        const { mountOrchestratorRestRoutes } = await import("./serve-rest-orchestrator.js");
         mountOrchestratorRestRoutes(api.router, orchestrator.enabled ? orchestrator.routes : undefined);
         await ServeDashboard.mount(app);
       },
@@ -123,8 +125,9 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
   const orchestrator = new ServeOrchestrator(appConfig(config), logger);
   const agentApps = new ServeAgentApps(appConfig(config));
   let broker: Broker;
+  let clustered: Awaited<ReturnType<typeof clusterBrokerOptions>> | undefined;
   try {
-    const clustered = config.cluster.enabled ? await clusterBrokerOptions(config, logger) : {};
+    clustered = config.cluster.enabled ? await clusterBrokerOptions(config, logger) : undefined;
     broker = await Broker.start({ ...brokerOptions(config, logger, orchestrator, agentApps), ...clustered });
   } catch (err) {
     process.stderr.write(`mq9: ${explainStartFailure(err, config)}\n`);
@@ -148,13 +151,33 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
       },
       `mq9 broker ready on ${scheme}://${broker.host}:${broker.port}; HTTP on http://${http?.host}:${http?.port} (dashboard at /, /api/v1, /healthz, /metrics, /mcp, /a2a)`,
     );
+  const users = config.auth.users;
+  if (users !== undefined && !broker.cluster) {
+    const admins = users.filter((u) => u.admin === true).length;
+    logger.info(
+      { users: users.length, admins },
+      `${users.length} users configured: clients are isolated (own replies and inboxes only, mailboxes and registrations belong to their creators); the HTTP routes take admin users only`,
+    );
+  }
   agentApps.start(broker.host, broker.port);
+  // In a cluster, one node at a time runs the orchestrator (see OrchestratorLeadership).
+  const shared = clustered?.store;
+  const leadership =
+    orchestrator.enabled && shared instanceof PostgresStore
+      ? new OrchestratorLeadership(
+          shared.clusterLock("orchestrator", "the orchestrator"),
+          orchestrator,
+          logger,
+        )
+      : undefined;
+  leadership?.begin(() => orchestrator.start(broker.host, broker.port, broker.metrics.registry));
   // In the background: the broker serves meanwhile, and the API answers 503 until it is up.
-  const orchestratorUp = orchestrator.enabled
-    ? orchestrator
-        .start(broker.host, broker.port)
-        .catch((err: Error) => logger.error({ err }, `the orchestrator did not start: ${err.message}`))
-    : Promise.resolve();
+  const orchestratorUp =
+    orchestrator.enabled && !leadership
+      ? orchestrator
+          .start(broker.host, broker.port, broker.metrics.registry)
+          .catch((err: Error) => logger.error({ err }, `the orchestrator did not start: ${err.message}`))
+      : Promise.resolve();
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -164,7 +187,7 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
     stopping = true;
     logger.info(`${signal} received: draining and shutting down`);
     orchestratorUp
-      .then(() => orchestrator.close())
+      .then(() => (leadership ? leadership.close() : orchestrator.close()))
       .catch((err: Error) => logger.warn(`orchestrator shutdown: ${err.message}`))
       .then(() => agentApps.close())
       .then(() => broker.close())
@@ -204,6 +227,7 @@ Examples:
   mq9 serve                                 # 127.0.0.1:4332, data in ./mq9-data
   mq9 serve --host 0.0.0.0 --port 4332 --data /var/lib/mq9 --sync full
   MQ9_TOKEN=s3cret mq9 serve --log-format json
+  mq9 serve --config mq9.json               # auth.users: users, permissions, isolation (docs/security.md)
   mq9 serve --tls-cert cert.pem --tls-key key.pem   # clients use tls:// or mq9s://`,
     )
     .action((options: Record<string, unknown>) => serve(options));

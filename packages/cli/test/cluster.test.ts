@@ -177,6 +177,92 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
     }
   });
 
+  it("registry — a REGISTER through one node is discovered through every node; TTL expiry happens once", async () => {
+    const names = (reply: Reply) => ((reply.agents ?? []) as { name: string }[]).map((a) => a.name);
+    const discoverBefore = await counts("agent.discover");
+    expect(
+      await viaA("$mq9.AI.AGENT.REGISTER", {
+        name: "cluster-translator",
+        mailbox: "translator.inbox",
+        payload: "translates cluster documents",
+        tags: ["language"],
+      }),
+    ).toEqual({ error: "" });
+    await eventually(
+      async () => names(await viaB("$mq9.AI.AGENT.DISCOVER", { text: "translates" })).length === 1,
+    );
+    // Every node answers over the whole registry: twelve DISCOVERs spread over the nodes all find it.
+    await eventually(
+      async () => {
+        const replies = await Promise.all(
+          Array.from({ length: 12 }, () => viaAny("$mq9.AI.AGENT.DISCOVER", { tags: ["language"] })),
+        );
+        return replies.every((r) => names(r).includes("cluster-translator"));
+      },
+      10_000,
+      "every node to know the registration",
+    );
+    expect(servedBy(discoverBefore, await counts("agent.discover")).length).toBeGreaterThanOrEqual(2);
+
+    await viaB("$mq9.AI.AGENT.REGISTER", {
+      name: "short-lived",
+      mailbox: "short.inbox",
+      payload: "gone soon",
+      ttl: 1,
+    });
+    await eventually(
+      async () => {
+        const replies = await Promise.all(
+          Array.from({ length: 6 }, () => viaAny("$mq9.AI.AGENT.DISCOVER", {})),
+        );
+        return replies.every((r) => !names(r).includes("short-lived"));
+      },
+      20_000,
+      "the expired registration to vanish everywhere",
+    );
+    await eventually(
+      async () =>
+        (await pg.query("SELECT count(*) FROM mq9.registry_removals WHERE mailbox = 'short.inbox'")) === "1",
+      20_000,
+      "the purge",
+    );
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(await pg.query("SELECT count(*) FROM mq9.registry_removals WHERE mailbox = 'short.inbox'")).toBe(
+      "1",
+    );
+  });
+
+  it("orchestrator — runs on one node at a time; when that node dies another takes it over", async () => {
+    const withOrchestrator = ["--orchestrator", "on"];
+    const [o1, o2] = await Promise.all(
+      ["o1", "o2"].map((nodeId, i) =>
+        startNode({ nodeId, nats: [nats.urls[i]], postgres: pg.url, args: withOrchestrator }),
+      ),
+    );
+    const tasksStatus = async (node: Mq9NodeProcess) =>
+      (await fetch(`http://127.0.0.1:${node.httpPort}/api/tasks`).catch(() => undefined))?.status;
+    const leaders = async () => {
+      const statuses = await Promise.all([o1, o2].map(tasksStatus));
+      return statuses.filter((s) => s === 200).length;
+    };
+    try {
+      await eventually(async () => (await leaders()) === 1, 60_000, "one orchestrator to start");
+      // It stays one: the other node keeps trying for the lock and does not get it.
+      await new Promise((r) => setTimeout(r, 4_500));
+      expect(await leaders()).toBe(1);
+      const [leader, follower] = (await tasksStatus(o1)) === 200 ? [o1, o2] : [o2, o1];
+      expect(await tasksStatus(follower)).toBe(503);
+      await leader.kill("SIGKILL");
+      await eventually(
+        async () => (await tasksStatus(follower)) === 200,
+        60_000,
+        "the other node to take over",
+      );
+    } finally {
+      await Promise.all([o1.stop(), o2.stop()]);
+    }
+  });
+
   /** Sends `count` messages `inFlight` at a time; resolves with what each SEND got. */
   const sendLoad = async (
     via: typeof viaA,

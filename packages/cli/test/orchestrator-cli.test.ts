@@ -107,7 +107,7 @@ describe("mq9 task | trace | agent list | templates (against mq9 serve's orchest
     const list = await cli("agent", "list");
     expect(list.code).toBe(0);
     expect(list.stdout.split("\n")[0]).toMatch(/^NAME\s+STATE\s+LOAD\s+WEIGHT\s+SEEN\s+CAPABILITIES$/);
-    expect(list.stdout).toMatch(/^summarizer\s+alive\s+0\/4\s+1\s+.+ ago\s+summarize$/m);
+    expect(list.stdout).toMatch(/^summarizer\s+online\s+0\/4\s+1\s+.+ ago\s+summarize$/m);
   });
 
   it("bad input: an unknown task type, a payload that is not JSON, an API that is not there", async () => {

@@ -38,7 +38,9 @@ def setup_home(args) -> str:
     target = home / "plugins" / "mq9"
     if not target.exists():
         shutil.copytree(PLUGIN, target, ignore=shutil.ignore_patterns("__pycache__"))
-    settings = {"agent_id": args.agent_id, "ttl": args.ttl, "call_timeout": args.call_timeout}
+    settings = {"ttl": args.ttl, "call_timeout": args.call_timeout}
+    if not args.env_config:
+        settings["agent_id"] = args.agent_id
     if args.server:
         settings["server"] = args.server
     if args.card:
@@ -52,8 +54,9 @@ def setup_home(args) -> str:
 
     (home / "config.yaml").write_text(yaml.safe_dump(config))
     os.environ["HERMES_HOME"] = str(home)
-    for key in ("MQ9_SERVER", "MQ9_TOKEN", "MQ9_AGENT_ID"):
-        os.environ.pop(key, None)
+    if not args.env_config:  # the settings block alone configures the plugin
+        for key in ("MQ9_SERVER", "MQ9_TOKEN", "MQ9_AGENT_ID"):
+            os.environ.pop(key, None)
     return url
 
 
@@ -136,6 +139,7 @@ def main() -> None:
     parser.add_argument("--toolsets", default="")
     parser.add_argument("--card", default="")
     parser.add_argument("--query", default="")
+    parser.add_argument("--env-config", action="store_true", help="configure by MQ9_* env, not settings")
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
     {"load": cmd_load, "serve": cmd_serve, "ask": cmd_ask}[args.command](args)

@@ -1,9 +1,10 @@
 """A stub OpenAI-compatible chat model for tests: no LLM, canned answers.
 
-The reply to a user message is "stub answer: <the last user message>", or, when the
-message starts with "CALL_TOOL <name> <json args>", one tool call of that tool first,
-then "stub answer: <the tool's result>". Speaks /v1/chat/completions with and without
-streaming, and /v1/models.
+The reply to a user message is "stub answer: <the last user message>" (with " (turn N)"
+from the second user message of a conversation on); a message "ASK <question>" gets
+"[INPUT_REQUIRED] <question>"; a message "CALL_TOOL <name> <json args>" gets one tool
+call of that tool first, then "stub answer: <the tool's result>". Speaks
+/v1/chat/completions with and without streaming, and /v1/models.
 """
 
 from __future__ import annotations
@@ -39,7 +40,10 @@ def _answer(messages: list) -> dict:
                  "function": {"name": name, "arguments": args}}
             ],
         }
-    return {"role": "assistant", "content": f"stub answer: {text}"}
+    if text.startswith("ASK "):
+        return {"role": "assistant", "content": f"[INPUT_REQUIRED] {text[4:]}"}
+    turns = sum(1 for m in messages if m.get("role") == "user")
+    return {"role": "assistant", "content": f"stub answer: {text}" + (f" (turn {turns})" if turns > 1 else "")}
 
 
 class _Handler(BaseHTTPRequestHandler):

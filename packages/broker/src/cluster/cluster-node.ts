@@ -27,6 +27,8 @@ function replyBytes(reply: ReplyPayload): Uint8Array | string {
  */
 export class ClusterNode {
   readonly notifier: NatsNotifier;
+  /** This process's name in the cluster: the node id and a random suffix. */
+  readonly instance: string;
   private readonly attachment: NatsAttachment;
   private databaseUp = true;
   private probe?: NodeJS.Timeout;
@@ -37,8 +39,8 @@ export class ClusterNode {
     private readonly logger: Logger,
   ) {
     // Unique per process, so a node restarted under the same id never mistakes old news for its own.
-    const instance = `${options.nodeId}/${randomBytes(4).toString("hex")}`;
-    this.notifier = new NatsNotifier(connection, instance, logger);
+    this.instance = `${options.nodeId}/${randomBytes(4).toString("hex")}`;
+    this.notifier = new NatsNotifier(connection, this.instance, logger);
     this.attachment = new NatsAttachment(connection, options.queueGroup ?? "mq9");
   }
 

@@ -37,6 +37,18 @@ export class BrokerMetrics implements RequestObserver {
       "SENDs in the message log whose rows are not in SQLite yet",
       () => status()?.rowsWaiting ?? 0,
     );
+    gauge("mq9_store_log_bytes", "bytes of the message log's segment files", () => status()?.logBytes ?? 0);
+    gauge("mq9_store_wal_bytes", "bytes of the SQLite WAL file", () => status()?.walBytes ?? 0);
+    gauge(
+      "mq9_store_db_free_bytes",
+      "unused pages in the SQLite database file, in bytes",
+      () => status()?.dbFreeBytes ?? 0,
+    );
+    gauge(
+      "mq9_store_reclaimable_bytes",
+      "bytes on disk holding nothing live (dead log bytes, the WAL, free database pages), given back on the reclaim schedule",
+      () => status()?.reclaimableBytes ?? 0,
+    );
     new Counter({
       name: "mq9_store_corrupt_records_total",
       help: "records of the message log whose bytes did not match their checksum (their messages are not served)",

@@ -1,5 +1,7 @@
+import type { IncomingMessage } from "node:http";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { UserDirectory } from "../auth/index.js";
+import type { Principal } from "../auth/principal.js";
 import type { Logger } from "../logger.js";
 import type { BrokerMetrics } from "./broker-metrics.js";
 import { HostGuard } from "./host-guard.js";
@@ -19,15 +21,23 @@ export interface HttpServerOptions {
    * admins are let in, since the HTTP apps act on the broker with rights of their own.
    */
   users?: UserDirectory;
+  /** Paths served without credentials (the dashboard's page and scripts, which hold no data). */
+  openPath?: (path: string) => boolean;
   /** DNS-rebinding protection; see HostGuardOptions. */
   allowedHosts?: readonly string[];
   allowedOrigins?: readonly string[];
-  /** Paths served without credentials (the dashboard's page and scripts, which hold no data). */
-  openPath?: (path: string) => boolean;
   logger: Logger;
 }
 
 const OPEN_PATHS = new Set(["/healthz", "/metrics"]);
+
+/** Who made each authenticated HTTP request: the REST API calls the engine as that user. */
+const requestUsers = new WeakMap<object, Principal>();
+
+/** The user an HTTP request authenticated as; undefined when the broker has no users. */
+export function principalOf(request: object): Principal | undefined {
+  return requestUsers.get(request);
+}
 
 /** The user the Authorization header proves: undefined when it proves none. */
 async function userOf(header: string | undefined, users: UserDirectory) {
@@ -76,7 +86,10 @@ export class HttpServer {
         const path = request.url.split("?")[0];
         if (OPEN_PATHS.has(path) || options.openPath?.(path)) return;
         const user = await userOf(request.headers.authorization, users);
-        if (user !== undefined && (!users.multiUser || user.principal.admin)) return;
+        if (user !== undefined && (!users.multiUser || user.principal.admin)) {
+          requestUsers.set(request, user.principal);
+          return;
+        }
         if (user !== undefined) {
           return reply.code(403).send({
             error: `forbidden: user '${user.principal.name}' is not an admin; the HTTP routes (MCP, A2A, API) act with the broker's own rights, so only admin users may use them`,

@@ -155,7 +155,7 @@ export async function openRegistry(settings: RegistrySettings, context: Registry
     preloadEmbedder: settings.preloadEmbedder,
     maxReplyBytes: context.maxPayload,
     // The default model was trained on English; an ONNX model's languages are the operator's choice.
-    embedderLatinOnly: (settings.embedder ?? "use") === "use",
+    embedderEnglishOnly: (settings.embedder ?? "use") === "use",
   };
   const registry = new Registry(options);
   await registry.start();

@@ -43,8 +43,8 @@ export interface RegistryOptions {
   preloadEmbedder?: boolean;
   /** Largest DISCOVER reply in bytes (the transport's max payload); longer pages are trimmed. */
   maxReplyBytes?: number;
-  /** The embedder reads Latin-script (English) text only: other scripts are answered by full-text. */
-  embedderLatinOnly?: boolean;
+  /** The embedder reads English only: queries in other scripts, or reading as German, are answered by full-text. */
+  embedderEnglishOnly?: boolean;
 }
 
 export interface RegistryStatus {
@@ -151,7 +151,7 @@ export class Registry {
       this.vectors = options.vectors;
       this.embedder = options.embedder;
       this.indexer = new EmbeddingIndexer(this.store, this.vectors, this.embedder, this.logger);
-      this.calibration = new QueryCalibration(this.embedder, options.embedderLatinOnly ?? false);
+      this.calibration = new QueryCalibration(this.embedder, options.embedderEnglishOnly ?? false);
     } else {
       this.embedderMissing = options.embedderMissingReason ?? "no embedder is configured";
     }
@@ -164,6 +164,7 @@ export class Registry {
       if (this.options.preloadEmbedder) {
         this.embedder
           ?.load()
+          .then(() => this.calibration?.load())
           .catch((err) => this.logger.warn({ err }, "the registry embedder could not load"));
       }
       const interval = this.options.sweepIntervalMs ?? 1_000;
@@ -384,7 +385,10 @@ export class Registry {
     let warning: string | undefined;
     if (unavailable === undefined) {
       try {
+        // Asked together, so that a first query and the reference texts share one batch of the model.
+        const references = this.calibration!.load();
         const query = await this.queryVector(semantic);
+        await references;
         const scale = await this.calibration!.scale(semantic, query);
         pending = await this.waitForSmallBacklog();
         if (pending > 0) {

@@ -23,9 +23,10 @@ const UNSPACED = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script
 const KANA = /[\p{Script=Hiragana}\p{Script=Katakana}]/u;
 const GERMAN_LETTERS = /[äöüß]/;
 const GERMAN_WORDS = new Set(
-  "der die das den dem des ein eine einen und oder ist sind für mit von zu zum zur auf im aus bei nach über nicht auch sich werden wird".split(
-    " ",
-  ),
+  (
+    "der die das den dem des ein eine einen und oder ist sind für mit von zu zum zur auf im aus bei nach über " +
+    "nicht auch sich werden wird mein meine meinen meiner wie wo wann welche welcher welches ich mich mir kann darf"
+  ).split(" "),
 );
 
 /** Intl.Segmenter is not cheap to build: one per locale. */

@@ -55,6 +55,8 @@ export class LogApplier {
   private busy = false;
   /** Set while onReply runs the queued turns: no hand-over may start under them. */
   private runningTurns = false;
+  /** Set while an exclusive piece of work runs: no hand-over, no turn. */
+  private held = false;
   private failed = false;
   private readonly turns: Turn[] = [];
   /** Rows appended since the last hand-over. */
@@ -114,7 +116,7 @@ export class LogApplier {
     if (this.failed) return Promise.reject(new ApplierFailed());
     // While the queued turns run (onReply), a new one joins the queue: handing rows over from
     // here would set the worker writing under the turns still to run.
-    const free = !this.busy && !this.runningTurns && this.turns.length === 0;
+    const free = !this.busy && !this.runningTurns && !this.held && this.turns.length === 0;
     if (free && this.applied < this.appended) this.catchUpHere();
     if (free && this.applied >= this.appended) {
       try {
@@ -125,8 +127,25 @@ export class LogApplier {
     }
     return new Promise((resolve, reject) => {
       this.turns.push({ need: this.appended, body, resolve: resolve as (v: unknown) => void, reject });
-      if (!this.busy && !this.runningTurns) this.handOver();
+      if (!this.busy && !this.runningTurns && !this.held) this.handOver();
     });
+  }
+
+  /**
+   * Runs `work` (another connection's write, such as a WAL truncation) once every SEND appended
+   * so far is in the database and the worker is idle; until it settles, nothing is handed to
+   * the worker and no turn runs.
+   */
+  exclusive<T>(work: () => Promise<T>): Promise<T> {
+    return this.turn(() => {
+      this.held = true;
+      return work().finally(() => {
+        this.held = false;
+        if (this.failed) return;
+        this.runReadyTurns();
+        this.handOverIfDue();
+      });
+    }) as unknown as Promise<T>;
   }
 
   /** Waits until everything appended is committed, then stops the worker. */
@@ -146,7 +165,8 @@ export class LogApplier {
   }
 
   private handOver(): void {
-    if (this.busy || this.runningTurns || this.failed || this.handedOver >= this.appended) return;
+    if (this.busy || this.runningTurns || this.held || this.failed || this.handedOver >= this.appended)
+      return;
     this.cancelHandOver();
     this.busy = true;
     this.handedOver = this.appended;
@@ -165,10 +185,23 @@ export class LogApplier {
     this.runningTurns = true;
     try {
       this.options.onApplied(reply.released);
+    } finally {
+      this.runningTurns = false;
+    }
+    this.runReadyTurns();
+    this.handOverIfDue();
+  }
+
+  /**
+   * Runs the queued turns whose SENDs are in the database, one after the other, while the
+   * worker has nothing to do; nothing is handed over until they are done (see turn()).
+   */
+  private runReadyTurns(): void {
+    if (this.busy || this.held || this.failed) return;
+    this.runningTurns = true;
+    try {
       if (this.turns.length > 0 && this.turns[0].need > this.applied) this.catchUpHere();
-      // Turns run here, one after the other, while the worker has nothing to do; nothing is
-      // handed over until they are done (see turn()).
-      while (this.turns.length > 0 && this.turns[0].need <= this.applied) {
+      while (this.turns.length > 0 && this.turns[0].need <= this.applied && !this.held) {
         const turn = this.turns.shift() as Turn;
         try {
           turn.resolve(turn.body());
@@ -179,7 +212,10 @@ export class LogApplier {
     } finally {
       this.runningTurns = false;
     }
-    if (this.failed) return;
+  }
+
+  private handOverIfDue(): void {
+    if (this.failed || this.held) return;
     if (this.turns.length > 0 || this.appended - this.handedOver >= this.options.maxRows) this.handOver();
     else if (this.appended > this.handedOver) this.handOverLater();
   }

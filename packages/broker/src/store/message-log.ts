@@ -5,6 +5,7 @@ import {
   type AppendedRow,
   decodeAppendedRows,
   type EncodedRows,
+  encodeAppendedRows,
   type SpanLocation,
   spanLength,
   splitSpan,
@@ -28,6 +29,21 @@ import { type SegmentShare, SegmentUsage } from "./segment-usage.js";
  * them moved into their rows, so the segment can be deleted.
  */
 const SPARSE_FRACTION = 16;
+
+/** A segment's live messages are copied forward at most this often (each copy holds the event loop). */
+const COPY_INTERVAL_MS = 1000;
+/** Rows per record written by a copy. */
+const COPY_ROWS_PER_RECORD = 1024;
+
+/** A row as a copy reads it: everything but the bytes, which are in the log. */
+interface CopiedRow extends LocatedRow {
+  mbox: number;
+  priority: number;
+  msg_key: string | null;
+  tags: string | null;
+  created_ms: number;
+  expires_ms: number | null;
+}
 
 /** Spans at most this far apart are read together (the rest of a row's record lies between). */
 const MAX_READ_GAP = 4096;
@@ -53,6 +69,7 @@ export class MessageLog {
   private readonly usage = new SegmentUsage();
   /** Segments that could not be compacted or deleted; left alone until the next start. */
   private readonly kept = new Set<number>();
+  private lastCopyMs = 0;
   private readonly stmt;
   private readonly savePosition: (position: LogPosition) => void;
 
@@ -70,6 +87,11 @@ export class MessageLog {
       rowsIn: db.prepare<[number, number, number], LocatedRow>(
         "SELECT msg_id, seg, seg_at, seg_len FROM messages WHERE msg_id BETWEEN ? AND ? AND seg = ?",
       ),
+      rowsToCopy: db.prepare<[number, number, number], CopiedRow>(
+        `SELECT msg_id, mbox, priority, msg_key, tags, created_ms, expires_ms, seg, seg_at, seg_len
+         FROM messages WHERE msg_id BETWEEN ? AND ? AND seg = ? ORDER BY msg_id`,
+      ),
+      movePointer: db.prepare("UPDATE messages SET seg = ?, seg_at = ?, seg_len = ? WHERE msg_id = ?"),
       moveInline: db.prepare(
         "UPDATE messages SET header = ?, payload = ?, seg = NULL, seg_at = NULL, seg_len = NULL WHERE msg_id = ?",
       ),
@@ -192,9 +214,13 @@ export class MessageLog {
     this.savePosition(to);
   }
 
-  /** Segment files on disk, and the header and payload bytes of stored messages in them. */
-  status(): { segments: number; messageBytes: number } {
-    return { segments: this.segments.segments().length, messageBytes: this.usage.liveBytes() };
+  /** Segment files on disk, the header and payload bytes of stored messages in them, and their size. */
+  status(): { segments: number; messageBytes: number; logBytes: number } {
+    return {
+      segments: this.segments.segments().length,
+      messageBytes: this.usage.liveBytes(),
+      logBytes: this.segments.bytesOnDisk(),
+    };
   }
 
   /** Where the next record goes. */
@@ -231,8 +257,17 @@ export class MessageLog {
 
   private removeIfUnused(segment: number, atomically: (change: () => void) => void): void {
     const share = this.usage.of(segment);
-    if (share.rows > 0) {
-      if (share.bytes * SPARSE_FRACTION > this.segmentBytes) return;
+    if (share.rows > 0 && share.bytes * SPARSE_FRACTION > this.segmentBytes) {
+      // Mostly dead, not nearly empty: its live messages are copied to the end of the log.
+      if (share.bytes * 2 > this.segmentBytes) return;
+      const now = Date.now();
+      if (now - this.lastCopyMs < COPY_INTERVAL_MS) return;
+      this.lastCopyMs = now;
+      if (!this.copyForward(segment, share, atomically)) {
+        this.kept.add(segment);
+        return;
+      }
+    } else if (share.rows > 0) {
       let left = 0;
       atomically(() => {
         left = this.moveInline(segment, share);
@@ -246,6 +281,51 @@ export class MessageLog {
     if (share.lastId >= share.firstId && this.stmt.anyRowIn.get(share.firstId, share.lastId, segment)) return;
     this.segments.remove(segment);
     this.usage.forget(segment);
+  }
+
+  /**
+   * Copies the live messages of a segment into new records at the end of the log and points
+   * their rows there, in one transaction that also records those records as applied (a
+   * replay after a crash between the two finds the rows and replaces them, see
+   * MessageRowWriter's `replaceRows`). False when a message in it is corrupt: nothing moves.
+   */
+  private copyForward(
+    segment: number,
+    share: SegmentShare,
+    atomically: (change: () => void) => void,
+  ): boolean {
+    const rows = this.stmt.rowsToCopy.all(share.firstId, share.lastId, segment);
+    const bytes = this.readMany(rows.map(locationOf));
+    if (bytes.some((b) => b instanceof CorruptRecordError)) return false;
+    const copies: AppendedRow[] = rows.map((row, i) => {
+      const read = bytes[i] as MessageBytes;
+      return {
+        id: row.msg_id,
+        mbox: row.mbox,
+        priority: row.priority,
+        key: row.msg_key,
+        tags: row.tags,
+        header: read.header,
+        payload: read.payload,
+        createdMs: row.created_ms,
+        expiresMs: row.expires_ms,
+        dueMs: null,
+      };
+    });
+    for (let first = 0; first < copies.length; first += COPY_ROWS_PER_RECORD) {
+      const group = copies.slice(first, first + COPY_ROWS_PER_RECORD);
+      this.append(group, encodeAppendedRows(group, RECORD_HEADER));
+    }
+    atomically(() => {
+      for (const copy of copies) {
+        const to = copy.located as SpanLocation;
+        this.stmt.movePointer.run(to.segment, to.offset, to.length, copy.id);
+      }
+      this.saveApplied();
+    });
+    for (const copy of copies) this.stored(copy.located as SpanLocation, copy.id);
+    this.usage.forget(segment);
+    return true;
   }
 
   /** Moves the messages of a segment into their rows; returns how many could not be (corrupt ones). */

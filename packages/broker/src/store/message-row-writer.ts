@@ -97,7 +97,7 @@ export class MessageRowWriter {
   private readonly insertOne;
   /** Multi-row inserts by row count, prepared when first needed. */
   private readonly insertMany = new Map<number, Database.Statement>();
-  private readonly insertPrefix = `INSERT INTO messages (mbox, ${MESSAGE_COLUMNS}) VALUES `;
+  private readonly insertPrefix: string = `INSERT INTO messages (mbox, ${MESSAGE_COLUMNS}) VALUES `;
   private readonly idByKey;
   private readonly deleteMessage;
   private readonly deleteDeliveriesOf;
@@ -108,7 +108,13 @@ export class MessageRowWriter {
   constructor(
     private readonly db: Database.Database,
     private readonly onReplaced: OnReplaced,
+    /**
+     * Replace a row with the same msg_id instead of failing: for a replay, whose records may
+     * include copies of messages whose rows exist (a compaction cut short, see MessageLog).
+     */
+    replaceRows = false,
   ) {
+    if (replaceRows) this.insertPrefix = `INSERT OR REPLACE INTO messages (mbox, ${MESSAGE_COLUMNS}) VALUES `;
     this.insertOne = db.prepare(this.insertPrefix + PLACEHOLDERS);
     this.idByKey = db.prepare<[number, string], LocatedRow>(
       "SELECT msg_id, seg, seg_at, seg_len FROM messages WHERE mbox = ? AND msg_key = ?",

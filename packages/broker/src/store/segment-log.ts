@@ -126,6 +126,14 @@ export class SegmentLog {
     return { log: new SegmentLog(dir, options, newest, segments), records };
   }
 
+  /** Bytes of the segment files on disk, all together. */
+  bytesOnDisk(): number {
+    let bytes = 0;
+    for (const segment of this.onDisk)
+      bytes += segment === this.currentSegment ? this.size : this.sizeOf(segment);
+    return bytes;
+  }
+
   /** Segment numbers present on disk, oldest first. */
   segments(): readonly number[] {
     return this.onDisk;

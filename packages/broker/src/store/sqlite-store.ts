@@ -1,4 +1,4 @@
-import { mkdirSync, unlinkSync } from "node:fs";
+import { mkdirSync, statSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { PRIORITIES, priorityRank } from "@mq9/protocol";
 import Database from "better-sqlite3";
@@ -56,6 +56,17 @@ export interface StoreLogStatus {
   rowsWaiting: number;
   /** Records of the message log found corrupt since the store opened. */
   corruptRecords: number;
+  /** Bytes of the message log's segment files. */
+  logBytes: number;
+  /** Bytes of the SQLite WAL file. */
+  walBytes: number;
+  /** Unused pages in the SQLite database file, in bytes (reused, or returned by incremental vacuum). */
+  dbFreeBytes: number;
+  /**
+   * Bytes on disk that hold nothing live and are given back on the reclaim schedule: segment
+   * bytes past the live messages, the WAL, and free database pages.
+   */
+  reclaimableBytes: number;
 }
 
 export interface SqliteStoreOptions {
@@ -93,8 +104,14 @@ const DEFAULT_COMMIT_INTERVAL_MS = 25;
  */
 const DEFAULT_RECENT_MESSAGE_BYTES = 4 * 1024 * 1024;
 const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
-/** A WAL this long (pages) that the worker cannot catch up with is checkpointed here, blocking. */
-const MAX_WAL_FRAMES = 65536;
+/** A WAL file past this size is emptied (see truncateWal): it stays near this bound. */
+export const WAL_TRUNCATE_BYTES = 32 * 1024 * 1024;
+/** A fully copied WAL file past this size is emptied too (cheap then: nothing is left to copy). */
+const WAL_IDLE_TRUNCATE_BYTES = 4 * 1024 * 1024;
+/** Free database pages are looked at this often, and given back past VACUUM_FREE_BYTES, a step at a time. */
+const VACUUM_INTERVAL_MS = 1000;
+const VACUUM_FREE_BYTES = 8 * 1024 * 1024;
+const VACUUM_STEP_BYTES = 16 * 1024 * 1024;
 /** More messages than one append is ever given (SendBatcher's largest batch). */
 const MAX_BATCH = 65_536;
 /** Rows after which the open transaction is committed without waiting for the interval. */
@@ -181,6 +198,14 @@ function storedMessage(row: MessageRow, { header, payload }: MessageBytes): Stor
   };
 }
 
+function fileSize(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
 function isLive(row: MailboxRow, nowMs: number): boolean {
   return row.expires_ms === null || row.expires_ms > nowMs;
 }
@@ -250,9 +275,16 @@ export class SqliteStore implements Store, StoreInspection {
   /** The stored high-water mark of msg_ids. */
   private readonly ids: IdReservation;
   private reservingIds?: Promise<void>;
+  private truncatingWal = false;
+  private readonly file: string;
+  private readonly pageSize: number;
+  private lastVacuumMs = 0;
+  /** Databases made before this version have no incremental vacuum (it needs a full VACUUM to turn on). */
+  private incrementalVacuum = false;
 
   constructor(options: SqliteStoreOptions) {
     const file = options.dataDir === ":memory:" ? ":memory:" : join(options.dataDir, "mq9.db");
+    this.file = file;
     const synchronous = options.sync === "full" ? "FULL" : "NORMAL";
     try {
       if (file !== ":memory:") {
@@ -274,16 +306,14 @@ export class SqliteStore implements Store, StoreInspection {
     this.recent = new RecentMessages(options.recentMessageBytes ?? DEFAULT_RECENT_MESSAGE_BYTES);
     const db = this.db;
     this.runAtomically = db.transaction((change: () => unknown) => change());
+    this.pageSize = db.pragma("page_size", { simple: true }) as number;
     this.stmt = {
       begin: db.prepare("BEGIN"),
+      freePages: db.prepare<[], { n: number }>("SELECT freelist_count AS n FROM pragma_freelist_count"),
       commit: db.prepare("COMMIT"),
       mailboxByAddress: db.prepare<[string], MailboxRow>("SELECT * FROM mailboxes WHERE address = ?"),
       insertMailbox: db.prepare(
         "INSERT INTO mailboxes (address, ttl_s, description, created_ms, expires_ms, owner) VALUES (?, ?, ?, ?, ?, ?)",
-      ),
-      // The counter is derived from the newest message at open; it is stored only when that one goes.
-      saveNextId: db.prepare(
-        "INSERT INTO meta (name, value) VALUES ('next_msg_id', ?) ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)",
       ),
       deleteMessage: db.prepare<[number, number], LocatedRow>(
         "DELETE FROM messages WHERE mbox = ? AND msg_id = ? RETURNING msg_id, seg, seg_at, seg_len",
@@ -388,10 +418,16 @@ export class SqliteStore implements Store, StoreInspection {
   /** The message log's size and the rows still to be written to SQLite; undefined in memory. */
   logStatus(): StoreLogStatus | undefined {
     if (!this.log) return undefined;
+    const log = this.log.status();
+    const walBytes = fileSize(`${this.file}-wal`);
+    const dbFreeBytes = this.db.open ? this.stmt.freePages.get()!.n * this.pageSize : 0;
     return {
-      ...this.log.status(),
+      ...log,
       rowsWaiting: this.applier?.waiting ?? this.pending.length,
       corruptRecords: this.corruptRecords,
+      walBytes,
+      dbFreeBytes,
+      reclaimableBytes: Math.max(0, log.logBytes - log.messageBytes) + walBytes + dbFreeBytes,
     };
   }
 
@@ -720,8 +756,6 @@ export class SqliteStore implements Store, StoreInspection {
       if (!box) return false;
       const deleted = this.committed(() => {
         this.stmt.deleteDeliveriesOf.run(box.id, msgId);
-        // Keep ids from being reused after a restart if this was the newest message.
-        this.stmt.saveNextId.run(this.nextId);
         return this.stmt.deleteMessage.get(box.id, msgId);
       });
       // Only once the delete is committed: a failed one leaves the message leased as it was.
@@ -766,7 +800,6 @@ export class SqliteStore implements Store, StoreInspection {
         const expiredMessages = this.stmt.expireMessages.all(nowMs);
         this.released(expiredMessages);
         const messages = expiredMessages.length;
-        if (messages > 0) this.stmt.saveNextId.run(this.nextId);
         return { mailboxes: expired.map((row) => row.address), messages };
       });
     });
@@ -887,8 +920,7 @@ export class SqliteStore implements Store, StoreInspection {
       const box = this.liveMailbox(address, nowMs);
       if (!box) return undefined;
       return this.committed(() => {
-        // Keeps ids from being reused after a restart, as a DELETE of the newest message does.
-        this.stmt.saveNextId.run(this.nextId);
+        // Ids are not reused after a restart: the store persists a reserved range ahead of them.
         const dropped = this.stmt.dropMessagesOf.all(box.id);
         this.released(dropped);
         this.db.prepare("DELETE FROM delayed WHERE mbox = ?").run(box.id);
@@ -942,12 +974,36 @@ export class SqliteStore implements Store, StoreInspection {
       this.db.pragma("wal_autocheckpoint = 1000");
       return;
     }
-    if (reply.copiedFrames < reply.walFrames && reply.walFrames > MAX_WAL_FRAMES) {
-      void this.sqlTurn(() => {
-        this.settle();
-        this.db.pragma("wal_checkpoint(RESTART)");
-      }).catch(() => {});
-    }
+    if (reply.type !== "checkpointed") return;
+    // Past the bound; or idle with everything copied (a truncation costs little then), so an
+    // idle broker does not keep a large WAL file.
+    const idle = reply.copiedFrames === reply.walFrames && reply.walBytes > WAL_IDLE_TRUNCATE_BYTES;
+    if (idle || reply.walBytes > WAL_TRUNCATE_BYTES) this.truncateWal();
+  }
+
+  /**
+   * Empties the WAL file with a TRUNCATE checkpoint while no other connection writes: passive
+   * checkpoints copy the WAL but never start it over while commits keep coming, so without
+   * this it grew without bound under a stream of small commits (deletes, ACKs, expiry).
+   */
+  private truncateWal(): void {
+    if (this.truncatingWal) return;
+    const checkpointer = this.checkpointer;
+    const applier = this.applier;
+    this.truncatingWal = true;
+    const truncated =
+      checkpointer && applier
+        ? applier.exclusive(() => checkpointer.truncate())
+        : this.sqlTurn(() => {
+            // This connection is the only writer: settle, then truncate here.
+            this.settle();
+            this.db.pragma("wal_checkpoint(TRUNCATE)");
+          });
+    void truncated
+      .catch(() => {})
+      .finally(() => {
+        this.truncatingWal = false;
+      });
   }
 
   /**
@@ -1024,9 +1080,10 @@ export class SqliteStore implements Store, StoreInspection {
     const { log, replay, legacy, legacyJournal } = opened;
     // Set before the rows are written: their places in the log are counted as they go in.
     this.log = log;
+    const replaying = new MessageRowWriter(this.db, (located) => located && log.released(located), true);
     this.atomically(() => {
-      this.rows.writeAppended(legacy);
-      this.rows.writeAppended(replay);
+      replaying.writeAppended(legacy);
+      replaying.writeAppended(replay);
       log.saveApplied();
     });
     if (legacyJournal) unlinkSync(legacyJournal);
@@ -1078,9 +1135,19 @@ export class SqliteStore implements Store, StoreInspection {
     this.removeUnusedSegments();
   }
 
-  /** Deletes (or compacts) log segments no row needs; call with every row committed. */
+  /**
+   * Deletes (or compacts) log segments no row needs, and gives free database pages back to the
+   * file system (incremental vacuum, at most once a second); call with every row committed.
+   */
   private removeUnusedSegments(): void {
     this.log?.removeUnused((change) => this.atomically(change));
+    const now = Date.now();
+    if (now - this.lastVacuumMs < VACUUM_INTERVAL_MS || this.db.inTransaction) return;
+    this.lastVacuumMs = now;
+    const free = this.stmt.freePages.get()!.n;
+    if (free * this.pageSize > VACUUM_FREE_BYTES && this.incrementalVacuum) {
+      this.db.pragma(`incremental_vacuum(${Math.ceil(VACUUM_STEP_BYTES / this.pageSize)})`);
+    }
   }
 
   /** Notes a message as stored: the newest id of its class, and its bytes' place in the log. */
@@ -1155,6 +1222,8 @@ export class SqliteStore implements Store, StoreInspection {
     const version = this.db.pragma("user_version", { simple: true }) as number;
     const empty =
       this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").get() === undefined;
+    // Set before the first table: free pages can then be given back without a full VACUUM.
+    if (empty) this.db.pragma("auto_vacuum = INCREMENTAL");
     let at = version;
     if (!empty) {
       // Each step in its own transaction with the version it reaches, so a crash leaves a known version.
@@ -1175,10 +1244,10 @@ export class SqliteStore implements Store, StoreInspection {
     }
     this.db.exec(SQLITE_SCHEMA);
     this.db.pragma(`user_version = ${SQLITE_SCHEMA_VERSION}`);
+    this.incrementalVacuum = this.db.pragma("auto_vacuum", { simple: true }) === 2;
   }
 
   private dropMailbox(row: MailboxRow): void {
-    this.stmt.saveNextId.run(this.nextId);
     this.released(this.stmt.dropMessagesOf.all(row.id));
     for (const table of ["delayed", "groups", "deliveries"]) {
       this.db.prepare(`DELETE FROM ${table} WHERE mbox = ?`).run(row.id);

@@ -81,7 +81,7 @@ export async function api<T>(method: string, path: string, body?: unknown, signa
 export const get = <T>(path: string, signal?: AbortSignal) => api<T>("GET", path, undefined, signal);
 
 /** What the login page needs: whether the broker wants credentials, and which. */
-export async function authInfo(): Promise<{ required: boolean; scheme: "bearer" | "basic" | null }> {
+export async function authInfo(): Promise<{ required: boolean; schemes: ("bearer" | "basic")[] }> {
   return get("/api/v1/auth");
 }
 

@@ -97,7 +97,8 @@ function Shell({ onLogout }: { onLogout?: () => void }) {
   );
 }
 
-function Login({ scheme, onDone }: { scheme: "bearer" | "basic"; onDone: () => void }) {
+function Login({ schemes, onDone }: { schemes: ("bearer" | "basic")[]; onDone: () => void }) {
+  const [scheme, setScheme] = useState(schemes[0]);
   const [token, setToken] = useState("");
   const [user, setUser] = useState("");
   const [password, setPassword] = useState("");
@@ -118,7 +119,16 @@ function Login({ scheme, onDone }: { scheme: "bearer" | "basic"; onDone: () => v
   return (
     <form class="login" onSubmit={submit} data-testid="login">
       <h1>mq9</h1>
-      <p class="muted">This broker needs its {scheme === "bearer" ? "token" : "user and password"}.</p>
+      <p class="muted">This broker needs {scheme === "bearer" ? "a token" : "a user and password"}.</p>
+      {schemes.length > 1 && (
+        <div class="tabs">
+          {schemes.map((s) => (
+            <button type="button" class={s === scheme ? "on" : ""} onClick={() => setScheme(s)} key={s}>
+              {s === "bearer" ? "token" : "user and password"}
+            </button>
+          ))}
+        </div>
+      )}
       {scheme === "bearer" ? (
         <input
           type="password"
@@ -156,12 +166,12 @@ function Login({ scheme, onDone }: { scheme: "bearer" | "basic"; onDone: () => v
 
 /** Asks the broker whether it wants credentials; shows the login until it takes them. */
 function App() {
-  const [scheme, setScheme] = useState<"bearer" | "basic" | null>();
+  const [schemes, setSchemes] = useState<("bearer" | "basic")[] | null>();
   const [loggedIn, setLoggedIn] = useState(hasCredentials());
   const [error, setError] = useState<string>();
   useEffect(() => {
     authInfo().then(
-      (info) => setScheme(info.required ? info.scheme : null),
+      (info) => setSchemes(info.required ? info.schemes : null),
       (err: Error) => setError(`cannot reach the broker: ${err.message}`),
     );
     return onUnauthorized(() => {
@@ -170,10 +180,10 @@ function App() {
     });
   }, []);
   if (error) return <div class="notice">{error}</div>;
-  if (scheme === undefined) return <div class="muted">connecting…</div>;
-  if (scheme !== null && !loggedIn) return <Login scheme={scheme} onDone={() => setLoggedIn(true)} />;
+  if (schemes === undefined) return <div class="muted">connecting…</div>;
+  if (schemes !== null && !loggedIn) return <Login schemes={schemes} onDone={() => setLoggedIn(true)} />;
   const logout =
-    scheme === null
+    schemes === null
       ? undefined
       : () => {
           setCredentials(undefined);

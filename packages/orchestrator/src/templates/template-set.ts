@@ -64,6 +64,7 @@ export class TemplateSet {
   private pending?: NodeJS.Timeout;
   private lookForFolder?: NodeJS.Timeout;
   private closed = false;
+  private lastProblems: TemplateProblem[] = [];
 
   constructor(private readonly options: TemplateSetOptions) {
     this.reload();
@@ -99,6 +100,11 @@ export class TemplateSet {
     return [...this.templates.keys()].sort();
   }
 
+  /** What the last (re)load found wrong, file by file (a broken file's last good templates stay in force). */
+  problems(): TemplateProblem[] {
+    return [...this.lastProblems];
+  }
+
   /** Re-reads the folder now; returns the problems found. */
   reload(): TemplateProblem[] {
     // A watched folder that is not there yet holds no templates; that is not a problem.
@@ -109,6 +115,7 @@ export class TemplateSet {
       if (!templates.has(name) && broken.has(previous.file)) templates.set(name, previous);
     }
     this.templates = templates;
+    this.lastProblems = problems;
     if (problems.length > 0) this.options.onProblems?.(problems);
     return problems;
   }

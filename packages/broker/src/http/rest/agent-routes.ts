@@ -80,14 +80,15 @@ export function mountAgentRoutes(router: RestRouter, service: Mq9Service, regist
     query: AgentListQuery,
     responses: { 200: { description: "agents by name", schema: Agents } },
     errors: [400, 503],
-    handler: async ({ query }) => {
+    handler: async ({ query, principal }) => {
       const registry = registryOn();
-      const reply = await callMq9(service, Subjects.agentDiscover, {
+      const request = {
         online: query.online,
         limit: query.limit ?? 200,
         page: query.page,
         include_status: true,
-      });
+      };
+      const reply = await callMq9(service, Subjects.agentDiscover, request, { principal });
       const online = await heartbeating(registry);
       const agents = (reply.agents as Entry[]).map((agent) => ({
         ...agent,
@@ -123,9 +124,9 @@ export function mountAgentRoutes(router: RestRouter, service: Mq9Service, regist
     body: DiscoverBody,
     responses: { 200: { description: "the best matches first", schema: Agents } },
     errors: [400, 503],
-    handler: async ({ body }) => {
+    handler: async ({ body, principal }) => {
       registryOn();
-      const reply = await callMq9(service, Subjects.agentDiscover, discoverRequest(body));
+      const reply = await callMq9(service, Subjects.agentDiscover, discoverRequest(body), { principal });
       return { status: 200, body: reply };
     },
   });

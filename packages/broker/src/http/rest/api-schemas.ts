@@ -44,7 +44,7 @@ export const MailboxSummary = z
     expires_at: z.number().int().nullable().describe("unix milliseconds; null = never"),
     depth: z.object({ critical: z.number().int(), urgent: z.number().int(), normal: z.number().int() }),
     messages: z.number().int().describe("live messages, all priorities"),
-    bytes: z.number().int().describe("header and payload bytes of the live messages"),
+    bytes: z.number().int().describe("bytes the live messages take in the store (header and payload)"),
     oldest_at: z.number().int().nullable().describe("unix milliseconds of the oldest live message"),
     delayed: z.number().int().describe("delayed messages not due yet"),
     groups: z.number().int().describe("consumer groups"),
@@ -166,7 +166,12 @@ export const AgentListQuery = z.object({
 
 export const AgentParams = z.object({ mailbox: z.string().min(1).describe("the agent's mailbox") });
 
-export const Agents = z.object({ agents: z.array(AgentEntry), warning: z.string().optional() });
+export const Agents = z.looseObject({
+  agents: z.array(AgentEntry),
+  total: z.number().int().optional().describe("how many agents match in all pages"),
+  has_more: z.boolean().optional(),
+  warning: z.string().optional(),
+});
 
 export const DiscoverBody = z
   .object({
@@ -208,8 +213,7 @@ export const MetricsHistory = z.object({ samples: z.array(MetricsSample) });
 
 export const AuthInfo = z.object({
   required: z.boolean(),
-  scheme: z
-    .enum(["bearer", "basic"])
-    .nullable()
-    .describe("bearer: the broker's token; basic: user and password"),
+  schemes: z
+    .array(z.enum(["bearer", "basic"]))
+    .describe("how credentials may be sent: bearer (a token), basic (user and password)"),
 });

@@ -1,7 +1,7 @@
 import { encodeHeaderBlock, Headers, MQ9_PREFIX, Subjects } from "@mq9/protocol";
 import type { MessagingEngine } from "../../engine/messaging-engine.js";
 import type { Mq9Service } from "../../service/mq9-service.js";
-import type { MailboxStats } from "../../store/store-inspection.js";
+import { canInspect, type MailboxStats } from "../../store/store-inspection.js";
 import { ApiError } from "./api-error.js";
 import {
   AckBody,
@@ -62,6 +62,16 @@ function sendHeader(body: {
 
 const base64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
+/** The answer of the routes beyond the protocol when the store cannot do them (it has no StoreInspection). */
+function inspectable(engine: MessagingEngine): MessagingEngine {
+  if (canInspect(engine.store)) return engine;
+  throw new ApiError(
+    501,
+    "NOT_SUPPORTED",
+    "this broker's store cannot list, describe, purge or delete mailboxes; the mq9 operations (send, fetch, query, delete a message) work",
+  );
+}
+
 /** Mailboxes and their messages: the mq9 operations (CREATE, SEND, FETCH, ACK, QUERY, DELETE) and the engine's reads. */
 export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engine: MessagingEngine): void {
   router.add({
@@ -71,9 +81,12 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     summary: "List mailboxes with their depth per priority",
     query: MailboxListQuery,
     responses: { 200: { description: "the live mailboxes, by address", schema: MailboxList } },
-    errors: [400],
+    errors: [400, 501],
     handler: async ({ query }) => {
-      const found = await engine.listMailboxes({ search: query.search, limit: query.limit ?? 200 });
+      const found = await inspectable(engine).listMailboxes({
+        search: query.search,
+        limit: query.limit ?? 200,
+      });
       return { status: 200, body: { mailboxes: found.map(summary) } };
     },
   });
@@ -86,9 +99,9 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     body: CreateMailbox,
     responses: { 201: { description: "created", schema: Created } },
     errors: [400, 409],
-    handler: async ({ body }) => ({
+    handler: async ({ body, principal }) => ({
       status: 201,
-      body: await callMq9(service, Subjects.mailboxCreate, body ?? {}),
+      body: await callMq9(service, Subjects.mailboxCreate, body ?? {}, { principal }),
     }),
   });
 
@@ -99,9 +112,9 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     summary: "A mailbox with its consumer groups' lag and leases",
     params: AddressParams,
     responses: { 200: { description: "the mailbox", schema: MailboxDetail } },
-    errors: [400, 404],
+    errors: [400, 404, 501],
     handler: async ({ params }) => {
-      const { mailbox, groups } = await engine.describeMailbox(params.address);
+      const { mailbox, groups } = await inspectable(engine).describeMailbox(params.address);
       return { status: 200, body: { mailbox: summary(mailbox), groups } };
     },
   });
@@ -113,9 +126,9 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     summary: "Delete a mailbox with its messages and groups",
     params: AddressParams,
     responses: { 200: { description: "deleted", schema: Deleted } },
-    errors: [400, 404],
+    errors: [400, 404, 501],
     handler: async ({ params }) => {
-      await engine.deleteMailbox(params.address);
+      await inspectable(engine).deleteMailbox(params.address);
       return { status: 200, body: { deleted: true } };
     },
   });
@@ -127,10 +140,10 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     summary: "Delete every message of a mailbox (it and its groups stay)",
     params: AddressParams,
     responses: { 200: { description: "purged", schema: Purged } },
-    errors: [400, 404],
+    errors: [400, 404, 501],
     handler: async ({ params }) => ({
       status: 200,
-      body: { purged: await engine.purgeMailbox(params.address) },
+      body: { purged: await inspectable(engine).purgeMailbox(params.address) },
     }),
   });
 
@@ -143,7 +156,7 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     body: SendMessage,
     responses: { 201: { description: "stored; durable once answered", schema: Sent } },
     errors: [400, 404],
-    handler: async ({ params, body }) => {
+    handler: async ({ params, body, principal }) => {
       if (body.encoding === "base64" && !base64.test(body.payload)) {
         throw new ApiError(400, "INVALID_REQUEST", "invalid request: body.payload: not base64");
       }
@@ -151,6 +164,7 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
       const reply = await callMq9(service, Subjects.send(params.address), undefined, {
         raw,
         header: sendHeader(body),
+        principal,
       });
       return { status: 201, body: reply };
     },
@@ -165,14 +179,17 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     query: QueryQuery,
     responses: { 200: { description: "matching live messages, oldest first", schema: Messages } },
     errors: [400, 404],
-    handler: async ({ params, query }) => {
+    handler: async ({ params, query, principal }) => {
       const request = {
         key: query.key,
         tags: query.tags?.split(",").map((tag: string) => tag.trim()),
         since: query.since,
         limit: query.limit,
       };
-      return { status: 200, body: await callMq9(service, Subjects.query(params.address), request) };
+      return {
+        status: 200,
+        body: await callMq9(service, Subjects.query(params.address), request, { principal }),
+      };
     },
   });
 
@@ -185,13 +202,16 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     query: PeekQuery,
     responses: { 200: { description: "critical, then urgent, then normal", schema: Messages } },
     errors: [400, 404],
-    handler: async ({ params, query }) => {
+    handler: async ({ params, query, principal }) => {
       const request = {
         deliver: query.from_id === undefined ? "earliest" : "from_id",
         from_id: query.from_id,
         config: { num_msgs: query.limit ?? 20, max_wait_ms: 0 },
       };
-      return { status: 200, body: await callMq9(service, Subjects.fetch(params.address), request) };
+      return {
+        status: 200,
+        body: await callMq9(service, Subjects.fetch(params.address), request, { principal }),
+      };
     },
   });
 
@@ -204,9 +224,9 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     body: FetchBody,
     responses: { 200: { description: "the messages handed out", schema: Messages } },
     errors: [400, 404],
-    handler: async ({ params, body, signal }) => ({
+    handler: async ({ params, body, signal, principal }) => ({
       status: 200,
-      body: await callMq9(service, Subjects.fetch(params.address), body ?? {}, { signal }),
+      body: await callMq9(service, Subjects.fetch(params.address), body ?? {}, { signal, principal }),
     }),
   });
 
@@ -219,8 +239,9 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     body: AckBody,
     responses: { 200: { description: "acknowledged", schema: Acked } },
     errors: [400, 404],
-    handler: async ({ params, body }) => {
-      await callMq9(service, Subjects.ack(params.address), { ...body, mail_address: params.address });
+    handler: async ({ params, body, principal }) => {
+      const request = { ...body, mail_address: params.address };
+      await callMq9(service, Subjects.ack(params.address), request, { principal });
       return { status: 200, body: { acked: true } };
     },
   });
@@ -233,10 +254,15 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     params: MessageParams,
     responses: { 200: { description: "deleted", schema: Deleted } },
     errors: [400, 404],
-    handler: async ({ params }) => ({
+    handler: async ({ params, principal }) => ({
       status: 200,
       // The token as given: the engine answers a bad one with the protocol's `invalid msg_id` text.
-      body: await callMq9(service, `${MQ9_PREFIX}.MSG.DELETE.${params.address}.${params.msg_id}`, {}),
+      body: await callMq9(
+        service,
+        `${MQ9_PREFIX}.MSG.DELETE.${params.address}.${params.msg_id}`,
+        {},
+        { principal },
+      ),
     }),
   });
 }

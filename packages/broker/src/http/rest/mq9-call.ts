@@ -1,4 +1,5 @@
 import { Mq9Error } from "@mq9/protocol";
+import type { Principal } from "../../auth/principal.js";
 import { encodeReply, type Mq9Service } from "../../service/mq9-service.js";
 
 const encoder = new TextEncoder();
@@ -11,10 +12,11 @@ export async function callMq9(
   service: Mq9Service,
   subject: string,
   body: unknown,
-  options: { header?: Uint8Array; raw?: Uint8Array; signal?: AbortSignal } = {},
+  options: { header?: Uint8Array; raw?: Uint8Array; signal?: AbortSignal; principal?: Principal } = {},
 ): Promise<Record<string, unknown>> {
   const payload = options.raw ?? encoder.encode(body === undefined ? "" : JSON.stringify(body));
-  const reply = await service.handle({ subject, payload, header: options.header, signal: options.signal });
+  const { header, signal, principal } = options;
+  const reply = await service.handle({ subject, payload, header, signal, principal });
   if (reply.error !== "") throw Mq9Error.fromReply(reply.error);
   const encoded = encodeReply(reply);
   const text =

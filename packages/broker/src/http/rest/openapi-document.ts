@@ -7,8 +7,11 @@ type JsonSchema = Record<string, unknown>;
 const ERROR_TEXTS: Record<number, string> = {
   400: "bad input: the error says which field and why; nothing changed",
   401: "authentication required (the broker's token as Bearer, or user and password as Basic)",
+  403: "refused: a user that is not an admin, or a Host or Origin outside the allow list",
   404: "no such mailbox, message or agent",
   409: "it exists already",
+  501: "this broker's store cannot do it (a store without the inspection operations)",
+  502: "a part of the broker did not get an answer it needed (the error says which)",
   503: "that part of the broker is off or not started (the error says which)",
 };
 
@@ -73,10 +76,12 @@ export function openApiDocument(router: RestRouter, info: { version: string; aut
       };
     }
     if (info.auth && !route.open) {
-      responses["401"] = {
-        description: ERROR_TEXTS[401],
-        content: { "application/json": { schema: unauthorizedSchema } },
-      };
+      for (const status of [401, 403]) {
+        responses[String(status)] = {
+          description: ERROR_TEXTS[status],
+          content: { "application/json": { schema: unauthorizedSchema } },
+        };
+      }
     }
     const operation: Record<string, unknown> = {
       operationId: `${route.method.toLowerCase()}${openApiPath(route.path)

@@ -17,8 +17,8 @@ export interface RestApiOptions {
   registry?: Registry;
   metrics: BrokerMetrics;
   connections: () => number;
-  /** The scheme of the broker's credentials, when it has some. */
-  auth?: "bearer" | "basic";
+  /** The HTTP schemes the broker's credentials travel in; empty when it has none. */
+  auth: readonly ("bearer" | "basic")[];
   version: string;
   logger: Logger;
 }
@@ -79,7 +79,7 @@ export class RestApi {
       errors: [],
       handler: async () => ({
         status: 200,
-        body: openApiDocument(router, { version: options.version, auth: options.auth !== undefined }),
+        body: openApiDocument(router, { version: options.version, auth: options.auth.length > 0 }),
       }),
     });
 
@@ -93,7 +93,7 @@ export class RestApi {
       errors: [],
       handler: async () => ({
         status: 200,
-        body: { required: options.auth !== undefined, scheme: options.auth ?? null },
+        body: { required: options.auth.length > 0, schemes: options.auth },
       }),
     });
 

@@ -1,5 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
+import type { Principal } from "../../auth/principal.js";
+import { principalOf } from "../http-server.js";
 import { ApiError } from "./api-error.js";
 
 export type HttpMethod = "GET" | "POST" | "DELETE";
@@ -11,6 +13,8 @@ export interface RouteInput<P, Q, B> {
   body: B;
   /** Aborted when the client goes away (a FETCH then stops waiting). */
   signal: AbortSignal;
+  /** The user the request authenticated as (with users configured): mq9 calls run as that user. */
+  principal?: Principal;
 }
 
 /** A handler's answer: a status and a JSON body, or nothing when it wrote the reply itself (a stream). */
@@ -79,6 +83,7 @@ export class RestRouter {
             query: parse(spec.query, request.query, "query"),
             body: parse(spec.body, request.body, "body"),
             signal: aborted.signal,
+            principal: principalOf(request),
           };
           const output = await spec.handler(input, request, reply);
           if (output === undefined) return reply;

@@ -12,6 +12,8 @@ export class ClusterLock {
   private connecting?: Promise<boolean>;
   private holding = false;
   private closed = false;
+  private probe?: NodeJS.Timeout;
+  private readonly lostListeners: (() => void)[] = [];
 
   constructor(
     private readonly config: pg.ClientConfig,
@@ -31,8 +33,24 @@ export class ClusterLock {
     return this.connecting;
   }
 
+  /**
+   * Calls `listener` whenever the lock is lost (its connection failed). While it is held, the
+   * connection is probed every `probeMs`, so a holder cut off from the database stops its work
+   * about when the server lets another node take the lock.
+   */
+  onLost(listener: () => void, probeMs = 2_000): void {
+    this.lostListeners.push(listener);
+    this.probe ??= setInterval(() => {
+      const client = this.client;
+      if (!this.holding || !client) return;
+      client.query("SELECT 1").catch(() => this.lost(client));
+    }, probeMs);
+    this.probe.unref();
+  }
+
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.probe);
     await this.connecting?.catch(() => {});
     const client = this.client;
     this.client = undefined;
@@ -69,11 +87,13 @@ export class ClusterLock {
 
   private lost(client: pg.Client): void {
     if (this.client !== client) return;
-    if (this.holding && !this.closed) {
+    const wasHolding = this.holding;
+    if (wasHolding && !this.closed) {
       this.logger.warn(`lost the connection holding the ${this.what} lock; another node takes over`);
     }
     this.client = undefined;
     this.holding = false;
+    if (wasHolding) for (const listener of this.lostListeners) listener();
     client.end().catch(() => {});
   }
 }

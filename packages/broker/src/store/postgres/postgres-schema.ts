@@ -86,6 +86,52 @@ CREATE INDEX deliveries_by_batch ON deliveries (mbox, grp, batch);
 -- What is in flight: expired leases to hand out again, and the lowest un-ACKed id per class.
 CREATE INDEX deliveries_in_flight ON deliveries (mbox, grp, lease_until_ms) WHERE NOT acked;
 `,
+  // The agent registry, shared by the nodes: each keeps its search indexes in memory and follows
+  // the changes (change numbers, given out under one advisory lock so they commit in order).
+  `
+CREATE SEQUENCE registry_changes;
+CREATE TABLE registry_agents (
+  mailbox text PRIMARY KEY,
+  name text NOT NULL,
+  body text NOT NULL,
+  agent_info text NOT NULL,
+  own_name boolean NOT NULL,
+  tags jsonb NOT NULL,
+  ttl_s integer NOT NULL,
+  registered_ms bigint NOT NULL,
+  last_seen_ms bigint NOT NULL,
+  expires_ms bigint,
+  status text,
+  change bigint NOT NULL,
+  docs_change bigint NOT NULL
+);
+CREATE INDEX registry_agents_by_change ON registry_agents (change);
+CREATE INDEX registry_agents_by_name ON registry_agents (name);
+CREATE INDEX registry_agents_by_expiry ON registry_agents (expires_ms) WHERE expires_ms IS NOT NULL;
+
+CREATE TABLE registry_docs (
+  id bigserial PRIMARY KEY,
+  mailbox text NOT NULL REFERENCES registry_agents (mailbox) ON DELETE CASCADE,
+  agent_name text NOT NULL,
+  agent_description text NOT NULL,
+  skill_name text NOT NULL,
+  skill_description text NOT NULL,
+  tags text NOT NULL,
+  examples text NOT NULL,
+  -- Who embeds it: the node that took the REGISTER (another one once it is long gone).
+  node text NOT NULL,
+  created_ms bigint NOT NULL,
+  vec_model text,
+  vector bytea
+);
+CREATE INDEX registry_docs_by_mailbox ON registry_docs (mailbox);
+
+CREATE TABLE registry_removals (
+  mailbox text NOT NULL,
+  change bigint NOT NULL
+);
+CREATE INDEX registry_removals_by_change ON registry_removals (change);
+`,
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

@@ -1,6 +1,7 @@
 import { priorityRank } from "@mq9/protocol";
 import pg from "pg";
 import { type Logger, silentLogger } from "../../logger.js";
+import { PostgresRegistryStore } from "../../registry/postgres-registry-store.js";
 import { StorageError } from "../storage-error.js";
 import type {
   AppendResult,
@@ -14,6 +15,13 @@ import type {
   Store,
   StoredMessage,
 } from "../store.js";
+import type {
+  GroupStats,
+  MailboxStats,
+  MailboxStatsOptions,
+  StoreInspection,
+  StoreTotals,
+} from "../store-inspection.js";
 import { ClusterLock } from "./cluster-lock.js";
 import {
   insertMessages,
@@ -25,6 +33,7 @@ import {
   takeWithinBudget,
 } from "./message-rows.js";
 import { isRetryable, postgresError } from "./postgres-errors.js";
+import { PostgresInspection } from "./postgres-inspection.js";
 import { migrate } from "./postgres-migrate.js";
 
 export interface PostgresStoreOptions {
@@ -82,6 +91,16 @@ function named(text: string, names: readonly string[]): string {
   });
 }
 
+/** One mailbox, no keys, nothing delayed: what appendPlain takes. */
+function isPlainBatch(batch: readonly NewMessage[]): boolean {
+  const mailbox = batch[0]?.mailbox;
+  if (mailbox === undefined) return false;
+  for (const m of batch) {
+    if (m.mailbox !== mailbox || m.key !== undefined || m.dueMs !== undefined) return false;
+  }
+  return true;
+}
+
 /** Where the database is, for messages: host:port/database, never the password. */
 function describeUrl(url: string): string {
   try {
@@ -100,14 +119,18 @@ function describeUrl(url: string): string {
  * never hold the same unexpired lease, whichever nodes they are on. Passes
  * test/store-conformance.ts against a real PostgreSQL.
  */
-export class PostgresStore implements Store {
+export class PostgresStore implements Store, StoreInspection {
   private readonly where: string;
   private readonly background: ClusterLock;
+  private readonly inspection = new PostgresInspection(
+    async (text, values) => (await this.run("cannot read the store", { text, values })).rows as never[],
+    (body) => this.transaction("cannot purge the mailbox", body),
+  );
   private closed = false;
 
   private constructor(
     private readonly pool: pg.Pool,
-    clientConfig: pg.ClientConfig,
+    private readonly clientConfig: pg.ClientConfig,
     readonly schema: string,
     private readonly logger: Logger,
     url: string,
@@ -194,6 +217,7 @@ export class PostgresStore implements Store {
   }
 
   async append(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
+    if (isPlainBatch(batch)) return this.appendPlain(batch, nowMs);
     // Ids each mailbox must hand out (delayed messages take theirs when they are due).
     const counts = new Map<string, number>();
     for (const m of batch)
@@ -330,13 +354,16 @@ export class PostgresStore implements Store {
       if (taken.length === 0) return [];
       const delivered = [state.delivered0, state.delivered1, state.delivered2];
       for (const row of taken) delivered[row.priority] = Math.max(delivered[row.priority], row.msg_id);
+      // The leases and the group's new high-water marks in one statement.
       await c.query({
         name: "mq9-lease",
-        text: `INSERT INTO deliveries (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked)
-               SELECT $1, $2, msg_id, priority, $3, pos, $4, false
-               FROM unnest($5::bigint[], $6::smallint[]) WITH ORDINALITY AS t(msg_id, priority, pos)
-               ON CONFLICT (mbox, grp, msg_id) DO UPDATE
-                 SET batch = excluded.batch, pos = excluded.pos, lease_until_ms = excluded.lease_until_ms`,
+        text: `WITH leased AS (
+                 INSERT INTO deliveries (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked)
+                 SELECT $1, $2, msg_id, priority, $3, pos, $4, false
+                 FROM unnest($5::bigint[], $6::smallint[]) WITH ORDINALITY AS t(msg_id, priority, pos)
+                 ON CONFLICT (mbox, grp, msg_id) DO UPDATE
+                   SET batch = excluded.batch, pos = excluded.pos, lease_until_ms = excluded.lease_until_ms)
+               UPDATE groups SET delivered0 = $7, delivered1 = $8, delivered2 = $9 WHERE mbox = $1 AND name = $2`,
         values: [
           state.mbox,
           group,
@@ -344,12 +371,8 @@ export class PostgresStore implements Store {
           nowMs + options.leaseMs,
           taken.map((r) => r.msg_id),
           taken.map((r) => r.priority),
+          ...delivered,
         ],
-      });
-      await c.query({
-        name: "mq9-delivered",
-        text: "UPDATE groups SET delivered0 = $3, delivered1 = $4, delivered2 = $5 WHERE mbox = $1 AND name = $2",
-        values: [state.mbox, group, ...delivered],
       });
       return taken.map(storedMessage);
     });
@@ -368,17 +391,42 @@ export class PostgresStore implements Store {
       const state = locked.rows[0];
       if (!state) return false;
       const cursors = [state.cursor0, state.cursor1, state.cursor2];
-      // The message and every one before it in the same claim (batch).
-      const acked = await c.query<{ priority: number }>({
-        name: "mq9-ack",
-        text: `WITH target AS (SELECT batch, pos FROM deliveries WHERE mbox = $1 AND grp = $2 AND msg_id = $3 AND NOT acked)
-               UPDATE deliveries d SET acked = true FROM target t
-               WHERE d.mbox = $1 AND d.grp = $2 AND d.batch = t.batch AND d.pos <= t.pos AND NOT d.acked
-               RETURNING d.priority`,
+      const target = await c.query<{ batch: number; pos: number }>({
+        name: "mq9-ack-target",
+        text: "SELECT batch, pos FROM deliveries WHERE mbox = $1 AND grp = $2 AND msg_id = $3 AND NOT acked",
         values: [state.mbox, group, msgId],
       });
-      if (acked.rowCount === 0) return this.wasAcked(c, state, group, msgId, cursors);
-      await this.moveCursors(c, state, group, cursors, nowMs);
+      const leased = target.rows[0];
+      if (!leased) return this.wasAcked(c, state, group, msgId, cursors);
+      // Where the cursors go once the message and every one before it in its claim are ACKed:
+      // to the lowest live message still in flight, or past the highest one handed out.
+      const inFlight = await c.query<{ priority: number; lowest: number }>({
+        name: "mq9-in-flight",
+        text: `SELECT d.priority, min(d.msg_id) AS lowest FROM deliveries d
+               JOIN messages m ON m.mbox = d.mbox AND m.msg_id = d.msg_id
+               WHERE d.mbox = $1 AND d.grp = $2 AND NOT d.acked AND NOT (d.batch = $4 AND d.pos <= $5)
+                 AND (m.expires_ms IS NULL OR m.expires_ms > $3)
+               GROUP BY d.priority`,
+        values: [state.mbox, group, nowMs, leased.batch, leased.pos],
+      });
+      const next = [state.delivered0 + 1, state.delivered1 + 1, state.delivered2 + 1];
+      for (const row of inFlight.rows) next[row.priority] = Math.min(next[row.priority], row.lowest);
+      for (let rank = 0; rank < 3; rank++) next[rank] = Math.max(next[rank], cursors[rank]);
+      // Rows the cursors pass are deleted (ACKed ones among them need no mark); the covered rows
+      // above them are marked ACKed, so they are not delivered again.
+      await c.query({
+        name: "mq9-ack",
+        text: `WITH passed AS (
+                 DELETE FROM deliveries WHERE mbox = $1 AND grp = $2
+                   AND ((priority = 0 AND msg_id < $3) OR (priority = 1 AND msg_id < $4) OR (priority = 2 AND msg_id < $5))),
+               marked AS (
+                 UPDATE deliveries SET acked = true
+                 WHERE mbox = $1 AND grp = $2 AND batch = $6 AND pos <= $7 AND NOT acked
+                   AND NOT ((priority = 0 AND msg_id < $3) OR (priority = 1 AND msg_id < $4) OR (priority = 2 AND msg_id < $5)))
+               UPDATE groups SET cursor0 = $3, cursor1 = $4, cursor2 = $5
+               WHERE mbox = $1 AND name = $2 AND (cursor0, cursor1, cursor2) IS DISTINCT FROM ($3, $4, $5)`,
+        values: [state.mbox, group, ...next, leased.batch, leased.pos],
+      });
       return true;
     });
   }
@@ -500,6 +548,49 @@ export class PostgresStore implements Store {
     });
   }
 
+  /**
+   * The cluster's agent registry in the same database and schema, over this store's pool; `node`
+   * names this process (it embeds the skills of the REGISTERs it takes). Close it before the store.
+   */
+  openRegistryStore(node: string): Promise<PostgresRegistryStore> {
+    return PostgresRegistryStore.open({
+      pool: this.pool,
+      clientConfig: this.clientConfig,
+      schema: this.schema,
+      node,
+      logger: this.logger,
+      where: this.where,
+    });
+  }
+
+  /**
+   * A cluster-wide lock for once-per-cluster work of higher layers (e.g. the orchestrator): one
+   * holder at a time, released by PostgreSQL when the holder's connection ends.
+   */
+  clusterLock(name: string, what: string): ClusterLock {
+    return new ClusterLock(this.clientConfig, `mq9:${this.schema}:${name}`, this.logger, what);
+  }
+
+  mailboxStats(nowMs: number, options: MailboxStatsOptions): Promise<MailboxStats[]> {
+    return this.inspection.mailboxStats(nowMs, options);
+  }
+
+  totals(nowMs: number): Promise<StoreTotals> {
+    return this.inspection.totals(nowMs);
+  }
+
+  groupStats(address: string, nowMs: number): Promise<GroupStats[] | undefined> {
+    return this.inspection.groupStats(address, nowMs);
+  }
+
+  deleteMailbox(address: string, nowMs: number): Promise<boolean> {
+    return this.inspection.deleteMailbox(address, nowMs);
+  }
+
+  purgeMailbox(address: string, nowMs: number): Promise<number | undefined> {
+    return this.inspection.purgeMailbox(address, nowMs);
+  }
+
   /** Whether the database answers; for /healthz. */
   async ping(): Promise<boolean> {
     try {
@@ -515,6 +606,41 @@ export class PostgresStore implements Store {
     this.closed = true;
     await this.background.close();
     await this.pool.end();
+  }
+
+  /**
+   * The usual batch (one mailbox, no key, nothing delayed) in one statement and one round trip:
+   * the counter's row lock is held until the statement's own commit, so ids still become
+   * visible in order. Payloads travel as binary parameters.
+   */
+  private async appendPlain(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
+    const values: unknown[] = [batch[0].mailbox, batch.length, nowMs];
+    const rows = batch.map((m, i) => {
+      const at = values.length;
+      values.push(
+        priorityRank[m.priority],
+        m.tags ? JSON.stringify(m.tags) : null,
+        m.header ?? null,
+        m.payload,
+        m.sentMs,
+        m.expiresMs ?? null,
+      );
+      return `(${i}, $${at + 1}::smallint, $${at + 2}::jsonb, $${at + 3}::bytea, $${at + 4}::bytea, $${at + 5}::bigint, $${at + 6}::bigint)`;
+    });
+    const { rows: first } = await this.run<{ first: number }>("cannot store the message", {
+      text: `WITH box AS (
+               UPDATE mailboxes SET next_id = next_id + $2
+               WHERE address = $1 AND (expires_ms IS NULL OR expires_ms > $3) RETURNING id, next_id - $2 AS first),
+             added AS (
+               INSERT INTO messages (mbox, msg_id, priority, msg_key, tags, header, payload, created_ms, expires_ms)
+               SELECT box.id, box.first + t.ord, t.priority, NULL, t.tags, t.header, t.payload, t.created_ms, t.expires_ms
+               FROM box, (VALUES ${rows.join(", ")}) AS t(ord, priority, tags, header, payload, created_ms, expires_ms))
+             SELECT first FROM box`,
+      values,
+    });
+    const start = first[0]?.first;
+    if (start === undefined) return batch.map(() => ({ missingMailbox: true }));
+    return batch.map((_, i) => ({ id: start + i }));
   }
 
   /** Locks the batch's live mailboxes and reserves their ids; by address, with each one's first id. */
@@ -594,40 +720,6 @@ export class PostgresStore implements Store {
     if (row?.acked === false) return false;
     if (row?.priority !== null && row?.priority !== undefined) return msgId < cursors[row.priority];
     return msgId < Math.min(...cursors);
-  }
-
-  /**
-   * Moves each class cursor up to its lowest live message still in flight (or past the highest one
-   * handed out), and drops the delivery rows it passed.
-   */
-  private async moveCursors(
-    c: pg.PoolClient,
-    state: GroupRow,
-    group: string,
-    cursors: readonly number[],
-    nowMs: number,
-  ): Promise<void> {
-    const { rows } = await c.query<{ priority: number; lowest: number }>({
-      name: "mq9-in-flight",
-      text: `SELECT d.priority, min(d.msg_id) AS lowest FROM deliveries d
-             JOIN messages m ON m.mbox = d.mbox AND m.msg_id = d.msg_id
-             WHERE d.mbox = $1 AND d.grp = $2 AND NOT d.acked AND (m.expires_ms IS NULL OR m.expires_ms > $3)
-             GROUP BY d.priority`,
-      values: [state.mbox, group, nowMs],
-    });
-    const delivered = [state.delivered0, state.delivered1, state.delivered2];
-    const next = delivered.map((d) => d + 1);
-    for (const row of rows) next[row.priority] = Math.min(next[row.priority], row.lowest);
-    for (let rank = 0; rank < 3; rank++) next[rank] = Math.max(next[rank], cursors[rank]);
-    if (next.every((cursor, rank) => cursor === cursors[rank])) return;
-    await c.query({
-      name: "mq9-move-cursors",
-      text: `WITH passed AS (
-               DELETE FROM deliveries WHERE mbox = $1 AND grp = $2
-                 AND ((priority = 0 AND msg_id < $3) OR (priority = 1 AND msg_id < $4) OR (priority = 2 AND msg_id < $5)))
-             UPDATE groups SET cursor0 = $3, cursor1 = $4, cursor2 = $5 WHERE mbox = $1 AND name = $2`,
-      values: [state.mbox, group, ...next],
-    });
   }
 
   /** One statement outside a transaction, its failure mapped to a StorageError. */

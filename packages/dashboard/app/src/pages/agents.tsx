@@ -98,7 +98,7 @@ function Discovery({ onPick }: { onPick: (mailbox: string) => void }) {
                 <td>{a.name}</td>
                 <td class="muted">{a.mailbox}</td>
                 <td class="num" data-col="score">
-                  {a._score === undefined ? "" : a._score.toFixed(3)}
+                  {a._score === undefined ? "" : a._score.toPrecision(3)}
                 </td>
               </tr>
             ))}

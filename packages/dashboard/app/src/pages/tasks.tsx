@@ -210,17 +210,21 @@ export function Task({ id }: { id: string }) {
 export function Templates() {
   const list = useLiveGet<{
     templates: Template[];
-    errors?: { file?: string; error?: string; message?: string }[];
+    problems?: { file: string; line: number; column: number; message: string }[];
   }>("/api/v1/templates");
   return (
     <section>
       <h2>Templates</h2>
       <Failure error={list.error} />
       {!list.data && !list.error && <Loading />}
-      {(list.data?.errors ?? []).map((e, i) => (
-        <div class="notice" key={i} role="alert">
-          {e.file ? `${e.file}: ` : ""}
-          {e.error ?? e.message ?? JSON.stringify(e)}
+      {(list.data?.problems ?? []).map((p) => (
+        <div
+          class="notice"
+          key={`${p.file}:${p.line}:${p.column}`}
+          role="alert"
+          data-testid="template-problem"
+        >
+          <span title={p.file}>{p.file.split("/").pop()}</span>:{p.line}:{p.column}: {p.message}
         </div>
       ))}
       {list.data?.templates.length === 0 && <div class="muted">no templates loaded</div>}
@@ -228,14 +232,15 @@ export function Templates() {
         <div class="template" key={template.name} data-template={template.name}>
           <h3>{template.name}</h3>
           <div class="muted">
-            {template.description} {template.file ? `(${template.file})` : ""}
+            {template.description}{" "}
+            {template.file && <span title={template.file}>({template.file.split("/").pop()})</span>}
           </div>
           {template.error && <div class="notice">{template.error}</div>}
           <Dag
             steps={template.steps.map((s) => ({
               id: s.id,
               dependsOn: s.depends_on ?? [],
-              detail: String(s.agent ?? s.capability ?? s.intent ?? ""),
+              detail: String(s.agent ?? s.capability ?? s.intent ?? (s.merge ? "merge" : "")),
             }))}
           />
         </div>
