@@ -11,6 +11,7 @@ import {
   type ShellBlock,
   shellBlocks,
 } from "./doc-blocks.js";
+import { REPO_ROOT } from "./doc-examples.js";
 
 /** How long one block may run; a block that starts something long-running puts it in the background. */
 const BLOCK_TIMEOUT_MS = 90_000;
@@ -21,7 +22,13 @@ function blockEnv(shims: string, server: string): NodeJS.ProcessEnv {
   for (const [name, value] of Object.entries(process.env)) {
     if (!name.startsWith("MQ9_")) env[name] = value;
   }
-  return { ...env, PATH: `${shims}:${process.env.PATH ?? ""}`, MQ9_SERVER: server };
+  // NODE_PATH: `node -e "require('…')"` finds the checkout's packages, as it does for a reader in it.
+  return {
+    ...env,
+    PATH: `${shims}:${process.env.PATH ?? ""}`,
+    NODE_PATH: join(REPO_ROOT, "node_modules"),
+    MQ9_SERVER: server,
+  };
 }
 
 const pages = documentedPages().map((page) => ({ page, blocks: shellBlocks(page, readPage(page)) }));
