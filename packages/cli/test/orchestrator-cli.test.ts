@@ -131,7 +131,7 @@ describe("mq9 task | trace | agent list | templates (against mq9 serve's orchest
     expect(fromFlag.stderr).toBe(
       `mq9: HTTP API ${served.api} (port ${httpPort} from the INFO of the broker at ${served.server} (--server))\n`,
     );
-    expect(fromFlag.stdout).toMatch(/^summarizer\s+alive/m);
+    expect(fromFlag.stdout).toMatch(/^summarizer\s+online/m);
     const fromEnv = await runCli(["task", "list", "-v"], { MQ9_SERVER: served.server, MQ9_HTTP: "" });
     expect(fromEnv.code, fromEnv.stderr).toBe(0);
     expect(fromEnv.stderr).toContain(
