@@ -53,11 +53,12 @@ export function spawnServe(
     child.on("exit", (code, signal) => resolve(code ?? signal ?? -1));
   });
   return new Promise((resolve, reject) => {
-    // A broker that never gets ready must not outlive the test that started it.
+    // A broker that never gets ready must not outlive the test that started it (generous: a
+    // loaded machine can take tens of seconds to start one).
     const giveUp = setTimeout(() => {
       child.kill("SIGKILL");
-      reject(new Error(`mq9 serve was not ready within 20 s: ${err}`));
-    }, 20_000);
+      reject(new Error(`mq9 serve was not ready within 60 s: ${err}`));
+    }, 60_000);
     child.stdout!.on("data", (chunk) => {
       out += chunk;
       for (const line of out.split("\n")) {

@@ -11,6 +11,7 @@ import {
   type ShellBlock,
   shellBlocks,
 } from "./doc-blocks.js";
+import { REPO_ROOT } from "./doc-examples.js";
 
 /** How long one block may run; a block that starts something long-running puts it in the background. */
 const BLOCK_TIMEOUT_MS = 90_000;
@@ -21,7 +22,13 @@ function blockEnv(shims: string, server: string): NodeJS.ProcessEnv {
   for (const [name, value] of Object.entries(process.env)) {
     if (!name.startsWith("MQ9_")) env[name] = value;
   }
-  return { ...env, PATH: `${shims}:${process.env.PATH ?? ""}`, MQ9_SERVER: server };
+  // NODE_PATH: `node -e "require('…')"` finds the checkout's packages, as it does for a reader in it.
+  return {
+    ...env,
+    PATH: `${shims}:${process.env.PATH ?? ""}`,
+    NODE_PATH: join(REPO_ROOT, "node_modules"),
+    MQ9_SERVER: server,
+  };
 }
 
 const pages = documentedPages().map((page) => ({ page, blocks: shellBlocks(page, readPage(page)) }));
@@ -33,6 +40,7 @@ describe("shell blocks of the docs run as printed, against a real broker", () =>
   });
 
   for (const { page, blocks } of pages) {
+    if (blocks.length === 0) continue;
     const runnable = blocks.filter((b) => b.skip === undefined);
     describe(page, () => {
       let broker: ServeProcess | undefined;
@@ -46,7 +54,7 @@ describe("shell blocks of the docs run as printed, against a real broker", () =>
         broker = await spawnServe(["--data", join(dir, "data")]);
         env = blockEnv(commandShims(join(dir, "bin")), `mq9://127.0.0.1:${broker.port}`);
         mkdirSync(cwd);
-      }, 60_000);
+      }, 120_000);
       afterAll(async () => {
         broker?.child.kill("SIGTERM");
         await broker?.exited;

@@ -111,7 +111,9 @@ describe("every command exits with its documented code when the broker is not th
     const talked = await runAll(some, { MQ9_SERVER: `127.0.0.1:${talker.port}` });
     expectConnectionFailure(talked, some, /^mq9: cannot connect to .+\(NOT_CONNECTED\)\n$/);
     const gone = await runAll(some, { MQ9_SERVER: `127.0.0.1:${closedPort}` });
-    expectConnectionFailure(gone, some, /^mq9: cannot connect to .+: connection refused; .+\n$/);
+    // Another process on this busy machine may have taken the freed port since: only the kind of
+    // failure is certain, not its reason.
+    expectConnectionFailure(gone, some, /^mq9: cannot connect to .+\((NOT_CONNECTED|TIMEOUT)\)\n$/);
   }, 120_000);
 
   it("HTTP API commands: --server at a port that is not a broker: exit 3", async () => {
@@ -128,7 +130,7 @@ describe("every command exits with its documented code when the broker is not th
       /^mq9: 127\.0\.0\.1:\d+ is not an mq9 broker: it answered 'HTTP\/1\.1 400 Bad Request'/,
     );
     const gone = await runAll(some, { MQ9_SERVER: `127.0.0.1:${closedPort}` });
-    expectConnectionFailure(gone, some, /^mq9: cannot connect to .+: connection refused/);
+    expectConnectionFailure(gone, some, /^mq9: (cannot connect to|127\.0\.0\.1:\d+ )/);
   }, 120_000);
 
   it("HTTP API commands: --http at something that is not the broker's HTTP server: exit 3", async () => {
@@ -142,9 +144,7 @@ describe("every command exits with its documented code when the broker is not th
     expect(JSON.parse(talked.stderr)).toMatchObject({ code: "TIMEOUT" });
     expect(JSON.parse(talked.stderr).error).toMatch(/no answer within \d+ ms/);
     expect(gone.code, gone.stderr).toBe(3);
-    expect(gone.stderr).toMatch(
-      /^mq9: cannot reach the broker's HTTP API at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)/,
-    );
+    expect(gone.stderr).toMatch(/^mq9: cannot reach the broker's HTTP API at http:\/\/127\.0\.0\.1:\d+ \(/);
   }, 60_000);
 
   it("a --http that is not a URL is a usage error: exit 2", async () => {
