@@ -159,7 +159,11 @@ export class Broker {
           routes: options.http.routes,
           auth: options.auth,
           logger,
-          health: () => ({ ok: !closing, connections: listener.connectionCount }),
+          health: () => {
+            // "full": writes fail for lack of space (reads go on); the broker recovers by itself.
+            const storage = store instanceof SqliteStore ? store.storageState() : "ok";
+            return { ok: !closing && storage === "ok", connections: listener.connectionCount, storage };
+          },
         });
       }
       engine.start();
