@@ -843,8 +843,11 @@ export class SqliteStore implements Store {
     if (!this.db.open) return;
     try {
       this.settle();
-      // Every row is committed: the next start may continue from the exact id.
-      this.atomically(() => this.ids.markClean(this.nextId));
+      // Every row is committed: the next start may continue from the exact id (without the
+      // mark, say on a full disk, it continues from the reservation, which is safe too).
+      try {
+        this.atomically(() => this.ids.markClean(this.nextId));
+      } catch {}
     } finally {
       this.log?.close();
       this.db.close();
