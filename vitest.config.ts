@@ -15,10 +15,11 @@ export default defineConfig({
       "@mq9/bridge": src("bridge"),
       "@mq9/gateway": src("gateway"),
       "@mq9/orchestrator": src("orchestrator"),
+      "@mq9/dashboard": src("dashboard"),
     },
   },
   test: {
-    include: ["packages/*/test/**/*.test.ts"],
+    include: ["packages/*/test/**/*.test.ts", "integrations/*/test/**/*.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",

@@ -1,7 +1,7 @@
 // Our broker, started from the built CLI, measured through our client SDK (@mq9/client), as agents use it.
 // Durable SEND = client.send() (the reply comes once the message is durable: written to the broker's message log); drain = client.fetch() of 100 +
 // one batch-aware ACK of the last msg_id of the batch.
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { connect } from "@mq9/client";
 import {
@@ -41,7 +41,25 @@ function startBroker(port, dir, extraArgs) {
   return startMq9Serve({ port, dir, args: extraArgs });
 }
 
-export async function start({ payload, drainBatch }) {
+/**
+ * Users with the agent profile (bench/mq9-permissions.js): every PUB and SUB of the bench client is
+ * checked against its permissions, and replies are routed to the requester only.
+ */
+const PERMISSIONS_CONFIG = {
+  auth: {
+    users: [
+      { user: "bench", password: "bench-pw", permissions: "agent" },
+      { user: "other", password: "other-pw", permissions: "agent" },
+    ],
+  },
+};
+
+export function start(cfg) {
+  return startWith(cfg, { permissions: false });
+}
+
+/** Starts our broker; with `permissions`, users are configured and the client is one of them. */
+export async function startWith({ payload, drainBatch }, { permissions }) {
   if (!existsSync(MQ9_CLI)) {
     throw new NotMeasured(`${path.relative(REPO_ROOT, MQ9_CLI)} does not exist (the CLI is not built yet)`);
   }
@@ -53,7 +71,14 @@ export async function start({ payload, drainBatch }) {
     try {
       // Messaging only: the registry's embedder and the orchestrator would only add their start-up
       // work to the measurement; the HTTP port is a free one so a running broker does not collide.
+      const configArgs = [];
+      if (permissions) {
+        const file = path.join(dir, "mq9-users.json");
+        writeFileSync(file, JSON.stringify(PERMISSIONS_CONFIG));
+        configArgs.push("--config", file);
+      }
       server = await startBroker(port, dir, [
+        ...configArgs,
         "--log-level",
         "warn",
         "--http-port",
@@ -72,6 +97,7 @@ export async function start({ payload, drainBatch }) {
     client = await connect(`nats://127.0.0.1:${port}`, {
       reconnect: false,
       requestTimeoutMs: REQUEST_TIMEOUT_MS,
+      ...(permissions ? { user: "bench", password: "bench-pw" } : {}),
     });
     const created = await createMailbox(client);
     if (created !== MAILBOX) {

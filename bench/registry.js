@@ -3,10 +3,11 @@
 //   registration rate, time until every skill is embedded, tag / full-text / semantic (cached and uncached
 //   query embedding) latency p50/p99 and queries per second at 32 concurrent clients (BENCH_REG_CONCURRENCY),
 //   CPU per query of the broker and of this client process, broker RSS.
-// Part 2, the default vector store alone with BENCH_REG_VECTORS vectors made from real card embeddings
-//   (Universal Sentence Encoder lite) plus noise: upsert rate, background HNSW build time, RSS, recall@10 against
+// Part 2, the default vector store alone with BENCH_REG_VECTORS distinct vectors, each a blend of three
+//   real card embeddings (Universal Sentence Encoder lite) plus a little noise: upsert rate, background HNSW build time, RSS, recall@10 against
 //   exact search, and semantic latency with an uncached query embedding (worker thread) included.
-//   BENCH_REG_VECTORS=0 skips part 2. BENCH_REG_STORE=lancedb measures the LanceDB plug-in (IVF_HNSW_SQ) instead of the default store.
+//   BENCH_REG_VECTORS=0 skips part 2, BENCH_REG_AGENTS=0 part 1.
+// Part 0, relevance of every mode on the labelled English, Chinese and German sets (BENCH_REG_RELEVANCE=0 skips it). BENCH_REG_STORE=lancedb measures the LanceDB plug-in (IVF_HNSW_SQ) instead of the default store.
 // Figures only, no asserts; the seed design's "good enough" bar and the issue's target are printed beside them.
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -89,6 +90,82 @@ async function loadRelevanceSet() {
   if (agents.length < 150 || queries.length < 100)
     throw new Error(`could not read the relevance set from ${file}`);
   return { AGENTS: agents, QUERIES: queries };
+}
+
+/** The Chinese and German cards and requests (packages/broker/test/fixtures/multilingual-set.ts). */
+function loadMultilingualSet() {
+  const file = path.join(REPO_ROOT, "packages", "broker", "test", "fixtures", "multilingual-set.ts");
+  const source = readFileSync(file, "utf8");
+  const agents = [...source.matchAll(/agent\(\s*"([^"]+)",\s*"([^"]+)",\s*"([^"]+)",?\s*\)/g)].map((m) => {
+    const [name, description, tags] = m[3].split(" | ");
+    return {
+      name: m[1],
+      description: m[2],
+      skills: [{ id: m[1], name, description, tags: tags.split(",") }],
+    };
+  });
+  const queries = [
+    ...source.matchAll(/\{\s*query: "([^"]+)",\s*expect: "([^"]+)",\s*language: "(\w+)",?\s*\}/g),
+  ].map((m) => ({ query: m[1], expect: m[2], language: m[3] }));
+  if (agents.length < 24 || queries.length < 24)
+    throw new Error(`could not read the multilingual set from ${file}`);
+  return { agents, queries };
+}
+
+/**
+ * Relevance with the default install: the 150 English cards plus the Chinese and German ones in one
+ * broker, recall@1 and recall@5 of every request set in each mode (the issue's bar: 0.75 and 0.9).
+ */
+async function partRelevance(out) {
+  const { Broker } = await import(BROKER);
+  const { AGENTS, QUERIES } = await loadRelevanceSet();
+  const multi = loadMultilingualSet();
+  const dir = makeTempDir("mq9-bench-relevance");
+  const broker = await Broker.start({ port: 0, dataDir: dir });
+  const client = await connect(`nats://127.0.0.1:${broker.port}`, {
+    reconnect: false,
+    requestTimeoutMs: 600_000,
+  });
+  try {
+    progress(`relevance: registering ${AGENTS.length + multi.agents.length} cards`);
+    for (const card of [...AGENTS, ...multi.agents]) {
+      await client.register({ ...card, mailbox: `agent.${card.name.replace(/[^a-z0-9]+/g, ".")}` });
+    }
+    await broker.registry.indexed();
+    const sets = [
+      ["English paraphrases", QUERIES],
+      ["Chinese requests", multi.queries.filter((q) => q.language === "zh")],
+      ["German requests", multi.queries.filter((q) => q.language === "de")],
+    ];
+    const modes = {
+      text: (q) => ({ text: q }),
+      semantic: (q) => ({ semantic: q }),
+      hybrid: (q) => ({ semantic: q, text: q }),
+    };
+    out.push("");
+    out.push(
+      `relevance, default install (${AGENTS.length} English + ${multi.agents.length} Chinese/German cards in one registry; bar: recall@5 >= 0.9, recall@1 >= 0.75)`,
+    );
+    for (const [label, queries] of sets) {
+      const cells = [];
+      for (const [mode, body] of Object.entries(modes)) {
+        let top1 = 0;
+        let top5 = 0;
+        for (const { query, expect } of queries) {
+          const agents = await client.discover({ ...body(query), limit: 5 });
+          const rank = agents.findIndex((a) => a.name === expect);
+          if (rank === 0) top1++;
+          if (rank >= 0) top5++;
+        }
+        cells.push(`${mode} ${(top5 / queries.length).toFixed(2)} / ${(top1 / queries.length).toFixed(2)}`);
+      }
+      out.push(`  ${label} (${queries.length}), recall@5 / recall@1: ${cells.join(";  ")}`);
+    }
+  } finally {
+    await client.close();
+    await broker.close();
+    removeTempDir(dir);
+  }
 }
 
 function seeded(seed) {
@@ -316,13 +393,22 @@ async function partVectors(cfg, out) {
   const dims = base[0].length;
   const random = seeded(7);
   const gauss = () => Math.sqrt(-2 * Math.log(random() + 1e-12)) * Math.cos(2 * Math.PI * random());
-  const sigma = 0.02;
-  const make = (i) => {
-    const b = base[i % base.length];
+  // Distinct vectors, as a registry of many different skills holds: each one a random blend of
+  // three real skill embeddings plus a little noise, so no two are near-copies of one another
+  // (the older set, one base vector plus noise, made recall by id meaningless: its near-copies tie).
+  const sigma = 0.01;
+  const make = () => {
     const v = new Float32Array(dims);
+    const w = [random(), random(), random()];
+    const sum = w[0] + w[1] + w[2];
+    for (let m = 0; m < 3; m++) {
+      const b = base[Math.floor(random() * base.length)];
+      const weight = w[m] / sum;
+      for (let k = 0; k < dims; k++) v[k] += weight * b[k];
+    }
     let norm = 0;
     for (let k = 0; k < dims; k++) {
-      v[k] = b[k] + sigma * gauss();
+      v[k] += sigma * gauss();
       norm += v[k] * v[k];
     }
     norm = Math.sqrt(norm);
@@ -340,7 +426,7 @@ async function partVectors(cfg, out) {
   for (let i = 0; i < total; i += 10_000) {
     const items = [];
     for (let j = i; j < Math.min(total, i + 10_000); j++) {
-      const vector = make(j);
+      const vector = make();
       all?.push(vector);
       items.push({ id: j + 1, agent: `agent${Math.floor(j / 10)}`, vector });
     }
@@ -423,7 +509,7 @@ async function partVectors(cfg, out) {
   removeTempDir(dir);
   out.push("");
   out.push(
-    `${lancedb ? "LanceDB vector store (BENCH_REG_STORE=lancedb)" : "default vector store"} alone — ${total.toLocaleString("en-US")} skill vectors (${dims} dims; ${base.length} real card embeddings + noise), ${lancedb ? "IVF_HNSW_SQ M=16 efC=100 efSearch=128 refine=5" : "HNSW M=16 efC=100 efSearch=128"}`,
+    `${lancedb ? "LanceDB vector store (BENCH_REG_STORE=lancedb)" : "default vector store"} alone — ${total.toLocaleString("en-US")} skill vectors (${dims} dims; distinct blends of ${base.length} real card embeddings), ${lancedb ? "IVF_HNSW_SQ M=16 efC=100 efSearch=128 refine=5" : "HNSW M=16 efC=100 efSearch=128"}`,
   );
   out.push(
     `  upsert ${Math.round(total / upsertS).toLocaleString("en-US")} vectors/s; index complete ${buildS.toFixed(0)} s after the first upsert; process RSS ${rss.toFixed(0)} MiB`,
@@ -448,7 +534,9 @@ export async function runRegistryBench({ quick }) {
     concurrency: intEnv("BENCH_REG_CONCURRENCY", 32),
   };
   const out = [];
-  await partBroker(cfg, out);
+  if (process.env.BENCH_REG_RELEVANCE !== "0") await partRelevance(out);
+  if (cfg.agents > 0) await partBroker(cfg, out);
+  else out.push("broker over the wire: skipped (BENCH_REG_AGENTS=0)");
   if (cfg.vectors > 0) await partVectors(cfg, out);
   else out.push("vector store alone: skipped (BENCH_REG_VECTORS=0)");
   return out.join("\n");

@@ -6,21 +6,24 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import os from "node:os";
 import { performance } from "node:perf_hooks";
+import { runClusterBench } from "./cluster.js";
 import * as jetstream from "./jetstream.js";
 import * as mq9 from "./mq9.js";
+import * as mq9Permissions from "./mq9-permissions.js";
 import { runOrchestratorBench } from "./orchestrator.js";
 import { binaryVersion, cleanupAll, findBinary, installCleanupHandlers, progress } from "./proc.js";
 import * as redis from "./redis.js";
 import { runRegistryBench } from "./registry.js";
 import { measureDrain, measureSend } from "./stats.js";
 
-const SYSTEMS = [mq9, jetstream, redis];
+const SYSTEMS = [mq9, mq9Permissions, jetstream, redis];
 
-const USAGE = `usage: node bench/run.js [--quick] [--registry] [--orchestrator] [--help]
+const USAGE = `usage: node bench/run.js [--quick] [--registry] [--orchestrator] [--cluster] [--help]
 
   --quick      fast smoke run (small message counts)
   --registry   only the agent registry benchmark (bench/registry.js); BENCH_REGISTRY=1 adds it to a full run
   --orchestrator  only the orchestrator benchmark (bench/orchestrator.js); BENCH_ORCHESTRATOR=1 adds it to a full run
+  --cluster    only the cluster benchmark (bench/cluster.js): mq9 on 1-3 nodes + PostgreSQL vs JetStream R3 and pg-boss
 
 environment (defaults in brackets, quick-run defaults after the slash):
   BENCH_MESSAGES        messages sent at BENCH_CONCURRENCY in flight     [30000 / 2000]
@@ -60,7 +63,7 @@ function parseConfig(argv) {
     process.exit(0);
   }
   for (const a of args) {
-    if (a !== "--quick" && a !== "--registry" && a !== "--orchestrator") {
+    if (a !== "--quick" && a !== "--registry" && a !== "--orchestrator" && a !== "--cluster") {
       process.stderr.write(`unknown argument ${a}\n${USAGE}`);
       process.exit(2);
     }
@@ -84,6 +87,7 @@ function parseConfig(argv) {
     registryOnly,
     registry: registryOnly || process.env.BENCH_REGISTRY === "1",
     orchestratorOnly,
+    clusterOnly: args.has("--cluster"),
     orchestrator: orchestratorOnly || process.env.BENCH_ORCHESTRATOR === "1",
     messages: intFromEnv("BENCH_MESSAGES", quick ? 2000 : 30000),
     seqMessages: intFromEnv("BENCH_SEQ_MESSAGES", quick ? 300 : 3000),
@@ -334,10 +338,13 @@ function report(cfg, results, machine, totalMs) {
   };
   const js = peer("jetstream");
   const rd = peer("redis");
+  const perms = peer("mq9-perms");
   add(`SEND@${c} throughput`, "mq9 / JetStream", ours?.par?.rate, js?.par?.rate, 1.5);
   add(`SEND@${c} throughput`, "mq9 / Redis XADD", ours?.par?.rate, rd?.par?.rate, 1);
   add("SEND@1 p50 latency", "JetStream / mq9", js?.seq?.p50, ours?.seq?.p50, 1);
   add("SEND@1 p50 latency", "Redis / mq9", rd?.seq?.p50, ours?.seq?.p50);
+  add(`SEND@${c} throughput`, "permissions on / off", perms?.par?.rate, ours?.par?.rate, 0.95);
+  add("SEND@1 p50 latency", "permissions off / on", ours?.seq?.p50, perms?.seq?.p50, 0.95);
   add(`drain FETCH(${cfg.drainBatch})+ACK`, "mq9 / JetStream", ours?.drain?.rate, js?.drain?.rate, 1);
   add(`drain FETCH(${cfg.drainBatch})+ACK`, "mq9 / Redis", ours?.drain?.rate, rd?.drain?.rate);
   out.push("ratios vs the issue's targets (p50 ratios are peer_p50 / our_p50: > 1 means mq9 is faster)");
@@ -353,6 +360,10 @@ async function main() {
   const cfg = parseConfig(process.argv.slice(2));
   installCleanupHandlers();
   const t0 = performance.now();
+  if (cfg.clusterOnly) {
+    process.stdout.write(`${await runClusterBench(cfg)}\n`);
+    return;
+  }
   if (cfg.registryOnly || cfg.orchestratorOnly) {
     if (cfg.registryOnly) process.stdout.write(`${await runRegistryBench(cfg)}\n`);
     if (cfg.orchestratorOnly) process.stdout.write(`${await runOrchestratorBench(cfg)}\n`);

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connect, type NatsConnection, headers as natsHeaders } from "nats";
+import { type ConnectionOptions, connect, type NatsConnection, headers as natsHeaders } from "nats";
 import { Broker, type BrokerOptions } from "../src/index.js";
 
 export type Body = Record<string, unknown> | string | Uint8Array | undefined;
@@ -11,8 +11,8 @@ export interface TestBroker {
   nc: NatsConnection;
   url: string;
   dataDir: string;
-  /** A fresh extra client. */
-  client(): Promise<NatsConnection>;
+  /** A fresh extra client; with users configured, the first user's unless `credentials` say otherwise. */
+  client(credentials?: ConnectionOptions): Promise<NatsConnection>;
   /** An mq9 request; returns the parsed JSON reply. */
   request<T = Record<string, unknown>>(
     subject: string,
@@ -38,9 +38,10 @@ export async function startTestBroker(options: BrokerOptions = {}): Promise<Test
   const broker = await Broker.start({ port: 0, dataDir, sweepIntervalMs: 100, ...options });
   const url = `127.0.0.1:${broker.port}`;
   const clients: NatsConnection[] = [];
-  const client = async () => {
-    const { token, user, password: pass } = options.auth ?? {};
-    const nc = await connect({ servers: url, token, user, pass });
+  const client = async (credentials?: ConnectionOptions) => {
+    const first = options.auth?.users?.[0];
+    const { token, user, password: pass } = first ?? options.auth ?? {};
+    const nc = await connect({ servers: url, token, user, pass, ...credentials });
     clients.push(nc);
     return nc;
   };

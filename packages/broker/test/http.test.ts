@@ -54,6 +54,36 @@ describe("broker HTTP server", () => {
     expect(text).toContain("# TYPE mq9_requests_total counter");
   });
 
+  it("INFO tells NATS clients where the HTTP server is (mq9_http_port); without HTTP it says nothing", async () => {
+    const nc = await t.client();
+    expect((nc.info as unknown as Record<string, unknown>).mq9_http_port).toBe(t.broker.http!.port);
+    const bare = await startTestBroker();
+    try {
+      expect(bare.nc.info).toBeDefined();
+      expect(Object.keys(bare.nc.info!)).not.toContain("mq9_http_port");
+    } finally {
+      await bare.close();
+    }
+  });
+
+  it("/metrics has the standard process and Node.js metrics under mq9_, each prefixed once", async () => {
+    const text = await (await fetch(`${base}/metrics`)).text();
+    const names = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]));
+    for (const name of [
+      "mq9_process_cpu_user_seconds_total",
+      "mq9_process_cpu_system_seconds_total",
+      "mq9_process_resident_memory_bytes",
+      "mq9_process_start_time_seconds",
+      "mq9_nodejs_heap_size_used_bytes",
+      "mq9_nodejs_eventloop_lag_seconds",
+    ]) {
+      expect(names, name).toContain(name);
+    }
+    expect(
+      [...names].filter((name) => !name.startsWith("mq9_") || /^mq9_(\w+_)?mq9_|process_process_/.test(name)),
+    ).toEqual([]);
+  });
+
   it("/metrics shows the registry's background work", async () => {
     await t.request(Subjects.agentRegister, { name: "metrics.agent", mailbox: "metrics.agent.inbox" });
     const gauges = async () => {

@@ -574,6 +574,8 @@ describe("message log", () => {
     // The previous format: no log columns, payloads inline, SENDs since the last commit in mq9.journal.
     const raw = new Database(join(dir, "mq9.db"));
     for (const column of ["seg", "seg_at", "seg_len"]) raw.exec(`ALTER TABLE messages DROP COLUMN ${column}`);
+    // Nor the mailbox owners of format 4.
+    raw.exec("ALTER TABLE mailboxes DROP COLUMN owner");
     raw
       .prepare(
         "INSERT INTO messages (msg_id, mbox, priority, payload, created_ms) SELECT 0, id, 1, ?, 1 FROM mailboxes",

@@ -16,12 +16,12 @@ describe("MAILBOX.CREATE", () => {
     });
   });
 
-  it("generates a 20-character lowercase base32hex name when none is given (empty body too)", async () => {
+  it("generates a 26-character lowercase base32hex name when none is given (empty body too)", async () => {
     const a = await t.request<{ mail_address: string }>(Subjects.mailboxCreate, { ttl: 60 });
     const b = await t.request<{ mail_address: string }>(Subjects.mailboxCreate);
     for (const reply of [a, b]) {
       expect(reply.error).toBe("");
-      expect(reply.mail_address).toMatch(/^[0-9a-v]{20}$/);
+      expect(reply.mail_address).toMatch(/^[0-9a-v]{26}$/);
     }
     expect(a.mail_address).not.toBe(b.mail_address);
   });

@@ -24,7 +24,10 @@ function prng(seed: number): () => number {
   };
 }
 
-function generator(rand: () => number) {
+/** Extra CONNECT fields for one connection (credentials, when the listener wants them). */
+type Credentials = () => Record<string, unknown>;
+
+function generator(rand: () => number, credentials: Credentials = () => ({})) {
   const int = (n: number): number => Math.floor(rand() * n);
   const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)];
   const tokens = ["fuzz", "a", "b", "*", ">", "_INBOX", "x1", "", "$mq9", "AI", "ünï"] as const;
@@ -34,7 +37,7 @@ function generator(rand: () => number) {
   const validOp = (): string => {
     switch (int(9)) {
       case 0:
-        return `CONNECT ${JSON.stringify({ verbose: rand() < 0.3, pedantic: rand() < 0.3, echo: rand() < 0.5, headers: rand() < 0.7, no_responders: rand() < 0.5 })}\r\n`;
+        return `CONNECT ${JSON.stringify({ verbose: rand() < 0.3, pedantic: rand() < 0.3, echo: rand() < 0.5, headers: rand() < 0.7, no_responders: rand() < 0.5, ...credentials() })}\r\n`;
       case 1:
       case 2: {
         const body = payload();
@@ -83,7 +86,10 @@ function generator(rand: () => number) {
   /** One connection's worth of input: mostly valid protocol with mutations and noise mixed in. */
   const script = (): Buffer[] => {
     const parts: Buffer[] = [];
-    if (rand() < 0.8) parts.push(Buffer.from('CONNECT {"headers":true,"no_responders":true}\r\n'));
+    if (rand() < 0.8) {
+      const connect = { headers: true, no_responders: true, ...credentials() };
+      parts.push(Buffer.from(`CONNECT ${JSON.stringify(connect)}\r\n`));
+    }
     for (let i = 0, n = 1 + int(15); i < n; i++) {
       const op = Buffer.from(validOp());
       const r = rand();
@@ -156,6 +162,114 @@ test("fuzz — random and mutated protocol from many sockets never breaks the se
       {
         cause: err,
       },
+    );
+  }
+});
+
+test("fuzz — an authenticated multi-user listener: no fuzzer sees another client's replies", async () => {
+  const seed = Number(process.env.NATS_FUZZ_SEED ?? Date.now() % 2 ** 31);
+  const rand = prng(seed);
+  const choices: Record<string, unknown>[] = [
+    { auth_token: "agent-token" },
+    { user: "open", pass: "open-pw" },
+    { user: "limited", pass: "limited-pw" },
+    { auth_token: "wrong" },
+    { user: "open", pass: "nope" },
+    { nkey: "UBADKEY", sig: "AAAA" },
+    {},
+  ];
+  const started = await startListener({
+    maxPayload: 4096,
+    maxControlLine: 512,
+    authTimeoutMs: 500,
+    // Short, so that the fuzzers' failed CONNECTs slow the others down a little (the held-input path
+    // is exercised) without turning most connections into authentication timeouts.
+    authThrottle: { stepMs: 1, maxDelayMs: 5 },
+    auth: {
+      users: [
+        { user: "healthy", token: "healthy-token", admin: true },
+        { user: "agent", token: "agent-token", permissions: "agent" },
+        { user: "open", password: "open-pw", permissions: "all" },
+        {
+          user: "limited",
+          password: "limited-pw",
+          permissions: {
+            publish: { deny: ["a.>"] },
+            subscribe: { allow: [">"], deny: ["b.*", "_INBOX.x1"] },
+          },
+        },
+      ],
+    },
+  });
+  s = started;
+  const { int, script } = generator(rand, () => choices[Math.floor(rand() * choices.length)]);
+  started.listener.setService(
+    (subject) => subject.startsWith("$mq9.AI"),
+    (req) => {
+      if (req.reply === undefined) return;
+      started.listener.reply(req.reply, `ANSWER-${sc.decode(req.payload)}`, true, req.clientId);
+    },
+  );
+  try {
+    const healthy = await started.nats({ token: "healthy-token" });
+    const responder = await started.nats({ token: "healthy-token" });
+    // Requests are public (any > subscriber may see them); the answers are what must stay private.
+    responder.subscribe("fuzz.echo", {
+      callback: (_e, m) => m.respond(sc.encode(`ANSWER-${sc.decode(m.data)}`)),
+    });
+    await responder.flush();
+    await healthy.request("fuzz.echo", sc.encode("warm-up"));
+    const baseline = started.listener.subscriptionCount;
+    const deadline = Date.now() + DURATION_MS;
+    let rounds = 0;
+    while (Date.now() < deadline) {
+      rounds++;
+      const raws = await Promise.all(
+        Array.from({ length: SOCKETS_PER_ROUND }, () => RawClient.connect(started.port)),
+      );
+      // Half the fuzzers first try to listen to everything, with credentials that may or may not work.
+      await Promise.all(
+        raws.map(async (raw) => {
+          if (rand() < 0.5) return;
+          const connect = { verbose: false, ...choices[int(choices.length)] };
+          raw.send(`CONNECT ${JSON.stringify(connect)}\r\nSUB > 90\r\nSUB _INBOX.> 91\r\nPING\r\n`);
+          await raw.waitFor(/PONG|-ERR/, 2000).catch(() => {});
+        }),
+      );
+      // While the fuzzers are connected, the healthy client asks questions whose answers are secret.
+      const secret = `SECRET-${rounds}-${int(1e9)}`;
+      const asking = Promise.all([
+        healthy.request("fuzz.echo", sc.encode(secret), { timeout: 2000 }),
+        healthy.request("$mq9.AI.MSG.QUERY.fuzz", sc.encode(secret), { timeout: 2000 }),
+      ]);
+      await Promise.all(
+        raws.map(async (raw) => {
+          for (const chunk of script()) {
+            raw.send(chunk);
+            if (rand() < 0.2) await new Promise((resolve) => setImmediate(resolve));
+          }
+          await new Promise((resolve) => setTimeout(resolve, int(20)));
+        }),
+      );
+      for (const reply of await asking) expect(sc.decode(reply.data)).toBe(`ANSWER-${secret}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      for (const raw of raws) {
+        expect(raw.text, "a fuzzer received the healthy client's reply").not.toContain(`ANSWER-${secret}`);
+        const ending = int(3);
+        if (ending === 0) raw.socket.end();
+        else if (ending === 1) raw.socket.resetAndDestroy();
+        raw.destroy();
+      }
+    }
+    await waitUntil(() => started.listener.connectionCount === 2, 5000, "fuzz connections to be cleaned up");
+    await waitUntil(() => started.listener.subscriptionCount === baseline, 5000, "fuzz subscriptions to go");
+    const reply = await healthy.request("fuzz.echo", sc.encode("after"), { timeout: 2000 });
+    expect(sc.decode(reply.data)).toBe("ANSWER-after");
+    expect(rounds).toBeGreaterThan(1);
+  } catch (err) {
+    throw new Error(
+      `multi-user nats fuzz failed with seed ${seed} (rerun with NATS_FUZZ_SEED=${seed}): ${(err as Error).message}`,
+      { cause: err },
     );
   }
 });

@@ -1,5 +1,6 @@
 import { Subjects } from "@mq9/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CHINESE_AGENTS, GERMAN_AGENTS, MULTILINGUAL_QUERIES } from "./fixtures/multilingual-set.js";
 import { AGENTS, QUERIES } from "./fixtures/relevance-set.js";
 import { startTestBroker, type TestBroker } from "./harness.js";
 
@@ -50,7 +51,7 @@ describe("discovery relevance on the labelled set (150 agent cards, 100 paraphra
       expect(reply.error).toBe("");
     }
     await t.broker.registry!.indexed();
-  });
+  }, 300_000);
   afterAll(async () => {
     const rows = Object.entries(results).map(
       ([mode, s]) => `  ${mode.padEnd(10)} recall@5 ${s.recallAt5.toFixed(2)}   MRR ${s.mrr.toFixed(3)}`,
@@ -61,17 +62,63 @@ describe("discovery relevance on the labelled set (150 agent cards, 100 paraphra
 
   it("full-text (BM25) alone", async () => {
     results.text = await rank((query) => ({ text: query }));
-  });
+  }, 180_000);
 
   it("semantic (default embedder) beats full-text alone", async () => {
     results.semantic = await rank((query) => ({ semantic: query }));
     expect(results.semantic.mrr).toBeGreaterThan(results.text.mrr);
     expect(results.semantic.recallAt5).toBeGreaterThan(results.text.recallAt5);
-  });
+  }, 180_000);
 
   it("hybrid (semantic + text fused) never ranks worse than semantic alone", async () => {
     results.hybrid = await rank((query) => ({ semantic: query, text: query }));
     expect(results.hybrid.mrr).toBeGreaterThanOrEqual(results.semantic.mrr);
     expect(results.hybrid.recallAt5).toBeGreaterThanOrEqual(results.semantic.recallAt5);
-  });
+  }, 180_000);
+});
+
+describe("discovery relevance in Chinese and German with the default install", () => {
+  let t: TestBroker;
+  const byMode: Record<string, (query: string) => Record<string, unknown>> = {
+    text: (query) => ({ text: query }),
+    semantic: (query) => ({ semantic: query }),
+    hybrid: (query) => ({ semantic: query, text: query }),
+  };
+
+  beforeAll(async () => {
+    t = await startTestBroker();
+    for (const card of [...AGENTS, ...CHINESE_AGENTS, ...GERMAN_AGENTS]) {
+      const reply = await t.request(Subjects.agentRegister, {
+        ...card,
+        mailbox: `agent.${card.name.replace(/[^a-z0-9]+/g, ".")}`,
+      });
+      expect(reply.error).toBe("");
+    }
+    await t.broker.registry!.indexed();
+  }, 300_000);
+  afterAll(() => t.close());
+
+  for (const [mode, body] of Object.entries(byMode)) {
+    it(`${mode}: a Chinese or German request finds its card (recall@5 ≥ 0.9, recall@1 ≥ 0.75)`, async () => {
+      let top1 = 0;
+      let top5 = 0;
+      for (const { query, expect: want } of MULTILINGUAL_QUERIES) {
+        const reply = (await t.request(Subjects.agentDiscover, { ...body(query), limit: 5 })) as {
+          agents: { name: string }[];
+          warning?: string;
+        };
+        const rank = reply.agents.findIndex((a) => a.name === want);
+        if (rank === 0) top1++;
+        if (rank >= 0) top5++;
+        // The default embedder reads English: the reply says these went by full text.
+        if (mode !== "text") expect(reply.warning).toMatch(/outside what the embedder understands/);
+      }
+      const n = MULTILINGUAL_QUERIES.length;
+      console.log(
+        `${mode} (${n} Chinese and German queries): recall@1 ${(top1 / n).toFixed(2)}, recall@5 ${(top5 / n).toFixed(2)}`,
+      );
+      expect(top5 / n).toBeGreaterThanOrEqual(0.9);
+      expect(top1 / n).toBeGreaterThanOrEqual(0.75);
+    }, 180_000);
+  }
 });

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { SqliteRegistryStore } from "../src/index.js";
+import { REGISTRY_SCHEMA_VERSION } from "../src/registry/registry-schema.js";
 import { tempDir } from "./harness.js";
 
 /** registry.db as the first release wrote it: skill texts in FTS5, agents WITHOUT ROWID. */
@@ -84,7 +85,7 @@ describe("registry.db layout", () => {
     await store.close();
 
     const file = new Database(join(dir, "registry.db"), { readonly: true });
-    expect(file.pragma("user_version", { simple: true })).toBe(1);
+    expect(file.pragma("user_version", { simple: true })).toBe(REGISTRY_SCHEMA_VERSION);
     const tables = file.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as {
       name: string;
     }[];
@@ -98,5 +99,40 @@ describe("registry.db layout", () => {
     db.pragma("user_version = 99");
     db.close();
     expect(() => new SqliteRegistryStore({ dataDir: dir })).toThrow(/newer than this mq9 understands/);
+  });
+
+  it("upgrades a version 1 file to 2: registrations stay and gain an owner", async () => {
+    const dir = tempDir();
+    let store = new SqliteRegistryStore({ dataDir: dir });
+    const row = {
+      mailbox: "agent.one",
+      name: "one",
+      bodyJson: '{"mailbox":"agent.one","name":"one"}',
+      agentInfo: "one",
+      hasOwnName: true,
+      tags: [],
+      ttlS: 0,
+      registeredMs: 1,
+      lastSeenMs: 1,
+    };
+    await store.put(row, []);
+    await store.close();
+    const raw = new Database(join(dir, "registry.db"));
+    raw.exec("ALTER TABLE agents DROP COLUMN owner");
+    raw.pragma("user_version = 1");
+    raw.close();
+    store = new SqliteRegistryStore({ dataDir: dir });
+    try {
+      const [kept] = await store.get(["agent.one"], 2);
+      expect(kept).toMatchObject({ mailbox: "agent.one", name: "one", owner: undefined });
+      await store.put({ ...row, mailbox: "agent.two", name: "two", owner: "alice" }, []);
+      expect(await store.select({ name: "two", owner: "alice" }, 2)).toHaveLength(1);
+      expect(await store.select({ name: "two", owner: "bob" }, 2)).toHaveLength(0);
+    } finally {
+      await store.close();
+    }
+    const reopened = new SqliteRegistryStore({ dataDir: dir });
+    expect((await reopened.get(["agent.two"], 2))[0]?.owner).toBe("alice");
+    await reopened.close();
   });
 });

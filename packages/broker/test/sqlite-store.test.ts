@@ -42,7 +42,7 @@ describe("sqlite store files", () => {
     raw.pragma("user_version = 1");
     raw.close();
     expect(() => new SqliteStore({ dataDir: dir })).toThrow(
-      /written by another mq9 version \(format 1, this one reads 3\)/,
+      /written by another mq9 version \(format 1, this one reads 4\)/,
     );
   });
 });
@@ -142,5 +142,38 @@ describe("sqlite store: a write that fails changes nothing", () => {
     } finally {
       await store.close();
     }
+  });
+
+  it("upgrades a version 3 store to 4: mailboxes keep their messages and gain an owner column", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mq9-store-"));
+    let store = new SqliteStore({ dataDir: dir });
+    await store.createMailbox({ address: "old.box", ttlSeconds: 0, desc: "", createdMs: 1 }, 1);
+    const [sent] = await store.append(
+      [{ mailbox: "old.box", priority: "normal", payload: Buffer.from("kept"), sentMs: 2 }],
+      2,
+    );
+    await store.close();
+    const raw = new Database(join(dir, "mq9.db"));
+    raw.exec("ALTER TABLE mailboxes DROP COLUMN owner");
+    raw.pragma("user_version = 3");
+    raw.close();
+    store = new SqliteStore({ dataDir: dir });
+    try {
+      expect(await store.getMailbox("old.box", 3)).toMatchObject({ address: "old.box", owner: undefined });
+      const messages = await store.query("old.box", { limit: 10, nowMs: 3 });
+      expect(messages.map((m) => [m.id, Buffer.from(m.payload).toString()])).toEqual([
+        [(sent as { id: number }).id, "kept"],
+      ]);
+      await store.createMailbox(
+        { address: "new.box", ttlSeconds: 0, desc: "", createdMs: 3, owner: "alice" },
+        3,
+      );
+      expect((await store.getMailbox("new.box", 4))?.owner).toBe("alice");
+    } finally {
+      await store.close();
+    }
+    const check = new Database(join(dir, "mq9.db"), { readonly: true });
+    expect(check.pragma("user_version", { simple: true })).toBe(4);
+    check.close();
   });
 });

@@ -1,7 +1,14 @@
 import { readFileSync } from "node:fs";
 import type { AgentEntry, AgentRegistration } from "@mq9/client";
-import { agentInfoOf } from "@mq9/client";
-import type { Command } from "commander";
+import { agentInfoOf, Mq9Error } from "@mq9/client";
+import {
+  type AgentManifest,
+  ManifestError,
+  type ResolvedManifest,
+  registrationBody,
+  resolveManifest,
+} from "@mq9/orchestrator";
+import { type Command, InvalidArgumentError } from "commander";
 import {
   type ConnectionFlags,
   clientCommand,
@@ -20,6 +27,7 @@ interface SelectorFlags extends ConnectionFlags {
 interface RegisterFlags extends SelectorFlags {
   payload?: string;
   ttl?: number;
+  manifest?: string;
 }
 
 interface ReportFlags extends SelectorFlags {
@@ -28,6 +36,7 @@ interface ReportFlags extends SelectorFlags {
 
 interface DiscoverFlags extends ConnectionFlags {
   semantic?: string;
+  minScore?: number;
   limit?: number;
   page?: number;
 }
@@ -53,6 +62,15 @@ async function readJsonObject(source: string): Promise<Record<string, unknown>> 
   return value as Record<string, unknown>;
 }
 
+/** A --min-score value: a number from 0 to 1. */
+function score(value: string): number {
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n) || n < 0 || n > 1) {
+    throw new InvalidArgumentError(`--min-score must be a number from 0 to 1, got '${value}'`);
+  }
+  return n;
+}
+
 function selector(flags: SelectorFlags): { name?: string; mailbox?: string } {
   if (flags.name === undefined && flags.mailbox === undefined) {
     throw new UsageError("name the agent with --mailbox and/or --name");
@@ -72,7 +90,29 @@ function description(agent: AgentEntry): string {
   return agentInfoOf(agent) || "-";
 }
 
-/** `mq9 agent register|unregister|report|discover`. */
+/**
+ * The registration of an orchestrator manifest: what the Agent SDK registers, so the router
+ * can send the agent work. Without heartbeats it stays alive until its --ttl (0 = always).
+ */
+async function manifestRegistration(
+  flags: RegisterFlags,
+): Promise<{ name: string; mailbox: string; body: AgentRegistration }> {
+  const raw = await readJsonObject(flags.manifest!);
+  if (flags.name !== undefined) raw.name = flags.name;
+  if (flags.mailbox !== undefined) raw.mailbox = flags.mailbox;
+  let manifest: ResolvedManifest;
+  try {
+    manifest = resolveManifest(raw as unknown as AgentManifest);
+  } catch (err) {
+    if (err instanceof ManifestError) throw new UsageError(`${flags.manifest}: ${err.message}`);
+    throw err;
+  }
+  const body = registrationBody(manifest, 0, flags.ttl ?? 0) as AgentRegistration;
+  if (flags.payload !== undefined) body.payload = flags.payload;
+  return { name: manifest.name, mailbox: manifest.mailbox, body };
+}
+
+/** `mq9 agent register|unregister|report|get|discover`. */
 export function registerAgent(program: Command): void {
   const agent = program
     .command("agent")
@@ -86,6 +126,10 @@ export function registerAgent(program: Command): void {
     .option("--mailbox <mail_address>", "where the agent reads its mail")
     .option("--payload <text>", "what the agent does, in prose")
     .option(
+      "--manifest <file>",
+      "an orchestrator manifest {name, capabilities, endpoint, max_concurrency, weight, tags}: the router can use the agent",
+    )
+    .option(
       "--ttl <seconds>",
       "drop the agent after this long without register/report; 0 = never",
       integer("--ttl"),
@@ -95,10 +139,22 @@ export function registerAgent(program: Command): void {
       `
 Examples:
   mq9 agent register --name translator --mailbox agents.translator --payload "Translates EN, ZH, JA"
-  mq9 agent register card.json --mailbox agents.translator --ttl 120`,
+  mq9 agent register card.json --mailbox agents.translator --ttl 120
+  mq9 agent register --manifest intent_agent.json`,
     )
     .action((card: string | undefined, flags: RegisterFlags) =>
       withClient(flags, async (client) => {
+        if (flags.manifest !== undefined) {
+          if (card !== undefined) throw new UsageError("give a card file or --manifest, not both");
+          const manifest = await manifestRegistration(flags);
+          await client.createMailbox({ name: manifest.mailbox }).catch((err: unknown) => {
+            if (!(err instanceof Mq9Error) || err.code !== "MAILBOX_EXISTS") throw err;
+          });
+          await client.register(manifest.body);
+          if (flags.json) printJson({ registered: true, name: manifest.name, mailbox: manifest.mailbox });
+          else process.stdout.write(`registered ${manifest.name} (mailbox ${manifest.mailbox})\n`);
+          return;
+        }
         const body: AgentRegistration = card === undefined ? {} : await readJsonObject(card);
         if (flags.name !== undefined) body.name = flags.name;
         if (flags.mailbox !== undefined) body.mailbox = flags.mailbox;
@@ -145,12 +201,35 @@ Examples:
       }),
     );
 
+  clientCommand(agent.command("get"))
+    .description("show the registration of one mailbox, or those of one name, with its last status")
+    .option("--mailbox <address>", "the agent's mailbox")
+    .option("--name <name>", "the agent's registered name")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  mq9 agent get --mailbox agent.translator.inbox
+  mq9 agent get --name translator`,
+    )
+    .action((flags: SelectorFlags) =>
+      withClient(flags, async (client) => {
+        const agents = await client.lookupAgents(selector(flags));
+        if (agents.length === 0) {
+          const what = flags.mailbox !== undefined ? `mailbox ${flags.mailbox}` : `name ${flags.name}`;
+          throw new Error(`no agent is registered with ${what}`);
+        }
+        for (const a of agents) printJson(a);
+      }),
+    );
+
   clientCommand(agent.command("discover"))
     .description("find agents: all of them, by full text, or by a natural-language --semantic query")
     .argument("[text]", "full-text query; omitted: list agents")
     .option("--semantic <query>", "natural-language query (wins over text)")
     .option("-n, --limit <n>", "agents per page (default 20)", integer("--limit", 1))
     .option("--page <n>", "page, from 1", integer("--page", 1))
+    .option("--min-score <score>", "with --semantic: only agents scoring at least this (0..1)", score)
     .addHelpText(
       "after",
       `
@@ -166,7 +245,11 @@ Examples:
         if (flags.semantic !== undefined) query.semantic = flags.semantic;
         if (flags.limit !== undefined) query.limit = flags.limit;
         if (flags.page !== undefined) query.page = flags.page;
-        const agents = await client.discover(query);
+        if (flags.minScore !== undefined) query.min_score = flags.minScore;
+        const reply = await client.discoverPage(query);
+        const agents = reply.agents;
+        // A fallback ranking, a trimmed page or skills not yet searchable: said on stderr, never hidden.
+        if (reply.warning) process.stderr.write(`mq9: warning: ${reply.warning}\n`);
         if (flags.json) {
           for (const a of agents) printJson(a);
         } else if (agents.length === 0) {

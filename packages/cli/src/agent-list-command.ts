@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { ExitCode, usageExit } from "./client-command.js";
-import { type ApiFlags, apiCommand, callApi, duration, withApi } from "./orchestrator-api.js";
+import { type ApiFlags, apiCommand, duration, withApi } from "./orchestrator-api.js";
 import { printJson, printTable } from "./output.js";
 
 interface AgentRow {
@@ -24,8 +24,8 @@ export function registerAgentList(program: Command): void {
   apiCommand(agent.command("list"))
     .description("agents with their capabilities, load and liveness, as the orchestrator routes to them")
     .action((flags: ApiFlags) =>
-      withApi(flags, async () => {
-        const { agents } = await callApi<{ agents: AgentRow[] }>(flags, "GET", "/api/agents");
+      withApi(flags, async (api) => {
+        const { agents } = await api.call<{ agents: AgentRow[] }>("GET", "/api/agents");
         if (flags.json) {
           for (const a of agents) printJson(a);
         } else if (agents.length === 0) {
@@ -36,7 +36,7 @@ export function registerAgentList(program: Command): void {
             ["NAME", "STATE", "LOAD", "WEIGHT", "SEEN", "CAPABILITIES"],
             agents.map((a) => [
               a.name,
-              a.alive ? "alive" : "dead",
+              a.alive ? "online" : "offline",
               a.orchestrated ? `${a.load}/${a.max_concurrency}` : "-",
               String(a.weight),
               `${duration(Math.max(0, now - a.last_seen))} ago`,

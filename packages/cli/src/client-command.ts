@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { type ConnectOptions, connect, DEFAULT_SERVER, type Mq9Client, Mq9Error } from "@mq9/client";
 import { type Command, InvalidArgumentError, Option } from "commander";
+import { exitAfterOutput } from "./exit.js";
 
 /** Exit codes scripts can rely on. */
 export const ExitCode = {
@@ -22,6 +23,7 @@ export interface ConnectionFlags {
   tlsCa?: string;
   timeout: number;
   json?: boolean;
+  verbose?: boolean;
 }
 
 /** Parses a whole number ≥ `min` for commander, so that bad input is a usage error (exit 2). */
@@ -35,8 +37,15 @@ export function integer(name: string, min = 0): (raw: string) => number {
   };
 }
 
+/** Which setting gave a value, in the words a person would type. */
+function sourceName(flag: string, env: string, source: string | undefined): string {
+  if (source === "env") return env;
+  if (source === "cli") return flag;
+  return "the default";
+}
+
 /**
- * Adds --server (env MQ9_SERVER), credentials, --timeout and --json to a command, and
+ * Adds --server (env MQ9_SERVER), credentials, --timeout, --json and --verbose to a command, and
  * makes commander's usage errors exit with code 2.
  */
 export function clientCommand(command: Command): Command {
@@ -52,6 +61,13 @@ export function clientCommand(command: Command): Command {
     .option("--tls-ca <file>", "CA (PEM) that signed the broker's TLS certificate")
     .option("--timeout <ms>", "request timeout", integer("--timeout", 1), 5_000)
     .option("--json", "machine-readable output (JSON)")
+    .option("-v, --verbose", "say which broker the command uses (on stderr)")
+    .hook("preAction", (_hooked, action) => {
+      const flags = action.opts<ConnectionFlags>();
+      if (!flags.verbose) return;
+      const from = sourceName("--server", "MQ9_SERVER", action.getOptionValueSource("server"));
+      process.stderr.write(`mq9: broker ${flags.server} (${from})\n`);
+    })
     .exitOverride(usageExit);
 }
 
@@ -101,7 +117,7 @@ export function reportError(err: unknown, json: boolean | undefined): number {
 }
 
 /**
- * Connects, runs `work`, closes, and sets the exit code from the outcome. One-shot
+ * Connects, runs `work`, closes, and exits with the code of the outcome. One-shot
  * commands do not reconnect (they fail fast); long-running ones pass `reconnect`.
  */
 export async function withClient(
@@ -110,13 +126,14 @@ export async function withClient(
   { reconnect = false } = {},
 ): Promise<void> {
   let client: Mq9Client | undefined;
+  let exitCode: number = ExitCode.ok;
   try {
     client = await connect(flags.server, connectOptions(flags, reconnect));
     await work(client);
-    process.exitCode = ExitCode.ok;
   } catch (err) {
-    process.exitCode = reportError(err, flags.json);
+    exitCode = reportError(err, flags.json);
   } finally {
     await client?.close().catch(() => {});
   }
+  await exitAfterOutput(exitCode);
 }

@@ -1,9 +1,54 @@
 import { readFileSync } from "node:fs";
+import { UserDirectory } from "@mq9/broker";
 import { Defaults } from "@mq9/protocol";
 import { z } from "zod";
+import { CLUSTER_SETTINGS, ClusterConfigSchema } from "./cluster-config.js";
 
 const port = z.number().int().min(0).max(65535);
 const positiveInt = z.number().int().positive();
+const EMPTY_PASSWORD =
+  "an empty password is refused: set a password (or a bcrypt hash of one), or use a token";
+
+/** nats-server's allow/deny lists: a bare list is an allow list. */
+const subjectRules = z.union([
+  z.array(z.string().min(1)),
+  z
+    .object({ allow: z.array(z.string().min(1)).optional(), deny: z.array(z.string().min(1)).optional() })
+    .strict(),
+]);
+const allowResponses = z.union([
+  z.boolean(),
+  z.object({ max: positiveInt.optional(), expiresMs: z.number().int().min(0).optional() }).strict(),
+]);
+const permissions = z.union([
+  z.enum(["all", "agent"]),
+  z
+    .object({
+      publish: subjectRules.optional(),
+      subscribe: subjectRules.optional(),
+      allowResponses: allowResponses.optional(),
+      /** nats-server's spelling, accepted as well. */
+      allow_responses: allowResponses.optional(),
+    })
+    .strict()
+    .transform(({ allow_responses, ...rest }) => ({
+      ...rest,
+      allowResponses: rest.allowResponses ?? allow_responses,
+    })),
+]);
+const userEntry = z
+  .object({
+    user: z.string().min(1).optional(),
+    password: z.string().min(1, EMPTY_PASSWORD).optional(),
+    token: z.string().min(1, "an empty token is refused").optional(),
+    nkey: z.string().min(1).optional(),
+    admin: z.boolean().optional(),
+    permissions: permissions.optional(),
+    /** Mail-address patterns this user may read and manage like their owner. */
+    mailboxes: z.array(z.string().min(1)).optional(),
+  })
+  .strict();
+const hostList = z.array(z.string().min(1));
 
 /** Everything `mq9 serve` can be told, with defaults; file, env (MQ9_*) and flags all feed it. */
 export const ServeConfigSchema = z
@@ -15,18 +60,32 @@ export const ServeConfigSchema = z
         maxPayload: positiveInt.default(Defaults.maxPayload),
         maxConnections: positiveInt.default(65_536),
         maxPendingBytes: positiveInt.default(64 * 1024 * 1024),
+        /** Seconds between liveness checks (nats-server's ping_interval); see docs/security.md. */
+        pingInterval: z.number().positive().default(30),
+        /** Unanswered PINGs before a client is closed as stale (nats-server's ping_max). */
+        pingMax: positiveInt.default(2),
       })
       .strict()
       .prefault({}),
     http: z
-      .object({ host: z.string().min(1).optional(), port: port.default(Defaults.httpPort) })
+      .object({
+        host: z.string().min(1).optional(),
+        port: port.default(Defaults.httpPort),
+        /** Host names requests may carry in Host (DNS-rebinding protection); "*" turns the check off. */
+        allowedHosts: hostList.optional(),
+        /** Host names a browser's Origin may carry; defaults to allowedHosts. */
+        allowedOrigins: hostList.optional(),
+      })
       .strict()
       .prefault({}),
     auth: z
       .object({
-        token: z.string().min(1).optional(),
+        token: z.string().min(1, "an empty token is refused").optional(),
         user: z.string().min(1).optional(),
-        password: z.string().optional(),
+        password: z.string().min(1, EMPTY_PASSWORD).optional(),
+        /** Several users with permissions: isolates clients from each other (docs/security.md). */
+        users: z.array(userEntry).optional(),
+        defaultPermissions: permissions.optional(),
       })
       .strict()
       .prefault({}),
@@ -83,10 +142,32 @@ export const ServeConfigSchema = z
         templates: z.string().min(1).default("./mq9-templates"),
         /** Prefix of the orchestrator's mailboxes. */
         namespace: z.string().min(1).default("orch"),
-        /** Least semantic similarity for intent routing, when the registry reports scores. */
-        intentThreshold: z.number().min(0).max(1).default(0.35),
+        /** Least calibrated DISCOVER score for intent routing, when the registry reports scores. */
+        intentThreshold: z.number().min(0).max(1).default(Defaults.intentMinScore),
         /** Messages one trace may route before the rest are dead-lettered. */
         traceBudget: positiveInt.default(1_000),
+        /** How often (ms) the orchestrated agents are read from the registry. */
+        directoryRefreshMs: positiveInt.default(1_000),
+        /** Seconds finished tasks are kept. */
+        retentionSeconds: positiveInt.default(7 * 86_400),
+        /** Seconds messages stay in agents' mailboxes (traces are read from them). */
+        messageTtlSeconds: positiveInt.default(7 * 86_400),
+        /** Seconds a trace's shared memory lives. */
+        memoryTtlSeconds: positiveInt.default(86_400),
+        /** Tasks run at once; later ones are queued (pending). */
+        maxTasksInFlight: positiveInt.default(10_000),
+        /** Tasks that may wait in the queue; beyond it POST /api/tasks answers 429 with Retry-After. */
+        queueCapacity: z.number().int().min(0).default(10_000),
+        /** Work in progress one agent may have; beyond it steps wait in the orchestrator. 0 = no limit. */
+        agentConcurrency: z.number().int().min(0).default(0),
+        /** Messages per FETCH of the router mailbox and the orchestrator's inbox. */
+        pollBatch: positiveInt.default(256),
+        /** Longest wait (ms) of one FETCH of an empty mailbox. */
+        pollTimeoutMs: positiveInt.default(2_000),
+        /** Messages of the router mailbox handled at once. */
+        routerConcurrency: positiveInt.default(256),
+        /** Share (0..1) of routed messages with a log line (debug); tasks and steps always get one. */
+        logSampleRate: z.number().min(0).max(1).default(0.01),
         webhooks: z
           .array(
             z
@@ -94,7 +175,14 @@ export const ServeConfigSchema = z
                 url: z.url(),
                 events: z
                   .array(
-                    z.enum(["task_completed", "task_failed", "task_timeout", "task_canceled", "agent_dead"]),
+                    z.enum([
+                      "task_completed",
+                      "task_failed",
+                      "task_timeout",
+                      "task_canceled",
+                      "agent_dead",
+                      "loop_detected",
+                    ]),
                   )
                   .optional(),
                 /** Shared secret: bodies are signed with HMAC-SHA256 in x-mq9-signature. */
@@ -108,6 +196,7 @@ export const ServeConfigSchema = z
       })
       .strict()
       .prefault({}),
+    cluster: ClusterConfigSchema,
     log: z
       .object({
         level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
@@ -138,6 +227,13 @@ export const ServeConfigSchema = z
         message: "use either a token or a user/password, not both",
       });
     }
+    if (config.auth.users !== undefined) {
+      try {
+        UserDirectory.from(config.auth);
+      } catch (err) {
+        ctx.addIssue({ code: "custom", path: ["auth", "users"], message: (err as Error).message });
+      }
+    }
   });
 
 export type ServeConfig = z.infer<typeof ServeConfigSchema>;
@@ -147,7 +243,8 @@ interface Setting {
   path: [string, string];
   flag: string;
   env: string;
-  kind: "string" | "number";
+  /** list: comma-separated on the command line and in the environment. */
+  kind: "string" | "number" | "list" | "switch";
   help: string;
 }
 
@@ -173,6 +270,34 @@ export const SETTINGS: Setting[] = [
     env: "MQ9_MAX_CONNECTIONS",
     kind: "number",
     help: "most clients at once",
+  },
+  {
+    path: ["server", "pingInterval"],
+    flag: "ping-interval",
+    env: "MQ9_PING_INTERVAL",
+    kind: "number",
+    help: "seconds between liveness PINGs to idle clients (default 30)",
+  },
+  {
+    path: ["server", "pingMax"],
+    flag: "ping-max",
+    env: "MQ9_PING_MAX",
+    kind: "number",
+    help: "unanswered PINGs before a client is closed as stale (default 2)",
+  },
+  {
+    path: ["http", "allowedHosts"],
+    flag: "http-allowed-hosts",
+    env: "MQ9_HTTP_ALLOWED_HOSTS",
+    kind: "list",
+    help: "host names the HTTP routes answer to (comma-separated; * = any); default: loopback names on a loopback bind",
+  },
+  {
+    path: ["http", "allowedOrigins"],
+    flag: "http-allowed-origins",
+    env: "MQ9_HTTP_ALLOWED_ORIGINS",
+    kind: "list",
+    help: "host names a browser Origin may name (comma-separated; * = any); default: the allowed hosts",
   },
   {
     path: ["http", "host"],
@@ -296,6 +421,104 @@ export const SETTINGS: Setting[] = [
     help: "folder of the orchestrator's YAML task templates",
   },
   {
+    path: ["orchestrator", "namespace"],
+    flag: "orchestrator-namespace",
+    env: "MQ9_ORCHESTRATOR_NAMESPACE",
+    kind: "string",
+    help: "prefix of the orchestrator's mailboxes (default orch)",
+  },
+  {
+    path: ["orchestrator", "intentThreshold"],
+    flag: "intent-threshold",
+    env: "MQ9_INTENT_THRESHOLD",
+    kind: "number",
+    help: "least similarity (0..1) of an intent match (default 0.35)",
+  },
+  {
+    path: ["orchestrator", "traceBudget"],
+    flag: "trace-budget",
+    env: "MQ9_TRACE_BUDGET",
+    kind: "number",
+    help: "messages one trace may route (default 1000)",
+  },
+  {
+    path: ["orchestrator", "directoryRefreshMs"],
+    flag: "directory-refresh-ms",
+    env: "MQ9_DIRECTORY_REFRESH_MS",
+    kind: "number",
+    help: "how often the orchestrated agents are re-read (default 1000)",
+  },
+  {
+    path: ["orchestrator", "retentionSeconds"],
+    flag: "task-retention",
+    env: "MQ9_TASK_RETENTION",
+    kind: "number",
+    help: "seconds finished tasks are kept (default 7 days)",
+  },
+  {
+    path: ["orchestrator", "messageTtlSeconds"],
+    flag: "message-ttl",
+    env: "MQ9_MESSAGE_TTL",
+    kind: "number",
+    help: "seconds orchestrated messages are kept (default 7 days)",
+  },
+  {
+    path: ["orchestrator", "memoryTtlSeconds"],
+    flag: "memory-ttl",
+    env: "MQ9_MEMORY_TTL",
+    kind: "number",
+    help: "seconds a trace's memory lives (default 1 day)",
+  },
+  {
+    path: ["orchestrator", "maxTasksInFlight"],
+    flag: "max-tasks-in-flight",
+    env: "MQ9_MAX_TASKS_IN_FLIGHT",
+    kind: "number",
+    help: "tasks run at once; the rest are queued (default 10000)",
+  },
+  {
+    path: ["orchestrator", "queueCapacity"],
+    flag: "queue-capacity",
+    env: "MQ9_QUEUE_CAPACITY",
+    kind: "number",
+    help: "tasks that may be queued; beyond it 429 (default 10000)",
+  },
+  {
+    path: ["orchestrator", "agentConcurrency"],
+    flag: "agent-concurrency",
+    env: "MQ9_AGENT_CONCURRENCY",
+    kind: "number",
+    help: "work in progress per agent before steps wait; 0 = no limit (default)",
+  },
+  {
+    path: ["orchestrator", "pollBatch"],
+    flag: "poll-batch",
+    env: "MQ9_POLL_BATCH",
+    kind: "number",
+    help: "messages per FETCH of the router mailbox and inbox (default 256)",
+  },
+  {
+    path: ["orchestrator", "pollTimeoutMs"],
+    flag: "poll-timeout-ms",
+    env: "MQ9_POLL_TIMEOUT_MS",
+    kind: "number",
+    help: "longest wait of a FETCH of an empty mailbox (default 2000)",
+  },
+  {
+    path: ["orchestrator", "routerConcurrency"],
+    flag: "router-concurrency",
+    env: "MQ9_ROUTER_CONCURRENCY",
+    kind: "number",
+    help: "router messages handled at once (default 256)",
+  },
+  {
+    path: ["orchestrator", "logSampleRate"],
+    flag: "log-sample-rate",
+    env: "MQ9_LOG_SAMPLE_RATE",
+    kind: "number",
+    help: "share (0..1) of routed messages logged at debug (default 0.01)",
+  },
+  {
     path: ["log", "level"],
     flag: "log-level",
     env: "MQ9_LOG_LEVEL",
@@ -309,6 +532,7 @@ export const SETTINGS: Setting[] = [
     kind: "string",
     help: "pretty (readable) or json (structured)",
   },
+  ...CLUSTER_SETTINGS,
 ];
 
 export class ConfigError extends Error {
@@ -323,7 +547,13 @@ function setIn(tree: Tree, [section, key]: [string, string], value: unknown): vo
 }
 
 function convert(setting: Setting, raw: string, source: string): unknown {
-  if (setting.kind === "string") return raw;
+  if (setting.kind === "string" || setting.kind === "switch") return raw;
+  if (setting.kind === "list") {
+    return raw
+      .split(",")
+      .map((item) => item.trim())
+      .filter((item) => item !== "");
+  }
   const value = Number(raw);
   if (raw.trim() === "" || !Number.isFinite(value)) {
     throw new ConfigError(`${source} must be a number, got '${raw}'`);

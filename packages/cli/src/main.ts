@@ -7,11 +7,12 @@ import { registerMcp } from "./mcp-command.js";
 import { registerModels } from "./models-command.js";
 import { registerOrchestratorCommands } from "./orchestrator-commands.js";
 import { registerServe } from "./serve.js";
+import { cliVersion } from "./version.js";
 
 const program = new Command()
   .name("mq9")
   .description("mq9 — the asynchronous communication broker for AI agents")
-  .version("0.1.0")
+  .version(cliVersion(), "-V, --version", "print the version of mq9")
   .showHelpAfterError();
 
 registerServe(program);

@@ -1,18 +1,20 @@
-import { Defaults } from "@mq9/protocol";
+import { DEFAULT_SERVER } from "@mq9/client";
 import { type Command, Option } from "commander";
 import { ExitCode, UsageError, usageExit } from "./client-command.js";
+import { exitAfterOutput } from "./exit.js";
+import { type HttpAddress, type HttpAddressFlags, resolveHttpAddress } from "./http-address.js";
+import { ServerInfoError } from "./server-info.js";
 
-/** Where the orchestrator's HTTP API is when nothing says otherwise: `mq9 serve`'s HTTP server. */
-export const DEFAULT_API = `http://127.0.0.1:${Defaults.httpPort}`;
-
-/** The options every orchestrator command takes. */
-export interface ApiFlags {
-  api: string;
+/** The options every command of the broker's HTTP API takes. */
+export interface ApiFlags extends HttpAddressFlags {
   json?: boolean;
-  token?: string;
-  user?: string;
-  password?: string;
+  verbose?: boolean;
+  /** Where --server, --http and --api came from; set before the action runs. */
+  sources?: { server?: string; http?: string; api?: string };
 }
+
+/** How long one HTTP request may take before the command gives up on it. */
+const REQUEST_TIMEOUT_MS = 10_000;
 
 /** An error answer of the API: its HTTP status and its stable code. */
 export class ApiError extends Error {
@@ -25,99 +27,145 @@ export class ApiError extends Error {
   }
 }
 
-/** Adds --api (env MQ9_API) and --json, and makes usage errors exit with code 2. */
+/**
+ * Adds --server (env MQ9_SERVER), --http (env MQ9_HTTP), credentials, --json and --verbose, and
+ * makes usage errors exit with code 2.
+ */
 export function apiCommand(command: Command): Command {
   return command
     .addOption(
-      new Option("--api <url>", "the orchestrator's HTTP API (mq9 serve's HTTP server)")
-        .env("MQ9_API")
-        .default(DEFAULT_API),
+      new Option("-s, --server <url>", "the broker; its HTTP port is asked of it (mq9 serve's --http-port)")
+        .env("MQ9_SERVER")
+        .default(DEFAULT_SERVER),
     )
+    .addOption(
+      new Option(
+        "--http <url>",
+        "the broker's HTTP server, when --server cannot tell (e.g. behind a proxy)",
+      ).env("MQ9_HTTP"),
+    )
+    .addOption(new Option("--api <url>", "older name of --http").env("MQ9_API").hideHelp())
     .option("--json", "machine-readable output (JSON)")
+    .option("-v, --verbose", "say which broker and HTTP address the command uses (on stderr)")
     .addOption(new Option("--token <token>", "the broker's token, when it has one").env("MQ9_TOKEN"))
     .addOption(new Option("--user <user>", "the broker's user, when it has one").env("MQ9_USER"))
     .addOption(new Option("--password <password>", "password for --user").env("MQ9_PASSWORD"))
+    .hook("preAction", (_hooked, action) => {
+      action.setOptionValue("sources", {
+        server: action.getOptionValueSource("server"),
+        http: action.getOptionValueSource("http"),
+        api: action.getOptionValueSource("api"),
+      });
+    })
     .exitOverride(usageExit);
 }
 
-/** The Authorization header for a broker with credentials (it guards its HTTP routes with them). */
-function authorization(flags: ApiFlags): Record<string, string> {
-  if (flags.token) return { authorization: `Bearer ${flags.token}` };
-  if (flags.user) {
-    const basic = Buffer.from(`${flags.user}:${flags.password ?? ""}`).toString("base64");
-    return { authorization: `Basic ${basic}` };
-  }
-  return {};
+/** The code of a failed fetch (ECONNREFUSED, HPE_…): undici puts it on the cause, or its first error. */
+function failureCode(err: unknown): string {
+  type Failure = { code?: string; message?: string; cause?: Failure; errors?: Failure[] };
+  const cause = (err as Failure).cause;
+  return cause?.code ?? cause?.errors?.[0]?.code ?? cause?.message ?? (err as Error).message;
 }
 
-/** One JSON request to the API; resolves with the body of a 2xx answer, throws ApiError otherwise. */
-export async function callApi<T = Record<string, unknown>>(
-  flags: ApiFlags,
-  method: "GET" | "POST",
-  path: string,
-  body?: unknown,
-): Promise<T> {
-  let url: URL;
-  try {
-    url = new URL(path, flags.api);
-  } catch {
-    throw new UsageError(`--api '${flags.api}' is not a URL like http://127.0.0.1:8332`);
-  }
-  let response: Response;
-  try {
-    response = await fetch(url, {
-      method,
-      headers: {
-        ...authorization(flags),
-        ...(body === undefined ? {} : { "content-type": "application/json" }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-  } catch (err) {
-    const reason = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
-    throw new ApiError(
-      `cannot reach the orchestrator API at ${flags.api} (${reason}); is 'mq9 serve' running? (--api, MQ9_API)`,
-      0,
-      "NOT_CONNECTED",
-    );
-  }
-  const text = await response.text();
-  let parsed: unknown;
-  try {
-    parsed = text === "" ? {} : JSON.parse(text);
-  } catch {
-    throw new ApiError(
-      `${url} answered ${response.status} with something that is not JSON`,
-      response.status,
-      "INTERNAL",
-    );
-  }
-  if (!response.ok) {
-    const { error, code, message } = parsed as { error?: string; code?: string; message?: string };
-    throw new ApiError(error ?? message ?? `HTTP ${response.status}`, response.status, code ?? "ERROR");
-  }
-  return parsed as T;
-}
+/** The broker's HTTP API at one address. */
+export class HttpApi {
+  constructor(
+    readonly address: HttpAddress,
+    private readonly flags: ApiFlags,
+  ) {}
 
-/** Runs a command's work and sets the exit code: 0, 1 (the API refused), 2 (usage) or 3 (unreachable). */
-export async function withApi(flags: ApiFlags, work: () => Promise<number | undefined>): Promise<void> {
-  try {
-    process.exitCode = (await work()) ?? ExitCode.ok;
-  } catch (err) {
-    let code: number = ExitCode.brokerError;
-    let kind = "ERROR";
-    if (err instanceof UsageError) {
-      code = ExitCode.usage;
-      kind = "USAGE";
-    } else if (err instanceof ApiError) {
-      kind = err.code;
-      if (err.code === "NOT_CONNECTED" || err.code === "NOT_READY") code = ExitCode.connection;
+  /** The Authorization header for a broker with credentials (it guards its HTTP routes with them). */
+  private authorization(): Record<string, string> {
+    const { token, user, password } =
+      this.flags.token !== undefined || this.flags.user !== undefined
+        ? this.flags
+        : (this.address.credentials ?? {});
+    if (token) return { authorization: `Bearer ${token}` };
+    if (user)
+      return { authorization: `Basic ${Buffer.from(`${user}:${password ?? ""}`).toString("base64")}` };
+    return {};
+  }
+
+  /** One JSON request; resolves with the body of a 2xx answer, throws ApiError otherwise. */
+  async call<T = Record<string, unknown>>(method: "GET" | "POST", path: string, body?: unknown): Promise<T> {
+    const url = new URL(path, `${this.address.url}/`);
+    let response: Response;
+    let text: string;
+    try {
+      response = await fetch(url, {
+        method,
+        headers: {
+          ...this.authorization(),
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      });
+      text = await response.text();
+    } catch (err) {
+      const timedOut = (err as Error).name === "TimeoutError";
+      const cause = failureCode(err);
+      const reason = timedOut
+        ? `no answer within ${REQUEST_TIMEOUT_MS} ms`
+        : cause.startsWith("HPE_")
+          ? "what answers there does not speak HTTP"
+          : cause;
+      throw new ApiError(
+        `cannot reach the broker's HTTP API at ${this.address.url} (${reason}); is 'mq9 serve' running there? (--server, --http)`,
+        0,
+        timedOut ? "TIMEOUT" : "NOT_CONNECTED",
+      );
     }
+    let parsed: unknown;
+    try {
+      parsed = text === "" ? {} : JSON.parse(text);
+    } catch {
+      throw new ApiError(
+        `${url} answered ${response.status} with something that is not JSON`,
+        response.status,
+        "INTERNAL",
+      );
+    }
+    if (!response.ok) {
+      const { error, code, message } = parsed as { error?: string; code?: string; message?: string };
+      throw new ApiError(error ?? message ?? `HTTP ${response.status}`, response.status, code ?? "ERROR");
+    }
+    return parsed as T;
+  }
+}
+
+/** The exit code and the error code printed with --json for an error of an HTTP API command. */
+function classify(err: unknown): { code: number; kind: string } {
+  if (err instanceof UsageError) return { code: ExitCode.usage, kind: "USAGE" };
+  if (err instanceof ServerInfoError) return { code: ExitCode.connection, kind: err.code };
+  if (err instanceof ApiError) {
+    const unreachable = ["NOT_CONNECTED", "NOT_READY", "TIMEOUT"].includes(err.code);
+    return { code: unreachable ? ExitCode.connection : ExitCode.brokerError, kind: err.code };
+  }
+  return { code: ExitCode.brokerError, kind: "ERROR" };
+}
+
+/**
+ * Finds the broker's HTTP API, runs a command's work with it, and exits: 0, 1 (the API refused),
+ * 2 (usage) or 3 (unreachable).
+ */
+export async function withApi(
+  flags: ApiFlags,
+  work: (api: HttpApi) => Promise<number | undefined>,
+): Promise<void> {
+  let exitCode: number;
+  try {
+    const address = await resolveHttpAddress(flags, flags.sources ?? {});
+    if (flags.verbose) process.stderr.write(`mq9: HTTP API ${address.url} (${address.how})\n`);
+    exitCode = (await work(new HttpApi(address, flags))) ?? ExitCode.ok;
+  } catch (err) {
+    const { code, kind } = classify(err);
     const message = (err as Error).message;
     if (flags.json) process.stderr.write(`${JSON.stringify({ error: message, code: kind })}\n`);
     else process.stderr.write(`mq9: ${message}\n`);
-    process.exitCode = code;
+    exitCode = code;
   }
+  await exitAfterOutput(exitCode);
 }
 
 /** Unix ms as a local clock time with milliseconds, for timelines. */

@@ -1,7 +1,6 @@
 // Entry of the worker thread on which `mq9 serve` runs its orchestrator (see serve-orchestrator.ts).
 // The orchestrator is a client of the broker like any other; on its own thread its routing no longer
 // competes with the broker's event loop for one core.
-import { existsSync } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
 import { type ConnectOptions, connect, Mq9Error } from "@mq9/client";
 import { Orchestrator, OrchestratorError, type WebhookConfig } from "@mq9/orchestrator";
@@ -12,10 +11,27 @@ export interface OrchestratorWorkerData {
   connect: ConnectOptions;
   /** Absolute path of the templates folder. */
   templates: string;
+  /** Every other setting of `orchestrator` in the serve config (see config.ts), passed as they are. */
+  settings: OrchestratorSettings;
+  webhooks: WebhookConfig[];
+}
+
+/** The orchestrator's settings of `mq9 serve` (config file, MQ9_* env, flags). */
+export interface OrchestratorSettings {
   namespace: string;
   intentThreshold: number;
   traceBudget: number;
-  webhooks: WebhookConfig[];
+  directoryRefreshMs: number;
+  retentionSeconds: number;
+  messageTtlSeconds: number;
+  memoryTtlSeconds: number;
+  maxTasksInFlight: number;
+  queueCapacity: number;
+  agentConcurrency: number;
+  pollBatch: number;
+  pollTimeoutMs: number;
+  routerConcurrency: number;
+  logSampleRate: number;
 }
 
 /** Messages between the serve process and the worker. */
@@ -24,6 +40,7 @@ export type FromWorker =
   | { type: "ready"; taskTypes: string[] }
   | { type: "failed"; error: SerializedError }
   | { type: "warn"; message: string }
+  | { type: "log"; level: "debug" | "info" | "warn"; message: string; fields: Record<string, unknown> }
   | { type: "result"; id: number; value: unknown }
   | { type: "error"; id: number; error: SerializedError }
   | { type: "closed" };
@@ -32,10 +49,12 @@ export interface SerializedError {
   name: string;
   code?: string;
   message: string;
+  retryAfterSeconds?: number;
 }
 
 /** The calls the HTTP API may forward; anything else is refused. */
 export const FORWARDED_CALLS = [
+  "templateProblems",
   "submit",
   "wait",
   "task",
@@ -45,12 +64,15 @@ export const FORWARDED_CALLS = [
   "agents",
   "deadLetterList",
   "templateList",
+  "refreshAgents",
+  "metrics",
 ] as const;
 
 export function serializeError(err: unknown): SerializedError {
-  if (err instanceof OrchestratorError || err instanceof Mq9Error) {
-    return { name: err.name, code: err.code, message: err.message };
+  if (err instanceof OrchestratorError) {
+    return { name: err.name, code: err.code, message: err.message, retryAfterSeconds: err.retryAfterSeconds };
   }
+  if (err instanceof Mq9Error) return { name: err.name, code: err.code, message: err.message };
   return { name: "Error", message: err instanceof Error ? err.message : String(err) };
 }
 
@@ -68,13 +90,12 @@ async function main(): Promise<void> {
   try {
     orchestrator = await Orchestrator.start({
       client,
-      // Without the folder there is nothing to watch; creating it takes a restart.
-      templates: existsSync(data.templates) ? data.templates : { get: () => undefined, names: () => [] },
-      namespace: data.namespace,
-      intentThreshold: data.intentThreshold,
-      traceBudget: data.traceBudget,
+      // Watched: a folder created after the start is picked up when it appears.
+      templates: data.templates,
+      ...data.settings,
       webhooks: data.webhooks,
       onError: (err) => post({ type: "warn", message: err.message }),
+      log: (level, message, fields) => post({ type: "log", level, message, fields }),
     });
   } catch (err) {
     await client.close();

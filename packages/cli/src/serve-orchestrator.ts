@@ -11,12 +11,15 @@ import {
   type RouteRegistrar,
 } from "@mq9/orchestrator";
 import type { ServeConfig } from "./config.js";
+import { exportOrchestratorMetrics, type PromRegistry } from "./orchestrator-metrics.js";
 import type { FromWorker, OrchestratorWorkerData, SerializedError, ToWorker } from "./orchestrator-worker.js";
 
 /** The worker's error again, with the class and code the API maps to HTTP statuses. */
 function revive(error: SerializedError): Error {
   if (error.name === "OrchestratorError" && error.code) {
-    return new OrchestratorError(error.code as OrchestratorErrorCode, error.message);
+    return new OrchestratorError(error.code as OrchestratorErrorCode, error.message, {
+      retryAfterSeconds: error.retryAfterSeconds,
+    });
   }
   if (error.name === "Mq9Error" && error.code) return new Mq9Error(error.code as Mq9ErrorCode, error.message);
   return new Error(error.message);
@@ -49,8 +52,14 @@ export class ServeOrchestrator {
     mountOrchestratorApi(app, () => this.api);
   };
 
-  /** Starts the worker, which connects to the broker of this process and starts the orchestrator. */
-  async start(host: string, port: number): Promise<void> {
+  /**
+   * Starts the worker, which connects to the broker of this process and starts the
+   * orchestrator; its numbers join the broker's /metrics when `metrics` is given.
+   */
+  async start(host: string, port: number, metrics?: PromRegistry): Promise<void> {
+    // Started again after a close (a cluster node that regained the orchestrator's lock).
+    this.closed = undefined;
+    this.exited = false;
     const { orchestrator: settings, auth, tls } = this.config;
     const options: ConnectOptions = { name: "mq9-orchestrator" };
     if (auth.token) options.token = auth.token;
@@ -64,9 +73,22 @@ export class ServeOrchestrator {
       server: `${tls.cert ? "mq9s" : "mq9"}://${host}:${port}`,
       connect: options,
       templates: folder,
-      namespace: settings.namespace,
-      intentThreshold: settings.intentThreshold,
-      traceBudget: settings.traceBudget,
+      settings: {
+        namespace: settings.namespace,
+        intentThreshold: settings.intentThreshold,
+        traceBudget: settings.traceBudget,
+        directoryRefreshMs: settings.directoryRefreshMs,
+        retentionSeconds: settings.retentionSeconds,
+        messageTtlSeconds: settings.messageTtlSeconds,
+        memoryTtlSeconds: settings.memoryTtlSeconds,
+        maxTasksInFlight: settings.maxTasksInFlight,
+        queueCapacity: settings.queueCapacity,
+        agentConcurrency: settings.agentConcurrency,
+        pollBatch: settings.pollBatch,
+        pollTimeoutMs: settings.pollTimeoutMs,
+        routerConcurrency: settings.routerConcurrency,
+        logSampleRate: settings.logSampleRate,
+      },
       webhooks: settings.webhooks,
     };
     const worker = new Worker(new URL("./orchestrator-worker.js", import.meta.url), { workerData: data });
@@ -82,6 +104,12 @@ export class ServeOrchestrator {
             break;
           case "warn":
             this.logger.warn(`orchestrator: ${message.message}`);
+            break;
+          case "log":
+            this.logger[message.level](
+              { orchestrator: true, ...message.fields },
+              `orchestrator: ${message.message}`,
+            );
             break;
           case "result":
           case "error": {
@@ -113,11 +141,13 @@ export class ServeOrchestrator {
       throw err;
     });
     this.api = this.forwarder();
+    if (metrics)
+      exportOrchestratorMetrics(metrics, () => (this.api?.metrics ? this.api.metrics() : undefined));
     this.logger.info(
       { templates: folder, taskTypes, webhooks: settings.webhooks.length },
       existsSync(folder)
         ? `orchestrator ready: ${taskTypes.length} task type${taskTypes.length === 1 ? "" : "s"} from ${folder}`
-        : `orchestrator ready; no templates folder at ${folder} yet (create it, or set orchestrator.templates / --templates)`,
+        : `orchestrator ready; no templates folder at ${folder} yet (create it: it is picked up when it appears; or set orchestrator.templates / --templates)`,
     );
   }
 
@@ -161,6 +191,9 @@ export class ServeOrchestrator {
       agents: call("agents"),
       deadLetterList: call("deadLetterList"),
       templateList: call("templateList"),
+      refreshAgents: call("refreshAgents"),
+      metrics: call("metrics"),
+      templateProblems: call("templateProblems"),
     };
   }
 }

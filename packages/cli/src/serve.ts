@@ -1,9 +1,14 @@
-import { Broker, type Logger } from "@mq9/broker";
+import { randomBytes } from "node:crypto";
+import { Broker, type BrokerOptions, type Logger, PostgresStore, type RestApi } from "@mq9/broker";
 import type { Command } from "commander";
 import { ConfigError, loadServeConfig, SETTINGS, type ServeConfig } from "./config.js";
 import { createLogger } from "./logger.js";
+import { OrchestratorLeadership } from "./orchestrator-leadership.js";
 import { ServeAgentApps } from "./serve-agent-apps.js";
+import { appConfig, clusterBrokerOptions } from "./serve-cluster.js";
+import { ServeDashboard } from "./serve-dashboard.js";
 import { ServeOrchestrator } from "./serve-orchestrator.js";
+import { mountOrchestratorRestRoutes } from "./serve-rest-orchestrator.js";
 
 /** Turns a start failure into the one line a person needs to fix it. */
 function explainStartFailure(err: unknown, config: ServeConfig): string {
@@ -24,12 +29,37 @@ function explainStartFailure(err: unknown, config: ServeConfig): string {
   return (err as Error).message;
 }
 
+/** The user the in-process apps (MCP, A2A gateway, orchestrator) connect as when users are configured. */
+const INTERNAL_USER = "mq9-internal";
+
+/**
+ * With users configured, the apps of this process need credentials of their own: an admin user
+ * with a random token, known only inside the process, is added to the configured users and put
+ * where the apps look for the broker's token.
+ */
+function withInternalUser(config: ServeConfig): ServeConfig {
+  if (config.auth.users === undefined) return config;
+  return { ...config, auth: { ...config.auth, token: randomBytes(32).toString("base64url") } };
+}
+
+function brokerAuth(auth: ServeConfig["auth"]): BrokerOptions["auth"] {
+  if (auth.users !== undefined) {
+    return {
+      users: [...auth.users, { user: INTERNAL_USER, token: auth.token, admin: true }],
+      defaultPermissions: auth.defaultPermissions,
+    };
+  }
+  return auth.token || auth.user
+    ? { token: auth.token, user: auth.user, password: auth.password }
+    : undefined;
+}
+
 function brokerOptions(
   config: ServeConfig,
   logger: Logger,
   orchestrator: ServeOrchestrator,
   agentApps: ServeAgentApps,
-) {
+): BrokerOptions {
   const { server, http, auth, tls, storage, messaging, registry } = config;
   return {
     host: server.host,
@@ -37,9 +67,11 @@ function brokerOptions(
     maxPayload: server.maxPayload,
     maxConnections: server.maxConnections,
     maxPendingBytes: server.maxPendingBytes,
+    pingIntervalMs: Math.round(server.pingInterval * 1000),
+    maxPingsOut: server.pingMax,
     dataDir: storage.data,
     sync: storage.sync,
-    auth: auth.token || auth.user ? auth : undefined,
+    auth: brokerAuth(auth),
     tls: tls.cert && tls.key ? { certFile: tls.cert, keyFile: tls.key, caFile: tls.ca } : undefined,
     leaseMs: messaging.leaseMs,
     maxWaitMs: messaging.maxWaitMs,
@@ -48,10 +80,15 @@ function brokerOptions(
     http: {
       host: http.host,
       port: http.port,
-      routes: async (app: Parameters<ServeAgentApps["routes"]>[0]) => {
+      allowedHosts: http.allowedHosts,
+      allowedOrigins: http.allowedOrigins,
+      routes: async (app: Parameters<ServeAgentApps["routes"]>[0], api: RestApi) => {
         await agentApps.routes(app);
         if (orchestrator.enabled) await orchestrator.routes(app);
+        mountOrchestratorRestRoutes(api.router, orchestrator.enabled ? orchestrator.routes : undefined);
+        await ServeDashboard.mount(app);
       },
+      openPath: ServeDashboard.openPath,
     },
     registry: {
       embedder: registry.embedder,
@@ -73,7 +110,9 @@ function brokerOptions(
 export async function serve(flags: Record<string, unknown>): Promise<void> {
   let config: ServeConfig;
   try {
-    config = loadServeConfig({ file: flags.config as string | undefined, env: process.env, flags });
+    config = withInternalUser(
+      loadServeConfig({ file: flags.config as string | undefined, env: process.env, flags }),
+    );
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`mq9: ${err.message}\n`);
@@ -82,34 +121,62 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
     throw err;
   }
   const logger = createLogger(config.log);
-  const orchestrator = new ServeOrchestrator(config, logger);
-  const agentApps = new ServeAgentApps(config);
+  const orchestrator = new ServeOrchestrator(appConfig(config), logger);
+  const agentApps = new ServeAgentApps(appConfig(config));
   let broker: Broker;
+  let clustered: Awaited<ReturnType<typeof clusterBrokerOptions>> | undefined;
   try {
-    broker = await Broker.start(brokerOptions(config, logger, orchestrator, agentApps));
+    clustered = config.cluster.enabled ? await clusterBrokerOptions(config, logger) : undefined;
+    broker = await Broker.start({ ...brokerOptions(config, logger, orchestrator, agentApps), ...clustered });
   } catch (err) {
     process.stderr.write(`mq9: ${explainStartFailure(err, config)}\n`);
     process.exit(1);
   }
   const scheme = config.tls.cert ? "mq9s" : "mq9";
   const http = broker.http;
-  logger.info(
-    {
-      host: broker.host,
-      port: broker.port,
-      httpPort: http?.port,
-      data: config.storage.data,
-      sync: config.storage.sync,
-    },
-    `mq9 broker ready on ${scheme}://${broker.host}:${broker.port}; HTTP on http://${http?.host}:${http?.port} (/healthz, /metrics, /mcp, /a2a, /api)`,
-  );
+  if (broker.cluster) {
+    logger.info(
+      { node: broker.cluster.options.nodeId, nats: config.cluster.nats, httpPort: http?.port },
+      `mq9 cluster node ${broker.cluster.options.nodeId} ready: clients connect to ${config.cluster.nats.join(", ")}; HTTP on http://${http?.host}:${http?.port}`,
+    );
+  } else
+    logger.info(
+      {
+        host: broker.host,
+        port: broker.port,
+        httpPort: http?.port,
+        data: config.storage.data,
+        sync: config.storage.sync,
+      },
+      `mq9 broker ready on ${scheme}://${broker.host}:${broker.port}; HTTP on http://${http?.host}:${http?.port} (dashboard at /, /api/v1, /healthz, /metrics, /mcp, /a2a)`,
+    );
+  const users = config.auth.users;
+  if (users !== undefined && !broker.cluster) {
+    const admins = users.filter((u) => u.admin === true).length;
+    logger.info(
+      { users: users.length, admins },
+      `${users.length} users configured: clients are isolated (own replies and inboxes only, mailboxes and registrations belong to their creators); the HTTP routes take admin users only`,
+    );
+  }
   agentApps.start(broker.host, broker.port);
+  // In a cluster, one node at a time runs the orchestrator (see OrchestratorLeadership).
+  const shared = clustered?.store;
+  const leadership =
+    orchestrator.enabled && shared instanceof PostgresStore
+      ? new OrchestratorLeadership(
+          shared.clusterLock("orchestrator", "the orchestrator"),
+          orchestrator,
+          logger,
+        )
+      : undefined;
+  leadership?.begin(() => orchestrator.start(broker.host, broker.port, broker.metrics.registry));
   // In the background: the broker serves meanwhile, and the API answers 503 until it is up.
-  const orchestratorUp = orchestrator.enabled
-    ? orchestrator
-        .start(broker.host, broker.port)
-        .catch((err: Error) => logger.error({ err }, `the orchestrator did not start: ${err.message}`))
-    : Promise.resolve();
+  const orchestratorUp =
+    orchestrator.enabled && !leadership
+      ? orchestrator
+          .start(broker.host, broker.port, broker.metrics.registry)
+          .catch((err: Error) => logger.error({ err }, `the orchestrator did not start: ${err.message}`))
+      : Promise.resolve();
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -119,7 +186,7 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
     stopping = true;
     logger.info(`${signal} received: draining and shutting down`);
     orchestratorUp
-      .then(() => orchestrator.close())
+      .then(() => (leadership ? leadership.close() : orchestrator.close()))
       .catch((err: Error) => logger.warn(`orchestrator shutdown: ${err.message}`))
       .then(() => agentApps.close())
       .then(() => broker.close())
@@ -145,7 +212,9 @@ export function registerServe(program: Command): void {
     .option("-c, --config <file>", "JSON config file (env MQ9_CONFIG); env MQ9_* and flags override it");
   for (const setting of SETTINGS) {
     command.option(
-      `--${setting.flag} <${setting.kind === "number" ? "n" : "value"}>`,
+      setting.kind === "switch"
+        ? `--${setting.flag} [on|off]`
+        : `--${setting.flag} <${setting.kind === "number" ? "n" : setting.kind === "list" ? "list" : "value"}>`,
       `${setting.help} (env ${setting.env})`,
     );
   }
@@ -157,6 +226,7 @@ Examples:
   mq9 serve                                 # 127.0.0.1:4332, data in ./mq9-data
   mq9 serve --host 0.0.0.0 --port 4332 --data /var/lib/mq9 --sync full
   MQ9_TOKEN=s3cret mq9 serve --log-format json
+  mq9 serve --config mq9.json               # auth.users: users, permissions, isolation (docs/security.md)
   mq9 serve --tls-cert cert.pem --tls-key key.pem   # clients use tls:// or mq9s://`,
     )
     .action((options: Record<string, unknown>) => serve(options));

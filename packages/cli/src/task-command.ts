@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import type { StepState, TaskState } from "@mq9/orchestrator";
 import type { Command } from "commander";
 import { ExitCode, integer, UsageError, usageExit } from "./client-command.js";
-import { type ApiFlags, apiCommand, callApi, duration, withApi } from "./orchestrator-api.js";
+import { type ApiFlags, apiCommand, duration, type HttpApi, withApi } from "./orchestrator-api.js";
 import { cell, printJson, printTable } from "./output.js";
 
 interface RunFlags extends ApiFlags {
@@ -70,11 +70,11 @@ function printTask(task: TaskState): void {
 }
 
 /** Polls the task and prints each step as it changes, until the task ends or `timeoutMs` passes. */
-async function follow(flags: RunFlags, taskId: string): Promise<TaskState> {
+async function follow(api: HttpApi, flags: RunFlags, taskId: string): Promise<TaskState> {
   const shown = new Map<string, string>();
   const deadline = Date.now() + flags.timeout;
   for (;;) {
-    const task = await callApi<TaskState>(flags, "GET", `/api/tasks/${encodeURIComponent(taskId)}`);
+    const task = await api.call<TaskState>("GET", `/api/tasks/${encodeURIComponent(taskId)}`);
     if (!flags.json) {
       for (const id of task.order) {
         const line = stepLine(task.steps[id]);
@@ -117,22 +117,18 @@ Examples:
   mq9 task run nightly-report --no-wait --json`,
     )
     .action((type: string, flags: RunFlags) =>
-      withApi(flags, async () => {
-        const body: Record<string, unknown> = { task_type: type, payload: readPayload(flags) };
+      withApi(flags, async (api) => {
+        // Asynchronous: the command follows the steps itself (the API waits by default).
+        const body: Record<string, unknown> = { task_type: type, payload: readPayload(flags), async: true };
         if (flags.priority !== undefined) body.priority = flags.priority;
-        const started = await callApi<{ task_id: string; trace_id: string }>(
-          flags,
-          "POST",
-          "/api/tasks",
-          body,
-        );
+        const started = await api.call<{ task_id: string; trace_id: string }>("POST", "/api/tasks", body);
         if (!flags.wait) {
           if (flags.json) printJson(started);
           else process.stdout.write(`started task ${started.task_id} (trace ${started.trace_id})\n`);
           return ExitCode.ok;
         }
         if (!flags.json) process.stdout.write(`task ${started.task_id} (${type}) started\n`);
-        const done = await follow(flags, started.task_id);
+        const done = await follow(api, flags, started.task_id);
         if (flags.json) {
           printJson(done);
         } else if (!FINISHED.has(done.status)) {
@@ -152,8 +148,8 @@ Examples:
     .description("a task's state and each of its steps")
     .argument("<task_id>")
     .action((id: string, flags: ApiFlags) =>
-      withApi(flags, async () => {
-        const found = await callApi<TaskState>(flags, "GET", `/api/tasks/${encodeURIComponent(id)}`);
+      withApi(flags, async (api) => {
+        const found = await api.call<TaskState>("GET", `/api/tasks/${encodeURIComponent(id)}`);
         if (flags.json) printJson(found);
         else printTask(found);
         return ExitCode.ok;
@@ -165,12 +161,11 @@ Examples:
     .option("--status <status>", "only pending, dispatching, running, completed, failed, timeout or canceled")
     .option("-n, --limit <n>", "at most this many (default 100)", integer("--limit", 1))
     .action((flags: ListFlags) =>
-      withApi(flags, async () => {
+      withApi(flags, async (api) => {
         const query = new URLSearchParams();
         if (flags.status) query.set("status", flags.status);
         if (flags.limit) query.set("limit", String(flags.limit));
-        const { tasks } = await callApi<{ tasks: (TaskState & { steps: Record<string, string> })[] }>(
-          flags,
+        const { tasks } = await api.call<{ tasks: (TaskState & { steps: Record<string, string> })[] }>(
           "GET",
           `/api/tasks${query.size > 0 ? `?${query}` : ""}`,
         );
@@ -203,12 +198,8 @@ Examples:
     .description("cancel a pending or running task (its completed steps are compensated)")
     .argument("<task_id>")
     .action((id: string, flags: ApiFlags) =>
-      withApi(flags, async () => {
-        const canceled = await callApi<TaskState>(
-          flags,
-          "POST",
-          `/api/tasks/${encodeURIComponent(id)}/cancel`,
-        );
+      withApi(flags, async (api) => {
+        const canceled = await api.call<TaskState>("POST", `/api/tasks/${encodeURIComponent(id)}/cancel`);
         if (flags.json) printJson(canceled);
         else process.stdout.write(`canceled task ${canceled.task_id}\n`);
         return ExitCode.ok;

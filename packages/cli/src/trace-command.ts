@@ -1,7 +1,7 @@
 import type { TraceView } from "@mq9/orchestrator";
 import type { Command } from "commander";
 import { ExitCode } from "./client-command.js";
-import { type ApiFlags, apiCommand, callApi, clock, withApi } from "./orchestrator-api.js";
+import { type ApiFlags, apiCommand, clock, withApi } from "./orchestrator-api.js";
 import { cell, printJson } from "./output.js";
 
 /** One line of a trace's timeline: when, how far in, which way, what. */
@@ -24,8 +24,8 @@ export function registerTrace(program: Command): void {
     .argument("<trace_id>")
     .addHelpText("after", "\nExamples:\n  mq9 trace 3f2c9d0e6b8a4c1f9e7d5b3a1c0e8f6d")
     .action((traceId: string, flags: ApiFlags) =>
-      withApi(flags, async () => {
-        const trace = await callApi<TraceView>(flags, "GET", `/api/traces/${encodeURIComponent(traceId)}`);
+      withApi(flags, async (api) => {
+        const trace = await api.call<TraceView>("GET", `/api/traces/${encodeURIComponent(traceId)}`);
         if (flags.json) {
           printJson(trace);
           return ExitCode.ok;

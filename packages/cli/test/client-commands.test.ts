@@ -34,7 +34,7 @@ describe("mq9 mailbox create", () => {
     });
     const generated = await mq9(["mailbox", "create", "--json"]);
     expect(generated.code).toBe(0);
-    expect(JSON.parse(generated.stdout).mail_address).toMatch(/^[0-9a-v]{20}$/);
+    expect(JSON.parse(generated.stdout).mail_address).toMatch(/^[0-9a-v]{26}$/);
   });
 
   it("exits 1 with the broker's text for a duplicate; JSON on stderr with --json", async () => {
@@ -230,12 +230,22 @@ describe("mq9 agent", () => {
     const json = jsonLines((await mq9(["agent", "discover", "--json", "--limit", "100"])).stdout);
     expect(json.find((a) => a.mailbox === mailbox)).toMatchObject({ name, mailbox });
     expect((await mq9(["agent", "report", "--mailbox", mailbox, "--info", "busy"])).code).toBe(0);
+    const got = jsonLines((await mq9(["agent", "get", "--mailbox", mailbox])).stdout);
+    expect(got).toEqual([
+      expect.objectContaining({ name, mailbox, _status: expect.objectContaining({ report_info: "busy" }) }),
+    ]);
+    const byName = jsonLines((await mq9(["agent", "get", "--name", name])).stdout);
+    expect(byName.map((a) => a.mailbox)).toEqual([mailbox]);
     expect((await mq9(["agent", "unregister", "--mailbox", mailbox])).stdout).toBe(
       `unregistered ${mailbox}\n`,
     );
+    const missing = await mq9(["agent", "get", "--mailbox", mailbox]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe(`mq9: no agent is registered with mailbox ${mailbox}\n`);
+    expect((await mq9(["agent", "get"])).code).toBe(2);
     const gone = jsonLines((await mq9(["agent", "discover", "--json", "--limit", "100"])).stdout);
     expect(gone.some((a) => a.mailbox === mailbox)).toBe(false);
-  });
+  }, 120_000);
 
   it("register reads a card file and lets flags override it; bad input is a usage error", async (ctx) => {
     const probe = await mq9(["agent", "discover", "--json"]);

@@ -1,4 +1,5 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -54,6 +55,28 @@ describe("integrations/hermes — the config-only Hermes plugin", () => {
     expect(tools.map((tool) => tool.name)).toEqual(
       expect.arrayContaining(["mq9_discover_agents", "mq9_call_agent"]),
     );
+    await client.close();
+  });
+
+  it("mcp.json runs as installed: `mq9` by name from PATH, no unexpanded variables, MQ9_SERVER from the env", async () => {
+    const text = readFileSync(join(root, "mcp.json"), "utf8");
+    // Hermes expands only ${PLUGIN_ROOT} and ${PLUGIN_DATA} in a plugin's mcp.json.
+    expect(text.replace(/\$\{PLUGIN_(ROOT|DATA)\}/g, "")).not.toContain("${");
+    const { command, args } = json("mcp.json").mcpServers.mq9 as { command: string; args: string[] };
+    const bin = mkdtempSync(join(tmpdir(), "mq9-bin-"));
+    writeFileSync(join(bin, "mq9"), `#!/bin/sh\nexec "${process.execPath}" "${CLI}" "$@"\n`);
+    chmodSync(join(bin, "mq9"), 0o755);
+    const client = new Client({ name: "hermes-test", version: "1.0.0" });
+    await client.connect(
+      new StdioClientTransport({
+        command,
+        args,
+        env: { PATH: `${bin}:${process.env.PATH}`, HOME: process.env.HOME ?? "/", MQ9_SERVER: t.url },
+        stderr: "pipe",
+      }),
+    );
+    const result = await client.callTool({ name: "mq9_discover_agents", arguments: {} });
+    expect(result.isError).toBeFalsy();
     await client.close();
   });
 

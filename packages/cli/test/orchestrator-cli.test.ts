@@ -47,7 +47,8 @@ describe("mq9 task | trace | agent list | templates (against mq9 serve's orchest
   let agents: { stop(): Promise<void> }[];
   let taskId: string;
   let traceId: string;
-  const cli = (...args: string[]) => runCli([...args, "--api", served.api]);
+  // The HTTP commands find the HTTP server from the broker's address, as a user's would.
+  const cli = (...args: string[]) => runCli([...args, "--server", served.server]);
 
   beforeAll(async () => {
     served = await serveWithOrchestrator(exampleTemplates);
@@ -87,7 +88,7 @@ describe("mq9 task | trace | agent list | templates (against mq9 serve's orchest
     expect(cancel.stderr).toBe(
       `mq9: task ${taskId} is already completed; only a pending or running task can be canceled\n`,
     );
-  });
+  }, 120_000);
 
   it("trace prints a readable timeline of the task's messages", async () => {
     const trace = await cli("trace", traceId);
@@ -106,7 +107,7 @@ describe("mq9 task | trace | agent list | templates (against mq9 serve's orchest
     const list = await cli("agent", "list");
     expect(list.code).toBe(0);
     expect(list.stdout.split("\n")[0]).toMatch(/^NAME\s+STATE\s+LOAD\s+WEIGHT\s+SEEN\s+CAPABILITIES$/);
-    expect(list.stdout).toMatch(/^summarizer\s+alive\s+0\/4\s+1\s+.+ ago\s+summarize$/m);
+    expect(list.stdout).toMatch(/^summarizer\s+online\s+0\/4\s+1\s+.+ ago\s+summarize$/m);
   });
 
   it("bad input: an unknown task type, a payload that is not JSON, an API that is not there", async () => {
@@ -116,12 +117,52 @@ describe("mq9 task | trace | agent list | templates (against mq9 serve's orchest
     const badJson = await cli("task", "run", "content-analysis", "--payload", "{oops");
     expect(badJson.code).toBe(2);
     expect(badJson.stderr).toMatch(/^mq9: the payload is not valid JSON/);
-    const away = await runCli(["task", "list", "--api", "http://127.0.0.1:9"]);
+    const away = await runCli(["task", "list", "--http", "http://127.0.0.1:9"]);
     expect(away.code).toBe(3);
     expect(away.stderr).toMatch(
-      /^mq9: cannot reach the orchestrator API at http:\/\/127.0.0.1:9 .*is 'mq9 serve' running\?/,
+      /^mq9: cannot reach the broker's HTTP API at http:\/\/127.0.0.1:9 .*is 'mq9 serve' running there\?/,
     );
-  });
+  }, 120_000);
+
+  it("the HTTP address comes from --server or MQ9_SERVER (the broker's INFO), or --http; -v says which", async () => {
+    const httpPort = new URL(served.api).port;
+    const fromFlag = await runCli(["agent", "list", "-v", "--server", served.server]);
+    expect(fromFlag.code, fromFlag.stderr).toBe(0);
+    expect(fromFlag.stderr).toBe(
+      `mq9: HTTP API ${served.api} (port ${httpPort} from the INFO of the broker at ${served.server} (--server))\n`,
+    );
+    expect(fromFlag.stdout).toMatch(/^summarizer\s+alive/m);
+    const fromEnv = await runCli(["task", "list", "-v"], { MQ9_SERVER: served.server, MQ9_HTTP: "" });
+    expect(fromEnv.code, fromEnv.stderr).toBe(0);
+    expect(fromEnv.stderr).toContain(
+      `(port ${httpPort} from the INFO of the broker at ${served.server} (MQ9_SERVER))`,
+    );
+    const given = await runCli(["agent", "list", "-v", "--http", served.api], { MQ9_SERVER: "127.0.0.1:9" });
+    expect(given.code, given.stderr).toBe(0);
+    expect(given.stderr).toBe(`mq9: HTTP API ${served.api} (given by --http)\n`);
+    // --server on the command line beats an MQ9_HTTP left in the environment.
+    const flagBeatsEnv = await runCli(["agent", "list", "-v", "--server", served.server], {
+      MQ9_HTTP: "http://127.0.0.1:9",
+    });
+    expect(flagBeatsEnv.code, flagBeatsEnv.stderr).toBe(0);
+    expect(flagBeatsEnv.stderr).toContain(`mq9: HTTP API ${served.api} (port ${httpPort} from the INFO`);
+  }, 120_000);
+
+  it("--server pointed at the HTTP port: a clear error and exit 3, for NATS and HTTP commands alike", async () => {
+    const wrong = served.api.replace("http://", "mq9://");
+    const [create, list] = await Promise.all([
+      runCli(["mailbox", "create", "demo.inbox", "--server", wrong, "--timeout", "1000"]),
+      runCli(["agent", "list", "--server", wrong]),
+    ]);
+    expect(create.code, create.stderr).toBe(3);
+    expect(create.stderr).toBe(
+      `mq9: cannot connect to ${wrong}: no NATS INFO within 1000 ms; is the broker reachable, and is that its NATS port (not its HTTP port)? (TIMEOUT)\n`,
+    );
+    expect(list.code, list.stderr).toBe(3);
+    expect(list.stderr).toMatch(
+      /^mq9: 127\.0\.0\.1:\d+ sent no NATS INFO within 5000 ms: it is not an mq9 broker's port/,
+    );
+  }, 120_000);
 });
 
 describe("mq9 templates check", () => {

@@ -183,6 +183,27 @@ export class Mq9Client {
     return reply.agents;
   }
 
+  /** One page of a DISCOVER with its paging fields (`total`, `has_more`, `next_offset`) and any `warning`. */
+  async discoverPage(query: AgentDiscoverRequest = {}): Promise<AgentDiscoverReply> {
+    const subject = Subjects.agentDiscover;
+    const body = { include_agent_info: false, ...requireObject(query, "discover") };
+    const reply = await this.call<AgentDiscoverReply>(subject, json(body));
+    if (!Array.isArray(reply.agents)) throw malformed(subject, "agents");
+    return reply;
+  }
+
+  /**
+   * The registrations of one mailbox or one name (names need not be unique), with their last
+   * status: a direct lookup, not a search. Empty when there is none.
+   */
+  async lookupAgents(selector: { mailbox?: string; name?: string }): Promise<AgentEntry[]> {
+    const { mailbox, name } = requireObject(selector, "lookupAgents") as { mailbox?: string; name?: string };
+    if (mailbox === undefined && name === undefined) {
+      throw new Mq9Error("INVALID_REQUEST", "lookupAgents() needs a mailbox or a name", { retryable: false });
+    }
+    return this.discover({ mailbox, name, include_status: true, limit: 1000 });
+  }
+
   /** Starts REPORTing an agent's status on an interval; stop it with `heartbeat.stop()`. */
   heartbeat(options: HeartbeatOptions): Heartbeat {
     this.assertOpen();

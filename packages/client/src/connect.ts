@@ -1,4 +1,4 @@
-import { Defaults } from "@mq9/protocol";
+import { Defaults, Mq9Error } from "@mq9/protocol";
 import { type ConnectionOptions, connect as natsConnect, type TlsOptions } from "nats";
 import { Mq9Client } from "./client.js";
 import { fromNatsError } from "./nats-errors.js";
@@ -64,6 +64,14 @@ export async function connect(
     const nc = await natsConnect(natsOptions);
     return new Mq9Client(nc, { requestTimeoutMs: options.requestTimeoutMs });
   } catch (err) {
-    throw fromNatsError(err, `cannot connect to ${urls.join(", ") || DEFAULT_SERVER}`);
+    const where = `cannot connect to ${urls.join(", ") || DEFAULT_SERVER}`;
+    const error = fromNatsError(err, where);
+    if (error.code !== "TIMEOUT") throw error;
+    // Something accepted the connection but never spoke NATS (an HTTP port, say), or nothing answered.
+    throw new Mq9Error(
+      "TIMEOUT",
+      `${where}: no NATS INFO within ${natsOptions.timeout} ms; is the broker reachable, and is that its NATS port (not its HTTP port)?`,
+      { cause: err },
+    );
   }
 }

@@ -20,3 +20,4 @@ export { formatMq9Uri, type Mq9Uri, type Mq9UriParts, parseMq9Uri } from "./mq9-
 export type { Payload } from "./payload.js";
 export type { CreateMailboxOptions, FetchOptions, QueryOptions } from "./request-bodies.js";
 export type { SendOptions } from "./send-options.js";
+export { parseServerUrl, type ServerAddress } from "./server-url.js";

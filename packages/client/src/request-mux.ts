@@ -52,8 +52,7 @@ const SWEEP_INTERVAL_MS = 50;
  * While other requests are in flight, new ones are published together at the end of the
  * event-loop turn (setImmediate), so they leave in one socket write: nats.js writes what one run
  * of microtasks published, so requests set off by replies that came in separate socket reads
- * (large ones, like DISCOVER's) would each cost a write; at 32 DISCOVERs in flight that was ~25 %
- * more client CPU per query. A request made when nothing else (but long-polls) is waiting goes
+ * (large ones, like DISCOVER's) would each cost a write of their own. A request made when nothing else (but long-polls) is waiting goes
  * out at once.
  */
 export class RequestMux {

@@ -67,7 +67,7 @@ describe("connect", () => {
     const t = await broker();
     for (const url of [t.url, `nats://127.0.0.1:${t.port}`, `127.0.0.1:${t.port}`]) {
       const client = await connect(url);
-      expect(await client.createMailbox()).toMatch(/^[0-9a-v]{20}$/);
+      expect(await client.createMailbox()).toMatch(/^[0-9a-v]{26}$/);
       await client.close();
     }
   });

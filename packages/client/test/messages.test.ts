@@ -28,7 +28,7 @@ describe("mailboxes", () => {
 
   it("creates a generated mailbox when no name is given", async () => {
     const address = await client.createMailbox();
-    expect(address).toMatch(/^[0-9a-v]{20}$/);
+    expect(address).toMatch(/^[0-9a-v]{26}$/);
     expect(await client.send(address, "ok")).toBeGreaterThanOrEqual(0);
   });
 

@@ -2,6 +2,7 @@ import type { Mq9Client } from "@mq9/client";
 import {
   A2AClient,
   A2AError,
+  eventInfo,
   type JsonRpcResponse,
   ReplyInbox,
   RpcChannel,
@@ -9,6 +10,7 @@ import {
 } from "@mq9/client/a2a";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { cardEtag, gatewayCard } from "./gateway-card.js";
+import { type RememberedTask, TaskMemory } from "./task-memory.js";
 
 /** Options of `mountA2AGateway`. */
 export interface A2AGatewayOptions {
@@ -22,6 +24,11 @@ export interface A2AGatewayOptions {
   timeoutMs?: number;
   /** Largest request body (default 1 MiB, the broker's default max payload). */
   maxBodyBytes?: number;
+  /**
+   * How often an idle event stream gets an SSE comment (default 10 000 ms), so clients with
+   * a read timeout (Hermes' `a2a_call`: 30 s) do not give up on an agent that works long.
+   */
+  keepaliveMs?: number;
 }
 
 type Json = Record<string, unknown>;
@@ -33,6 +40,13 @@ interface Gateway {
 
 const STREAMING = new Set(["SendStreamingMessage", "message/stream", "SubscribeToTask", "tasks/resubscribe"]);
 const SENDS = new Set(["SendMessage", "message/send"]);
+const STREAMED_SENDS = new Set(["SendStreamingMessage", "message/stream"]);
+
+type Replies = AsyncGenerator<{ response: JsonRpcResponse }, void, undefined>;
+
+function isJson(value: unknown): value is Json {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
 
 function rpcError(id: unknown, code: number, message: string) {
   return { jsonrpc: "2.0", id: id ?? null, error: { code, message } };
@@ -53,6 +67,8 @@ function returnsImmediately(params: unknown): boolean {
 export async function mountA2AGateway(app: FastifyInstance, options: A2AGatewayOptions): Promise<void> {
   const prefix = options.prefix ?? "/a2a";
   const timeoutMs = options.timeoutMs ?? 300_000;
+  const keepaliveMs = options.keepaliveMs ?? 10_000;
+  const memory = new TaskMemory();
   let gateway: Promise<Gateway> | undefined;
   let inbox: ReplyInbox | undefined;
   const open = () => {
@@ -161,46 +177,168 @@ export async function mountA2AGateway(app: FastifyInstance, options: A2AGatewayO
             (request.query as Json)["A2A-Version"]?.toString() ??
             (method.includes("/") ? "0.3" : "1.0");
           const extensions = header("a2a-extensions") ?? header("x-a2a-extensions");
-          const replies = channel.call(
-            mailbox,
-            { jsonrpc: "2.0", method, params: body.params },
-            { timeoutMs, version, headers: extensions ? { "a2a-extensions": extensions } : undefined },
-          );
+          const callOptions = {
+            timeoutMs,
+            version,
+            headers: extensions ? { "a2a-extensions": extensions } : undefined,
+          };
           const withId = (response: JsonRpcResponse) => ({ ...response, id });
-          try {
-            if (STREAMING.has(method)) return await stream(reply, replies, withId);
-            const immediate = SENDS.has(method) && returnsImmediately(body.params);
-            let last: JsonRpcResponse | undefined;
-            for await (const r of replies) {
-              last = r.response;
-              if (immediate) break;
+          const streaming = STREAMING.has(method);
+          let params = body.params;
+          let tracker: ReturnType<TaskMemory["track"]> | undefined;
+          const message = isJson(params) && isJson(params.message) ? params.message : undefined;
+          if ((SENDS.has(method) || STREAMED_SENDS.has(method)) && message && isJson(params)) {
+            const messageId = typeof message.messageId === "string" ? message.messageId : undefined;
+            const repeat = memory.repeatOf(mailbox, messageId);
+            if (repeat) {
+              const replies = repeatReplies(channel, mailbox, repeat, version === "0.3", callOptions);
+              return answer(
+                reply,
+                replies,
+                streaming,
+                SENDS.has(method) && returnsImmediately(params),
+                withId,
+                request.params.agent,
+              );
             }
-            return reply.send(
-              last ? withId(last) : rpcError(id, RpcErrorCode.internal, "the agent sent no response"),
-            );
-          } catch (err) {
-            return reply.send(rpcError(id, RpcErrorCode.internal, failureText(err, request.params.agent)));
+            const contextId = typeof message.contextId === "string" ? message.contextId : undefined;
+            const continued = message.taskId ? undefined : memory.continuationOf(mailbox, contextId);
+            if (continued) params = { ...params, message: { ...message, taskId: continued } };
+            tracker = memory.track(mailbox, messageId);
           }
+          const replies = observed(
+            channel.call(mailbox, { jsonrpc: "2.0", method, params }, callOptions),
+            tracker,
+          );
+          return answer(
+            reply,
+            replies,
+            streaming,
+            SENDS.has(method) && returnsImmediately(params),
+            withId,
+            request.params.agent,
+          );
         },
       );
     },
     { prefix },
   );
+
+  /** Sends the agent's responses: as an event stream, or the last one (the first, for a non-blocking send). */
+  async function answer(
+    reply: FastifyReply,
+    replies: Replies,
+    streaming: boolean,
+    immediate: boolean,
+    withId: (response: JsonRpcResponse) => Json,
+    agent: string,
+  ): Promise<FastifyReply> {
+    const id = withId({ jsonrpc: "2.0", id: null }).id;
+    try {
+      if (streaming) return await stream(reply, replies, withId, keepaliveMs);
+      let last: JsonRpcResponse | undefined;
+      for await (const r of replies) {
+        last = r.response;
+        if (immediate) break;
+      }
+      return reply.send(
+        last ? withId(last) : rpcError(id, RpcErrorCode.internal, "the agent sent no response"),
+      );
+    } catch (err) {
+      return reply.send(rpcError(id, RpcErrorCode.internal, failureText(err, agent)));
+    }
+  }
 }
 
-/** Server-sent events, one JSON-RPC response per `data:` line; an error before the first event is plain JSON. */
+/** Passes the responses through, telling the task memory what each says. */
+async function* observed(replies: Replies, tracker: ReturnType<TaskMemory["track"]> | undefined): Replies {
+  try {
+    for await (const r of replies) {
+      tracker?.observe(r.response);
+      yield r;
+    }
+  } finally {
+    tracker?.done();
+  }
+}
+
+/**
+ * The answer to a send repeated with the same messageId: the task it started, as it is now
+ * once it has ended or waits for input (or as it is when the call's time is up).
+ */
+async function* repeatReplies(
+  channel: RpcChannel,
+  mailbox: string,
+  repeat: Promise<RememberedTask | undefined>,
+  legacy: boolean,
+  callOptions: { timeoutMs: number; version: string; headers?: Record<string, string> },
+): Replies {
+  let timer: NodeJS.Timeout | undefined;
+  const task = await Promise.race([
+    repeat,
+    new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), callOptions.timeoutMs);
+    }),
+  ]).finally(() => clearTimeout(timer));
+  if (!task) {
+    yield {
+      response: rpcError(
+        null,
+        RpcErrorCode.internal,
+        "a message with this messageId was sent already and the agent has not started its task yet: it stays queued in the agent's mailbox",
+      ) as JsonRpcResponse,
+    };
+    return;
+  }
+  // Poll the task rather than subscribe: every mailbox agent answers GetTask, not all stream.
+  const deadline = Date.now() + callOptions.timeoutMs;
+  for (let pause = 100; ; pause = Math.min(pause * 2, 1_000)) {
+    const current = await channel.request(
+      mailbox,
+      { jsonrpc: "2.0", method: legacy ? "tasks/get" : "GetTask", params: { id: task.taskId } },
+      callOptions,
+    );
+    if (
+      current.error ||
+      TaskMemory.settled(eventInfo(current.result).state) ||
+      Date.now() + pause > deadline
+    ) {
+      yield {
+        response: current.error
+          ? current
+          : { ...current, result: legacy ? current.result : { task: current.result } },
+      };
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, pause));
+  }
+}
+
+/**
+ * Server-sent events, one JSON-RPC response per `data:` line, and an SSE comment whenever
+ * the stream was idle for `keepaliveMs`. An error that comes before the first event and
+ * within `keepaliveMs` is plain JSON; later, the stream has started and it is an event.
+ */
 async function stream(
   reply: FastifyReply,
-  replies: AsyncGenerator<{ response: JsonRpcResponse }>,
+  replies: Replies,
   withId: (response: JsonRpcResponse) => Json,
+  keepaliveMs: number,
 ): Promise<FastifyReply> {
-  const first = await replies.next();
-  if (first.done || first.value.response.error) {
+  const pendingFirst = replies.next();
+  let wait: NodeJS.Timeout | undefined;
+  const early = await Promise.race([
+    pendingFirst,
+    new Promise<undefined>((resolve) => {
+      wait = setTimeout(() => resolve(undefined), keepaliveMs);
+    }),
+  ]).finally(() => clearTimeout(wait));
+  if (early && (early.done || early.value.response.error)) {
     await replies.return(undefined);
     return reply.send(
-      first.done
+      early.done
         ? rpcError(null, RpcErrorCode.internal, "the agent sent no response")
-        : withId(first.value.response),
+        : withId(early.value.response),
     );
   }
   reply.hijack();
@@ -215,17 +353,38 @@ async function stream(
   raw.on("close", () => {
     closed = true;
   });
-  raw.write(`data: ${JSON.stringify(withId(first.value.response))}\n\n`);
+  let lastWrite = Date.now();
+  const write = (text: string) => {
+    if (closed) return;
+    raw.write(text);
+    lastWrite = Date.now();
+  };
+  const keepalive = setInterval(
+    () => {
+      if (Date.now() - lastWrite >= keepaliveMs - 50) write(": keepalive\n\n");
+    },
+    Math.max(50, Math.floor(keepaliveMs / 2)),
+  );
   try {
-    for await (const r of replies) {
-      if (closed) break;
-      raw.write(`data: ${JSON.stringify(withId(r.response))}\n\n`);
+    if (!early) write(": keepalive\n\n");
+    const first = early ?? (await pendingFirst);
+    if (first.done) {
+      write(
+        `data: ${JSON.stringify(withId(rpcError(null, RpcErrorCode.internal, "the agent sent no response") as JsonRpcResponse))}\n\n`,
+      );
+    } else {
+      write(`data: ${JSON.stringify(withId(first.value.response))}\n\n`);
+      for await (const r of replies) {
+        if (closed) break;
+        write(`data: ${JSON.stringify(withId(r.response))}\n\n`);
+      }
     }
   } catch (err) {
-    if (!closed)
-      raw.write(
-        `data: ${JSON.stringify(withId({ jsonrpc: "2.0", id: null, error: { code: RpcErrorCode.internal, message: failureText(err, "agent") } }))}\n\n`,
-      );
+    write(
+      `data: ${JSON.stringify(withId({ jsonrpc: "2.0", id: null, error: { code: RpcErrorCode.internal, message: failureText(err, "agent") } }))}\n\n`,
+    );
+  } finally {
+    clearInterval(keepalive);
   }
   raw.end();
   return reply;

@@ -1,7 +1,7 @@
 import type { FetchOptions, Mq9Client, Mq9Message, Priority } from "@mq9/client";
 import { agentInfoOf } from "@mq9/client";
 import type { A2AClient } from "@mq9/client/a2a";
-import { partsText } from "@mq9/client/a2a";
+import { mailboxFromName, partsText } from "@mq9/client/a2a";
 import * as z from "zod";
 
 /** What a tool runs against. */
@@ -206,13 +206,16 @@ export const TOOLS: ToolDefinition[] = [
     input: z.strictObject({
       name: z.string().min(1).describe("Agent name"),
       payload: z.string().min(1).describe("What the agent does (prose), or its A2A AgentCard as JSON"),
-      mail_address: optText("Where it reads its mail (default: the name)"),
+      mail_address: optText(
+        "Where it reads its mail (default: made from the name, e.g. 'Python Coder' → python.coder)",
+      ),
       ttl: optInt("Seconds it stays discoverable without a heartbeat; 0 or null = forever"),
     }),
     async run(args, { client }) {
       const body: Record<string, unknown> = {
         name: args.name,
-        mailbox: (args.mail_address as string | null) ?? args.name,
+        // The broker accepts only mail addresses as mailbox: a name like "Python Coder" becomes one.
+        mailbox: (args.mail_address as string | null) ?? mailboxFromName(args.name as string),
         payload: args.payload,
       };
       if (typeof args.ttl === "number") body.ttl = args.ttl;

@@ -5,7 +5,8 @@ export type OrchestratorErrorCode =
   | "TASK_FINISHED"
   | "TRACE_NOT_FOUND"
   | "INVALID_REQUEST"
-  | "NOT_READY";
+  | "NOT_READY"
+  | "QUEUE_FULL";
 
 const HTTP_STATUS: Record<OrchestratorErrorCode, number> = {
   UNKNOWN_TASK_TYPE: 400,
@@ -14,6 +15,7 @@ const HTTP_STATUS: Record<OrchestratorErrorCode, number> = {
   TRACE_NOT_FOUND: 404,
   INVALID_REQUEST: 400,
   NOT_READY: 503,
+  QUEUE_FULL: 429,
 };
 
 /** An error a caller of the orchestrator can act on; `code` is stable, the message says what to do. */
@@ -23,10 +25,14 @@ export class OrchestratorError extends Error {
   constructor(
     readonly code: OrchestratorErrorCode,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterSeconds?: number },
   ) {
     super(message, options);
+    this.retryAfterSeconds = options?.retryAfterSeconds;
   }
+
+  /** With QUEUE_FULL: when trying again makes sense (the HTTP API sends it as Retry-After). */
+  readonly retryAfterSeconds?: number;
 
   /** The HTTP status the API answers this error with. */
   get httpStatus(): number {

@@ -18,11 +18,14 @@ export {
   EnvelopeHeaders,
   envelopeHeaders,
   forward,
+  isTaskPriority,
   MESSAGE_TYPES,
   type MessageType,
+  mq9Priority,
   type NewEnvelope,
   newId,
   replyTo,
+  type TaskPriority,
 } from "./bus/envelope.js";
 export { preciseNow, readEnvelope, type SendEnvelopeOptions, sendEnvelope } from "./bus/envelope-io.js";
 export { loopViolation, SeenMessages, TraceBudget } from "./bus/loop-guard.js";
@@ -39,7 +42,12 @@ export {
   type TemplateSummary,
 } from "./http/api-routes.js";
 export { DEFAULT_MEMORY_TTL_S, TraceMemory } from "./memory/trace-memory.js";
-export { Orchestrator, type OrchestratorOptions } from "./orchestrator.js";
+export {
+  type MetricsSnapshot,
+  OrchestratorMetrics,
+  prometheusText,
+} from "./observability/orchestrator-metrics.js";
+export { Orchestrator, type OrchestratorLog, type OrchestratorOptions } from "./orchestrator.js";
 export {
   AgentDirectory,
   type AgentDirectoryOptions,
@@ -49,8 +57,10 @@ export { type AgentView, isAlive } from "./routing/agent-view.js";
 export { chooseForCapability } from "./routing/capability-choice.js";
 export { type DeadLetter, DeadLetters } from "./routing/dead-letters.js";
 export {
+  type DeadKind,
   type Delivery,
   LatencySample,
+  LOOP_KINDS,
   type RouteDecision,
   type RouteLayer,
   Router,

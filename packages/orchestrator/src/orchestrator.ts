@@ -2,13 +2,14 @@ import { connect, type Mq9Client, Mq9Error } from "@mq9/client";
 import { BusNames } from "./bus/names.js";
 import { OrchestratorError } from "./errors.js";
 import type { OrchestratorApi, TemplateSummary } from "./http/api-routes.js";
+import { type MetricsSnapshot, OrchestratorMetrics } from "./observability/orchestrator-metrics.js";
 import { AgentDirectory, type DirectoryEntry } from "./routing/agent-directory.js";
 import { type DeadLetter, DeadLetters } from "./routing/dead-letters.js";
-import { Router } from "./routing/router.js";
+import { LOOP_KINDS, Router } from "./routing/router.js";
 import { Scheduler, type SubmitOptions, type TemplateLookup } from "./scheduler/scheduler.js";
-import type { TaskState, TaskStatus } from "./scheduler/task-state.js";
+import { TASK_STATUSES, type TaskState, type TaskStatus } from "./scheduler/task-state.js";
 import { TaskStore } from "./scheduler/task-store.js";
-import { formatProblem } from "./templates/task-template.js";
+import { formatProblem, type TemplateProblem } from "./templates/task-template.js";
 import { TemplateSet } from "./templates/template-set.js";
 import { TraceReader, type TraceView } from "./trace/trace-reader.js";
 import { type WebhookConfig, type WebhookEvent, WebhookNotifier } from "./webhooks/webhook-notifier.js";
@@ -37,11 +38,32 @@ export interface OrchestratorOptions {
   messageTtlSeconds?: number;
   /** Seconds a trace's memory lives (default a day). */
   memoryTtlSeconds?: number;
-  /** Routing randomness (weighted choice); a seeded function makes runs repeatable. */
-  random?: () => number;
   /** Problems that do not stop the orchestrator (a failed refresh, an undeliverable webhook). */
   onError?: (error: Error) => void;
+  /** Tasks run at once; later ones are queued, pending (default 10 000). */
+  maxTasksInFlight?: number;
+  /** Tasks that may wait in the queue; beyond it POST /api/tasks answers 429 (default 10 000). */
+  queueCapacity?: number;
+  /** Work in progress one agent may have; beyond it steps wait in the orchestrator (0 = no limit, default). */
+  agentConcurrency?: number;
+  /** Messages per FETCH of the router mailbox and the inbox (default 256 and 100). */
+  pollBatch?: number;
+  /** Longest wait (ms) of one FETCH when a mailbox is empty (default 2 000). */
+  pollTimeoutMs?: number;
+  /** Messages the router mailbox's consumer handles at once (default 256). */
+  routerConcurrency?: number;
+  /** Share (0..1) of routed messages that get a log line (default 0.01); tasks and steps always do. */
+  logSampleRate?: number;
+  /** Structured log lines (metadata only, never payloads); default: none. */
+  log?: OrchestratorLog;
 }
+
+/** A log line of the orchestrator: level, message and metadata fields (ids, agent, durations). */
+export type OrchestratorLog = (
+  level: "debug" | "info" | "warn",
+  message: string,
+  fields: Record<string, unknown>,
+) => void;
 
 const STATUS_EVENT: Partial<Record<TaskStatus, WebhookEvent>> = {
   completed: "task_completed",
@@ -65,6 +87,7 @@ export class Orchestrator implements OrchestratorApi {
     readonly deadLetters: DeadLetters,
     readonly webhooks: WebhookNotifier,
     private readonly traces: TraceReader,
+    private readonly counters: OrchestratorMetrics,
     private readonly owned: { client: boolean; templates?: TemplateSet },
   ) {}
 
@@ -98,8 +121,13 @@ export class Orchestrator implements OrchestratorApi {
       }
       const webhooks = new WebhookNotifier(options.webhooks ?? [], report);
       const deadLetters = new DeadLetters(client, names);
+      const metrics = new OrchestratorMetrics();
+      const log: OrchestratorLog = options.log ?? (() => {});
+      const sampleRate = options.logSampleRate ?? 0.01;
+      let scheduler: Scheduler | undefined;
       const directory = new AgentDirectory(client, {
         refreshMs: options.directoryRefreshMs,
+        onRefresh: () => scheduler?.wakeWaiting(),
         onDeath: (agent) =>
           webhooks.notify("agent_dead", {
             name: agent.name,
@@ -114,10 +142,47 @@ export class Orchestrator implements OrchestratorApi {
         intentThreshold: options.intentThreshold,
         traceBudget: options.traceBudget,
         messageTtlSeconds: options.messageTtlSeconds,
-        random: options.random,
+        agentConcurrency: options.agentConcurrency,
+        batch: options.pollBatch,
+        pollTimeoutMs: options.pollTimeoutMs,
+        concurrency: options.routerConcurrency,
+        onRouted: (layer, envelope, agent) => {
+          metrics.dispatched(layer);
+          if (sampleRate > 0 && Math.random() < sampleRate) {
+            log("debug", `routed ${envelope.msg_type} by ${layer}`, {
+              trace_id: envelope.trace_id,
+              msg_id: envelope.msg_id,
+              source: envelope.source,
+              agent: agent.name,
+              hops: envelope.hops,
+              layer,
+            });
+          }
+        },
+        onDeadLetter: (letter, kind) => {
+          metrics.deadLetter(kind);
+          const envelope = letter.envelope;
+          const fields = {
+            kind,
+            reason: letter.reason,
+            trace_id: envelope?.trace_id,
+            msg_id: envelope?.msg_id,
+            source: envelope?.source,
+            target: envelope?.target,
+            path: envelope?.path,
+            hops: envelope?.hops,
+          };
+          if (!LOOP_KINDS.has(kind)) {
+            log("warn", `dead letter (${kind}): ${letter.reason}`, fields);
+            return;
+          }
+          metrics.loopStopped(kind);
+          log("warn", `loop guard stopped a message (${kind}): ${letter.reason}`, fields);
+          webhooks.notify("loop_detected", fields);
+        },
         onError: report,
       });
-      const scheduler = new Scheduler({
+      scheduler = new Scheduler({
         client,
         names,
         templates,
@@ -126,7 +191,37 @@ export class Orchestrator implements OrchestratorApi {
         deadLetters,
         memoryTtlSeconds: options.memoryTtlSeconds,
         messageTtlSeconds: options.messageTtlSeconds,
+        maxTasksInFlight: options.maxTasksInFlight,
+        queueCapacity: options.queueCapacity,
+        pollBatch: options.pollBatch,
+        pollTimeoutMs: options.pollTimeoutMs,
+        onStep: (task, step) => {
+          const duration =
+            step.finished_at !== undefined && step.started_at !== undefined
+              ? step.finished_at - step.started_at
+              : undefined;
+          metrics.stepFinished(step.status, duration);
+          log("info", `step ${step.id} ${step.status}`, {
+            task_id: task.task_id,
+            trace_id: task.trace_id,
+            step_id: step.id,
+            agent: step.agent,
+            status: step.status,
+            attempts: step.attempts,
+            duration_ms: duration,
+            error: step.error,
+          });
+        },
         onFinished: (task) => {
+          metrics.taskFinished(task);
+          log(task.status === "completed" ? "info" : "warn", `task ${task.task_id} ${task.status}`, {
+            task_id: task.task_id,
+            task_type: task.task_type,
+            trace_id: task.trace_id,
+            status: task.status,
+            duration_ms: (task.finished_at ?? task.updated_at) - task.created_at,
+            error: task.error,
+          });
           const event = STATUS_EVENT[task.status];
           if (event) webhooks.notify(event, task);
         },
@@ -144,6 +239,7 @@ export class Orchestrator implements OrchestratorApi {
         deadLetters,
         webhooks,
         new TraceReader(client, names, deadLetters),
+        metrics,
         { client: options.client === undefined, templates: ownedTemplates },
       );
     } catch (err) {
@@ -178,15 +274,17 @@ export class Orchestrator implements OrchestratorApi {
   }
 
   /** Every message of a trace in time order; throws TRACE_NOT_FOUND when there is none. */
-  async trace(traceId: string): Promise<TraceView> {
+  async trace(traceId: string, page: { offset?: number; limit?: number } = {}): Promise<TraceView> {
     const mailboxes = new Set(this.directory.list().map((a) => a.mailbox));
+    let since: number | undefined;
     for (const task of this.scheduler.list()) {
       if (task.trace_id !== traceId) continue;
+      since = Math.min(since ?? task.created_at, task.created_at);
       for (const step of Object.values(task.steps)) {
         if (step.dispatch) mailboxes.add(step.dispatch.mailbox);
       }
     }
-    const view = await this.traces.read(traceId, mailboxes);
+    const view = await this.traces.read(traceId, mailboxes, { since, ...page });
     if (!view) {
       throw new OrchestratorError(
         "TRACE_NOT_FOUND",
@@ -196,9 +294,33 @@ export class Orchestrator implements OrchestratorApi {
     return view;
   }
 
-  /** The registry as the router sees it: manifest, load and liveness of each agent. */
+  /**
+   * The registry as the router sees it: manifest, load and liveness of each agent, every
+   * kind of agent included.
+   */
   agents(): DirectoryEntry[] {
     return this.directory.list();
+  }
+
+  /** Reads the whole registry now (GET /api/agents does, so every kind of agent is current). */
+  refreshAgents(): Promise<void> {
+    return this.directory.refresh({ full: true });
+  }
+
+  /** The orchestrator's numbers now (tasks by state, dispatches, dead letters, loop stops...). */
+  metrics(): MetricsSnapshot {
+    const tasks: Record<string, number> = {};
+    for (const status of TASK_STATUSES) tasks[status] = 0;
+    for (const [status, n] of Object.entries(this.scheduler.countByStatus())) tasks[status] = n;
+    const depth = this.scheduler.depth;
+    tasks.queued = depth.queued;
+    tasks.pending -= depth.queued;
+    return this.counters.snapshot({ tasks, queueDepth: depth.queued, waiting: depth.waiting });
+  }
+
+  /** What is wrong with the template files (file, line, column, message), from the last load. */
+  templateProblems(): TemplateProblem[] {
+    return this.templates.problems?.() ?? [];
   }
 
   /** The loaded task templates with their steps, by name. */

@@ -1,7 +1,13 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type TaskState, type TraceView, verifyWebhookSignature } from "../src/index.js";
+import {
+  createEnvelope,
+  sendEnvelope,
+  type TaskState,
+  type TraceView,
+  verifyWebhookSignature,
+} from "../src/index.js";
 import { http, startWorld, until, type World } from "./harness.js";
 
 const templates = {
@@ -17,6 +23,7 @@ steps:
 steps:
   - id: lonely
     capability: a.nobody
+    timeout: 300ms
 `,
   "broken.yaml": `name: broken
 steps:
@@ -100,7 +107,10 @@ describe("HTTP API and webhooks", () => {
     expect(waited.status).toBe(200);
     expect(waited.body).toMatchObject({ status: "completed", result: { ok: true, text: "draft of essay" } });
 
-    const queued = await http("POST", `${world.api}/api/tasks`, { task_type: "review", payload: "poem" });
+    const queued = await http("POST", `${world.api}/api/tasks?async=true`, {
+      task_type: "review",
+      payload: "poem",
+    });
     expect(queued.status).toBe(202);
     expect(Object.keys(queued.body).sort()).toEqual(["status", "task_id", "trace_id"]);
     const id = queued.body.task_id as string;
@@ -156,17 +166,33 @@ describe("HTTP API and webhooks", () => {
     });
   });
 
-  it("a step nobody can take fails the task; the message is listed in GET /api/dead-letters", async () => {
+  it("a step nobody can take waits, pending, until its timeout; a message nobody can take is a dead letter", async () => {
+    const queued = await http("POST", `${world.api}/api/tasks?async=true`, {
+      task_type: "orphan",
+      payload: 1,
+    });
+    const waiting = await http("GET", `${world.api}/api/tasks/${queued.body.task_id}`);
+    expect(waiting.body).toMatchObject({ status: "pending" });
     const res = await http("POST", `${world.api}/api/tasks?wait=true`, { task_type: "orphan", payload: 1 });
     expect(res.body).toMatchObject({
-      status: "failed",
-      error: "step 'lonely' failed: no agent could take it: no live agent has capability 'a.nobody'",
+      status: "timeout",
+      error:
+        "step 'lonely' timed out: no agent took it within 300 ms (no live agent has capability 'a.nobody')",
+    });
+    const client = await world.client();
+    const lost = createEnvelope({ msg_type: "query", source: "tester", target: "*", payload: 1 });
+    await sendEnvelope(client, world.orchestrator!.names.router, lost);
+    await until("the dead letter", async () => {
+      const letters = await http("GET", `${world.api}/api/dead-letters`);
+      return (letters.body.dead_letters as { envelope?: { msg_id: string } }[]).find(
+        (l) => l.envelope?.msg_id === lost.msg_id,
+      );
     });
     const letters = await http("GET", `${world.api}/api/dead-letters`);
     expect(letters.body.dead_letters).toContainEqual(
       expect.objectContaining({
-        reason: "no live agent has capability 'a.nobody'",
-        envelope: expect.objectContaining({ task_id: res.body.task_id, step_id: "lonely" }),
+        reason: "target '*' needs a capability or an intent (text) to route by",
+        envelope: expect.objectContaining({ msg_id: lost.msg_id }),
       }),
     );
   });
@@ -182,8 +208,10 @@ describe("HTTP API and webhooks", () => {
       event: "task_completed",
       data: { task_type: "review" },
     });
-    const failed = await until("task_failed", () => receiver.received.find((h) => h.event === "task_failed"));
-    expect(JSON.parse(failed.body).data).toMatchObject({ task_type: "orphan", status: "failed" });
+    const failed = await until("task_timeout", () =>
+      receiver.received.find((h) => h.event === "task_timeout"),
+    );
+    expect(JSON.parse(failed.body).data).toMatchObject({ task_type: "orphan", status: "timeout" });
     const leaving = await world.agent({ name: "a-leaving", capabilities: ["a.leave"] }, () => {});
     await until("the agent to be seen", () =>
       world.orchestrator!.agents().find((a) => a.name === "a-leaving"),

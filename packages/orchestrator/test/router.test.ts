@@ -213,7 +213,13 @@ describe("router — intent", () => {
       ),
     );
     const letter = (await orchestrator.deadLetterList()).find((l) => l.reason.includes("recompile"))!;
-    expect(letter.reason).toMatch(/the closest was \w+ at 0\.\d+, below the threshold 0\.35$/);
+    expect(letter.reason).toMatch(/the closest was \w+ at 0\.\d+, below the threshold 0\.2$/);
     expect(Object.values(got).flat()).toHaveLength(3);
+
+    // The fallback: no live agent has the capability asked for, so the intent decides.
+    const fallback = ask({ capability: "nobody.has.it", intent: "translate this note into Japanese" });
+    await sendEnvelope(client, orchestrator.names.router, fallback);
+    await until("the fallback to reach the translator", () => got.translator.length === 2, 60_000);
+    expect(got.translator[1]).toBe("translate this note into Japanese");
   }, 90_000);
 });

@@ -17,29 +17,45 @@ const agent = (name: string, extra: Partial<AgentView> = {}): AgentView => ({
   ...extra,
 });
 
-/** Counts picks over a fixed, evenly spread sequence of random numbers. */
-function shares(agents: AgentView[], n = 1000): Record<string, number> {
+/** Picks n times; `hold` keeps what was picked in progress (a burst), else it is done at once (a trickle). */
+function shares(agents: AgentView[], n: number, hold: boolean, limit = 0): Record<string, number> {
   const counts: Record<string, number> = {};
   for (let i = 0; i < n; i++) {
-    const chosen = chooseForCapability(agents, "summarize", NOW, () => (i + 0.5) / n);
-    counts[chosen!.name] = (counts[chosen!.name] ?? 0) + 1;
+    const chosen = chooseForCapability(agents, "summarize", NOW, limit);
+    if (!chosen) break;
+    counts[chosen.name] = (counts[chosen.name] ?? 0) + 1;
+    if (hold) chosen.load++;
   }
   return counts;
 }
 
 describe("capability routing", () => {
-  it("shares work in proportion to weight", () => {
-    expect(shares([agent("a", { weight: 3 }), agent("b", { weight: 1 })])).toEqual({ a: 750, b: 250 });
+  it("shares work by weight one at a time (a trickle) and all at once (a burst)", () => {
+    expect(shares([agent("a", { weight: 3 }), agent("b", { weight: 1 })], 400, false)).toEqual({
+      a: 300,
+      b: 100,
+    });
+    expect(shares([agent("a", { weight: 3 }), agent("b", { weight: 1 })], 400, true)).toEqual({
+      a: 300,
+      b: 100,
+    });
   });
 
-  it("gives a loaded agent less and a full one nothing while others have room", () => {
-    expect(shares([agent("a", { load: 2 }), agent("b")])).toEqual({ a: 333, b: 667 });
-    expect(shares([agent("a", { load: 4 }), agent("b", { load: 3 })])).toEqual({ b: 1000 });
+  it("passes over an agent a whole max_concurrency behind the others", () => {
+    expect(shares([agent("a", { load: 7 }), agent("b", { load: 3 })], 1, true)).toEqual({ b: 1 });
+    expect(shares([agent("a", { load: 6 }), agent("b", { load: 3 })], 2, true)).toEqual({ a: 1, b: 1 });
+    // A slow agent keeps its work in progress longer: the fast one gets the rest.
+    const slow = agent("slow", { load: 4 });
+    expect(shares([slow, agent("fast")], 4, false)).toEqual({ fast: 4 });
   });
 
-  it("when everyone is full, picks the least loaded relative to capacity", () => {
-    const full = [agent("a", { load: 9, maxConcurrency: 4 }), agent("b", { load: 5, maxConcurrency: 4 })];
-    expect(chooseForCapability(full, "summarize", NOW)?.name).toBe("b");
+  it("measures being behind per unit of weight", () => {
+    const busy = [agent("a", { load: 9, weight: 2 }), agent("b", { load: 9 })];
+    expect(chooseForCapability(busy, "summarize", NOW)?.name).toBe("a");
+  });
+
+  it("a per-agent limit leaves work unrouted when every agent is at it", () => {
+    expect(shares([agent("a"), agent("b")], 10, true, 2)).toEqual({ a: 2, b: 2 });
   });
 
   it("skips agents that stopped heartbeating and agents without the capability", () => {
@@ -48,7 +64,7 @@ describe("capability routing", () => {
       agent("other", { capabilities: ["translate"] }),
       agent("alive", { lastSeenMs: NOW - 29_000 }),
     ];
-    expect(shares(agents)).toEqual({ alive: 1000 });
+    expect(shares(agents, 10, false)).toEqual({ alive: 10 });
     expect(chooseForCapability([agents[0], agents[1]], "summarize", NOW)).toBeUndefined();
   });
 });

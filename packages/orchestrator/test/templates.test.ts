@@ -93,7 +93,7 @@ steps:
     when: "outputs.two.score >> 3"
 `;
     expect(problemsOf(text)).toEqual([
-      "t.yaml:2:1: template: unknown key 'stepz' (allowed: name, description, timeout, max_hops, steps)",
+      "t.yaml:2:1: template: unknown key 'stepz' (allowed: name, task_type, description, timeout, max_hops, steps)",
       "t.yaml:4:5: step 'one': give either 'agent' or 'capability', not both",
       "t.yaml:7:5: step 'two' depends on unknown step 'three'",
       "t.yaml:10:14: step 'two': 'timeout' must be a duration like 500ms, 30s or 2m",
@@ -109,11 +109,11 @@ steps:
 
   it("requires a name and steps, and work for each step", () => {
     expect(problemsOf("description: nothing\n")).toEqual([
-      "t.yaml:1:1: template: 'name' is required",
+      "t.yaml:1:1: template: 'name' (or 'task_type') is required",
       "t.yaml:1:1: template: 'steps' must be a non-empty list",
     ]);
     expect(problemsOf("name: x\nsteps:\n  - id: lazy\n")).toEqual([
-      "t.yaml:3:5: step 'lazy': needs an 'agent', a 'capability' or 'merge'",
+      "t.yaml:3:5: step 'lazy': needs an 'agent', a 'capability', or mode merge with 'depends_on'",
     ]);
   });
 
@@ -132,7 +132,7 @@ steps:
     expect(set.reload()).toEqual([]);
     expect(set.get("other")?.steps[0].id).toBe("b");
     expect(seen).toEqual([
-      `${join(dir, "other.yml")}:3:5: step 'a': needs an 'agent', a 'capability' or 'merge'`,
+      `${join(dir, "other.yml")}:3:5: step 'a': needs an 'agent', a 'capability', or mode merge with 'depends_on'`,
     ]);
     set.close();
     expect(loadTemplateFolder(join(dir, "missing")).problems[0].message).toMatch(

@@ -39,8 +39,16 @@ export interface AgentDiscoverRequest {
   limit?: number;
   /** From 1. */
   page?: number;
-  /** Only agents carrying every one of these tags. */
+  /** mq9 extension: agents to skip before the page (instead of `page`); a reply's `next_offset`. */
+  offset?: number;
+  /** Only agents carrying every one of these tags (their card's or their skills', any case). */
   tags?: string[];
+  /** mq9 extension, a direct lookup: only the registration of this mailbox. */
+  mailbox?: string;
+  /** mq9 extension, a direct lookup: only registrations of this name. */
+  name?: string;
+  /** mq9 extension: semantic and hybrid answers keep only agents whose calibrated score (0..1) reaches this. */
+  min_score?: number;
   /** Only agents heard from (REGISTER or REPORT) within their ttl. */
   online?: boolean;
   /** Adds `_status` (last REPORT body) and `_last_seen` (unix seconds). */
@@ -69,4 +77,15 @@ export interface AgentEntry {
 
 export interface AgentDiscoverReply extends Mq9Reply {
   agents: AgentEntry[];
+  /** Agents the query matches in all, where the broker knows it (mq9 extension). */
+  total?: number;
+  /** Another page follows, from `next_offset` (mq9 extension). */
+  has_more?: boolean;
+  next_offset?: number;
+  /** The page was cut short to stay within the max payload (mq9 extension). */
+  truncated?: boolean;
+  /** Skills registered moments ago that semantic search cannot find yet (mq9 extension). */
+  pending_skills?: number;
+  /** Why the answer is not what was asked for (a fallback ranking, a trimmed page, pending skills). */
+  warning?: string;
 }

@@ -9,4 +9,9 @@ export const Defaults = {
   queryLimit: 100,
   queryMaxLimit: 100,
   discoverLimit: 20,
+  /**
+   * A `min_score` for routing a request to one agent by meaning: calibrated DISCOVER scores
+   * below it are too weak to act on (see docs/registry.md, "Scores").
+   */
+  intentMinScore: 0.2,
 } as const;

@@ -22,4 +22,12 @@ export const Errors = {
   agentNameEmpty: "agent name must not be empty",
   emptyRegistration: "payload must not be empty",
   internal: (what: string) => `internal error: ${what}`,
+  notMailboxOwner: (address: string, op: string) =>
+    `permission denied: mailbox ${address} belongs to another user; only its owner may ${op} (others may only SEND to it)`,
+  notRegistrationOwner: (mailbox: string) =>
+    `permission denied: the registration of ${mailbox} belongs to another user; only its owner may change, REPORT or UNREGISTER it`,
+  agentNameTaken: (name: string) =>
+    `permission denied: the agent name '${name}' is registered by another user; choose another name`,
+  registerForeignMailbox: (mailbox: string) =>
+    `permission denied: mailbox ${mailbox} belongs to another user; register with a mailbox you created`,
 } as const;

@@ -7,6 +7,7 @@ export type Mq9ErrorCode =
   | "MESSAGE_NOT_FOUND"
   | "UNKNOWN_SUBJECT"
   | "AGENT_NOT_FOUND"
+  | "PERMISSION_DENIED"
   | "TIMEOUT"
   | "NOT_CONNECTED"
   | "INTERNAL";
@@ -18,6 +19,7 @@ const codeByText: [RegExp, Mq9ErrorCode][] = [
   [/^message not found$/, "MESSAGE_NOT_FOUND"],
   [/^unrecognized mq9 subject/, "UNKNOWN_SUBJECT"],
   [/^agent not found$/, "AGENT_NOT_FOUND"],
+  [/^permission denied/, "PERMISSION_DENIED"],
   [/^internal error/, "INTERNAL"],
 ];
 

@@ -1,33 +1,18 @@
 import { randomBytes } from "node:crypto";
 
 const BASE32HEX = "0123456789abcdefghijklmnopqrstuv";
-let counter = randomBytes(3).readUIntBE(0, 3);
-
-function encodeBase32Hex(bytes: Uint8Array): string {
-  let out = "";
-  let buffer = 0;
-  let bits = 0;
-  for (const byte of bytes) {
-    buffer = (buffer << 8) | byte;
-    bits += 8;
-    while (bits >= 5) {
-      out += BASE32HEX[(buffer >>> (bits - 5)) & 31];
-      bits -= 5;
-    }
-  }
-  if (bits > 0) out += BASE32HEX[(buffer << (5 - bits)) & 31];
-  return out;
-}
+/** 26 base32 characters carry 130 bits. */
+export const GENERATED_MAIL_ADDRESS_LENGTH = 26;
 
 /**
- * A 20-character, time-ordered, lowercase base32hex name (XID-shaped, like
- * the reference broker's): 4 bytes of seconds, 5 random bytes, a 3-byte counter.
+ * A fresh mailbox name: 26 lowercase base32hex characters, every one from the operating system's
+ * CSPRNG (130 secret bits). A generated name is a capability: whoever knows it can SEND to the
+ * mailbox, and without users configured also read it, so nothing in it may be predictable — the
+ * XID shape used before (a seconds prefix and a counter) left only 40 bits to guess.
  */
-export function generateMailAddress(nowMs = Date.now()): string {
-  const bytes = Buffer.alloc(12);
-  bytes.writeUInt32BE(Math.floor(nowMs / 1000) >>> 0, 0);
-  randomBytes(5).copy(bytes, 4);
-  counter = (counter + 1) & 0xffffff;
-  bytes.writeUIntBE(counter, 9, 3);
-  return encodeBase32Hex(bytes);
+export function generateMailAddress(): string {
+  const bytes = randomBytes(GENERATED_MAIL_ADDRESS_LENGTH);
+  let out = "";
+  for (let i = 0; i < bytes.length; i++) out += BASE32HEX[bytes[i] & 31];
+  return out;
 }

@@ -10,7 +10,21 @@ import {
   type QueryRequest,
 } from "@mq9/protocol";
 import { type Logger, silentLogger } from "../logger.js";
-import type { AppendResult, NewMessage, StartPosition, Store, StoredMessage } from "../store/store.js";
+import type {
+  AppendResult,
+  MailboxRecord,
+  NewMessage,
+  StartPosition,
+  Store,
+  StoredMessage,
+} from "../store/store.js";
+import {
+  canInspect,
+  type GroupStats,
+  type MailboxStats,
+  type StoreInspection,
+  type StoreTotals,
+} from "../store/store-inspection.js";
 import { ExpiryScheduler } from "./expiry-scheduler.js";
 import { generateMailAddress } from "./mail-address-generator.js";
 import { LocalNotifier, type Notifier } from "./notifier.js";
@@ -90,10 +104,10 @@ export class MessagingEngine {
     this.expiry.start();
   }
 
-  /** Creates a mailbox and returns its address. */
-  async createMailbox(request: MailboxCreateRequest): Promise<string> {
+  /** Creates a mailbox (owned by `owner`, when users are configured) and returns its address. */
+  async createMailbox(request: MailboxCreateRequest, owner?: string): Promise<string> {
     const now = this.now();
-    const address = request.name ?? generateMailAddress(now);
+    const address = request.name ?? generateMailAddress();
     const invalid = mailAddressError(address);
     if (invalid) throw new Mq9Error("INVALID_NAME", invalid);
     const ttlSeconds = request.ttl ?? this.defaultMailboxTtl;
@@ -104,6 +118,7 @@ export class MessagingEngine {
         desc: request.desc ?? "",
         createdMs: now,
         expiresMs: ttlSeconds > 0 ? now + ttlSeconds * 1000 : undefined,
+        owner,
       },
       now,
     );
@@ -216,6 +231,45 @@ export class MessagingEngine {
     }
   }
 
+  /** Live mailboxes whose address contains `search`, with their depth per priority (not a protocol operation). */
+  async listMailboxes(options: { search?: string; limit: number }): Promise<MailboxStats[]> {
+    return this.inspection().mailboxStats(this.now(), options);
+  }
+
+  /** How much the store holds (live mailboxes, messages, bytes). */
+  async totals(): Promise<StoreTotals> {
+    return this.inspection().totals(this.now());
+  }
+
+  /** One live mailbox with its depth and its consumer groups' lag. */
+  async describeMailbox(address: string): Promise<{ mailbox: MailboxStats; groups: GroupStats[] }> {
+    const inspection = this.inspection();
+    const now = this.now();
+    const [mailbox] = await inspection.mailboxStats(now, { search: address, exact: true, limit: 1 });
+    const groups = mailbox && (await inspection.groupStats(address, now));
+    if (!mailbox || !groups) throw this.missing(address);
+    return { mailbox, groups };
+  }
+
+  /** Deletes a mailbox with its messages and groups (not a protocol operation). */
+  async deleteMailbox(address: string): Promise<void> {
+    if (!(await this.inspection().deleteMailbox(address, this.now()))) throw this.missing(address);
+  }
+
+  /** Deletes every message of a mailbox, which stays; returns how many went. */
+  async purgeMailbox(address: string): Promise<number> {
+    const purged = await this.inspection().purgeMailbox(address, this.now());
+    if (purged === undefined) throw this.missing(address);
+    return purged;
+  }
+
+  private inspection(): StoreInspection {
+    if (!canInspect(this.store)) {
+      throw new Mq9Error("INVALID_REQUEST", "this broker's store cannot list, delete or purge mailboxes");
+    }
+    return this.store;
+  }
+
   /** Finishes pending commits, wakes long-polls, stops background work. Does not close the store. */
   async close(): Promise<void> {
     this.closing = true;
@@ -238,6 +292,11 @@ export class MessagingEngine {
       default:
         return { fromId: await this.store.nextMessageId(mailbox) };
     }
+  }
+
+  /** The live mailbox, or undefined. */
+  mailbox(address: string): Promise<MailboxRecord | undefined> {
+    return this.store.getMailbox(address, this.now());
   }
 
   private async requireMailbox(mailbox: string): Promise<void> {

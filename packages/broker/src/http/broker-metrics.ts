@@ -10,7 +10,8 @@ export class BrokerMetrics implements RequestObserver {
   private readonly requests: RequestMetrics;
 
   constructor(connections: () => number) {
-    collectDefaultMetrics({ register: this.registry, prefix: "mq9_process_" });
+    // prom-client's names already start with process_ or nodejs_: the prefix is only ours.
+    collectDefaultMetrics({ register: this.registry, prefix: "mq9_" });
     this.requests = new RequestMetrics(this.registry);
     new Gauge({
       name: "mq9_client_connections",
@@ -96,6 +97,11 @@ export class BrokerMetrics implements RequestObserver {
       },
     });
   };
+
+  /** Requests answered so far, by operation (what the REST API's metrics summary counts). */
+  requestCounts(): Map<string, { ok: number; errors: number }> {
+    return this.requests.counts();
+  }
 
   observe(op: string, failed: boolean, seconds: number): void {
     this.requests.observe(op, failed, seconds);

@@ -1,7 +1,10 @@
-import { timingSafeEqual } from "node:crypto";
+import type { IncomingMessage } from "node:http";
 import Fastify, { type FastifyInstance } from "fastify";
+import type { UserDirectory } from "../auth/index.js";
+import type { Principal } from "../auth/principal.js";
 import type { Logger } from "../logger.js";
 import type { BrokerMetrics } from "./broker-metrics.js";
+import { HostGuard } from "./host-guard.js";
 
 export interface HttpServerOptions {
   host: string;
@@ -12,26 +15,40 @@ export interface HttpServerOptions {
   health: () => { ok: boolean; [detail: string]: unknown };
   /** Adds the routes of higher layers (A2A gateway, MCP, orchestrator API, dashboard). */
   routes?: (app: FastifyInstance) => void | Promise<void>;
-  /** The broker's credentials: when set, every route but /healthz and /metrics requires them. */
-  auth?: { token?: string; user?: string; password?: string };
+  /**
+   * The broker's users: when set, every route but /healthz and /metrics requires the credentials of
+   * one of them (a token as Bearer, user and password as Basic). With several users configured, only
+   * admins are let in, since the HTTP apps act on the broker with rights of their own.
+   */
+  users?: UserDirectory;
+  /** Paths served without credentials (the dashboard's page and scripts, which hold no data). */
+  openPath?: (path: string) => boolean;
+  /** DNS-rebinding protection; see HostGuardOptions. */
+  allowedHosts?: readonly string[];
+  allowedOrigins?: readonly string[];
   logger: Logger;
 }
 
 const OPEN_PATHS = new Set(["/healthz", "/metrics"]);
 
-function same(a: string, b: string): boolean {
-  const left = Buffer.from(a);
-  const right = Buffer.from(b);
-  return left.length === right.length && timingSafeEqual(left, right);
+/** Who made each authenticated HTTP request: the REST API calls the engine as that user. */
+const requestUsers = new WeakMap<object, Principal>();
+
+/** The user an HTTP request authenticated as; undefined when the broker has no users. */
+export function principalOf(request: object): Principal | undefined {
+  return requestUsers.get(request);
 }
 
-/** True when the Authorization header carries the broker's token (Bearer) or user and password (Basic). */
-function authorized(header: string | undefined, auth: NonNullable<HttpServerOptions["auth"]>): boolean {
-  if (!header) return false;
+/** The user the Authorization header proves: undefined when it proves none. */
+async function userOf(header: string | undefined, users: UserDirectory) {
+  if (!header) return undefined;
   const [scheme, value = ""] = header.split(" ", 2);
-  if (auth.token !== undefined) return scheme.toLowerCase() === "bearer" && same(value, auth.token);
-  if (auth.user === undefined || scheme.toLowerCase() !== "basic") return false;
-  return same(Buffer.from(value, "base64").toString(), `${auth.user}:${auth.password ?? ""}`);
+  if (scheme.toLowerCase() === "bearer") return users.authenticate({ auth_token: value }, undefined);
+  if (scheme.toLowerCase() !== "basic") return undefined;
+  const decoded = Buffer.from(value, "base64").toString();
+  const colon = decoded.indexOf(":");
+  if (colon < 0) return undefined;
+  return users.authenticate({ user: decoded.slice(0, colon), pass: decoded.slice(colon + 1) }, undefined);
 }
 
 /** The broker's one HTTP server: /healthz, /metrics, and whatever `routes` mounts. */
@@ -43,16 +60,43 @@ export class HttpServer {
   ) {}
 
   static async start(options: HttpServerOptions): Promise<HttpServer> {
-    const app = Fastify({ logger: false });
-    const auth = options.auth;
-    if (auth && (auth.token !== undefined || auth.user !== undefined)) {
-      // Without this, the HTTP port would be a way around the broker's own authentication.
-      const challenge = auth.token !== undefined ? 'Bearer realm="mq9"' : 'Basic realm="mq9"';
+    // Mail addresses run to 128 characters (fastify's default limit for a path parameter is 100).
+    const app = Fastify({ logger: false, routerOptions: { maxParamLength: 512 } });
+    const guard = new HostGuard({
+      boundHost: options.host,
+      allowedHosts: options.allowedHosts,
+      allowedOrigins: options.allowedOrigins,
+    });
+    if (guard.enabled) {
       app.addHook("onRequest", async (request, reply) => {
-        if (OPEN_PATHS.has(request.url.split("?")[0]) || authorized(request.headers.authorization, auth))
+        if (OPEN_PATHS.has(request.url.split("?")[0])) return;
+        const refusal = guard.refusal(request.headers.host, request.headers.origin);
+        if (refusal === undefined) return;
+        options.logger.warn(
+          { host: request.headers.host, origin: request.headers.origin, url: request.url },
+          "http: refused a request from a host or origin outside the allow list",
+        );
+        return reply.code(403).send({ error: refusal });
+      });
+    }
+    const users = options.users;
+    if (users !== undefined) {
+      // Without this, the HTTP port would be a way around the broker's own authentication.
+      app.addHook("onRequest", async (request, reply) => {
+        const path = request.url.split("?")[0];
+        if (OPEN_PATHS.has(path) || options.openPath?.(path)) return;
+        const user = await userOf(request.headers.authorization, users);
+        if (user !== undefined && (!users.multiUser || user.principal.admin)) {
+          requestUsers.set(request, user.principal);
           return;
-        return reply.code(401).header("www-authenticate", challenge).send({
-          error: "authentication required: send the broker's token (Bearer) or user and password (Basic)",
+        }
+        if (user !== undefined) {
+          return reply.code(403).send({
+            error: `forbidden: user '${user.principal.name}' is not an admin; the HTTP routes (MCP, A2A, API) act with the broker's own rights, so only admin users may use them`,
+          });
+        }
+        return reply.code(401).header("www-authenticate", users.httpChallenge).send({
+          error: "authentication required: send a user's token (Bearer) or user and password (Basic)",
         });
       });
     }

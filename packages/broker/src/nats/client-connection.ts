@@ -1,7 +1,20 @@
-import { timingSafeEqual } from "node:crypto";
 import type { Socket } from "node:net";
 import { type SecureContext, TLSSocket } from "node:tls";
-import { errLine, ProtocolError, type ProtocolErrorText } from "./errors.js";
+import {
+  type AuthenticatedUser,
+  type AuthThrottle,
+  ClientPermissions,
+  type Principal,
+  type UserDirectory,
+} from "../auth/index.js";
+import {
+  errLine,
+  ProtocolError,
+  type ProtocolErrorText,
+  publishViolation,
+  subscribeViolation,
+} from "./errors.js";
+import { type InboxClaims, inboxIdOf } from "./inbox-claims.js";
 import type { ResolvedOptions } from "./options.js";
 import type { OutboundMessage } from "./outbound-message.js";
 import { OutputBuffer } from "./output-buffer.js";
@@ -22,6 +35,11 @@ const CLOSE_GRACE_MS = 2000;
 export interface ConnectionHost {
   readonly options: ResolvedOptions;
   readonly router: Router;
+  /** Undefined when clients need no credentials. */
+  readonly users: UserDirectory | undefined;
+  readonly throttle: AuthThrottle;
+  /** Set when clients are isolated from each other (users configured). */
+  readonly inboxes: InboxClaims | undefined;
   /** A valid client publish, to hand to the service or route to subscribers. */
   clientPublish(
     from: ClientConnection,
@@ -56,6 +74,8 @@ interface ConnectOptions {
   auth_token?: unknown;
   user?: unknown;
   pass?: unknown;
+  nkey?: unknown;
+  sig?: unknown;
   name?: unknown;
 }
 
@@ -82,12 +102,20 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
   private active = true;
   private authTimer: NodeJS.Timeout | undefined;
   private destroyTimer: NodeJS.Timeout | undefined;
+  /** The CONNECT being checked, while its check takes time (then input is held). */
+  private authenticating = false;
+  /** Who the client authenticated as; undefined without auth. */
+  private authenticated: AuthenticatedUser | undefined;
+  /** Undefined when the user may publish and subscribe to anything. */
+  private perms: ClientPermissions | undefined;
 
   constructor(
     readonly id: number,
     socket: Socket,
     readonly remoteIp: string,
     private readonly host: ConnectionHost,
+    /** The challenge sent in INFO for NKey users. */
+    private readonly nonce?: string,
   ) {
     this.socket = socket;
     this.parser = new ProtocolParser(this, host.options);
@@ -95,6 +123,11 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
 
   get isClosed(): boolean {
     return this.closed;
+  }
+
+  /** Who the client authenticated as (undefined when the listener needs no credentials). */
+  get principal(): Principal | undefined {
+    return this.authenticated?.principal;
   }
 
   private get log() {
@@ -163,15 +196,68 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
       return;
     }
     if (!this.connected) {
-      if (!this.authorized(opts)) {
-        this.log.warn({ clientId: this.id, ip: this.remoteIp }, "nats: authorization violation");
-        this.close("authorization violation", ProtocolError.AuthorizationViolation);
-        return;
-      }
-      this.connected = true;
-      clearTimeout(this.authTimer);
-      this.authTimer = undefined;
+      if (this.authenticating) return;
+      this.authenticate(opts);
+      return;
     }
+    this.apply(opts);
+  }
+
+  /**
+   * Checks the first CONNECT's credentials. At once when it can; when the address is being throttled
+   * or a bcrypt hash needs checking, the input behind the CONNECT is held until the answer.
+   */
+  private authenticate(opts: ConnectOptions): void {
+    const users = this.host.users;
+    if (users === undefined) {
+      this.admit(opts, undefined);
+      return;
+    }
+    const delay = this.host.throttle.delayFor(this.remoteIp);
+    const result = delay === 0 ? users.authenticate(opts, this.nonce) : undefined;
+    if (delay === 0 && !(result instanceof Promise)) {
+      this.settle(opts, result);
+      return;
+    }
+    this.authenticating = true;
+    this.parser.pause();
+    this.socket.pause();
+    const wait = new Promise<void>((resolve) => setTimeout(resolve, delay).unref());
+    void wait
+      .then(() => (delay === 0 ? result : users.authenticate(opts, this.nonce)))
+      .then(
+        (user) => this.settle(opts, user),
+        (err) => {
+          this.log.error({ err, clientId: this.id }, "nats: checking credentials failed");
+          this.settle(opts, undefined);
+        },
+      );
+  }
+
+  private settle(opts: ConnectOptions, user: AuthenticatedUser | undefined): void {
+    this.authenticating = false;
+    if (this.closed) return;
+    if (user === undefined) {
+      const name = typeof opts.user === "string" ? opts.user : undefined;
+      this.host.throttle.failed(this.remoteIp, name);
+      this.close("authorization violation", ProtocolError.AuthorizationViolation);
+      return;
+    }
+    this.admit(opts, user);
+    this.socket.resume();
+    this.parser.resume();
+  }
+
+  private admit(opts: ConnectOptions, user: AuthenticatedUser | undefined): void {
+    this.connected = true;
+    this.authenticated = user;
+    if (user?.permissions !== undefined) this.perms = new ClientPermissions(user.permissions);
+    clearTimeout(this.authTimer);
+    this.authTimer = undefined;
+    this.apply(opts);
+  }
+
+  private apply(opts: ConnectOptions): void {
     this.verbose = opts.verbose === true;
     this.pedantic = opts.pedantic === true;
     this.echo = opts.echo !== false;
@@ -195,6 +281,10 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
       this.sendError(ProtocolError.InvalidSubject);
       return;
     }
+    if (this.perms !== undefined && !this.perms.mayPublish(subject)) {
+      this.sendError(publishViolation(subject));
+      return;
+    }
     this.ok();
     if (headerSize < 0) {
       this.host.clientPublish(this, subject, reply, undefined, data);
@@ -210,11 +300,32 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
       return;
     }
     // A repeated sid is ignored, as nats-server does, rather than silently replacing the first.
-    if (!this.subs.has(sid)) {
-      const sub = new Subscription(this, subject, queue, sid);
-      this.subs.set(sid, sub);
-      this.host.router.add(sub);
+    if (this.subs.has(sid)) {
+      this.ok();
+      return;
     }
+    const decision = this.perms?.maySubscribe(subject) ?? "allow";
+    if (decision === "deny") {
+      this.sendError(subscribeViolation(subject, queue));
+      return;
+    }
+    const sub = new Subscription(this, subject, queue, sid);
+    sub.filtered = decision === "filter";
+    const inboxes = this.host.inboxes;
+    const inboxId = inboxes === undefined ? undefined : inboxIdOf(subject);
+    if (inboxId !== undefined && inboxId !== "*" && inboxId !== ">") {
+      if (!inboxes!.claim(inboxId, this)) {
+        this.log.info(
+          { clientId: this.id, ip: this.remoteIp, user: this.principal?.name, subject },
+          "nats: refused a subscription to another client's reply inbox",
+        );
+        this.sendError(subscribeViolation(subject, queue));
+        return;
+      }
+      sub.inboxId = inboxId;
+    }
+    this.subs.set(sid, sub);
+    this.host.router.add(sub);
     this.ok();
   }
 
@@ -250,20 +361,9 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
 
   /** Before CONNECT, only servers without auth accept operations (telnet-style use). */
   private admitted(): boolean {
-    if (this.connected || this.host.options.auth === undefined) return !this.closed;
+    if (this.connected || this.host.users === undefined) return !this.closed;
     this.close("operation before CONNECT", ProtocolError.AuthorizationViolation);
     return false;
-  }
-
-  private authorized(opts: ConnectOptions): boolean {
-    const auth = this.host.options.auth;
-    if (auth === undefined) return true;
-    if (auth.token !== undefined && sameSecret(opts.auth_token, auth.token)) return true;
-    return (
-      auth.user !== undefined &&
-      sameSecret(opts.user, auth.user) &&
-      sameSecret(opts.pass, auth.password ?? "")
-    );
   }
 
   private ok(): void {
@@ -271,7 +371,7 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
   }
 
   /** A non-fatal -ERR: the connection stays open. */
-  private sendError(text: ProtocolErrorText): void {
+  private sendError(text: ProtocolErrorText | string): void {
     this.log.debug({ clientId: this.id, error: text }, "nats: client error");
     this.enqueue(errLine(text));
   }
@@ -279,12 +379,18 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
   private unsubscribe(sub: Subscription): void {
     this.subs.delete(sub.sid);
     this.host.router.remove(sub);
+    if (sub.inboxId !== undefined) this.host.inboxes?.release(sub.inboxId, this);
   }
 
   // ---- output --------------------------------------------------------------------------------
 
   deliver(sub: Subscription, msg: OutboundMessage): void {
     if (this.closed) return;
+    const perms = this.perms;
+    if (perms !== undefined) {
+      if (sub.filtered && !perms.mayReceive(msg.subject)) return;
+      if (msg.reply !== undefined && perms.tracksResponses) perms.requestReceived(msg.reply);
+    }
     const out = this.out;
     const header = msg.header;
     // A client that did not ask for headers gets the body only, like nats-server does.
@@ -383,7 +489,10 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
     this.closed = true;
     this.parser.stop();
     clearTimeout(this.authTimer);
-    for (const sub of this.subs.values()) this.host.router.remove(sub);
+    for (const sub of this.subs.values()) {
+      this.host.router.remove(sub);
+      if (sub.inboxId !== undefined) this.host.inboxes?.release(sub.inboxId, this);
+    }
     this.subs.clear();
     this.host.connectionClosed(this);
     this.log.debug(
@@ -405,12 +514,4 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
   destroy(): void {
     this.socket.destroy();
   }
-}
-
-/** Constant-time comparison, so response timing does not reveal how much of a secret matched. */
-function sameSecret(given: unknown, expected: string): boolean {
-  if (typeof given !== "string") return false;
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
 }

@@ -18,7 +18,18 @@ export const ProtocolError = {
 
 export type ProtocolErrorText = (typeof ProtocolError)[keyof typeof ProtocolError];
 
+/** nats-server's text for a refused PUB. */
+export function publishViolation(subject: string): string {
+  return `Permissions Violation for Publish to "${subject}"`;
+}
+
+/** nats-server's text for a refused SUB. */
+export function subscribeViolation(subject: string, queue: string | undefined): string {
+  const using = queue === undefined ? "" : ` using queue "${queue}"`;
+  return `Permissions Violation for Subscription to "${subject}"${using}`;
+}
+
 /** Encodes one `-ERR` line. */
-export function errLine(text: ProtocolErrorText): Buffer {
+export function errLine(text: ProtocolErrorText | string): Buffer {
   return Buffer.from(`-ERR '${text}'\r\n`);
 }

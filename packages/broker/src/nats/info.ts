@@ -5,6 +5,11 @@ export const SERVER_VERSION = "2.10.0";
 
 const BASE32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 
+/** A random challenge for NKey authentication, base64url like nats-server's. */
+export function generateNonce(): string {
+  return randomBytes(16).toString("base64url");
+}
+
 /** A 56-character id in the shape of nats-server's (an "N" and base32), unique per listener. */
 export function generateServerId(): string {
   const bytes = randomBytes(55);
@@ -22,6 +27,11 @@ export interface ServerInfo {
   authRequired: boolean;
   tlsRequired: boolean;
   tlsVerify: boolean;
+  /**
+   * More fields for INFO, named `mq9_…` so that they never clash with nats-server's; NATS clients
+   * ignore fields they do not know.
+   */
+  extensions?: Record<string, unknown>;
 }
 
 /**
@@ -33,6 +43,7 @@ export class InfoBuilder {
 
   constructor(info: ServerInfo) {
     const body: Record<string, unknown> = {
+      ...info.extensions,
       server_id: info.serverId,
       server_name: info.serverName,
       version: SERVER_VERSION,
@@ -53,8 +64,11 @@ export class InfoBuilder {
     this.prefix = `INFO ${json.slice(0, -1)},`;
   }
 
-  /** The INFO line for one connection. */
-  line(clientId: number, clientIp: string): Buffer {
-    return Buffer.from(`${this.prefix}"client_id":${clientId},"client_ip":${JSON.stringify(clientIp)}}\r\n`);
+  /** The INFO line for one connection; `nonce` is the challenge an NKey user signs. */
+  line(clientId: number, clientIp: string, nonce?: string): Buffer {
+    const challenge = nonce === undefined ? "" : `,"nonce":${JSON.stringify(nonce)}`;
+    return Buffer.from(
+      `${this.prefix}"client_id":${clientId},"client_ip":${JSON.stringify(clientIp)}${challenge}}\r\n`,
+    );
   }
 }

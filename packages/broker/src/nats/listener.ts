@@ -1,9 +1,11 @@
 import { readFile } from "node:fs/promises";
 import { createServer, type Server, type Socket } from "node:net";
 import { createSecureContext } from "node:tls";
+import { AuthThrottle, type Principal, UserDirectory } from "../auth/index.js";
 import { ClientConnection, type ConnectionHost, type TlsSetup } from "./client-connection.js";
 import { errLine, ProtocolError } from "./errors.js";
-import { generateServerId, InfoBuilder } from "./info.js";
+import { InboxClaims } from "./inbox-claims.js";
+import { generateNonce, generateServerId, InfoBuilder, type ServerInfo } from "./info.js";
 import {
   type NatsListenerOptions,
   type ResolvedOptions,
@@ -16,6 +18,8 @@ import { isWellFormedSubject } from "./subject.js";
 
 const DEFAULT_DRAIN_TIMEOUT_MS = 2000;
 const REFUSED_GRACE_MS = 1000;
+
+export type { Principal };
 
 /** What the broker itself sends: bytes, text (written as UTF-8), or pieces of either in order. */
 export type OutboundPayload = Uint8Array | string | readonly (string | Uint8Array)[];
@@ -31,6 +35,7 @@ export class NatsListener {
   private readonly serverId = generateServerId();
   private server: Server | undefined;
   private info: InfoBuilder | undefined;
+  private infoFields: ServerInfo | undefined;
   private tls: TlsSetup | undefined;
   private service:
     | {
@@ -39,8 +44,9 @@ export class NatsListener {
         clientGone?: (clientId: number) => void;
       }
     | undefined;
-  /** Connections taking part in routing. */
-  private readonly clients = new Set<ClientConnection>();
+  /** Connections taking part in routing, by client id. */
+  private readonly clients = new Map<number, ClientConnection>();
+  private readonly users: UserDirectory | undefined;
   /** Connections whose socket is still open (a closed client may still be flushing). */
   private readonly sockets = new Set<ClientConnection>();
   private readonly refused = new Set<Socket>();
@@ -55,15 +61,21 @@ export class NatsListener {
 
   constructor(options?: NatsListenerOptions) {
     this.options = resolveOptions(options);
+    this.users = UserDirectory.from(this.options.auth);
+    const inboxes = this.users?.multiUser ? new InboxClaims() : undefined;
+    this.router.inboxes = inboxes;
     // Connections see the listener only through this narrow interface.
     this.host = {
       options: this.options,
       router: this.router,
+      users: this.users,
+      throttle: new AuthThrottle(this.options.logger, this.options.authThrottle),
+      inboxes,
       clientPublish: (from, subject, reply, header, body) =>
         this.clientPublish(from, subject, reply, header, body),
       scheduleFlush: (conn, prompt) => this.scheduleFlush(conn, prompt),
       connectionClosed: (conn) => {
-        this.clients.delete(conn);
+        this.clients.delete(conn.id);
         this.service?.clientGone?.(conn.id);
       },
       socketClosed: (conn) => {
@@ -83,6 +95,14 @@ export class NatsListener {
     clientGone?: (clientId: number) => void,
   ): void {
     this.service = { matches, handler, clientGone };
+  }
+
+  /**
+   * True when users are configured: clients are isolated (reply inboxes, service replies) and the
+   * service should enforce ownership for the principal of each request.
+   */
+  get isolatesClients(): boolean {
+    return this.users?.multiUser === true;
   }
 
   /** Number of open client connections. */
@@ -120,20 +140,38 @@ export class NatsListener {
     }
     const address = server.address();
     const bound = typeof address === "object" && address !== null ? address.port : port;
-    this.info = new InfoBuilder({
+    this.infoFields = {
       serverId: this.serverId,
       serverName: this.options.serverName ?? this.serverId,
       host,
       port: bound,
       maxPayload: this.options.maxPayload,
-      authRequired: this.options.auth !== undefined,
+      authRequired: this.users !== undefined,
       tlsRequired: this.tls !== undefined,
       tlsVerify: this.tls?.verifyClients ?? false,
-    });
+    };
+    this.info = new InfoBuilder(this.infoFields);
     this.pingTimer = setInterval(() => this.pingAll(), this.options.pingIntervalMs);
     this.pingTimer.unref();
     this.options.logger.info({ host, port: bound, tls: this.tls !== undefined }, "nats: listening");
     return { host, port: bound };
+  }
+
+  /**
+   * Adds `mq9_…` fields to the INFO that connections from now on receive (e.g. where the broker's
+   * HTTP server is, so that tools given only the broker's address find it).
+   */
+  advertise(extensions: Record<string, unknown>): void {
+    if (this.infoFields === undefined) throw new Error("NatsListener.advertise() needs listen() first");
+    for (const name of Object.keys(extensions)) {
+      if (!name.startsWith("mq9_"))
+        throw new TypeError(`NatsListener.advertise: '${name}' must start with mq9_`);
+    }
+    this.infoFields = {
+      ...this.infoFields,
+      extensions: { ...this.infoFields.extensions, ...extensions },
+    };
+    this.info = new InfoBuilder(this.infoFields);
   }
 
   /**
@@ -151,10 +189,16 @@ export class NatsListener {
   /**
    * Answers a service request on its reply subject, which was checked when the request came in.
    * A reply inbox is unlikely to come again, so its match result is not cached. `prompt`: the
-   * reply is made while its request's socket read is handled (see scheduleFlush).
+   * reply is made while its request's socket read is handled (see scheduleFlush). With clients
+   * isolated, only the requester's own subscriptions (`requesterId`) get the reply.
    */
-  reply(to: string, payload: OutboundPayload, prompt: boolean): void {
-    this.deliver(to, payload, undefined, false, prompt);
+  reply(to: string, payload: OutboundPayload, prompt: boolean, requesterId?: number): void {
+    let only: ClientConnection | undefined;
+    if (this.users?.multiUser && requesterId !== undefined) {
+      only = this.clients.get(requesterId);
+      if (only === undefined) return;
+    }
+    this.deliver(to, payload, undefined, false, prompt, only);
   }
 
   private deliver(
@@ -163,11 +207,12 @@ export class NatsListener {
     header: Uint8Array | undefined,
     repeats: boolean,
     prompt: boolean,
+    only?: ClientConnection,
   ): void {
     const body: OutboundBody =
       typeof payload === "string" || Array.isArray(payload) ? payload : asBuffer(payload as Uint8Array);
     const msg = new OutboundMessage(subject, undefined, header && asBuffer(header), body, repeats, prompt);
-    this.router.route(msg, undefined, repeats);
+    this.router.route(msg, undefined, repeats, only);
   }
 
   /** Stops accepting, flushes what is queued to clients, then closes every connection. */
@@ -181,7 +226,7 @@ export class NatsListener {
     const server = this.server;
     if (server === undefined) return;
     const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
-    for (const conn of [...this.clients]) conn.close("listener closing");
+    for (const conn of [...this.clients.values()]) conn.close("listener closing");
     for (const socket of this.refused) socket.destroy();
     if (this.sockets.size > 0) {
       let timer: NodeJS.Timeout | undefined;
@@ -212,11 +257,12 @@ export class NatsListener {
       this.refuse(socket, info.line(id, ip));
       return;
     }
-    const conn = new ClientConnection(id, socket, ip, this.host);
-    this.clients.add(conn);
+    const nonce = this.users?.wantsNonce ? generateNonce() : undefined;
+    const conn = new ClientConnection(id, socket, ip, this.host, nonce);
+    this.clients.set(id, conn);
     this.sockets.add(conn);
     this.options.logger.debug({ clientId: id, ip }, "nats: connection accepted");
-    conn.start(info.line(id, ip), this.tls);
+    conn.start(info.line(id, ip, nonce), this.tls);
   }
 
   /** INFO first so that clients report the -ERR instead of an unexpected-response error. */
@@ -238,7 +284,14 @@ export class NatsListener {
     const service = this.service;
     if (service?.matches(subject)) {
       try {
-        service.handler({ subject, reply, header, payload: body, clientId: from.id });
+        service.handler({
+          subject,
+          reply,
+          header,
+          payload: body,
+          clientId: from.id,
+          principal: from.principal,
+        });
       } catch (err) {
         this.options.logger.error({ err, subject, clientId: from.id }, "nats: service handler threw");
       }
@@ -256,9 +309,9 @@ export class NatsListener {
    * group commit answers in the same microtask run) leaves at the end of that run, one write per
    * connection. Waiting for the end of the event-loop turn merged the replies of every read in the
    * turn, so a client's SENDs moved in one lock-step batch: broker and client took turns on one
-   * core (~20 % fewer SENDs/s). Replies made later, in their own turn (a DISCOVER, a long-poll
-   * FETCH), still wait for the end of the turn, so that those of one turn share a write: one
-   * write each cost the clients ~25 % more CPU per DISCOVER.
+   * core. Replies made later, in their own turn (a DISCOVER, a long-poll FETCH), still wait for
+   * the end of the turn, so that those of one turn share a write: a write each would cost the
+   * clients a socket read each.
    */
   private scheduleFlush(conn: ClientConnection | undefined, prompt: boolean): void {
     if (conn) this.dirty.push(conn);
@@ -289,7 +342,7 @@ export class NatsListener {
   }
 
   private pingAll(): void {
-    for (const conn of this.clients) conn.pingTick();
+    for (const conn of this.clients.values()) conn.pingTick();
   }
 }
 

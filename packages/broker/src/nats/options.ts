@@ -1,3 +1,4 @@
+import type { AuthOptions, AuthThrottleOptions, Principal } from "../auth/index.js";
 import { type Logger, silentLogger } from "../logger.js";
 
 export type { Logger };
@@ -16,14 +17,26 @@ export interface NatsListenerOptions {
   maxConnections?: number;
   /** Per-connection outbound bytes (queued + in the socket) before a slow-consumer disconnect. Default 64 MiB. */
   maxPendingBytes?: number;
-  /** How often an idle client is pinged. Default 120 000 ms. */
+  /**
+   * How often connections are checked for liveness (nats-server's ping_interval): a client that
+   * sent nothing for a whole interval gets a PING. Default 30 000 ms.
+   */
   pingIntervalMs?: number;
-  /** Unanswered pings tolerated before the connection is closed as stale. Default 2. */
+  /**
+   * Unanswered PINGs tolerated (nats-server's ping_max): at the next check after that many, the
+   * connection is closed as stale. A client that stopped reading is found dead within
+   * (maxPingsOut + 2) × pingIntervalMs. Default 2.
+   */
   maxPingsOut?: number;
   /** CONNECT (and the TLS handshake when TLS is on) must complete within this. Default 2000 ms. */
   authTimeoutMs?: number;
-  /** Clients must present this token, or this user/password pair, in CONNECT. */
-  auth?: { token?: string; user?: string; password?: string };
+  /**
+   * Clients must present this token, or this user/password pair, in CONNECT; or, with `users`, the
+   * credentials of one of the users, whose permissions then apply (see docs/security.md).
+   */
+  auth?: AuthOptions;
+  /** How failed authentications slow down later attempts from the same address. */
+  authThrottle?: AuthThrottleOptions;
   /** PEM files; when set every client must upgrade to TLS after INFO. `caFile` turns on client-certificate verification. */
   tls?: { certFile: string; keyFile: string; caFile?: string };
   /** Advertised in INFO as server_name; defaults to the generated server id. */
@@ -44,6 +57,8 @@ export interface ServiceRequest {
   header?: Uint8Array;
   payload: Uint8Array;
   clientId: number;
+  /** Who the client authenticated as; undefined when the listener needs no credentials. */
+  principal?: Principal;
 }
 
 export type ServiceHandler = (request: ServiceRequest) => void;
@@ -59,11 +74,21 @@ export interface ResolvedOptions {
   pingIntervalMs: number;
   maxPingsOut: number;
   authTimeoutMs: number;
-  auth?: { token?: string; user?: string; password?: string };
+  auth?: AuthOptions;
+  authThrottle?: AuthThrottleOptions;
   tls?: { certFile: string; keyFile: string; caFile?: string };
   serverName?: string;
   logger: Logger;
 }
+
+/**
+ * Liveness defaults: nats-server pings every 2 minutes and allows 2 unanswered PINGs, which finds a
+ * frozen client after about 6 minutes. A frozen agent may hold a long-poll FETCH and leased
+ * messages meanwhile, so mq9 checks four times as often: dead within 2 minutes, at the cost of one
+ * PING per idle connection every 30 s.
+ */
+export const DEFAULT_PING_INTERVAL_MS = 30_000;
+export const DEFAULT_MAX_PINGS_OUT = 2;
 
 function positive(name: string, value: number | undefined, fallback: number, allowZero = false): number {
   if (value === undefined) return fallback;
@@ -78,9 +103,16 @@ function positive(name: string, value: number | undefined, fallback: number, all
 /** Applies defaults and rejects nonsensical values with a message that names the option. */
 export function resolveOptions(options: NatsListenerOptions = {}): ResolvedOptions {
   const auth = options.auth;
-  const hasAuth = auth !== undefined && (auth.token !== undefined || auth.user !== undefined);
+  const hasAuth =
+    auth !== undefined && (auth.token !== undefined || auth.user !== undefined || auth.users !== undefined);
   if (auth?.user !== undefined && auth.password === undefined) {
     throw new RangeError("NatsListener option auth.user needs auth.password as well");
+  }
+  if (auth?.password === "") {
+    throw new RangeError("NatsListener option auth.password is empty; an empty password is refused");
+  }
+  if (auth?.token === "") {
+    throw new RangeError("NatsListener option auth.token is empty; an empty token is refused");
   }
   return {
     host: options.host ?? "127.0.0.1",
@@ -89,10 +121,11 @@ export function resolveOptions(options: NatsListenerOptions = {}): ResolvedOptio
     maxControlLine: positive("maxControlLine", options.maxControlLine, 4096),
     maxConnections: positive("maxConnections", options.maxConnections, 65_536),
     maxPendingBytes: positive("maxPendingBytes", options.maxPendingBytes, 64 * 1024 * 1024),
-    pingIntervalMs: positive("pingIntervalMs", options.pingIntervalMs, 120_000),
-    maxPingsOut: positive("maxPingsOut", options.maxPingsOut, 2),
+    pingIntervalMs: positive("pingIntervalMs", options.pingIntervalMs, DEFAULT_PING_INTERVAL_MS),
+    maxPingsOut: positive("maxPingsOut", options.maxPingsOut, DEFAULT_MAX_PINGS_OUT),
     authTimeoutMs: positive("authTimeoutMs", options.authTimeoutMs, 2000),
     auth: hasAuth ? auth : undefined,
+    authThrottle: options.authThrottle,
     tls: options.tls,
     serverName: options.serverName,
     logger: options.logger ?? silentLogger,

@@ -62,6 +62,8 @@ export class ProtocolParser {
   // Token boundaries of the current control line, reused to avoid allocating per line.
   private readonly argStart = new Int32Array(MAX_ARGS + 1);
   private readonly argEnd = new Int32Array(MAX_ARGS + 1);
+  /** Input that arrived while paused, replayed in order by resume(). */
+  private held: Buffer[] | undefined;
 
   constructor(
     private readonly handler: ProtocolHandler,
@@ -71,6 +73,7 @@ export class ProtocolParser {
   /** Makes the parser ignore all further input (the connection is closing). */
   stop(): void {
     this.state = State.Stopped;
+    this.held = undefined;
     this.partialLine = undefined;
     this.payloadParts = [];
   }
@@ -79,10 +82,39 @@ export class ProtocolParser {
     return this.state === State.Stopped;
   }
 
+  /**
+   * Holds every operation after the current one until resume(): a CONNECT whose credentials take
+   * time to check (a bcrypt hash, an authentication throttle) must be settled before the PUBs and
+   * SUBs that the client sent right behind it are handled.
+   */
+  pause(): void {
+    this.held ??= [];
+  }
+
+  /** Handles the input held since pause(), then goes on as usual. */
+  resume(): void {
+    const held = this.held;
+    this.held = undefined;
+    if (held === undefined) return;
+    for (let i = 0; i < held.length; i++) {
+      // A CONNECT among the held input may pause the parser again.
+      const heldAgain = this.held as Buffer[] | undefined;
+      if (heldAgain !== undefined) {
+        heldAgain.push(...held.slice(i));
+        return;
+      }
+      this.feed(held[i]);
+    }
+  }
+
   feed(chunk: Buffer): void {
     const len = chunk.length;
     let pos = 0;
     while (pos < len) {
+      if (this.held !== undefined) {
+        if (this.state !== State.Stopped) this.held.push(pos === 0 ? chunk : chunk.subarray(pos));
+        return;
+      }
       if (this.state === State.Control) {
         const nl = chunk.indexOf(LF, pos);
         if (nl < 0) {

@@ -1,3 +1,4 @@
+import type { InboxClaims } from "./inbox-claims.js";
 import { OutboundMessage } from "./outbound-message.js";
 import { Sublist } from "./sublist.js";
 import type { Subscriber, Subscription } from "./subscription.js";
@@ -8,6 +9,8 @@ const EMPTY = Buffer.alloc(0);
 /** Delivers messages to matching subscriptions: every plain one, and one member per queue group. */
 export class Router {
   readonly subscriptions = new Sublist<Subscription>();
+  /** Set when clients are isolated: a message on a reply inbox goes to the inbox's owner alone. */
+  inboxes: InboxClaims | undefined;
 
   add(sub: Subscription): void {
     this.subscriptions.insert(sub);
@@ -20,16 +23,28 @@ export class Router {
 
   /**
    * Routes one message; `publisher` is undefined for server-originated ones. `cacheMatch: false`
-   * leaves a one-off subject out of the match cache. Returns deliveries made.
+   * leaves a one-off subject out of the match cache. `onlyTo` limits delivery to one connection's
+   * subscriptions (a service reply, when clients are isolated). Returns deliveries made.
    */
-  route(msg: OutboundMessage, publisher: Subscriber | undefined, cacheMatch = true): number {
+  route(
+    msg: OutboundMessage,
+    publisher: Subscriber | undefined,
+    cacheMatch = true,
+    onlyTo?: Subscriber,
+  ): number {
     const { psubs, qsubs } = this.subscriptions.match(msg.subject, cacheMatch);
     // With echo on (the common case) no subscriber needs skipping.
     const skip = publisher !== undefined && !publisher.echo ? publisher : undefined;
+    let only = onlyTo;
+    if (only === undefined && this.inboxes !== undefined) {
+      const recipient = this.inboxes.recipientOf(msg.subject);
+      if (recipient === null) return 0;
+      only = recipient;
+    }
     let delivered = 0;
     for (let i = 0; i < psubs.length; i++) {
       const sub = psubs[i];
-      if (sub.closed || sub.owner === skip) continue;
+      if (sub.closed || sub.owner === skip || (only !== undefined && sub.owner !== only)) continue;
       sub.owner.deliver(sub, msg);
       delivered++;
     }
@@ -40,7 +55,7 @@ export class Router {
       const start = n === 1 ? 0 : Math.floor(Math.random() * n);
       for (let k = 0; k < n; k++) {
         const sub = group[(start + k) % n];
-        if (sub.closed || sub.owner === skip) continue;
+        if (sub.closed || sub.owner === skip || (only !== undefined && sub.owner !== only)) continue;
         sub.owner.deliver(sub, msg);
         delivered++;
         break;

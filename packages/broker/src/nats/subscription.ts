@@ -18,6 +18,10 @@ export class Subscription implements SublistEntry {
   delivered = 0;
   /** Set once removed, so a delivery loop over a cached match result skips it. */
   closed = false;
+  /** The subject overlaps a subscribe deny pattern: each delivery is checked against it. */
+  filtered = false;
+  /** The reply inbox id this subscription holds a claim on (see InboxClaims). */
+  inboxId: string | undefined;
 
   constructor(
     readonly owner: Subscriber,

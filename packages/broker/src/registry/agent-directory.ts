@@ -33,6 +33,7 @@ function before(a: DirectoryEntry, b: DirectoryEntry): boolean {
  */
 export class AgentDirectory {
   private readonly byMailbox = new Map<string, DirectoryEntry>();
+  private readonly byName = new Map<string, Set<DirectoryEntry>>();
   private readonly byOwner: (DirectoryEntry | undefined)[] = [];
   private readonly freeOwners: number[] = [];
   private readonly tagBits = new TagBitmaps();
@@ -57,6 +58,12 @@ export class AgentDirectory {
       record,
     };
     this.byMailbox.set(entry.mailbox, entry);
+    let named = this.byName.get(entry.name);
+    if (!named) {
+      named = new Set();
+      this.byName.set(entry.name, named);
+    }
+    named.add(entry);
     this.byOwner[entry.owner] = entry;
     for (const tag of entry.tags) this.tagBits.add(tag, entry.owner);
     this.ordered.splice(this.position(entry), 0, entry);
@@ -67,6 +74,9 @@ export class AgentDirectory {
     const entry = this.byMailbox.get(mailbox);
     if (!entry) return undefined;
     this.byMailbox.delete(mailbox);
+    const named = this.byName.get(entry.name);
+    named?.delete(entry);
+    if (named?.size === 0) this.byName.delete(entry.name);
     this.byOwner[entry.owner] = undefined;
     this.freeOwners.push(entry.owner);
     for (const tag of entry.tags) this.tagBits.remove(tag, entry.owner);
@@ -100,17 +110,48 @@ export class AgentDirectory {
   /** Whether a live entry passes the filter. */
   accepts(entry: DirectoryEntry, filter: AgentFilter, nowMs: number): boolean {
     if (!this.passesLiveness(entry, filter, nowMs)) return false;
+    if (filter.mailbox !== undefined && entry.mailbox !== filter.mailbox) return false;
+    if (filter.name !== undefined && entry.name !== filter.name) return false;
     if (filter.tags) for (const tag of filter.tags) if (!entry.tags.has(tag)) return false;
     return true;
   }
 
   /** Live entries passing the filter, in no particular order. */
   matching(filter: AgentFilter, nowMs: number): DirectoryEntry[] {
+    const direct = this.direct(filter);
+    if (direct) return direct.filter((entry) => this.accepts(entry, filter, nowMs));
     return this.matchingTagged(filter, nowMs, this.tagged(filter)?.bits);
+  }
+
+  /** How many live entries pass the filter. */
+  countMatching(filter: AgentFilter, nowMs: number): number {
+    const narrowed =
+      filter.online ||
+      (filter.tags?.length ?? 0) > 0 ||
+      filter.mailbox !== undefined ||
+      filter.name !== undefined;
+    return narrowed ? this.matching(filter, nowMs).length : this.liveCount(nowMs);
+  }
+
+  /** The few entries a mailbox or name lookup can match; undefined when the filter names neither. */
+  private direct(filter: AgentFilter): DirectoryEntry[] | undefined {
+    if (filter.mailbox !== undefined) {
+      const entry = this.byMailbox.get(filter.mailbox);
+      return entry ? [entry] : [];
+    }
+    if (filter.name !== undefined) return [...(this.byName.get(filter.name) ?? [])];
+    return undefined;
   }
 
   /** A page of the live entries passing the filter, by name then mailbox. */
   page(filter: AgentFilter, nowMs: number, offset: number, limit: number): DirectoryEntry[] {
+    const direct = this.direct(filter);
+    if (direct) {
+      return direct
+        .filter((entry) => this.accepts(entry, filter, nowMs))
+        .sort((a, b) => (before(a, b) ? -1 : 1))
+        .slice(offset, offset + limit);
+    }
     const tagged = this.tagged(filter);
     if (tagged && tagged.count * 8 < this.ordered.length) {
       // Few matches: sort them rather than walk everyone.

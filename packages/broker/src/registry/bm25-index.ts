@@ -1,10 +1,18 @@
-import { indexTerms } from "./text-terms.js";
+import { indexText, languageOf } from "./text-terms.js";
 import { type RankedOwner, TopOwners } from "./top-owners.js";
 
 export type { RankedOwner } from "./top-owners.js";
 
+/** A query term and how much a match on it counts (1 for the words asked; less for prefix expansions and compound parts). */
+export interface WeightedTerm {
+  term: string;
+  weight: number;
+}
+
 /** Okapi BM25 constants (the values SQLite FTS5 uses). */
 const K1 = 1.2;
+/** What a compound part found inside a longer word counts, against the word itself. */
+const PART_WEIGHT = 0.3;
 const B = 0.75;
 
 /** The docs of one term: parallel arrays of doc slots and weighted term frequencies. */
@@ -101,6 +109,9 @@ function grown<T extends Int32Array | Float32Array | Uint8Array>(array: T, need:
  */
 export class Bm25Index {
   private readonly terms = new Map<string, Postings>();
+  /** Every term, sorted, for prefix lookups: new terms wait in `newTerms` until a lookup merges them in. */
+  private vocabulary: string[] = [];
+  private newTerms: string[] = [];
   private readonly slotOf = new Map<number, number>();
   private docIdOf = new Int32Array(1024);
   private ownerOf = new Int32Array(1024);
@@ -119,17 +130,20 @@ export class Bm25Index {
     return this.liveDocs;
   }
 
-  /** Indexes a doc; `fields` in the order of the weights. */
+  /** Indexes a doc; `fields` in the order of the weights, stemmed in the language the doc reads as. */
   add(docId: number, owner: number, fields: readonly string[]): void {
     if (this.slotOf.has(docId)) this.remove(docId);
     const freq = new Map<string, number>();
     let length = 0;
+    const language = languageOf(fields.join(" "));
     fields.forEach((text, field) => {
       const weight = this.fieldWeights[field] ?? 1;
-      for (const term of indexTerms(text)) {
+      const { terms, parts } = indexText(text, language);
+      for (const term of terms) {
         freq.set(term, (freq.get(term) ?? 0) + weight);
         length++;
       }
+      for (const part of parts) freq.set(part, (freq.get(part) ?? 0) + weight * PART_WEIGHT);
     });
     const slot = this.slots++;
     this.ensureSlots(this.slots);
@@ -144,6 +158,7 @@ export class Bm25Index {
       if (!list) {
         list = new Postings();
         this.terms.set(term, list);
+        this.newTerms.push(term);
       }
       list.push(slot, f);
       postings.push(list);
@@ -177,17 +192,17 @@ export class Bm25Index {
    * are merely probed for them. Each doc's score stays in a local variable, so
    * a query reads its lists in order and touches no per-doc score array.
    */
-  search(terms: readonly string[], need: number, accept: (owner: number) => boolean): RankedOwner[] {
+  search(terms: readonly WeightedTerm[], need: number, accept: (owner: number) => boolean): RankedOwner[] {
     if (need <= 0 || this.liveDocs === 0) return [];
     const n = this.liveDocs;
     const avgLength = this.totalLength / n || 1;
     const lists: { list: Postings; idf: number; bound: number; parts: Float32Array }[] = [];
-    for (const term of terms) {
+    for (const { term, weight } of terms) {
       const list = this.terms.get(term);
-      if (!list || lists.some((l) => l.list === list)) continue;
+      if (!list || weight <= 0 || lists.some((l) => l.list === list)) continue;
       const df = list.size - list.dead;
       if (df <= 0) continue;
-      const idf = Math.max(1e-6, Math.log((n - df + 0.5) / (df + 0.5)));
+      const idf = weight * Math.max(1e-6, Math.log((n - df + 0.5) / (df + 0.5)));
       // A doc of length 0 with the most frequent occurrence: nothing scores more on this term.
       const bound = (idf * list.maxFreq * (K1 + 1)) / (list.maxFreq + K1 * (1 - B));
       lists.push({ list, idf, bound, parts: list.partsAt(avgLength, this.lengthOf) });
@@ -286,5 +301,76 @@ export class Bm25Index {
       list.partsValid = 0;
       if (kept === 0) this.terms.delete(term);
     }
+    this.vocabulary = [...this.terms.keys()].sort();
+    this.newTerms = [];
+  }
+
+  /** Merges the terms added since the last lookup into the sorted vocabulary. */
+  private settleVocabulary(): void {
+    if (this.newTerms.length === 0) return;
+    const fresh = this.newTerms.sort();
+    this.newTerms = [];
+    const old = this.vocabulary;
+    const merged: string[] = new Array(old.length + fresh.length);
+    let i = 0;
+    let j = 0;
+    let k = 0;
+    while (i < old.length || j < fresh.length) {
+      merged[k++] = j >= fresh.length || (i < old.length && old[i] < fresh[j]) ? old[i++] : fresh[j++];
+    }
+    this.vocabulary = merged;
+  }
+
+  /** Where `term` is, or would go, in the sorted vocabulary. */
+  private vocabularyPosition(term: string): number {
+    const vocabulary = this.vocabulary;
+    let lo = 0;
+    let hi = vocabulary.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (vocabulary[mid] < term) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** Whether any live doc has the term. */
+  has(term: string): boolean {
+    const list = this.terms.get(term);
+    return list !== undefined && list.size > list.dead;
+  }
+
+  /** Up to `max` terms of live docs that start with `prefix` (and are longer), those in most docs first. */
+  withPrefix(prefix: string, max: number): string[] {
+    this.settleVocabulary();
+    const found: { term: string; df: number }[] = [];
+    for (let i = this.vocabularyPosition(prefix); i < this.vocabulary.length; i++) {
+      const term = this.vocabulary[i];
+      if (!term.startsWith(prefix)) break;
+      const list = this.terms.get(term);
+      const df = list ? list.size - list.dead : 0;
+      if (term !== prefix && df > 0) found.push({ term, df });
+    }
+    found.sort((a, b) => b.df - a.df || (a.term < b.term ? -1 : 1));
+    return found.slice(0, max).map((f) => f.term);
+  }
+
+  /** How many distinct owners `accept` lets through have a live doc with any of the terms. */
+  countOwners(terms: readonly WeightedTerm[], accept: (owner: number) => boolean): number {
+    const seen = new Set<number>();
+    let count = 0;
+    for (const { term } of terms) {
+      const list = this.terms.get(term);
+      if (!list) continue;
+      for (let i = 0; i < list.size; i++) {
+        const slot = list.slots[i];
+        if (this.alive[slot] === 0) continue;
+        const owner = this.ownerOf[slot];
+        if (seen.has(owner)) continue;
+        seen.add(owner);
+        if (accept(owner)) count++;
+      }
+    }
+    return count;
   }
 }

@@ -42,6 +42,8 @@ export class EmbeddingIndexer {
   private closed = false;
   /** Every doc up to this id has been looked at; docs only ever get higher ids. */
   private cursor = 0;
+  /** Ids of stored docs still waiting for their vector. */
+  private readonly pendingIds = new Set<number>();
   /** Agents of one kind register the same skills, and restarts re-register the same card: embed each text once. */
   private readonly recent = new QueryVectorCache(20_000);
 
@@ -73,8 +75,13 @@ export class EmbeddingIndexer {
       await this.serial(() => this.vectors.clear());
       await this.store.resetEmbedded();
     }
-    const backlog = await this.store.docsToEmbed(this.embedder.id, 0, 1);
-    if (backlog.length > 0) {
+    for (let after = 0; ; ) {
+      const page = await this.store.docsToEmbed(this.embedder.id, after, 10_000);
+      if (page.length === 0) break;
+      for (const doc of page) this.pendingIds.add(doc.id);
+      after = page[page.length - 1].id;
+    }
+    if (this.pendingIds.size > 0) {
       this.enqueued = Number.MAX_SAFE_INTEGER - 1;
       this.kick();
     }
@@ -84,15 +91,22 @@ export class EmbeddingIndexer {
   docsChanged(ids: number[], replaced: number[]): void {
     if (replaced.length > 0) this.removeVectors(replaced);
     if (ids.length === 0) return;
+    if (this.unavailable === undefined) for (const id of ids) this.pendingIds.add(id);
     this.enqueued = Math.max(this.enqueued, ids[ids.length - 1]);
     this.kick();
   }
 
   removeVectors(docIds: number[]): void {
     if (docIds.length === 0) return;
+    for (const id of docIds) this.pendingIds.delete(id);
     void this.serial(() => this.vectors.delete({ ids: docIds })).catch((err) =>
       this.logger.error({ err }, "could not delete registry vectors"),
     );
+  }
+
+  /** How many stored skills are waiting for their vectors (not yet found by meaning). */
+  get pending(): number {
+    return this.unavailable === undefined ? this.pendingIds.size : 0;
   }
 
   /** Whether stored skills are waiting for their vectors. */
@@ -128,6 +142,8 @@ export class EmbeddingIndexer {
         const target = this.enqueued;
         const docs = await this.store.docsToEmbed(this.embedder.id, this.cursor, this.batchSize);
         if (docs.length === 0) {
+          // Whatever is left was deleted before its turn (or never needed a vector).
+          for (const id of this.pendingIds) if (id <= target) this.pendingIds.delete(id);
           this.advance(target);
           if (this.enqueued === target) return;
           continue;
@@ -146,6 +162,7 @@ export class EmbeddingIndexer {
             ),
           );
         });
+        for (const doc of docs) this.pendingIds.delete(doc.id);
         this.cursor = docs[docs.length - 1].id;
         this.advance(Math.min(target, this.cursor));
       }

@@ -105,7 +105,7 @@ export class LocalVectorStore implements VectorStore {
     this.memory = options.dataDir === ":memory:";
     this.indexFile = this.memory ? "" : join(options.dataDir, "vectors.hnsw");
     this.threshold = options.annThreshold ?? 2_000;
-    // 128: at 200k skill vectors the found 10 are 0.991 as similar as the exact 10 (64: 0.983) for +30 % time.
+    // 128 rather than 64: the found neighbours come closer to the exact ones, for more time per query.
     this.efSearch = options.hnsw?.efSearch ?? 128;
     this.exactFilterLimit = options.exactFilterLimit ?? 4096;
     // Short turns: a request that arrives during a build waits at most this long for the event loop.

@@ -47,6 +47,8 @@ export interface RegistryContext {
   sync?: "normal" | "full";
   logger: Logger;
   sweepIntervalMs?: number;
+  /** The transport's max payload: DISCOVER replies are kept within it. */
+  maxPayload?: number;
 }
 
 const require = createRequire(import.meta.url);
@@ -151,6 +153,9 @@ export async function openRegistry(settings: RegistrySettings, context: Registry
     hybridTextWeight: settings.hybridTextWeight,
     queryCacheSize: settings.queryCacheSize,
     preloadEmbedder: settings.preloadEmbedder,
+    maxReplyBytes: context.maxPayload,
+    // The default model was trained on English; an ONNX model's languages are the operator's choice.
+    embedderEnglishOnly: (settings.embedder ?? "use") === "use",
   };
   const registry = new Registry(options);
   await registry.start();

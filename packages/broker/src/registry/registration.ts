@@ -27,7 +27,7 @@ export interface Registration {
   bodyJson: string;
   /** RobustMQ's string view of the agent (payload, else the card, else the body). */
   agentInfo: string;
-  /** Whether the body already has a top-level `name` (else DISCOVER adds the derived one). */
+  /** Whether the body already has a usable top-level `name` (else DISCOVER gives it the derived one). */
   hasOwnName: boolean;
 }
 
@@ -57,6 +57,14 @@ function strings(value: unknown): string[] {
   if (typeof value === "string") return text(value) ? [value.trim()] : [];
   if (!Array.isArray(value)) return [];
   return value.map(text).filter((s): s is string => s !== undefined);
+}
+
+/**
+ * A tag as filters compare it: Unicode-normalised (NFKC), trimmed and lowercased, so `Finance`,
+ * ` finance` and `ＦＩＮＡＮＣＥ` are one tag; anything else must match exactly (no substrings).
+ */
+export function normalizeTag(tag: string): string {
+  return tag.normalize("NFKC").trim().toLowerCase();
 }
 
 /** `mq9://host[:port]/addr` and `mq9s://…` name the same agent as the bare `addr`. */
@@ -133,6 +141,10 @@ export function parseRegistration(
     ttl = obj.ttl;
   }
 
+  if (obj.name !== undefined && obj.name !== null && typeof obj.name !== "string") {
+    fail(`'name' must be a string, got ${JSON.stringify(obj.name)}`);
+  }
+
   const { card, fromPayload } = findCard(obj);
   const rawSkills = Array.isArray(obj.skills) ? obj.skills : Array.isArray(card.skills) ? card.skills : [];
   if (rawSkills.length > limits.maxSkills) {
@@ -151,9 +163,10 @@ export function parseRegistration(
 
   const tagSet = new Set<string>();
   for (const tag of [...strings(obj.tags), ...strings(card === obj ? undefined : card.tags)]) {
-    tagSet.add(tag.toLowerCase());
+    tagSet.add(normalizeTag(tag));
   }
-  for (const skill of skills) for (const tag of skill.tags) tagSet.add(tag.toLowerCase());
+  for (const skill of skills) for (const tag of skill.tags) tagSet.add(normalizeTag(tag));
+  tagSet.delete("");
 
   let agentInfo: string;
   if (typeof obj.payload === "string" && obj.payload !== "") agentInfo = obj.payload;

@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 
 /** Bumped whenever the layout below changes; `user_version` of registry.db. */
-export const REGISTRY_SCHEMA_VERSION = 1;
+export const REGISTRY_SCHEMA_VERSION = 2;
 
 const TABLES = `
 CREATE TABLE IF NOT EXISTS agents (
@@ -15,7 +15,8 @@ CREATE TABLE IF NOT EXISTS agents (
   registered_ms INTEGER NOT NULL,
   last_seen_ms INTEGER NOT NULL,
   expires_ms INTEGER,
-  status TEXT
+  status TEXT,
+  owner TEXT
 );
 CREATE INDEX IF NOT EXISTS agents_by_name ON agents(name);
 CREATE INDEX IF NOT EXISTS agents_by_expiry ON agents(expires_ms) WHERE expires_ms IS NOT NULL;
@@ -78,6 +79,11 @@ function upgradeFromVersion0(db: Database.Database): void {
   }
 }
 
+/** Version 2 records who made each registration (the user name; NULL without users configured). */
+function upgradeFromVersion1(db: Database.Database): void {
+  db.exec("ALTER TABLE agents ADD COLUMN owner TEXT");
+}
+
 /** Creates the registry's tables, or upgrades those of an earlier version in one transaction. */
 export function openRegistrySchema(db: Database.Database): void {
   const version = db.pragma("user_version", { simple: true }) as number;
@@ -89,6 +95,7 @@ export function openRegistrySchema(db: Database.Database): void {
   if (version === REGISTRY_SCHEMA_VERSION) return;
   db.transaction(() => {
     if (hasTable(db, "skill_fts")) upgradeFromVersion0(db);
+    else if (version === 1) upgradeFromVersion1(db);
     else db.exec(TABLES);
     db.pragma(`user_version = ${REGISTRY_SCHEMA_VERSION}`);
   })();

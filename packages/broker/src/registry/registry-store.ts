@@ -15,6 +15,8 @@ export interface AgentRow {
   lastSeenMs: number;
   /** The last REPORT body, when there was one. */
   statusJson?: string;
+  /** The user that registered it, when users are configured; only it (or an admin) changes it. */
+  owner?: string;
 }
 
 /** One indexed row: a skill of an agent (or the agent itself when it lists no skills). */
@@ -37,8 +39,12 @@ export interface StoredDoc extends SkillDoc {
 
 /** Filters that combine with every ranking. */
 export interface AgentFilter {
-  /** The agent must carry every one of these (lowercased) tags. */
+  /** The agent must carry every one of these tags (normalised with normalizeTag; card or skill tags). */
   tags?: string[];
+  /** Only the registration of this (bare) mailbox. */
+  mailbox?: string;
+  /** Only registrations of this exact name. */
+  name?: string;
   /** Only agents with a ttl that were heard from within it. */
   online?: boolean;
 }
@@ -62,6 +68,8 @@ export interface RankedAgent {
 export interface RegistryStore {
   /** Inserts or replaces a registration and its docs; returns the new docs' ids (ascending) and the replaced ones'. */
   put(agent: AgentRow, docs: SkillDoc[]): Promise<{ ids: number[]; replaced: number[] }>;
+  /** Live registrations the selector names (by mailbox and/or name). */
+  select(selector: AgentSelector, nowMs: number): Promise<AgentRow[]>;
   /** Deletes every registration the selector names (expired ones too). */
   remove(selector: AgentSelector): Promise<Removed>;
   /** Records a heartbeat on live registrations the selector names; returns how many there were. */
@@ -80,6 +88,10 @@ export interface RegistryStore {
   ): Promise<RankedAgent[]>;
   /** Mailboxes of live registrations matching the filter. */
   candidates(filter: AgentFilter, nowMs: number): Promise<Set<string>>;
+  /** How many live registrations match the filter (the `total` of a listing). */
+  countMatching(filter: AgentFilter, nowMs: number): Promise<number>;
+  /** How many agents a full-text query matches under the filter (the `total` of a text search). */
+  countSearch(text: string, filter: AgentFilter, nowMs: number): Promise<number>;
   /** Docs after `afterId` that have no vector from `model` yet, oldest first. */
   docsToEmbed(model: string, afterId: number, limit: number): Promise<StoredDoc[]>;
   /** Records that these docs (those still present) have vectors from `model`; returns the ids still present. */

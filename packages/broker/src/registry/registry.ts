@@ -1,7 +1,9 @@
-import { Errors, Mq9Error } from "@mq9/protocol";
+import { Defaults, Errors, Mq9Error, mailAddressError } from "@mq9/protocol";
+import type { Principal } from "../auth/principal.js";
 import { type Logger, silentLogger } from "../logger.js";
 import type { Embedder } from "./embedder.js";
 import { EmbeddingIndexer } from "./embedding-indexer.js";
+import { QueryCalibration, type QueryScale } from "./query-calibration.js";
 import { QueryVectorCache } from "./query-vector-cache.js";
 import {
   DEFAULT_REGISTRATION_LIMITS,
@@ -9,7 +11,13 @@ import {
   type Registration,
   type RegistrationLimits,
 } from "./registration.js";
-import { type DiscoverRequest, parseDiscover, parseReport, parseUnregister } from "./registry-request.js";
+import {
+  type AgentSelector,
+  type DiscoverRequest,
+  parseDiscover,
+  parseReport,
+  parseUnregister,
+} from "./registry-request.js";
 import type { AgentFilter, AgentRow, RankedAgent, RegistryStore, SkillDoc } from "./registry-store.js";
 import type { VectorIndexStatus, VectorStore } from "./vector-store.js";
 
@@ -33,10 +41,16 @@ export interface RegistryOptions {
   hybridTextWeight?: number;
   /** Load the embedder at start (in the background) instead of at the first need. */
   preloadEmbedder?: boolean;
+  /** Largest DISCOVER reply in bytes (the transport's max payload); longer pages are trimmed. */
+  maxReplyBytes?: number;
+  /** The embedder reads English only: queries in other scripts, or reading as German, are answered by full-text. */
+  embedderEnglishOnly?: boolean;
 }
 
 export interface RegistryStatus {
   embedding: boolean;
+  /** Skills waiting for their vectors. */
+  pendingSkills: number;
   vectors?: VectorIndexStatus;
 }
 
@@ -48,11 +62,25 @@ export interface DiscoverResult {
    * encoded again, and kept off the JS heap.
    */
   agents: (readonly Uint8Array[])[];
+  /** Another page follows (from `nextOffset`). */
+  hasMore: boolean;
+  nextOffset?: number;
+  /** Agents the query matches in all, where that is known. */
+  total?: number;
+  /** The page was cut short to fit the max payload. */
+  truncated?: boolean;
+  /** Skills not yet searchable by meaning (still being embedded). */
+  pendingSkills?: number;
   warning?: string;
 }
 
-/** Fused ranking: cosine + weight·(bm25 / best bm25). Tuned on the relevance set (test/registry-relevance). */
-export const DEFAULT_HYBRID_TEXT_WEIGHT = 0.1;
+/** Room kept in a reply for its fields other than the entries. */
+const REPLY_HEADROOM = 2048;
+/** A semantic query waits for an embedding backlog of at most this many skills (about one batch). */
+export const QUERY_WAITS_FOR_SKILLS = 64;
+
+/** Fused ranking: calibrated similarity + weight·(bm25 / best bm25). Tuned on the relevance set (test/registry-relevance). */
+export const DEFAULT_HYBRID_TEXT_WEIGHT = 0.25;
 
 function toDocs(reg: Registration): SkillDoc[] {
   const base = { agentName: reg.name, agentDescription: reg.description };
@@ -69,7 +97,12 @@ function toDocs(reg: Registration): SkillDoc[] {
 }
 
 function hasFilter(filter: AgentFilter): boolean {
-  return filter.online === true || (filter.tags !== undefined && filter.tags.length > 0);
+  return (
+    filter.online === true ||
+    (filter.tags !== undefined && filter.tags.length > 0) ||
+    filter.mailbox !== undefined ||
+    filter.name !== undefined
+  );
 }
 
 /**
@@ -96,6 +129,8 @@ export class Registry {
   private readonly leanEntries = new WeakMap<AgentRow, Buffer>();
   private readonly hybridTextWeight: number;
   private readonly embedderMissing?: string;
+  private readonly calibration?: QueryCalibration;
+  private readonly maxReplyBytes: number;
   private sweepTimer?: NodeJS.Timeout;
   private sweeping?: Promise<void>;
   private started?: Promise<void>;
@@ -111,10 +146,12 @@ export class Registry {
     };
     this.cache = new QueryVectorCache(options.queryCacheSize ?? 10_000);
     this.hybridTextWeight = options.hybridTextWeight ?? DEFAULT_HYBRID_TEXT_WEIGHT;
+    this.maxReplyBytes = options.maxReplyBytes ?? Defaults.maxPayload;
     if (options.vectors && options.embedder) {
       this.vectors = options.vectors;
       this.embedder = options.embedder;
       this.indexer = new EmbeddingIndexer(this.store, this.vectors, this.embedder, this.logger);
+      this.calibration = new QueryCalibration(this.embedder, options.embedderEnglishOnly ?? false);
     } else {
       this.embedderMissing = options.embedderMissingReason ?? "no embedder is configured";
     }
@@ -127,6 +164,7 @@ export class Registry {
       if (this.options.preloadEmbedder) {
         this.embedder
           ?.load()
+          .then(() => this.calibration?.load())
           .catch((err) => this.logger.warn({ err }, "the registry embedder could not load"));
       }
       const interval = this.options.sweepIntervalMs ?? 1_000;
@@ -153,11 +191,43 @@ export class Registry {
     }
   }
 
-  /** REGISTER: stores (or replaces) the registration; its skills are embedded in the background. */
-  async register(body: Uint8Array): Promise<void> {
+  /**
+   * REGISTER: stores (or replaces) the registration; its skills are embedded in the background.
+   * With `caller` (users configured) a registration belongs to the user that made it: another user
+   * may neither replace it nor take its name, and `mayUseMailbox` vets the advertised mailbox.
+   */
+  async register(
+    body: Uint8Array,
+    caller?: Principal,
+    mayUseMailbox?: (mailbox: string) => Promise<void>,
+  ): Promise<void> {
     const reg = parseRegistration(body, this.limits);
+    const invalid = mailAddressError(reg.mailbox);
+    if (invalid !== undefined) {
+      throw new Mq9Error(
+        "INVALID_REQUEST",
+        Errors.invalidPayload("AGENT.REGISTER", `'mailbox' must be a mail address (${invalid})`),
+      );
+    }
     const now = this.now();
+    let owner: string | undefined;
+    if (caller !== undefined) {
+      const [existing] = await this.store.select({ mailbox: reg.mailbox }, now);
+      if (existing !== undefined && existing.owner !== caller.name && !caller.admin) {
+        throw new Mq9Error("PERMISSION_DENIED", Errors.notRegistrationOwner(reg.mailbox));
+      }
+      if (!caller.admin) {
+        const namesakes = await this.store.select({ name: reg.name }, now);
+        if (namesakes.some((row) => row.owner !== caller.name && row.mailbox !== reg.mailbox)) {
+          throw new Mq9Error("PERMISSION_DENIED", Errors.agentNameTaken(reg.name));
+        }
+        await mayUseMailbox?.(reg.mailbox);
+      }
+      // An admin changing someone's registration leaves it theirs.
+      owner = existing?.owner ?? caller.name;
+    }
     const row: AgentRow = {
+      owner,
       mailbox: reg.mailbox,
       name: reg.name,
       bodyJson: reg.bodyJson,
@@ -172,69 +242,213 @@ export class Registry {
     this.indexer?.docsChanged(ids, replaced);
   }
 
-  /** UNREGISTER by mailbox and/or name; unknown agents are not an error. */
-  async unregister(body: Uint8Array): Promise<void> {
-    const removed = await this.store.remove(parseUnregister(body));
+  /**
+   * UNREGISTER by mailbox and/or name; unknown agents are not an error. With `caller` (users
+   * configured) only the caller's own registrations go: by name, others' namesakes stay; by
+   * mailbox, another user's registration is refused.
+   */
+  async unregister(body: Uint8Array, caller?: Principal): Promise<void> {
+    const selector = await this.ownSelector(parseUnregister(body), caller);
+    const removed = await this.store.remove(selector);
     this.indexer?.removeVectors(removed.docIds);
   }
 
-  /** REPORT: a heartbeat with a status; renews the ttl. */
-  async report(body: Uint8Array): Promise<void> {
+  /** REPORT: a heartbeat with a status; renews the ttl. Only the owner's, with `caller`. */
+  async report(body: Uint8Array, caller?: Principal): Promise<void> {
     const request = parseReport(body);
-    const updated = await this.store.report(request, request.statusJson, this.now());
+    const selector = await this.ownSelector(request, caller);
+    const updated = await this.store.report(selector, request.statusJson, this.now());
     if (updated === 0) throw new Mq9Error("AGENT_NOT_FOUND", Errors.agentNotFound);
+  }
+
+  /** The selector limited to the caller's own registrations (admins: unchanged). */
+  private async ownSelector(selector: AgentSelector, caller: Principal | undefined): Promise<AgentSelector> {
+    if (caller === undefined || caller.admin) return selector;
+    if (selector.mailbox !== undefined) {
+      const [row] = await this.store.select({ mailbox: selector.mailbox }, this.now());
+      if (row !== undefined && row.owner !== caller.name) {
+        throw new Mq9Error("PERMISSION_DENIED", Errors.notRegistrationOwner(selector.mailbox));
+      }
+    }
+    return { ...selector, owner: caller.name };
   }
 
   async discover(body: Uint8Array): Promise<DiscoverResult> {
     const request = parseDiscover(body);
-    const filter: AgentFilter = { tags: request.tags, online: request.online };
+    const filter: AgentFilter = {
+      tags: request.tags,
+      online: request.online,
+      mailbox: request.mailbox,
+      name: request.name,
+    };
     const now = this.now();
-    const offset = (request.page - 1) * request.limit;
-    let ranked: RankedAgent[] = [];
-    let warning: string | undefined;
+    const { offset, limit } = request;
+    // One more than the page, to know whether another page follows.
+    const need = offset + limit + 1;
+    let ranked: RankedAgent[];
+    let total: number | undefined;
+    const notes: string[] = [];
+    let pending: number | undefined;
     if (request.semantic !== undefined) {
-      let unavailable = this.semanticUnavailable();
-      if (unavailable === undefined) {
-        try {
-          ranked =
-            request.text !== undefined
-              ? await this.hybrid(request.semantic, request.text, filter, now, offset + request.limit)
-              : await this.semantic(request.semantic, filter, now, offset + request.limit);
-          ranked = ranked.slice(offset);
-        } catch (err) {
-          if (err instanceof Mq9Error) throw err;
-          this.logger.warn({ err }, "semantic discovery failed; answering with full-text");
-          unavailable = (err as Error).message;
-        }
-      }
-      if (unavailable !== undefined) {
-        warning = `semantic search is unavailable (${unavailable}); results are ranked by full-text instead`;
-        const text = request.text === undefined ? request.semantic : `${request.semantic} ${request.text}`;
-        // Fallback ranks are not comparable to similarities: they carry no score.
-        ranked = (await this.textOrAll(text, filter, now, offset, request.limit)).map((mailbox) => ({
-          mailbox,
-          score: Number.NaN,
-        }));
-      }
+      const answer = await this.semanticAnswer(request, filter, now, need);
+      ranked = answer.ranked;
+      total = answer.total;
+      pending = answer.pending;
+      if (answer.warning) notes.push(answer.warning);
     } else if (request.text !== undefined) {
-      ranked = await this.store.search(request.text, filter, now, offset, request.limit);
+      [ranked, total] = await Promise.all([
+        this.store.search(request.text, filter, now, 0, need),
+        this.store.countSearch(request.text, filter, now),
+      ]);
     } else {
-      const rows = await this.store.list(filter, now, offset, request.limit);
-      return { agents: rows.map((row) => this.entry(row, request, Number.NaN)) };
+      const [rows, count] = await Promise.all([
+        this.store.list(filter, now, offset, limit + 1),
+        this.store.countMatching(filter, now),
+      ]);
+      return this.page(
+        rows.map((row) => ({ row, score: Number.NaN })),
+        request,
+        { offset, total: count, notes },
+      );
     }
+    const pageRanked = ranked.slice(offset);
     const rows = new Map(
       (
         await this.store.get(
-          ranked.map((r) => r.mailbox),
+          pageRanked.map((r) => r.mailbox),
           now,
         )
       ).map((row) => [row.mailbox, row]),
     );
-    const agents = ranked.flatMap(({ mailbox, score }) => {
+    const hits = pageRanked.flatMap(({ mailbox, score }) => {
       const row = rows.get(mailbox);
-      return row ? [this.entry(row, request, request.includeScore ? score : Number.NaN)] : [];
+      return row ? [{ row, score: request.includeScore ? score : Number.NaN }] : [];
     });
-    return warning === undefined ? { agents } : { agents, warning };
+    return this.page(hits, request, { offset, total, notes, pending });
+  }
+
+  /**
+   * Cuts a ranked run (up to limit + 1 entries, starting at `offset`) to the page and to the
+   * largest reply the transport carries; says so when it had to trim.
+   */
+  private page(
+    hits: { row: AgentRow; score: number }[],
+    request: DiscoverRequest,
+    meta: { offset: number; total?: number; notes: string[]; pending?: number },
+  ): DiscoverResult {
+    const agents: (readonly Uint8Array[])[] = [];
+    let bytes = REPLY_HEADROOM;
+    let trimmed = false;
+    for (const hit of hits.slice(0, request.limit)) {
+      const entry = this.entry(hit.row, request, hit.score);
+      const size = entry.reduce((sum, piece) => sum + piece.length, 0) + 1;
+      if (bytes + size > this.maxReplyBytes) {
+        trimmed = true;
+        break;
+      }
+      bytes += size;
+      agents.push(entry);
+    }
+    const notes = [...meta.notes];
+    let skipped = 0;
+    if (trimmed && agents.length === 0) {
+      // One entry alone is larger than a reply may be: skip it, or paging would never move on.
+      skipped = 1;
+      notes.push(
+        `the next agent (${hits[0].row.mailbox}) does not fit in a reply of ${this.maxReplyBytes} bytes; ask for it with include_agent_info: false, or raise the broker's max payload`,
+      );
+    } else if (trimmed) {
+      notes.push(
+        `the reply holds ${agents.length} of the ${request.limit} agents asked for, to stay within the ${this.maxReplyBytes}-byte max payload; ask again from next_offset`,
+      );
+    }
+    const hasMore = trimmed || hits.length > request.limit;
+    const result: DiscoverResult = { agents, hasMore };
+    if (hasMore) result.nextOffset = meta.offset + agents.length + skipped;
+    if (meta.total !== undefined) result.total = meta.total;
+    if (trimmed) result.truncated = true;
+    if (meta.pending !== undefined && meta.pending > 0) result.pendingSkills = meta.pending;
+    if (notes.length > 0) result.warning = notes.join("; ");
+    return result;
+  }
+
+  /** A semantic (or hybrid) ranking, or the full-text fallback when meaning cannot be used. */
+  private async semanticAnswer(
+    request: DiscoverRequest,
+    filter: AgentFilter,
+    now: number,
+    need: number,
+  ): Promise<{ ranked: RankedAgent[]; total?: number; pending?: number; warning?: string }> {
+    const semantic = request.semantic!;
+    let unavailable = this.semanticUnavailable();
+    let pending: number | undefined;
+    let warning: string | undefined;
+    if (unavailable === undefined) {
+      try {
+        // Asked together, so that a first query and the reference texts share one batch of the model.
+        const references = this.calibration!.load();
+        const query = await this.queryVector(semantic);
+        await references;
+        const scale = await this.calibration!.scale(semantic, query);
+        pending = await this.waitForSmallBacklog();
+        if (pending > 0) {
+          warning = `${pending} skills registered moments ago are not searchable by meaning yet (embedding in the background); this answer is from the skills embedded so far`;
+        }
+        if (scale.notUnderstood === undefined) {
+          const ranked =
+            request.text !== undefined
+              ? await this.hybrid(query, scale, request.text, filter, now, need)
+              : await this.semantic(query, scale, filter, now, need);
+          const kept =
+            request.minScore === undefined ? ranked : ranked.filter((r) => r.score >= request.minScore!);
+          const total =
+            request.minScore === undefined ? await this.store.countMatching(filter, now) : undefined;
+          return { ranked: kept, total, pending, warning };
+        }
+        unavailable = undefined;
+        const text = request.text === undefined ? semantic : `${semantic} ${request.text}`;
+        const why = `the query is outside what the embedder understands (${scale.notUnderstood}); results are ranked by full-text instead`;
+        return {
+          ranked: await this.fallback(text, filter, now, need, request.minScore !== undefined),
+          pending,
+          warning: warning === undefined ? why : `${why}; ${warning}`,
+        };
+      } catch (err) {
+        if (err instanceof Mq9Error) throw err;
+        this.logger.warn({ err }, "semantic discovery failed; answering with full-text");
+        unavailable = (err as Error).message;
+      }
+    }
+    const text = request.text === undefined ? semantic : `${semantic} ${request.text}`;
+    return {
+      ranked: await this.fallback(text, filter, now, need, request.minScore !== undefined),
+      warning: `semantic search is unavailable (${unavailable}); results are ranked by full-text instead`,
+    };
+  }
+
+  /** Full-text ranking standing in for meaning: hits first, then (unless a score floor is asked for) everyone else. */
+  private async fallback(
+    text: string,
+    filter: AgentFilter,
+    now: number,
+    need: number,
+    hitsOnly: boolean,
+  ): Promise<RankedAgent[]> {
+    // Fallback ranks are not comparable to similarities: they carry no score.
+    const mailboxes = hitsOnly
+      ? (await this.store.search(text, filter, now, 0, need)).map((r) => r.mailbox)
+      : await this.textOrAll(text, filter, now, 0, need);
+    return mailboxes.map((mailbox) => ({ mailbox, score: Number.NaN }));
+  }
+
+  /**
+   * Waits for the embedding backlog only while it is at most about one batch (so a query right
+   * after a REGISTER sees it); a longer backlog is not waited for. Returns what is still pending.
+   */
+  private async waitForSmallBacklog(): Promise<number> {
+    const pending = this.indexer!.pending;
+    if (pending > 0 && pending <= QUERY_WAITS_FOR_SKILLS) await this.indexer!.caughtUp();
+    return this.indexer!.pending;
   }
 
   private semanticUnavailable(): string | undefined {
@@ -323,31 +537,33 @@ export class Registry {
     return live;
   }
 
+  /** Agents by their best skill's calibrated similarity to the query, best first. */
   private async semantic(
-    text: string,
+    query: Float32Array,
+    scale: QueryScale,
     filter: AgentFilter,
     now: number,
     need: number,
   ): Promise<RankedAgent[]> {
-    const query = await this.queryVector(text);
-    await this.indexer!.caughtUp();
-    return (await this.semanticRanking(query, filter, now, need)).slice(0, need);
+    return (await this.semanticRanking(query, filter, now, need))
+      .slice(0, need)
+      .map((r) => ({ mailbox: r.mailbox, score: scale.calibrate(r.score) }));
   }
 
   /**
    * Semantic and full-text fused: every candidate of either ranking gets its
-   * cosine similarity plus a small weight times its BM25 relative to the best
-   * hit, so exact keyword matches lift an agent without overruling meaning.
+   * calibrated similarity plus a small weight times its BM25 relative to the
+   * best hit (capped at 1), so exact keyword matches lift an agent without
+   * overruling meaning.
    */
   private async hybrid(
-    semantic: string,
+    query: Float32Array,
+    scale: QueryScale,
     text: string,
     filter: AgentFilter,
     now: number,
     need: number,
   ): Promise<RankedAgent[]> {
-    const query = await this.queryVector(semantic);
-    await this.indexer!.caughtUp();
     const depth = Math.max(need * 2, 50);
     const [bySemantic, byText] = await Promise.all([
       this.semanticRanking(query, filter, now, depth),
@@ -362,10 +578,11 @@ export class Registry {
     }
     const bestText = byText[0]?.score ?? 0;
     const textScore = new Map(byText.map((r) => [r.mailbox, bestText > 0 ? r.score / bestText : 0]));
-    const fused = [...new Set([...cosine.keys(), ...textScore.keys()])].map((mailbox) => ({
-      mailbox,
-      score: (cosine.get(mailbox) ?? -1) + this.hybridTextWeight * (textScore.get(mailbox) ?? 0),
-    }));
+    const fused = [...new Set([...cosine.keys(), ...textScore.keys()])].map((mailbox) => {
+      const similarity = cosine.get(mailbox);
+      const meaning = similarity === undefined ? 0 : scale.calibrate(similarity);
+      return { mailbox, score: Math.min(1, meaning + this.hybridTextWeight * (textScore.get(mailbox) ?? 0)) };
+    });
     fused.sort((a, b) => b.score - a.score || (a.mailbox < b.mailbox ? -1 : 1));
     return fused.slice(0, need);
   }
@@ -381,11 +598,14 @@ export class Registry {
     if (base === undefined) {
       // The body is a trimmed JSON object with a mailbox in it: fields go in before its closing brace.
       let text = row.bodyJson.slice(0, -1);
-      if (!row.hasOwnName) text += `,"name":${JSON.stringify(row.name)}`;
-      if (
-        request.includeAgentInfo &&
-        (JSON.parse(row.bodyJson) as { agent_info?: unknown }).agent_info === undefined
-      ) {
+      const body = JSON.parse(row.bodyJson) as { agent_info?: unknown; name?: unknown };
+      if (!row.hasOwnName && "name" in body) {
+        // A null or blank `name` of its own: the entry carries the derived name in its place, once.
+        text = JSON.stringify({ ...body, name: row.name }).slice(0, -1);
+      } else if (!row.hasOwnName) {
+        text += `,"name":${JSON.stringify(row.name)}`;
+      }
+      if (request.includeAgentInfo && body.agent_info === undefined) {
         text += `,"agent_info":${JSON.stringify(row.agentInfo)}`;
       }
       base = Buffer.from(text);
@@ -399,9 +619,20 @@ export class Registry {
     return [base, Buffer.from(`${extra}}`)];
   }
 
+  /** One live agent's DISCOVER entry with its status, by mailbox (for the HTTP API); undefined when none. */
+  async entryOf(mailbox: string): Promise<readonly Uint8Array[] | undefined> {
+    const [row] = await this.store.get([mailbox], this.now());
+    if (!row) return undefined;
+    return this.entry(row, parseDiscover(Buffer.from('{"include_status":true}')), Number.NaN);
+  }
+
   /** How far the background work is: skills waiting for vectors, the vector index's build. */
   status(): RegistryStatus {
-    return { embedding: this.indexer?.embedding ?? false, vectors: this.vectors?.status?.() };
+    return {
+      embedding: this.indexer?.embedding ?? false,
+      pendingSkills: this.indexer?.pending ?? 0,
+      vectors: this.vectors?.status?.(),
+    };
   }
 
   /** Resolves once every stored skill has its vector (for tests and benchmarks). */

@@ -15,7 +15,7 @@ import type {
   SkillDoc,
   StoredDoc,
 } from "./registry-store.js";
-import { queryTerms } from "./text-terms.js";
+import { searchTerms } from "./text-search.js";
 
 export interface SqliteRegistryStoreOptions {
   /** Folder that holds `registry.db`; created when missing. ":memory:" for a throw-away store. */
@@ -41,6 +41,7 @@ interface AgentDbRow {
   last_seen_ms: number;
   expires_ms: number | null;
   status: string | null;
+  owner: string | null;
 }
 
 interface DocDbRow {
@@ -66,6 +67,7 @@ function toAgent(row: AgentDbRow): AgentRow {
     registeredMs: row.registered_ms,
     lastSeenMs: row.last_seen_ms,
     statusJson: row.status ?? undefined,
+    owner: row.owner ?? undefined,
   };
 }
 
@@ -117,8 +119,8 @@ export class SqliteRegistryStore implements RegistryStore {
     this.stmt = {
       insertAgent: db.prepare(
         `INSERT INTO agents
-           (mailbox, name, body, agent_info, own_name, tags, ttl_s, registered_ms, last_seen_ms, expires_ms, status)
-         VALUES (@mailbox, @name, @body, @agent_info, @own_name, @tags, @ttl_s, @registered_ms, @last_seen_ms, @expires_ms, NULL)`,
+           (mailbox, name, body, agent_info, own_name, tags, ttl_s, registered_ms, last_seen_ms, expires_ms, status, owner)
+         VALUES (@mailbox, @name, @body, @agent_info, @own_name, @tags, @ttl_s, @registered_ms, @last_seen_ms, @expires_ms, NULL, @owner)`,
       ),
       deleteAgent: db.prepare("DELETE FROM agents WHERE mailbox = ?"),
       docIdsOf: db.prepare<[string], { id: number }>("SELECT id FROM skill_docs WHERE mailbox = ?"),
@@ -224,6 +226,7 @@ export class SqliteRegistryStore implements RegistryStore {
         registered_ms: agent.registeredMs,
         last_seen_ms: agent.lastSeenMs,
         expires_ms: expiresMs,
+        owner: agent.owner ?? null,
       });
       const ids: number[] = [];
       for (const doc of docs) {
@@ -247,7 +250,18 @@ export class SqliteRegistryStore implements RegistryStore {
     if (selector.name !== undefined) {
       for (const { mailbox } of this.stmt.mailboxesByName.all(selector.name)) mailboxes.add(mailbox);
     }
-    return [...mailboxes];
+    const owner = selector.owner;
+    if (owner === undefined) return [...mailboxes];
+    return [...mailboxes].filter((mailbox) => this.directory.get(mailbox)?.record.owner === owner);
+  }
+
+  select(selector: AgentSelector, nowMs: number): Promise<AgentRow[]> {
+    return this.run("registry read failed", () =>
+      this.selected(selector).flatMap((mailbox) => {
+        const entry = this.directory.get(mailbox);
+        return entry !== undefined && this.directory.isLive(entry, nowMs) ? [entry.record] : [];
+      }),
+    );
   }
 
   /** Deletes registrations in one transaction, then forgets them in memory. */
@@ -297,16 +311,28 @@ export class SqliteRegistryStore implements RegistryStore {
     offset: number,
     limit: number,
   ): Promise<RankedAgent[]> {
-    const terms = queryTerms(text);
+    const terms = searchTerms(text, this.text);
     if (terms.length === 0) return Promise.resolve([]);
-    const accept = (owner: number) => {
-      const entry = this.directory.ofOwner(owner);
-      return entry !== undefined && this.directory.accepts(entry, filter, nowMs);
-    };
+    const accept = (owner: number) => this.accepted(owner, filter, nowMs);
     const ranked = this.text.search(terms, offset + limit, accept).slice(offset);
     return Promise.resolve(
       ranked.map(({ owner, score }) => ({ mailbox: this.directory.ofOwner(owner)!.mailbox, score })),
     );
+  }
+
+  countMatching(filter: AgentFilter, nowMs: number): Promise<number> {
+    return Promise.resolve(this.directory.countMatching(filter, nowMs));
+  }
+
+  countSearch(text: string, filter: AgentFilter, nowMs: number): Promise<number> {
+    const terms = searchTerms(text, this.text);
+    if (terms.length === 0) return Promise.resolve(0);
+    return Promise.resolve(this.text.countOwners(terms, (owner) => this.accepted(owner, filter, nowMs)));
+  }
+
+  private accepted(owner: number, filter: AgentFilter, nowMs: number): boolean {
+    const entry = this.directory.ofOwner(owner);
+    return entry !== undefined && this.directory.accepts(entry, filter, nowMs);
   }
 
   candidates(filter: AgentFilter, nowMs: number): Promise<Set<string>> {

@@ -295,8 +295,8 @@ export class LogApplier {
 
   /**
    * Writes the few rows not handed over yet on the calling thread: a hand-over costs the event
-   * loop ~170 us and a round trip, which a FETCH right after a SEND would wait for every time,
-   * while writing a row here costs ~4 us.
+   * loop far more than writing a few rows, plus a round trip that a FETCH right after a SEND
+   * would wait for every time.
    */
   private catchUpHere(): void {
     if (this.busy || this.appended - this.handedOver > WRITE_HERE_ROWS) return;

@@ -1,5 +1,5 @@
 /** Bumped whenever the layout below changes incompatibly. */
-export const SQLITE_SCHEMA_VERSION = 3;
+export const SQLITE_SCHEMA_VERSION = 4;
 
 /**
  * Version 3 keeps a SEND's header and payload in the message log (seg, seg_at, seg_len) instead
@@ -10,6 +10,17 @@ ALTER TABLE messages ADD COLUMN seg INTEGER;
 ALTER TABLE messages ADD COLUMN seg_at INTEGER;
 ALTER TABLE messages ADD COLUMN seg_len INTEGER;
 `;
+
+/** Version 4 records who created each mailbox (the user name; NULL without users configured). */
+export const SQLITE_MIGRATE_3_TO_4 = `
+ALTER TABLE mailboxes ADD COLUMN owner TEXT;
+`;
+
+/** The step from each older version to the next, applied in order at open. */
+export const SQLITE_MIGRATIONS: Readonly<Record<number, string>> = {
+  2: SQLITE_MIGRATE_2_TO_3,
+  3: SQLITE_MIGRATE_3_TO_4,
+};
 
 /**
  * Tables of the SQLite store. Priorities are stored as their rank (0 = critical).
@@ -25,7 +36,8 @@ CREATE TABLE IF NOT EXISTS mailboxes (
   ttl_s INTEGER NOT NULL,
   description TEXT NOT NULL,
   created_ms INTEGER NOT NULL,
-  expires_ms INTEGER
+  expires_ms INTEGER,
+  owner TEXT
 );
 CREATE INDEX IF NOT EXISTS mailboxes_by_expiry ON mailboxes(expires_ms) WHERE expires_ms IS NOT NULL;
 

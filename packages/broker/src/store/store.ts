@@ -9,6 +9,8 @@ export interface MailboxRecord {
   createdMs: number;
   /** When the mailbox stops existing; undefined = never. */
   expiresMs?: number;
+  /** The user that created it, when users are configured; only it (or a grant, or an admin) reads it. */
+  owner?: string;
 }
 
 /** A message handed to the store by SEND. */

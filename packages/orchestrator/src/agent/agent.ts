@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { type ConsumedMessage, type Consumer, connect, type Mq9Client, Mq9Error } from "@mq9/client";
 import {
   type ChildFields,
@@ -28,6 +29,12 @@ export interface AgentOptions {
   leaseMs?: number;
   /** Seconds replies are kept in the asker's mailbox (default 7 days; traces are read from them). */
   messageTtlSeconds?: number;
+  /**
+   * Seconds within which a message created before this instance started is checked against
+   * the asker's mailbox for a stored answer, so one re-sent after a restart is not handled
+   * twice (default 600).
+   */
+  dedupWindowSeconds?: number;
   /** A handler failure or a bad message; default: one line on stderr. */
   onError?: (error: Error, message?: Envelope) => void;
 }
@@ -95,6 +102,11 @@ export abstract class Agent {
   private readonly onError: (error: Error, message?: Envelope) => void;
   private deadLetters?: DeadLetters;
   private handledCount = 0;
+  /** The message whose handler is running: send() inside a handler continues its trace. */
+  private readonly handling = new AsyncLocalStorage<Envelope>();
+  private startedAt = Number.POSITIVE_INFINITY;
+  private readonly dedupWindowMs: number;
+  private boundHandler?: (message: Envelope, context: MessageContext) => unknown;
   private duplicateCount = 0;
 
   constructor(manifest: AgentManifest, options: AgentOptions = {}) {
@@ -104,6 +116,7 @@ export abstract class Agent {
     this.ttlSeconds = options.ttlSeconds ?? Math.max(3, Math.ceil((5 * this.heartbeatMs) / 1000));
     this.leaseMs = options.leaseMs ?? 30_000;
     this.messageTtlSeconds = options.messageTtlSeconds ?? DEFAULT_MESSAGE_TTL_S;
+    this.dedupWindowMs = (options.dedupWindowSeconds ?? 600) * 1000;
     this.onError =
       options.onError ??
       ((error, message) =>
@@ -113,7 +126,9 @@ export abstract class Agent {
   }
 
   /** Handles one message; return `reply(...)` (or a plain value, sent as a result), or nothing. */
-  abstract handleMessage(message: Envelope, context: MessageContext): unknown;
+  handleMessage?(message: Envelope, context: MessageContext): unknown;
+  /** The design's spelling of handleMessage; a class defines one of the two. */
+  handle_message?(message: Envelope, context: MessageContext): unknown;
 
   /** The answer to `message`: same trace, back to whoever asked, ids and routing filled in. */
   reply(message: Envelope, type: MessageType, payload: unknown): Envelope {
@@ -140,6 +155,8 @@ export abstract class Agent {
 
   /** Registers, starts heartbeats and consumes the inbox. `server` is a client or a broker URL. */
   async start(server: Mq9Client | string = "mq9://127.0.0.1:4332"): Promise<this> {
+    this.boundHandler = this.resolveHandler();
+    this.startedAt = Date.now();
     if (typeof server === "string") {
       this.client = await connect(server, { name: `mq9-agent-${this.manifest.name}` });
       this.ownsClient = true;
@@ -194,8 +211,14 @@ export abstract class Agent {
     if (this.ownsClient) await this.client?.close();
   }
 
-  /** Starts a new trace from this agent: a message for the router to deliver. */
+  /**
+   * Sends a message through the router. Called while a handler runs, it continues that
+   * message's trace one hop further (as the context's send does), so loops built by
+   * forwarding agents still meet max_hops and the cycle check; elsewhere it starts a trace.
+   */
   async send(fields: ChildFields & { max_hops?: number }): Promise<Envelope> {
+    const parent = this.handling.getStore();
+    if (parent) return this.sendChild(parent, fields);
     const envelope = createEnvelope({
       msg_type: fields.msg_type ?? "query",
       source: this.manifest.name,
@@ -203,6 +226,7 @@ export abstract class Agent {
       payload: fields.payload,
       capability: fields.capability,
       intent: fields.intent,
+      broadcast: fields.broadcast,
       priority: fields.priority,
       max_hops: fields.max_hops,
       reply_to: fields.reply_to ?? this.manifest.mailbox,
@@ -219,6 +243,21 @@ export abstract class Agent {
       if (this.memories.size > MEMORY_CACHE) this.memories.delete(this.memories.keys().next().value!);
     }
     return memory;
+  }
+
+  /**
+   * The subclass's handler: `handleMessage`, or `handle_message` as the design spells it
+   * (classes written in plain JavaScript after the design's examples).
+   */
+  private resolveHandler(): (message: Envelope, context: MessageContext) => unknown {
+    const self = this as unknown as Record<string, unknown>;
+    for (const name of ["handleMessage", "handle_message"]) {
+      const method = self[name];
+      if (typeof method === "function") return method.bind(this);
+    }
+    throw new TypeError(
+      `agent ${this.manifest.name} has no handler: define handleMessage(message, context) (or handle_message) in its class`,
+    );
   }
 
   private requireClient(): Mq9Client {
@@ -298,10 +337,8 @@ export abstract class Agent {
     let outcome: unknown;
     let failure: Error | undefined;
     try {
-      outcome = await this.handleMessage(
-        message,
-        new HandlerContext<ChildFields>(this.contextSource, message, cancel, receivedAt),
-      );
+      const context = new HandlerContext<ChildFields>(this.contextSource, message, cancel, receivedAt);
+      outcome = await this.handling.run(message, () => this.boundHandler!(message, context));
     } catch (err) {
       failure = err instanceof Error ? err : new Error(String(err));
     } finally {
@@ -359,9 +396,10 @@ export abstract class Agent {
    * at the asker's mailbox for a stored reply.
    */
   private oldEnoughToBeAnswered(message: Envelope, receivedAt: number): boolean {
-    return (
-      Boolean(message.reply_to) && receivedAt - (message.sent_at ?? message.created_at) >= this.leaseMs / 2
-    );
+    if (!message.reply_to) return false;
+    if (receivedAt - (message.sent_at ?? message.created_at) >= this.leaseMs / 2) return true;
+    // Made before this instance started: maybe handled by the one before a restart.
+    return message.created_at < this.startedAt && receivedAt - message.created_at < this.dedupWindowMs;
   }
 
   /** Whether the asker's mailbox already holds a reply to the message. */

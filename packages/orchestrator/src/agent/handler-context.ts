@@ -29,7 +29,6 @@ export class HandlerContext<Fields extends object> {
     return this.cancel.signal;
   }
 
-  send(fields: Fields): Promise<Envelope> {
-    return this.source.sendChild(this.message, fields);
-  }
+  /** An own property bound to this context, so `{ send }` destructured from the context works. */
+  readonly send = (fields: Fields): Promise<Envelope> => this.source.sendChild(this.message, fields);
 }

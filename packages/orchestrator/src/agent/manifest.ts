@@ -3,8 +3,8 @@ import { agentMailbox } from "../bus/names.js";
 
 /**
  * Carried by every agent the Agent SDK registers, so the orchestrator's directory can
- * read just the agents it routes to each second: reading a registry of 10,000 agents
- * every second would cost the broker ~18 MB of DISCOVER replies a second.
+ * read just the agents it routes to each second: reading the whole registry every second
+ * would cost the broker DISCOVER replies in proportion to every agent registered.
  */
 export const ORCHESTRATED_TAG = "mq9.orchestrated";
 
@@ -16,7 +16,14 @@ export interface AgentManifest {
   capabilities: string[];
   /** What the agent does, in words: intent routing matches requests against it. */
   description?: string;
-  tags?: string[];
+  /** Labels: a list (`["text", "en"]`) or an object (`{team: "nlp"}`, registered as `team:nlp`). */
+  tags?: string[] | Record<string, string | number | boolean>;
+  /**
+   * Where the agent takes its mail (the design's manifest field): an mq9 mail address or
+   * `mq9://host:port/<mail address>`, used as the mailbox when `mailbox` is not given; any
+   * other URL (an HTTP endpoint) is kept in the registration for people, not routed to.
+   */
+  endpoint?: string;
   /** Messages handled at once (default 1); the rest wait in the agent's own mailbox. */
   max_concurrency?: number;
   /** Relative share of work among agents with the same capability (default 1). */
@@ -26,7 +33,10 @@ export interface AgentManifest {
 }
 
 /** A manifest with its defaults filled in. */
-export type ResolvedManifest = Required<AgentManifest>;
+export type ResolvedManifest = Required<Omit<AgentManifest, "tags" | "endpoint">> & {
+  tags: string[];
+  endpoint?: string;
+};
 
 /** What the registry entry of an orchestrated agent carries for the router. */
 export interface ManifestRecord {
@@ -65,7 +75,8 @@ export function resolveManifest(manifest: AgentManifest): ResolvedManifest {
   if (typeof weight !== "number" || !Number.isFinite(weight) || weight <= 0) {
     throw new ManifestError(`agent '${name}': weight must be a number > 0`);
   }
-  const mailbox = manifest.mailbox ?? agentMailbox(name);
+  const endpointMailbox = mailboxOfEndpoint(name, manifest.endpoint);
+  const mailbox = manifest.mailbox ?? endpointMailbox ?? agentMailbox(name);
   if (!isValidMailAddress(mailbox)) {
     throw new ManifestError(`agent '${name}': mailbox '${mailbox}' is not a valid mail address`);
   }
@@ -73,11 +84,44 @@ export function resolveManifest(manifest: AgentManifest): ResolvedManifest {
     name,
     capabilities: [...new Set(manifest.capabilities)],
     description: manifest.description ?? "",
-    tags: manifest.tags ?? [],
+    tags: tagList(name, manifest.tags),
     max_concurrency: maxConcurrency,
     weight,
     mailbox,
+    ...(manifest.endpoint === undefined ? {} : { endpoint: manifest.endpoint }),
   };
+}
+
+/** Tags as the registry keeps them (strings): a list as it is, an object as `key:value`. */
+function tagList(name: string, tags: AgentManifest["tags"]): string[] {
+  if (tags === undefined || tags === null) return [];
+  if (Array.isArray(tags)) {
+    if (tags.some((t) => typeof t !== "string" || t === "")) {
+      throw new ManifestError(`agent '${name}': tags must be non-empty strings`);
+    }
+    return [...tags];
+  }
+  if (typeof tags !== "object") {
+    throw new ManifestError(`agent '${name}': tags must be a list of strings or an object of key: value`);
+  }
+  return Object.entries(tags).map(([key, value]) => {
+    if (!["string", "number", "boolean"].includes(typeof value)) {
+      throw new ManifestError(`agent '${name}': tag '${key}' must have a string, number or boolean value`);
+    }
+    return `${key}:${String(value)}`;
+  });
+}
+
+/** The mailbox an `endpoint` names, if it names one (see AgentManifest.endpoint). */
+function mailboxOfEndpoint(name: string, endpoint: unknown): string | undefined {
+  if (endpoint === undefined) return undefined;
+  if (typeof endpoint !== "string" || endpoint === "") {
+    throw new ManifestError(`agent '${name}': endpoint must be a mail address or a URL`);
+  }
+  if (isValidMailAddress(endpoint)) return endpoint;
+  const match = /^mq9s?:\/\/[^/]+\/(.+)$/.exec(endpoint);
+  if (match && isValidMailAddress(match[1])) return match[1];
+  return undefined;
 }
 
 /** The REGISTER body of an agent: an A2A-style card (skills = capabilities) plus the router's fields. */
@@ -97,6 +141,7 @@ export function registrationBody(
     mailbox: manifest.mailbox,
     description: manifest.description,
     payload: manifest.description || manifest.name,
+    ...(manifest.endpoint === undefined ? {} : { endpoint: manifest.endpoint }),
     tags: [...manifest.tags, ORCHESTRATED_TAG],
     skills: manifest.capabilities.map((capability) => ({
       id: capability,

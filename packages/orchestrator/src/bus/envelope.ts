@@ -12,6 +12,23 @@ export const MESSAGE_TYPES: readonly MessageType[] = [
   "compensate",
 ];
 
+/**
+ * The design's priorities are urgent, normal and deferred; mq9's are critical, urgent and
+ * normal. Both are accepted: `deferred` is mq9's lowest, `normal`, so it never goes ahead
+ * of anything (mq9 has no level below normal).
+ */
+export type TaskPriority = Priority | "deferred";
+
+export function isTaskPriority(value: unknown): value is TaskPriority {
+  return typeof value === "string" && (value === "deferred" || isPriority(value));
+}
+
+export function mq9Priority(priority: TaskPriority): Priority {
+  return priority === "deferred" ? "normal" : priority;
+}
+
+export const PRIORITY_HELP = "priority must be critical, urgent, normal or deferred";
+
 /** Every orchestrated message: traceable, routable, and bounded in how far it may travel. */
 export interface Envelope {
   msg_id: string;
@@ -39,6 +56,8 @@ export interface Envelope {
   capability?: string;
   /** With target "*" and no capability: what is asked, in words, for intent routing. */
   intent?: string;
+  /** Deliver a copy to every live agent (with `capability`, when given) instead of one. */
+  broadcast?: boolean;
   /** Unix ms at which the message was last put in a mailbox (per-hop latency). */
   sent_at?: number;
 }
@@ -60,13 +79,14 @@ export interface NewEnvelope {
   target: string;
   payload: unknown;
   trace_id?: string;
-  priority?: Priority;
+  priority?: Priority | "deferred";
   max_hops?: number;
   reply_to?: string;
   task_id?: string;
   step_id?: string;
   capability?: string;
   intent?: string;
+  broadcast?: boolean;
 }
 
 /**
@@ -85,7 +105,7 @@ export function createEnvelope(fields: NewEnvelope): Envelope {
     msg_type: fields.msg_type,
     source: fields.source,
     target: fields.target,
-    priority: fields.priority ?? "normal",
+    priority: mq9Priority(fields.priority ?? "normal"),
     payload: fields.payload,
     created_at: Date.now(),
     hops: 0,
@@ -97,6 +117,7 @@ export function createEnvelope(fields: NewEnvelope): Envelope {
   };
   if (fields.capability !== undefined) envelope.capability = fields.capability;
   if (fields.intent !== undefined) envelope.intent = fields.intent;
+  if (fields.broadcast) envelope.broadcast = true;
   return envelope;
 }
 
@@ -132,8 +153,10 @@ export interface ChildFields {
   payload: unknown;
   capability?: string;
   intent?: string;
+  /** A copy to every live agent (with `capability`, when given); see Router. */
+  broadcast?: boolean;
   reply_to?: string;
-  priority?: Priority;
+  priority?: Priority | "deferred";
 }
 
 /**
@@ -147,7 +170,7 @@ export function childOf(parent: Envelope, source: string, fields: ChildFields): 
     msg_type: fields.msg_type ?? "query",
     source,
     target: fields.target,
-    priority: fields.priority ?? parent.priority,
+    priority: fields.priority === undefined ? parent.priority : mq9Priority(fields.priority),
     payload: fields.payload,
     created_at: Date.now(),
     hops: parent.hops + 1,
@@ -159,6 +182,7 @@ export function childOf(parent: Envelope, source: string, fields: ChildFields): 
   };
   if (fields.capability !== undefined) child.capability = fields.capability;
   if (fields.intent !== undefined) child.intent = fields.intent;
+  if (fields.broadcast) child.broadcast = true;
   return child;
 }
 
@@ -197,8 +221,12 @@ export function decodeEnvelope(body: unknown): Envelope {
       throw new EnvelopeError(`'${field}' must be a whole number >= 0`);
     }
   }
-  if (typeof e.priority !== "string" || !isPriority(e.priority)) {
-    throw new EnvelopeError("'priority' must be critical, urgent or normal");
+  if (!isTaskPriority(e.priority)) {
+    throw new EnvelopeError("'priority' must be critical, urgent, normal or deferred");
+  }
+  e.priority = mq9Priority(e.priority);
+  if (e.broadcast !== undefined && typeof e.broadcast !== "boolean") {
+    throw new EnvelopeError("'broadcast' must be true or false when present");
   }
   if (!Array.isArray(e.path) || e.path.some((p) => typeof p !== "string")) {
     throw new EnvelopeError("'path' must be a list of agent names");

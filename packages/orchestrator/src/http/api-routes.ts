@@ -1,10 +1,12 @@
 import { Mq9Error } from "@mq9/client";
-import { isPriority } from "@mq9/protocol";
+import { isTaskPriority, PRIORITY_HELP, type TaskPriority } from "../bus/envelope.js";
 import { OrchestratorError } from "../errors.js";
+import type { MetricsSnapshot } from "../observability/orchestrator-metrics.js";
 import type { DirectoryEntry } from "../routing/agent-directory.js";
 import type { DeadLetter } from "../routing/dead-letters.js";
 import type { SubmitOptions } from "../scheduler/scheduler.js";
 import { isTerminal, TASK_STATUSES, type TaskState, type TaskStatus } from "../scheduler/task-state.js";
+import type { TemplateProblem } from "../templates/task-template.js";
 import type { TraceView } from "../trace/trace-reader.js";
 
 /** The parts of an HTTP request the routes read (fastify's request has them). */
@@ -18,6 +20,7 @@ export interface ApiRequest {
 export interface ApiReply {
   code(statusCode: number): ApiReply;
   send(payload?: unknown): ApiReply;
+  header?(name: string, value: string): ApiReply;
 }
 
 export type ApiHandler = (request: ApiRequest, reply: ApiReply) => Promise<unknown>;
@@ -46,10 +49,16 @@ export interface OrchestratorApi {
   task(taskId: string): Promise<TaskState | undefined>;
   tasks(status?: TaskStatus): TaskState[] | Promise<TaskState[]>;
   cancel(taskId: string): Promise<TaskState>;
-  trace(traceId: string): Promise<TraceView>;
+  trace(traceId: string, page?: { offset?: number; limit?: number }): Promise<TraceView>;
   agents(): DirectoryEntry[] | Promise<DirectoryEntry[]>;
+  /** Reads the registry afresh before `agents()` (optional). */
+  refreshAgents?(): Promise<void>;
+  /** The orchestrator's numbers (optional; `mq9 serve` puts them on /metrics). */
+  metrics?(): MetricsSnapshot | Promise<MetricsSnapshot>;
   deadLetterList(options?: { limit?: number; traceId?: string }): Promise<DeadLetter[]>;
   templateList(): TemplateSummary[] | Promise<TemplateSummary[]>;
+  /** Problems of the template files' last load (shown beside the templates). */
+  templateProblems?(): TemplateProblem[] | Promise<TemplateProblem[]>;
 }
 
 /** Where the API finds the orchestrator: itself, or a getter for one that starts after the HTTP server. */
@@ -131,6 +140,10 @@ export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSo
         return await work(request, reply);
       } catch (err) {
         const { status, body } = failure(err);
+        // A full queue says when to come back (429 Too Many Requests).
+        if (err instanceof OrchestratorError && err.retryAfterSeconds !== undefined) {
+          reply.header?.("retry-after", String(err.retryAfterSeconds));
+        }
         return reply.code(status).send(body);
       }
     };
@@ -143,18 +156,21 @@ export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSo
       if (typeof body.task_type !== "string" || body.task_type === "") {
         throw new OrchestratorError("INVALID_REQUEST", "give the task_type (a template name) and a payload");
       }
-      if (body.priority !== undefined && (typeof body.priority !== "string" || !isPriority(body.priority))) {
-        throw new OrchestratorError("INVALID_REQUEST", "priority must be critical, urgent or normal");
+      if (body.priority !== undefined && !isTaskPriority(body.priority)) {
+        throw new OrchestratorError("INVALID_REQUEST", PRIORITY_HELP);
       }
       if (body.trace_id !== undefined && (typeof body.trace_id !== "string" || body.trace_id === "")) {
         throw new OrchestratorError("INVALID_REQUEST", "trace_id must be a non-empty string");
       }
       const o = orchestrator();
       const task = await o.submit(body.task_type, body.payload, {
-        priority: body.priority as "normal" | undefined,
+        priority: body.priority as TaskPriority | undefined,
         traceId: body.trace_id as string | undefined,
       });
-      if (!(flag(query.wait) || body.wait === true)) {
+      // Synchronous unless asked otherwise (see docs/orchestrator.md, "HTTP API").
+      const asynchronous =
+        flag(query.async) || body.async === true || query.wait === "false" || body.wait === false;
+      if (asynchronous) {
         return reply.code(202).send({ task_id: task.task_id, trace_id: task.trace_id, status: task.status });
       }
       const waitMs = milliseconds(query.timeout_ms ?? body.wait_timeout_ms, "timeout_ms", DEFAULT_WAIT_MS);
@@ -202,7 +218,20 @@ export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSo
   app.get(
     "/api/traces/:trace_id",
     route(async (request, reply) => {
-      const view = await orchestrator().trace(String(record(request.params).trace_id));
+      const query = record(request.query);
+      const page: { offset?: number; limit?: number } = {};
+      for (const key of ["offset", "limit"] as const) {
+        if (query[key] === undefined) continue;
+        const n = Number(query[key]);
+        if (!Number.isInteger(n) || n < (key === "limit" ? 1 : 0)) {
+          throw new OrchestratorError(
+            "INVALID_REQUEST",
+            `${key} must be a whole number >= ${key === "limit" ? 1 : 0}`,
+          );
+        }
+        page[key] = n;
+      }
+      const view = await orchestrator().trace(String(record(request.params).trace_id), page);
       return reply.code(200).send(view);
     }),
   );
@@ -210,7 +239,9 @@ export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSo
   app.get(
     "/api/agents",
     route(async (_request, reply) => {
-      const agents = (await orchestrator().agents()).map((a) => ({
+      const o = orchestrator();
+      await o.refreshAgents?.();
+      const agents = (await o.agents()).map((a) => ({
         name: a.name,
         mailbox: a.mailbox,
         alive: a.alive,
@@ -219,6 +250,7 @@ export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSo
         weight: a.weight,
         max_concurrency: a.maxConcurrency,
         load: a.load,
+        in_flight: a.inFlight,
         reported_load: a.reportedLoad,
         last_seen: a.lastSeenMs,
         ttl: a.ttlSeconds,
@@ -248,8 +280,10 @@ export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSo
   app.get(
     "/api/templates",
     route(async (_request, reply) => {
-      const templates = await orchestrator().templateList();
-      return reply.code(200).send({ templates });
+      const o = orchestrator();
+      const templates = await o.templateList();
+      const problems = (await o.templateProblems?.()) ?? [];
+      return reply.code(200).send({ templates, problems });
     }),
   );
 }

@@ -12,6 +12,8 @@ export interface AgentDirectoryOptions {
   onDeath?: (agent: AgentView) => void;
   /** Failed refreshes; the directory keeps its last view. */
   onError?: (error: Error) => void;
+  /** After every read of the registry (agents may have come back). */
+  onRefresh?: () => void;
   now?: () => number;
 }
 
@@ -20,10 +22,17 @@ export interface DirectoryEntry extends AgentView {
   /** Registered by the Agent SDK (it has a manifest), so the router may send it work. */
   orchestrated: boolean;
   alive: boolean;
-  /** Messages the router sent it since its last heartbeat (counted into `load`). */
+  /** Work the orchestrator dispatched to it and has not seen answered (counted into `load`). */
+  inFlight: number;
+  /**
+   * Messages the router delivered to it since its last heartbeat (counted into `load`): their
+   * answers go to whoever asked, not through the orchestrator, so the heartbeat closes them.
+   */
   sentSinceReport: number;
-  /** Load from the last heartbeat alone. */
+  /** Handlers running, as its last heartbeat said. */
   reportedLoad: number;
+  /** Tracked dispatches answered since that heartbeat (a heartbeat may have counted them). */
+  answeredSinceReport: number;
 }
 
 const PAGE = 1_000;
@@ -47,6 +56,17 @@ function manifestOf(entry: AgentEntry): ManifestRecord | undefined {
   };
 }
 
+/**
+ * Work in progress: what the orchestrator dispatched and has not seen answered, plus what
+ * the router delivered since the agent's last heartbeat, plus what the heartbeat said was
+ * running beyond the orchestrator's own work then (work someone else gave it): a report
+ * that still counts work answered since is not counted twice.
+ */
+function loadOf(entry: DirectoryEntry): number {
+  const others = Math.max(0, entry.reportedLoad - entry.inFlight - entry.answeredSinceReport);
+  return entry.inFlight + entry.sentSinceReport + others;
+}
+
 function describe(entry: AgentEntry): string {
   for (const candidate of [entry.description, entry.payload]) {
     if (typeof candidate === "string" && candidate !== "") return candidate;
@@ -63,6 +83,8 @@ export class AgentDirectory {
   private readonly agents = new Map<string, DirectoryEntry>();
   private readonly lastSeenMark = new Map<string, number>();
   private readonly deadNotified = new Set<string>();
+  /** Agents carrying the orchestrated tag: the only ones a read of just the tagged agents speaks for. */
+  private readonly tagged = new Set<string>();
   /** Routable agents by capability, rebuilt at each refresh (the router asks once per message). */
   private byCapability = new Map<string, DirectoryEntry[]>();
   private readonly refreshMs: number;
@@ -133,12 +155,25 @@ export class AgentDirectory {
     return entry?.alive === true && isAlive(entry, this.now());
   }
 
-  /** Counts a message sent to an agent into its load until its next heartbeat. */
-  noteSent(name: string): void {
+  /**
+   * Counts a message sent to an agent into its work in progress: until its answer when
+   * `answered` will be called for it (the scheduler's dispatches), else until its next heartbeat.
+   */
+  noteSent(name: string, tracked = false): void {
     const entry = this.agents.get(name);
     if (!entry) return;
-    entry.sentSinceReport++;
-    entry.load = entry.reportedLoad + entry.sentSinceReport;
+    if (tracked) entry.inFlight++;
+    else entry.sentSinceReport++;
+    entry.load = loadOf(entry);
+  }
+
+  /** A tracked dispatch ended (answered, timed out or canceled). */
+  answered(name: string): void {
+    const entry = this.agents.get(name);
+    if (!entry) return;
+    entry.inFlight = Math.max(0, entry.inFlight - 1);
+    entry.answeredSinceReport++;
+    entry.load = loadOf(entry);
   }
 
   private schedule(): void {
@@ -174,14 +209,15 @@ export class AgentDirectory {
     }
     for (const [name, agent] of this.agents) {
       if (present.has(name)) continue;
-      // A read of the orchestrated agents says nothing of the others.
-      if (!full && !agent.orchestrated) continue;
+      // A read of the tagged agents says nothing of the others (a manifest without the tag, say).
+      if (!full && !this.tagged.has(name)) continue;
       // Unregistered or purged after its ttl: dead, listed for a while, then forgotten.
       agent.alive = false;
       if (now - agent.lastSeenMs > FORGET_AFTER_MS) {
         this.agents.delete(name);
         this.lastSeenMark.delete(name);
         this.deadNotified.delete(name);
+        this.tagged.delete(name);
       }
     }
     this.indexCapabilities();
@@ -193,6 +229,7 @@ export class AgentDirectory {
       }
       if (alive) this.deadNotified.delete(agent.name);
     }
+    this.options.onRefresh?.();
   }
 
   private indexCapabilities(): void {
@@ -224,7 +261,11 @@ export class AgentDirectory {
     const tags = Array.isArray(entry.tags)
       ? entry.tags.filter((t): t is string => typeof t === "string")
       : [];
-    this.agents.set(name, {
+    if (tags.includes(ORCHESTRATED_TAG)) this.tagged.add(name);
+    else this.tagged.delete(name);
+    const inFlight = previous?.inFlight ?? 0;
+    const answeredSinceReport = reported ? 0 : (previous?.answeredSinceReport ?? 0);
+    const seen: DirectoryEntry = {
       name,
       mailbox: entry.mailbox as string,
       capabilities: manifest?.capabilities ?? [],
@@ -234,11 +275,16 @@ export class AgentDirectory {
       maxConcurrency: manifest?.max_concurrency ?? 1,
       reportedLoad,
       sentSinceReport,
-      load: reportedLoad + sentSinceReport,
+      inFlight,
+      answeredSinceReport,
+      load: 0,
+      credit: previous?.credit,
       lastSeenMs,
       ttlSeconds: ttl,
       orchestrated: manifest !== undefined,
       alive: true,
-    });
+    };
+    seen.load = loadOf(seen);
+    this.agents.set(name, seen);
   }
 }

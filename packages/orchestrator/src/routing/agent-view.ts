@@ -8,12 +8,14 @@ export interface AgentView {
   /** Relative share of work among agents with the same capability. */
   weight: number;
   maxConcurrency: number;
-  /** Tasks in progress, from the last heartbeat. */
+  /** Work in progress: dispatched to it and not answered yet (see AgentDirectory). */
   load: number;
   /** Unix ms of the last REGISTER or heartbeat. */
   lastSeenMs: number;
   /** Seconds without a heartbeat after which the agent counts as dead. */
   ttlSeconds: number;
+  /** Smooth weighted round-robin credit (the balancer's state; kept across registry reads). */
+  credit?: number;
 }
 
 export function isAlive(agent: AgentView, nowMs: number): boolean {

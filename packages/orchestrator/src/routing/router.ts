@@ -1,39 +1,73 @@
 import type { ConsumedMessage, Consumer, Mq9Client } from "@mq9/client";
+import { Defaults, TwoGenerationMap } from "@mq9/protocol";
 import { type Envelope, EnvelopeError } from "../bus/envelope.js";
 import { preciseNow, readEnvelope, type SendEnvelopeOptions, sendEnvelope } from "../bus/envelope-io.js";
-import { loopViolation, TraceBudget } from "../bus/loop-guard.js";
+import { loopViolation, SeenMessages, TraceBudget } from "../bus/loop-guard.js";
 import type { BusNames } from "../bus/names.js";
 import type { AgentDirectory } from "./agent-directory.js";
-import type { AgentView } from "./agent-view.js";
+import { type AgentView, isAlive } from "./agent-view.js";
 import { chooseForCapability } from "./capability-choice.js";
 import type { DeadLetter, DeadLetters } from "./dead-letters.js";
 
-/** How a message found its agent. */
-export type RouteLayer = "explicit" | "capability" | "intent";
+/** How a message found its agent (or agents, for a broadcast). */
+export type RouteLayer = "explicit" | "capability" | "intent" | "broadcast";
 
-export type RouteDecision = { agent: AgentView; layer: RouteLayer } | { reason: string };
+/**
+ * Why nobody took a message. `unavailable`: nobody who could take it is live right now (the
+ * scheduler waits for one); `at_capacity`: every candidate is at the per-agent limit (it
+ * waits too); the loop guards: `max_hops`, `cycle`, `trace_budget`, `duplicate`, `bounce`;
+ * `no_match`: intent routing found nobody above its threshold; `no_route`: nothing to route by.
+ */
+export type DeadKind =
+  | "unavailable"
+  | "at_capacity"
+  | "max_hops"
+  | "cycle"
+  | "trace_budget"
+  | "duplicate"
+  | "bounce"
+  | "no_match"
+  | "no_route"
+  | "malformed";
+
+/** The loop guards' kinds: each stop is logged, counted and raised as a `loop_detected` webhook. */
+export const LOOP_KINDS: ReadonlySet<DeadKind> = new Set([
+  "max_hops",
+  "cycle",
+  "trace_budget",
+  "duplicate",
+  "bounce",
+]);
+
+export type RouteDecision = { agent: AgentView; layer: RouteLayer } | { reason: string; kind: DeadKind };
 
 /** What became of a message handed to the router. */
 export type Delivery =
-  | { delivered: true; agent: AgentView; layer: RouteLayer; envelope: Envelope }
-  | { delivered: false; deadLetter: DeadLetter };
+  | { delivered: true; agent: AgentView; layer: RouteLayer; envelope: Envelope; copies?: number }
+  | { delivered: false; deadLetter: DeadLetter; kind: DeadKind };
 
 export interface RouterOptions {
-  /** Least similarity (0..1) a semantic match needs when the registry reports scores (default 0.35). */
+  /** Least calibrated DISCOVER score (0..1) a semantic match needs when the registry reports scores (default Defaults.intentMinScore). */
   intentThreshold?: number;
   /** Messages one trace may route before the rest are dead-lettered (default 1 000). */
   traceBudget?: number;
   /** Seconds a delivered message is kept in the agent's mailbox (default 7 days). */
   messageTtlSeconds?: number;
-  /** Routing randomness (weighted choice); a seeded function makes tests repeatable. */
-  random?: () => number;
   now?: () => number;
   /** Lease of fetched messages: one fetched by a router that stopped comes back after it (default 5 000). */
   leaseMs?: number;
   /** Messages per FETCH of the router mailbox (default 256). */
   batch?: number;
+  /** Longest wait of one FETCH of the router mailbox when it is empty (default 2 000). */
+  pollTimeoutMs?: number;
   /** Concurrent deliveries of the router mailbox's consumer (default 256). */
   concurrency?: number;
+  /** Work in progress one agent may have before the router passes it over (0 = no limit, the default). */
+  agentConcurrency?: number;
+  /** Every dead letter, with its kind (metrics, logs, webhooks). */
+  onDeadLetter?: (letter: DeadLetter, kind: DeadKind) => void;
+  /** Every message delivered (metrics, sampled logs). */
+  onRouted?: (layer: RouteLayer, envelope: Envelope, agent: AgentView) => void;
   onError?: (error: Error) => void;
 }
 
@@ -95,8 +129,13 @@ export class Router {
   readonly hopLatency = new LatencySample();
   private readonly budget: TraceBudget;
   private readonly threshold: number;
-  private readonly random: () => number;
   private readonly now: () => number;
+  /** Hops of the last message delivered to an agent in a trace: what it sends next in that trace is further. */
+  private readonly hopsDelivered = new TwoGenerationMap<string, number>(200_000);
+  /** msg_ids taken from the router mailbox (a re-sent one is a duplicate). */
+  private readonly seen = new SeenMessages(200_000);
+  /** Messages already answered through the router (a second answer is a bouncing result). */
+  private readonly answeredOnce = new SeenMessages(200_000);
   private readonly ttl: number;
   private consumer?: Consumer;
   private routedCount = 0;
@@ -110,8 +149,7 @@ export class Router {
     private readonly options: RouterOptions = {},
   ) {
     this.budget = new TraceBudget(options.traceBudget ?? 1_000);
-    this.threshold = options.intentThreshold ?? 0.35;
-    this.random = options.random ?? Math.random;
+    this.threshold = options.intentThreshold ?? Defaults.intentMinScore;
     this.now = options.now ?? Date.now;
     this.ttl = options.messageTtlSeconds ?? 7 * 86_400;
   }
@@ -127,6 +165,7 @@ export class Router {
       group: "router",
       deliver: "earliest",
       batch: this.options.batch ?? 256,
+      maxWaitMs: this.options.pollTimeoutMs ?? 2_000,
       concurrency: this.options.concurrency ?? 256,
       leaseMs: this.options.leaseMs ?? 5_000,
       // The envelope is the JSON payload; the headers only mirror it for plain mq9 tools.
@@ -140,10 +179,36 @@ export class Router {
     await this.consumer?.stop();
   }
 
-  /** Counts a message sent to an agent outside `deliver` (the scheduler's dispatches). */
-  noteSent(agentName: string): void {
-    this.directory.noteSent(agentName);
+  /** Counts a dispatch of the scheduler (its answer is reported with `answered`). */
+  noteSent(agentName: string, traceId?: string, hops = 0): void {
+    this.directory.noteSent(agentName, true);
+    if (traceId !== undefined) this.hopsDelivered.set(`${traceId} ${agentName}`, hops);
     this.routedCount++;
+  }
+
+  /** A dispatch of the scheduler ended: its agent has that much less work in progress. */
+  answered(agentName: string): void {
+    this.directory.answered(agentName);
+  }
+
+  /** Whether someone could take work for this performer now (no registry read: it is asked often). */
+  couldTake(performer: { agent: string } | { capability: string }): boolean {
+    if ("agent" in performer) return this.directory.get(performer.agent) !== undefined;
+    const limit = this.options.agentConcurrency ?? 0;
+    return this.directory
+      .withCapability(performer.capability)
+      .some((a) => this.directory.isAlive(a) && (limit <= 0 || a.load < limit));
+  }
+
+  /** A message routed by someone else (the scheduler's dispatches), told to the same hook. */
+  noteRouted(layer: RouteLayer, envelope: Envelope, agent: AgentView): void {
+    this.options.onRouted?.(layer, envelope, agent);
+  }
+
+  /** A dead letter put by someone else (the scheduler), told to the same hooks as the router's own. */
+  reportDead(letter: DeadLetter, kind: DeadKind): void {
+    this.deadCount++;
+    this.options.onDeadLetter?.(letter, kind);
   }
 
   /** Forgets a finished trace's budget. */
@@ -151,45 +216,124 @@ export class Router {
     this.budget.forget(traceId);
   }
 
-  /** Picks the agent for a message, or says why there is none. Loop guards included. */
-  async decide(envelope: Envelope): Promise<RouteDecision> {
-    if (!this.budget.spend(envelope.trace_id)) {
-      return { reason: `trace budget exhausted (${this.budget.perTrace} messages per trace)` };
+  /**
+   * Picks the agent for a message, or says why there is none. Loop guards included.
+   * `fallback`: try intent routing when explicit and capability routing find nobody
+   * (the scheduler's steps name what they need, so they wait for it instead).
+   */
+  async decide(envelope: Envelope, options: { fallback?: boolean } = {}): Promise<RouteDecision> {
+    if (this.budget.used(envelope.trace_id) >= this.budget.perTrace) {
+      return {
+        reason: `trace budget exhausted (${this.budget.perTrace} messages per trace)`,
+        kind: "trace_budget",
+      };
     }
     if (envelope.hops >= envelope.max_hops) {
-      return { reason: `max_hops exhausted (${envelope.hops} of ${envelope.max_hops})` };
+      return { reason: `max_hops exhausted (${envelope.hops} of ${envelope.max_hops})`, kind: "max_hops" };
     }
-    const decision = await this.choose(envelope);
+    const decision = await this.choose(envelope, options.fallback ?? true);
     if ("reason" in decision) return decision;
     const violation = loopViolation(envelope, decision.agent.name);
-    return violation ? { reason: violation } : decision;
+    if (violation) return { reason: violation, kind: violation.startsWith("cycle") ? "cycle" : "max_hops" };
+    this.budget.spend(envelope.trace_id);
+    return decision;
   }
 
   /** Routes and sends a message; undeliverable ones go to the dead-letter mailbox. */
   async deliver(envelope: Envelope, options: SendEnvelopeOptions = {}): Promise<Delivery> {
+    if (envelope.broadcast) return this.broadcast(envelope, options);
     const decision = await this.decide(envelope);
-    if ("reason" in decision) {
-      this.deadCount++;
-      return { delivered: false, deadLetter: await this.deadLetters.put(decision.reason, { envelope }) };
-    }
+    if ("reason" in decision) return this.dead(envelope, decision.reason, decision.kind);
     const sent = await sendEnvelope(this.client, decision.agent.mailbox, envelope, {
       ttl: options.ttl ?? this.ttl,
       key: options.key,
       target: decision.agent.name,
     });
-    this.directory.noteSent(decision.agent.name);
-    this.routedCount++;
+    this.delivered(decision.agent, sent, decision.layer);
     return { delivered: true, agent: decision.agent, layer: decision.layer, envelope: sent };
   }
 
-  private async choose(envelope: Envelope): Promise<RouteDecision> {
-    if (envelope.target !== "*") return this.explicit(envelope.target);
-    if (envelope.capability) return this.byCapability(envelope);
-    const text = intentText(envelope);
-    if (text === undefined) {
-      return { reason: "target '*' needs a capability or an intent (text) to route by" };
+  private delivered(agent: AgentView, envelope: Envelope, layer: RouteLayer): void {
+    this.directory.noteSent(agent.name);
+    this.hopsDelivered.set(`${envelope.trace_id} ${agent.name}`, envelope.hops);
+    this.routedCount++;
+    this.options.onRouted?.(layer, envelope, agent);
+  }
+
+  private async dead(envelope: Envelope, reason: string, kind: DeadKind): Promise<Delivery> {
+    this.deadCount++;
+    const deadLetter = await this.deadLetters.put(reason, { envelope });
+    this.options.onDeadLetter?.(deadLetter, kind);
+    return { delivered: false, deadLetter, kind };
+  }
+
+  /**
+   * `broadcast: true`: a copy to every live orchestrated agent (with the capability, when one
+   * is given) except the sender, each with its own msg_id (`<msg_id>.<n>`) so that replies,
+   * keyed by the msg_id they answer, do not replace each other.
+   */
+  private async broadcast(envelope: Envelope, options: SendEnvelopeOptions): Promise<Delivery> {
+    if (envelope.hops >= envelope.max_hops) {
+      return this.dead(envelope, `max_hops exhausted (${envelope.hops} of ${envelope.max_hops})`, "max_hops");
     }
-    return this.byIntent(envelope, text);
+    const now = this.now();
+    const targets = this.directory
+      .routable()
+      .filter(
+        (a) =>
+          a.name !== envelope.source &&
+          isAlive(a, now) &&
+          (envelope.capability === undefined || a.capabilities.includes(envelope.capability)),
+      );
+    if (targets.length === 0) {
+      const what = envelope.capability ? ` with capability '${envelope.capability}'` : "";
+      return this.dead(envelope, `broadcast: no live agent${what}`, "unavailable");
+    }
+    let first: Envelope | undefined;
+    await Promise.all(
+      targets.map(async (agent, i) => {
+        const copy = { ...envelope, msg_id: `${envelope.msg_id}.${i + 1}`, target: agent.name };
+        const sent = await sendEnvelope(this.client, agent.mailbox, copy, {
+          ttl: options.ttl ?? this.ttl,
+          target: agent.name,
+        });
+        if (i === 0) first = sent;
+        this.delivered(agent, sent, "broadcast");
+      }),
+    );
+    return {
+      delivered: true,
+      agent: targets[0],
+      layer: "broadcast",
+      envelope: first!,
+      copies: targets.length,
+    };
+  }
+
+  private async choose(envelope: Envelope, fallback: boolean): Promise<RouteDecision> {
+    let missed: { reason: string; kind: DeadKind } | undefined;
+    if (envelope.target !== "*") {
+      const named = await this.explicit(envelope.target);
+      if ("agent" in named || (!envelope.capability && !fallback)) return named;
+      missed = named as { reason: string; kind: DeadKind };
+    }
+    if (envelope.capability) {
+      const found = await this.byCapability(envelope);
+      if ("agent" in found || !fallback || found.kind === "cycle") return found;
+      missed = found as { reason: string; kind: DeadKind };
+    }
+    const text = fallback ? intentText(envelope) : undefined;
+    if (text !== undefined) {
+      const matched = await this.byIntent(envelope, text);
+      if ("agent" in matched || !missed) return matched;
+      return { reason: `${missed.reason}; intent fallback: ${matched.reason}`, kind: missed.kind };
+    }
+    return (
+      missed ?? {
+        reason: "target '*' needs a capability or an intent (text) to route by",
+        kind: "no_route",
+      }
+    );
   }
 
   private async explicit(name: string): Promise<RouteDecision> {
@@ -200,7 +344,7 @@ export class Router {
     }
     // A known agent gets its mail even while offline: its mailbox keeps it.
     if (agent) return { agent, layer: "explicit" };
-    return { reason: `unknown agent '${name}': it is not in the registry` };
+    return { reason: `unknown agent '${name}': it is not in the registry`, kind: "unavailable" };
   }
 
   private async byCapability(envelope: Envelope): Promise<RouteDecision> {
@@ -213,7 +357,7 @@ export class Router {
         envelope.msg_type === "query" && candidates.some(onPath)
           ? candidates.filter((a) => !onPath(a))
           : candidates;
-      return chooseForCapability(allowed, capability, this.now(), this.random);
+      return chooseForCapability(allowed, capability, this.now(), this.options.agentConcurrency ?? 0);
     };
     let agent = pick();
     if (!agent) {
@@ -224,13 +368,25 @@ export class Router {
     if (agent) return { agent, layer: "capability" };
     const looping = this.directory.withCapability(capability).filter(onPath);
     if (looping.length > 0 && envelope.msg_type === "query") {
-      return { reason: `cycle: ${[...envelope.path, looping[0].name].join(" -> ")}` };
+      return { reason: `cycle: ${[...envelope.path, looping[0].name].join(" -> ")}`, kind: "cycle" };
     }
-    return { reason: `no live agent has capability '${capability}'` };
+    const limit = this.options.agentConcurrency ?? 0;
+    if (limit > 0 && this.directory.withCapability(capability).some((a) => this.directory.isAlive(a))) {
+      return {
+        reason: `every live agent with capability '${capability}' has ${limit} messages in progress (the per-agent limit)`,
+        kind: "at_capacity",
+      };
+    }
+    return { reason: `no live agent has capability '${capability}'`, kind: "unavailable" };
   }
 
   private async byIntent(envelope: Envelope, text: string): Promise<RouteDecision> {
-    const hits = await this.client.discover({ semantic: text, limit: 10, include_score: true });
+    let hits: Record<string, unknown>[];
+    try {
+      hits = await this.client.discover({ semantic: text, limit: 10, include_score: true });
+    } catch (err) {
+      return { reason: `intent routing failed: ${(err as Error).message}`, kind: "no_match" };
+    }
     let best: string | undefined;
     for (const hit of hits) {
       const name = typeof hit.name === "string" ? hit.name : undefined;
@@ -246,7 +402,7 @@ export class Router {
       return { agent, layer: "intent" };
     }
     const detail = best ? `; the closest was ${best}, below the threshold ${this.threshold}` : "";
-    return { reason: `no live agent matches the intent '${text.slice(0, 80)}'${detail}` };
+    return { reason: `no live agent matches the intent '${text.slice(0, 80)}'${detail}`, kind: "no_match" };
   }
 
   private async take(delivery: ConsumedMessage): Promise<void> {
@@ -256,10 +412,46 @@ export class Router {
     } catch (err) {
       if (!(err instanceof EnvelopeError)) throw err;
       this.deadCount++;
-      await this.deadLetters.put(`malformed envelope: ${err.message}`, { raw: delivery.text() });
+      const letter = await this.deadLetters.put(`malformed envelope: ${err.message}`, {
+        raw: delivery.text(),
+      });
+      this.options.onDeadLetter?.(letter, "malformed");
       return;
     }
     if (envelope.sent_at !== undefined) this.hopLatency.add(Math.max(0, preciseNow() - envelope.sent_at));
+    // The same message handed in again (a sender's retry, a redelivery) is not routed twice.
+    if (!this.seen.firstTime(envelope.msg_id)) {
+      await this.dead(envelope, `duplicate: msg_id ${envelope.msg_id} was routed before`, "duplicate");
+      return;
+    }
+    const bounce = this.bounced(envelope);
+    if (bounce) {
+      await this.dead(envelope, bounce, "bounce");
+      return;
+    }
+    // Hops carry across the messages of one trace: what an agent sends after it received a
+    // message at hop h is at least hop h + 1, even when it built a new message (send()).
+    const before = this.hopsDelivered.get(`${envelope.trace_id} ${envelope.source}`);
+    if (before !== undefined && envelope.hops <= before) envelope.hops = before + 1;
     await this.deliver(envelope);
+  }
+
+  /**
+   * A result or error answers one message and goes back to whoever asked: routed by
+   * capability, answering nothing, or answering a message already answered, it is a result
+   * going round, stopped at once instead of after max_hops.
+   */
+  private bounced(envelope: Envelope): string | undefined {
+    if (envelope.msg_type !== "result" && envelope.msg_type !== "error") return undefined;
+    const loop = `${envelope.path.join(" -> ")} -> ${envelope.target}`;
+    if (envelope.target === "*") {
+      return `bounce: a ${envelope.msg_type} goes back to whoever asked, it is not routed by capability (${loop})`;
+    }
+    if (!envelope.in_reply_to)
+      return `bounce: a ${envelope.msg_type} must answer a message (in_reply_to) (${loop})`;
+    if (!this.answeredOnce.firstTime(`${envelope.in_reply_to} ${envelope.target}`)) {
+      return `bounce: message ${envelope.in_reply_to} was answered to ${envelope.target} already (${loop})`;
+    }
+    return undefined;
   }
 }

@@ -1,13 +1,28 @@
 import { type ConsumedMessage, type Consumer, type Mq9Client, Mq9Error } from "@mq9/client";
-import { isPriority, type Priority } from "@mq9/protocol";
-import { createEnvelope, type Envelope, EnvelopeError, newId } from "../bus/envelope.js";
+import {
+  createEnvelope,
+  type Envelope,
+  EnvelopeError,
+  isTaskPriority,
+  mq9Priority,
+  newId,
+  PRIORITY_HELP,
+  type TaskPriority,
+} from "../bus/envelope.js";
 import { readEnvelope, sendEnvelope } from "../bus/envelope-io.js";
 import { type BusNames, controlMailbox, queryKey, replyKey } from "../bus/names.js";
 import { OrchestratorError } from "../errors.js";
 import { TraceMemory } from "../memory/trace-memory.js";
 import type { DeadLetters } from "../routing/dead-letters.js";
 import type { Router } from "../routing/router.js";
-import type { Performer, RetryPolicy, StepTemplate, TaskTemplate } from "../templates/task-template.js";
+import type {
+  Performer,
+  RetryPolicy,
+  StepTemplate,
+  TaskTemplate,
+  TemplateProblem,
+} from "../templates/task-template.js";
+import { parseTemplate } from "../templates/template-loader.js";
 import { completedOutputs, mergeOutput, stepInput, taskResult } from "./step-io.js";
 import {
   type CompensationState,
@@ -26,6 +41,8 @@ import type { TaskStore } from "./task-store.js";
 export interface TemplateLookup {
   get(name: string): TaskTemplate | undefined;
   names(): string[];
+  /** Problems of the last load, when the templates come from files. */
+  problems?(): TemplateProblem[];
 }
 
 export interface SchedulerOptions {
@@ -50,6 +67,16 @@ export interface SchedulerOptions {
   inboxLeaseMs?: number;
   /** Finished tasks kept in memory for the API; older ones are read from mq9 (default 10 000). */
   maxFinishedInMemory?: number;
+  /** Tasks run at once; later ones wait in the queue, pending (default 10 000). */
+  maxTasksInFlight?: number;
+  /** Tasks that may wait in the queue; beyond it submit is refused with QUEUE_FULL (default 10 000). */
+  queueCapacity?: number;
+  /** Replies per FETCH of the orchestrator's inbox (default 100). */
+  pollBatch?: number;
+  /** Longest wait of one FETCH of the inbox when it is empty (default 2 000). */
+  pollTimeoutMs?: number;
+  /** Told when a step ends (metrics and logs). */
+  onStep?: (task: TaskState, step: StepState) => void;
   /** Told once when a task ends (completed, failed, timeout, canceled). */
   onFinished?: (task: TaskState) => void;
   /** Told after every change of a task (for live views). */
@@ -59,7 +86,7 @@ export interface SchedulerOptions {
 }
 
 export interface SubmitOptions {
-  priority?: Priority;
+  priority?: TaskPriority;
   /** Join an existing trace instead of starting one. */
   traceId?: string;
 }
@@ -72,6 +99,8 @@ interface TaskRecord {
   queue: Promise<void>;
   waiters: Set<() => void>;
   announced: boolean;
+  /** Steps whose end was told to onStep. */
+  stepsTold: Set<string>;
 }
 
 /** What one unit of work (a step, or the compensation of one) needs to be dispatched and retried. */
@@ -106,6 +135,14 @@ const snapshot = (state: TaskState): TaskState => structuredClone(state);
 export class Scheduler {
   private readonly tasks = new Map<string, TaskRecord>();
   private readonly finishedOrder: string[] = [];
+  /** Tasks with a step waiting for an agent; woken when the registry or an agent's load changes. */
+  private readonly waiting = new Set<TaskRecord>();
+  /** Accepted tasks not started yet, oldest first. */
+  private readonly queue: TaskRecord[] = [];
+  /** Started and not finished. */
+  private running = 0;
+  /** Dispatches counted into an agent's work in progress, by msg_id: released once, when they end. */
+  private readonly tracked = new Map<string, string>();
   private inbox?: Consumer;
   private closing = false;
   private readonly now: () => number;
@@ -120,11 +157,18 @@ export class Scheduler {
   async start(): Promise<void> {
     const stored = await this.o.store.loadAll();
     const records = stored.map((state) => this.adopt(state));
-    await Promise.all(records.map((record) => this.run(record, () => this.resume(record))));
+    const queued = records.filter((r) => r.state.queued && !isTerminal(r.state.status));
+    queued.sort((a, b) => a.state.created_at - b.state.created_at);
+    this.queue.push(...queued);
+    const started = records.filter((r) => !r.state.queued);
+    this.running = started.filter((r) => !isTerminal(r.state.status)).length;
+    await Promise.all(started.map((record) => this.run(record, () => this.resume(record))));
+    this.admit();
     this.inbox = this.o.client.consume(this.o.names.inbox, (m) => this.take(m), {
       group: ORCHESTRATOR,
       deliver: "earliest",
-      batch: 100,
+      batch: this.o.pollBatch ?? 100,
+      maxWaitMs: this.o.pollTimeoutMs ?? 2_000,
       concurrency: 32,
       leaseMs: this.o.inboxLeaseMs ?? 5_000,
       onError: (error) => this.report(error),
@@ -155,10 +199,19 @@ export class Scheduler {
         `unknown task type '${taskType}'; known types: ${known.length ? known.join(", ") : "none (no templates are loaded)"}`,
       );
     }
-    const priority = options.priority ?? "normal";
-    if (!isPriority(priority)) {
-      throw new OrchestratorError("INVALID_REQUEST", "priority must be critical, urgent or normal");
+    const max = this.o.maxTasksInFlight ?? 10_000;
+    const full = this.running >= max;
+    const capacity = this.o.queueCapacity ?? 10_000;
+    if (full && this.queue.length >= capacity) {
+      throw new OrchestratorError(
+        "QUEUE_FULL",
+        `the orchestrator runs ${this.running} tasks (maxTasksInFlight ${max}) and ${this.queue.length} wait (queueCapacity ${capacity}); try again later`,
+        { retryAfterSeconds: 1 },
+      );
     }
+    const asked = options.priority ?? "normal";
+    if (!isTaskPriority(asked)) throw new OrchestratorError("INVALID_REQUEST", PRIORITY_HELP);
+    const priority = mq9Priority(asked);
     const now = this.now();
     const state: TaskState = {
       task_id: newId(),
@@ -178,6 +231,8 @@ export class Scheduler {
       compensations: [],
       revision: 0,
     };
+    if (template.source !== undefined) state.template_source = template.source;
+    if (full) state.queued = true;
     const memoryTtl = Math.max(
       this.o.memoryTtlSeconds ?? 86_400,
       template.timeoutMs ? Math.ceil(template.timeoutMs / 1000) + 3_600 : 0,
@@ -197,8 +252,63 @@ export class Scheduler {
       this.tasks.delete(state.task_id);
       throw err;
     }
-    void this.run(record, () => this.settle(record));
+    if (full) this.queue.push(record);
+    else {
+      this.running++;
+      void this.run(record, () => this.settle(record));
+    }
     return snapshot(state);
+  }
+
+  /** Tasks held in memory, by status (no copies: the metrics ask often). */
+  countByStatus(): Record<string, number> {
+    const counts: Record<string, number> = {};
+    for (const { state } of this.tasks.values()) counts[state.status] = (counts[state.status] ?? 0) + 1;
+    return counts;
+  }
+
+  /** Tasks queued and tasks running (what the metrics show). */
+  get depth(): { queued: number; running: number; waiting: number } {
+    return { queued: this.queue.length, running: this.running, waiting: this.waiting.size };
+  }
+
+  /** Starts queued tasks while there is room. */
+  private admit(): void {
+    const max = this.o.maxTasksInFlight ?? 10_000;
+    while (this.running < max && this.queue.length > 0 && !this.closing) {
+      const record = this.queue.shift()!;
+      if (isTerminal(record.state.status)) continue;
+      this.running++;
+      record.state.queued = undefined;
+      void this.run(record, () => this.settle(record));
+    }
+  }
+
+  /**
+   * Gives tasks waiting for an agent another go when one of their steps could be taken
+   * now. Called after each read of the registry and when an agent's work in progress drops.
+   */
+  wakeWaiting(limit = Number.POSITIVE_INFINITY): void {
+    let woken = 0;
+    for (const record of this.waiting) {
+      if (woken >= limit) return;
+      const template = record.template;
+      if (!template || isTerminal(record.state.status)) {
+        this.waiting.delete(record);
+        continue;
+      }
+      const ready = template.steps.some((step) => {
+        const st = record.state.steps[step.id];
+        return (
+          st.waiting !== undefined && step.performer !== undefined && this.o.router.couldTake(step.performer)
+        );
+      });
+      const compensation = record.state.compensations.some((c) => c.waiting !== undefined);
+      if (!ready && !compensation) continue;
+      woken++;
+      this.waiting.delete(record);
+      void this.run(record, () => this.settle(record));
+    }
   }
 
   /** A task's state, from memory or from mq9. */
@@ -292,6 +402,7 @@ export class Scheduler {
     const { state } = record;
     const step = envelope.step_id ? state.steps[envelope.step_id] : undefined;
     if (step && this.inFlight(step, envelope.in_reply_to)) {
+      this.release(step);
       const spec = this.stepSpec(record, step.id);
       this.clearTimer(record, `deadline:${spec.key}`);
       if (envelope.msg_type === "result") {
@@ -308,6 +419,7 @@ export class Scheduler {
     const index = state.compensations.findIndex((c) => this.inFlight(c, envelope.in_reply_to));
     if (index < 0) return false;
     const compensation = state.compensations[index];
+    this.release(compensation);
     const spec = this.compensationSpec(record, index);
     this.clearTimer(record, `deadline:${spec.key}`);
     if (envelope.msg_type === "result") {
@@ -318,6 +430,24 @@ export class Scheduler {
       this.attemptFailed(record, compensation, spec, "failed", errorText(envelope.payload));
     }
     return true;
+  }
+
+  /** The dispatch of `work` ended: its agent's work in progress drops, and a waiting task may go. */
+  private release(work: WorkState): void {
+    const msgId = work.dispatch?.msg_id;
+    if (msgId === undefined) return;
+    const agent = this.tracked.get(msgId);
+    if (agent === undefined) return;
+    this.tracked.delete(msgId);
+    this.o.router.answered(agent);
+    if (this.waiting.size > 0) queueMicrotask(() => this.wakeWaiting(1));
+  }
+
+  private track(work: WorkState, traceId: string, hops: number): void {
+    const dispatch = work.dispatch!;
+    if (this.tracked.has(dispatch.msg_id)) return;
+    this.tracked.set(dispatch.msg_id, dispatch.agent);
+    this.o.router.noteSent(dispatch.agent, traceId, hops);
   }
 
   private inFlight(work: WorkState, msgId: string | undefined): boolean {
@@ -338,6 +468,22 @@ export class Scheduler {
     record.state.updated_at = this.now();
     await this.o.store.save(record.state);
     this.o.onChange?.(snapshot(record.state));
+    const { state } = record;
+    const waits =
+      !isTerminal(state.status) || state.compensation_status === "running"
+        ? state.order.some((id) => state.steps[id].waiting !== undefined) ||
+          state.compensations.some((c) => c.waiting !== undefined)
+        : false;
+    if (waits) this.waiting.add(record);
+    else this.waiting.delete(record);
+    if (this.o.onStep) {
+      for (const id of state.order) {
+        const step = state.steps[id];
+        if (!isTerminal(step.status) || record.stepsTold.has(id)) continue;
+        record.stepsTold.add(id);
+        this.o.onStep(state, step);
+      }
+    }
     if (isTerminal(record.state.status) && !record.announced) this.announce(record);
   }
 
@@ -447,17 +593,27 @@ export class Scheduler {
       const performer = spec.performer;
       const target = "agent" in performer ? performer.agent : "*";
       const envelope = spec.envelope(newId(), now, target);
+      const decision = await this.o.router.decide(envelope, { fallback: false });
+      if ("reason" in decision && (decision.kind === "unavailable" || decision.kind === "at_capacity")) {
+        // Mailboxes exist so that work can wait for an agent that is not there yet.
+        this.waitForAgent(record, work, spec, decision.reason);
+        continue;
+      }
+      this.clearTimer(record, `wait:${spec.key}`);
+      work.waiting = undefined;
+      work.waiting_since = undefined;
       work.attempts++;
       work.attempt_started_at = now;
       work.started_at ??= now;
       work.retry_at = undefined;
-      const decision = await this.o.router.decide(envelope);
       if ("reason" in decision) {
-        await this.o.deadLetters.put(decision.reason, { envelope });
+        const letter = await this.o.deadLetters.put(decision.reason, { envelope });
+        this.o.router.reportDead(letter, decision.kind);
         this.attemptFailed(record, work, spec, "failed", `no agent could take it: ${decision.reason}`);
         continue;
       }
       const agent = decision.agent;
+      this.o.router.noteRouted(decision.layer, envelope, agent);
       work.dispatch = { msg_id: envelope.msg_id, agent: agent.name, mailbox: agent.mailbox, created_at: now };
       (work as StepState).agent = agent.name;
       moveWork(work, "dispatching", now, spec.label);
@@ -474,7 +630,7 @@ export class Scheduler {
             key: queryKey(envelope.msg_id),
             ttl: this.messageTtl,
           });
-          this.o.router.noteSent(envelope.target);
+          if (this.inFlight(work, envelope.msg_id)) this.track(work, envelope.trace_id, envelope.hops);
         } catch (err) {
           if (this.inFlight(work, envelope.msg_id)) {
             this.attemptFailed(record, work, spec, "failed", `could not send it: ${(err as Error).message}`);
@@ -492,6 +648,32 @@ export class Scheduler {
     }
   }
 
+  /**
+   * Nobody can take the work right now: it stays pending and waits for an agent (woken by
+   * wakeWaiting) until its timeout, counted from when it started waiting; without a step
+   * timeout it waits as long as the task may run.
+   */
+  private waitForAgent(record: TaskRecord, work: WorkState, spec: WorkSpec, reason: string): void {
+    const now = this.now();
+    work.waiting = reason;
+    work.waiting_since ??= now;
+    this.waiting.add(record);
+    const timeout = spec.timeoutMs;
+    if (timeout === undefined) return;
+    const since = work.waiting_since;
+    this.armTimer(record, `wait:${spec.key}`, since + timeout, () => {
+      if (work.status !== "pending" || work.waiting === undefined) return false;
+      const why = work.waiting;
+      work.waiting = undefined;
+      work.waiting_since = undefined;
+      work.attempts++;
+      work.attempt_started_at = since;
+      work.started_at ??= since;
+      this.attemptFailed(record, work, spec, "timeout", `no agent took it within ${timeout} ms (${why})`);
+      return true;
+    });
+  }
+
   /** Records a failed attempt; retries after a backoff while attempts remain, else ends the work. */
   private attemptFailed(
     record: TaskRecord,
@@ -503,6 +685,7 @@ export class Scheduler {
     const now = this.now();
     this.recordAttempt(work, outcome, reason);
     this.clearTimer(record, `deadline:${spec.key}`);
+    this.release(work);
     if (work.dispatch && outcome === "timeout") this.sendCancel(record, work.dispatch);
     work.dispatch = undefined;
     work.deadline = undefined;
@@ -556,11 +739,14 @@ export class Scheduler {
       const step = state.steps[id];
       if (isTerminal(step.status)) continue;
       if (step.dispatch && (step.status === "running" || step.status === "dispatching")) {
+        this.release(step);
         this.sendCancel(record, step.dispatch);
         this.recordAttempt(step, "canceled", reason);
       }
       this.clearTimer(record, `deadline:step:${id}`);
       this.clearTimer(record, `retry:step:${id}`);
+      this.clearTimer(record, `wait:step:${id}`);
+      step.waiting = undefined;
       step.error ??= status === "canceled" ? "the task was canceled" : `the task ended: ${reason}`;
       moveWork(step, "canceled", now, `step '${id}'`);
     }
@@ -582,6 +768,13 @@ export class Scheduler {
 
   private announce(record: TaskRecord): void {
     record.announced = true;
+    if (!record.state.queued) {
+      this.running = Math.max(0, this.running - 1);
+    } else {
+      const at = this.queue.indexOf(record);
+      if (at >= 0) this.queue.splice(at, 1);
+    }
+    queueMicrotask(() => this.admit());
     this.clearTimer(record, "deadline:task");
     this.o.router.forgetTrace(record.state.trace_id);
     this.o.onFinished?.(snapshot(record.state));
@@ -704,7 +897,22 @@ export class Scheduler {
 
   // ------------------------------------------------------------------------------ restart
 
-  private adopt(state: TaskState, template = this.o.templates.get(state.task_type)): TaskRecord {
+  /**
+   * The version of a stored task's template it started with: the loaded one while it is
+   * unchanged, else the text the task kept. So editing `depends_on` (or anything else) never
+   * changes what the steps of a task already under way receive; new tasks use the new version.
+   */
+  private templateOf(state: TaskState): TaskTemplate | undefined {
+    const current = this.o.templates.get(state.task_type);
+    if (state.template_source === undefined || current?.source === state.template_source) return current;
+    const parsed = parseTemplate(
+      state.template_source,
+      current?.file ?? `${state.task_type} (as the task started)`,
+    );
+    return parsed.template ?? current;
+  }
+
+  private adopt(state: TaskState, template = this.templateOf(state)): TaskRecord {
     const record: TaskRecord = {
       state,
       template,
@@ -712,6 +920,7 @@ export class Scheduler {
       queue: Promise.resolve(),
       waiters: new Set(),
       announced: isTerminal(state.status),
+      stepsTold: new Set(state.order.filter((id) => isTerminal(state.steps[id].status))),
     };
     this.tasks.set(state.task_id, record);
     if (record.announced) this.finishedOrder.push(state.task_id);
@@ -778,6 +987,7 @@ export class Scheduler {
       }
       moveWork(work, "running", this.now(), spec.label);
     }
+    this.track(work, record.state.trace_id, 0);
     const [reply] = await this.o.client.query(this.o.names.inbox, { key: replyKey(dispatch.msg_id) });
     if (reply) {
       try {

@@ -25,9 +25,22 @@ export function stepInput(step: StepTemplate, task: TaskState): unknown {
   return pick(task, step.dependsOn);
 }
 
-/** A merge step's output: `{ <step>: output }` of the listed steps that completed. */
+/**
+ * A merge step's output. By step (`merge: [a, b]`): `{ a: output, b: output }` of the listed
+ * steps that completed. By fields (`mode: merge`): the fields of their object outputs in one
+ * object, in the listed order (a later step's field wins a clash); an output that is not an
+ * object is kept under its step's id.
+ */
 export function mergeOutput(step: StepTemplate, task: TaskState): Record<string, unknown> {
-  return pick(task, step.merge ?? []);
+  const byStep = pick(task, step.merge ?? []);
+  if (step.mergeStyle !== "fields") return byStep;
+  const merged: Record<string, unknown> = {};
+  for (const [id, output] of Object.entries(byStep)) {
+    if (typeof output === "object" && output !== null && !Array.isArray(output))
+      Object.assign(merged, output);
+    else merged[id] = output;
+  }
+  return merged;
 }
 
 /**

@@ -60,6 +60,10 @@ export interface WorkState {
   retry_at?: number;
   /** Running: the attempt times out at this unix ms. */
   deadline?: number;
+  /** Pending because nobody can take it right now (no live agent, or all at their limit): why. */
+  waiting?: string;
+  /** Unix ms since which it waits; it gives up after its timeout from then. */
+  waiting_since?: number;
   started_at?: number;
   attempt_started_at?: number;
   finished_at?: number;
@@ -106,6 +110,10 @@ export interface TaskState {
   compensation_status?: "running" | "completed" | "failed";
   /** Increases with every persisted change. */
   revision: number;
+  /** Accepted but not started: the scheduler runs at most maxTasksInFlight tasks at once. */
+  queued?: boolean;
+  /** The template's text as the task started: it runs to its end on that version (reloads and restarts included). */
+  template_source?: string;
 }
 
 const TASK_MOVES: Record<TaskStatus, readonly TaskStatus[]> = {

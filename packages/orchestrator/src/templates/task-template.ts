@@ -15,6 +15,8 @@ export interface StepTemplate {
   performer?: Performer;
   /** Steps whose outputs a merge step combines. */
   merge?: string[];
+  /** `fields`: one object of the inputs' fields (the design's `mode: merge`); `by_step`: `{step: output}`. */
+  mergeStyle?: "fields" | "by_step";
   /** Explicit dependencies plus those implied by `merge` and `when`. */
   dependsOn: string[];
   timeoutMs?: number;
@@ -39,6 +41,8 @@ export interface TaskTemplate {
   /** Step ids in an order where every step comes after its dependencies. */
   order: string[];
   file: string;
+  /** The template's text, kept with each task so it runs to its end on the version it started with. */
+  source?: string;
 }
 
 /** A problem in a template file, with where it is. */

@@ -4,9 +4,10 @@ import { topologicalOrder } from "./dag.js";
 import { parseDuration } from "./duration.js";
 import type { Performer, RetryPolicy, StepTemplate, TaskTemplate, TemplateProblem } from "./task-template.js";
 
-const TEMPLATE_KEYS = new Set(["name", "description", "timeout", "max_hops", "steps"]);
+const TEMPLATE_KEYS = new Set(["name", "task_type", "description", "timeout", "max_hops", "steps"]);
 const STEP_KEYS = new Set([
   "id",
+  "mode",
   "capability",
   "agent",
   "merge",
@@ -125,7 +126,31 @@ function compensation(checker: Checker, map: YAMLMap, where: string): Performer 
   return undefined;
 }
 
-function readStep(checker: Checker, node: Node, index: number): StepTemplate | undefined {
+const MODES = ["pipeline", "fan_out", "merge"] as const;
+type Mode = (typeof MODES)[number];
+
+function readMode(checker: Checker, map: YAMLMap, where: string): Mode | undefined {
+  const node = map.get("mode", true) as Node | undefined;
+  if (node === undefined) return undefined;
+  if (isScalar(node) && MODES.includes(node.value as Mode)) return node.value as Mode;
+  checker.report(
+    node,
+    `${where}: 'mode' must be ${MODES.join(", ")} (got '${String(isScalar(node) ? node.value : "a list or map")}')`,
+  );
+  return undefined;
+}
+
+/**
+ * One step. `previous` is the step before it in the file: a `mode: pipeline` step without
+ * `depends_on` runs after it (the design's pipeline), while `fan_out` and steps without a
+ * mode depend only on what they list.
+ */
+function readStep(
+  checker: Checker,
+  node: Node,
+  index: number,
+  previous: string | undefined,
+): StepTemplate | undefined {
   if (!isMap(node)) {
     checker.report(node, `step ${index + 1} must be a mapping with an 'id'`);
     return undefined;
@@ -136,11 +161,29 @@ function readStep(checker: Checker, node: Node, index: number): StepTemplate | u
   if (!NAME.test(id))
     checker.report(node.get("id", true) as Node, `${where}: ids use letters, digits, '.', '_' and '-'`);
   checker.unknownKeys(node, STEP_KEYS, where);
-  const merge = node.has("merge") ? checker.stringList(node, "merge", where) : undefined;
+  const mode = readMode(checker, node, where);
+  const explicit = checker.stringList(node, "depends_on", where);
+  let merge = node.has("merge") ? checker.stringList(node, "merge", where) : undefined;
+  if (merge && mode !== undefined && mode !== "merge") {
+    checker.report(
+      node.get("mode", true) as Node,
+      `${where}: a step with 'merge' has mode merge, not ${mode}`,
+    );
+  }
+  if (mode === "merge" && !merge) {
+    // The design's merge step names its inputs in depends_on.
+    merge = explicit;
+    if (explicit.length === 0) {
+      checker.report(node, `${where}: a merge step lists the steps it merges in 'depends_on' (or 'merge')`);
+    }
+  }
   const work = performer(checker, node, where);
   if (merge && work) checker.report(node, `${where}: a merge step has no 'agent' or 'capability'`);
-  if (!merge && !work) checker.report(node, `${where}: needs an 'agent', a 'capability' or 'merge'`);
-  if (merge && merge.length === 0) checker.report(node, `${where}: 'merge' lists no steps`);
+  if (!merge && !work) {
+    checker.report(node, `${where}: needs an 'agent', a 'capability', or mode merge with 'depends_on'`);
+  }
+  if (merge && merge.length === 0 && mode !== "merge")
+    checker.report(node, `${where}: 'merge' lists no steps`);
   let when: StepTemplate["when"];
   let whenReads: string[] = [];
   const whenNode = node.get("when", true) as Node | undefined;
@@ -161,13 +204,15 @@ function readStep(checker: Checker, node: Node, index: number): StepTemplate | u
   if (optionalNode !== undefined && !(isScalar(optionalNode) && typeof optionalNode.value === "boolean")) {
     checker.report(optionalNode, `${where}: 'optional' must be true or false`);
   }
-  const explicit = checker.stringList(node, "depends_on", where);
   // A step reads what it merges and what its condition looks at, so it runs after them.
   const implied = [...(merge ?? []), ...whenReads];
+  if (mode === "pipeline" && !node.has("depends_on") && previous !== undefined) implied.push(previous);
   return {
     id,
     performer: work,
     merge,
+    // The design's merge mode combines the inputs' fields into one object; `merge:` keeps them by step.
+    mergeStyle: merge ? (mode === "merge" ? "fields" : "by_step") : undefined,
     dependsOn: [...new Set([...explicit, ...implied])],
     timeoutMs: checker.duration(node, "timeout", where),
     retry: retryPolicy(checker, node, where),
@@ -176,6 +221,25 @@ function readStep(checker: Checker, node: Node, index: number): StepTemplate | u
     compensate: compensation(checker, node, where),
     line: checker.line(node),
   };
+}
+
+/** The task type: `name`, or `task_type` as the design writes it (both only when they agree). */
+function templateName(checker: Checker, root: YAMLMap): string | undefined {
+  const hasName = root.has("name");
+  const hasType = root.has("task_type");
+  if (!hasName && !hasType) {
+    checker.report(root, "template: 'name' (or 'task_type') is required");
+    return undefined;
+  }
+  const name = hasName ? checker.string(root, "name", true, "template") : undefined;
+  const type = hasType ? checker.string(root, "task_type", true, "template") : undefined;
+  if (name !== undefined && type !== undefined && name !== type) {
+    checker.report(
+      root.get("task_type", true) as Node,
+      `template: 'name' (${name}) and 'task_type' (${type}) differ; give one of them`,
+    );
+  }
+  return name ?? type;
 }
 
 /** Parses and validates one template file's text; problems carry file, line and column. */
@@ -198,11 +262,11 @@ function readTemplate(text: string, file: string): ParsedTemplate {
   if (checker.problems.length > 0) return { problems: checker.problems };
   const root = doc.contents;
   if (!isMap(root)) {
-    checker.report(root, "a template is a mapping with 'name' and 'steps'");
+    checker.report(root, "a template is a mapping with 'name' (or 'task_type') and 'steps'");
     return { problems: checker.problems };
   }
   checker.unknownKeys(root, TEMPLATE_KEYS, "template");
-  const name = checker.string(root, "name", true, "template");
+  const name = templateName(checker, root);
   const description = checker.string(root, "description", false, "template") ?? "";
   const timeoutMs = checker.duration(root, "timeout", "template");
   const hopsNode = root.get("max_hops", true) as Node | undefined;
@@ -221,7 +285,7 @@ function readTemplate(text: string, file: string): ParsedTemplate {
   const seen = new Map<string, StepTemplate>();
   const stepNodes = new Map<string, Node>();
   stepsNode.items.forEach((item, index) => {
-    const step = readStep(checker, item as Node, index);
+    const step = readStep(checker, item as Node, index, steps.at(-1)?.id);
     if (!step) return;
     if (seen.has(step.id)) {
       checker.report(
@@ -251,7 +315,16 @@ function readTemplate(text: string, file: string): ParsedTemplate {
     return { problems: checker.problems };
   }
   return {
-    template: { name: name!, description, timeoutMs, maxHops, steps, order: sorted.order, file },
+    template: {
+      name: name!,
+      description,
+      timeoutMs,
+      maxHops,
+      steps,
+      order: sorted.order,
+      file,
+      source: text,
+    },
     problems: checker.problems,
   };
 }

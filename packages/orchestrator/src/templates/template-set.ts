@@ -1,4 +1,4 @@
-import { type FSWatcher, readdirSync, readFileSync, watch } from "node:fs";
+import { existsSync, type FSWatcher, readdirSync, readFileSync, watch } from "node:fs";
 import { join } from "node:path";
 import type { TaskTemplate, TemplateProblem } from "./task-template.js";
 import { parseTemplate } from "./template-loader.js";
@@ -48,8 +48,10 @@ export interface TemplateSetOptions {
   folder: string;
   /** Told about the problems of every (re)load. */
   onProblems?: (problems: TemplateProblem[]) => void;
-  /** Re-read the folder when a file changes. */
+  /** Re-read the folder when a file changes; a folder that does not exist yet is picked up when it appears. */
   watch?: boolean;
+  /** How often a missing folder is looked for (default 1 000 ms). */
+  appearPollMs?: number;
 }
 
 /**
@@ -60,20 +62,33 @@ export class TemplateSet {
   private templates = new Map<string, TaskTemplate>();
   private watcher?: FSWatcher;
   private pending?: NodeJS.Timeout;
+  private lookForFolder?: NodeJS.Timeout;
+  private closed = false;
+  private lastProblems: TemplateProblem[] = [];
 
   constructor(private readonly options: TemplateSetOptions) {
     this.reload();
-    if (options.watch) {
-      try {
-        this.watcher = watch(options.folder, () => {
-          // Editors write in several steps; settle before reading.
-          clearTimeout(this.pending);
-          this.pending = setTimeout(() => this.reload(), 100);
-        });
-        this.watcher.on("error", () => {});
-      } catch {
-        // A folder that does not exist (yet) cannot be watched; its problem was reported by reload().
-      }
+    if (options.watch) this.watch();
+  }
+
+  private watch(): void {
+    if (this.closed) return;
+    try {
+      this.watcher = watch(this.options.folder, () => {
+        // Editors write in several steps; settle before reading.
+        clearTimeout(this.pending);
+        this.pending = setTimeout(() => this.reload(), 100);
+      });
+      this.watcher.on("error", () => {});
+    } catch {
+      // Not there yet (a folder cannot be watched before it exists): look again shortly.
+      this.lookForFolder = setInterval(() => {
+        if (!existsSync(this.options.folder)) return;
+        clearInterval(this.lookForFolder);
+        this.reload();
+        this.watch();
+      }, this.options.appearPollMs ?? 1_000);
+      this.lookForFolder.unref?.();
     }
   }
 
@@ -85,19 +100,29 @@ export class TemplateSet {
     return [...this.templates.keys()].sort();
   }
 
+  /** What the last (re)load found wrong, file by file (a broken file's last good templates stay in force). */
+  problems(): TemplateProblem[] {
+    return [...this.lastProblems];
+  }
+
   /** Re-reads the folder now; returns the problems found. */
   reload(): TemplateProblem[] {
+    // A watched folder that is not there yet holds no templates; that is not a problem.
+    if (this.options.watch && !existsSync(this.options.folder)) return [];
     const { templates, problems } = loadTemplateFolder(this.options.folder);
     const broken = new Set(problems.map((p) => p.file));
     for (const [name, previous] of this.templates) {
       if (!templates.has(name) && broken.has(previous.file)) templates.set(name, previous);
     }
     this.templates = templates;
+    this.lastProblems = problems;
     if (problems.length > 0) this.options.onProblems?.(problems);
     return problems;
   }
 
   close(): void {
+    this.closed = true;
+    clearInterval(this.lookForFolder);
     clearTimeout(this.pending);
     this.watcher?.close();
   }

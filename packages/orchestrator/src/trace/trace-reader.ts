@@ -1,4 +1,4 @@
-import { type Mq9Client, Mq9Error } from "@mq9/client";
+import { type Mq9Client, Mq9Error, type Mq9Message } from "@mq9/client";
 import { decodeEnvelope, type Envelope, type MessageType } from "../bus/envelope.js";
 import { readEnvelope } from "../bus/envelope-io.js";
 import { type BusNames, traceTag } from "../bus/names.js";
@@ -30,8 +30,19 @@ export interface TraceView {
   trace_id: string;
   started_at: number;
   duration_ms: number;
+  /** Messages in the whole trace; `messages` is the page asked for (all of them by default). */
+  total: number;
+  /** Where the next page starts, when there is one (`?offset=`). */
+  next_offset?: number;
   messages: TraceEntry[];
 }
+
+/** What QUERY returns at most; a mailbox that gives that many may hold more of the trace. */
+const QUERY_LIMIT = 100;
+/** Messages per stateless FETCH when a mailbox is read through for a long trace. */
+const SCAN_BATCH = 1_000;
+/** Most messages one mailbox is read through for one trace. */
+const SCAN_LIMIT = 200_000;
 
 /**
  * Reads a trace back from the messages themselves: every orchestrated message carries
@@ -45,17 +56,29 @@ export class TraceReader {
     private readonly deadLetters: DeadLetters,
   ) {}
 
-  /** Every message of the trace found in `mailboxes` (plus the orchestrator's own), in time order. */
-  async read(traceId: string, mailboxes: Iterable<string>): Promise<TraceView | undefined> {
+  /**
+   * Every message of the trace found in `mailboxes` (plus the orchestrator's own), in time
+   * order; `page` cuts one page out of it. A QUERY by the trace's tag returns the latest
+   * 100 of a mailbox; when a mailbox gives that many, it is read through from `since` (unix
+   * ms, the trace's start when known) so a long trace keeps its beginning.
+   */
+  async read(
+    traceId: string,
+    mailboxes: Iterable<string>,
+    options: { since?: number; offset?: number; limit?: number } = {},
+  ): Promise<TraceView | undefined> {
     const boxes = new Set([this.names.inbox, this.names.router, ...mailboxes]);
     const tag = traceTag(traceId);
     const found = await Promise.all(
       [...boxes].map(async (mailbox) => {
         try {
-          const messages = await this.client.query(mailbox, { tags: [tag], limit: 100 });
+          const latest = await this.client.query(mailbox, { tags: [tag], limit: QUERY_LIMIT });
+          const messages =
+            latest.length < QUERY_LIMIT ? latest : await this.scan(mailbox, traceId, latest, options.since);
           return messages.flatMap((m) => {
             try {
-              return [{ envelope: readEnvelope(m), mailbox }];
+              const envelope = readEnvelope(m);
+              return envelope.trace_id === traceId ? [{ envelope, mailbox }] : [];
             } catch {
               return [];
             }
@@ -104,11 +127,55 @@ export class TraceReader {
       if (e.dead) entry.dead_reason = e.dead;
       return entry;
     });
-    return {
+    const offset = Math.max(0, options.offset ?? 0);
+    const limit = options.limit ?? messages.length;
+    const page = messages.slice(offset, offset + limit);
+    const view: TraceView = {
       trace_id: traceId,
       started_at: start,
       duration_ms: Math.round((when(entries[entries.length - 1]) - start) * 1000) / 1000,
-      messages,
+      total: messages.length,
+      messages: page,
     };
+    if (offset + page.length < messages.length) view.next_offset = offset + page.length;
+    return view;
+  }
+
+  /**
+   * Reads a mailbox through (stateless FETCH, from the trace's start) for the messages of a
+   * trace longer than one QUERY, keeping the ones QUERY found (the latest) as well.
+   */
+  private async scan(
+    mailbox: string,
+    traceId: string,
+    latest: Mq9Message[],
+    since?: number,
+  ): Promise<Mq9Message[]> {
+    const byId = new Map<number, Mq9Message>(latest.map((m) => [m.msgId, m]));
+    const marker = `"trace_id":"${traceId}"`;
+    let fromId: number | undefined;
+    for (let read = 0; read < SCAN_LIMIT; ) {
+      const batch = await this.client.fetch(mailbox, {
+        ...(fromId === undefined
+          ? since === undefined
+            ? { deliver: "earliest" as const }
+            : { deliver: "from_time" as const, fromTime: Math.max(0, Math.floor(since / 1000) - 1) }
+          : { deliver: "from_id" as const, fromId }),
+        batch: SCAN_BATCH,
+        maxWaitMs: 0,
+        headerBytes: false,
+        headerMap: false,
+      });
+      if (batch.length === 0) break;
+      read += batch.length;
+      let last = fromId ?? 0;
+      for (const m of batch) {
+        last = Math.max(last, m.msgId);
+        if (!byId.has(m.msgId) && m.text().includes(marker)) byId.set(m.msgId, m);
+      }
+      if (batch.length < SCAN_BATCH) break;
+      fromId = last + 1;
+    }
+    return [...byId.values()];
   }
 }

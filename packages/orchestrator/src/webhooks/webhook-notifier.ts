@@ -2,7 +2,13 @@ import { createHmac, randomUUID, timingSafeEqual } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 
 /** What a webhook can be told about. */
-export type WebhookEvent = "task_completed" | "task_failed" | "task_timeout" | "task_canceled" | "agent_dead";
+export type WebhookEvent =
+  | "task_completed"
+  | "task_failed"
+  | "task_timeout"
+  | "task_canceled"
+  | "agent_dead"
+  | "loop_detected";
 
 export const WEBHOOK_EVENTS: readonly WebhookEvent[] = [
   "task_completed",
@@ -10,6 +16,7 @@ export const WEBHOOK_EVENTS: readonly WebhookEvent[] = [
   "task_timeout",
   "task_canceled",
   "agent_dead",
+  "loop_detected",
 ];
 
 export interface WebhookConfig {

@@ -1,0 +1,320 @@
+// `npm run bench -- --cluster`: mq9 cluster mode against its peers, 1 KiB payloads, on this machine.
+// Systems, all measured in one run: mq9 with one, two and three nodes on one PostgreSQL behind a
+// 3-node nats-server cluster; JetStream with an R3 file stream on a 3-node nats-server cluster;
+// pg-boss on the same PostgreSQL. Each: durable SEND one at a time and 64 in flight, then a
+// FETCH(100)+ACK drain of what was sent. Also CPU microseconds per message of every process.
+// Figures only, no asserts.
+import { readdirSync, readFileSync } from "node:fs";
+import os from "node:os";
+import { connect as mq9Connect } from "@mq9/client";
+import { AckPolicy, DeliverPolicy, connect as natsConnect, StorageType } from "nats";
+import PgBoss from "pg-boss";
+import { startMq9Node } from "../scripts/local-cluster/mq9-node.js";
+import { startNatsCluster } from "../scripts/local-cluster/nats-cluster.js";
+import { startPrivatePostgres } from "../scripts/local-cluster/private-postgres.js";
+import { progress } from "./proc.js";
+import { measureDrain, measureSend } from "./stats.js";
+
+const env = (name, fallback) => Number(process.env[name] ?? fallback);
+
+/** CPU ms (user + system) of a process so far, from /proc. */
+function cpuMs(pid) {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU ms of a process's children that have exited (and were waited for), from /proc. */
+function childrenCpuMs(pid) {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[13]) + Number(fields[14])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Pids of PostgreSQL's processes: the postmaster and its live children. Connections come and go
+ * during a phase, so the postmaster is also charged its exited children's CPU (see cpuMeter).
+ */
+function postgresPids(postmaster) {
+  const pids = [-postmaster, postmaster];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const text = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(text.slice(text.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === postmaster) pids.push(Number(entry));
+    } catch {}
+  }
+  return pids;
+}
+
+/** CPU of each named group of processes (and of this process), for a phase. */
+function cpuMeter(groups) {
+  const read = () => {
+    const out = { client: process.cpuUsage() };
+    for (const [name, pids] of Object.entries(groups()))
+      out[name] = pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
+    return out;
+  };
+  const start = read();
+  return () => {
+    const end = read();
+    const used = {};
+    for (const name of Object.keys(end)) {
+      used[name] =
+        name === "client"
+          ? (end.client.user + end.client.system - start.client.user - start.client.system) / 1000
+          : end[name] - (start[name] ?? 0);
+    }
+    return used;
+  };
+}
+
+async function measure(system, cfg) {
+  const seq = await measureSend(() => system.send(0), { count: cfg.seq, concurrency: 1, maxMs: cfg.phaseMs });
+  const cpu = cpuMeter(system.pids);
+  let lane = 0;
+  const par = await measureSend(() => system.send(lane++ % 3), {
+    count: cfg.par,
+    concurrency: 64,
+    maxMs: cfg.phaseMs,
+  });
+  const sendCpu = cpu();
+  await system.prepareDrain?.();
+  const drainCpuMeter = cpuMeter(system.pids);
+  const drain = await measureDrain(() => system.drainOnce(), { maxMs: cfg.phaseMs * 2 });
+  const drainCpu = drainCpuMeter();
+  const perMessage = (used, n) =>
+    Object.fromEntries(Object.entries(used).map(([k, ms]) => [k, Math.round((ms * 1000) / Math.max(1, n))]));
+  return {
+    seq,
+    par,
+    drain,
+    sendCpuUs: perMessage(sendCpu, par.count),
+    drainCpuUs: perMessage(drainCpu, drain.count),
+  };
+}
+
+async function mq9System(nats, pg, nodeCount, cfg, run) {
+  const schema = `bench_${nodeCount}n_${run}`;
+  const nodes = [];
+  for (let i = 0; i < nodeCount; i++) {
+    nodes.push(
+      await startMq9Node({
+        nodeId: `n${i + 1}`,
+        nats: [nats.urls[i % 3]],
+        postgres: pg.url,
+        args: [
+          "--postgres-schema",
+          schema,
+          "--log-level",
+          "warn",
+          "--registry-embedder",
+          "none",
+          "--orchestrator",
+          "off",
+        ],
+      }),
+    );
+  }
+  const clients = await Promise.all(nats.urls.map((url) => mq9Connect(url, { requestTimeoutMs: 15_000 })));
+  await clients[0].createMailbox({ name: "bench.q1" });
+  const payload = cfg.payload;
+  let pendingAck = Promise.resolve();
+  return {
+    label: `mq9 cluster, ${nodeCount} node${nodeCount > 1 ? "s" : ""}`,
+    pids: () => ({
+      ...Object.fromEntries(nodes.map((n) => [`mq9 ${n.nodeId}`, [n.pid]])),
+      ...Object.fromEntries(nats.servers.map((s) => [`nats ${s.name}`, [s.pid]])),
+      postgres: postgresPids(pg.postmasterPid),
+    }),
+    async send(lane) {
+      const id = await clients[lane].send("bench.q1", payload);
+      if (typeof id !== "number") throw new Error("SEND without msg_id");
+    },
+    async drainOnce() {
+      const messages = await clients[0].fetch("bench.q1", {
+        group: "g",
+        deliver: "earliest",
+        batch: 100,
+        maxWaitMs: 0,
+      });
+      await pendingAck;
+      if (messages.length === 0) return 0;
+      pendingAck = clients[0].ack("bench.q1", "g", messages[messages.length - 1].msgId);
+      return messages.length;
+    },
+    async close() {
+      await Promise.all(clients.map((c) => c.close().catch(() => {})));
+      for (const n of nodes) await n.stop();
+    },
+  };
+}
+
+async function jetstreamSystem(cfg) {
+  const cluster = await startNatsCluster({ size: 3, jetstream: true, name: "js" });
+  const conns = await Promise.all(cluster.urls.map((url) => natsConnect({ servers: url })));
+  const jsm = await conns[0].jetstreamManager();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await jsm.streams.add({
+        name: "BENCH",
+        subjects: ["bench.q1"],
+        storage: StorageType.File,
+        num_replicas: 3,
+      });
+      break;
+    } catch (err) {
+      // The meta leader is elected a moment after the routes are up.
+      if (attempt > 50) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  await jsm.consumers.add("BENCH", {
+    durable_name: "g",
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+  });
+  const streams = conns.map((nc) => nc.jetstream());
+  const consumer = await streams[0].consumers.get("BENCH", "g");
+  let remaining = 0;
+  return {
+    label: "JetStream R3 (3 nats-servers)",
+    pids: () => Object.fromEntries(cluster.servers.map((s) => [`nats ${s.name}`, [s.pid]])),
+    async send(lane) {
+      await streams[lane].publish("bench.q1", cfg.payload);
+    },
+    async prepareDrain() {
+      remaining = (await consumer.info()).num_pending;
+    },
+    async drainOnce() {
+      if (remaining === 0) {
+        await conns[0].flush();
+        return 0;
+      }
+      const iter = await consumer.fetch({ max_messages: Math.min(100, remaining), expires: 5000 });
+      let n = 0;
+      for await (const m of iter) {
+        m.ack();
+        n++;
+      }
+      remaining -= n;
+      return n;
+    },
+    async close() {
+      await Promise.all(conns.map((nc) => nc.close().catch(() => {})));
+      await cluster.stop();
+    },
+  };
+}
+
+async function pgBossSystem(pg, cfg) {
+  const boss = new PgBoss({ connectionString: pg.url, max: 16, schema: "pgboss" });
+  boss.on("error", () => {});
+  await boss.start();
+  await boss.createQueue("bench");
+  const data = { payload: cfg.payload.toString("base64") };
+  return {
+    label: "pg-boss (same PostgreSQL)",
+    pids: () => ({ postgres: postgresPids(pg.postmasterPid) }),
+    async send() {
+      await boss.send("bench", data);
+    },
+    async drainOnce() {
+      const jobs = await boss.fetch("bench", { batchSize: 100 });
+      if (!jobs || jobs.length === 0) return 0;
+      await boss.complete(
+        "bench",
+        jobs.map((j) => j.id),
+      );
+      return jobs.length;
+    },
+    async close() {
+      await boss.stop({ graceful: false, wait: true }).catch(() => {});
+    },
+  };
+}
+
+const fmt = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "n/a");
+
+export async function runClusterBench(base) {
+  const cfg = {
+    payload: base.payload,
+    seq: env("BENCH_SEQ_MESSAGES", base.quick ? 200 : 1000),
+    par: env("BENCH_MESSAGES", base.quick ? 2000 : 10000),
+    phaseMs: base.phaseMs,
+  };
+  progress("cluster bench: starting a 3-node nats cluster and PostgreSQL");
+  const [nats, pg] = await Promise.all([
+    startNatsCluster({ size: 3 }),
+    startPrivatePostgres({ fsync: true }),
+  ]);
+  pg.postmasterPid = Number(readFileSync(`${pg.dataDir}/postmaster.pid`, "utf8").split("\n")[0]);
+  const results = [];
+  try {
+    const makers = [
+      () => mq9System(nats, pg, 1, cfg, 1),
+      () => mq9System(nats, pg, 2, cfg, 1),
+      () => mq9System(nats, pg, 3, cfg, 1),
+      () => jetstreamSystem(cfg),
+      () => pgBossSystem(pg, cfg),
+    ];
+    for (const make of makers) {
+      let system;
+      try {
+        system = await make();
+        progress(`${system.label}: measuring`);
+        results.push({ label: system.label, ...(await measure(system, cfg)) });
+      } catch (err) {
+        results.push({ label: system?.label ?? "system", error: err.message });
+        progress(`not measured: ${err.message}`);
+      } finally {
+        await system?.close().catch(() => {});
+      }
+    }
+  } finally {
+    await nats.stop();
+    await pg.stop();
+  }
+  const lines = [
+    `mq9 cluster benchmark — ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.cpus()[0]?.model ?? ""}, node ${process.version}`,
+    `payload ${cfg.payload.length} B; SEND@1 ${cfg.seq} msgs, SEND@64 ${cfg.par} msgs over 3 client connections (one per nats-server), drain FETCH(100)+ACK by one consumer`,
+    "PostgreSQL 15 with fsync on (synchronous_commit on); JetStream R3 file streams",
+    "",
+    "| system | SEND@1 msg/s (p50 ms) | SEND@64 msg/s (p50 / p99 ms) | drain msg/s |",
+    "|---|---|---|---|",
+  ];
+  for (const r of results) {
+    if (r.error) {
+      lines.push(`| ${r.label} | not measured: ${r.error} | | |`);
+      continue;
+    }
+    lines.push(
+      `| ${r.label} | ${fmt(r.seq.rate)} (${r.seq.p50.toFixed(2)}) | ${fmt(r.par.rate)} (${r.par.p50.toFixed(2)} / ${r.par.p99.toFixed(2)}) | ${fmt(r.drain.rate)} |`,
+    );
+  }
+  const by = (label) => results.find((r) => r.label.startsWith(label) && !r.error);
+  const js = by("JetStream");
+  const boss = by("pg-boss");
+  lines.push("", "ratios (SEND@64, drain):");
+  for (const r of results.filter((x) => x.label.startsWith("mq9") && !x.error)) {
+    const ratio = (a, b) => (a && b ? `${(a / b).toFixed(2)}x` : "n/a");
+    lines.push(
+      `  ${r.label}: SEND@64 ${ratio(r.par.rate, js?.par.rate)} JetStream R3, ${ratio(r.par.rate, boss?.par.rate)} pg-boss; drain ${ratio(r.drain.rate, js?.drain.rate)} JetStream R3, ${ratio(r.drain.rate, boss?.drain.rate)} pg-boss`,
+    );
+  }
+  lines.push("", "CPU us per message (SEND@64 | drain), by process:");
+  for (const r of results.filter((x) => !x.error)) {
+    const parts = Object.keys(r.sendCpuUs).map((k) => `${k} ${r.sendCpuUs[k]} | ${r.drainCpuUs[k] ?? "-"}`);
+    lines.push(`  ${r.label}: ${parts.join("; ")}`);
+  }
+  return lines.join("\n");
+}

@@ -1,0 +1,14 @@
+export { AuthThrottle, type AuthThrottleOptions } from "./auth-throttle.js";
+export { ClientPermissions } from "./client-permissions.js";
+export { Permissions, type SubscribeDecision } from "./permissions.js";
+export type { Principal } from "./principal.js";
+export { patternCovers, patternsOverlap } from "./subject-pattern.js";
+export { type AuthenticatedUser, type ConnectCredentials, UserDirectory } from "./user-directory.js";
+export {
+  AGENT_PERMISSIONS,
+  type AuthOptions,
+  type PermissionsOptions,
+  type PermissionsProfile,
+  type SubjectRules,
+  type UserOptions,
+} from "./user-options.js";

@@ -1,0 +1,15 @@
+/** How a cluster node reaches the NATS cluster it serves. */
+export interface ClusterOptions {
+  /** nats-server URLs of the cluster (`nats://host:4222`); the client fails over between them. */
+  servers: string[];
+  /** This node's name, in logs, /healthz and the NATS connection name. */
+  nodeId: string;
+  token?: string;
+  user?: string;
+  password?: string;
+  /** A NATS .creds file (JWT + nkey seed). */
+  credsFile?: string;
+  tls?: { caFile?: string; certFile?: string; keyFile?: string };
+  /** Queue group every node serves `$mq9.AI.>` in (default "mq9"); one per mq9 cluster. */
+  queueGroup?: string;
+}

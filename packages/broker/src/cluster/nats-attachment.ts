@@ -1,0 +1,151 @@
+import { readFileSync } from "node:fs";
+import {
+  type ConnectionOptions,
+  connect,
+  credsAuthenticator,
+  Events,
+  type Msg,
+  type NatsConnection,
+  type Subscription,
+} from "nats";
+import type { Logger } from "../logger.js";
+import type { ClusterOptions } from "./cluster-options.js";
+
+/** Connect options for the NATS cluster: reconnect for ever, auth and TLS passed through. */
+export function natsConnectOptions(options: ClusterOptions, purpose: string): ConnectionOptions {
+  const connectOptions: ConnectionOptions = {
+    servers: options.servers,
+    name: `mq9-${options.nodeId}-${purpose}`,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 250,
+    waitOnFirstConnect: false,
+    pingInterval: 10_000,
+  };
+  if (options.token) connectOptions.token = options.token;
+  if (options.user) {
+    connectOptions.user = options.user;
+    connectOptions.pass = options.password ?? "";
+  }
+  if (options.credsFile) connectOptions.authenticator = credsAuthenticator(readFileSync(options.credsFile));
+  if (options.tls) connectOptions.tls = { ...options.tls };
+  return connectOptions;
+}
+
+/** Opens the node's NATS connection, logging disconnects and reconnects with the server's address. */
+export async function connectToCluster(
+  options: ClusterOptions,
+  purpose: string,
+  logger: Logger,
+): Promise<NatsConnection> {
+  let nc: NatsConnection;
+  try {
+    nc = await connect(natsConnectOptions(options, purpose));
+  } catch (err) {
+    throw new Error(
+      `cannot reach the NATS cluster at ${options.servers.join(", ")}: ${(err as Error).message}; check --nats and the cluster's credentials`,
+      { cause: err },
+    );
+  }
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === Events.Disconnect)
+        logger.warn(`nats: disconnected from ${status.data}; reconnecting`);
+      else if (status.type === Events.Reconnect) logger.info(`nats: reconnected to ${status.data}`);
+      else if (status.type === Events.Error) logger.warn(`nats: ${String(status.data)}`);
+    }
+  })().catch(() => {});
+  return nc;
+}
+
+/** One request as the attachment hands it to the broker. */
+export interface AttachedRequest {
+  subject: string;
+  header?: Uint8Array;
+  payload: Uint8Array;
+  /** Sends the reply (no-op for a request without a reply subject). */
+  reply(payload: Uint8Array | string): void;
+}
+
+/**
+ * The cluster transport: serves `$mq9.AI.>` from a NATS cluster in one queue group, so each
+ * request goes to one node and a node that dies stops receiving them at once. Replies go back
+ * through NATS. Subscriptions survive reconnects (the client resubscribes).
+ */
+export class NatsAttachment {
+  private subscription?: Subscription;
+  private inFlight = 0;
+  private idle?: () => void;
+
+  constructor(
+    readonly connection: NatsConnection,
+    private readonly queueGroup: string,
+  ) {}
+
+  /** Starts taking requests; `handle` answers each through its `reply`. */
+  serve(handle: (request: AttachedRequest) => void): void {
+    this.subscription = this.connection.subscribe("$mq9.AI.>", {
+      queue: this.queueGroup,
+      callback: (err, msg) => {
+        if (err) return;
+        this.inFlight++;
+        let answered = false;
+        handle({
+          subject: msg.subject,
+          header: rawHeader(msg),
+          payload: msg.data,
+          reply: (payload) => {
+            if (answered) return;
+            answered = true;
+            if (msg.reply) {
+              try {
+                msg.respond(typeof payload === "string" ? Buffer.from(payload) : payload);
+              } catch {
+                // The connection is closing; the requester times out.
+              }
+            }
+            this.inFlight--;
+            if (this.inFlight === 0) this.idle?.();
+          },
+        });
+      },
+    });
+  }
+
+  /** Whether the connection to a nats-server is up right now. */
+  get connected(): boolean {
+    return !this.connection.isClosed() && !this.connection.isDraining() && this.connection.info !== undefined;
+  }
+
+  /** The server this node is connected to now. */
+  get server(): string | undefined {
+    return this.connection.getServer() || undefined;
+  }
+
+  /** Stops taking new requests; those in hand are still answered. */
+  async stopReceiving(): Promise<void> {
+    const sub = this.subscription;
+    this.subscription = undefined;
+    if (sub && !sub.isClosed()) await sub.drain().catch(() => {});
+  }
+
+  /** Waits (up to `timeoutMs`) for the requests in hand, then closes the connection. */
+  async close(timeoutMs = 5_000): Promise<void> {
+    await this.stopReceiving();
+    if (this.inFlight > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, timeoutMs);
+        this.idle = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    if (!this.connection.isClosed()) await this.connection.drain().catch(() => this.connection.close());
+  }
+}
+
+/** The request's NATS header block as bytes, as the embedded listener hands it over. */
+function rawHeader(msg: Msg): Uint8Array | undefined {
+  const headers = msg.headers as (Msg["headers"] & { encode?: () => Uint8Array }) | undefined;
+  return headers?.encode?.();
+}

@@ -1,0 +1,219 @@
+import { DELIVER_POLICIES, PRIORITIES } from "@mq9/protocol";
+import { z } from "zod";
+
+/**
+ * The shapes of the REST API v1: they validate requests and, through openapi-document.ts, are the
+ * OpenAPI document, so the two cannot drift. Wire names (snake_case) as in the mq9 protocol.
+ */
+
+export const ErrorBody = z
+  .object({
+    error: z.string().describe("what was wrong and what to do; mq9 operations answer the protocol's text"),
+    code: z.string().describe("stable code, e.g. MAILBOX_NOT_FOUND, INVALID_REQUEST, REGISTRY_OFF"),
+  })
+  .meta({ id: "Error" });
+
+const wholeSeconds = z.number().int().min(0);
+/** A query-string number: digits only, read as a whole number. */
+const queryInt = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, "must be a whole number")
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+const queryFlag = z.enum(["true", "false"]).transform((value) => value === "true");
+/** One header line's worth: no CR or LF, which would end it. */
+const headerText = z.string().regex(/^[^\r\n]*$/, "must not contain line breaks");
+
+export const Priority = z.enum(PRIORITIES).meta({ id: "Priority" });
+
+export const AddressParams = z.object({
+  address: z.string().min(1).max(256).describe("the mailbox's mail_address"),
+});
+
+export const MessageParams = AddressParams.extend({
+  msg_id: z.string().describe("the message's msg_id"),
+});
+
+export const MailboxSummary = z
+  .object({
+    mail_address: z.string(),
+    desc: z.string(),
+    ttl: z.number().int().describe("seconds; 0 = never expires"),
+    created_at: z.number().int().describe("unix milliseconds"),
+    expires_at: z.number().int().nullable().describe("unix milliseconds; null = never"),
+    depth: z.object({ critical: z.number().int(), urgent: z.number().int(), normal: z.number().int() }),
+    messages: z.number().int().describe("live messages, all priorities"),
+    bytes: z.number().int().describe("header and payload bytes of the live messages"),
+    oldest_at: z.number().int().nullable().describe("unix milliseconds of the oldest live message"),
+    delayed: z.number().int().describe("delayed messages not due yet"),
+    groups: z.number().int().describe("consumer groups"),
+  })
+  .meta({ id: "MailboxSummary" });
+
+export const GroupSummary = z
+  .object({
+    name: z.string(),
+    lag: z.number().int().describe("live messages the group has not ACKed"),
+    leased: z.number().int().describe("messages leased to a member right now"),
+  })
+  .meta({ id: "Group" });
+
+export const MailboxListQuery = z.object({
+  search: z.string().optional().describe("only addresses containing this text"),
+  limit: queryInt(1, 1000).optional().describe("at most this many (default 200)"),
+});
+
+export const MailboxList = z.object({ mailboxes: z.array(MailboxSummary) });
+
+export const MailboxDetail = z.object({ mailbox: MailboxSummary, groups: z.array(GroupSummary) });
+
+export const CreateMailbox = z
+  .object({
+    name: z.string().optional().describe("the address; generated when absent"),
+    ttl: wholeSeconds.optional().describe("seconds; 0 = never expires; the broker's default when absent"),
+    desc: z.string().optional(),
+  })
+  .meta({ id: "CreateMailbox" });
+
+export const Created = z.object({ mail_address: z.string() });
+
+export const Deleted = z.object({ deleted: z.literal(true) });
+
+export const Purged = z.object({ purged: z.number().int().describe("messages deleted") });
+
+export const MessageItem = z
+  .object({
+    msg_id: z.number().int(),
+    payload: z.string().describe("the message bytes in base64"),
+    priority: Priority,
+    header: z.array(z.number().int()).nullable().describe("the raw NATS header block as bytes"),
+    headers: z.record(z.string(), z.string()).optional().describe("the header block as a map"),
+    key: z.string().optional(),
+    tags: z.array(z.string()).optional(),
+    create_time: z.number().int().describe("unix seconds"),
+  })
+  .meta({ id: "MessageItem" });
+
+export const Messages = z.object({ messages: z.array(MessageItem) });
+
+export const SendMessage = z
+  .object({
+    payload: z.string().describe("the message: text (UTF-8), or base64 when encoding is base64"),
+    encoding: z.enum(["text", "base64"]).optional().describe("how payload is written (default text)"),
+    priority: Priority.optional(),
+    key: headerText.optional().describe("compaction key: a newer message with it replaces the older"),
+    ttl: wholeSeconds.optional().describe("message TTL in seconds; 0 = none"),
+    delay: wholeSeconds.optional().describe("deliver after this many seconds"),
+    tags: z.array(headerText.regex(/^[^,]*$/, "must not contain commas")).optional(),
+    headers: z.record(headerText, headerText).optional().describe("more header lines, stored as they are"),
+  })
+  .meta({ id: "SendMessage" });
+
+export const Sent = z.object({ msg_id: z.number().int().describe("-1 for a delayed message") });
+
+export const PeekQuery = z.object({
+  limit: queryInt(1, 100).optional().describe("at most this many (default 20)"),
+  from_id: queryInt(0, Number.MAX_SAFE_INTEGER).optional().describe("start at this msg_id"),
+});
+
+export const QueryQuery = z.object({
+  key: z.string().optional(),
+  tags: z.string().optional().describe("comma-separated: messages carrying any of them"),
+  since: queryInt(0, Number.MAX_SAFE_INTEGER).optional().describe("unix seconds, exclusive"),
+  limit: queryInt(0, 100).optional().describe("default 100"),
+});
+
+export const FetchBody = z
+  .object({
+    group_name: z.string().optional().describe("consumer group; absent or empty = stateless read"),
+    deliver: z.enum(DELIVER_POLICIES).optional(),
+    from_time: wholeSeconds.optional(),
+    from_id: wholeSeconds.optional(),
+    force_deliver: z.boolean().optional(),
+    config: z
+      .object({
+        num_msgs: wholeSeconds.optional(),
+        max_wait_ms: wholeSeconds.optional(),
+        lease_ms: wholeSeconds.optional(),
+      })
+      .optional(),
+  })
+  .meta({ id: "FetchRequest" });
+
+export const AckBody = z.object({ group_name: z.string(), msg_id: wholeSeconds }).meta({ id: "AckRequest" });
+
+export const Acked = z.object({ acked: z.literal(true) });
+
+/** A DISCOVER entry: the registered body as it was, plus the broker's own fields. */
+export const AgentEntry = z
+  .looseObject({
+    name: z.string(),
+    mailbox: z.string(),
+    agent_info: z.string().optional(),
+    _status: z.unknown().optional().describe("the last REPORT body"),
+    _last_seen: z.number().int().optional().describe("unix seconds of the last REGISTER or REPORT"),
+    _score: z.number().optional().describe("relevance, higher is better"),
+    online: z.boolean().optional().describe("the agent heartbeats (has a ttl) and is within it"),
+  })
+  .meta({ id: "AgentEntry" });
+
+export const AgentListQuery = z.object({
+  online: queryFlag.optional().describe("only agents that heartbeat"),
+  limit: queryInt(1, 1000).optional().describe("default 200"),
+  page: queryInt(1, 1_000_000).optional(),
+});
+
+export const AgentParams = z.object({ mailbox: z.string().min(1).describe("the agent's mailbox") });
+
+export const Agents = z.looseObject({
+  agents: z.array(AgentEntry),
+  total: z.number().int().optional().describe("how many agents match in all pages"),
+  has_more: z.boolean().optional(),
+  warning: z.string().optional(),
+});
+
+export const DiscoverBody = z
+  .object({
+    mode: z
+      .enum(["tag", "text", "semantic", "hybrid"])
+      .optional()
+      .describe("tag: by tags only; hybrid: semantic and full-text fused (default text when query is set)"),
+    query: z.string().optional(),
+    tags: z.array(z.string()).optional(),
+    online: z.boolean().optional(),
+    limit: z.number().int().min(1).max(1000).optional(),
+    page: z.number().int().min(1).optional(),
+  })
+  .meta({ id: "DiscoverRequest" });
+
+export const MetricsSample = z
+  .object({
+    at: z.number().int().describe("unix milliseconds"),
+    connections: z.number().int(),
+    sends_per_s: z.number(),
+    fetches_per_s: z.number(),
+    errors_per_s: z.number(),
+    messages: z.number().int(),
+    bytes: z.number().int(),
+    mailboxes: z.number().int(),
+    agents: z.number().int().nullable().describe("registered agents; null when the registry is off"),
+    agents_online: z.number().int().nullable(),
+  })
+  .meta({ id: "MetricsSample" });
+
+export const MetricsSummary = z.object({
+  now: MetricsSample,
+  requests: z.record(z.string(), z.object({ ok: z.number().int(), errors: z.number().int() })),
+  registry: z.boolean().describe("whether the agent registry is on"),
+  uptime_s: z.number(),
+});
+
+export const MetricsHistory = z.object({ samples: z.array(MetricsSample) });
+
+export const AuthInfo = z.object({
+  required: z.boolean(),
+  schemes: z
+    .array(z.enum(["bearer", "basic"]))
+    .describe("how credentials may be sent: bearer (a token), basic (user and password)"),
+});

@@ -1,0 +1,132 @@
+import { z } from "zod";
+import { ErrorBody } from "./api-schemas.js";
+import type { RestRouter } from "./rest-router.js";
+
+type JsonSchema = Record<string, unknown>;
+
+const ERROR_TEXTS: Record<number, string> = {
+  400: "bad input: the error says which field and why; nothing changed",
+  401: "authentication required (the broker's token as Bearer, or user and password as Basic)",
+  403: "refused: a user that is not an admin, or a Host or Origin outside the allow list",
+  404: "no such mailbox, message or agent",
+  409: "it exists already",
+  502: "a part of the broker did not get an answer it needed (the error says which)",
+  503: "that part of the broker is off or not started (the error says which)",
+};
+
+function jsonSchema(schema: z.ZodType, io: "input" | "output"): JsonSchema {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, {
+    target: "draft-2020-12",
+    io,
+    unrepresentable: "any",
+    reused: "inline",
+    // Ids name the shapes in the code; inlined, they would be read as JSON Schema's `$id`-like keyword.
+    override: (ctx) => {
+      delete (ctx.jsonSchema as JsonSchema).id;
+    },
+  }) as JsonSchema;
+  return rest;
+}
+
+/** Path and query parameters of an object schema, one OpenAPI parameter per property. */
+function parameters(schema: z.ZodType | undefined, where: "path" | "query"): JsonSchema[] {
+  if (!schema) return [];
+  const object = jsonSchema(schema, "input") as {
+    properties?: Record<string, JsonSchema>;
+    required?: string[];
+  };
+  return Object.entries(object.properties ?? {}).map(([name, property]) => {
+    const { description, ...rest } = property;
+    return {
+      name,
+      in: where,
+      required: where === "path" || (object.required ?? []).includes(name),
+      ...(description ? { description } : {}),
+      schema: rest,
+    };
+  });
+}
+
+/** Fastify's `/a/:b` as OpenAPI's `/a/{b}`. */
+function openApiPath(path: string): string {
+  return path.replace(/:([A-Za-z_]+)/g, "{$1}");
+}
+
+/** The OpenAPI 3.1 document of every route the router holds, from the schemas that validate them. */
+export function openApiDocument(router: RestRouter, info: { version: string; auth: boolean }): JsonSchema {
+  const paths: Record<string, Record<string, unknown>> = {};
+  const errorSchema = jsonSchema(ErrorBody, "output");
+  const unauthorizedSchema = jsonSchema(ErrorBody.partial({ code: true }), "output");
+  for (const route of router.routes) {
+    const responses: Record<string, unknown> = {};
+    for (const [status, answer] of Object.entries(route.responses)) {
+      const mediaType = answer.mediaType ?? "application/json";
+      responses[status] = {
+        description: answer.description,
+        ...(answer.schema || answer.mediaType
+          ? { content: { [mediaType]: { schema: answer.schema ? jsonSchema(answer.schema, "output") : {} } } }
+          : {}),
+      };
+    }
+    for (const status of [...new Set(route.errors)].sort()) {
+      responses[String(status)] = {
+        description: ERROR_TEXTS[status] ?? "error",
+        content: { "application/json": { schema: errorSchema } },
+      };
+    }
+    if (info.auth && !route.open) {
+      for (const status of [401, 403]) {
+        responses[String(status)] = {
+          description: ERROR_TEXTS[status],
+          content: { "application/json": { schema: unauthorizedSchema } },
+        };
+      }
+    }
+    const operation: Record<string, unknown> = {
+      operationId: `${route.method.toLowerCase()}${openApiPath(route.path)
+        .replace(/^\/api\/v1/, "")
+        .replace(/[{}]/g, "")
+        .split(/[/-]/)
+        .filter(Boolean)
+        .map((part) => part[0].toUpperCase() + part.slice(1))
+        .join("")}`,
+      tags: [route.tag],
+      summary: route.summary,
+      ...(route.description ? { description: route.description } : {}),
+      parameters: [...parameters(route.params, "path"), ...parameters(route.query, "query")],
+      ...(route.body
+        ? {
+            requestBody: {
+              required: !route.body.safeParse(undefined).success,
+              content: { "application/json": { schema: jsonSchema(route.body, "input") } },
+            },
+          }
+        : {}),
+      responses,
+    };
+    paths[openApiPath(route.path)] ??= {};
+    paths[openApiPath(route.path)][route.method.toLowerCase()] = operation;
+  }
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "mq9 REST API",
+      version: info.version,
+      description:
+        "Mailboxes, messages and agents of an mq9 broker over HTTP: the same operations, semantics and error texts as the mq9 protocol over NATS.",
+    },
+    servers: [{ url: "/" }],
+    ...(info.auth
+      ? {
+          components: {
+            securitySchemes: {
+              bearer: { type: "http", scheme: "bearer" },
+              basic: { type: "http", scheme: "basic" },
+            },
+          },
+          security: [{ bearer: [] }, { basic: [] }],
+        }
+      : {}),
+    paths,
+  };
+}

@@ -1,0 +1,152 @@
+import type { FastifyInstance } from "fastify";
+import type { MessagingEngine } from "../../engine/messaging-engine.js";
+import type { Logger } from "../../logger.js";
+import type { Registry } from "../../registry/registry.js";
+import type { Mq9Service } from "../../service/mq9-service.js";
+import type { BrokerMetrics } from "../broker-metrics.js";
+import { mountAgentRoutes } from "./agent-routes.js";
+import { AuthInfo, MetricsHistory, MetricsSummary } from "./api-schemas.js";
+import { mountMailboxRoutes } from "./mailbox-routes.js";
+import { MetricsSampler } from "./metrics-sampler.js";
+import { openApiDocument } from "./openapi-document.js";
+import { bodyParseError, RestRouter } from "./rest-router.js";
+
+export interface RestApiOptions {
+  service: Mq9Service;
+  engine: MessagingEngine;
+  registry?: Registry;
+  metrics: BrokerMetrics;
+  connections: () => number;
+  /** The HTTP schemes the broker's credentials travel in; empty when it has none. */
+  auth: readonly ("bearer" | "basic")[];
+  version: string;
+  logger: Logger;
+}
+
+/** Paths anyone may read: what the dashboard's login page needs before it has credentials. */
+export const REST_OPEN_PATHS = ["/api/v1/auth"];
+
+/**
+ * The broker's REST API v1 (mailboxes, messages, agents, metrics, a live stream) and its OpenAPI
+ * document at /api/v1/openapi.json. Higher layers add their routes to `router` (the orchestrator's
+ * tasks and traces) and they appear in the same document.
+ */
+export class RestApi {
+  readonly router: RestRouter;
+  private readonly sampler: MetricsSampler;
+  private readonly started = Date.now();
+
+  constructor(app: FastifyInstance, options: RestApiOptions) {
+    this.router = new RestRouter(app);
+    this.sampler = new MetricsSampler({
+      metrics: options.metrics,
+      engine: options.engine,
+      connections: options.connections,
+      registry: options.registry,
+      logger: options.logger,
+    });
+    app.setErrorHandler((err: { statusCode?: number; message: string }, request, reply) => {
+      // Only the API's own routes answer in its error shape; others keep fastify's.
+      if (!request.url.startsWith("/api/v1/")) return reply.send(err);
+      const { status, body } = bodyParseError(err);
+      return reply.code(status).send(body);
+    });
+    // A page's script that sent wrong credentials gets a 401 without the challenge that would
+    // make the browser open its own login dialog instead of the dashboard's.
+    app.addHook("onSend", async (request, reply, payload) => {
+      if (reply.statusCode === 401 && request.headers["x-mq9-dashboard"] !== undefined) {
+        reply.removeHeader("www-authenticate");
+      }
+      return payload;
+    });
+    mountMailboxRoutes(this.router, options.service, options.engine);
+    mountAgentRoutes(this.router, options.service, options.registry);
+    this.mountSystemRoutes(options);
+  }
+
+  close(): void {
+    this.sampler.close();
+  }
+
+  private mountSystemRoutes(options: RestApiOptions): void {
+    const router = this.router;
+    router.add({
+      method: "GET",
+      path: "/api/v1/openapi.json",
+      tag: "System",
+      summary: "This API's OpenAPI 3.1 document",
+      responses: { 200: { description: "the document", mediaType: "application/json" } },
+      errors: [],
+      handler: async () => ({
+        status: 200,
+        body: openApiDocument(router, { version: options.version, auth: options.auth.length > 0 }),
+      }),
+    });
+
+    router.add({
+      method: "GET",
+      path: "/api/v1/auth",
+      tag: "System",
+      summary: "Whether the broker wants credentials, and which (open to all: the login page asks it)",
+      responses: { 200: { description: "the scheme", schema: AuthInfo } },
+      open: true,
+      errors: [],
+      handler: async () => ({
+        status: 200,
+        body: { required: options.auth.length > 0, schemes: options.auth },
+      }),
+    });
+
+    router.add({
+      method: "GET",
+      path: "/api/v1/metrics/summary",
+      tag: "Metrics",
+      summary: "Connections, request rates, stored messages and bytes, mailboxes, agents",
+      responses: { 200: { description: "the figures now", schema: MetricsSummary } },
+      errors: [],
+      handler: async () => ({
+        status: 200,
+        body: {
+          now: await this.sampler.now(),
+          requests: Object.fromEntries(options.metrics.requestCounts()),
+          registry: options.registry !== undefined,
+          uptime_s: (Date.now() - this.started) / 1000,
+        },
+      }),
+    });
+
+    router.add({
+      method: "GET",
+      path: "/api/v1/metrics/history",
+      tag: "Metrics",
+      summary: "The samples of the last minutes (one every 2 s while someone looks)",
+      responses: { 200: { description: "oldest first", schema: MetricsHistory } },
+      errors: [],
+      handler: async () => ({ status: 200, body: { samples: this.sampler.history() } }),
+    });
+
+    router.add({
+      method: "GET",
+      path: "/api/v1/stream",
+      tag: "Metrics",
+      summary: "Server-sent events: a `sample` event (a MetricsSample) every 2 s; pages refresh on it",
+      responses: { 200: { description: "an event stream", mediaType: "text/event-stream" } },
+      errors: [],
+      handler: async (_input, request, reply) => {
+        reply.hijack();
+        const out = reply.raw;
+        out.writeHead(200, {
+          "content-type": "text/event-stream",
+          "cache-control": "no-cache",
+          connection: "keep-alive",
+        });
+        out.write("retry: 2000\n\n");
+        const send = (sample: unknown) => out.write(`event: sample\ndata: ${JSON.stringify(sample)}\n\n`);
+        const stop = this.sampler.subscribe(send);
+        void this.sampler.now().then(send, () => {});
+        request.raw.on("close", stop);
+        return undefined;
+      },
+    });
+  }
+}

@@ -1,0 +1,114 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { z } from "zod";
+import type { Principal } from "../../auth/principal.js";
+import { principalOf } from "../http-server.js";
+import { ApiError } from "./api-error.js";
+
+export type HttpMethod = "GET" | "POST" | "DELETE";
+
+/** What a handler gets: the validated parts of the request. */
+export interface RouteInput<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  /** Aborted when the client goes away (a FETCH then stops waiting). */
+  signal: AbortSignal;
+  /** The user the request authenticated as (with users configured): mq9 calls run as that user. */
+  principal?: Principal;
+}
+
+/** A handler's answer: a status and a JSON body, or nothing when it wrote the reply itself (a stream). */
+export type RouteOutput = { status: number; body: unknown } | undefined;
+
+export interface RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType> {
+  method: HttpMethod;
+  /** Fastify's form, e.g. `/api/v1/mailboxes/:address`. */
+  path: string;
+  /** Groups operations in the OpenAPI document (Mailboxes, Messages, Agents, ...). */
+  tag: string;
+  summary: string;
+  description?: string;
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** Documented answers: status → description and body schema (a stream documents its media type). */
+  responses: Record<number, { description: string; schema?: z.ZodType; mediaType?: string }>;
+  /** Served without credentials (the login page's question). */
+  open?: boolean;
+  /** Error statuses this route may answer, each with the Error body. */
+  errors: number[];
+  handler(
+    input: RouteInput<z.output<P>, z.output<Q>, z.output<B>>,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): Promise<RouteOutput>;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: the router keeps routes of every shape in one list.
+type AnyRoute = RouteSpec<any, any, any>;
+
+function invalid(where: string, error: z.ZodError): ApiError {
+  const issue = error.issues[0];
+  const path = [where, ...issue.path.map(String)].join(".");
+  return new ApiError(400, "INVALID_REQUEST", `invalid request: ${path}: ${issue.message}`);
+}
+
+function parse<T extends z.ZodType>(schema: T | undefined, value: unknown, where: string): z.output<T> {
+  if (!schema) return undefined as z.output<T>;
+  const parsed = schema.safeParse(value ?? (where === "body" ? undefined : {}));
+  if (!parsed.success) throw invalid(where, parsed.error);
+  return parsed.data;
+}
+
+/**
+ * The REST API's routes: each validated by its zod schemas and answered as JSON, errors as
+ * `{error, code}`; the same list makes the OpenAPI document (openapi-document.ts).
+ */
+export class RestRouter {
+  readonly routes: AnyRoute[] = [];
+
+  constructor(private readonly app: FastifyInstance) {}
+
+  add<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(spec: RouteSpec<P, Q, B>): void {
+    this.routes.push(spec);
+    this.app.route({
+      method: spec.method,
+      url: spec.path,
+      handler: async (request, reply) => {
+        const aborted = new AbortController();
+        reply.raw.on("close", () => aborted.abort());
+        try {
+          const input = {
+            params: parse(spec.params, request.params, "params"),
+            query: parse(spec.query, request.query, "query"),
+            body: parse(spec.body, request.body, "body"),
+            signal: aborted.signal,
+            principal: principalOf(request),
+          };
+          const output = await spec.handler(input, request, reply);
+          if (output === undefined) return reply;
+          return reply.code(output.status).send(output.body);
+        } catch (err) {
+          const failure = ApiError.from(err);
+          if (failure.status >= 500) request.log.error({ err }, "REST request failed");
+          return reply.code(failure.status).send({ error: failure.message, code: failure.code });
+        }
+      },
+    });
+  }
+}
+
+/** The answer to a body fastify could not parse, in the API's own error shape. */
+export function bodyParseError(err: { statusCode?: number; message: string }): {
+  status: number;
+  body: { error: string; code: string };
+} {
+  const status = err.statusCode && err.statusCode < 500 ? err.statusCode : 400;
+  return {
+    status,
+    body: {
+      error: `invalid request: the body is not JSON (${err.message}); send a JSON object with content-type application/json`,
+      code: "INVALID_REQUEST",
+    },
+  };
+}

@@ -1,0 +1,99 @@
+import pg from "pg";
+import type { Logger } from "../../logger.js";
+
+/**
+ * A PostgreSQL session-level advisory lock held on a connection of its own: whoever holds it
+ * does the cluster's once-only background work. The server releases it when that connection
+ * ends, so a node that dies (or is cut off) hands the work over without anyone's help; the
+ * others try again each time they ask.
+ */
+export class ClusterLock {
+  private client?: pg.Client;
+  private connecting?: Promise<boolean>;
+  private holding = false;
+  private closed = false;
+  private probe?: NodeJS.Timeout;
+  private readonly lostListeners: (() => void)[] = [];
+
+  constructor(
+    private readonly config: pg.ClientConfig,
+    /** Names the lock; hashed to the 32-bit key PostgreSQL uses. */
+    private readonly name: string,
+    private readonly logger: Logger,
+    private readonly what: string,
+  ) {}
+
+  /** Whether this process holds the lock now, taking it when it is free. Never throws. */
+  async held(): Promise<boolean> {
+    if (this.closed) return false;
+    if (this.holding && this.client) return true;
+    this.connecting ??= this.tryTake().finally(() => {
+      this.connecting = undefined;
+    });
+    return this.connecting;
+  }
+
+  /**
+   * Calls `listener` whenever the lock is lost (its connection failed). While it is held, the
+   * connection is probed every `probeMs`, so a holder cut off from the database stops its work
+   * about when the server lets another node take the lock.
+   */
+  onLost(listener: () => void, probeMs = 2_000): void {
+    this.lostListeners.push(listener);
+    this.probe ??= setInterval(() => {
+      const client = this.client;
+      if (!this.holding || !client) return;
+      client.query("SELECT 1").catch(() => this.lost(client));
+    }, probeMs);
+    this.probe.unref();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.probe);
+    await this.connecting?.catch(() => {});
+    const client = this.client;
+    this.client = undefined;
+    this.holding = false;
+    await client?.end().catch(() => {});
+  }
+
+  private async tryTake(): Promise<boolean> {
+    try {
+      if (!this.client) {
+        const client = new pg.Client({ ...this.config, keepAlive: true });
+        client.on("error", () => this.lost(client));
+        client.on("end", () => this.lost(client));
+        await client.connect();
+        if (this.closed) {
+          await client.end();
+          return false;
+        }
+        this.client = client;
+      }
+      const { rows } = await this.client.query<{ taken: boolean }>(
+        "SELECT pg_try_advisory_lock(hashtext($1)) AS taken",
+        [this.name],
+      );
+      const taken = rows[0]?.taken === true;
+      if (taken && !this.holding) this.logger.info(`this node now runs ${this.what} for the cluster`);
+      this.holding = taken;
+      return taken;
+    } catch {
+      if (this.client) this.lost(this.client);
+      return false;
+    }
+  }
+
+  private lost(client: pg.Client): void {
+    if (this.client !== client) return;
+    const wasHolding = this.holding;
+    if (wasHolding && !this.closed) {
+      this.logger.warn(`lost the connection holding the ${this.what} lock; another node takes over`);
+    }
+    this.client = undefined;
+    this.holding = false;
+    if (wasHolding) for (const listener of this.lostListeners) listener();
+    client.end().catch(() => {});
+  }
+}

@@ -1,0 +1,81 @@
+import { StorageError } from "../storage-error.js";
+
+/** Network-level failures: the server is not there (or went away mid-request). */
+const UNREACHABLE = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ETIMEDOUT",
+  "EPIPE",
+  "EAI_AGAIN",
+]);
+
+/** SQLSTATE classes and codes that mean the database cannot serve now but may again soon. */
+function isUnavailableState(code: string): boolean {
+  return (
+    code.startsWith("08") || // connection exception
+    code === "57P01" || // admin_shutdown
+    code === "57P02" || // crash_shutdown
+    code === "57P03" || // cannot_connect_now (starting up, recovering)
+    code === "53300" || // too_many_connections
+    code === "25006" // read_only_sql_transaction: a standby after a failover that has not finished
+  );
+}
+
+function isTimeout(err: Error): boolean {
+  return /timeout|timed out/i.test(err.message) || (err as { code?: string }).code === "57014";
+}
+
+/**
+ * Maps a `pg` error to a StorageError saying what to do. `where` names the database without
+ * its password (host:port/db), for the messages.
+ */
+export function postgresError(err: unknown, context: string, where: string): StorageError {
+  if (err instanceof StorageError) return err;
+  const error = err instanceof Error ? err : new Error(String(err));
+  const code = (error as { code?: string }).code ?? "";
+  if (UNREACHABLE.has(code) || isUnavailableState(code) || /Connection terminated/i.test(error.message)) {
+    return new StorageError(
+      `${context}: PostgreSQL at ${where} is unavailable (${error.message}); the broker retries by itself, check that the database is running and reachable`,
+      "STORE_UNAVAILABLE",
+      { cause: err },
+    );
+  }
+  if (isTimeout(error)) {
+    return new StorageError(
+      `${context}: PostgreSQL at ${where} did not answer in time (${error.message}); it may be overloaded or unreachable`,
+      "STORE_UNAVAILABLE",
+      { cause: err },
+    );
+  }
+  if (code === "28P01" || code === "28000") {
+    return new StorageError(
+      `${context}: PostgreSQL at ${where} refused the login (${error.message}); check the user and password in --postgres`,
+      "STORE_AUTH",
+      { cause: err },
+    );
+  }
+  if (code === "3D000") {
+    return new StorageError(
+      `${context}: ${error.message} at ${where}; create it (createdb) or fix the database name in --postgres`,
+      "STORE_UNAVAILABLE",
+      { cause: err },
+    );
+  }
+  if (code === "42501") {
+    return new StorageError(
+      `${context}: the PostgreSQL user lacks rights at ${where} (${error.message}); grant it CREATE on the database (or own the schema) and ALL on the mq9 tables`,
+      "STORE_NO_RIGHTS",
+      { cause: err },
+    );
+  }
+  return new StorageError(`${context}: ${error.message}`, "STORAGE_FAILED", { cause: err });
+}
+
+/** Whether a failed transaction may simply be run again (a serialization failure or deadlock). */
+export function isRetryable(err: unknown): boolean {
+  const code = (err as { code?: string }).code;
+  return code === "40001" || code === "40P01";
+}

@@ -1,0 +1,738 @@
+import { priorityRank } from "@mq9/protocol";
+import pg from "pg";
+import { type Logger, silentLogger } from "../../logger.js";
+import { PostgresRegistryStore } from "../../registry/postgres-registry-store.js";
+import { StorageError } from "../storage-error.js";
+import type {
+  AppendResult,
+  ClaimOptions,
+  MailboxRecord,
+  NewMessage,
+  PurgeResult,
+  QueryOptions,
+  ReadOptions,
+  StartPosition,
+  Store,
+  StoredMessage,
+} from "../store.js";
+import { ClusterLock } from "./cluster-lock.js";
+import {
+  insertMessages,
+  MESSAGE_COLUMNS,
+  type MessageInsert,
+  type MessageRow,
+  reserveIds,
+  storedMessage,
+  takeWithinBudget,
+} from "./message-rows.js";
+import { isRetryable, postgresError } from "./postgres-errors.js";
+import { migrate } from "./postgres-migrate.js";
+
+export interface PostgresStoreOptions {
+  /** `postgres://user:password@host:port/database` (libpq-style URL; `?sslmode=…` is honoured). */
+  url: string;
+  /** The PostgreSQL schema that holds mq9's tables; created when missing (default "mq9"). */
+  schema?: string;
+  /** Connections in the pool (default 10). */
+  poolSize?: number;
+  /** A query that takes longer fails (default 4000 ms, below the SDKs' 5 s request timeout). */
+  queryTimeoutMs?: number;
+  /** Giving up on a new connection (default 3000 ms). */
+  connectTimeoutMs?: number;
+  /** TLS to the database: CA and client certificates, as node's tls options take them. */
+  ssl?: pg.ClientConfig["ssl"];
+  logger?: Logger;
+}
+
+const LIVE_MESSAGE = "(m.expires_ms IS NULL OR m.expires_ms > $now)";
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+const DEADLOCK_RETRIES = 3;
+
+interface MailboxRow {
+  id: number;
+  address: string;
+  ttl_s: number;
+  description: string;
+  created_ms: number;
+  expires_ms: number | null;
+}
+
+interface GroupRow {
+  mbox: number;
+  cursor0: number;
+  cursor1: number;
+  cursor2: number;
+  delivered0: number;
+  delivered1: number;
+  delivered2: number;
+}
+
+/** int8 columns arrive as numbers: every id and time we keep fits in 2^53. */
+const types = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    oid === pg.types.builtins.INT8
+      ? (value: string) => Number(value)
+      : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig["getTypeParser"],
+};
+
+/** Replaces $now (and other $names) with positional parameters, so the SQL below reads. */
+function named(text: string, names: readonly string[]): string {
+  return text.replace(/\$([a-z][a-z0-9]*)/g, (whole, name: string) => {
+    const at = names.indexOf(name);
+    return at < 0 ? whole : `$${at + 1}`;
+  });
+}
+
+/** One mailbox, no keys, nothing delayed: what appendPlain takes. */
+function isPlainBatch(batch: readonly NewMessage[]): boolean {
+  const mailbox = batch[0]?.mailbox;
+  if (mailbox === undefined) return false;
+  for (const m of batch) {
+    if (m.mailbox !== mailbox || m.key !== undefined || m.dueMs !== undefined) return false;
+  }
+  return true;
+}
+
+/** Where the database is, for messages: host:port/database, never the password. */
+function describeUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.hostname}:${parsed.port || "5432"}${parsed.pathname}`;
+  } catch {
+    return "the configured database";
+  }
+}
+
+/**
+ * The shared store for clusters: every mailbox, message, group, lease and ACK is a row in
+ * PostgreSQL, so any number of brokers can serve the same mailboxes. Each method is one
+ * transaction; a SEND batch (the engine's group commit) is one transaction, answered after
+ * its COMMIT. Leases are rows claimed under the group's row lock, so two members of a group
+ * never hold the same unexpired lease, whichever nodes they are on. Passes
+ * test/store-conformance.ts against a real PostgreSQL.
+ */
+export class PostgresStore implements Store {
+  private readonly where: string;
+  private readonly background: ClusterLock;
+  private closed = false;
+
+  private constructor(
+    private readonly pool: pg.Pool,
+    private readonly clientConfig: pg.ClientConfig,
+    readonly schema: string,
+    private readonly logger: Logger,
+    url: string,
+  ) {
+    this.where = describeUrl(url);
+    this.background = new ClusterLock(clientConfig, `mq9:${schema}:expiry`, logger, "expiry");
+  }
+
+  /** Connects, creates or migrates the schema, and returns the store; fails with a StorageError saying why. */
+  static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
+    const schema = options.schema ?? "mq9";
+    if (!SCHEMA_NAME.test(schema)) {
+      throw new StorageError(
+        `bad PostgreSQL schema name ${JSON.stringify(schema)}: use lower-case letters, digits and _`,
+        "STORE_CONFIG",
+      );
+    }
+    const logger = options.logger ?? silentLogger;
+    const clientConfig: pg.ClientConfig = {
+      connectionString: options.url,
+      ssl: options.ssl,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 3_000,
+      query_timeout: options.queryTimeoutMs ?? 4_000,
+      options: `-c search_path=${schema}`,
+      application_name: "mq9",
+      types,
+    };
+    const pool = new pg.Pool({ ...clientConfig, max: options.poolSize ?? 10, keepAlive: true });
+    // An idle connection the server dropped: the pool replaces it, the next query reports it.
+    pool.on("error", (err) => logger.warn({ err }, "postgres: an idle connection failed"));
+    const where = describeUrl(options.url);
+    try {
+      const client = await pool.connect();
+      try {
+        await migrate(client, schema, logger);
+      } finally {
+        client.release();
+      }
+    } catch (err) {
+      await pool.end().catch(() => {});
+      throw postgresError(err, `cannot open the PostgreSQL store (schema ${schema})`, where);
+    }
+    return new PostgresStore(pool, clientConfig, schema, logger, options.url);
+  }
+
+  async createMailbox(record: MailboxRecord, nowMs: number): Promise<boolean> {
+    return this.transaction("cannot create the mailbox", async (c) => {
+      // An expired mailbox is replaced, and its counter carried on: ids are never given out twice.
+      const old = await c.query<{ next_id: number }>(
+        "DELETE FROM mailboxes WHERE address = $1 AND expires_ms IS NOT NULL AND expires_ms <= $2 RETURNING next_id",
+        [record.address, nowMs],
+      );
+      const inserted = await c.query(
+        `INSERT INTO mailboxes (address, ttl_s, description, created_ms, expires_ms, next_id)
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (address) DO NOTHING RETURNING id`,
+        [
+          record.address,
+          record.ttlSeconds,
+          record.desc,
+          record.createdMs,
+          record.expiresMs ?? null,
+          old.rows[0]?.next_id ?? 0,
+        ],
+      );
+      return inserted.rowCount === 1;
+    });
+  }
+
+  async getMailbox(address: string, nowMs: number): Promise<MailboxRecord | undefined> {
+    const { rows } = await this.run<MailboxRow>("cannot read the mailbox", {
+      name: "mq9-get-mailbox",
+      text: "SELECT * FROM mailboxes WHERE address = $1 AND (expires_ms IS NULL OR expires_ms > $2)",
+      values: [address, nowMs],
+    });
+    const row = rows[0];
+    if (!row) return undefined;
+    return {
+      address: row.address,
+      ttlSeconds: row.ttl_s,
+      desc: row.description,
+      createdMs: row.created_ms,
+      expiresMs: row.expires_ms ?? undefined,
+    };
+  }
+
+  async append(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
+    if (isPlainBatch(batch)) return this.appendPlain(batch, nowMs);
+    // Ids each mailbox must hand out (delayed messages take theirs when they are due).
+    const counts = new Map<string, number>();
+    for (const m of batch)
+      counts.set(m.mailbox, (counts.get(m.mailbox) ?? 0) + (m.dueMs === undefined ? 1 : 0));
+    return this.transaction("cannot store the message", async (c) => {
+      const boxes = await this.lockForAppend(c, counts, nowMs);
+      const next = new Map<string, number>();
+      for (const [address, box] of boxes) next.set(address, box.first);
+      const rows: MessageInsert[] = [];
+      const delayed: (MessageInsert & { dueMs: number })[] = [];
+      const outcome = batch.map((m): AppendResult => {
+        const box = boxes.get(m.mailbox);
+        if (!box) return { missingMailbox: true };
+        const row: MessageInsert = {
+          mbox: box.id,
+          id: -1,
+          priority: priorityRank[m.priority],
+          key: m.key ?? null,
+          tags: m.tags ? JSON.stringify(m.tags) : null,
+          header: m.header ?? null,
+          payload: m.payload,
+          createdMs: m.sentMs,
+          expiresMs: m.expiresMs ?? null,
+        };
+        if (m.dueMs !== undefined) {
+          delayed.push({ ...row, dueMs: m.dueMs });
+          return { id: -1 };
+        }
+        const id = next.get(m.mailbox) ?? 0;
+        next.set(m.mailbox, id + 1);
+        row.id = id;
+        rows.push(row);
+        return { id };
+      });
+      if (rows.length > 0) await insertMessages(c, rows);
+      if (delayed.length > 0) await this.insertDelayed(c, delayed);
+      return outcome;
+    });
+  }
+
+  async nextMessageId(mailbox: string): Promise<number> {
+    const { rows } = await this.run<{ next_id: number }>("cannot read the mailbox", {
+      name: "mq9-next-id",
+      text: "SELECT next_id FROM mailboxes WHERE address = $1",
+      values: [mailbox],
+    });
+    return rows[0]?.next_id ?? 0;
+  }
+
+  async firstIdCreatedAtOrAfter(mailbox: string, createdMs: number): Promise<number> {
+    const { rows } = await this.run<{ next_id: number; first: number | null }>("cannot read the mailbox", {
+      text: `SELECT b.next_id, (SELECT min(msg_id) FROM messages m WHERE m.mbox = b.id AND m.created_ms >= $2) AS first
+             FROM mailboxes b WHERE b.address = $1`,
+      values: [mailbox, createdMs],
+    });
+    const row = rows[0];
+    if (!row) return 0;
+    return row.first ?? row.next_id;
+  }
+
+  async read(mailbox: string, start: StartPosition, options: ReadOptions): Promise<StoredMessage[]> {
+    const perClass = (rank: number) =>
+      `(SELECT ${MESSAGE_COLUMNS} FROM messages m
+        WHERE m.mbox = (SELECT id FROM box) AND m.priority = ${rank} AND m.msg_id >= $from
+          AND ${LIVE_MESSAGE} AND m.created_ms >= $since ORDER BY m.msg_id LIMIT $limit)`;
+    const { rows } = await this.run<MessageRow>("cannot read messages", {
+      name: "mq9-read",
+      text: named(
+        `WITH box AS (SELECT id FROM mailboxes WHERE address = $address AND (expires_ms IS NULL OR expires_ms > $now))
+         ${[0, 1, 2].map(perClass).join(" UNION ALL ")} ORDER BY priority, msg_id`,
+        ["address", "now", "from", "since", "limit"],
+      ),
+      values: [mailbox, options.nowMs, start.fromId, start.fromCreatedMs ?? 0, options.limit],
+    });
+    return takeWithinBudget(rows, options.limit, options.maxBytes).map(storedMessage);
+  }
+
+  async hasGroup(mailbox: string, group: string): Promise<boolean> {
+    const { rows } = await this.run("cannot read the group", {
+      name: "mq9-has-group",
+      text: "SELECT 1 FROM groups g JOIN mailboxes b ON b.id = g.mbox WHERE b.address = $1 AND g.name = $2",
+      values: [mailbox, group],
+    });
+    return rows.length > 0;
+  }
+
+  async claim(mailbox: string, group: string, options: ClaimOptions): Promise<StoredMessage[]> {
+    const { nowMs, limit } = options;
+    return this.transaction("cannot fetch messages", async (c) => {
+      // Creates the group, or locks its row: claims and ACKs of one group take turns, cluster-wide.
+      const from = options.start.fromId;
+      const locked = await c.query<GroupRow & { batch: number }>({
+        name: "mq9-claim-group",
+        text: `INSERT INTO groups (mbox, name, cursor0, cursor1, cursor2, delivered0, delivered1, delivered2, next_batch)
+               SELECT id, $2, $3::bigint, $3::bigint, $3::bigint, $3::bigint - 1, $3::bigint - 1, $3::bigint - 1, 1 FROM mailboxes
+               WHERE address = $1 AND (expires_ms IS NULL OR expires_ms > $4)
+               ON CONFLICT (mbox, name) DO UPDATE SET
+                 next_batch = groups.next_batch + 1,
+                 cursor0 = CASE WHEN $5::boolean THEN excluded.cursor0 ELSE groups.cursor0 END,
+                 cursor1 = CASE WHEN $5::boolean THEN excluded.cursor1 ELSE groups.cursor1 END,
+                 cursor2 = CASE WHEN $5::boolean THEN excluded.cursor2 ELSE groups.cursor2 END,
+                 delivered0 = CASE WHEN $5::boolean THEN excluded.delivered0 ELSE groups.delivered0 END,
+                 delivered1 = CASE WHEN $5::boolean THEN excluded.delivered1 ELSE groups.delivered1 END,
+                 delivered2 = CASE WHEN $5::boolean THEN excluded.delivered2 ELSE groups.delivered2 END
+               RETURNING mbox, cursor0, cursor1, cursor2, delivered0, delivered1, delivered2, next_batch - 1 AS batch`,
+        values: [mailbox, group, from, nowMs, options.reset],
+      });
+      const state = locked.rows[0];
+      if (!state) return [];
+      if (options.reset) {
+        await c.query("DELETE FROM deliveries WHERE mbox = $1 AND grp = $2", [state.mbox, group]);
+      }
+      // Past the highest id handed out, plus what an expired lease gave back; every other live
+      // message between the cursor and that id is leased or ACKed (it has a delivery row).
+      const fresh = (rank: number) =>
+        `(SELECT ${MESSAGE_COLUMNS} FROM messages m
+          WHERE m.mbox = $mbox AND m.priority = ${rank} AND m.msg_id > $d${rank} AND ${LIVE_MESSAGE}
+          ORDER BY m.msg_id LIMIT $limit)`;
+      const { rows } = await c.query<MessageRow>({
+        name: "mq9-claim",
+        text: named(
+          `${[0, 1, 2].map(fresh).join(" UNION ALL ")}
+           UNION ALL
+           (SELECT ${MESSAGE_COLUMNS.replace(/(^|, )/g, "$1m.")} FROM deliveries d
+              JOIN messages m ON m.mbox = d.mbox AND m.msg_id = d.msg_id
+            WHERE d.mbox = $mbox AND d.grp = $grp AND NOT d.acked AND d.lease_until_ms <= $now AND ${LIVE_MESSAGE}
+            ORDER BY d.priority, d.msg_id LIMIT $limit)
+           ORDER BY priority, msg_id`,
+          ["mbox", "d0", "d1", "d2", "now", "limit", "grp"],
+        ),
+        values: [state.mbox, state.delivered0, state.delivered1, state.delivered2, nowMs, limit, group],
+      });
+      const taken = takeWithinBudget(rows, limit, options.maxBytes);
+      if (taken.length === 0) return [];
+      const delivered = [state.delivered0, state.delivered1, state.delivered2];
+      for (const row of taken) delivered[row.priority] = Math.max(delivered[row.priority], row.msg_id);
+      // The leases and the group's new high-water marks in one statement.
+      await c.query({
+        name: "mq9-lease",
+        text: `WITH leased AS (
+                 INSERT INTO deliveries (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked)
+                 SELECT $1, $2, msg_id, priority, $3, pos, $4, false
+                 FROM unnest($5::bigint[], $6::smallint[]) WITH ORDINALITY AS t(msg_id, priority, pos)
+                 ON CONFLICT (mbox, grp, msg_id) DO UPDATE
+                   SET batch = excluded.batch, pos = excluded.pos, lease_until_ms = excluded.lease_until_ms)
+               UPDATE groups SET delivered0 = $7, delivered1 = $8, delivered2 = $9 WHERE mbox = $1 AND name = $2`,
+        values: [
+          state.mbox,
+          group,
+          state.batch,
+          nowMs + options.leaseMs,
+          taken.map((r) => r.msg_id),
+          taken.map((r) => r.priority),
+          ...delivered,
+        ],
+      });
+      return taken.map(storedMessage);
+    });
+  }
+
+  async ack(mailbox: string, group: string, msgId: number, nowMs: number): Promise<boolean> {
+    return this.transaction("cannot acknowledge the message", async (c) => {
+      const locked = await c.query<GroupRow>({
+        name: "mq9-ack-group",
+        text: `SELECT g.mbox, g.cursor0, g.cursor1, g.cursor2, g.delivered0, g.delivered1, g.delivered2
+               FROM groups g JOIN mailboxes b ON b.id = g.mbox
+               WHERE b.address = $1 AND (b.expires_ms IS NULL OR b.expires_ms > $3) AND g.name = $2
+               FOR UPDATE OF g`,
+        values: [mailbox, group, nowMs],
+      });
+      const state = locked.rows[0];
+      if (!state) return false;
+      const cursors = [state.cursor0, state.cursor1, state.cursor2];
+      const target = await c.query<{ batch: number; pos: number }>({
+        name: "mq9-ack-target",
+        text: "SELECT batch, pos FROM deliveries WHERE mbox = $1 AND grp = $2 AND msg_id = $3 AND NOT acked",
+        values: [state.mbox, group, msgId],
+      });
+      const leased = target.rows[0];
+      if (!leased) return this.wasAcked(c, state, group, msgId, cursors);
+      // Where the cursors go once the message and every one before it in its claim are ACKed:
+      // to the lowest live message still in flight, or past the highest one handed out.
+      const inFlight = await c.query<{ priority: number; lowest: number }>({
+        name: "mq9-in-flight",
+        text: `SELECT d.priority, min(d.msg_id) AS lowest FROM deliveries d
+               JOIN messages m ON m.mbox = d.mbox AND m.msg_id = d.msg_id
+               WHERE d.mbox = $1 AND d.grp = $2 AND NOT d.acked AND NOT (d.batch = $4 AND d.pos <= $5)
+                 AND (m.expires_ms IS NULL OR m.expires_ms > $3)
+               GROUP BY d.priority`,
+        values: [state.mbox, group, nowMs, leased.batch, leased.pos],
+      });
+      const next = [state.delivered0 + 1, state.delivered1 + 1, state.delivered2 + 1];
+      for (const row of inFlight.rows) next[row.priority] = Math.min(next[row.priority], row.lowest);
+      for (let rank = 0; rank < 3; rank++) next[rank] = Math.max(next[rank], cursors[rank]);
+      // Rows the cursors pass are deleted (ACKed ones among them need no mark); the covered rows
+      // above them are marked ACKed, so they are not delivered again.
+      await c.query({
+        name: "mq9-ack",
+        text: `WITH passed AS (
+                 DELETE FROM deliveries WHERE mbox = $1 AND grp = $2
+                   AND ((priority = 0 AND msg_id < $3) OR (priority = 1 AND msg_id < $4) OR (priority = 2 AND msg_id < $5))),
+               marked AS (
+                 UPDATE deliveries SET acked = true
+                 WHERE mbox = $1 AND grp = $2 AND batch = $6 AND pos <= $7 AND NOT acked
+                   AND NOT ((priority = 0 AND msg_id < $3) OR (priority = 1 AND msg_id < $4) OR (priority = 2 AND msg_id < $5)))
+               UPDATE groups SET cursor0 = $3, cursor1 = $4, cursor2 = $5
+               WHERE mbox = $1 AND name = $2 AND (cursor0, cursor1, cursor2) IS DISTINCT FROM ($3, $4, $5)`,
+        values: [state.mbox, group, ...next, leased.batch, leased.pos],
+      });
+      return true;
+    });
+  }
+
+  async query(mailbox: string, options: QueryOptions): Promise<StoredMessage[]> {
+    if (options.limit <= 0) return [];
+    const where = ["m.mbox = b.id", LIVE_MESSAGE];
+    const names = ["address", "now", "limit"];
+    const values: unknown[] = [mailbox, options.nowMs, options.limit];
+    if (options.key !== undefined) {
+      where.push("m.msg_key = $key");
+      names.push("key");
+      values.push(options.key);
+    }
+    if (options.createdFromMs !== undefined) {
+      where.push("m.created_ms >= $since");
+      names.push("since");
+      values.push(options.createdFromMs);
+    }
+    if (options.tags !== undefined) {
+      where.push("m.tags ?| $tags::text[]");
+      names.push("tags");
+      values.push(options.tags);
+    }
+    const { rows } = await this.run<MessageRow>("cannot query messages", {
+      text: named(
+        `SELECT ${MESSAGE_COLUMNS.replace(/(^|, )/g, "$1m.")} FROM mailboxes b, messages m
+         WHERE b.address = $address AND (b.expires_ms IS NULL OR b.expires_ms > $now) AND ${where.join(" AND ")}
+         ORDER BY m.msg_id DESC LIMIT $limit`,
+        names,
+      ),
+      values,
+    });
+    return rows.reverse().map(storedMessage);
+  }
+
+  async deleteMessage(mailbox: string, msgId: number): Promise<boolean> {
+    const { rows } = await this.run<{ deleted: number }>("cannot delete the message", {
+      name: "mq9-delete",
+      text: `WITH gone AS (
+               DELETE FROM messages m USING mailboxes b
+               WHERE b.address = $1 AND m.mbox = b.id AND m.msg_id = $2 RETURNING m.mbox, m.msg_id),
+             leases AS (DELETE FROM deliveries d USING gone WHERE d.mbox = gone.mbox AND d.msg_id = gone.msg_id)
+             SELECT count(*)::int AS deleted FROM gone`,
+      values: [mailbox, msgId],
+    });
+    return (rows[0]?.deleted ?? 0) > 0;
+  }
+
+  /**
+   * Every node may promote: each due row is taken by one of them (SKIP LOCKED), so a delayed
+   * message appears once, at its time, whichever node stored it.
+   */
+  async promoteDue(nowMs: number): Promise<string[]> {
+    return this.transaction("cannot promote delayed messages", async (c) => {
+      const due = await c.query<MessageInsert & { due_ms: number; did: number; address: string }>({
+        name: "mq9-take-due",
+        text: `WITH taken AS (
+                 DELETE FROM delayed WHERE id IN (
+                   SELECT id FROM delayed WHERE due_ms <= $1 ORDER BY due_ms, id LIMIT 1000 FOR UPDATE SKIP LOCKED)
+                 RETURNING *)
+               SELECT t.id AS did, t.mbox, t.due_ms, t.priority, t.msg_key AS key, t.tags::text AS tags, t.header,
+                      t.payload, t.expires_ms AS "expiresMs", b.address
+               FROM taken t JOIN mailboxes b ON b.id = t.mbox ORDER BY t.due_ms, t.id`,
+        values: [nowMs],
+      });
+      if (due.rows.length === 0) return [];
+      const counts = new Map<number, number>();
+      for (const row of due.rows) counts.set(row.mbox, (counts.get(row.mbox) ?? 0) + 1);
+      const first = await reserveIds(c, counts);
+      const rows: MessageInsert[] = [];
+      const addresses = new Set<string>();
+      for (const row of due.rows) {
+        const id = first.get(row.mbox);
+        if (id === undefined) continue;
+        first.set(row.mbox, id + 1);
+        addresses.add(row.address);
+        rows.push({
+          mbox: row.mbox,
+          id,
+          priority: row.priority,
+          key: row.key,
+          tags: row.tags,
+          header: row.header,
+          payload: row.payload,
+          createdMs: nowMs,
+          expiresMs: row.expiresMs,
+        });
+      }
+      if (rows.length > 0) await insertMessages(c, rows);
+      return [...addresses];
+    });
+  }
+
+  async nextDueMs(): Promise<number | undefined> {
+    const { rows } = await this.run<{ due: number | null }>("cannot read delayed messages", {
+      name: "mq9-next-due",
+      text: "SELECT min(due_ms) AS due FROM delayed",
+      values: [],
+    });
+    return rows[0]?.due ?? undefined;
+  }
+
+  /** Done by one node of the cluster at a time: the holder of the expiry advisory lock. */
+  async purgeExpired(nowMs: number): Promise<PurgeResult> {
+    if (!(await this.background.held())) return { mailboxes: [], messages: 0 };
+    return this.transaction("cannot purge expired data", async (c) => {
+      const boxes = await c.query<{ address: string }>(
+        "DELETE FROM mailboxes WHERE expires_ms IS NOT NULL AND expires_ms <= $1 RETURNING address",
+        [nowMs],
+      );
+      const messages = await c.query<{ n: number }>(
+        `WITH gone AS (DELETE FROM messages WHERE expires_ms IS NOT NULL AND expires_ms <= $1 RETURNING mbox, msg_id),
+              leases AS (DELETE FROM deliveries d USING gone WHERE d.mbox = gone.mbox AND d.msg_id = gone.msg_id)
+         SELECT count(*)::int AS n FROM gone`,
+        [nowMs],
+      );
+      return { mailboxes: boxes.rows.map((r) => r.address), messages: messages.rows[0]?.n ?? 0 };
+    });
+  }
+
+  /**
+   * The cluster's agent registry in the same database and schema, over this store's pool; `node`
+   * names this process (it embeds the skills of the REGISTERs it takes). Close it before the store.
+   */
+  openRegistryStore(node: string): Promise<PostgresRegistryStore> {
+    return PostgresRegistryStore.open({
+      pool: this.pool,
+      clientConfig: this.clientConfig,
+      schema: this.schema,
+      node,
+      logger: this.logger,
+      where: this.where,
+    });
+  }
+
+  /**
+   * A cluster-wide lock for once-per-cluster work of higher layers (e.g. the orchestrator): one
+   * holder at a time, released by PostgreSQL when the holder's connection ends.
+   */
+  clusterLock(name: string, what: string): ClusterLock {
+    return new ClusterLock(this.clientConfig, `mq9:${this.schema}:${name}`, this.logger, what);
+  }
+
+  /** Whether the database answers; for /healthz. */
+  async ping(): Promise<boolean> {
+    try {
+      await this.pool.query("SELECT 1");
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.background.close();
+    await this.pool.end();
+  }
+
+  /**
+   * The usual batch (one mailbox, no key, nothing delayed) in one statement and one round trip:
+   * the counter's row lock is held until the statement's own commit, so ids still become
+   * visible in order. Payloads travel as binary parameters.
+   */
+  private async appendPlain(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
+    const values: unknown[] = [batch[0].mailbox, batch.length, nowMs];
+    const rows = batch.map((m, i) => {
+      const at = values.length;
+      values.push(
+        priorityRank[m.priority],
+        m.tags ? JSON.stringify(m.tags) : null,
+        m.header ?? null,
+        m.payload,
+        m.sentMs,
+        m.expiresMs ?? null,
+      );
+      return `(${i}, $${at + 1}::smallint, $${at + 2}::jsonb, $${at + 3}::bytea, $${at + 4}::bytea, $${at + 5}::bigint, $${at + 6}::bigint)`;
+    });
+    const { rows: first } = await this.run<{ first: number }>("cannot store the message", {
+      text: `WITH box AS (
+               UPDATE mailboxes SET next_id = next_id + $2
+               WHERE address = $1 AND (expires_ms IS NULL OR expires_ms > $3) RETURNING id, next_id - $2 AS first),
+             added AS (
+               INSERT INTO messages (mbox, msg_id, priority, msg_key, tags, header, payload, created_ms, expires_ms)
+               SELECT box.id, box.first + t.ord, t.priority, NULL, t.tags, t.header, t.payload, t.created_ms, t.expires_ms
+               FROM box, (VALUES ${rows.join(", ")}) AS t(ord, priority, tags, header, payload, created_ms, expires_ms))
+             SELECT first FROM box`,
+      values,
+    });
+    const start = first[0]?.first;
+    if (start === undefined) return batch.map(() => ({ missingMailbox: true }));
+    return batch.map((_, i) => ({ id: start + i }));
+  }
+
+  /** Locks the batch's live mailboxes and reserves their ids; by address, with each one's first id. */
+  private async lockForAppend(
+    c: pg.PoolClient,
+    counts: ReadonlyMap<string, number>,
+    nowMs: number,
+  ): Promise<Map<string, { id: number; first: number }>> {
+    const addresses = [...counts.keys()];
+    const found = new Map<string, { id: number; first: number }>();
+    if (addresses.length === 1) {
+      // The usual batch: one mailbox, one row lock, one statement.
+      const n = counts.get(addresses[0]) ?? 0;
+      const { rows } = await c.query<{ id: number; first: number }>({
+        name: "mq9-reserve-one",
+        text: `UPDATE mailboxes SET next_id = next_id + $2
+               WHERE address = $1 AND (expires_ms IS NULL OR expires_ms > $3) RETURNING id, next_id - $2 AS first`,
+        values: [addresses[0], n, nowMs],
+      });
+      if (rows[0]) found.set(addresses[0], rows[0]);
+      return found;
+    }
+    const { rows } = await c.query<{ id: number; address: string }>({
+      name: "mq9-live-mailboxes",
+      text: "SELECT id, address FROM mailboxes WHERE address = ANY($1::text[]) AND (expires_ms IS NULL OR expires_ms > $2)",
+      values: [addresses, nowMs],
+    });
+    const byId = new Map<number, number>();
+    for (const row of rows) byId.set(row.id, counts.get(row.address) ?? 0);
+    const first = await reserveIds(c, byId);
+    for (const row of rows) {
+      const id = first.get(row.id);
+      if (id !== undefined) found.set(row.address, { id: row.id, first: id });
+    }
+    return found;
+  }
+
+  private async insertDelayed(
+    c: pg.PoolClient,
+    rows: readonly (MessageInsert & { dueMs: number })[],
+  ): Promise<void> {
+    await c.query({
+      name: "mq9-insert-delayed",
+      text: `INSERT INTO delayed (mbox, due_ms, priority, msg_key, tags, header, payload, expires_ms)
+             SELECT mbox, due_ms, priority, msg_key, tags::jsonb, header, payload, expires_ms
+             FROM unnest($1::bigint[], $2::bigint[], $3::smallint[], $4::text[], $5::text[], $6::bytea[], $7::bytea[], $8::bigint[])
+               AS t(mbox, due_ms, priority, msg_key, tags, header, payload, expires_ms)`,
+      values: [
+        rows.map((r) => r.mbox),
+        rows.map((r) => r.dueMs),
+        rows.map((r) => r.priority),
+        rows.map((r) => r.key),
+        rows.map((r) => r.tags),
+        rows.map((r) => r.header),
+        rows.map((r) => r.payload),
+        rows.map((r) => r.expiresMs),
+      ],
+    });
+  }
+
+  /** An ACK that changed nothing succeeds when the message was ACKed already (a row, or below its cursor). */
+  private async wasAcked(
+    c: pg.PoolClient,
+    state: GroupRow,
+    group: string,
+    msgId: number,
+    cursors: readonly number[],
+  ): Promise<boolean> {
+    const { rows } = await c.query<{ acked: boolean | null; priority: number | null }>({
+      name: "mq9-ack-state",
+      text: `SELECT (SELECT acked FROM deliveries WHERE mbox = $1 AND grp = $2 AND msg_id = $3) AS acked,
+                    (SELECT priority FROM messages WHERE mbox = $1 AND msg_id = $3) AS priority`,
+      values: [state.mbox, group, msgId],
+    });
+    const row = rows[0];
+    if (row?.acked === true) return true;
+    if (row?.acked === false) return false;
+    if (row?.priority !== null && row?.priority !== undefined) return msgId < cursors[row.priority];
+    return msgId < Math.min(...cursors);
+  }
+
+  /** One statement outside a transaction, its failure mapped to a StorageError. */
+  private async run<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    context: string,
+    config: pg.QueryConfig,
+  ): Promise<pg.QueryResult<R>> {
+    this.assertOpen();
+    try {
+      return await this.pool.query<R>(config);
+    } catch (err) {
+      throw postgresError(err, context, this.where);
+    }
+  }
+
+  /** Runs `body` in one transaction (again, on a deadlock); answered only once COMMIT returned. */
+  private async transaction<T>(context: string, body: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    this.assertOpen();
+    for (let attempt = 1; ; attempt++) {
+      let client: pg.PoolClient;
+      try {
+        client = await this.pool.connect();
+      } catch (err) {
+        throw postgresError(err, context, this.where);
+      }
+      let broken: Error | undefined;
+      try {
+        await client.query("BEGIN");
+        const result = await body(client);
+        await client.query("COMMIT");
+        return result;
+      } catch (err) {
+        await client.query("ROLLBACK").catch((rollbackFailed: Error) => {
+          broken = rollbackFailed;
+        });
+        if (attempt < DEADLOCK_RETRIES && isRetryable(err)) continue;
+        throw postgresError(err, context, this.where);
+      } finally {
+        // A connection that could not even roll back is not given to the next caller.
+        client.release(broken);
+      }
+    }
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new StorageError("the PostgreSQL store is closed", "STORE_CLOSED");
+  }
+}

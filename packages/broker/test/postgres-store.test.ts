@@ -1,0 +1,137 @@
+import { describe, expect, it } from "vitest";
+import { PostgresStore } from "../src/store/postgres/postgres-store.js";
+import type { Store } from "../src/store/store.js";
+import { freshSchema, postgresMissing, usePrivatePostgres } from "./postgres-harness.js";
+import { storeConformance } from "./store-conformance.js";
+
+const missing = postgresMissing();
+
+describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${missing})` : ""}`, () => {
+  const db = usePrivatePostgres();
+  const schemaOf = new WeakMap<Store, string>();
+
+  storeConformance("postgres", {
+    async open() {
+      const schema = freshSchema();
+      const store = await PostgresStore.open({ url: db.pg.url, schema, poolSize: 4 });
+      schemaOf.set(store, schema);
+      return store;
+    },
+    async reopen(previous) {
+      const schema = schemaOf.get(previous)!;
+      await previous.close();
+      const store = await PostgresStore.open({ url: db.pg.url, schema, poolSize: 4 });
+      schemaOf.set(store, schema);
+      return store;
+    },
+  });
+
+  describe("two brokers on one schema", () => {
+    const T0 = 1_800_000_000_000;
+    const body = (s: string) => new TextEncoder().encode(s);
+    const openTwo = async () => {
+      const schema = freshSchema();
+      const a = await PostgresStore.open({ url: db.pg.url, schema, poolSize: 4 });
+      const b = await PostgresStore.open({ url: db.pg.url, schema, poolSize: 4 });
+      await a.createMailbox({ address: "box", ttlSeconds: 0, desc: "", createdMs: T0 }, T0);
+      return { a, b };
+    };
+
+    it("concurrent SEND batches through both get distinct ids, each mailbox's in a gap-free run", async () => {
+      const { a, b } = await openTwo();
+      const batch = (n: number, from: string) =>
+        Array.from({ length: n }, (_, i) => ({
+          mailbox: "box",
+          priority: "normal" as const,
+          payload: body(`${from}${i}`),
+          sentMs: T0,
+        }));
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a : b).append(batch(5, `s${i}-`), T0)),
+      );
+      const ids = results.flat().map((r) => ("id" in r ? r.id : -2));
+      expect([...ids].sort((x, y) => x - y)).toEqual(Array.from({ length: 100 }, (_, i) => i));
+      expect(await b.nextMessageId("box")).toBe(100);
+      await Promise.all([a.close(), b.close()]);
+    });
+
+    it("competing claims of one group through both never hand out the same message", async () => {
+      const { a, b } = await openTwo();
+      const messages = Array.from({ length: 200 }, (_, i) => ({
+        mailbox: "box",
+        priority: (["critical", "urgent", "normal"] as const)[i % 3],
+        payload: body(`m${i}`),
+        sentMs: T0,
+      }));
+      await a.append(messages, T0);
+      const claim = {
+        limit: 7,
+        maxBytes: 1 << 20,
+        nowMs: T0,
+        start: { fromId: 0 },
+        reset: false,
+        leaseMs: 30_000,
+      };
+      const seen: number[] = [];
+      const member = async (store: PostgresStore) => {
+        for (;;) {
+          const got = await store.claim("box", "g", claim);
+          if (got.length === 0) return;
+          for (const m of got) seen.push(m.id);
+          if (got.length % 2 === 0) await store.ack("box", "g", got[got.length - 1].id, T0);
+        }
+      };
+      await Promise.all([member(a), member(b), member(a), member(b)]);
+      expect(seen.length).toBe(200);
+      expect(new Set(seen).size).toBe(200);
+      await Promise.all([a.close(), b.close()]);
+    });
+
+    it("expiry runs on the lock holder only, and passes to the other when the holder closes", async () => {
+      const { a, b } = await openTwo();
+      await a.createMailbox(
+        { address: "tmp", ttlSeconds: 1, desc: "", createdMs: T0, expiresMs: T0 + 1000 },
+        T0,
+      );
+      await a.createMailbox(
+        { address: "tmp2", ttlSeconds: 1, desc: "", createdMs: T0, expiresMs: T0 + 1000 },
+        T0,
+      );
+      expect(await a.purgeExpired(T0)).toEqual({ mailboxes: [], messages: 0 });
+      expect(await b.purgeExpired(T0 + 1000)).toEqual({ mailboxes: [], messages: 0 });
+      expect(await b.getMailbox("tmp", T0)).toBeDefined();
+      await a.close();
+      const purged = await b.purgeExpired(T0 + 1000);
+      expect(purged.mailboxes.sort()).toEqual(["tmp", "tmp2"]);
+      await b.close();
+    });
+  });
+
+  it("refuses a schema written by a newer mq9 instead of misreading it", async () => {
+    const schema = freshSchema();
+    const store = await PostgresStore.open({ url: db.pg.url, schema });
+    await store.close();
+    await db.pg.query(`UPDATE ${schema}.mq9_schema_version SET version = 99`);
+    await expect(PostgresStore.open({ url: db.pg.url, schema })).rejects.toThrow(
+      /written by a newer mq9 \(format 99, this one reads up to 2\)/,
+    );
+  });
+
+  it("an unreachable database is a clear error naming where it looked", async () => {
+    const url = db.pg.url.replace(`:${db.pg.port}/`, ":1/");
+    await expect(PostgresStore.open({ url, schema: freshSchema() })).rejects.toMatchObject({
+      code: "STORE_UNAVAILABLE",
+      message: expect.stringMatching(/PostgreSQL at 127\.0\.0\.1:1\/mq9 is unavailable/),
+    });
+  });
+
+  it("a user without rights gets an error that says which grant is missing", async () => {
+    await db.pg.query("CREATE ROLE weak LOGIN");
+    await db.pg.query("REVOKE CREATE ON DATABASE mq9 FROM PUBLIC");
+    const url = db.pg.url.replace("postgres@", "weak@");
+    await expect(PostgresStore.open({ url, schema: freshSchema() })).rejects.toMatchObject({
+      code: "STORE_NO_RIGHTS",
+      message: expect.stringMatching(/lacks rights .*grant it CREATE on the database/),
+    });
+  });
+});

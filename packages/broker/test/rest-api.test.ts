@@ -1,0 +1,612 @@
+import { Subjects } from "@mq9/protocol";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestBroker, type TestBroker, texts } from "./harness.js";
+import { RestContract } from "./rest-contract.js";
+
+const box = "rest.box";
+const b64 = (text: string) => Buffer.from(text).toString("base64");
+
+describe("REST API v1 against its OpenAPI document", () => {
+  let t: TestBroker;
+  let base: string;
+  let contract: RestContract;
+  beforeAll(async () => {
+    t = await startTestBroker({ http: { port: 0 } });
+    base = `http://127.0.0.1:${t.broker.http!.port}`;
+    const document = await (await fetch(`${base}/api/v1/openapi.json`)).json();
+    contract = new RestContract(document, base);
+  });
+  afterAll(() => t.close());
+
+  it("the document is OpenAPI 3.1 with the mailbox, message, agent and metrics routes", async () => {
+    expect(contract.document).toMatchObject({ openapi: "3.1.0" });
+    const keys = contract.operations().map((o) => o.key);
+    for (const key of [
+      "GET /api/v1/mailboxes",
+      "POST /api/v1/mailboxes",
+      "GET /api/v1/mailboxes/{address}",
+      "DELETE /api/v1/mailboxes/{address}",
+      "POST /api/v1/mailboxes/{address}/messages",
+      "GET /api/v1/mailboxes/{address}/peek",
+      "POST /api/v1/mailboxes/{address}/fetch",
+      "POST /api/v1/mailboxes/{address}/ack",
+      "DELETE /api/v1/mailboxes/{address}/messages/{msg_id}",
+      "GET /api/v1/agents",
+      "POST /api/v1/agents/discover",
+      "GET /api/v1/metrics/summary",
+      "GET /api/v1/stream",
+    ]) {
+      expect(keys).toContain(key);
+    }
+  });
+
+  it("mailboxes: create, list with depth per priority, get with groups, purge, delete", async () => {
+    const c = contract;
+    await c.check({
+      method: "POST",
+      path: "/api/v1/mailboxes",
+      url: "/api/v1/mailboxes",
+      body: { name: box, ttl: 0 },
+      status: 201,
+    });
+    // The protocol's own texts: the same as a NATS client gets.
+    const nats = await t.request(Subjects.mailboxCreate, { name: box });
+    await c.check({
+      method: "POST",
+      path: "/api/v1/mailboxes",
+      url: "/api/v1/mailboxes",
+      body: { name: box },
+      status: 409,
+      error: nats.error,
+    });
+    await c.check({
+      method: "POST",
+      path: "/api/v1/mailboxes",
+      url: "/api/v1/mailboxes",
+      body: { name: "Bad Name" },
+      status: 400,
+      error: "name may only contain lowercase letters, digits, and dots",
+    });
+    await c.check({
+      method: "POST",
+      path: "/api/v1/mailboxes",
+      url: "/api/v1/mailboxes",
+      body: { ttl: -1 },
+      status: 400,
+      error: /^invalid request: body.ttl: /,
+    });
+    await c.check({
+      method: "POST",
+      path: "/api/v1/mailboxes",
+      url: "/api/v1/mailboxes",
+      rawBody: "{not json",
+      status: 400,
+      error: /not JSON/,
+    });
+    const generated = await c.check({
+      method: "POST",
+      path: "/api/v1/mailboxes",
+      url: "/api/v1/mailboxes",
+      body: {},
+      status: 201,
+    });
+    expect((generated.body as { mail_address: string }).mail_address).toMatch(/^[0-9a-v]{26}$/);
+
+    await t.request(Subjects.send(box), "n1");
+    await t.request(Subjects.send(box), "c1", { headers: { "mq9-priority": "critical" } });
+    await t.request(Subjects.send(box), "later", { headers: { "mq9-delay": "3600" } });
+    const list = await c.check({
+      method: "GET",
+      path: "/api/v1/mailboxes",
+      url: "/api/v1/mailboxes?search=rest",
+      status: 200,
+    });
+    const mailboxes = (list.body as { mailboxes: Record<string, unknown>[] }).mailboxes;
+    expect(mailboxes.map((m) => m.mail_address)).toEqual([box]);
+    expect(mailboxes[0]).toMatchObject({
+      depth: { critical: 1, urgent: 0, normal: 1 },
+      messages: 2,
+      delayed: 1,
+      bytes: expect.any(Number),
+    });
+    await c.check({
+      method: "GET",
+      path: "/api/v1/mailboxes",
+      url: "/api/v1/mailboxes?limit=0",
+      status: 400,
+      error: /^invalid request: query.limit/,
+    });
+
+    await t.request(Subjects.fetch(box), {
+      group_name: "workers",
+      deliver: "earliest",
+      config: { num_msgs: 1 },
+    });
+    const detail = await c.check({
+      method: "GET",
+      path: "/api/v1/mailboxes/{address}",
+      url: `/api/v1/mailboxes/${box}`,
+      status: 200,
+    });
+    expect((detail.body as { groups: unknown[] }).groups).toEqual([{ name: "workers", lag: 2, leased: 1 }]);
+    await c.check({
+      method: "GET",
+      path: "/api/v1/mailboxes/{address}",
+      url: "/api/v1/mailboxes/no.such",
+      status: 404,
+      error: "mailbox no.such does not exist",
+    });
+    await c.check({
+      method: "GET",
+      path: "/api/v1/mailboxes/{address}",
+      url: `/api/v1/mailboxes/${"x".repeat(300)}`,
+      status: 400,
+      error: /params.address/,
+    });
+
+    await c.check({
+      method: "POST",
+      path: "/api/v1/mailboxes",
+      url: "/api/v1/mailboxes",
+      body: { name: "rest.gone" },
+      status: 201,
+    });
+    await t.request(Subjects.send("rest.gone"), "x");
+    const purged = await c.check({
+      method: "POST",
+      path: "/api/v1/mailboxes/{address}/purge",
+      url: "/api/v1/mailboxes/rest.gone/purge",
+      status: 200,
+    });
+    expect(purged.body).toEqual({ purged: 1 });
+    expect(texts(await t.request(Subjects.query("rest.gone"), {}))).toEqual([]);
+    await c.check({
+      method: "POST",
+      path: "/api/v1/mailboxes/{address}/purge",
+      url: "/api/v1/mailboxes/no.such/purge",
+      status: 404,
+      error: "mailbox no.such does not exist",
+    });
+    await c.check({
+      method: "POST",
+      path: "/api/v1/mailboxes/{address}/purge",
+      url: `/api/v1/mailboxes/${"x".repeat(300)}/purge`,
+      status: 400,
+    });
+    await c.check({
+      method: "DELETE",
+      path: "/api/v1/mailboxes/{address}",
+      url: "/api/v1/mailboxes/rest.gone",
+      status: 200,
+    });
+    expect((await t.request(Subjects.send("rest.gone"), "x")).error).toBe("mailbox rest.gone does not exist");
+    await c.check({
+      method: "DELETE",
+      path: "/api/v1/mailboxes/{address}",
+      url: "/api/v1/mailboxes/rest.gone",
+      status: 404,
+      error: "mailbox rest.gone does not exist",
+    });
+    await c.check({
+      method: "DELETE",
+      path: "/api/v1/mailboxes/{address}",
+      url: `/api/v1/mailboxes/${"x".repeat(300)}`,
+      status: 400,
+    });
+  });
+
+  it("messages: send with options, peek, query, fetch and ack in a group, delete", async () => {
+    const c = contract;
+    const address = "rest.msgs";
+    await c.check({
+      method: "POST",
+      path: "/api/v1/mailboxes",
+      url: "/api/v1/mailboxes",
+      body: { name: address },
+      status: 201,
+    });
+    const url = `/api/v1/mailboxes/${address}/messages`;
+    const path = "/api/v1/mailboxes/{address}/messages";
+    const sent = await c.check({
+      method: "POST",
+      path,
+      url,
+      body: {
+        payload: "hello",
+        priority: "urgent",
+        key: "k1",
+        tags: ["red", "blue"],
+        ttl: 3600,
+        headers: { "x-app": "1" },
+      },
+      status: 201,
+    });
+    const msgId = (sent.body as { msg_id: number }).msg_id;
+    await c.check({
+      method: "POST",
+      path,
+      url,
+      body: { payload: b64("\u0000\u0001bin"), encoding: "base64" },
+      status: 201,
+    });
+    const delayed = await c.check({
+      method: "POST",
+      path,
+      url,
+      body: { payload: "soon", delay: 3600 },
+      status: 201,
+    });
+    expect(delayed.body).toEqual({ msg_id: -1 });
+    await c.check({
+      method: "POST",
+      path,
+      url,
+      body: { payload: "x", priority: "high" },
+      status: 400,
+      error: /^invalid request: body.priority/,
+    });
+    await c.check({
+      method: "POST",
+      path,
+      url,
+      body: { payload: "x", key: "a\r\nmq9-priority: critical" },
+      status: 400,
+      error: /line breaks/,
+    });
+    await c.check({
+      method: "POST",
+      path,
+      url,
+      body: { payload: "%%", encoding: "base64" },
+      status: 400,
+      error: /base64/,
+    });
+    await c.check({ method: "POST", path, url, body: {}, status: 400, error: /body.payload/ });
+    const missing = await t.request(Subjects.send("no.such"), "x");
+    await c.check({
+      method: "POST",
+      path,
+      url: "/api/v1/mailboxes/no.such/messages",
+      body: { payload: "x" },
+      status: 404,
+      error: missing.error,
+    });
+
+    // What NATS clients see of a message sent over HTTP: the same options, the same header map.
+    const nats = await t.request<{ messages: Record<string, unknown>[] }>(Subjects.query(address), {
+      key: "k1",
+    });
+    expect(nats.messages[0]).toMatchObject({
+      msg_id: msgId,
+      priority: "urgent",
+      key: "k1",
+      tags: ["red", "blue"],
+      headers: { "x-app": "1", "mq9-priority": "urgent" },
+    });
+
+    const peekPath = "/api/v1/mailboxes/{address}/peek";
+    const peeked = await c.check({
+      method: "GET",
+      path: peekPath,
+      url: `/api/v1/mailboxes/${address}/peek?limit=10`,
+      status: 200,
+    });
+    const peekedItems = (peeked.body as { messages: { payload: string }[] }).messages;
+    expect(peekedItems.map((m) => Buffer.from(m.payload, "base64").toString())).toEqual([
+      "hello",
+      "\u0000\u0001bin",
+    ]);
+    // Peeking consumed nothing: a group still gets both.
+    await c.check({
+      method: "GET",
+      path: peekPath,
+      url: `/api/v1/mailboxes/${address}/peek?limit=abc`,
+      status: 400,
+      error: /query.limit/,
+    });
+    await c.check({
+      method: "GET",
+      path: peekPath,
+      url: "/api/v1/mailboxes/no.such/peek",
+      status: 404,
+      error: "mailbox no.such does not exist",
+    });
+
+    const queried = await c.check({ method: "GET", path, url: `${url}?tags=blue`, status: 200 });
+    expect((queried.body as { messages: unknown[] }).messages).toHaveLength(1);
+    await c.check({ method: "GET", path, url: `${url}?since=-1`, status: 400 });
+
+    const fetchPath = "/api/v1/mailboxes/{address}/fetch";
+    const fetched = await c.check({
+      method: "POST",
+      path: fetchPath,
+      url: `/api/v1/mailboxes/${address}/fetch`,
+      body: { group_name: "g", deliver: "earliest", config: { num_msgs: 10, max_wait_ms: 0 } },
+      status: 200,
+    });
+    const items = (fetched.body as { messages: { msg_id: number }[] }).messages;
+    expect(items).toHaveLength(2);
+    await c.check({
+      method: "POST",
+      path: fetchPath,
+      url: `/api/v1/mailboxes/${address}/fetch`,
+      body: { deliver: "sometime" },
+      status: 400,
+      error: /body.deliver/,
+    });
+    const ackPath = "/api/v1/mailboxes/{address}/ack";
+    await c.check({
+      method: "POST",
+      path: ackPath,
+      url: `/api/v1/mailboxes/${address}/ack`,
+      body: { group_name: "g", msg_id: items[1].msg_id },
+      status: 200,
+    });
+    const again = await t.request(Subjects.fetch(address), { group_name: "g", config: { max_wait_ms: 0 } });
+    expect(texts(again)).toEqual([]);
+    await c.check({
+      method: "POST",
+      path: ackPath,
+      url: `/api/v1/mailboxes/${address}/ack`,
+      body: { group_name: "g", msg_id: 999999 },
+      status: 404,
+      error: "message not found",
+    });
+    await c.check({
+      method: "POST",
+      path: ackPath,
+      url: `/api/v1/mailboxes/${address}/ack`,
+      body: { msg_id: 1 },
+      status: 400,
+      error: /body.group_name/,
+    });
+
+    const delPath = "/api/v1/mailboxes/{address}/messages/{msg_id}";
+    await c.check({ method: "DELETE", path: delPath, url: `${url}/${msgId}`, status: 200 });
+    await c.check({
+      method: "DELETE",
+      path: delPath,
+      url: `${url}/${msgId}`,
+      status: 404,
+      error: "message not found",
+    });
+    await c.check({
+      method: "DELETE",
+      path: delPath,
+      url: `${url}/abc`,
+      status: 400,
+      error: "invalid msg_id: abc",
+    });
+  });
+
+  it("agents: list with heartbeat status, get one, discover by tag and text with scores", async () => {
+    const c = contract;
+    await t.request(Subjects.agentRegister, {
+      name: "translator",
+      mailbox: "agents.translator",
+      payload: "translates English to French",
+      tags: ["lang"],
+      ttl: 60,
+    });
+    await t.request(Subjects.agentRegister, {
+      name: "summarizer",
+      mailbox: "agents.summarizer",
+      payload: "summarizes long documents",
+    });
+    const listed = await c.check({
+      method: "GET",
+      path: "/api/v1/agents",
+      url: "/api/v1/agents",
+      status: 200,
+    });
+    const agents = (listed.body as { agents: Record<string, unknown>[] }).agents;
+    expect(agents.map((a) => [a.name, a.online])).toEqual([
+      ["summarizer", false],
+      ["translator", true],
+    ]);
+    expect(agents[1]._last_seen).toEqual(expect.any(Number));
+    await c.check({ method: "GET", path: "/api/v1/agents", url: "/api/v1/agents?online=yes", status: 400 });
+    const one = await c.check({
+      method: "GET",
+      path: "/api/v1/agents/{mailbox}",
+      url: "/api/v1/agents/agents.translator",
+      status: 200,
+    });
+    expect(one.body).toMatchObject({
+      name: "translator",
+      payload: "translates English to French",
+      online: true,
+    });
+    await c.check({
+      method: "GET",
+      path: "/api/v1/agents/{mailbox}",
+      url: "/api/v1/agents/nobody",
+      status: 404,
+      error: "agent not found",
+    });
+    await c.check({
+      method: "GET",
+      path: "/api/v1/agents/{mailbox}",
+      url: "/api/v1/agents/%20",
+      status: 404,
+    });
+
+    const path = "/api/v1/agents/discover";
+    const byText = await c.check({
+      method: "POST",
+      path,
+      url: path,
+      body: { mode: "text", query: "french" },
+      status: 200,
+    });
+    const hits = (byText.body as { agents: Record<string, unknown>[] }).agents;
+    expect(hits.map((a) => a.name)).toEqual(["translator"]);
+    expect(hits[0]._score).toEqual(expect.any(Number));
+    const byTag = await c.check({
+      method: "POST",
+      path,
+      url: path,
+      body: { mode: "tag", tags: ["lang"] },
+      status: 200,
+    });
+    expect((byTag.body as { agents: { name: string }[] }).agents.map((a) => a.name)).toEqual(["translator"]);
+    await c.check({
+      method: "POST",
+      path,
+      url: path,
+      body: { mode: "semantic" },
+      status: 400,
+      error: /body.query/,
+    });
+    await c.check({
+      method: "POST",
+      path,
+      url: path,
+      body: { mode: "fuzzy", query: "x" },
+      status: 400,
+      error: /body.mode/,
+    });
+  });
+
+  it("metrics: summary, history and the live stream", async () => {
+    const c = contract;
+    const summary = await c.check({
+      method: "GET",
+      path: "/api/v1/metrics/summary",
+      url: "/api/v1/metrics/summary",
+      status: 200,
+    });
+    expect(summary.body).toMatchObject({
+      registry: true,
+      now: { mailboxes: expect.any(Number), connections: 1 },
+    });
+    await c.check({
+      method: "GET",
+      path: "/api/v1/metrics/history",
+      url: "/api/v1/metrics/history",
+      status: 200,
+    });
+    await c.check({ method: "GET", path: "/api/v1/auth", url: "/api/v1/auth", status: 200 });
+    await c.check({ method: "GET", path: "/api/v1/openapi.json", url: "/api/v1/openapi.json", status: 200 });
+
+    const aborted = new AbortController();
+    const res = await fetch(`${base}/api/v1/stream`, { signal: aborted.signal });
+    expect(res.headers.get("content-type")).toBe("text/event-stream");
+    const reader = res.body!.getReader();
+    let text = "";
+    while (!text.includes("event: sample")) text += new TextDecoder().decode((await reader.read()).value);
+    aborted.abort();
+    const data = text.split("\n").find((line) => line.startsWith("data: "))!;
+    expect(JSON.parse(data.slice(6))).toMatchObject({
+      messages: expect.any(Number),
+      sends_per_s: expect.any(Number),
+    });
+    c.covered.set("GET /api/v1/stream", new Set([200]));
+  });
+
+  it("every route of the document was called, and given bad input where it documents 400", () => {
+    expect(contract.uncovered()).toEqual([]);
+  });
+});
+
+describe("REST API v1 with the registry off", () => {
+  it("agent routes answer 503 with the reason; the rest works", async () => {
+    const t = await startTestBroker({ registry: false, http: { port: 0 } });
+    try {
+      const base = `http://127.0.0.1:${t.broker.http!.port}`;
+      const res = await fetch(`${base}/api/v1/agents`);
+      expect(res.status).toBe(503);
+      expect(await res.json()).toEqual({
+        code: "REGISTRY_OFF",
+        error: expect.stringMatching(/registry is turned off/),
+      });
+      const summary = await (await fetch(`${base}/api/v1/metrics/summary`)).json();
+      expect(summary).toMatchObject({ registry: false, now: { agents: null } });
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe("REST API v1 with a token", () => {
+  it("refuses calls without it (but tells the login page the scheme), accepts them with it", async () => {
+    const t = await startTestBroker({ auth: { token: "s3cret" }, http: { port: 0 } });
+    try {
+      const base = `http://127.0.0.1:${t.broker.http!.port}`;
+      const refused = await fetch(`${base}/api/v1/mailboxes`);
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get("www-authenticate")).toBe('Bearer realm="mq9"');
+      const fromPage = await fetch(`${base}/api/v1/mailboxes`, { headers: { "x-mq9-dashboard": "1" } });
+      expect(fromPage.status).toBe(401);
+      expect(fromPage.headers.get("www-authenticate")).toBeNull();
+      expect(await (await fetch(`${base}/api/v1/auth`)).json()).toEqual({
+        required: true,
+        schemes: ["bearer"],
+      });
+      const document = await (
+        await fetch(`${base}/api/v1/openapi.json`, { headers: { authorization: "Bearer s3cret" } })
+      ).json();
+      const contract = new RestContract(document, base, { authorization: "Bearer s3cret" });
+      await contract.check({
+        method: "GET",
+        path: "/api/v1/mailboxes",
+        url: "/api/v1/mailboxes",
+        status: 200,
+      });
+      const anonymous = new RestContract(document, base);
+      await anonymous.check({
+        method: "GET",
+        path: "/api/v1/mailboxes",
+        url: "/api/v1/mailboxes",
+        status: 401,
+      });
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe("REST API v1 with users", () => {
+  it("runs mq9 calls as the admin who made the request, and refuses other users", async () => {
+    const t = await startTestBroker({
+      auth: {
+        users: [
+          { user: "admin", password: "a-pass", admin: true },
+          { user: "bob", password: "b-pass" },
+        ],
+      },
+      http: { port: 0 },
+    });
+    try {
+      const base = `http://127.0.0.1:${t.broker.http!.port}`;
+      const as = (user: string, password: string) => ({
+        authorization: `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`,
+        "content-type": "application/json",
+      });
+      expect(await (await fetch(`${base}/api/v1/auth`)).json()).toEqual({
+        required: true,
+        schemes: ["basic"],
+      });
+      const created = await fetch(`${base}/api/v1/mailboxes`, {
+        method: "POST",
+        headers: as("admin", "a-pass"),
+        body: JSON.stringify({ name: "admin.box" }),
+      });
+      expect(created.status).toBe(201);
+      const sent = await fetch(`${base}/api/v1/mailboxes/admin.box/messages`, {
+        method: "POST",
+        headers: as("admin", "a-pass"),
+        body: JSON.stringify({ payload: "hi" }),
+      });
+      expect(sent.status).toBe(201);
+      const peeked = await (
+        await fetch(`${base}/api/v1/mailboxes/admin.box/peek`, { headers: as("admin", "a-pass") })
+      ).json();
+      expect(peeked.messages).toHaveLength(1);
+      const refused = await fetch(`${base}/api/v1/mailboxes`, { headers: as("bob", "b-pass") });
+      expect(refused.status).toBe(403);
+    } finally {
+      await t.close();
+    }
+  });
+});

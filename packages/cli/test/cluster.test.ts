@@ -1,0 +1,410 @@
+import type { NatsConnection } from "nats";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  answered,
+  clusterMissing,
+  connectTo,
+  eventually,
+  ids,
+  type Mq9NodeProcess,
+  mq9Client,
+  type NatsClusterProcesses,
+  type PostgresProcess,
+  payloads,
+  type Reply,
+  startNats,
+  startNode,
+  startPostgres,
+} from "./cluster-harness.js";
+
+const missing = clusterMissing();
+
+// Three nats-servers with routes, one PostgreSQL, three mq9 nodes: a attached to n1, b to n2,
+// c to n3. NATS hands each request to one member of the queue group, any node: the tests read the
+// nodes' /metrics to see which node answered what.
+describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing})` : ""}`, () => {
+  let nats: NatsClusterProcesses;
+  let pg: PostgresProcess;
+  const nodes: Record<string, Mq9NodeProcess> = {};
+  const conns: NatsConnection[] = [];
+  let viaA: ReturnType<typeof mq9Client>;
+  let viaB: ReturnType<typeof mq9Client>;
+  let viaAny: ReturnType<typeof mq9Client>;
+
+  const client = async (servers: string[]) => {
+    const nc = await connectTo(servers);
+    conns.push(nc);
+    return nc;
+  };
+  const startNamed = async (nodeId: string, server: number) => {
+    nodes[nodeId] = await startNode({ nodeId, nats: [nats.urls[server]], postgres: pg.url });
+  };
+
+  beforeAll(async () => {
+    [nats, pg] = await Promise.all([startNats(3), startPostgres()]);
+    await Promise.all([startNamed("a", 0), startNamed("b", 1), startNamed("c", 2)]);
+    viaA = mq9Client(await client([nats.urls[0]]));
+    viaB = mq9Client(await client([nats.urls[1]]));
+    viaAny = mq9Client(await client(nats.urls));
+  }, 240_000);
+
+  afterAll(async () => {
+    await Promise.all(conns.map((nc) => nc.close().catch(() => {})));
+    await Promise.all(Object.values(nodes).map((node) => node.stop()));
+    await nats?.stop();
+    await pg?.stop();
+  }, 120_000);
+
+  it("protocol — a plain nats client gets one broker's behaviour through any server", async () => {
+    expect(await viaA("$mq9.AI.MAILBOX.CREATE", { name: "proto", ttl: 3600 })).toEqual({
+      error: "",
+      mail_address: "proto",
+    });
+    expect((await viaB("$mq9.AI.MAILBOX.CREATE", { name: "proto" })).error).toMatch(/exists/);
+    const send = (via: typeof viaA, body: string, headers?: Record<string, string>) =>
+      via("$mq9.AI.MSG.SEND.proto", body, { headers });
+    expect(await send(viaA, "n0")).toEqual({ error: "", msg_id: 0 });
+    expect(await send(viaB, "u1", { "mq9-priority": "urgent" })).toEqual({ error: "", msg_id: 1 });
+    expect(await send(viaAny, "c2", { "mq9-priority": "critical", "mq9-tags": "x,y" })).toEqual({
+      error: "",
+      msg_id: 2,
+    });
+    await send(viaA, "k-old", { "mq9-key": "status" });
+    await send(viaB, "k-new", { "mq9-key": "status" });
+    expect(await send(viaB, "later", { "mq9-delay": "1" })).toEqual({ error: "", msg_id: -1 });
+    const all = await viaB("$mq9.AI.MSG.FETCH.proto", { deliver: "earliest" });
+    expect(payloads(all)).toEqual(["c2", "u1", "n0", "k-new"]);
+    expect(payloads(await viaA("$mq9.AI.MSG.QUERY.proto", { tags: ["y"] }))).toEqual(["c2"]);
+    expect(payloads(await viaA("$mq9.AI.MSG.QUERY.proto", { key: "status" }))).toEqual(["k-new"]);
+    expect(await viaA("$mq9.AI.MSG.DELETE.proto.0", "")).toEqual({ error: "", deleted: true });
+    expect((await viaB("$mq9.AI.MSG.DELETE.proto.0", "")).error).toMatch(/not found/i);
+    // The delayed message is promoted by whichever node's timer comes first, once.
+    const later = await eventually(async () => {
+      const reply = await viaB("$mq9.AI.MSG.QUERY.proto", {});
+      return payloads(reply).includes("later") ? reply : undefined;
+    });
+    expect(payloads(later).filter((p) => p === "later")).toHaveLength(1);
+    expect((await viaA("$mq9.AI.MSG.SEND.nope", "x")).error).toMatch(/not found|does not exist/i);
+    expect((await viaA("$mq9.AI.MAILBOX.CREATE", "{bad json")).error).not.toBe("");
+    expect((await viaB("$mq9.AI.NO.SUCH", {})).error).not.toBe("");
+  });
+
+  /** Requests of `op` each node has answered so far. */
+  const counts = async (op: string) =>
+    Object.fromEntries(
+      await Promise.all(Object.entries(nodes).map(async ([id, n]) => [id, await answered(n, op)])),
+    );
+  const servedBy = (before: Record<string, number>, after: Record<string, number>) =>
+    Object.keys(after).filter((id) => after[id] > before[id]);
+
+  it("fetch — a long-poll on one node wakes on a SEND stored through another", async () => {
+    await viaA("$mq9.AI.MAILBOX.CREATE", { name: "wake" });
+    const maxWaitMs = 4_000;
+    // NATS picks the queue-group member per request: repeat until the FETCH and the SEND went to
+    // different nodes (two in three tries do), checking every time that the wake came at once.
+    let crossNode = 0;
+    for (let trial = 0; trial < 12 && crossNode < 2; trial++) {
+      const fetchesBefore = await counts("msg.fetch");
+      const sendsBefore = await counts("msg.send");
+      const started = Date.now();
+      const poll = viaA("$mq9.AI.MSG.FETCH.wake", { group_name: "g", config: { max_wait_ms: maxWaitMs } });
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await viaB("$mq9.AI.MSG.SEND.wake", `ping${trial}`)).msg_id).toBe(trial);
+      const reply = await poll;
+      // Woken by the announcement, not by its own deadline (which would also find the message).
+      expect(Date.now() - started).toBeLessThan(maxWaitMs);
+      expect(payloads(reply)).toEqual([`ping${trial}`]);
+      await viaA("$mq9.AI.MSG.ACK.wake", { group_name: "g", msg_id: trial });
+      const fetchedOn = servedBy(fetchesBefore, await counts("msg.fetch"));
+      const sentOn = servedBy(sendsBefore, await counts("msg.send"));
+      expect(fetchedOn).toHaveLength(1);
+      expect(sentOn).toHaveLength(1);
+      if (fetchedOn[0] !== sentOn[0]) crossNode++;
+    }
+    expect(crossNode).toBe(2);
+  });
+
+  it("groups — competing consumers across nodes never share a lease; independent groups get everything", async () => {
+    await viaAny("$mq9.AI.MAILBOX.CREATE", { name: "work" });
+    const total = 300;
+    for (let i = 0; i < total; i += 50) {
+      await Promise.all(Array.from({ length: 50 }, (_, j) => viaAny("$mq9.AI.MSG.SEND.work", `w${i + j}`)));
+    }
+    const consumers = [viaA, viaB, viaAny, viaA, viaB, viaAny];
+    const fetchesBefore = await counts("msg.fetch");
+    const seen: number[] = [];
+    await Promise.all(
+      consumers.map(async (via) => {
+        let empty = 0;
+        while (empty < 2) {
+          const reply = await via("$mq9.AI.MSG.FETCH.work", {
+            group_name: "workers",
+            deliver: "earliest",
+            config: { num_msgs: 10, max_wait_ms: 200 },
+          });
+          const got = ids(reply);
+          if (got.length === 0) {
+            empty++;
+            continue;
+          }
+          empty = 0;
+          seen.push(...got);
+          expect(
+            await via("$mq9.AI.MSG.ACK.work", { group_name: "workers", msg_id: got[got.length - 1] }),
+          ).toEqual({
+            error: "",
+          });
+        }
+      }),
+    );
+    expect(seen).toHaveLength(total);
+    expect(new Set(seen).size).toBe(total);
+    // The group's claims really were spread over the nodes.
+    expect(servedBy(fetchesBefore, await counts("msg.fetch")).length).toBeGreaterThanOrEqual(2);
+    for (const group of ["audit-1", "audit-2"]) {
+      const got: number[] = [];
+      for (;;) {
+        const reply = await viaAny("$mq9.AI.MSG.FETCH.work", {
+          group_name: group,
+          deliver: "earliest",
+          config: { num_msgs: 100, max_wait_ms: 0 },
+        });
+        if (ids(reply).length === 0) break;
+        got.push(...ids(reply));
+        await viaAny("$mq9.AI.MSG.ACK.work", { group_name: group, msg_id: got[got.length - 1] });
+      }
+      expect(got.sort((x, y) => x - y)).toEqual(Array.from({ length: total }, (_, i) => i));
+    }
+  });
+
+  it("registry — a REGISTER through one node is discovered through every node; TTL expiry happens once", async () => {
+    const names = (reply: Reply) => ((reply.agents ?? []) as { name: string }[]).map((a) => a.name);
+    const discoverBefore = await counts("agent.discover");
+    expect(
+      await viaA("$mq9.AI.AGENT.REGISTER", {
+        name: "cluster-translator",
+        mailbox: "translator.inbox",
+        payload: "translates cluster documents",
+        tags: ["language"],
+      }),
+    ).toEqual({ error: "" });
+    await eventually(
+      async () => names(await viaB("$mq9.AI.AGENT.DISCOVER", { text: "translates" })).length === 1,
+    );
+    // Every node answers over the whole registry: twelve DISCOVERs spread over the nodes all find it.
+    await eventually(
+      async () => {
+        const replies = await Promise.all(
+          Array.from({ length: 12 }, () => viaAny("$mq9.AI.AGENT.DISCOVER", { tags: ["language"] })),
+        );
+        return replies.every((r) => names(r).includes("cluster-translator"));
+      },
+      10_000,
+      "every node to know the registration",
+    );
+    expect(servedBy(discoverBefore, await counts("agent.discover")).length).toBeGreaterThanOrEqual(2);
+
+    await viaB("$mq9.AI.AGENT.REGISTER", {
+      name: "short-lived",
+      mailbox: "short.inbox",
+      payload: "gone soon",
+      ttl: 1,
+    });
+    await eventually(
+      async () => {
+        const replies = await Promise.all(
+          Array.from({ length: 6 }, () => viaAny("$mq9.AI.AGENT.DISCOVER", {})),
+        );
+        return replies.every((r) => !names(r).includes("short-lived"));
+      },
+      20_000,
+      "the expired registration to vanish everywhere",
+    );
+    await eventually(
+      async () =>
+        (await pg.query("SELECT count(*) FROM mq9.registry_removals WHERE mailbox = 'short.inbox'")) === "1",
+      20_000,
+      "the purge",
+    );
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(await pg.query("SELECT count(*) FROM mq9.registry_removals WHERE mailbox = 'short.inbox'")).toBe(
+      "1",
+    );
+  });
+
+  it("orchestrator — runs on one node at a time; when that node dies another takes it over", async () => {
+    const withOrchestrator = ["--orchestrator", "on"];
+    const [o1, o2] = await Promise.all(
+      ["o1", "o2"].map((nodeId, i) =>
+        startNode({ nodeId, nats: [nats.urls[i]], postgres: pg.url, args: withOrchestrator }),
+      ),
+    );
+    const tasksStatus = async (node: Mq9NodeProcess) =>
+      (await fetch(`http://127.0.0.1:${node.httpPort}/api/tasks`).catch(() => undefined))?.status;
+    const leaders = async () => {
+      const statuses = await Promise.all([o1, o2].map(tasksStatus));
+      return statuses.filter((s) => s === 200).length;
+    };
+    try {
+      await eventually(async () => (await leaders()) === 1, 60_000, "one orchestrator to start");
+      // It stays one: the other node keeps trying for the lock and does not get it.
+      await new Promise((r) => setTimeout(r, 4_500));
+      expect(await leaders()).toBe(1);
+      const [leader, follower] = (await tasksStatus(o1)) === 200 ? [o1, o2] : [o2, o1];
+      expect(await tasksStatus(follower)).toBe(503);
+      await leader.kill("SIGKILL");
+      await eventually(
+        async () => (await tasksStatus(follower)) === 200,
+        60_000,
+        "the other node to take over",
+      );
+    } finally {
+      await Promise.all([o1.stop(), o2.stop()]);
+    }
+  });
+
+  /** Sends `count` messages `inFlight` at a time; resolves with what each SEND got. */
+  const sendLoad = async (
+    via: typeof viaA,
+    mailbox: string,
+    count: number,
+    inFlight: number,
+    onProgress?: (acked: number) => void,
+  ) => {
+    const acked = new Map<string, number>();
+    const failed: string[] = [];
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: inFlight }, async () => {
+        while (next < count) {
+          const body = `m${next++}`;
+          try {
+            const reply = await via(`$mq9.AI.MSG.SEND.${mailbox}`, body);
+            if (reply.error === "" && typeof reply.msg_id === "number") acked.set(body, reply.msg_id);
+            else failed.push(body);
+          } catch {
+            failed.push(body);
+          }
+          onProgress?.(acked.size);
+        }
+      }),
+    );
+    return { acked, failed };
+  };
+
+  /** Every message of a mailbox, read through a fresh group. */
+  const everything = async (via: typeof viaA, mailbox: string) => {
+    const group = `verify-${Math.random().toString(36).slice(2)}`;
+    const stored: { id: number; body: string }[] = [];
+    for (;;) {
+      const reply: Reply = await via(`$mq9.AI.MSG.FETCH.${mailbox}`, {
+        group_name: group,
+        deliver: "earliest",
+        config: { num_msgs: 500, max_wait_ms: 0 },
+      });
+      const got = ids(reply);
+      if (got.length === 0) return stored;
+      for (const [i, body] of payloads(reply).entries()) stored.push({ id: got[i], body });
+      await via(`$mq9.AI.MSG.ACK.${mailbox}`, { group_name: group, msg_id: got[got.length - 1] });
+    }
+  };
+
+  const expectStoredOnce = (acked: Map<string, number>, stored: { id: number; body: string }[]) => {
+    const byBody = new Map<string, number[]>();
+    for (const { id, body } of stored) byBody.set(body, [...(byBody.get(body) ?? []), id]);
+    for (const [body, id] of acked) expect(byBody.get(body), body).toEqual([id]);
+    for (const [body, found] of byBody) expect(found, body).toHaveLength(1);
+    expect(new Set(stored.map((s) => s.id)).size).toBe(stored.length);
+  };
+
+  it("node death — kill -9 of a node under 64 SENDs in flight loses nothing acked; its leases come back", async () => {
+    await viaA("$mq9.AI.MAILBOX.CREATE", { name: "leases" });
+    for (const body of ["l0", "l1", "l2", "l3", "l4"]) await viaA("$mq9.AI.MSG.SEND.leases", body);
+    const leased = await viaA("$mq9.AI.MSG.FETCH.leases", {
+      group_name: "g",
+      deliver: "earliest",
+      config: { num_msgs: 5, lease_ms: 3_000, max_wait_ms: 0 },
+    });
+    expect(payloads(leased)).toEqual(["l0", "l1", "l2", "l3", "l4"]);
+    expect(await viaA("$mq9.AI.MSG.ACK.leases", { group_name: "g", msg_id: 1 })).toEqual({ error: "" });
+
+    await viaA("$mq9.AI.MAILBOX.CREATE", { name: "durable" });
+    let killed: Promise<void> | undefined;
+    const load = await sendLoad(viaA, "durable", 1_500, 64, (acked) => {
+      if (acked >= 300 && !killed) killed = nodes.a.kill("SIGKILL");
+    });
+    await killed;
+    expect(killed).toBeDefined();
+    // At most the SENDs in flight at the kill went unanswered; the survivors took the rest.
+    expect(load.failed.length).toBeLessThanOrEqual(64);
+    expect(load.acked.size).toBeGreaterThanOrEqual(1_500 - 64);
+    const stored = await everything(viaB, "durable");
+    expectStoredOnce(load.acked, stored);
+    // Whatever was stored of the unanswered ones is there once too (checked above); the rest is not there.
+    expect(stored.length).toBeLessThanOrEqual(1_500);
+
+    // a's leases on l2..l4 run out and go to a member on another node; l0 and l1 were ACKed.
+    const back = await eventually(async () => {
+      const reply = await viaB("$mq9.AI.MSG.FETCH.leases", {
+        group_name: "g",
+        config: { num_msgs: 10, max_wait_ms: 500 },
+      });
+      return ids(reply).length > 0 ? reply : undefined;
+    });
+    expect(payloads(back)).toEqual(["l2", "l3", "l4"]);
+    await startNamed("a", 0);
+  });
+
+  it("nats-server death — killing the server one node and some clients use, mid-load, loses nothing acked", async () => {
+    await viaAny("$mq9.AI.MAILBOX.CREATE", { name: "routes" });
+    const n3 = nats.servers[2];
+    let killed: Promise<void> | undefined;
+    const load = await sendLoad(viaAny, "routes", 1_000, 64, (acked) => {
+      if (acked >= 200 && !killed) killed = n3.kill();
+    });
+    await killed;
+    expect(load.acked.size).toBeGreaterThanOrEqual(1_000 - 64);
+    expectStoredOnce(load.acked, await everything(viaAny, "routes"));
+    n3.start();
+    await nats.waitForRoutes();
+    // Node c reconnects by itself and serves again.
+    await eventually(
+      async () => {
+        const health = (await (await fetch(`http://127.0.0.1:${nodes.c.httpPort}/healthz`)).json()) as {
+          nats: { connected: boolean };
+        };
+        return health.nats.connected;
+      },
+      30_000,
+      "node c to reconnect",
+    );
+  });
+
+  it("postgres down — requests fail with a clear error, the nodes recover by themselves, nothing acked is lost", async () => {
+    await viaAny("$mq9.AI.MAILBOX.CREATE", { name: "outage" });
+    const before = await sendLoad(viaAny, "outage", 100, 16);
+    expect(before.failed).toEqual([]);
+    await pg.pause();
+    const during = await viaB("$mq9.AI.MSG.SEND.outage", "during");
+    expect(during.error).toMatch(/PostgreSQL at 127\.0\.0\.1:\d+\/mq9 is unavailable/);
+    await eventually(
+      async () => (await fetch(`http://127.0.0.1:${nodes.b.httpPort}/healthz`)).status === 503,
+    );
+    await pg.start();
+    const after = await eventually(
+      async () => {
+        const reply = await viaB("$mq9.AI.MSG.SEND.outage", "after");
+        return reply.error === "" ? reply : undefined;
+      },
+      30_000,
+      "SENDs to succeed again",
+    );
+    expect(typeof after.msg_id).toBe("number");
+    await eventually(
+      async () => (await fetch(`http://127.0.0.1:${nodes.b.httpPort}/healthz`)).status === 200,
+    );
+    const stored = await everything(viaA, "outage");
+    for (const [body, id] of before.acked) expect(stored.find((s) => s.body === body)?.id).toBe(id);
+    expect(stored.map((s) => s.body)).not.toContain("during");
+  });
+});

@@ -1,0 +1,229 @@
+import { cpSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { connect, headers, type NatsConnection } from "nats";
+import type { Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startAgents } from "../../../examples/content-analysis/agents.js";
+import { type Browser, chromiumMissing, launchChromium } from "./browser-harness.js";
+import { type ServeProcess, spawnServe, tempDir } from "./cli-harness.js";
+
+const root = fileURLToPath(new URL("../../../", import.meta.url));
+const exampleTemplates = join(root, "examples/content-analysis/templates");
+const missing = chromiumMissing();
+const WAIT = { timeout: 20_000 };
+
+async function request(nc: NatsConnection, subject: string, body: unknown, h?: Record<string, string>) {
+  let natsHeaders: ReturnType<typeof headers> | undefined;
+  if (h) {
+    natsHeaders = headers();
+    for (const [k, v] of Object.entries(h)) natsHeaders.set(k, v);
+  }
+  const data = typeof body === "string" ? body : JSON.stringify(body);
+  const reply = await nc.request(subject, new TextEncoder().encode(data), {
+    timeout: 10_000,
+    headers: natsHeaders,
+  });
+  const parsed = JSON.parse(new TextDecoder().decode(reply.data));
+  expect(parsed.error).toBe("");
+  return parsed;
+}
+
+/** The text of a cell of the mailbox list, for a mailbox and a priority. */
+const depthCell = (page: Page, mailbox: string, priority: string) =>
+  page.locator(`tr[data-mailbox="${mailbox}"] td[data-col="${priority}"]`);
+
+describe.skipIf(missing !== undefined)(
+  `the dashboard in Chromium against mq9 serve${missing ? ` (skipped: ${missing})` : ""}`,
+  () => {
+    let served: ServeProcess;
+    let browser: Browser;
+    let page: Page;
+    let nc: NatsConnection;
+    let base: string;
+
+    beforeAll(async () => {
+      // The example's templates, and one file with a mistake the templates page must show.
+      const templates = join(tempDir(), "templates");
+      cpSync(exampleTemplates, templates, { recursive: true });
+      writeFileSync(
+        join(templates, "broken.yaml"),
+        "name: broken\nsteps:\n  - id: a\n    depends_on: [nowhere]\n",
+      );
+      served = await spawnServe(["--data", tempDir(), "--templates", templates]);
+      base = `http://127.0.0.1:${served.httpPort}`;
+      nc = await connect({ servers: `127.0.0.1:${served.port}` });
+      browser = await launchChromium();
+      page = await browser.context.newPage();
+    }, 60_000);
+    afterAll(async () => {
+      await browser?.close();
+      await nc?.close();
+      served?.child.kill("SIGTERM");
+      await served?.exited;
+    });
+
+    it("shows a mailbox created and filled over NATS without a reload, and peeks a message", async () => {
+      await page.goto(`${base}/#/mailboxes`);
+      await page.locator('[data-testid="live"]', { hasText: "live" }).waitFor(WAIT);
+      // Set on this page load: still there later means the page never reloaded.
+      await page.evaluate(() => {
+        (window as unknown as { loadedOnce: boolean }).loadedOnce = true;
+      });
+      await request(nc, "$mq9.AI.MAILBOX.CREATE", { name: "web.inbox", ttl: 0 });
+      await request(nc, "$mq9.AI.MSG.SEND.web.inbox", { order: 1, item: "book" });
+      await request(nc, "$mq9.AI.MSG.SEND.web.inbox", "stock is low", {
+        "mq9-priority": "critical",
+        "mq9-key": "alert",
+      });
+      await page.locator('tr[data-mailbox="web.inbox"]').waitFor(WAIT);
+      await page.waitForFunction(
+        () =>
+          document.querySelector('tr[data-mailbox="web.inbox"] td[data-col="critical"]')?.textContent === "1",
+        undefined,
+        WAIT,
+      );
+      expect(await depthCell(page, "web.inbox", "normal").textContent()).toBe("1");
+      await request(nc, "$mq9.AI.MSG.SEND.web.inbox", { order: 2, item: "pen" });
+      await page.waitForFunction(
+        () =>
+          document.querySelector('tr[data-mailbox="web.inbox"] td[data-col="normal"]')?.textContent === "2",
+        undefined,
+        WAIT,
+      );
+      expect(await page.evaluate(() => (window as unknown as { loadedOnce?: boolean }).loadedOnce)).toBe(
+        true,
+      );
+
+      await page.click('a[href="#/mailboxes/web.inbox"]');
+      // Peeked in delivery order: the critical one first.
+      const rows = page.locator('[data-testid="message-table"] tbody tr');
+      await rows.nth(2).waitFor(WAIT);
+      expect(await rows.first().textContent()).toContain("stock is low");
+      await page.click('[data-testid="message-table"] tr[data-msg-id="0"]');
+      const body = page.locator('[data-testid="payload-body"]');
+      await body.waitFor(WAIT);
+      expect(JSON.parse((await body.textContent()) ?? "")).toEqual({ order: 1, item: "book" });
+      await page.click('[data-testid="payload-view"] button:has-text("hex")');
+      expect(await body.textContent()).toMatch(/^000000 {2}7b 22 6f 72/);
+      // Peeking consumed nothing: a consumer group still gets all three.
+      const fetched = await request(nc, "$mq9.AI.MSG.FETCH.web.inbox", {
+        group_name: "g",
+        deliver: "earliest",
+        config: { num_msgs: 10, max_wait_ms: 0 },
+      });
+      expect(fetched.messages).toHaveLength(3);
+    });
+
+    it("finds an agent registered over NATS through the discovery box, with its score and card", async () => {
+      await request(nc, "$mq9.AI.AGENT.REGISTER", {
+        name: "translator",
+        mailbox: "web.translator",
+        payload: "Translates English text to French and German.",
+        tags: ["language"],
+        ttl: 60,
+      });
+      await page.goto(`${base}/#/agents`);
+      await page.locator('[data-testid="agent-table"] tr[data-agent="translator"]').waitFor(WAIT);
+      expect(await page.locator('tr[data-agent="translator"] .pill').textContent()).toBe("online");
+      const form = page.locator('[data-testid="discover-form"]');
+      await form.locator('select[name="mode"]').selectOption("text");
+      await form.locator('input[name="query"]').fill("french translation");
+      await form.locator('button[type="submit"]').click();
+      const hit = page.locator('[data-testid="discover-results"] tr[data-agent="translator"]');
+      await hit.waitFor(WAIT);
+      expect(Number(await hit.locator('td[data-col="score"]').textContent())).toBeGreaterThan(0);
+      await form.locator('select[name="mode"]').selectOption("tag");
+      await form.locator('input[name="query"]').fill("");
+      await form.locator('input[name="tags"]').fill("language");
+      await form.locator('button[type="submit"]').click();
+      await hit.waitFor(WAIT);
+      await hit.click();
+      const card = page.locator('[data-testid="agent-card"]');
+      await card.waitFor(WAIT);
+      expect(JSON.parse((await card.textContent()) ?? "")).toMatchObject({
+        name: "translator",
+        mailbox: "web.translator",
+        tags: ["language"],
+      });
+    });
+
+    it("draws an orchestrated task's DAG turning completed, and its trace as a timeline", async () => {
+      const agents = await startAgents(`mq9://127.0.0.1:${served.port}`, {
+        heartbeatMs: 200,
+        onError: () => {},
+      });
+      try {
+        const submitted = await fetch(`${base}/api/v1/tasks?async=true`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            task_type: "content-analysis",
+            payload: { text: "Agents send messages. The broker keeps them for agents that are offline." },
+          }),
+        });
+        expect(submitted.status).toBe(202);
+        const { task_id: taskId } = (await submitted.json()) as { task_id: string };
+        await page.goto(`${base}/#/tasks/${taskId}`);
+        const dag = page.locator('[data-testid="task-dag"]');
+        await dag.waitFor(WAIT);
+        for (const step of ["summarize", "keywords", "quality", "report"]) {
+          await dag.locator(`g[data-step="${step}"][data-status="completed"]`).waitFor(WAIT);
+        }
+        await page.locator('[data-testid="task-status"]', { hasText: "completed" }).waitFor(WAIT);
+        const lanes = page.locator('[data-testid="timeline"] .lane');
+        await lanes.nth(5).waitFor(WAIT);
+        expect(await page.locator('[data-testid="timeline"] .lane[data-msg-type="query"]').count()).toBe(3);
+        await page.goto(`${base}/#/tasks`);
+        await page
+          .locator(`[data-testid="task-table"] tr[data-task="${taskId}"]`, { hasText: "completed" })
+          .waitFor(WAIT);
+        await page.goto(`${base}/#/templates`);
+        await page.locator('[data-template="content-analysis"] svg g[data-step="report"]').waitFor(WAIT);
+        await page
+          .locator('[data-testid="template-problem"]', {
+            hasText: "step 'a' depends on unknown step 'nowhere'",
+          })
+          .waitFor(WAIT);
+      } finally {
+        for (const agent of agents) await agent.stop();
+      }
+    });
+  },
+);
+
+describe.skipIf(missing !== undefined)("the dashboard of a broker with a token", () => {
+  let served: ServeProcess;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    served = await spawnServe(["--data", tempDir(), "--orchestrator", "off"], { MQ9_TOKEN: "s3cret" });
+    browser = await launchChromium();
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    served?.child.kill("SIGTERM");
+    await served?.exited;
+  });
+
+  it("asks for the token, refuses a wrong one and the API without it, and shows the broker with it", async () => {
+    const base = `http://127.0.0.1:${served.httpPort}`;
+    const page = await browser.context.newPage();
+    await page.goto(`${base}/`);
+    const login = page.locator('[data-testid="login"]');
+    await login.waitFor(WAIT);
+    // No way around the login: the data routes want the token too.
+    expect((await fetch(`${base}/api/v1/mailboxes`)).status).toBe(401);
+    expect((await fetch(`${base}/api/v1/stream`)).status).toBe(401);
+    await login.locator('input[name="token"]').fill("wrong");
+    await login.locator('button[type="submit"]').click();
+    await login.locator('[role="alert"]', { hasText: "refused" }).waitFor(WAIT);
+    expect(await page.locator('[data-testid="figure-connections"]').count()).toBe(0);
+    await login.locator('input[name="token"]').fill("s3cret");
+    await login.locator('button[type="submit"]').click();
+    await page.locator('[data-testid="figure-connections"]').waitFor(WAIT);
+    // With the orchestrator off, the tasks page says so.
+    await page.goto(`${base}/#/tasks`);
+    await page.locator('[role="alert"][data-code="ORCHESTRATOR_OFF"]').waitFor(WAIT);
+  });
+});

@@ -1,0 +1,167 @@
+import { useState } from "preact/hooks";
+import { type ApiFailure, api } from "../api";
+import { Failure, Loading } from "../components/notice";
+import { age } from "../format";
+import { useLiveGet } from "../live";
+
+export interface AgentEntry {
+  name: string;
+  mailbox: string;
+  online?: boolean;
+  _last_seen?: number;
+  _status?: unknown;
+  _score?: number;
+  tags?: string[];
+  skills?: { name?: string; id?: string }[];
+  agent_card?: { skills?: { name?: string; id?: string }[]; description?: string };
+  [field: string]: unknown;
+}
+
+function skillsOf(agent: AgentEntry): string {
+  const skills = agent.skills ?? agent.agent_card?.skills ?? [];
+  return skills
+    .map((s) => s.name ?? s.id ?? "")
+    .filter(Boolean)
+    .join(", ");
+}
+
+/** The load an agent's last REPORT gave, in whichever field it used. */
+function loadOf(agent: AgentEntry): string {
+  const status = agent._status as Record<string, unknown> | null | undefined;
+  if (!status || typeof status !== "object") return "—";
+  const load = status.load ?? status.in_flight ?? status.report_info;
+  return load === undefined ? "—" : String(load);
+}
+
+function Discovery({ onPick }: { onPick: (mailbox: string) => void }) {
+  const [mode, setMode] = useState("text");
+  const [query, setQuery] = useState("");
+  const [tags, setTags] = useState("");
+  const [result, setResult] = useState<{ agents: AgentEntry[]; warning?: string }>();
+  const [error, setError] = useState<ApiFailure>();
+  const run = async (event: Event) => {
+    event.preventDefault();
+    setError(undefined);
+    try {
+      const tagList = tags
+        .split(",")
+        .map((t) => t.trim())
+        .filter(Boolean);
+      setResult(
+        await api("POST", "/api/v1/agents/discover", {
+          mode,
+          ...(query ? { query } : {}),
+          ...(tagList.length ? { tags: tagList } : {}),
+        }),
+      );
+    } catch (err) {
+      setResult(undefined);
+      setError(err as ApiFailure);
+    }
+  };
+  return (
+    <form class="discover" onSubmit={run} data-testid="discover-form">
+      <h3>Discover</h3>
+      <div class="row">
+        <select value={mode} onChange={(e) => setMode((e.target as HTMLSelectElement).value)} name="mode">
+          <option value="text">text</option>
+          <option value="semantic">semantic</option>
+          <option value="hybrid">hybrid</option>
+          <option value="tag">tag</option>
+        </select>
+        <input
+          name="query"
+          placeholder="what should the agent do?"
+          value={query}
+          onInput={(e) => setQuery((e.target as HTMLInputElement).value)}
+        />
+        <input
+          name="tags"
+          placeholder="tags, comma-separated"
+          value={tags}
+          onInput={(e) => setTags((e.target as HTMLInputElement).value)}
+        />
+        <button type="submit">search</button>
+      </div>
+      <Failure error={error} />
+      {result?.warning && <div class="notice">{result.warning}</div>}
+      {result && (
+        <table data-testid="discover-results">
+          <tbody>
+            {result.agents.length === 0 && (
+              <tr>
+                <td class="muted">no agent matches</td>
+              </tr>
+            )}
+            {result.agents.map((a) => (
+              <tr key={a.mailbox} onClick={() => onPick(a.mailbox)} data-agent={a.name}>
+                <td>{a.name}</td>
+                <td class="muted">{a.mailbox}</td>
+                <td class="num" data-col="score">
+                  {a._score === undefined ? "" : a._score.toPrecision(3)}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </form>
+  );
+}
+
+/** The registry: who is online, their last heartbeat, load, tags and skills; discovery; the raw card. */
+export function Agents({ selected }: { selected?: string }) {
+  const list = useLiveGet<{ agents: AgentEntry[] }>("/api/v1/agents?limit=500");
+  const card = useLiveGet<AgentEntry>(
+    selected ? `/api/v1/agents/${encodeURIComponent(selected)}` : undefined,
+  );
+  const pick = (mailbox: string) => {
+    location.hash = `#/agents/${encodeURIComponent(mailbox)}`;
+  };
+  return (
+    <section>
+      <h2>Agents</h2>
+      <Failure error={list.error} />
+      {!list.data && !list.error && <Loading />}
+      {list.data && (
+        <table data-testid="agent-table">
+          <thead>
+            <tr>
+              <th>name</th>
+              <th>mailbox</th>
+              <th>state</th>
+              <th>last heartbeat</th>
+              <th>load</th>
+              <th>tags</th>
+              <th>skills</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.data.agents.map((a) => (
+              <tr key={a.mailbox} onClick={() => pick(a.mailbox)} data-agent={a.name}>
+                <td>{a.name}</td>
+                <td class="muted">{a.mailbox}</td>
+                <td>
+                  <span class={`pill ${a.online ? "on" : "off"}`}>{a.online ? "online" : "registered"}</span>
+                </td>
+                <td>{a._last_seen ? `${age(a._last_seen * 1000)} ago` : "—"}</td>
+                <td>{loadOf(a)}</td>
+                <td>{(a.tags ?? []).join(", ")}</td>
+                <td>{skillsOf(a)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {list.data?.agents.length === 0 && <div class="muted">no agent registered</div>}
+      {!list.error && <Discovery onPick={pick} />}
+      {selected && (
+        <div class="card">
+          <h3>AgentCard of {selected}</h3>
+          <Failure error={card.error} />
+          {card.data && <pre data-testid="agent-card">{JSON.stringify(card.data, null, 2)}</pre>}
+        </div>
+      )}
+    </section>
+  );
+}

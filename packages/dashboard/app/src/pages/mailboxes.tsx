@@ -1,0 +1,82 @@
+import { useState } from "preact/hooks";
+import { Failure, Loading } from "../components/notice";
+import { age, bytes, ttl } from "../format";
+import { useLiveGet } from "../live";
+
+export interface MailboxSummary {
+  mail_address: string;
+  desc: string;
+  ttl: number;
+  created_at: number;
+  expires_at: number | null;
+  depth: { critical: number; urgent: number; normal: number };
+  messages: number;
+  bytes: number;
+  oldest_at: number | null;
+  delayed: number;
+  groups: number;
+}
+
+/** Every mailbox with its depth per priority, searchable by address. */
+export function Mailboxes() {
+  const [search, setSearch] = useState("");
+  const list = useLiveGet<{ mailboxes: MailboxSummary[] }>(
+    `/api/v1/mailboxes?limit=500${search ? `&search=${encodeURIComponent(search)}` : ""}`,
+  );
+  return (
+    <section>
+      <h2>Mailboxes</h2>
+      <input
+        type="search"
+        placeholder="search addresses"
+        value={search}
+        onInput={(e) => setSearch((e.target as HTMLInputElement).value)}
+        data-testid="mailbox-search"
+      />
+      <Failure error={list.error} />
+      {!list.data && !list.error && <Loading />}
+      {list.data && (
+        <table data-testid="mailbox-table">
+          <thead>
+            <tr>
+              <th>address</th>
+              <th class="num">critical</th>
+              <th class="num">urgent</th>
+              <th class="num">normal</th>
+              <th class="num">bytes</th>
+              <th>oldest</th>
+              <th class="num">delayed</th>
+              <th class="num">groups</th>
+              <th>TTL</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.data.mailboxes.map((m) => (
+              <tr key={m.mail_address} data-mailbox={m.mail_address}>
+                <td>
+                  <a href={`#/mailboxes/${encodeURIComponent(m.mail_address)}`}>{m.mail_address}</a>
+                  {m.desc && <div class="muted">{m.desc}</div>}
+                </td>
+                <td class="num" data-col="critical">
+                  {m.depth.critical}
+                </td>
+                <td class="num" data-col="urgent">
+                  {m.depth.urgent}
+                </td>
+                <td class="num" data-col="normal">
+                  {m.depth.normal}
+                </td>
+                <td class="num">{bytes(m.bytes)}</td>
+                <td>{m.oldest_at === null ? "—" : age(m.oldest_at)}</td>
+                <td class="num">{m.delayed}</td>
+                <td class="num">{m.groups}</td>
+                <td>{ttl(m.ttl)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {list.data?.mailboxes.length === 0 && <div class="muted">no mailboxes{search && " match"}</div>}
+    </section>
+  );
+}

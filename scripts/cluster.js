@@ -1,0 +1,115 @@
+#!/usr/bin/env node
+// `npm run cluster:up` / `npm run cluster:down`: a whole mq9 cluster on this machine — three
+// nats-servers joined by routes, a private PostgreSQL (initdb in .mq9-cluster/), three
+// `mq9 serve --cluster` nodes — running in the background until cluster:down. State, data and
+// logs live in .mq9-cluster/ of the current directory (MQ9_CLUSTER_DIR to choose another).
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { MQ9_CLI, startMq9Node } from "./local-cluster/mq9-node.js";
+import { startNatsCluster } from "./local-cluster/nats-cluster.js";
+import { startPrivatePostgres } from "./local-cluster/private-postgres.js";
+
+const dir = resolve(process.env.MQ9_CLUSTER_DIR ?? ".mq9-cluster");
+const stateFile = join(dir, "state.json");
+const NODES = Number(process.env.MQ9_CLUSTER_NODES ?? 3);
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function stopPid(pid, what) {
+  if (!pid || !alive(pid)) return;
+  process.kill(pid, "SIGTERM");
+  for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+  if (alive(pid)) process.kill(pid, "SIGKILL");
+  process.stdout.write(`stopped ${what} (pid ${pid})\n`);
+}
+
+async function up() {
+  if (existsSync(stateFile)) {
+    process.stderr.write(`a cluster is already up (${stateFile}); run npm run cluster:down first\n`);
+    process.exit(1);
+  }
+  if (!existsSync(MQ9_CLI)) {
+    process.stderr.write("the CLI is not built: run npm run build first\n");
+    process.exit(1);
+  }
+  mkdirSync(dir, { recursive: true });
+  const [nats, pg] = await Promise.all([
+    startNatsCluster({ size: 3, logDir: dir, tmpDir: dir, keep: true }),
+    startPrivatePostgres({ tmpDir: dir, keep: true, fsync: true }),
+  ]);
+  const state = {
+    nats: nats.servers.map((s) => ({ name: s.name, url: s.url, pid: s.pid })),
+    postgres: { url: pg.url, dataDir: pg.dataDir, bin: pg.bin },
+    nodes: [],
+  };
+  writeFileSync(stateFile, JSON.stringify(state, null, 2));
+  // For a shell: `. .mq9-cluster/env` points the mq9 CLI (and MQ9_POSTGRES users) at this cluster.
+  writeFileSync(join(dir, "env"), `export MQ9_SERVER=${nats.urls[0]}\nexport MQ9_POSTGRES=${pg.url}\n`);
+  for (let i = 0; i < NODES; i++) {
+    const nodeId = String.fromCharCode(97 + i);
+    // Each node starts at "its" server; the client fails over to the others.
+    const urls = [...nats.urls.slice(i % 3), ...nats.urls.slice(0, i % 3)];
+    const node = await startMq9Node({
+      nodeId,
+      nats: urls,
+      postgres: pg.url,
+      dataDir: join(dir, `node-${nodeId}`),
+      logFile: join(dir, `node-${nodeId}.log`),
+      args: process.env.MQ9_CLUSTER_ARGS ? process.env.MQ9_CLUSTER_ARGS.split(" ") : [],
+    });
+    state.nodes.push({ nodeId, pid: node.pid, http: `http://127.0.0.1:${node.httpPort}` });
+    writeFileSync(stateFile, JSON.stringify(state, null, 2));
+  }
+  process.stdout.write(
+    [
+      "mq9 cluster is up:",
+      `  NATS (clients connect here): ${nats.urls.join(",")}`,
+      `  PostgreSQL: ${pg.url}`,
+      ...state.nodes.map((n) => `  node ${n.nodeId}: ${n.http}/healthz (pid ${n.pid})`),
+      `  logs and data: ${dir} (. ${join(dir, "env")} sets MQ9_SERVER for the mq9 CLI)`,
+      "  stop it with: npm run cluster:down",
+      "",
+    ].join("\n"),
+  );
+  process.exit(0);
+}
+
+async function down() {
+  if (!existsSync(stateFile)) {
+    process.stdout.write(`no cluster is up (${stateFile} is missing)\n`);
+    return;
+  }
+  const state = JSON.parse(readFileSync(stateFile, "utf8"));
+  for (const node of state.nodes ?? []) await stopPid(node.pid, `mq9 node ${node.nodeId}`);
+  for (const server of state.nats ?? []) await stopPid(server.pid, `nats-server ${server.name}`);
+  if (state.postgres?.dataDir) {
+    const asPostgres = process.getuid?.() === 0 ? ["-u", "postgres", "--"] : undefined;
+    const pgCtl = join(state.postgres.bin, "pg_ctl");
+    const args = ["stop", "-w", "-m", "fast", "-D", state.postgres.dataDir];
+    try {
+      if (asPostgres) execFileSync("runuser", [...asPostgres, pgCtl, ...args], { stdio: "ignore" });
+      else execFileSync(pgCtl, args, { stdio: "ignore" });
+      process.stdout.write("stopped PostgreSQL\n");
+    } catch {
+      process.stdout.write("PostgreSQL was not running\n");
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+  process.stdout.write(`removed ${dir}\n`);
+}
+
+const command = process.argv[2];
+if (command === "up") await up();
+else if (command === "down") await down();
+else {
+  process.stderr.write("usage: node scripts/cluster.js up|down\n");
+  process.exit(2);
+}
