@@ -60,8 +60,10 @@ function postgresPids(postmaster) {
 function cpuMeter(groups) {
   const read = () => {
     const out = { client: process.cpuUsage() };
-    for (const [name, pids] of Object.entries(groups()))
-      out[name] = pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
+    for (const [name, pids] of Object.entries(groups())) {
+      // A negative pid stands for the exited children of that process.
+      out[name] = pids.reduce((sum, pid) => sum + (pid < 0 ? childrenCpuMs(-pid) : cpuMs(pid)), 0);
+    }
     return out;
   };
   const start = read();
@@ -93,7 +95,9 @@ async function measure(system, cfg) {
   const drain = await measureDrain(() => system.drainOnce(), { maxMs: cfg.phaseMs * 2 });
   const drainCpu = drainCpuMeter();
   const perMessage = (used, n) =>
-    Object.fromEntries(Object.entries(used).map(([k, ms]) => [k, Math.round((ms * 1000) / Math.max(1, n))]));
+    Object.fromEntries(
+      Object.entries(used).map(([k, ms]) => [k, ms < 0 ? "n/a" : Math.round((ms * 1000) / Math.max(1, n))]),
+    );
   return {
     seq,
     par,
@@ -104,8 +108,17 @@ async function measure(system, cfg) {
 }
 
 async function mq9System(nats, pg, nodeCount, cfg, run) {
-  const schema = `bench_${nodeCount}n_${run}`;
   const nodes = [];
+  try {
+    return await mq9On(nats, pg, nodeCount, cfg, run, nodes);
+  } catch (err) {
+    for (const n of nodes) await n.stop();
+    throw err;
+  }
+}
+
+async function mq9On(nats, pg, nodeCount, cfg, run, nodes) {
+  const schema = `bench_${nodeCount}n_${run}`;
   for (let i = 0; i < nodeCount; i++) {
     nodes.push(
       await startMq9Node({
@@ -161,36 +174,48 @@ async function mq9System(nats, pg, nodeCount, cfg, run) {
 
 async function jetstreamSystem(cfg) {
   const cluster = await startNatsCluster({ size: 3, jetstream: true, name: "js" });
+  try {
+    return await jetstreamOn(cluster, cfg);
+  } catch (err) {
+    // Not measured: its servers must not outlive the run.
+    await cluster.stop();
+    throw err;
+  }
+}
+
+async function jetstreamOn(cluster, cfg) {
   const conns = await Promise.all(cluster.urls.map((url) => natsConnect({ servers: url })));
-  const jsm = await conns[0].jetstreamManager();
-  for (let attempt = 0; ; attempt++) {
+  // JetStream answers once its meta leader is elected, a moment after the routes are up.
+  const deadline = Date.now() + 120_000;
+  for (;;) {
     try {
+      const jsm = await conns[0].jetstreamManager({ timeout: 30_000 });
       await jsm.streams.add({
         name: "BENCH",
         subjects: ["bench.q1"],
         storage: StorageType.File,
         num_replicas: 3,
       });
+      await jsm.consumers.add("BENCH", {
+        durable_name: "g",
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+      });
       break;
     } catch (err) {
-      // The meta leader is elected a moment after the routes are up.
-      if (attempt > 50) throw err;
-      await new Promise((r) => setTimeout(r, 200));
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 500));
     }
   }
-  await jsm.consumers.add("BENCH", {
-    durable_name: "g",
-    ack_policy: AckPolicy.Explicit,
-    deliver_policy: DeliverPolicy.All,
-  });
-  const streams = conns.map((nc) => nc.jetstream());
+  const streams = conns.map((nc) => nc.jetstream({ timeout: 30_000 }));
   const consumer = await streams[0].consumers.get("BENCH", "g");
   let remaining = 0;
   return {
     label: "JetStream R3 (3 nats-servers)",
     pids: () => Object.fromEntries(cluster.servers.map((s) => [`nats ${s.name}`, [s.pid]])),
     async send(lane) {
-      await streams[lane].publish("bench.q1", cfg.payload);
+      // A loaded machine answers an R3 publish slowly: the client's default 5 s is too short.
+      await streams[lane].publish("bench.q1", cfg.payload, { timeout: 30_000 });
     },
     async prepareDrain() {
       remaining = (await consumer.info()).num_pending;
@@ -261,20 +286,22 @@ export async function runClusterBench(base) {
   const results = [];
   try {
     const makers = [
-      () => mq9System(nats, pg, 1, cfg, 1),
-      () => mq9System(nats, pg, 2, cfg, 1),
-      () => mq9System(nats, pg, 3, cfg, 1),
-      () => jetstreamSystem(cfg),
-      () => pgBossSystem(pg, cfg),
+      ["mq9-1", "mq9 cluster, 1 node", () => mq9System(nats, pg, 1, cfg, 1)],
+      ["mq9-2", "mq9 cluster, 2 nodes", () => mq9System(nats, pg, 2, cfg, 1)],
+      ["mq9-3", "mq9 cluster, 3 nodes", () => mq9System(nats, pg, 3, cfg, 1)],
+      ["jetstream", "JetStream R3 (3 nats-servers)", () => jetstreamSystem(cfg)],
+      ["pgboss", "pg-boss (same PostgreSQL)", () => pgBossSystem(pg, cfg)],
     ];
-    for (const make of makers) {
+    const wanted = (process.env.BENCH_CLUSTER_SYSTEMS ?? makers.map(([id]) => id).join(",")).split(",");
+    for (const [id, label, make] of makers) {
+      if (!wanted.includes(id)) continue;
       let system;
       try {
         system = await make();
-        progress(`${system.label}: measuring`);
-        results.push({ label: system.label, ...(await measure(system, cfg)) });
+        progress(`${label}: measuring`);
+        results.push({ label, ...(await measure(system, cfg)) });
       } catch (err) {
-        results.push({ label: system?.label ?? "system", error: err.message });
+        results.push({ label, error: err.message });
         progress(`not measured: ${err.message}`);
       } finally {
         await system?.close().catch(() => {});

@@ -7,7 +7,7 @@ import { MessagingEngine } from "./engine/messaging-engine.js";
 import type { Notifier } from "./engine/notifier.js";
 import { BrokerMetrics } from "./http/broker-metrics.js";
 import { HttpServer, type HttpServerOptions } from "./http/http-server.js";
-import { REST_OPEN_PATHS, RestApi, type RestApiOptions } from "./http/rest/rest-api.js";
+import type { RestApi, RestApiOptions } from "./http/rest/rest-api.js";
 import { type Logger, silentLogger } from "./logger.js";
 import { NatsListener, type NatsListenerOptions } from "./nats/index.js";
 import { LocalVectorStore } from "./registry/local-vector-store.js";
@@ -96,6 +96,8 @@ async function startHttp(
   parts: Omit<HttpServerOptions, "routes" | "openPath" | "port" | "allowedHosts" | "allowedOrigins">,
   api: Omit<RestApiOptions, "metrics" | "auth" | "logger">,
 ): Promise<{ server: HttpServer; restApi?: RestApi }> {
+  // Loaded with the HTTP server only: its schemas cost every other user of this package (the CLI's commands).
+  const { REST_OPEN_PATHS, RestApi } = await import("./http/rest/rest-api.js");
   let restApi: RestApi | undefined;
   const challenge = parts.users?.httpChallenge ?? "";
   const schemes = [

@@ -107,6 +107,50 @@ describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${
     });
   });
 
+  it("inspection — the HTTP API's mailbox stats, totals, group lag, purge and delete", async () => {
+    const T0 = Date.now();
+    const store = await PostgresStore.open({ url: db.pg.url, schema: freshSchema(), poolSize: 2 });
+    const body = (s: string) => new TextEncoder().encode(s);
+    await store.createMailbox({ address: "ops.box", ttlSeconds: 0, desc: "d", createdMs: T0 }, T0);
+    await store.append(
+      [
+        { mailbox: "ops.box", priority: "critical", payload: body("aa"), sentMs: T0 },
+        { mailbox: "ops.box", priority: "normal", payload: body("bbb"), sentMs: T0 + 1 },
+        { mailbox: "ops.box", priority: "normal", payload: body("c"), sentMs: T0 + 2 },
+        { mailbox: "ops.box", priority: "normal", payload: body("later"), sentMs: T0, dueMs: T0 + 60_000 },
+      ],
+      T0,
+    );
+    const claim = {
+      limit: 2,
+      maxBytes: 1 << 20,
+      nowMs: T0,
+      start: { fromId: 0 },
+      reset: false,
+      leaseMs: 30_000,
+    };
+    const got = await store.claim("ops.box", "g", claim);
+    await store.ack("ops.box", "g", got[0].id, T0);
+    const [stats] = await store.mailboxStats(T0, { search: "ops", limit: 10 });
+    expect(stats).toMatchObject({
+      address: "ops.box",
+      depth: { critical: 1, urgent: 0, normal: 2 },
+      bytes: 6,
+      oldestMs: T0,
+      delayed: 1,
+      groups: 1,
+    });
+    expect(await store.mailboxStats(T0, { search: "ops", exact: true, limit: 10 })).toEqual([]);
+    expect(await store.totals(T0)).toEqual({ mailboxes: 1, messages: 3, bytes: 6 });
+    expect(await store.groupStats("ops.box", T0)).toEqual([{ name: "g", lag: 2, leased: 1 }]);
+    expect(await store.purgeMailbox("ops.box", T0)).toBe(3);
+    expect(await store.totals(T0)).toEqual({ mailboxes: 1, messages: 0, bytes: 0 });
+    expect(await store.deleteMailbox("ops.box", T0)).toBe(true);
+    expect(await store.deleteMailbox("ops.box", T0)).toBe(false);
+    expect(await store.purgeMailbox("ops.box", T0)).toBeUndefined();
+    await store.close();
+  });
+
   it("refuses a schema written by a newer mq9 instead of misreading it", async () => {
     const schema = freshSchema();
     const store = await PostgresStore.open({ url: db.pg.url, schema });

@@ -105,7 +105,7 @@ describe("discovery — tag rule", () => {
     for (const [name, cardTags, skillTags] of cards) {
       await t.request(Subjects.agentRegister, {
         name,
-        mailbox: `${name}.inbox`,
+        mailbox: `${name.replaceAll("-", ".")}.inbox`,
         description: `${name} agent`,
         tags: cardTags,
         skills: [{ id: "s", name: `${name} skill`, tags: skillTags }],
@@ -215,7 +215,7 @@ describe("discovery — full-text query syntax and languages", () => {
       ["de-compound", "Rechnungsprüfung und Zahlungsfreigabe für Lieferanten"],
     ];
     for (const [name, payload] of cards) {
-      await t.request(Subjects.agentRegister, { name, mailbox: `${name}.inbox`, payload });
+      await t.request(Subjects.agentRegister, { name, mailbox: `${name.replaceAll("-", ".")}.inbox`, payload });
     }
   }, 300_000);
   afterAll(() => t.close());
@@ -337,7 +337,7 @@ describe("discovery — calibrated scores and the relevance floor (default embed
       ["zh-weather", "提供城市天气预报和降雨提醒"],
     ];
     for (const [name, payload] of agents) {
-      await t.request(Subjects.agentRegister, { name, mailbox: `${name}.inbox`, payload });
+      await t.request(Subjects.agentRegister, { name, mailbox: `${name.replaceAll("-", ".")}.inbox`, payload });
     }
     await t.broker.registry!.indexed();
   }, 300_000);

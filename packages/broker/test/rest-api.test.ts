@@ -1,5 +1,6 @@
 import { Subjects } from "@mq9/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SqliteStore } from "../src/index.js";
 import { startTestBroker, type TestBroker, texts } from "./harness.js";
 import { RestContract } from "./rest-contract.js";
 
@@ -450,6 +451,18 @@ describe("REST API v1 against its OpenAPI document", () => {
       status: 200,
     });
     expect((byTag.body as { agents: { name: string }[] }).agents.map((a) => a.name)).toEqual(["translator"]);
+    // Semantic and hybrid rank every agent by meaning (or say why they fell back to full text).
+    for (const mode of ["semantic", "hybrid"]) {
+      const ranked = await c.check({
+        method: "POST",
+        path,
+        url: path,
+        body: { mode, query: "translate into French" },
+        status: 200,
+      });
+      const { agents: found, warning } = ranked.body as { agents: { name: string }[]; warning?: string };
+      expect(found[0]?.name, warning).toBe("translator");
+    }
     await c.check({
       method: "POST",
       path,
@@ -605,6 +618,68 @@ describe("REST API v1 with users", () => {
       expect(peeked.messages).toHaveLength(1);
       const refused = await fetch(`${base}/api/v1/mailboxes`, { headers: as("bob", "b-pass") });
       expect(refused.status).toBe(403);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe("REST API v1 over a store without the inspection operations", () => {
+  it("answers 501 for listing, describing, purging and deleting mailboxes; the mq9 operations work", async () => {
+    const inner = new SqliteStore({ dataDir: ":memory:" });
+    const hidden = new Set(["mailboxStats", "groupStats", "totals", "deleteMailbox", "purgeMailbox"]);
+    const store = new Proxy(inner, {
+      get: (target, name) => {
+        if (typeof name === "string" && hidden.has(name)) return undefined;
+        const value = Reflect.get(target, name);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const t = await startTestBroker({ store, http: { port: 0 } });
+    try {
+      const base = `http://127.0.0.1:${t.broker.http!.port}`;
+      const document = await (await fetch(`${base}/api/v1/openapi.json`)).json();
+      const contract = new RestContract(document, base);
+      await contract.check({
+        method: "GET",
+        path: "/api/v1/mailboxes",
+        url: "/api/v1/mailboxes",
+        status: 501,
+        error: /cannot list/,
+      });
+      await contract.check({
+        method: "POST",
+        path: "/api/v1/mailboxes",
+        url: "/api/v1/mailboxes",
+        body: { name: "plain.box" },
+        status: 201,
+      });
+      await contract.check({
+        method: "GET",
+        path: "/api/v1/mailboxes/{address}",
+        url: "/api/v1/mailboxes/plain.box",
+        status: 501,
+      });
+      await contract.check({
+        method: "POST",
+        path: "/api/v1/mailboxes/{address}/messages",
+        url: "/api/v1/mailboxes/plain.box/messages",
+        body: { payload: "x" },
+        status: 201,
+      });
+      await contract.check({
+        method: "POST",
+        path: "/api/v1/mailboxes/{address}/purge",
+        url: "/api/v1/mailboxes/plain.box/purge",
+        status: 501,
+      });
+      await contract.check({
+        method: "DELETE",
+        path: "/api/v1/mailboxes/{address}",
+        url: "/api/v1/mailboxes/plain.box",
+        status: 501,
+      });
+      expect(texts(await t.request(Subjects.query("plain.box"), {}))).toEqual(["x"]);
     } finally {
       await t.close();
     }

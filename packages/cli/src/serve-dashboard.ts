@@ -1,4 +1,3 @@
-import fastifyStatic from "@fastify/static";
 import { dashboardAssets, isDashboardAsset } from "@mq9/dashboard";
 import type { FastifyInstance } from "fastify";
 
@@ -18,6 +17,8 @@ export const ServeDashboard = {
       );
       return;
     }
+    // Loaded here, not with the CLI: every other command would pay for it.
+    const { default: fastifyStatic } = await import("@fastify/static");
     // The app routes with the URL's #fragment, so these few paths are all it needs.
     await app.register(fastifyStatic, { root, prefix: "/", wildcard: false, index: "index.html" });
   },

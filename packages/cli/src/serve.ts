@@ -8,7 +8,6 @@ import { ServeAgentApps } from "./serve-agent-apps.js";
 import { appConfig, clusterBrokerOptions } from "./serve-cluster.js";
 import { ServeDashboard } from "./serve-dashboard.js";
 import { ServeOrchestrator } from "./serve-orchestrator.js";
-import { mountOrchestratorRestRoutes } from "./serve-rest-orchestrator.js";
 
 /** Turns a start failure into the one line a person needs to fix it. */
 function explainStartFailure(err: unknown, config: ServeConfig): string {
@@ -85,6 +84,8 @@ function brokerOptions(
       routes: async (app: Parameters<ServeAgentApps["routes"]>[0], api: RestApi) => {
         await agentApps.routes(app);
         if (orchestrator.enabled) await orchestrator.routes(app);
+        // Loaded by serve alone: its schemas would cost every other command.
+        const { mountOrchestratorRestRoutes } = await import("./serve-rest-orchestrator.js");
         mountOrchestratorRestRoutes(api.router, orchestrator.enabled ? orchestrator.routes : undefined);
         await ServeDashboard.mount(app);
       },

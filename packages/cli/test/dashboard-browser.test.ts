@@ -63,7 +63,7 @@ describe.skipIf(missing !== undefined)(
       await served?.exited;
     });
 
-    it("shows a mailbox created and filled over NATS without a reload, and peeks a message", async () => {
+    it("shows a mailbox filled over NATS without a reload, peeks a message, purges and deletes after asking", async () => {
       await page.goto(`${base}/#/mailboxes`);
       await page.locator('[data-testid="live"]', { hasText: "live" }).waitFor(WAIT);
       // Set on this page load: still there later means the page never reloaded.
@@ -113,6 +113,31 @@ describe.skipIf(missing !== undefined)(
         config: { num_msgs: 10, max_wait_ms: 0 },
       });
       expect(fetched.messages).toHaveLength(3);
+
+      // Purge and delete ask first; a "no" changes nothing.
+      const answers: boolean[] = [false, true, true];
+      const questions: string[] = [];
+      page.on("dialog", (dialog) => {
+        questions.push(dialog.message());
+        void (answers.shift() ? dialog.accept() : dialog.dismiss());
+      });
+      await page.click('[data-testid="purge"]');
+      await page.locator('[data-testid="message-table"] tbody tr').nth(2).waitFor(WAIT);
+      await page.click('[data-testid="purge"]');
+      await page.waitForFunction(
+        () => document.querySelector('[data-testid="message-table"] tbody tr') === null,
+        undefined,
+        WAIT,
+      );
+      await page.click('[data-testid="delete-mailbox"]');
+      await page.waitForFunction(() => location.hash === "#/mailboxes", undefined, WAIT);
+      expect(questions).toHaveLength(3);
+      expect(questions[0]).toMatch(/^Delete every message of web\.inbox\?/);
+      expect(questions[2]).toMatch(/^Delete the mailbox web\.inbox/);
+      const gone = await nc.request("$mq9.AI.MSG.SEND.web.inbox", new TextEncoder().encode("x"));
+      expect(JSON.parse(new TextDecoder().decode(gone.data)).error).toBe("mailbox web.inbox does not exist");
+      await page.locator('[data-testid="mailbox-table"]').waitFor(WAIT);
+      expect(await page.locator('tr[data-mailbox="web.inbox"]').count()).toBe(0);
     });
 
     it("finds an agent registered over NATS through the discovery box, with its score and card", async () => {

@@ -2,7 +2,7 @@
 // ports with the content-analysis example, fills it through the NATS protocol, runs a task, and
 // has headless Chromium photograph each page. Run with `npm run docs:screenshots` after a build.
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,7 +19,7 @@ if (!existsSync(executablePath)) {
 }
 
 /** Starts the built `mq9 serve` on free ports; resolves with them once it is ready. */
-function serve(dataDir) {
+function serve(dataDir, templates) {
   const child = spawn(
     process.execPath,
     [
@@ -34,7 +34,7 @@ function serve(dataDir) {
       "--data",
       dataDir,
       "--templates",
-      join(root, "examples/content-analysis/templates"),
+      templates,
     ],
     { stdio: ["ignore", "pipe", "inherit"] },
   );
@@ -64,7 +64,14 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const dataDir = mkdtempSync(join(tmpdir(), "mq9-screenshots-"));
 const profile = mkdtempSync(join(tmpdir(), "mq9-chromium-"));
-const server = await serve(dataDir);
+// The example's templates, plus one with a mistake, so the Templates page shows a load error.
+const templates = join(dataDir, "templates");
+cpSync(join(root, "examples/content-analysis/templates"), templates, { recursive: true });
+writeFileSync(
+  join(templates, "triage.yaml"),
+  "name: triage\nsteps:\n  - id: classify\n    capability: classify\n  - id: route\n    capability: route\n    depends_on: [clasify]\n",
+);
+const server = await serve(join(dataDir, "data"), templates);
 const base = `http://127.0.0.1:${server.httpPort}`;
 const nc = await connect({ servers: `127.0.0.1:${server.port}` });
 const agents = await startAgents(`mq9://127.0.0.1:${server.port}`, { heartbeatMs: 1000, onError: () => {} });

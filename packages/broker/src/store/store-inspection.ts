@@ -5,7 +5,7 @@ import type { MailboxRecord } from "./store.js";
 export interface MailboxStats extends MailboxRecord {
   /** Live messages per priority class. */
   depth: Record<Priority, number>;
-  /** Header and payload bytes of the live messages. */
+  /** Bytes the live messages take in the store (header and payload, as /metrics counts them). */
   bytes: number;
   /** When the oldest live message was stored; undefined when the mailbox is empty. */
   oldestMs?: number;

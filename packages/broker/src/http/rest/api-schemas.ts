@@ -44,7 +44,7 @@ export const MailboxSummary = z
     expires_at: z.number().int().nullable().describe("unix milliseconds; null = never"),
     depth: z.object({ critical: z.number().int(), urgent: z.number().int(), normal: z.number().int() }),
     messages: z.number().int().describe("live messages, all priorities"),
-    bytes: z.number().int().describe("header and payload bytes of the live messages"),
+    bytes: z.number().int().describe("bytes the live messages take in the store (header and payload)"),
     oldest_at: z.number().int().nullable().describe("unix milliseconds of the oldest live message"),
     delayed: z.number().int().describe("delayed messages not due yet"),
     groups: z.number().int().describe("consumer groups"),

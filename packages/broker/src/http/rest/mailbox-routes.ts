@@ -1,7 +1,7 @@
 import { encodeHeaderBlock, Headers, MQ9_PREFIX, Subjects } from "@mq9/protocol";
 import type { MessagingEngine } from "../../engine/messaging-engine.js";
 import type { Mq9Service } from "../../service/mq9-service.js";
-import type { MailboxStats } from "../../store/store-inspection.js";
+import { canInspect, type MailboxStats } from "../../store/store-inspection.js";
 import { ApiError } from "./api-error.js";
 import {
   AckBody,
@@ -62,6 +62,16 @@ function sendHeader(body: {
 
 const base64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
+/** The answer of the routes beyond the protocol when the store cannot do them (it has no StoreInspection). */
+function inspectable(engine: MessagingEngine): MessagingEngine {
+  if (canInspect(engine.store)) return engine;
+  throw new ApiError(
+    501,
+    "NOT_SUPPORTED",
+    "this broker's store cannot list, describe, purge or delete mailboxes; the mq9 operations (send, fetch, query, delete a message) work",
+  );
+}
+
 /** Mailboxes and their messages: the mq9 operations (CREATE, SEND, FETCH, ACK, QUERY, DELETE) and the engine's reads. */
 export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engine: MessagingEngine): void {
   router.add({
@@ -71,9 +81,12 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     summary: "List mailboxes with their depth per priority",
     query: MailboxListQuery,
     responses: { 200: { description: "the live mailboxes, by address", schema: MailboxList } },
-    errors: [400],
+    errors: [400, 501],
     handler: async ({ query }) => {
-      const found = await engine.listMailboxes({ search: query.search, limit: query.limit ?? 200 });
+      const found = await inspectable(engine).listMailboxes({
+        search: query.search,
+        limit: query.limit ?? 200,
+      });
       return { status: 200, body: { mailboxes: found.map(summary) } };
     },
   });
@@ -99,9 +112,9 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     summary: "A mailbox with its consumer groups' lag and leases",
     params: AddressParams,
     responses: { 200: { description: "the mailbox", schema: MailboxDetail } },
-    errors: [400, 404],
+    errors: [400, 404, 501],
     handler: async ({ params }) => {
-      const { mailbox, groups } = await engine.describeMailbox(params.address);
+      const { mailbox, groups } = await inspectable(engine).describeMailbox(params.address);
       return { status: 200, body: { mailbox: summary(mailbox), groups } };
     },
   });
@@ -113,9 +126,9 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     summary: "Delete a mailbox with its messages and groups",
     params: AddressParams,
     responses: { 200: { description: "deleted", schema: Deleted } },
-    errors: [400, 404],
+    errors: [400, 404, 501],
     handler: async ({ params }) => {
-      await engine.deleteMailbox(params.address);
+      await inspectable(engine).deleteMailbox(params.address);
       return { status: 200, body: { deleted: true } };
     },
   });
@@ -127,10 +140,10 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     summary: "Delete every message of a mailbox (it and its groups stay)",
     params: AddressParams,
     responses: { 200: { description: "purged", schema: Purged } },
-    errors: [400, 404],
+    errors: [400, 404, 501],
     handler: async ({ params }) => ({
       status: 200,
-      body: { purged: await engine.purgeMailbox(params.address) },
+      body: { purged: await inspectable(engine).purgeMailbox(params.address) },
     }),
   });
 

@@ -10,6 +10,7 @@ const ERROR_TEXTS: Record<number, string> = {
   403: "refused: a user that is not an admin, or a Host or Origin outside the allow list",
   404: "no such mailbox, message or agent",
   409: "it exists already",
+  501: "this broker's store cannot do it (a store without the inspection operations)",
   502: "a part of the broker did not get an answer it needed (the error says which)",
   503: "that part of the broker is off or not started (the error says which)",
 };

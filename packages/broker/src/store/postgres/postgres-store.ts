@@ -15,6 +15,13 @@ import type {
   Store,
   StoredMessage,
 } from "../store.js";
+import type {
+  GroupStats,
+  MailboxStats,
+  MailboxStatsOptions,
+  StoreInspection,
+  StoreTotals,
+} from "../store-inspection.js";
 import { ClusterLock } from "./cluster-lock.js";
 import {
   insertMessages,
@@ -26,6 +33,7 @@ import {
   takeWithinBudget,
 } from "./message-rows.js";
 import { isRetryable, postgresError } from "./postgres-errors.js";
+import { PostgresInspection } from "./postgres-inspection.js";
 import { migrate } from "./postgres-migrate.js";
 
 export interface PostgresStoreOptions {
@@ -111,9 +119,13 @@ function describeUrl(url: string): string {
  * never hold the same unexpired lease, whichever nodes they are on. Passes
  * test/store-conformance.ts against a real PostgreSQL.
  */
-export class PostgresStore implements Store {
+export class PostgresStore implements Store, StoreInspection {
   private readonly where: string;
   private readonly background: ClusterLock;
+  private readonly inspection = new PostgresInspection(
+    async (text, values) => (await this.run("cannot read the store", { text, values })).rows as never[],
+    (body) => this.transaction("cannot purge the mailbox", body),
+  );
   private closed = false;
 
   private constructor(
@@ -557,6 +569,26 @@ export class PostgresStore implements Store {
    */
   clusterLock(name: string, what: string): ClusterLock {
     return new ClusterLock(this.clientConfig, `mq9:${this.schema}:${name}`, this.logger, what);
+  }
+
+  mailboxStats(nowMs: number, options: MailboxStatsOptions): Promise<MailboxStats[]> {
+    return this.inspection.mailboxStats(nowMs, options);
+  }
+
+  totals(nowMs: number): Promise<StoreTotals> {
+    return this.inspection.totals(nowMs);
+  }
+
+  groupStats(address: string, nowMs: number): Promise<GroupStats[] | undefined> {
+    return this.inspection.groupStats(address, nowMs);
+  }
+
+  deleteMailbox(address: string, nowMs: number): Promise<boolean> {
+    return this.inspection.deleteMailbox(address, nowMs);
+  }
+
+  purgeMailbox(address: string, nowMs: number): Promise<number | undefined> {
+    return this.inspection.purgeMailbox(address, nowMs);
   }
 
   /** Whether the database answers; for /healthz. */

@@ -224,7 +224,7 @@ export function Templates() {
           role="alert"
           data-testid="template-problem"
         >
-          {p.file}:{p.line}:{p.column}: {p.message}
+          <span title={p.file}>{p.file.split("/").pop()}</span>:{p.line}:{p.column}: {p.message}
         </div>
       ))}
       {list.data?.templates.length === 0 && <div class="muted">no templates loaded</div>}
@@ -232,14 +232,15 @@ export function Templates() {
         <div class="template" key={template.name} data-template={template.name}>
           <h3>{template.name}</h3>
           <div class="muted">
-            {template.description} {template.file ? `(${template.file})` : ""}
+            {template.description}{" "}
+            {template.file && <span title={template.file}>({template.file.split("/").pop()})</span>}
           </div>
           {template.error && <div class="notice">{template.error}</div>}
           <Dag
             steps={template.steps.map((s) => ({
               id: s.id,
               dependsOn: s.depends_on ?? [],
-              detail: String(s.agent ?? s.capability ?? s.intent ?? ""),
+              detail: String(s.agent ?? s.capability ?? s.intent ?? (s.merge ? "merge" : "")),
             }))}
           />
         </div>
