@@ -245,7 +245,11 @@ export class Broker {
             metrics,
             users: UserDirectory.from(options.auth),
             logger,
-            health: () => ({ ok: !closing, connections: listener.connectionCount }),
+            health: () => {
+              // "full": writes fail for lack of space (reads go on); the broker recovers by itself.
+              const storage = store instanceof SqliteStore ? store.storageState() : "ok";
+              return { ok: !closing && storage === "ok", connections: listener.connectionCount, storage };
+            },
           },
           { service, engine, registry, connections: () => listener.connectionCount, version: "1.0.0" },
         ));

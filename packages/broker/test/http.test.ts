@@ -21,7 +21,7 @@ describe("broker HTTP server", () => {
   it("/healthz answers ok with the connection count", async () => {
     const res = await fetch(`${base}/healthz`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: "ok", ok: true, connections: 1 });
+    expect(await res.json()).toEqual({ status: "ok", ok: true, connections: 1, storage: "ok" });
   });
 
   it("/metrics counts mq9 requests by operation and outcome in Prometheus text format", async () => {

@@ -117,11 +117,13 @@ export class LocalVectorStore implements VectorStore {
       this.db = new Database(this.memory ? ":memory:" : join(options.dataDir, "vectors.db"), {
         timeout: 200,
       });
+      // Exclusive before the first access: the WAL index then lives in memory, not in a -shm
+      // file, which a full disk may not let SQLite create or grow (the store would not open).
+      this.db.pragma("locking_mode = EXCLUSIVE");
       // 8 KiB pages hold three 512-dimension vectors (4 KiB pages hold one).
       this.db.pragma("page_size = 8192");
       this.db.pragma("journal_mode = WAL");
       this.db.pragma("synchronous = NORMAL");
-      this.db.pragma("locking_mode = EXCLUSIVE");
       this.db.exec(`
         CREATE TABLE IF NOT EXISTS vectors (id INTEGER PRIMARY KEY, agent TEXT NOT NULL, vector BLOB NOT NULL);
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;`);

@@ -106,9 +106,11 @@ export class SqliteRegistryStore implements RegistryStore {
     try {
       if (!memory) mkdirSync(options.dataDir, { recursive: true });
       this.db = new Database(memory ? ":memory:" : join(options.dataDir, "registry.db"), { timeout: 200 });
+      // Exclusive before the first access: the WAL index then lives in memory, not in a -shm
+      // file, which a full disk may not let SQLite create or grow (the registry would not open).
+      this.db.pragma("locking_mode = EXCLUSIVE");
       this.db.pragma("journal_mode = WAL");
       this.db.pragma(`synchronous = ${options.sync === "full" ? "FULL" : "NORMAL"}`);
-      this.db.pragma("locking_mode = EXCLUSIVE");
       openRegistrySchema(this.db);
     } catch (err) {
       throw StorageError.from(err, `cannot open the registry in ${options.dataDir}`);

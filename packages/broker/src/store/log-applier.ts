@@ -5,6 +5,8 @@ import type { ApplyReply, ApplyRequest, ApplyWorkerData } from "./log-apply-work
 import { type PackedRows, PendingRows } from "./packed-rows.js";
 import type { LogPosition } from "./segment-log.js";
 
+/** How long rows the worker could not write for lack of space wait before it tries again. */
+const STALL_RETRY_MS = 1000;
 /** At most this many rows a turn waits for are written on the calling thread instead of the worker. */
 const WRITE_HERE_ROWS = 32;
 
@@ -32,6 +34,8 @@ export interface LogApplierOptions {
   onApplied: (released: SpanLocation[]) => void;
   /** The worker failed; turns not run yet are rejected with ApplierFailed. */
   onFailed: (err: Error) => void;
+  /** The worker could not write for lack of space; it tries again later. */
+  onStalled?: (err: Error) => void;
   /**
    * Writes rows on the calling thread, with the log position they end at, in one transaction
    * (only while the worker is idle): for the few rows a turn waits for.
@@ -57,6 +61,9 @@ export class LogApplier {
   private runningTurns = false;
   /** Set while an exclusive piece of work runs: no hand-over, no turn. */
   private held = false;
+  /** Why the worker could not write the last rows (a full disk); cleared once it writes again. */
+  private stalled?: Error;
+  private stalledAtMs = 0;
   private failed = false;
   private readonly turns: Turn[] = [];
   /** Rows appended since the last hand-over. */
@@ -94,6 +101,11 @@ export class LogApplier {
     return this.appended - this.applied;
   }
 
+  /** Why the worker cannot write rows right now (a full disk), if it cannot. */
+  get stalledBy(): Error | undefined {
+    return this.stalled;
+  }
+
   /** Whether the worker is writing rows right now (no turn may run then). */
   get writing(): boolean {
     return this.busy;
@@ -118,7 +130,7 @@ export class LogApplier {
     // here would set the worker writing under the turns still to run.
     const free = !this.busy && !this.runningTurns && !this.held && this.turns.length === 0;
     if (free && this.applied < this.appended) this.catchUpHere();
-    if (free && this.applied >= this.appended) {
+    if (free && (this.applied >= this.appended || this.stalled)) {
       try {
         return Promise.resolve(body());
       } catch (err) {
@@ -167,6 +179,11 @@ export class LogApplier {
   private handOver(): void {
     if (this.busy || this.runningTurns || this.held || this.failed || this.handedOver >= this.appended)
       return;
+    // After a stall, not before the retry is due (the retry timer hands over then).
+    if (this.stalled && Date.now() - this.stalledAtMs < STALL_RETRY_MS) {
+      if (this.timer === undefined) this.retryLater();
+      return;
+    }
     this.cancelHandOver();
     this.busy = true;
     this.handedOver = this.appended;
@@ -181,6 +198,11 @@ export class LogApplier {
       this.fail(new Error(reply.message));
       return;
     }
+    if (reply.type === "stalled") {
+      this.stall(reply);
+      return;
+    }
+    this.stalled = undefined;
     this.applied = this.handedOver;
     this.runningTurns = true;
     try {
@@ -218,6 +240,42 @@ export class LogApplier {
     if (this.failed || this.held) return;
     if (this.turns.length > 0 || this.appended - this.handedOver >= this.options.maxRows) this.handOver();
     else if (this.appended > this.handedOver) this.handOverLater();
+  }
+
+  /**
+   * The worker could not write for lack of space: the rows wait here again, and are handed over
+   * again after a while. Meanwhile turns run without them (reads do not see those SENDs yet,
+   * which are durable in the log; writes fail on their own if the disk is still full): a full
+   * disk must not stop reads.
+   */
+  private stall(reply: ApplyReply & { type: "stalled" }): void {
+    this.unhanded.putBack({ packed: reply.packed, others: reply.others });
+    this.handedOver = this.applied;
+    this.stalled = new Error(reply.message);
+    this.options.onStalled?.(this.stalled);
+    this.runningTurns = true;
+    try {
+      for (const turn of this.turns.splice(0)) {
+        try {
+          turn.resolve(turn.body());
+        } catch (err) {
+          turn.reject(err);
+        }
+      }
+    } finally {
+      this.runningTurns = false;
+    }
+    this.stalledAtMs = Date.now();
+    this.cancelHandOver();
+    this.retryLater();
+  }
+
+  private retryLater(): void {
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.handOver();
+    }, STALL_RETRY_MS);
+    this.timer.unref();
   }
 
   /** Hands the rows not handed over yet to the worker within the interval. */

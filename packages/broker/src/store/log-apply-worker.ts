@@ -22,7 +22,19 @@ export type ApplyRequest =
 
 export type ApplyReply =
   /** The records up to the request's `to` are committed; `released` are messages their keys replaced. */
-  { type: "applied"; released: SpanLocation[] } | { type: "failed"; message: string };
+  | { type: "applied"; released: SpanLocation[] }
+  /**
+   * Nothing was written for lack of space (a full disk): the rows come back, to be handed over
+   * again later.
+   */
+  | { type: "stalled"; message: string; packed: Float64Array; others: AppendedRow[] }
+  | { type: "failed"; message: string };
+
+/** SQLite's codes for a write that failed for lack of space, or an I/O error a full disk causes. */
+function isRetryable(err: unknown): boolean {
+  const code = (err as { code?: string }).code ?? "";
+  return code === "SQLITE_FULL" || code.startsWith("SQLITE_IOERR");
+}
 
 const { file, synchronous } = workerData as ApplyWorkerData;
 // The broker's own connection writes only while this one is idle (see LogApplier), so waiting
@@ -52,6 +64,12 @@ parentPort?.on("message", (request: ApplyRequest) => {
     apply(request);
     reply = { type: "applied", released };
   } catch (err) {
+    if (isRetryable(err)) {
+      const { packed, others } = request;
+      reply = { type: "stalled", message: (err as Error).message, packed, others };
+      parentPort?.postMessage(reply, [packed.buffer as ArrayBuffer]);
+      return;
+    }
     reply = { type: "failed", message: (err as Error).message };
   }
   parentPort?.postMessage(reply);

@@ -83,6 +83,22 @@ export class PendingRows {
     return taken;
   }
 
+  /** Puts rows handed over and given back (not written) before those that wait. */
+  putBack({ packed, others }: PackedRows): void {
+    const plain = packed.length / PACKED_FIELDS;
+    let buffer = this.packed;
+    if ((this.plain + plain) * PACKED_FIELDS > buffer.length) {
+      buffer = new Float64Array(Math.max(buffer.length * 2, (this.plain + plain) * PACKED_FIELDS));
+    }
+    buffer.copyWithin(plain * PACKED_FIELDS, 0, this.plain * PACKED_FIELDS);
+    if (buffer !== this.packed)
+      buffer.set(this.packed.subarray(0, this.plain * PACKED_FIELDS), plain * PACKED_FIELDS);
+    buffer.set(packed, 0);
+    this.packed = buffer;
+    this.plain += plain;
+    this.others = [...others, ...this.others];
+  }
+
   /** Forgets what waited (written elsewhere). */
   clear(): void {
     this.plain = 0;

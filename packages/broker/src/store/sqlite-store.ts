@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { PRIORITIES, priorityRank } from "@mq9/protocol";
 import Database from "better-sqlite3";
 import { type AppendedRow, encodeAppendedRows } from "./appended-rows.js";
+import { FreeSpace } from "./free-space.js";
 import { GroupLeases } from "./group-leases.js";
 import { IdReservation } from "./id-reservation.js";
 import { ApplierFailed, LogApplier } from "./log-applier.js";
@@ -22,7 +23,7 @@ import { CorruptRecordError } from "./record-checks.js";
 import { RECORD_HEADER } from "./record-framing.js";
 import { RecordSlab } from "./record-slab.js";
 import { SQLITE_MIGRATIONS, SQLITE_SCHEMA, SQLITE_SCHEMA_VERSION } from "./sqlite-schema.js";
-import { StorageError } from "./storage-error.js";
+import { isOutOfSpace, StorageError } from "./storage-error.js";
 import type {
   AppendResult,
   ClaimOptions,
@@ -46,6 +47,14 @@ import type { CheckpointReply } from "./wal-checkpoint-worker.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
 
 export type SyncMode = "normal" | "full";
+
+/** Whether the store can write: "full" while writes fail for lack of space. */
+export type StorageState = "ok" | "full";
+
+/** Free bytes SENDs leave to SQLite (see FreeSpace); below it the store counts as full. */
+const DEFAULT_RESERVE_BYTES = 8 * 1024 * 1024;
+/** How long a write that failed for lack of space keeps the state "full" (unless another fails). */
+const SPACE_SHORT_MS = 5_000;
 
 /** What `/metrics` shows of the message log. */
 export interface StoreLogStatus {
@@ -88,6 +97,11 @@ export interface SqliteStoreOptions {
    * which costs the event loop the row writes but needs no second thread.
    */
   rowsOnWorker?: boolean;
+  /**
+   * Free bytes SENDs leave on the file system for SQLite (default 8 MiB): a SEND that would go
+   * below is refused as if the disk were full, so the rows of acknowledged SENDs always fit.
+   */
+  reserveBytes?: number;
   /** Told when that worker failed (the store then writes the rows itself, losing none). */
   onRowWorkerFailed?: (err: Error) => void;
   /**
@@ -198,6 +212,15 @@ function storedMessage(row: MessageRow, { header, payload }: MessageBytes): Stor
   };
 }
 
+/** The error of a SEND refused to keep the last free bytes for SQLite (see FreeSpace). */
+function outOfSpace(space: FreeSpace): Error {
+  const err = new Error(
+    `ENOSPC: less than ${Math.round(space.reserve / 2 ** 20)} MiB free, kept for the database`,
+  ) as Error & { code: string };
+  err.code = "ENOSPC";
+  return err;
+}
+
 function fileSize(file: string): number {
   try {
     return statSync(file).size;
@@ -276,6 +299,9 @@ export class SqliteStore implements Store, StoreInspection {
   private readonly ids: IdReservation;
   private reservingIds?: Promise<void>;
   private truncatingWal = false;
+  /** When a write last failed for lack of space; cleared once there is room again. */
+  private spaceShortSinceMs?: number;
+  private readonly freeSpace?: FreeSpace;
   private readonly file: string;
   private readonly pageSize: number;
   private lastVacuumMs = 0;
@@ -285,6 +311,7 @@ export class SqliteStore implements Store, StoreInspection {
   constructor(options: SqliteStoreOptions) {
     const file = options.dataDir === ":memory:" ? ":memory:" : join(options.dataDir, "mq9.db");
     this.file = file;
+
     const synchronous = options.sync === "full" ? "FULL" : "NORMAL";
     try {
       if (file !== ":memory:") {
@@ -301,6 +328,9 @@ export class SqliteStore implements Store, StoreInspection {
     } catch (err) {
       this.ownerLock?.close();
       throw StorageError.from(err, `cannot open the store in ${options.dataDir}`);
+    }
+    if (file !== ":memory:") {
+      this.freeSpace = new FreeSpace(options.dataDir, options.reserveBytes ?? DEFAULT_RESERVE_BYTES);
     }
     this.commitIntervalMs = options.commitIntervalMs ?? DEFAULT_COMMIT_INTERVAL_MS;
     this.recent = new RecentMessages(options.recentMessageBytes ?? DEFAULT_RECENT_MESSAGE_BYTES);
@@ -410,8 +440,9 @@ export class SqliteStore implements Store, StoreInspection {
     this.nextId = this.ids.startingId(Math.max(stored?.value ?? 0, (newest?.id ?? -1) + 1));
     try {
       this.reserveIdsNow();
-    } catch {
+    } catch (err) {
       // Nothing is given an id until a reservation is committed (the first SEND tries again).
+      this.noteFailure(err);
     }
   }
 
@@ -501,8 +532,10 @@ export class SqliteStore implements Store, StoreInspection {
       row.header = encoded.headers[i];
     });
     try {
+      if (this.freeSpace && !this.freeSpace.allows(encoded.bytes.length)) throw outOfSpace(this.freeSpace);
       this.log?.append(rows, encoded);
     } catch (err) {
+      this.noteFailure(err);
       throw StorageError.from(err, "cannot store the message");
     }
     this.nextId = next;
@@ -516,8 +549,16 @@ export class SqliteStore implements Store, StoreInspection {
     }
     for (const row of rows) this.pending.push(row);
     this.uncommittedRows += rows.length;
-    if (this.uncommittedRows >= MAX_UNCOMMITTED_ROWS) this.settle();
-    else this.scheduleSettle();
+    if (this.uncommittedRows < MAX_UNCOMMITTED_ROWS) this.scheduleSettle();
+    else {
+      try {
+        this.settle();
+      } catch (err) {
+        // The SENDs are durable in the log: their rows are written once there is room.
+        this.noteFailure(err);
+        this.scheduleSettle();
+      }
+    }
     return outcome;
   }
 
@@ -939,8 +980,11 @@ export class SqliteStore implements Store, StoreInspection {
     if (!this.db.open) return;
     try {
       this.settle();
-      // Every row is committed: the next start may continue from the exact id.
-      this.atomically(() => this.ids.markClean(this.nextId));
+      // Every row is committed: the next start may continue from the exact id (without the
+      // mark, say on a full disk, it continues from the reservation, which is safe too).
+      try {
+        this.atomically(() => this.ids.markClean(this.nextId));
+      } catch {}
     } finally {
       this.log?.close();
       this.db.close();
@@ -952,6 +996,7 @@ export class SqliteStore implements Store, StoreInspection {
   private reserveIds(): Promise<void> {
     this.reservingIds ??= this.sqlTurn(() => this.reserveIdsNow())
       .catch((err) => {
+        this.noteFailure(err);
         throw StorageError.from(err, "cannot store the message");
       })
       .finally(() => {
@@ -1015,14 +1060,30 @@ export class SqliteStore implements Store, StoreInspection {
       return this.applier.turn(body).catch((err) => {
         // The worker failed and its rows are pending here now: run the body the other way.
         if (err instanceof ApplierFailed) return this.sqlTurn(body);
+        this.noteFailure(err);
         throw err;
       });
     }
     try {
-      this.applyPending();
+      this.applyPendingUnlessFull();
       return Promise.resolve(body());
     } catch (err) {
+      this.noteFailure(err);
       return Promise.reject(err);
+    }
+  }
+
+  /**
+   * Writes the pending SENDs before a turn; when that fails for lack of space the turn runs
+   * without them (its reads do not see them yet; they are durable in the log), so a full disk
+   * does not stop reads.
+   */
+  private applyPendingUnlessFull(): void {
+    try {
+      this.applyPending();
+    } catch (err) {
+      if (!isOutOfSpace(err)) throw err;
+      this.noteFailure(err);
     }
   }
 
@@ -1242,9 +1303,47 @@ export class SqliteStore implements Store, StoreInspection {
         "STORE_FORMAT",
       );
     }
-    this.db.exec(SQLITE_SCHEMA);
-    this.db.pragma(`user_version = ${SQLITE_SCHEMA_VERSION}`);
+    // Nothing is written when the tables are there (a broker must start on a full disk).
+    if (empty || version !== SQLITE_SCHEMA_VERSION || !this.hasCurrentSchema()) {
+      this.db.exec(SQLITE_SCHEMA);
+      this.db.pragma(`user_version = ${SQLITE_SCHEMA_VERSION}`);
+    }
     this.incrementalVacuum = this.db.pragma("auto_vacuum", { simple: true }) === 2;
+  }
+
+  /** Whether every table and index of SQLITE_SCHEMA exists (and the one it drops does not). */
+  private hasCurrentSchema(): boolean {
+    const names = new Set(
+      this.db
+        .prepare<[], { name: string }>("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")
+        .all()
+        .map((row) => row.name),
+    );
+    const wanted = [...SQLITE_SCHEMA.matchAll(/CREATE (?:UNIQUE )?(?:TABLE|INDEX) IF NOT EXISTS (\w+)/g)].map(
+      (m) => m[1],
+    );
+    return wanted.every((name) => names.has(name)) && !names.has("messages_by_class");
+  }
+
+  /**
+   * "full" while less than the reserve is free (SENDs are refused), while the worker cannot
+   * write its rows, or for a few seconds after a write failed for lack of space (a quota or a
+   * file-size limit the free space does not show); "ok" otherwise. Looked at on each /healthz,
+   * so an idle broker recovers too.
+   */
+  storageState(): StorageState {
+    if (this.freeSpace && this.freeSpace.free() < this.freeSpace.reserve) return "full";
+    if (this.applier?.stalledBy) return "full";
+    const since = this.spaceShortSinceMs;
+    if (since !== undefined && Date.now() - since < SPACE_SHORT_MS) return "full";
+    this.spaceShortSinceMs = undefined;
+    return "ok";
+  }
+
+  /** Notes a failed write: one for lack of space makes the storage state "full". */
+  private noteFailure(err: unknown): void {
+    if (isOutOfSpace(err) || isOutOfSpace((err as { cause?: unknown }).cause))
+      this.spaceShortSinceMs = Date.now();
   }
 
   private dropMailbox(row: MailboxRow): void {

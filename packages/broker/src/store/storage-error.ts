@@ -20,6 +20,13 @@ export class StorageError extends Error {
         { cause: err },
       );
     }
+    if (isOutOfSpace(err)) {
+      return new StorageError(
+        `${context}: the disk holding the data directory is full (${code}); free some space and the broker carries on by itself`,
+        "STORE_FULL",
+        { cause: err },
+      );
+    }
     if (
       code === "SQLITE_CANTOPEN" ||
       code === "SQLITE_READONLY" ||
@@ -36,4 +43,14 @@ export class StorageError extends Error {
     }
     return new StorageError(`${context}: ${(err as Error).message}`, "STORAGE_FAILED", { cause: err });
   }
+}
+
+const OUT_OF_SPACE = new Set(["ENOSPC", "EFBIG", "EDQUOT", "SQLITE_FULL", "STORE_FULL"]);
+
+/** Whether a write failed for lack of space (a full disk, a quota, a file-size limit). */
+export function isOutOfSpace(err: unknown): boolean {
+  for (let at: unknown = err; at; at = (at as { cause?: unknown }).cause) {
+    if (OUT_OF_SPACE.has((at as { code?: string }).code ?? "")) return true;
+  }
+  return false;
 }
