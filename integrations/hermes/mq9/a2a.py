@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from datetime import datetime, timezone
 from typing import Any, Callable, Optional
 
@@ -26,6 +27,20 @@ TYPE, LAST, TASK_ID, VERSION = "mq9-a2a-type", "mq9-a2a-last", "mq9-a2a-task-id"
 INPUT_REQUIRED_MARKER = "[INPUT_REQUIRED]"
 _FINAL = {"completed", "failed", "canceled", "rejected", "input-required", "auth-required"}
 _SEND = {"SendMessage", "SendStreamingMessage", "message/send", "message/stream"}
+
+
+class Bounded(OrderedDict):
+    """A dict that forgets its oldest entries past `limit` (calls, tasks and contexts are kept in memory)."""
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.limit = limit
+
+    def __setitem__(self, key, value) -> None:
+        super().__setitem__(key, value)
+        self.move_to_end(key)
+        while len(self) > self.limit:
+            self.popitem(last=False)
 
 
 def short_state(state: str) -> str:
@@ -109,8 +124,8 @@ class Caller:
     def __init__(self, broker: Broker, reply_mailbox: str):
         self.broker = broker
         self.reply_mailbox = reply_mailbox
-        self._calls: dict[str, _Call] = {}
-        self._by_task: dict[str, str] = {}
+        self._calls: dict[str, _Call] = Bounded(2_000)
+        self._by_task: dict[str, str] = Bounded(2_000)
         self._lock = threading.Lock()
         self._loop_future = None
         self._stopped = False
@@ -205,8 +220,8 @@ class InboxServer:
         self.answer = answer
         self.concurrency = concurrency
         self.task_timeout = task_timeout
-        self.tasks: dict[str, dict] = {}
-        self.histories: dict[str, list] = {}
+        self.tasks: dict[str, dict] = Bounded(1_000)
+        self.histories: dict[str, list] = Bounded(200)
         self.processed = 0
         self._stopped = False
         self._future = None

@@ -82,6 +82,7 @@ def cmd_load(args) -> None:
 
     invoke_hook("on_session_start", session_id="s1", model="stub-model", platform="cli")
     for name, tool_args in (("mq9_status", {}), ("mq9_discover", {"query": args.query or "hermes"}),
+                            ("mq9_discover", {"tag": "browser", "limit": 5}),
                             ("mq9_register", {"agent_card": {"description": "re-registered by the test"}}),
                             ("mq9_discover", {"mode": "text", "query": "re-registered"}),
                             ("mq9_call", {"target": args.agent_id + ".nobody", "message": "hello", "timeout": 1}),
