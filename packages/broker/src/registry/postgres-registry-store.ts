@@ -3,7 +3,7 @@ import type { Logger } from "../logger.js";
 import { ClusterLock } from "../store/postgres/cluster-lock.js";
 import { postgresError } from "../store/postgres/postgres-errors.js";
 import { AgentDirectory, expiryOf } from "./agent-directory.js";
-import { Bm25Index } from "./bm25-index.js";
+import { IndexedRegistryReads } from "./indexed-registry-reads.js";
 import type { AgentSelector } from "./registry-request.js";
 import type {
   AgentFilter,
@@ -17,8 +17,6 @@ import type {
 import { searchTerms } from "./text-search.js";
 import type { VectorItem, VectorStore } from "./vector-store.js";
 
-/** BM25 field weights, in the order of fieldsOf (as the embedded store weighs them). */
-const BM25_WEIGHTS = [2, 1, 3, 2, 2, 1];
 /** How often a node reads the registry's changes: the bound on how stale its DISCOVER answers are. */
 const FOLLOW_INTERVAL_MS = 200;
 /** A doc whose node has not embedded it after this long is embedded by whichever node looks. */
@@ -82,10 +80,6 @@ function toDoc(row: DocDbRow): StoredDoc {
   };
 }
 
-function fieldsOf(doc: SkillDoc): string[] {
-  return [doc.agentName, doc.agentDescription, doc.skillName, doc.skillDescription, doc.tags, doc.examples];
-}
-
 function vectorOf(bytes: Buffer): Float32Array {
   const copy = new Uint8Array(bytes);
   return new Float32Array(copy.buffer, 0, copy.byteLength / 4);
@@ -111,9 +105,7 @@ export interface PostgresRegistryStoreOptions {
  * A doc's vector is computed by the node that took its REGISTER and stored with the doc;
  * the other nodes load it. Expired registrations are purged by one node (an advisory lock).
  */
-export class PostgresRegistryStore implements RegistryStore {
-  private readonly directory = new AgentDirectory();
-  private readonly text = new Bm25Index(BM25_WEIGHTS);
+export class PostgresRegistryStore extends IndexedRegistryReads implements RegistryStore {
   /** The change number each registration in memory was read at. */
   private readonly changeOf = new Map<string, number>();
   private followed = 0;
@@ -125,6 +117,7 @@ export class PostgresRegistryStore implements RegistryStore {
   private readonly lockName: string;
 
   private constructor(private readonly options: PostgresRegistryStoreOptions) {
+    super();
     this.lockName = `mq9:${options.schema}:registry`;
     this.expiryLock = new ClusterLock(
       options.clientConfig,
@@ -254,35 +247,6 @@ export class PostgresRegistryStore implements RegistryStore {
     return touched.length;
   }
 
-  get(mailboxes: string[], nowMs: number): Promise<AgentRow[]> {
-    const rows: AgentRow[] = [];
-    for (const mailbox of mailboxes) {
-      const entry = this.directory.get(mailbox);
-      if (entry !== undefined && this.directory.isLive(entry, nowMs)) rows.push(entry.record);
-    }
-    return Promise.resolve(rows);
-  }
-
-  list(filter: AgentFilter, nowMs: number, offset: number, limit: number): Promise<AgentRow[]> {
-    return Promise.resolve(this.directory.page(filter, nowMs, offset, limit).map((entry) => entry.record));
-  }
-
-  search(
-    text: string,
-    filter: AgentFilter,
-    nowMs: number,
-    offset: number,
-    limit: number,
-  ): Promise<RankedAgent[]> {
-    const terms = searchTerms(text, this.text);
-    if (terms.length === 0) return Promise.resolve([]);
-    const accept = (owner: number) => this.accepted(owner, filter, nowMs);
-    const ranked = this.text.search(terms, offset + limit, accept).slice(offset);
-    return Promise.resolve(
-      ranked.map(({ owner, score }) => ({ mailbox: this.directory.ofOwner(owner)!.mailbox, score })),
-    );
-  }
-
   /** Read in memory; a registration another node wrote in the last moments may not be here yet. */
   select(selector: AgentSelector, nowMs: number): Promise<AgentRow[]> {
     const rows: AgentRow[] = [];
@@ -295,25 +259,6 @@ export class PostgresRegistryStore implements RegistryStore {
       }
     }
     return Promise.resolve(rows);
-  }
-
-  countMatching(filter: AgentFilter, nowMs: number): Promise<number> {
-    return Promise.resolve(this.directory.countMatching(filter, nowMs));
-  }
-
-  countSearch(text: string, filter: AgentFilter, nowMs: number): Promise<number> {
-    const terms = searchTerms(text, this.text);
-    if (terms.length === 0) return Promise.resolve(0);
-    return Promise.resolve(this.text.countOwners(terms, (owner) => this.accepted(owner, filter, nowMs)));
-  }
-
-  private accepted(owner: number, filter: AgentFilter, nowMs: number): boolean {
-    const entry = this.directory.ofOwner(owner);
-    return entry !== undefined && this.directory.accepts(entry, filter, nowMs);
-  }
-
-  candidates(filter: AgentFilter, nowMs: number): Promise<Set<string>> {
-    return Promise.resolve(new Set(this.directory.matching(filter, nowMs).map((entry) => entry.mailbox)));
   }
 
   /** This node's own docs without a vector, and docs whose node never embedded them. */
@@ -360,10 +305,6 @@ export class PostgresRegistryStore implements RegistryStore {
       );
       return rows.map((r) => r.mailbox);
     });
-  }
-
-  count(nowMs: number): Promise<number> {
-    return Promise.resolve(this.directory.liveCount(nowMs));
   }
 
   async close(): Promise<void> {
@@ -505,16 +446,6 @@ export class PostgresRegistryStore implements RegistryStore {
       this.changeOf.set(mailbox, removed.changes[i] ?? 0);
     });
     return { mailboxes: removed.mailboxes, docIds: removed.docIds };
-  }
-
-  private index(agent: AgentRow, ids: number[], docs: SkillDoc[]): void {
-    const entry = this.directory.put(agent, ids);
-    for (const [i, doc] of docs.entries()) this.text.add(ids[i], entry.owner, fieldsOf(doc));
-  }
-
-  private unindex(mailbox: string): void {
-    const entry = this.directory.remove(mailbox);
-    for (const id of entry?.docIds ?? []) this.text.remove(id);
   }
 
   private async read<R extends pg.QueryResultRow>(

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { StorageError } from "../store/storage-error.js";
 import { AgentDirectory, expiryOf } from "./agent-directory.js";
-import { Bm25Index } from "./bm25-index.js";
+import { IndexedRegistryReads } from "./indexed-registry-reads.js";
 import type { AgentSelector } from "./registry-request.js";
 import { openRegistrySchema } from "./registry-schema.js";
 import type {
@@ -25,9 +25,6 @@ export interface SqliteRegistryStoreOptions {
 
 const DOC_COLUMNS =
   "id, mailbox, agent_name, agent_description, skill_name, skill_description, tags, examples";
-
-/** BM25 field weights, in the order of fieldsOf: a skill's own words count most. */
-const BM25_WEIGHTS = [2, 1, 3, 2, 2, 1];
 
 interface AgentDbRow {
   mailbox: string;
@@ -84,10 +81,6 @@ function toDoc(row: DocDbRow): StoredDoc {
   };
 }
 
-function fieldsOf(doc: SkillDoc): string[] {
-  return [doc.agentName, doc.agentDescription, doc.skillName, doc.skillDescription, doc.tags, doc.examples];
-}
-
 /**
  * The embedded registry store: its own SQLite file (`registry.db`) beside the
  * message store, one row per skill. Owned by this process (exclusive lock),
@@ -95,13 +88,12 @@ function fieldsOf(doc: SkillDoc): string[] {
  * tags, name order) and a Bm25Index over the skills, loaded at open and
  * updated after each commit. SQLite keeps them durable.
  */
-export class SqliteRegistryStore implements RegistryStore {
+export class SqliteRegistryStore extends IndexedRegistryReads implements RegistryStore {
   private readonly db: Database.Database;
   private readonly stmt;
-  private readonly directory = new AgentDirectory();
-  private readonly text = new Bm25Index(BM25_WEIGHTS);
 
   constructor(options: SqliteRegistryStoreOptions) {
+    super();
     const memory = options.dataDir === ":memory:";
     try {
       if (!memory) mkdirSync(options.dataDir, { recursive: true });
@@ -189,18 +181,6 @@ export class SqliteRegistryStore implements RegistryStore {
         agentDocs,
       );
     }
-  }
-
-  /** Adds a committed registration to the in-memory indexes. */
-  private index(agent: AgentRow, ids: number[], docs: SkillDoc[]): void {
-    const entry = this.directory.put(agent, ids);
-    for (const [i, doc] of docs.entries()) this.text.add(ids[i], entry.owner, fieldsOf(doc));
-  }
-
-  /** Drops a registration from the in-memory indexes (after its delete committed). */
-  private unindex(mailbox: string): void {
-    const entry = this.directory.remove(mailbox);
-    for (const id of entry?.docIds ?? []) this.text.remove(id);
   }
 
   private run<T>(what: string, work: () => T): Promise<T> {
@@ -291,54 +271,6 @@ export class SqliteRegistryStore implements RegistryStore {
     });
   }
 
-  get(mailboxes: string[], nowMs: number): Promise<AgentRow[]> {
-    const rows: AgentRow[] = [];
-    for (const mailbox of mailboxes) {
-      const entry = this.directory.get(mailbox);
-      if (entry !== undefined && this.directory.isLive(entry, nowMs)) rows.push(entry.record);
-    }
-    return Promise.resolve(rows);
-  }
-
-  list(filter: AgentFilter, nowMs: number, offset: number, limit: number): Promise<AgentRow[]> {
-    return Promise.resolve(this.directory.page(filter, nowMs, offset, limit).map((entry) => entry.record));
-  }
-
-  search(
-    text: string,
-    filter: AgentFilter,
-    nowMs: number,
-    offset: number,
-    limit: number,
-  ): Promise<RankedAgent[]> {
-    const terms = searchTerms(text, this.text);
-    if (terms.length === 0) return Promise.resolve([]);
-    const accept = (owner: number) => this.accepted(owner, filter, nowMs);
-    const ranked = this.text.search(terms, offset + limit, accept).slice(offset);
-    return Promise.resolve(
-      ranked.map(({ owner, score }) => ({ mailbox: this.directory.ofOwner(owner)!.mailbox, score })),
-    );
-  }
-
-  countMatching(filter: AgentFilter, nowMs: number): Promise<number> {
-    return Promise.resolve(this.directory.countMatching(filter, nowMs));
-  }
-
-  countSearch(text: string, filter: AgentFilter, nowMs: number): Promise<number> {
-    const terms = searchTerms(text, this.text);
-    if (terms.length === 0) return Promise.resolve(0);
-    return Promise.resolve(this.text.countOwners(terms, (owner) => this.accepted(owner, filter, nowMs)));
-  }
-
-  private accepted(owner: number, filter: AgentFilter, nowMs: number): boolean {
-    const entry = this.directory.ofOwner(owner);
-    return entry !== undefined && this.directory.accepts(entry, filter, nowMs);
-  }
-
-  candidates(filter: AgentFilter, nowMs: number): Promise<Set<string>> {
-    return Promise.resolve(new Set(this.directory.matching(filter, nowMs).map((entry) => entry.mailbox)));
-  }
-
   docsToEmbed(model: string, afterId: number, limit: number): Promise<StoredDoc[]> {
     return this.run("registry read failed", () =>
       this.stmt.docsToEmbed.all({ model, after: afterId, limit }).map(toDoc),
@@ -369,10 +301,6 @@ export class SqliteRegistryStore implements RegistryStore {
     return this.run("registry purge failed", () =>
       this.removeAll(() => this.stmt.expired.all(nowMs).map((r) => r.mailbox)),
     );
-  }
-
-  count(nowMs: number): Promise<number> {
-    return Promise.resolve(this.directory.liveCount(nowMs));
   }
 
   close(): Promise<void> {
