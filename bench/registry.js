@@ -262,8 +262,8 @@ async function partBroker(cfg, out) {
       String(httpPort),
       "--log-level",
       "warn",
-      // The registry alone: the in-process orchestrator re-reads the whole registry every second
-      // (10,000 agents: ~18 MB of DISCOVER replies a second), which is the orchestrator's cost.
+      // The registry alone: the in-process orchestrator re-reads the whole registry every second,
+      // which is the orchestrator's cost, not the registry's.
       "--orchestrator",
       "off",
     ],
@@ -452,7 +452,7 @@ async function partVectors(cfg, out) {
     count: 2000,
     concurrency: 1,
   });
-  // Warm-up as in part 1: a fresh worker runs single-text embeds 40 % slower for its first few
+  // Warm-up as in part 1: a fresh worker runs single-text embeds slower for its first few
   // hundred calls while V8 optimises the model's JavaScript. Its texts are never measured.
   progress("vectors: warming the embedder up with 600 single-text queries");
   await measure((i) => threaded.embed([`${queryTexts[i % queryTexts.length]} %${i}`], { purpose: "query" }), {
