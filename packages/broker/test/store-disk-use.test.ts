@@ -93,4 +93,51 @@ describe("disk use stays bounded", () => {
       await store.close();
     }
   }, 180_000);
+
+  it("an ACK storm (every message claimed and acknowledged on its own) keeps the WAL under its bound", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mq9-disk-"));
+    const store = new SqliteStore({ dataDir: dir });
+    const now = Date.now();
+    const count = 50_000;
+    const groups = ["g1", "g2"];
+    try {
+      await store.createMailbox({ address: "box", ttlSeconds: 0, desc: "", createdMs: now }, now);
+      for (let first = 0; first < count; first += 1000) {
+        const batch = Array.from({ length: 1000 }, (_, i) => ({
+          mailbox: "box",
+          priority: "normal" as const,
+          payload: Buffer.from(`message ${first + i} `.padEnd(200, "x")),
+          sentMs: now,
+        }));
+        await store.append(batch, now);
+      }
+      const claim = {
+        limit: 1,
+        maxBytes: 1 << 20,
+        nowMs: now,
+        start: { fromId: 0 },
+        reset: false,
+        leaseMs: 60_000,
+      };
+      let largest = 0;
+      let acked = 0;
+      for (let n = 0; n < count; n++) {
+        for (const group of groups) {
+          const [message] = await store.claim("box", group, claim);
+          expect(await store.ack("box", group, message.id, now)).toBe(true);
+          acked++;
+        }
+        if (n % 10 === 0) {
+          largest = Math.max(largest, walBytes(dir));
+          await turn();
+        }
+      }
+      expect(acked).toBe(count * groups.length);
+      for (const group of groups) expect(await store.claim("box", group, claim)).toEqual([]);
+      expect(largest).toBeLessThan(WAL_BOUND);
+      await eventually(() => walBytes(dir) < 4 * MiB);
+    } finally {
+      await store.close();
+    }
+  }, 300_000);
 });
