@@ -50,11 +50,20 @@ export async function ensurePythonEnv(): Promise<string> {
   const want = requirementsHash();
   for (;;) {
     if (existsSync(python) && readStamp() === want) return python;
+    // A fresh clone has no .cache yet: the lock directory needs its parent.
+    mkdirSync(join(repo, ".cache"), { recursive: true });
     try {
       mkdirSync(LOCK, { recursive: false });
-    } catch {
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
       // Someone else installs; a lock older than 20 minutes belongs to a run that died.
-      if (Date.now() - statSync(LOCK).mtimeMs > 20 * 60_000) rmSync(LOCK, { recursive: true, force: true });
+      let age = 0;
+      try {
+        age = Date.now() - statSync(LOCK).mtimeMs;
+      } catch {
+        // Gone already: its installer finished; look again.
+      }
+      if (age > 20 * 60_000) rmSync(LOCK, { recursive: true, force: true });
       await sleep(2_000);
       continue;
     }
