@@ -14,6 +14,7 @@ import type {
   SkillDoc,
   StoredDoc,
 } from "./registry-store.js";
+import { type SkillDocRow, toStoredDoc } from "./skill-doc-row.js";
 import { searchTerms } from "./text-search.js";
 import type { VectorItem, VectorStore } from "./vector-store.js";
 
@@ -37,15 +38,7 @@ interface AgentDbRow {
   docs_change: number;
 }
 
-interface DocDbRow {
-  id: number;
-  mailbox: string;
-  agent_name: string;
-  agent_description: string;
-  skill_name: string;
-  skill_description: string;
-  tags: string;
-  examples: string;
+interface DocDbRow extends SkillDocRow {
   vector?: Buffer | null;
 }
 
@@ -64,19 +57,6 @@ function toAgent(row: AgentDbRow): AgentRow {
     registeredMs: row.registered_ms,
     lastSeenMs: row.last_seen_ms,
     statusJson: row.status ?? undefined,
-  };
-}
-
-function toDoc(row: DocDbRow): StoredDoc {
-  return {
-    id: row.id,
-    mailbox: row.mailbox,
-    agentName: row.agent_name,
-    agentDescription: row.agent_description,
-    skillName: row.skill_name,
-    skillDescription: row.skill_description,
-    tags: row.tags,
-    examples: row.examples,
   };
 }
 
@@ -269,7 +249,7 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
        ORDER BY id LIMIT $5`,
       [afterId, model, this.options.node, Date.now() - ORPHAN_AFTER_MS, limit],
     );
-    return rows.map(toDoc);
+    return rows.map(toStoredDoc);
   }
 
   async markEmbedded(ids: number[], model: string): Promise<number[]> {
@@ -372,7 +352,7 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
           this.index(
             toAgent(row),
             own.map((d) => d.id),
-            own.map(toDoc),
+            own.map(toStoredDoc),
           );
           if (previous.length > 0) await this.vectors?.delete({ ids: previous });
           const withVectors = own.filter((d) => d.vector);

@@ -15,6 +15,7 @@ import type {
   SkillDoc,
   StoredDoc,
 } from "./registry-store.js";
+import { type SkillDocRow, toStoredDoc } from "./skill-doc-row.js";
 import { searchTerms } from "./text-search.js";
 
 export interface SqliteRegistryStoreOptions {
@@ -41,17 +42,6 @@ interface AgentDbRow {
   owner: string | null;
 }
 
-interface DocDbRow {
-  id: number;
-  mailbox: string;
-  agent_name: string;
-  agent_description: string;
-  skill_name: string;
-  skill_description: string;
-  tags: string;
-  examples: string;
-}
-
 function toAgent(row: AgentDbRow): AgentRow {
   return {
     mailbox: row.mailbox,
@@ -65,19 +55,6 @@ function toAgent(row: AgentDbRow): AgentRow {
     lastSeenMs: row.last_seen_ms,
     statusJson: row.status ?? undefined,
     owner: row.owner ?? undefined,
-  };
-}
-
-function toDoc(row: DocDbRow): StoredDoc {
-  return {
-    id: row.id,
-    mailbox: row.mailbox,
-    agentName: row.agent_name,
-    agentDescription: row.agent_description,
-    skillName: row.skill_name,
-    skillDescription: row.skill_description,
-    tags: row.tags,
-    examples: row.examples,
   };
 }
 
@@ -127,7 +104,7 @@ export class SqliteRegistryStore extends IndexedRegistryReads implements Registr
            expires_ms = CASE WHEN ttl_s > 0 THEN @now + ttl_s * 1000 ELSE NULL END
          WHERE mailbox = @mailbox AND (expires_ms IS NULL OR expires_ms > @now)`,
       ),
-      docsToEmbed: db.prepare<{ model: string; after: number; limit: number }, DocDbRow>(
+      docsToEmbed: db.prepare<{ model: string; after: number; limit: number }, SkillDocRow>(
         `SELECT ${DOC_COLUMNS} FROM skill_docs
          WHERE id > @after AND (vec_model IS NULL OR vec_model <> @model)
          ORDER BY id LIMIT @limit`,
@@ -141,7 +118,7 @@ export class SqliteRegistryStore extends IndexedRegistryReads implements Registr
         "SELECT mailbox FROM agents WHERE expires_ms IS NOT NULL AND expires_ms <= ? LIMIT 1000",
       ),
       allAgents: db.prepare<[], AgentDbRow>("SELECT * FROM agents"),
-      allDocs: db.prepare<[], DocDbRow>(`SELECT ${DOC_COLUMNS} FROM skill_docs ORDER BY id`),
+      allDocs: db.prepare<[], SkillDocRow>(`SELECT ${DOC_COLUMNS} FROM skill_docs ORDER BY id`),
     };
     try {
       this.loadIndexes();
@@ -167,14 +144,14 @@ export class SqliteRegistryStore extends IndexedRegistryReads implements Registr
 
   /** Fills the in-memory indexes from the tables (at open). */
   private loadIndexes(): void {
-    const docs = new Map<string, DocDbRow[]>();
+    const docs = new Map<string, SkillDocRow[]>();
     for (const doc of this.stmt.allDocs.iterate()) {
       const list = docs.get(doc.mailbox);
       if (list) list.push(doc);
       else docs.set(doc.mailbox, [doc]);
     }
     for (const row of this.stmt.allAgents.iterate()) {
-      const agentDocs = (docs.get(row.mailbox) ?? []).map(toDoc);
+      const agentDocs = (docs.get(row.mailbox) ?? []).map(toStoredDoc);
       this.index(
         toAgent(row),
         agentDocs.map((doc) => doc.id),
@@ -273,7 +250,7 @@ export class SqliteRegistryStore extends IndexedRegistryReads implements Registr
 
   docsToEmbed(model: string, afterId: number, limit: number): Promise<StoredDoc[]> {
     return this.run("registry read failed", () =>
-      this.stmt.docsToEmbed.all({ model, after: afterId, limit }).map(toDoc),
+      this.stmt.docsToEmbed.all({ model, after: afterId, limit }).map(toStoredDoc),
     );
   }
 
