@@ -105,6 +105,8 @@ export interface SqliteStoreOptions {
    * at start-up among the records replayed, or when a message in it is read.
    */
   onCorruptRecord?: (err: CorruptRecordError) => void;
+  /** Crash tests only: see MessageLogOptions.afterCopyWritten. */
+  afterCopyWritten?: () => void;
 }
 
 const DEFAULT_COMMIT_INTERVAL_MS = 25;
@@ -499,6 +501,7 @@ export class SqliteStore implements Store, StoreInspection {
       opened = MessageLog.open(this.db, options.dataDir, {
         sync: options.sync === "full",
         segmentBytes: options.logSegmentBytes,
+        afterCopyWritten: options.afterCopyWritten,
         onCorrupt: (err) => {
           this.corruptRecords++;
           options.onCorruptRecord?.(err);
