@@ -42,7 +42,7 @@ export interface BrokerOptions {
   leaseMs?: number;
   maxWaitMs?: number;
   fetchMaxBytes?: number;
-  defaultMailboxTtl?: number;
+  defaultMailboxTtlSeconds?: number;
   sweepIntervalMs?: number;
   /** The agent registry (AGENT.* subjects); `false` turns it off. */
   registry?: RegistrySettings | false;
@@ -164,7 +164,7 @@ export class Broker {
       leaseMs: options.leaseMs,
       maxWaitMs: options.maxWaitMs,
       fetchMaxBytes: options.fetchMaxBytes,
-      defaultMailboxTtl: options.defaultMailboxTtl,
+      defaultMailboxTtlSeconds: options.defaultMailboxTtlSeconds,
       sweepIntervalMs: options.sweepIntervalMs,
     });
     let listener: NatsListener;
@@ -295,7 +295,7 @@ export class Broker {
         leaseMs: options.leaseMs,
         maxWaitMs: options.maxWaitMs,
         fetchMaxBytes: options.fetchMaxBytes,
-        defaultMailboxTtl: options.defaultMailboxTtl,
+        defaultMailboxTtlSeconds: options.defaultMailboxTtlSeconds,
         sweepIntervalMs: options.sweepIntervalMs,
       });
       const metrics = new BrokerMetrics(() => 0);
