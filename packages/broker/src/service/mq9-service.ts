@@ -13,7 +13,7 @@ import {
 import type { Principal } from "../auth/principal.js";
 import type { MessagingEngine } from "../engine/messaging-engine.js";
 import type { Logger } from "../logger.js";
-import type { Registry } from "../registry/registry.js";
+import type { Registry } from "../registry.js";
 import type { StoredMessage } from "../store/store.js";
 import { encodeMessageItem, type ItemHeaderParts } from "./message-item.js";
 import { MailboxOwnership } from "./ownership.js";

@@ -1,18 +1,19 @@
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
-import type { Logger } from "../logger.js";
-import type { Embedder } from "./embedder.js";
-import type { EmbedderSpec } from "./embedder-factory.js";
-import { LanceDbVectorStore } from "./lancedb-vector-store.js";
-import { LocalVectorStore } from "./local-vector-store.js";
-import { OnnxEmbedder } from "./onnx-embedder.js";
-import { Registry, type RegistryOptions } from "./registry.js";
-import type { RegistryStore } from "./registry-store.js";
-import { SqliteRegistryStore } from "./sqlite-registry-store.js";
-import { ThreadedEmbedder } from "./threaded-embedder.js";
-import { UseEmbedder } from "./use-embedder.js";
-import type { VectorStore } from "./vector-store.js";
+import { PostgresStore, type RegistryContext, type RegistryFactory } from "@mq9/broker";
+import { AgentRegistry, type AgentRegistryOptions } from "./agent-registry.js";
+import type { Embedder } from "./embedding/embedder.js";
+import type { EmbedderSpec } from "./embedding/embedder-factory.js";
+import { OnnxEmbedder } from "./embedding/onnx-embedder.js";
+import { ThreadedEmbedder } from "./embedding/threaded-embedder.js";
+import { UseEmbedder } from "./embedding/use-embedder.js";
+import { PostgresRegistryStore } from "./store/postgres-registry-store.js";
+import type { RegistryStore } from "./store/registry-store.js";
+import { SqliteRegistryStore } from "./store/sqlite-registry-store.js";
+import { LanceDbVectorStore } from "./vectors/lancedb-vector-store.js";
+import { LocalVectorStore } from "./vectors/local-vector-store.js";
+import type { VectorStore } from "./vectors/vector-store.js";
 
 /** Registry settings of a broker (the `registry` section of the config). */
 export interface RegistrySettings {
@@ -40,15 +41,6 @@ export interface RegistrySettings {
   preloadEmbedder?: boolean;
   /** Another RegistryStore; replaces the embedded `registry.db`. */
   store?: RegistryStore;
-}
-
-export interface RegistryContext {
-  dataDir: string;
-  sync?: "normal" | "full";
-  logger: Logger;
-  sweepIntervalMs?: number;
-  /** The transport's max payload: DISCOVER replies are kept within it. */
-  maxPayload?: number;
 }
 
 const require = createRequire(import.meta.url);
@@ -122,8 +114,36 @@ function openVectorStore(settings: RegistrySettings, context: RegistryContext): 
   });
 }
 
+/**
+ * In a cluster on PostgreSQL, the registry lives in the same database (every node answers over
+ * all of it) and its vectors in each node's memory, loaded from there.
+ */
+async function clusterSettings(
+  settings: RegistrySettings,
+  context: RegistryContext,
+): Promise<RegistrySettings> {
+  const { store, node } = context;
+  if (!(store instanceof PostgresStore) || node === undefined || settings.store) return settings;
+  const shared = await PostgresRegistryStore.open({ ...store.sharedDatabase(), node });
+  const semantic = settings.embedder !== "none" && typeof settings.vectorStore !== "object";
+  const vectorStore = semantic
+    ? shared.shareVectors(
+        await LocalVectorStore.open({ dataDir: ":memory:", annThreshold: settings.annThreshold }),
+      )
+    : settings.vectorStore;
+  return { ...settings, store: shared, vectorStore };
+}
+
+/** The factory a broker is given (`Broker.start({ registry: registryFactory(settings) })`). */
+export function registryFactory(settings: RegistrySettings = {}): RegistryFactory {
+  return async (context) => openRegistry(await clusterSettings(settings, context), context);
+}
+
 /** Opens the registry's stores in the data dir and builds its embedder as configured. */
-export async function openRegistry(settings: RegistrySettings, context: RegistryContext): Promise<Registry> {
+export async function openRegistry(
+  settings: RegistrySettings,
+  context: RegistryContext,
+): Promise<AgentRegistry> {
   const { logger } = context;
   const store = settings.store ?? new SqliteRegistryStore({ dataDir: context.dataDir, sync: context.sync });
   const problem = typeof settings.embedder === "object" ? undefined : embedderProblem(settings);
@@ -141,7 +161,7 @@ export async function openRegistry(settings: RegistrySettings, context: Registry
     }
     embedder = buildEmbedder(settings);
   }
-  const options: RegistryOptions = {
+  const options: AgentRegistryOptions = {
     store,
     vectors,
     embedder,
@@ -157,7 +177,7 @@ export async function openRegistry(settings: RegistrySettings, context: Registry
     // The default model was trained on English; an ONNX model's languages are the operator's choice.
     embedderEnglishOnly: (settings.embedder ?? "use") === "use",
   };
-  const registry = new Registry(options);
+  const registry = new AgentRegistry(options);
   await registry.start();
   return registry;
 }

@@ -1,5 +1,5 @@
+import { forEachOwner, hasOwner, TagBitmaps } from "../search/tag-bitmaps.js";
 import type { AgentFilter, AgentRow } from "./registry-store.js";
-import { forEachOwner, hasOwner, TagBitmaps } from "./tag-bitmaps.js";
 
 /** A registration in memory, with what discovery needs to find it. */
 export interface DirectoryEntry {

@@ -1,15 +1,15 @@
+import { PostgresStore } from "@mq9/broker";
 import { afterEach, describe, expect, it } from "vitest";
-import { LocalVectorStore } from "../src/registry/local-vector-store.js";
-import { openRegistry } from "../src/registry/open-registry.js";
-import type { PostgresRegistryStore } from "../src/registry/postgres-registry-store.js";
-import type { Registry } from "../src/registry/registry.js";
-import { PostgresStore } from "../src/store/postgres/postgres-store.js";
+import type { AgentRegistry } from "../src/agent-registry.js";
+import { openRegistry } from "../src/open-registry.js";
+import { PostgresRegistryStore } from "../src/store/postgres-registry-store.js";
+import { LocalVectorStore } from "../src/vectors/local-vector-store.js";
 import { freshSchema, postgresMissing, usePrivatePostgres } from "./postgres-harness.js";
 
 const missing = postgresMissing();
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 
-async function names(registry: Registry, query: Record<string, unknown>): Promise<string[]> {
+async function names(registry: AgentRegistry, query: Record<string, unknown>): Promise<string[]> {
   const { agents } = await registry.discover(json(query));
   return agents.map((pieces) => JSON.parse(Buffer.concat(pieces.map((p) => Buffer.from(p))).toString()).name);
 }
@@ -39,10 +39,10 @@ describe.skipIf(missing !== undefined)(`postgres registry${missing ? ` (skipped:
 
   const twoNodes = async () => {
     const schema = freshSchema();
-    const nodes: { store: PostgresStore; shared: PostgresRegistryStore; registry: Registry }[] = [];
+    const nodes: { store: PostgresStore; shared: PostgresRegistryStore; registry: AgentRegistry }[] = [];
     for (const node of ["a", "b"]) {
       const store = await PostgresStore.open({ url: db.pg.url, schema, poolSize: 4 });
-      const shared = await store.openRegistryStore(node);
+      const shared = await PostgresRegistryStore.open({ ...store.sharedDatabase(), node });
       const registry = await openRegistry(
         { embedder: "none", store: shared },
         { dataDir: ":memory:", logger: console },

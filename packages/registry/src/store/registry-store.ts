@@ -1,4 +1,4 @@
-import type { AgentSelector } from "./registry-request.js";
+import type { AgentSelector } from "../request/registry-request.js";
 
 /** One registration as stored. Times are unix milliseconds. */
 export interface AgentRow {

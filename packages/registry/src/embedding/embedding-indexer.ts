@@ -1,8 +1,8 @@
-import type { Logger } from "../logger.js";
+import type { Logger } from "@mq9/broker";
+import type { RegistryStore, StoredDoc } from "../store/registry-store.js";
+import type { VectorStore } from "../vectors/vector-store.js";
 import type { Embedder } from "./embedder.js";
 import { QueryVectorCache } from "./query-vector-cache.js";
-import type { RegistryStore, StoredDoc } from "./registry-store.js";
-import type { VectorStore } from "./vector-store.js";
 
 /**
  * The text a skill is embedded from: the skill's own words; the agent's

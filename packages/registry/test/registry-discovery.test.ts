@@ -1,7 +1,7 @@
 import { Defaults, Subjects } from "@mq9/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Embedder, EmbedOptions } from "../src/registry/embedder.js";
-import { UseEmbedder } from "../src/registry/use-embedder.js";
+import type { Embedder, EmbedOptions } from "../src/embedding/embedder.js";
+import { UseEmbedder } from "../src/embedding/use-embedder.js";
 import { startTestBroker, type TestBroker } from "./harness.js";
 
 type Agent = Record<string, unknown> & { name: string; mailbox: string };

@@ -20,7 +20,7 @@ interface Job {
 }
 
 function workerUrl(): URL {
-  const url = compiledWorkerUrl("registry/embedding-worker.js");
+  const url = compiledWorkerUrl("embedding/embedding-worker.js");
   if (url) return url;
   throw new EmbedderUnavailableError(
     `the embedding worker ${fileURLToPath(new URL("./embedding-worker.js", import.meta.url))} is missing; run the build (npx tsc -b)`,

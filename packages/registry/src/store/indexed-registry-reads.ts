@@ -1,7 +1,7 @@
-import { AgentDirectory } from "./agent-directory.js";
-import { Bm25Index } from "./bm25-index.js";
+import { Bm25Index } from "../search/bm25-index.js";
+import { searchTerms } from "../search/text-search.js";
+import { AgentDirectory } from "./registration-index.js";
 import type { AgentFilter, AgentRow, RankedAgent, SkillDoc } from "./registry-store.js";
-import { searchTerms } from "./text-search.js";
 
 /** BM25 field weights, in the order of fieldsOf: a skill's own words count most. */
 const BM25_WEIGHTS = [2, 1, 3, 2, 2, 1];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { forEachOwner, hasOwner, TagBitmaps } from "../src/registry/tag-bitmaps.js";
+import { forEachOwner, hasOwner, TagBitmaps } from "../src/search/tag-bitmaps.js";
 
 const owners = (bits: Uint32Array) => {
   const out: number[] = [];

@@ -2,7 +2,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { SqliteRegistryStore } from "../src/index.js";
-import { REGISTRY_SCHEMA_VERSION } from "../src/registry/registry-schema.js";
+import { REGISTRY_SCHEMA_VERSION } from "../src/store/registry-schema.js";
 import { tempDir } from "./harness.js";
 
 /** registry.db as the first release wrote it: skill texts in FTS5, agents WITHOUT ROWID. */

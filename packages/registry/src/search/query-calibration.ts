@@ -1,4 +1,4 @@
-import { dot, type Embedder } from "./embedder.js";
+import { dot, type Embedder } from "../embedding/embedder.js";
 import { languageOf } from "./text-terms.js";
 
 /**

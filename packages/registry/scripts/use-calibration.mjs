@@ -1,11 +1,11 @@
-// Writes src/registry/use-calibration.ts: the default model's calibration vectors (see
+// Writes src/search/use-calibration.ts: the default model's calibration vectors (see
 // query-calibration.ts), so a broker need not embed the reference texts before its first
 // semantic query. Run after `npm run build` whenever the reference texts or the model change:
-//   node packages/broker/scripts/use-calibration.mjs
+//   node packages/registry/scripts/use-calibration.mjs
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { computeCalibration } from "../dist/registry/query-calibration.js";
-import { UseEmbedder } from "../dist/registry/use-embedder.js";
+import { computeCalibration } from "../dist/search/query-calibration.js";
+import { UseEmbedder } from "../dist/embedding/use-embedder.js";
 
 const embedder = new UseEmbedder();
 const { centroid, unreadable } = await computeCalibration(embedder);
@@ -31,7 +31,7 @@ ${unreadable.map((u) => `      floats(\n        "${b64(u)}",\n      ),`).join("\
   }),
 };
 `;
-writeFileSync(fileURLToPath(new URL("../src/registry/use-calibration.ts", import.meta.url)), text);
+writeFileSync(fileURLToPath(new URL("../src/search/use-calibration.ts", import.meta.url)), text);
 console.log(
   `wrote use-calibration.ts (${centroid.length} dimensions, ${unreadable.length} unreadable probes)`,
 );

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FlatVectors, TopK } from "../src/registry/flat-vectors.js";
+import { FlatVectors, TopK } from "../src/vectors/flat-vectors.js";
 
 const vector = (id: number) => Float32Array.from({ length: 8 }, (_, k) => id * 10 + k);
 

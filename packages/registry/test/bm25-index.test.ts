@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { Bm25Index } from "../src/registry/bm25-index.js";
-import { indexTerms, queryTerms } from "../src/registry/text-terms.js";
+import { Bm25Index } from "../src/search/bm25-index.js";
+import { indexTerms, queryTerms } from "../src/search/text-terms.js";
 
 /** A query's stems, each counting fully (what the index is asked for a plain query). */
 const weighted = (query: string) => queryTerms(query).map((term) => ({ term, weight: 1 }));

@@ -1,28 +1,34 @@
+import {
+  type DiscoverResult,
+  type Logger,
+  type Principal,
+  type Registry,
+  type RegistryStatus,
+  silentLogger,
+} from "@mq9/broker";
 import { Defaults, Errors, Mq9Error, mailAddressError } from "@mq9/protocol";
-import type { Principal } from "../auth/principal.js";
-import { type Logger, silentLogger } from "../logger.js";
-import type { Embedder } from "./embedder.js";
-import { EmbeddingIndexer } from "./embedding-indexer.js";
-import { QueryCalibration, type QueryScale } from "./query-calibration.js";
-import { QueryVectorCache } from "./query-vector-cache.js";
+import type { Embedder } from "./embedding/embedder.js";
+import { EmbeddingIndexer } from "./embedding/embedding-indexer.js";
+import { QueryVectorCache } from "./embedding/query-vector-cache.js";
 import {
   DEFAULT_REGISTRATION_LIMITS,
   parseRegistration,
   type Registration,
   type RegistrationLimits,
-} from "./registration.js";
+} from "./request/registration.js";
 import {
   type AgentSelector,
   type DiscoverRequest,
   parseDiscover,
   parseReport,
   parseUnregister,
-} from "./registry-request.js";
-import type { AgentFilter, AgentRow, RankedAgent, RegistryStore, SkillDoc } from "./registry-store.js";
-import { USE_CALIBRATION } from "./use-calibration.js";
-import type { VectorIndexStatus, VectorStore } from "./vector-store.js";
+} from "./request/registry-request.js";
+import { QueryCalibration, type QueryScale } from "./search/query-calibration.js";
+import { USE_CALIBRATION } from "./search/use-calibration.js";
+import type { AgentFilter, AgentRow, RankedAgent, RegistryStore, SkillDoc } from "./store/registry-store.js";
+import type { VectorStore } from "./vectors/vector-store.js";
 
-export interface RegistryOptions {
+export interface AgentRegistryOptions {
   store: RegistryStore;
   /** Both needed for semantic discovery; without them `semantic` falls back to full-text with a warning. */
   vectors?: VectorStore;
@@ -46,33 +52,6 @@ export interface RegistryOptions {
   maxReplyBytes?: number;
   /** The embedder reads English only: queries in other scripts, or reading as German, are answered by full-text. */
   embedderEnglishOnly?: boolean;
-}
-
-export interface RegistryStatus {
-  embedding: boolean;
-  /** Skills waiting for their vectors. */
-  pendingSkills: number;
-  vectors?: VectorIndexStatus;
-}
-
-/** One DISCOVER answer: the entries and, when the ranking asked for could not be used, why. */
-export interface DiscoverResult {
-  /**
-   * Each entry as UTF-8 JSON in pieces (the registration's cached bytes, then
-   * this query's fields): copied into the reply as is, never parsed or
-   * encoded again, and kept off the JS heap.
-   */
-  agents: (readonly Uint8Array[])[];
-  /** Another page follows (from `nextOffset`). */
-  hasMore: boolean;
-  nextOffset?: number;
-  /** Agents the query matches in all, where that is known. */
-  total?: number;
-  /** The page was cut short to fit the max payload. */
-  truncated?: boolean;
-  /** Skills not yet searchable by meaning (still being embedded). */
-  pendingSkills?: number;
-  warning?: string;
 }
 
 /** Room kept in a reply for its fields other than the entries. */
@@ -111,7 +90,7 @@ function hasFilter(filter: AgentFilter): boolean {
  * RegistryStore (records, tags, full-text) and, for semantic discovery, an
  * Embedder and a VectorStore. Touches no socket.
  */
-export class Registry {
+export class AgentRegistry implements Registry {
   private readonly store: RegistryStore;
   private readonly vectors?: VectorStore;
   private readonly embedder?: Embedder;
@@ -136,7 +115,7 @@ export class Registry {
   private sweeping?: Promise<void>;
   private started?: Promise<void>;
 
-  constructor(private readonly options: RegistryOptions) {
+  constructor(private readonly options: AgentRegistryOptions) {
     this.store = options.store;
     this.logger = options.logger ?? silentLogger;
     this.now = options.now ?? Date.now;

@@ -1,22 +1,12 @@
+import type { Logger } from "@mq9/broker";
+import { ClusterLock, postgresError } from "@mq9/broker";
 import type pg from "pg";
-import type { Logger } from "../logger.js";
-import { ClusterLock } from "../store/postgres/cluster-lock.js";
-import { postgresError } from "../store/postgres/postgres-errors.js";
-import { AgentDirectory, expiryOf } from "./agent-directory.js";
+import type { AgentSelector } from "../request/registry-request.js";
+import type { VectorItem, VectorStore } from "../vectors/vector-store.js";
 import { IndexedRegistryReads } from "./indexed-registry-reads.js";
-import type { AgentSelector } from "./registry-request.js";
-import type {
-  AgentFilter,
-  AgentRow,
-  RankedAgent,
-  RegistryStore,
-  Removed,
-  SkillDoc,
-  StoredDoc,
-} from "./registry-store.js";
+import { expiryOf } from "./registration-index.js";
+import type { AgentRow, RegistryStore, Removed, SkillDoc, StoredDoc } from "./registry-store.js";
 import { type SkillDocRow, toStoredDoc } from "./skill-doc-row.js";
-import { searchTerms } from "./text-search.js";
-import type { VectorItem, VectorStore } from "./vector-store.js";
 
 /** How often a node reads the registry's changes: the bound on how stale its DISCOVER answers are. */
 const FOLLOW_INTERVAL_MS = 200;

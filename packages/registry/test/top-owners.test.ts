@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { TopOwners } from "../src/registry/top-owners.js";
+import { TopOwners } from "../src/search/top-owners.js";
 
 describe("top owners", () => {
   it("keeps each owner at its best doc, best first, ties to the lower owner", () => {

@@ -1,22 +1,13 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { StorageError } from "@mq9/broker";
 import Database from "better-sqlite3";
-import { StorageError } from "../store/storage-error.js";
-import { AgentDirectory, expiryOf } from "./agent-directory.js";
+import type { AgentSelector } from "../request/registry-request.js";
 import { IndexedRegistryReads } from "./indexed-registry-reads.js";
-import type { AgentSelector } from "./registry-request.js";
+import { expiryOf } from "./registration-index.js";
 import { openRegistrySchema } from "./registry-schema.js";
-import type {
-  AgentFilter,
-  AgentRow,
-  RankedAgent,
-  RegistryStore,
-  Removed,
-  SkillDoc,
-  StoredDoc,
-} from "./registry-store.js";
+import type { AgentRow, RegistryStore, Removed, SkillDoc, StoredDoc } from "./registry-store.js";
 import { type SkillDocRow, toStoredDoc } from "./skill-doc-row.js";
-import { searchTerms } from "./text-search.js";
 
 export interface SqliteRegistryStoreOptions {
   /** Folder that holds `registry.db`; created when missing. ":memory:" for a throw-away store. */

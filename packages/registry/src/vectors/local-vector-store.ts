@@ -1,10 +1,9 @@
 import { mkdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { type Logger, StorageError, silentLogger } from "@mq9/broker";
 import { TwoGenerationMap } from "@mq9/protocol";
 import Database from "better-sqlite3";
-import { type Logger, silentLogger } from "../logger.js";
-import { StorageError } from "../store/storage-error.js";
 import { FlatVectors, TopK } from "./flat-vectors.js";
 import { SharedPoints, sameVector } from "./shared-points.js";
 import type {

@@ -1,8 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
-import { type Logger, silentLogger } from "../logger.js";
-import { StorageError } from "../store/storage-error.js";
+import { type Logger, StorageError, silentLogger } from "@mq9/broker";
 import type {
   VectorFilter,
   VectorHit,

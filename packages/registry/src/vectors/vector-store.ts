@@ -1,3 +1,6 @@
+import type { VectorIndexStatus } from "@mq9/broker";
+
+export type { VectorIndexStatus } from "@mq9/broker";
 /** One vector: a doc (skill) of an agent. */
 export interface VectorItem {
   /** Unique doc id; never reused for another doc. */
@@ -45,14 +48,4 @@ export interface VectorStore {
   close(): Promise<void>;
   /** For stores with an approximate index: how far its build is (exposed as metrics). */
   status?(): VectorIndexStatus;
-}
-
-export interface VectorIndexStatus {
-  /** Vectors in the approximate index. */
-  indexed: number;
-  /** Distinct vectors among them, where the index stores identical vectors once. */
-  points?: number;
-  /** Vectors searched exactly until they enter it. */
-  pending: number;
-  building: boolean;
 }
