@@ -6,23 +6,25 @@ import {
   type RegistryStatus,
   silentLogger,
 } from "@mq9/broker";
-import { Defaults, Errors, Mq9Error, mailAddressError } from "@mq9/protocol";
+import {
+  type AgentSelector,
+  DEFAULT_REGISTRATION_LIMITS,
+  Defaults,
+  Errors,
+  Mq9Error,
+  mailAddressError,
+  type Parsed,
+  type ParsedDiscoverRequest,
+  type ParsedRegistration,
+  parseDiscoverRequest,
+  parseRegisterRequest,
+  parseReportRequest,
+  parseUnregisterRequest,
+  type RegistrationLimits,
+} from "@mq9/protocol";
 import type { Embedder } from "./embedding/embedder.js";
 import { EmbeddingIndexer } from "./embedding/embedding-indexer.js";
 import { QueryVectorCache } from "./embedding/query-vector-cache.js";
-import {
-  DEFAULT_REGISTRATION_LIMITS,
-  parseRegistration,
-  type Registration,
-  type RegistrationLimits,
-} from "./request/registration.js";
-import {
-  type AgentSelector,
-  type DiscoverRequest,
-  parseDiscover,
-  parseReport,
-  parseUnregister,
-} from "./request/registry-request.js";
 import { QueryCalibration, type QueryScale } from "./search/query-calibration.js";
 import { USE_CALIBRATION } from "./search/use-calibration.js";
 import type { AgentFilter, AgentRow, RankedAgent, RegistryStore, SkillDoc } from "./store/registry-store.js";
@@ -59,10 +61,16 @@ const REPLY_HEADROOM = 2048;
 /** A semantic query waits for an embedding backlog of at most this many skills (about one batch). */
 export const QUERY_WAITS_FOR_SKILLS = 64;
 
+/** A request the caller must fix: its error text is the reply's. */
+function unwrap<T>(parsed: Parsed<T>): T {
+  if (!parsed.ok) throw new Mq9Error("INVALID_REQUEST", parsed.error);
+  return parsed.value;
+}
+
 /** Fused ranking: calibrated similarity + weight·(bm25 / best bm25). Tuned on the relevance set (test/registry-relevance). */
 export const DEFAULT_HYBRID_TEXT_WEIGHT = 0.25;
 
-function toDocs(reg: Registration): SkillDoc[] {
+function toDocs(reg: ParsedRegistration): SkillDoc[] {
   const base = { agentName: reg.name, agentDescription: reg.description };
   if (reg.skills.length === 0) {
     return [{ ...base, skillName: "", skillDescription: "", tags: reg.tags.join(" "), examples: "" }];
@@ -182,7 +190,7 @@ export class AgentRegistry implements Registry {
     caller?: Principal,
     mayUseMailbox?: (mailbox: string) => Promise<void>,
   ): Promise<void> {
-    const reg = parseRegistration(body, this.limits);
+    const reg = unwrap(parseRegisterRequest(body, this.limits));
     const invalid = mailAddressError(reg.mailbox);
     if (invalid !== undefined) {
       throw new Mq9Error(
@@ -229,14 +237,14 @@ export class AgentRegistry implements Registry {
    * mailbox, another user's registration is refused.
    */
   async unregister(body: Uint8Array, caller?: Principal): Promise<void> {
-    const selector = await this.ownSelector(parseUnregister(body), caller);
+    const selector = await this.ownSelector(unwrap(parseUnregisterRequest(body)), caller);
     const removed = await this.store.remove(selector);
     this.indexer?.removeVectors(removed.docIds);
   }
 
   /** REPORT: a heartbeat with a status; renews the ttl. Only the owner's, with `caller`. */
   async report(body: Uint8Array, caller?: Principal): Promise<void> {
-    const request = parseReport(body);
+    const request = unwrap(parseReportRequest(body));
     const selector = await this.ownSelector(request, caller);
     const updated = await this.store.report(selector, request.statusJson, this.now());
     if (updated === 0) throw new Mq9Error("AGENT_NOT_FOUND", Errors.agentNotFound);
@@ -255,7 +263,7 @@ export class AgentRegistry implements Registry {
   }
 
   async discover(body: Uint8Array): Promise<DiscoverResult> {
-    const request = parseDiscover(body);
+    const request = unwrap(parseDiscoverRequest(body));
     const filter: AgentFilter = {
       tags: request.tags,
       online: request.online,
@@ -314,7 +322,7 @@ export class AgentRegistry implements Registry {
    */
   private page(
     hits: { row: AgentRow; score: number }[],
-    request: DiscoverRequest,
+    request: ParsedDiscoverRequest,
     meta: { offset: number; total?: number; notes: string[]; pending?: number },
   ): DiscoverResult {
     const agents: (readonly Uint8Array[])[] = [];
@@ -355,7 +363,7 @@ export class AgentRegistry implements Registry {
 
   /** A semantic (or hybrid) ranking, or the full-text fallback when meaning cannot be used. */
   private async semanticAnswer(
-    request: DiscoverRequest,
+    request: ParsedDiscoverRequest,
     filter: AgentFilter,
     now: number,
     need: number,
@@ -573,7 +581,7 @@ export class AgentRegistry implements Registry {
    * and `agent_info` when it lacks them, and the opt-in `_status`,
    * `_last_seen` and `_score` (a NaN score is left out).
    */
-  private entry(row: AgentRow, request: DiscoverRequest, score: number): readonly Uint8Array[] {
+  private entry(row: AgentRow, request: ParsedDiscoverRequest, score: number): readonly Uint8Array[] {
     const cache = request.includeAgentInfo ? this.entries : this.leanEntries;
     let base = cache.get(row);
     if (base === undefined) {
@@ -604,7 +612,7 @@ export class AgentRegistry implements Registry {
   async entryOf(mailbox: string): Promise<readonly Uint8Array[] | undefined> {
     const [row] = await this.store.get([mailbox], this.now());
     if (!row) return undefined;
-    return this.entry(row, parseDiscover(Buffer.from('{"include_status":true}')), Number.NaN);
+    return this.entry(row, unwrap(parseDiscoverRequest(Buffer.from('{"include_status":true}'))), Number.NaN);
   }
 
   /** How far the background work is: skills waiting for vectors, the vector index's build. */

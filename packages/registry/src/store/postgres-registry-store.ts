@@ -1,7 +1,7 @@
 import type { Logger } from "@mq9/broker";
 import { ClusterLock, postgresError } from "@mq9/broker";
+import type { AgentSelector } from "@mq9/protocol";
 import type pg from "pg";
-import type { AgentSelector } from "../request/registry-request.js";
 import type { VectorItem, VectorStore } from "../vectors/vector-store.js";
 import { IndexedRegistryReads } from "./indexed-registry-reads.js";
 import { expiryOf } from "./registration-index.js";

@@ -1,4 +1,4 @@
-import type { AgentSelector } from "../request/registry-request.js";
+import type { AgentSelector } from "@mq9/protocol";
 
 /** One registration as stored. Times are unix milliseconds. */
 export interface AgentRow {

@@ -1,8 +1,8 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { StorageError } from "@mq9/broker";
+import type { AgentSelector } from "@mq9/protocol";
 import Database from "better-sqlite3";
-import type { AgentSelector } from "../request/registry-request.js";
 import { IndexedRegistryReads } from "./indexed-registry-reads.js";
 import { expiryOf } from "./registration-index.js";
 import { openRegistrySchema } from "./registry-schema.js";

@@ -1,6 +1,7 @@
-import { Defaults, Errors } from "@mq9/protocol";
-import { badRequest, type JsonObject, readJsonObject } from "./json-body.js";
-import { bareMailbox, normalizeTag } from "./registration.js";
+import { bareMailbox, normalizeTag } from "./agent-registration.js";
+import { Defaults } from "./defaults.js";
+import { Errors } from "./errors.js";
+import { BodyError, type JsonObject, type Parsed, parseWith, readJsonObject } from "./validate.js";
 
 /** Which registrations an UNREGISTER or REPORT names: by mailbox, by name, or both. */
 export interface AgentSelector {
@@ -10,12 +11,12 @@ export interface AgentSelector {
   owner?: string;
 }
 
-export interface ReportRequest extends AgentSelector {
+export interface ParsedReportRequest extends AgentSelector {
   /** The REPORT body as received (JSON text), kept as the agent's status. */
   statusJson: string;
 }
 
-export interface DiscoverRequest {
+export interface ParsedDiscoverRequest {
   text?: string;
   semantic?: string;
   tags?: string[];
@@ -78,116 +79,122 @@ const DISCOVER_TYPOS: Record<string, string> = {
 /** DISCOVER never returns more than this many agents in one page. */
 export const MAX_DISCOVER_LIMIT = 1000;
 
-function optionalString(obj: JsonObject, field: string, command: string): string | undefined {
+function optionalString(obj: JsonObject, field: string): string | undefined {
   const value = obj[field];
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== "string")
-    throw badRequest(Errors.invalidPayload(command, `'${field}' must be a string`));
+  if (typeof value !== "string") throw new BodyError(`'${field}' must be a string`);
   return value.trim() === "" ? undefined : value.trim();
 }
 
-function optionalUInt(obj: JsonObject, field: string, command: string): number | undefined {
+function optionalUInt(obj: JsonObject, field: string): number | undefined {
   const value = obj[field];
   if (value === undefined || value === null) return undefined;
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
-    throw badRequest(
-      Errors.invalidPayload(
-        command,
-        `'${field}' must be a non-negative integer, got ${JSON.stringify(value)}`,
-      ),
-    );
+    throw new BodyError(`'${field}' must be a non-negative integer, got ${JSON.stringify(value)}`);
   }
   return value;
 }
 
 /** A boolean field; absent or null gives `absent`. */
-function optionalBool(obj: JsonObject, field: string, command: string, absent = false): boolean {
+function optionalBool(obj: JsonObject, field: string, absent = false): boolean {
   const value = obj[field];
   if (value === undefined || value === null) return absent;
-  if (typeof value !== "boolean")
-    throw badRequest(Errors.invalidPayload(command, `'${field}' must be true or false`));
+  if (typeof value !== "boolean") throw new BodyError(`'${field}' must be true or false`);
   return value;
 }
 
-function readSelector(obj: JsonObject, command: string): AgentSelector {
-  const mailbox = optionalString(obj, "mailbox", command);
-  const name = optionalString(obj, "name", command);
+function readSelector(obj: JsonObject): AgentSelector {
+  const mailbox = optionalString(obj, "mailbox");
+  const name = optionalString(obj, "name");
   if (mailbox === undefined && name === undefined) {
-    if (obj.name === "") throw badRequest(Errors.agentNameEmpty);
-    throw badRequest(Errors.invalidPayload(command, "give the agent's 'mailbox' or 'name'"));
+    if (obj.name === "") throw new BodyError(Errors.agentNameEmpty, true);
+    throw new BodyError("give the agent's 'mailbox' or 'name'");
   }
   return { mailbox: mailbox === undefined ? undefined : bareMailbox(mailbox), name };
 }
 
-export function parseUnregister(body: Uint8Array): AgentSelector {
-  return readSelector(readJsonObject(body, "AGENT.UNREGISTER").obj, "AGENT.UNREGISTER");
+/** Reads an AGENT.* body as JSON; refuses bodies that are not UTF-8 (they would be stored). */
+function readBody(body: Uint8Array, emptyAsObject = false): { obj: JsonObject; text: string } {
+  return readJsonObject(body, { strictUtf8: true, emptyAsObject });
 }
 
-export function parseReport(body: Uint8Array): ReportRequest {
-  const { obj, json } = readJsonObject(body, "AGENT.REPORT");
-  return { ...readSelector(obj, "AGENT.REPORT"), statusJson: json };
+/** AGENT.UNREGISTER: which registrations to remove. */
+export function parseUnregisterRequest(body: Uint8Array): Parsed<AgentSelector> {
+  return parseWith(
+    () => readSelector(readBody(body).obj),
+    (reason) => Errors.invalidPayload("AGENT.UNREGISTER", reason),
+  );
 }
 
-function rejectUnknownFields(obj: JsonObject, command: string): void {
+/** AGENT.REPORT: which registrations, and the body kept as their status. */
+export function parseReportRequest(body: Uint8Array): Parsed<ParsedReportRequest> {
+  return parseWith(
+    () => {
+      const { obj, text } = readBody(body);
+      return { ...readSelector(obj), statusJson: text };
+    },
+    (reason) => Errors.invalidPayload("AGENT.REPORT", reason),
+  );
+}
+
+function rejectUnknownFields(obj: JsonObject): void {
   for (const field of Object.keys(obj)) {
     if ((DISCOVER_FIELDS as readonly string[]).includes(field)) continue;
     const guess = DISCOVER_TYPOS[field.toLowerCase()];
     const hint = guess ? ` — did you mean '${guess}'?` : "";
-    throw badRequest(
-      Errors.invalidPayload(
-        command,
-        `unknown field '${field}'${hint} (DISCOVER reads ${DISCOVER_FIELDS.map((f) => `'${f}'`).join(", ")})`,
-      ),
+    throw new BodyError(
+      `unknown field '${field}'${hint} (DISCOVER reads ${DISCOVER_FIELDS.map((f) => `'${f}'`).join(", ")})`,
     );
   }
 }
 
-function readTags(obj: JsonObject, command: string): string[] | undefined {
+function readTags(obj: JsonObject): string[] | undefined {
   if (obj.tags === undefined || obj.tags === null) return undefined;
   const raw = typeof obj.tags === "string" ? [obj.tags] : obj.tags;
   if (!Array.isArray(raw) || raw.some((t) => typeof t !== "string")) {
-    throw badRequest(Errors.invalidPayload(command, "'tags' must be an array of strings"));
+    throw new BodyError("'tags' must be an array of strings");
   }
   const cleaned = (raw as string[]).map(normalizeTag).filter((t) => t !== "");
   return cleaned.length > 0 ? [...new Set(cleaned)] : undefined;
 }
 
-function readMinScore(obj: JsonObject, command: string): number | undefined {
+function readMinScore(obj: JsonObject): number | undefined {
   const value = obj.min_score;
   if (value === undefined || value === null) return undefined;
   if (typeof value !== "number" || !Number.isFinite(value) || value < 0 || value > 1) {
-    throw badRequest(
-      Errors.invalidPayload(
-        command,
-        `'min_score' must be a number from 0 to 1, got ${JSON.stringify(value)}`,
-      ),
-    );
+    throw new BodyError(`'min_score' must be a number from 0 to 1, got ${JSON.stringify(value)}`);
   }
   return value;
 }
 
-export function parseDiscover(body: Uint8Array): DiscoverRequest {
-  const command = "AGENT.DISCOVER";
-  const { obj } = readJsonObject(body, command, { emptyAsObject: true });
-  rejectUnknownFields(obj, command);
-  const limit = Math.min(optionalUInt(obj, "limit", command) || Defaults.discoverLimit, MAX_DISCOVER_LIMIT);
-  const page = Math.max(1, optionalUInt(obj, "page", command) ?? 1);
-  const offset = optionalUInt(obj, "offset", command);
+/** AGENT.DISCOVER: the query, its filters and the page. */
+export function parseDiscoverRequest(body: Uint8Array): Parsed<ParsedDiscoverRequest> {
+  return parseWith(
+    () => readDiscover(readBody(body, true).obj),
+    (reason) => Errors.invalidPayload("AGENT.DISCOVER", reason),
+  );
+}
+
+function readDiscover(obj: JsonObject): ParsedDiscoverRequest {
+  rejectUnknownFields(obj);
+  const limit = Math.min(optionalUInt(obj, "limit") || Defaults.discoverLimit, MAX_DISCOVER_LIMIT);
+  const page = Math.max(1, optionalUInt(obj, "page") ?? 1);
+  const offset = optionalUInt(obj, "offset");
   if (offset !== undefined && obj.page !== undefined && obj.page !== null && page !== 1) {
-    throw badRequest(Errors.invalidPayload(command, "give 'offset' or 'page', not both"));
+    throw new BodyError("give 'offset' or 'page', not both");
   }
-  const mailbox = optionalString(obj, "mailbox", command);
+  const mailbox = optionalString(obj, "mailbox");
   return {
-    text: optionalString(obj, "text", command),
-    semantic: optionalString(obj, "semantic", command),
-    tags: readTags(obj, command),
+    text: optionalString(obj, "text"),
+    semantic: optionalString(obj, "semantic"),
+    tags: readTags(obj),
     mailbox: mailbox === undefined ? undefined : bareMailbox(mailbox),
-    name: optionalString(obj, "name", command),
-    online: optionalBool(obj, "online", command),
-    includeStatus: optionalBool(obj, "include_status", command),
-    includeScore: optionalBool(obj, "include_score", command),
-    includeAgentInfo: optionalBool(obj, "include_agent_info", command, true),
-    minScore: readMinScore(obj, command),
+    name: optionalString(obj, "name"),
+    online: optionalBool(obj, "online"),
+    includeStatus: optionalBool(obj, "include_status"),
+    includeScore: optionalBool(obj, "include_score"),
+    includeAgentInfo: optionalBool(obj, "include_agent_info", true),
+    minScore: readMinScore(obj),
     limit,
     offset: offset ?? (page - 1) * limit,
   };

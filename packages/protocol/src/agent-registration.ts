@@ -1,5 +1,5 @@
-import { Errors } from "@mq9/protocol";
-import { badRequest, type JsonObject, readJsonObject } from "./json-body.js";
+import { Errors } from "./errors.js";
+import { BodyError, type JsonObject, type Parsed, parseWith, readJsonObject } from "./validate.js";
 
 /** One skill of an agent as the indexes see it (A2A `AgentSkill`, v1.0 and v0.3 alike). */
 export interface SkillText {
@@ -10,8 +10,8 @@ export interface SkillText {
   examples: string[];
 }
 
-/** What the registry derives from a REGISTER body; the body itself is kept verbatim. */
-export interface Registration {
+/** What a registry derives from a REGISTER body; the body itself is kept verbatim. */
+export interface ParsedRegistration {
   /** The key: the bare mail address (a `mq9://host/` prefix stripped). */
   mailbox: string;
   name: string;
@@ -109,21 +109,30 @@ function readSkill(value: unknown): SkillText | undefined {
 }
 
 function fail(reason: string): never {
-  throw badRequest(Errors.invalidPayload(COMMAND, reason));
+  throw new BodyError(reason);
 }
 
-/** Parses and checks a REGISTER body; throws an Mq9Error with the reply's error text. */
-export function parseRegistration(
+/** Parses and checks a REGISTER body (AGENT.REGISTER); the error is the reply's error text. */
+export function parseRegisterRequest(
   body: Uint8Array,
   limits: RegistrationLimits = DEFAULT_REGISTRATION_LIMITS,
-): Registration {
+): Parsed<ParsedRegistration> {
+  return parseWith(
+    () => readRegistration(body, limits),
+    (reason) => Errors.invalidPayload(COMMAND, reason),
+  );
+}
+
+function readRegistration(body: Uint8Array, limits: RegistrationLimits): ParsedRegistration {
   if (body.length > limits.maxCardBytes) {
     fail(
       `the registration is ${body.length} bytes; the limit is ${limits.maxCardBytes} bytes (registry.maxCardBytes) — trim examples or long descriptions`,
     );
   }
-  const raw = readJsonObject(body, COMMAND, { emptyText: Errors.emptyRegistration });
-  const { obj, json } = raw;
+  const { obj, text: json } = readJsonObject(body, {
+    strictUtf8: true,
+    emptyError: new BodyError(Errors.emptyRegistration, true),
+  });
 
   if (obj.mailbox === undefined || obj.mailbox === null) {
     fail("missing field 'mailbox': give the mail_address where other agents can send to this agent");
