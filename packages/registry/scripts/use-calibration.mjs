@@ -4,8 +4,8 @@
 //   node packages/registry/scripts/use-calibration.mjs
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { computeCalibration } from "../dist/search/query-calibration.js";
 import { UseEmbedder } from "../dist/embedding/use-embedder.js";
+import { computeCalibration } from "../dist/search/query-calibration.js";
 
 const embedder = new UseEmbedder();
 const { centroid, unreadable } = await computeCalibration(embedder);
