@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker, type BrokerOptions } from "@mq9/broker";
 import { connect, type Mq9Client } from "@mq9/client";
+import { registryFactory } from "@mq9/registry";
 import {
   Agent,
   type AgentManifest,
@@ -104,7 +105,7 @@ export async function startWorld(
     port: 0,
     dataDir,
     sweepIntervalMs: 100,
-    registry: { embedder: "none" },
+    registry: registryFactory({ embedder: "none" }),
     http: options.http
       ? { port: 0, routes: (app) => mountOrchestratorApi(app, () => world.orchestrator) }
       : undefined,
