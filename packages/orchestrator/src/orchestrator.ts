@@ -1,10 +1,9 @@
+import { BusNames, type DeadLetter, DeadLetters } from "@mq9/agent/internal";
 import { connect, type Mq9Client, Mq9Error } from "@mq9/client";
-import { BusNames } from "./bus/names.js";
 import { OrchestratorError } from "./errors.js";
 import type { OrchestratorApi, TemplateSummary } from "./http/api-routes.js";
 import { type MetricsSnapshot, OrchestratorMetrics } from "./observability/orchestrator-metrics.js";
 import { AgentDirectory, type DirectoryEntry } from "./routing/agent-directory.js";
-import { type DeadLetter, DeadLetters } from "./routing/dead-letters.js";
 import { LOOP_KINDS, Router } from "./routing/router.js";
 import { Scheduler, type SubmitOptions, type TemplateLookup } from "./scheduler/scheduler.js";
 import { TASK_STATUSES, type TaskState, type TaskStatus } from "./scheduler/task-state.js";

@@ -1,6 +1,6 @@
+import { type ManifestRecord, ORCHESTRATED_TAG } from "@mq9/agent/internal";
 import type { AgentEntry, Mq9Client } from "@mq9/client";
 import { agentInfoOf } from "@mq9/client";
-import { type ManifestRecord, ORCHESTRATED_TAG } from "../agent/manifest.js";
 import { type AgentView, isAlive } from "./agent-view.js";
 
 export interface AgentDirectoryOptions {

@@ -1,13 +1,20 @@
+import type { BusNames, DeadLetter, DeadLetters } from "@mq9/agent/internal";
+import {
+  type Envelope,
+  EnvelopeError,
+  loopViolation,
+  preciseNow,
+  readEnvelope,
+  SeenMessages,
+  type SendEnvelopeOptions,
+  sendEnvelope,
+  TraceBudget,
+} from "@mq9/agent/internal";
 import { type ConsumedMessage, type Consumer, type Mq9Client, Mq9Error } from "@mq9/client";
 import { Defaults, TwoGenerationMap } from "@mq9/protocol";
-import { type Envelope, EnvelopeError } from "../bus/envelope.js";
-import { preciseNow, readEnvelope, type SendEnvelopeOptions, sendEnvelope } from "../bus/envelope-io.js";
-import { loopViolation, SeenMessages, TraceBudget } from "../bus/loop-guard.js";
-import type { BusNames } from "../bus/names.js";
 import type { AgentDirectory } from "./agent-directory.js";
 import { type AgentView, isAlive } from "./agent-view.js";
 import { chooseForCapability } from "./capability-choice.js";
-import type { DeadLetter, DeadLetters } from "./dead-letters.js";
 
 /** How a message found its agent (or agents, for a broadcast). */
 export type RouteLayer = "explicit" | "capability" | "intent" | "broadcast";

@@ -1,5 +1,7 @@
-import { type ConsumedMessage, type Consumer, type Mq9Client, Mq9Error } from "@mq9/client";
+import type { DeadLetters } from "@mq9/agent/internal";
 import {
+  type BusNames,
+  controlMailbox,
   createEnvelope,
   type Envelope,
   EnvelopeError,
@@ -7,13 +9,15 @@ import {
   mq9Priority,
   newId,
   PRIORITY_HELP,
+  queryKey,
+  readEnvelope,
+  replyKey,
+  sendEnvelope,
   type TaskPriority,
-} from "../bus/envelope.js";
-import { readEnvelope, sendEnvelope } from "../bus/envelope-io.js";
-import { type BusNames, controlMailbox, queryKey, replyKey } from "../bus/names.js";
+  TraceMemory,
+} from "@mq9/agent/internal";
+import { type ConsumedMessage, type Consumer, type Mq9Client, Mq9Error } from "@mq9/client";
 import { OrchestratorError } from "../errors.js";
-import { TraceMemory } from "../memory/trace-memory.js";
-import type { DeadLetters } from "../routing/dead-letters.js";
 import type { Router } from "../routing/router.js";
 import type {
   Performer,

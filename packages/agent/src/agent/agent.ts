@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { type ConsumedMessage, type Consumer, connect, type Mq9Client, Mq9Error } from "@mq9/client";
+import { DeadLetters } from "../bus/dead-letters.js";
 import {
   type ChildFields,
   childOf,
@@ -12,11 +13,15 @@ import {
 import { readEnvelope, sendEnvelope } from "../bus/envelope-io.js";
 import { SeenMessages } from "../bus/loop-guard.js";
 import { BusNames, controlMailbox, replyKey } from "../bus/names.js";
+import {
+  type AgentManifest,
+  type ResolvedManifest,
+  registrationBody,
+  resolveManifest,
+} from "../manifest/manifest.js";
 import { TraceMemory } from "../memory/trace-memory.js";
-import { DeadLetters } from "../routing/dead-letters.js";
 import { type ContextSource, HandlerContext } from "./handler-context.js";
 import { LazyAbort } from "./lazy-abort.js";
-import { type AgentManifest, type ResolvedManifest, registrationBody, resolveManifest } from "./manifest.js";
 
 export interface AgentOptions {
   /** Namespace of the orchestrator's mailboxes (router, dead letters, memory); default "orch". */
