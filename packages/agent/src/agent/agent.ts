@@ -13,6 +13,7 @@ import {
 import { readEnvelope, sendEnvelope } from "../bus/envelope-io.js";
 import { SeenMessages } from "../bus/loop-guard.js";
 import { BusNames, controlMailbox, replyKey } from "../bus/names.js";
+import { type Logger, stderrLogger } from "../logger.js";
 import {
   type AgentManifest,
   type ResolvedManifest,
@@ -40,7 +41,9 @@ export interface AgentOptions {
    * twice (default 600).
    */
   dedupWindowSeconds?: number;
-  /** A handler failure or a bad message; default: one line on stderr. */
+  /** Where problems are logged (a handler failure, a bad message); default: one line each on stderr. */
+  logger?: Logger;
+  /** A handler failure or a bad message; default: an error on `logger`. */
   onError?: (error: Error, message?: Envelope) => void;
 }
 
@@ -122,12 +125,10 @@ export abstract class Agent {
     this.leaseMs = options.leaseMs ?? 30_000;
     this.messageTtlSeconds = options.messageTtlSeconds ?? DEFAULT_MESSAGE_TTL_S;
     this.dedupWindowMs = (options.dedupWindowSeconds ?? 600) * 1000;
+    const logger = options.logger ?? stderrLogger(`agent ${this.manifest.name}`);
     this.onError =
       options.onError ??
-      ((error, message) =>
-        process.stderr.write(
-          `agent ${this.manifest.name}${message ? ` (msg ${message.msg_id})` : ""}: ${error.message}\n`,
-        ));
+      ((error, message) => logger.error(message ? { msg_id: message.msg_id } : {}, error.message));
   }
 
   /** Handles one message; return `reply(...)` (or a plain value, sent as a result), or nothing. */

@@ -143,7 +143,7 @@ export class Router {
   private readonly seen = new SeenMessages(200_000);
   /** Messages already answered through the router (a second answer is a bouncing result). */
   private readonly answeredOnce = new SeenMessages(200_000);
-  private readonly ttl: number;
+  private readonly messageTtlS: number;
   private consumer?: Consumer;
   private routedCount = 0;
   private deadCount = 0;
@@ -158,7 +158,7 @@ export class Router {
     this.budget = new TraceBudget(options.traceBudget ?? 1_000);
     this.threshold = options.intentThreshold ?? Defaults.intentMinScore;
     this.now = options.now ?? Date.now;
-    this.ttl = options.messageTtlSeconds ?? 7 * 86_400;
+    this.messageTtlS = options.messageTtlSeconds ?? 7 * 86_400;
   }
 
   /** Messages delivered and dead-lettered so far. */
@@ -261,7 +261,7 @@ export class Router {
     const decision = await this.decide(envelope);
     if ("reason" in decision) return this.dead(envelope, decision.reason, decision.kind);
     const sent = await sendEnvelope(this.client, decision.agent.mailbox, envelope, {
-      ttl: options.ttl ?? this.ttl,
+      ttl: options.ttl ?? this.messageTtlS,
       key: options.key,
       target: decision.agent.name,
     });
@@ -310,7 +310,7 @@ export class Router {
       targets.map(async (agent, i) => {
         const copy = { ...envelope, msg_id: `${envelope.msg_id}.${i + 1}`, target: agent.name };
         const sent = await sendEnvelope(this.client, agent.mailbox, copy, {
-          ttl: options.ttl ?? this.ttl,
+          ttl: options.ttl ?? this.messageTtlS,
           target: agent.name,
         });
         if (i === 0) first = sent;
