@@ -12,7 +12,7 @@ import {
 } from "../bus/envelope.js";
 import { readEnvelope, sendEnvelope } from "../bus/envelope-io.js";
 import { SeenMessages } from "../bus/loop-guard.js";
-import { BusNames, controlMailbox, replyKey } from "../bus/names.js";
+import { BusNames, controlMailbox, handledMailbox, replyKey } from "../bus/names.js";
 import { type Logger, stderrLogger } from "../logger.js";
 import {
   type AgentManifest,
@@ -21,6 +21,7 @@ import {
   resolveManifest,
 } from "../manifest/manifest.js";
 import { TraceMemory } from "../memory/trace-memory.js";
+import { HandledLog } from "./handled-log.js";
 import { type ContextSource, HandlerContext } from "./handler-context.js";
 import { LazyAbort } from "./lazy-abort.js";
 
@@ -109,6 +110,7 @@ export abstract class Agent {
   private readonly messageTtlSeconds: number;
   private readonly onError: (error: Error, message?: Envelope) => void;
   private deadLetters?: DeadLetters;
+  private handledLog?: HandledLog;
   private handledCount = 0;
   /** The message whose handler is running: send() inside a handler continues its trace. */
   private readonly handling = new AsyncLocalStorage<Envelope>();
@@ -171,7 +173,13 @@ export abstract class Agent {
     }
     const client = this.client;
     this.deadLetters = new DeadLetters(client, this.names);
-    for (const name of [this.manifest.mailbox, controlMailbox(this.manifest.mailbox)]) {
+    this.handledLog = new HandledLog(
+      client,
+      handledMailbox(this.manifest.mailbox),
+      Math.max(1, Math.ceil(this.dedupWindowMs / 1000)),
+    );
+    const { mailbox } = this.manifest;
+    for (const name of [mailbox, controlMailbox(mailbox), handledMailbox(mailbox)]) {
       try {
         await client.createMailbox({ name });
       } catch (err) {
@@ -333,7 +341,7 @@ export abstract class Agent {
     if (
       !this.seen.firstTime(message.msg_id) ||
       this.canceled.has(message.msg_id) ||
-      (this.oldEnoughToBeAnswered(message, receivedAt) && (await this.answeredBefore(message)))
+      (this.mayHaveBeenHandled(message, receivedAt) && (await this.handledBefore(message)))
     ) {
       this.duplicateCount++;
       return;
@@ -353,12 +361,26 @@ export abstract class Agent {
     this.handledCount++;
     if (cancel.aborted) return;
     if (failure) this.onError(failure, message);
-    if (!message.reply_to || message.msg_type === "result" || message.msg_type === "error") return;
     let answer: Envelope | undefined;
-    if (failure) answer = this.reply(message, "error", { error: failure.message });
-    else if (isEnvelope(outcome)) answer = outcome;
-    else if (outcome !== undefined) answer = this.reply(message, "result", outcome);
-    if (answer) await this.sendAnswer(message, message.reply_to, answer);
+    if (message.reply_to && message.msg_type !== "result" && message.msg_type !== "error") {
+      if (failure) answer = this.reply(message, "error", { error: failure.message });
+      else if (isEnvelope(outcome)) answer = outcome;
+      else if (outcome !== undefined) answer = this.reply(message, "result", outcome);
+    }
+    if (answer) await this.sendAnswer(message, message.reply_to!, answer);
+    else await this.noteHandled(message);
+  }
+
+  /**
+   * A message that leaves no answer in its asker's mailbox is noted in this agent's own
+   * `.seen` mailbox for the dedup window, so a restarted instance finds it was handled.
+   */
+  private async noteHandled(message: Envelope): Promise<void> {
+    try {
+      await this.handledLog?.note(message.msg_id);
+    } catch (err) {
+      this.onError(new Error(`could not note msg ${message.msg_id} as handled: ${(err as Error).message}`));
+    }
   }
 
   /** Sends an answer; when that fails it is kept, and the message is left un-ACKed to come back. */
@@ -401,21 +423,21 @@ export abstract class Agent {
    * (it crashed before its ACK). Such a message is old, so only old ones pay for a look
    * at the asker's mailbox for a stored reply.
    */
-  private oldEnoughToBeAnswered(message: Envelope, receivedAt: number): boolean {
-    if (!message.reply_to) return false;
+  private mayHaveBeenHandled(message: Envelope, receivedAt: number): boolean {
     if (receivedAt - (message.sent_at ?? message.created_at) >= this.leaseMs / 2) return true;
     // Made before this instance started: maybe handled by the one before a restart.
     return message.created_at < this.startedAt && receivedAt - message.created_at < this.dedupWindowMs;
   }
 
-  /** Whether the asker's mailbox already holds a reply to the message. */
-  private async answeredBefore(message: Envelope): Promise<boolean> {
-    try {
-      const replies = await this.requireClient().query(message.reply_to!, { key: replyKey(message.msg_id) });
-      return replies.length > 0;
-    } catch {
-      return false;
+  /** Whether the asker's mailbox holds a reply to the message, or this agent noted it as handled. */
+  private async handledBefore(message: Envelope): Promise<boolean> {
+    if (message.reply_to) {
+      const replies = await this.requireClient()
+        .query(message.reply_to, { key: replyKey(message.msg_id) })
+        .catch(() => []);
+      if (replies.length > 0) return true;
     }
+    return (await this.handledLog?.has(message.msg_id).catch(() => false)) ?? false;
   }
 
   private sendChild(parent: Envelope, fields: ChildFields): Promise<Envelope> {
