@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { type ConsumedMessage, type Consumer, connect, type Mq9Client, Mq9Error } from "@mq9/client";
+import { DeadLetters } from "../bus/dead-letters.js";
 import {
   type ChildFields,
   childOf,
@@ -11,12 +12,18 @@ import {
 } from "../bus/envelope.js";
 import { readEnvelope, sendEnvelope } from "../bus/envelope-io.js";
 import { SeenMessages } from "../bus/loop-guard.js";
-import { BusNames, controlMailbox, replyKey } from "../bus/names.js";
+import { BusNames, controlMailbox, handledMailbox, replyKey } from "../bus/names.js";
+import { type Logger, stderrLogger } from "../logger.js";
+import {
+  type AgentManifest,
+  type ResolvedManifest,
+  registrationBody,
+  resolveManifest,
+} from "../manifest/manifest.js";
 import { TraceMemory } from "../memory/trace-memory.js";
-import { DeadLetters } from "../routing/dead-letters.js";
+import { HandledLog } from "./handled-log.js";
 import { type ContextSource, HandlerContext } from "./handler-context.js";
 import { LazyAbort } from "./lazy-abort.js";
-import { type AgentManifest, type ResolvedManifest, registrationBody, resolveManifest } from "./manifest.js";
 
 export interface AgentOptions {
   /** Namespace of the orchestrator's mailboxes (router, dead letters, memory); default "orch". */
@@ -35,7 +42,9 @@ export interface AgentOptions {
    * twice (default 600).
    */
   dedupWindowSeconds?: number;
-  /** A handler failure or a bad message; default: one line on stderr. */
+  /** Where problems are logged (a handler failure, a bad message); default: one line each on stderr. */
+  logger?: Logger;
+  /** A handler failure or a bad message; default: an error on `logger`. */
   onError?: (error: Error, message?: Envelope) => void;
 }
 
@@ -101,6 +110,7 @@ export abstract class Agent {
   private readonly messageTtlSeconds: number;
   private readonly onError: (error: Error, message?: Envelope) => void;
   private deadLetters?: DeadLetters;
+  private handledLog?: HandledLog;
   private handledCount = 0;
   /** The message whose handler is running: send() inside a handler continues its trace. */
   private readonly handling = new AsyncLocalStorage<Envelope>();
@@ -117,12 +127,10 @@ export abstract class Agent {
     this.leaseMs = options.leaseMs ?? 30_000;
     this.messageTtlSeconds = options.messageTtlSeconds ?? DEFAULT_MESSAGE_TTL_S;
     this.dedupWindowMs = (options.dedupWindowSeconds ?? 600) * 1000;
+    const logger = options.logger ?? stderrLogger(`agent ${this.manifest.name}`);
     this.onError =
       options.onError ??
-      ((error, message) =>
-        process.stderr.write(
-          `agent ${this.manifest.name}${message ? ` (msg ${message.msg_id})` : ""}: ${error.message}\n`,
-        ));
+      ((error, message) => logger.error(message ? { msg_id: message.msg_id } : {}, error.message));
   }
 
   /** Handles one message; return `reply(...)` (or a plain value, sent as a result), or nothing. */
@@ -165,7 +173,13 @@ export abstract class Agent {
     }
     const client = this.client;
     this.deadLetters = new DeadLetters(client, this.names);
-    for (const name of [this.manifest.mailbox, controlMailbox(this.manifest.mailbox)]) {
+    this.handledLog = new HandledLog(
+      client,
+      handledMailbox(this.manifest.mailbox),
+      Math.max(1, Math.ceil(this.dedupWindowMs / 1000)),
+    );
+    const { mailbox } = this.manifest;
+    for (const name of [mailbox, controlMailbox(mailbox), handledMailbox(mailbox)]) {
       try {
         await client.createMailbox({ name });
       } catch (err) {
@@ -327,7 +341,7 @@ export abstract class Agent {
     if (
       !this.seen.firstTime(message.msg_id) ||
       this.canceled.has(message.msg_id) ||
-      (this.oldEnoughToBeAnswered(message, receivedAt) && (await this.answeredBefore(message)))
+      (this.mayHaveBeenHandled(message, receivedAt) && (await this.handledBefore(message)))
     ) {
       this.duplicateCount++;
       return;
@@ -347,12 +361,26 @@ export abstract class Agent {
     this.handledCount++;
     if (cancel.aborted) return;
     if (failure) this.onError(failure, message);
-    if (!message.reply_to || message.msg_type === "result" || message.msg_type === "error") return;
     let answer: Envelope | undefined;
-    if (failure) answer = this.reply(message, "error", { error: failure.message });
-    else if (isEnvelope(outcome)) answer = outcome;
-    else if (outcome !== undefined) answer = this.reply(message, "result", outcome);
-    if (answer) await this.sendAnswer(message, message.reply_to, answer);
+    if (message.reply_to && message.msg_type !== "result" && message.msg_type !== "error") {
+      if (failure) answer = this.reply(message, "error", { error: failure.message });
+      else if (isEnvelope(outcome)) answer = outcome;
+      else if (outcome !== undefined) answer = this.reply(message, "result", outcome);
+    }
+    if (answer) await this.sendAnswer(message, message.reply_to!, answer);
+    else await this.noteHandled(message);
+  }
+
+  /**
+   * A message that leaves no answer in its asker's mailbox is noted in this agent's own
+   * `.seen` mailbox for the dedup window, so a restarted instance finds it was handled.
+   */
+  private async noteHandled(message: Envelope): Promise<void> {
+    try {
+      await this.handledLog?.note(message.msg_id);
+    } catch (err) {
+      this.onError(new Error(`could not note msg ${message.msg_id} as handled: ${(err as Error).message}`));
+    }
   }
 
   /** Sends an answer; when that fails it is kept, and the message is left un-ACKed to come back. */
@@ -395,21 +423,21 @@ export abstract class Agent {
    * (it crashed before its ACK). Such a message is old, so only old ones pay for a look
    * at the asker's mailbox for a stored reply.
    */
-  private oldEnoughToBeAnswered(message: Envelope, receivedAt: number): boolean {
-    if (!message.reply_to) return false;
+  private mayHaveBeenHandled(message: Envelope, receivedAt: number): boolean {
     if (receivedAt - (message.sent_at ?? message.created_at) >= this.leaseMs / 2) return true;
     // Made before this instance started: maybe handled by the one before a restart.
     return message.created_at < this.startedAt && receivedAt - message.created_at < this.dedupWindowMs;
   }
 
-  /** Whether the asker's mailbox already holds a reply to the message. */
-  private async answeredBefore(message: Envelope): Promise<boolean> {
-    try {
-      const replies = await this.requireClient().query(message.reply_to!, { key: replyKey(message.msg_id) });
-      return replies.length > 0;
-    } catch {
-      return false;
+  /** Whether the asker's mailbox holds a reply to the message, or this agent noted it as handled. */
+  private async handledBefore(message: Envelope): Promise<boolean> {
+    if (message.reply_to) {
+      const replies = await this.requireClient()
+        .query(message.reply_to, { key: replyKey(message.msg_id) })
+        .catch(() => []);
+      if (replies.length > 0) return true;
     }
+    return (await this.handledLog?.has(message.msg_id).catch(() => false)) ?? false;
   }
 
   private sendChild(parent: Envelope, fields: ChildFields): Promise<Envelope> {

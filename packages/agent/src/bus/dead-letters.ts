@@ -1,6 +1,6 @@
 import { type Mq9Client, Mq9Error } from "@mq9/client";
-import type { Envelope } from "../bus/envelope.js";
-import { type BusNames, traceTag } from "../bus/names.js";
+import type { Envelope } from "./envelope.js";
+import { type BusNames, traceTag } from "./names.js";
 
 /** A message nobody could take, and why. */
 export interface DeadLetter {

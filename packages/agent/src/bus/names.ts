@@ -51,6 +51,12 @@ export function agentMailbox(name: string): string {
 /** An agent's control mailbox (cancels), read by every instance apart from the work, so a busy agent still hears it. */
 export const controlMailbox = (mailbox: string) => `${mailbox}.ctl`;
 
+/**
+ * Where an agent notes the msg_ids it handled that left no answer to find (no `reply_to`, or
+ * nothing returned), so a restarted instance does not handle them again within its dedup window.
+ */
+export const handledMailbox = (mailbox: string) => `${mailbox}.seen`;
+
 /** The tag every message of a trace carries, so a trace is found with QUERY by tag. */
 export const traceTag = (traceId: string) => `trace.${traceId}`;
 /** Compaction key of a query: one per msg_id, so a sent query is found again after a crash. */
