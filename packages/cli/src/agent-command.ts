@@ -1,13 +1,13 @@
 import { readFileSync } from "node:fs";
-import type { AgentEntry, AgentRegistration } from "@mq9/client";
-import { agentInfoOf, Mq9Error } from "@mq9/client";
 import {
   type AgentManifest,
   ManifestError,
   type ResolvedManifest,
   registrationBody,
   resolveManifest,
-} from "@mq9/orchestrator";
+} from "@mq9/agent";
+import type { AgentEntry, AgentRegistration } from "@mq9/client";
+import { agentInfoOf, Mq9Error } from "@mq9/client";
 import { type Command, InvalidArgumentError } from "commander";
 import {
   type ConnectionFlags,
