@@ -86,6 +86,20 @@ export class Mq9Client {
   }
 
   /**
+   * Creates the named mailbox unless it exists: resolves true when it was created, false when it
+   * was there already (its TTL and description then stay as they were).
+   */
+  async ensureMailbox(options: CreateMailboxOptions & { name: string }): Promise<boolean> {
+    try {
+      await this.createMailbox(options);
+      return true;
+    } catch (err) {
+      if (err instanceof Mq9Error && err.code === "MAILBOX_EXISTS") return false;
+      throw err;
+    }
+  }
+
+  /**
    * Sends a message to a mailbox (a mail address or an `mq9://host/mail_address` URI) and
    * resolves with its msg_id once the broker has stored it; -1 when it is delayed.
    */

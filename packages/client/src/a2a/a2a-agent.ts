@@ -195,7 +195,7 @@ export class A2AAgent {
     const base = normalizeCard(options.card);
     const mailbox = options.mailbox ?? mailboxFromName(base.name);
     const card = withMailboxInterface(base, mailboxUrl(client.nats.getServer(), mailbox));
-    await createIfMissing(client, mailbox, `A2A inbox of ${base.name}`);
+    await client.ensureMailbox({ name: mailbox, ttl: 0, desc: `A2A inbox of ${base.name}` });
     const store = options.taskStore ?? new MailboxTaskStore(client, `${mailbox}.tasks`);
     if (store instanceof MailboxTaskStore) await store.open();
     const agent = new A2AAgent(client, mailbox, card, store, options);
@@ -383,13 +383,5 @@ export class A2AAgent {
   private report(error: Error): void {
     if (this.options.onError) this.options.onError(error);
     else process.stderr.write(`mq9 A2A agent ${this.mailbox}: ${error.message}\n`);
-  }
-}
-
-async function createIfMissing(client: Mq9Client, name: string, desc: string): Promise<void> {
-  try {
-    await client.createMailbox({ name, ttl: 0, desc });
-  } catch (err) {
-    if ((err as { code?: string }).code !== "MAILBOX_EXISTS") throw err;
   }
 }

@@ -166,11 +166,7 @@ export abstract class Agent {
     const client = this.client;
     this.deadLetters = new DeadLetters(client, this.names);
     for (const name of [this.manifest.mailbox, controlMailbox(this.manifest.mailbox)]) {
-      try {
-        await client.createMailbox({ name });
-      } catch (err) {
-        if (!(err instanceof Mq9Error) || err.code !== "MAILBOX_EXISTS") throw err;
-      }
+      await client.ensureMailbox({ name });
     }
     await this.register();
     // Every instance reads every control message (no group), from now on.
