@@ -1,6 +1,7 @@
 import { Defaults, Mq9Error } from "@mq9/protocol";
 import { type ConnectionOptions, connect as natsConnect, type TlsOptions } from "nats";
 import { Mq9Client } from "./client.js";
+import type { ClientLogger } from "./logger.js";
 import { fromNatsError } from "./nats-errors.js";
 import { parseServerUrl } from "./server-url.js";
 
@@ -29,6 +30,8 @@ export interface ConnectOptions {
   maxReconnectAttempts?: number;
   /** Pause between reconnect attempts (default 1 000). */
   reconnectDelayMs?: number;
+  /** Where background failures without an `onError` go (default `stderrLogger`); see Mq9ClientOptions. */
+  logger?: ClientLogger;
 }
 
 /**
@@ -62,7 +65,7 @@ export async function connect(
   if (wantTls) natsOptions.tls = typeof options.tls === "object" ? options.tls : {};
   try {
     const nc = await natsConnect(natsOptions);
-    return new Mq9Client(nc, { requestTimeoutMs: options.requestTimeoutMs });
+    return new Mq9Client(nc, { requestTimeoutMs: options.requestTimeoutMs, logger: options.logger });
   } catch (err) {
     const where = `cannot connect to ${urls.join(", ") || DEFAULT_SERVER}`;
     const error = fromNatsError(err, where);

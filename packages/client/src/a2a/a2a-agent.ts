@@ -50,7 +50,7 @@ export interface A2AAgentOptions {
   taskStore?: TaskStore;
   /** Register the card in the registry (default true). */
   register?: boolean;
-  /** Failures that have no caller to go to (a reply mailbox that is gone, …); default: stderr. */
+  /** Failures that have no caller to go to (a reply mailbox that is gone, …); default: the client's logger. */
   onError?: (error: Error) => void;
 }
 
@@ -382,6 +382,6 @@ export class A2AAgent {
 
   private report(error: Error): void {
     if (this.options.onError) this.options.onError(error);
-    else process.stderr.write(`mq9 A2A agent ${this.mailbox}: ${error.message}\n`);
+    else this.client.logger.warn(`mq9 A2A agent ${this.mailbox}: ${error.message}`);
   }
 }
