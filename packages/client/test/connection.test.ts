@@ -3,10 +3,10 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NatsListener } from "@mq9/broker";
+import { boxName, eventually, sleep, startBroker, type TestBroker } from "@mq9/testkit";
 import { connect as natsConnect } from "nats";
 import { afterEach, describe, expect, it } from "vitest";
 import { connect, Mq9Client, Mq9Error } from "../src/index.js";
-import { boxName, eventually, sleep, startBroker, type TestBroker } from "./harness.js";
 import { TcpProxy } from "./tcp-proxy.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
