@@ -62,6 +62,7 @@ export {
   parseAckRequest,
   parseCreateRequest,
   parseFetchRequest,
+  parseMsgIdToken,
   parseQueryRequest,
   parseSendOptions,
 } from "./validate.js";
