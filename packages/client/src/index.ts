@@ -1,3 +1,24 @@
+/**
+ * `@mq9/client` — the mq9 SDK for TypeScript: persistent mailboxes, messages with priorities,
+ * keys, TTLs and delays, consumer groups, and the agent registry, over one NATS connection. It
+ * speaks only the public protocol (`@mq9/protocol`), so it works against any mq9 broker. A2A
+ * over mailboxes is in `@mq9/client/a2a`.
+ *
+ * @example
+ * ```ts
+ * import { connect } from "@mq9/client";
+ *
+ * const client = await connect("mq9://127.0.0.1:4332");
+ * await client.ensureMailbox({ name: "agents.planner", ttl: 3600 });
+ * await client.send("agents.planner", { task: "plan the release" }, { priority: "urgent" });
+ * const worker = client.consume("agents.planner", (message) => console.log(message.json()), {
+ *   group: "planners",
+ *   deliver: "earliest",
+ * });
+ * // … later: stops the consumer (its running handlers finish) and the connection.
+ * await client.close();
+ * ```
+ */
 export type {
   AgentDiscoverRequest,
   AgentEntry,
