@@ -7,7 +7,7 @@ import {
   resolveManifest,
 } from "@mq9/agent";
 import type { AgentEntry, AgentRegistration } from "@mq9/client";
-import { agentInfoOf, Mq9Error } from "@mq9/client";
+import { agentInfoOf } from "@mq9/client";
 import { type Command, InvalidArgumentError } from "commander";
 import {
   type ConnectionFlags,
@@ -147,9 +147,7 @@ Examples:
         if (flags.manifest !== undefined) {
           if (card !== undefined) throw new UsageError("give a card file or --manifest, not both");
           const manifest = await manifestRegistration(flags);
-          await client.createMailbox({ name: manifest.mailbox }).catch((err: unknown) => {
-            if (!(err instanceof Mq9Error) || err.code !== "MAILBOX_EXISTS") throw err;
-          });
+          await client.ensureMailbox({ name: manifest.mailbox });
           await client.register(manifest.body);
           if (flags.json) printJson({ registered: true, name: manifest.name, mailbox: manifest.mailbox });
           else process.stdout.write(`registered ${manifest.name} (mailbox ${manifest.mailbox})\n`);
