@@ -1,1 +1,1 @@
-export { ConfigError, loadServeConfig, type ServeConfig, ServeConfigSchema } from "./config.js";
+export { ConfigError, loadServeConfig, type ServeConfig, ServeConfigSchema } from "./serve/config.js";

@@ -1,13 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { AgentEntry, AgentRegistration } from "@mq9/client";
 import { agentInfoOf, Mq9Error } from "@mq9/client";
-import {
-  type AgentManifest,
-  ManifestError,
-  type ResolvedManifest,
-  registrationBody,
-  resolveManifest,
-} from "@mq9/orchestrator";
+import type { AgentManifest, ResolvedManifest } from "@mq9/orchestrator";
 import { type Command, InvalidArgumentError } from "commander";
 import {
   type ConnectionFlags,
@@ -16,8 +10,8 @@ import {
   UsageError,
   usageExit,
   withClient,
-} from "./client-command.js";
-import { cell, printJson, printTable } from "./output.js";
+} from "../../shared/client-command.js";
+import { cell, printJson, printTable } from "../../shared/output.js";
 
 interface SelectorFlags extends ConnectionFlags {
   name?: string;
@@ -100,6 +94,8 @@ async function manifestRegistration(
   const raw = await readJsonObject(flags.manifest!);
   if (flags.name !== undefined) raw.name = flags.name;
   if (flags.mailbox !== undefined) raw.mailbox = flags.mailbox;
+  // Only --manifest needs the orchestrator's manifest rules: loaded here, not by every agent command.
+  const { ManifestError, registrationBody, resolveManifest } = await import("@mq9/orchestrator");
   let manifest: ResolvedManifest;
   try {
     manifest = resolveManifest(raw as unknown as AgentManifest);
@@ -112,13 +108,8 @@ async function manifestRegistration(
   return { name: manifest.name, mailbox: manifest.mailbox, body };
 }
 
-/** `mq9 agent register|unregister|report|get|discover`. */
-export function registerAgent(program: Command): void {
-  const agent = program
-    .command("agent")
-    .description("the agent registry: register, report, discover")
-    .exitOverride(usageExit);
-
+/** `mq9 agent register|unregister|report|get|discover`: the registry through the client SDK. */
+export function registerRegistryCommands(agent: Command): void {
   clientCommand(agent.command("register"))
     .description("register an agent (re-registering the same mailbox replaces it)")
     .argument("[card]", "JSON file with the registration or A2A AgentCard body ('-' = stdin)")

@@ -1,7 +1,13 @@
 import type { Command } from "commander";
-import { type ConnectionFlags, clientCommand, integer, UsageError, withClient } from "./client-command.js";
-import { messageRecord, printJson, printMessages } from "./output.js";
-import { withStartOptions } from "./start-options.js";
+import {
+  type ConnectionFlags,
+  clientCommand,
+  integer,
+  UsageError,
+  withClient,
+} from "../shared/client-command.js";
+import { messageRecord, printJson, printMessages } from "../shared/output.js";
+import { withStartOptions } from "../shared/start-options.js";
 
 interface FetchFlags extends ConnectionFlags {
   group?: string;

@@ -1,13 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { Broker, type BrokerOptions, type Logger, PostgresStore, type RestApi } from "@mq9/broker";
-import type { Command } from "commander";
-import { ConfigError, loadServeConfig, SETTINGS, type ServeConfig } from "./config.js";
+import { ServeAgentApps } from "./agent-apps.js";
+import { appConfig, clusterBrokerOptions } from "./cluster.js";
+import { ConfigError, loadServeConfig, type ServeConfig } from "./config.js";
+import { ServeDashboard } from "./dashboard.js";
 import { createLogger } from "./logger.js";
+import { ServeOrchestrator } from "./orchestrator.js";
 import { OrchestratorLeadership } from "./orchestrator-leadership.js";
-import { ServeAgentApps } from "./serve-agent-apps.js";
-import { appConfig, clusterBrokerOptions } from "./serve-cluster.js";
-import { ServeDashboard } from "./serve-dashboard.js";
-import { ServeOrchestrator } from "./serve-orchestrator.js";
 
 /** Turns a start failure into the one line a person needs to fix it. */
 function explainStartFailure(err: unknown, config: ServeConfig): string {
@@ -85,7 +84,7 @@ function brokerOptions(
         await agentApps.routes(app);
         if (orchestrator.enabled) await orchestrator.routes(app);
         // Loaded by serve alone: its schemas would cost every other command.
-        const { mountOrchestratorRestRoutes } = await import("./serve-rest-orchestrator.js");
+        const { mountOrchestratorRestRoutes } = await import("./rest-orchestrator.js");
         mountOrchestratorRestRoutes(api.router, orchestrator.enabled ? orchestrator.routes : undefined);
         await ServeDashboard.mount(app);
       },
@@ -204,31 +203,4 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
   };
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("SIGTERM", () => stop("SIGTERM"));
-}
-
-export function registerServe(program: Command): void {
-  const command = program
-    .command("serve")
-    .description("run the mq9 broker (embedded NATS-protocol listener + SQLite store)")
-    .option("-c, --config <file>", "JSON config file (env MQ9_CONFIG); env MQ9_* and flags override it");
-  for (const setting of SETTINGS) {
-    command.option(
-      setting.kind === "switch"
-        ? `--${setting.flag} [on|off]`
-        : `--${setting.flag} <${setting.kind === "number" ? "n" : setting.kind === "list" ? "list" : "value"}>`,
-      `${setting.help} (env ${setting.env})`,
-    );
-  }
-  command
-    .addHelpText(
-      "after",
-      `
-Examples:
-  mq9 serve                                 # 127.0.0.1:4332, data in ./mq9-data
-  mq9 serve --host 0.0.0.0 --port 4332 --data /var/lib/mq9 --sync full
-  MQ9_TOKEN=s3cret mq9 serve --log-format json
-  mq9 serve --config mq9.json               # auth.users: users, permissions, isolation (docs/security.md)
-  mq9 serve --tls-cert cert.pem --tls-key key.pem   # clients use tls:// or mq9s://`,
-    )
-    .action((options: Record<string, unknown>) => serve(options));
 }

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
-import { type ConnectionFlags, clientCommand, integer, withClient } from "./client-command.js";
-import { messageRecord, printJson, printMessages } from "./output.js";
+import { type ConnectionFlags, clientCommand, integer, withClient } from "../shared/client-command.js";
+import { messageRecord, printJson, printMessages } from "../shared/output.js";
 
 interface QueryFlags extends ConnectionFlags {
   key?: string;

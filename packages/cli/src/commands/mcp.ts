@@ -1,7 +1,6 @@
-import { serveMcpStdio } from "@mq9/mcp";
 import type { Command } from "commander";
-import { type ConnectionFlags, clientCommand } from "./client-command.js";
-import { longRunningConnectOptions } from "./long-running-connection.js";
+import { type ConnectionFlags, clientCommand } from "../shared/client-command.js";
+import { longRunningConnectOptions } from "../shared/long-running-connection.js";
 
 /** `mq9 mcp`: the MCP server over stdio, for LLM hosts (Hermes, Claude Code, Cursor …). */
 export function registerMcp(program: Command): void {
@@ -18,6 +17,7 @@ The same tools are served over Streamable HTTP at http://<broker>:8332/mcp by 'm
 stdout carries the protocol; messages go to stderr.`,
     )
     .action(async (flags: ConnectionFlags) => {
+      const { serveMcpStdio } = await import("@mq9/mcp");
       await serveMcpStdio({ server: flags.server, connect: longRunningConnectOptions(flags, "mq9-mcp") });
       process.exit(0);
     });

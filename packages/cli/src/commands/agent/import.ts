@@ -8,8 +8,8 @@ import {
   UsageError,
   usageExit,
   withClient,
-} from "./client-command.js";
-import { printJson } from "./output.js";
+} from "../../shared/client-command.js";
+import { printJson } from "../../shared/output.js";
 
 interface ImportFlags extends ConnectionFlags {
   mailbox: string;
@@ -86,10 +86,7 @@ const slug = (name: string) =>
     .replace(/^\.+|\.+$/g, "");
 
 /** `mq9 agent import <url-or-file>`: registers A2A cards (v1.0 or v0.3) under a mailbox. */
-export function registerAgentImport(program: Command): void {
-  const agent =
-    program.commands.find((c) => c.name() === "agent") ??
-    program.command("agent").description("the agent registry").exitOverride(usageExit);
+export function registerAgentImport(agent: Command): void {
   clientCommand(agent.command("import"))
     .description("register A2A agent cards read from a URL (its /.well-known/agent-card.json) or a file")
     .argument(

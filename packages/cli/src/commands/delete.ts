@@ -1,6 +1,6 @@
 import type { Command } from "commander";
-import { type ConnectionFlags, clientCommand, integer, withClient } from "./client-command.js";
-import { printJson } from "./output.js";
+import { type ConnectionFlags, clientCommand, integer, withClient } from "../shared/client-command.js";
+import { printJson } from "../shared/output.js";
 
 /** `mq9 delete`. */
 export function registerDelete(program: Command): void {

@@ -1,8 +1,8 @@
 import type { TraceView } from "@mq9/orchestrator";
 import type { Command } from "commander";
-import { ExitCode } from "./client-command.js";
-import { type ApiFlags, apiCommand, clock, withApi } from "./orchestrator-api.js";
-import { cell, printJson } from "./output.js";
+import { ExitCode } from "../shared/client-command.js";
+import { type ApiFlags, apiCommand, clock, withApi } from "../shared/orchestrator-api.js";
+import { cell, printJson } from "../shared/output.js";
 
 /** One line of a trace's timeline: when, how far in, which way, what. */
 function timelineLine(m: TraceView["messages"][number]): string {

@@ -1,8 +1,8 @@
 import type { ConsumedMessage } from "@mq9/client";
 import type { Command } from "commander";
-import { type ConnectionFlags, clientCommand, integer, withClient } from "./client-command.js";
-import { isoTime, messageRecord, payloadCell, printJson } from "./output.js";
-import { withStartOptions } from "./start-options.js";
+import { type ConnectionFlags, clientCommand, integer, withClient } from "../shared/client-command.js";
+import { isoTime, messageRecord, payloadCell, printJson } from "../shared/output.js";
+import { withStartOptions } from "../shared/start-options.js";
 
 interface ConsumeFlags extends ConnectionFlags {
   group?: string;

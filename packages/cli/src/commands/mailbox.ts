@@ -1,6 +1,12 @@
 import type { Command } from "commander";
-import { type ConnectionFlags, clientCommand, integer, usageExit, withClient } from "./client-command.js";
-import { printJson } from "./output.js";
+import {
+  type ConnectionFlags,
+  clientCommand,
+  integer,
+  usageExit,
+  withClient,
+} from "../shared/client-command.js";
+import { printJson } from "../shared/output.js";
 
 interface CreateFlags extends ConnectionFlags {
   ttl?: number;

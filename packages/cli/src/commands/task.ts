@@ -1,9 +1,9 @@
 import { readFileSync } from "node:fs";
 import type { StepState, TaskState } from "@mq9/orchestrator";
 import type { Command } from "commander";
-import { ExitCode, integer, UsageError, usageExit } from "./client-command.js";
-import { type ApiFlags, apiCommand, duration, type HttpApi, withApi } from "./orchestrator-api.js";
-import { cell, printJson, printTable } from "./output.js";
+import { ExitCode, integer, UsageError, usageExit } from "../shared/client-command.js";
+import { type ApiFlags, apiCommand, duration, type HttpApi, withApi } from "../shared/orchestrator-api.js";
+import { cell, printJson, printTable } from "../shared/output.js";
 
 interface RunFlags extends ApiFlags {
   payload?: string;

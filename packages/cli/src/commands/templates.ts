@@ -1,7 +1,6 @@
-import { formatProblem, loadTemplateFolder } from "@mq9/orchestrator";
 import type { Command } from "commander";
-import { ExitCode, usageExit } from "./client-command.js";
-import { printJson } from "./output.js";
+import { ExitCode, usageExit } from "../shared/client-command.js";
+import { printJson } from "../shared/output.js";
 
 /** `mq9 templates check [folder]`: validates task templates, with file:line:column for each problem. */
 export function registerTemplates(program: Command): void {
@@ -20,7 +19,8 @@ export function registerTemplates(program: Command): void {
     .option("--json", "machine-readable output (JSON)")
     .exitOverride(usageExit)
     .addHelpText("after", "\nExamples:\n  mq9 templates check ./mq9-templates")
-    .action((folder: string, flags: { json?: boolean }) => {
+    .action(async (folder: string, flags: { json?: boolean }) => {
+      const { formatProblem, loadTemplateFolder } = await import("@mq9/orchestrator");
       const { templates: found, problems } = loadTemplateFolder(folder);
       if (flags.json) {
         printJson({

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
-import { ExitCode, usageExit } from "./client-command.js";
-import { type ApiFlags, apiCommand, duration, withApi } from "./orchestrator-api.js";
-import { printJson, printTable } from "./output.js";
+import { ExitCode, usageExit } from "../../shared/client-command.js";
+import { type ApiFlags, apiCommand, duration, withApi } from "../../shared/orchestrator-api.js";
+import { printJson, printTable } from "../../shared/output.js";
 
 interface AgentRow {
   name: string;
@@ -16,11 +16,7 @@ interface AgentRow {
 }
 
 /** `mq9 agent list`: the registry as the orchestrator sees it, with load and liveness. */
-export function registerAgentList(program: Command): void {
-  // Others may have made `agent` already (register, discover, ...): add to it rather than replace it.
-  const agent =
-    program.commands.find((c) => c.name() === "agent") ??
-    program.command("agent").description("the agent registry").exitOverride(usageExit);
+export function registerAgentList(agent: Command): void {
   apiCommand(agent.command("list"))
     .description("agents with their capabilities, load and liveness, as the orchestrator routes to them")
     .action((flags: ApiFlags) =>

@@ -1,5 +1,5 @@
 import type { ClusterLock, Logger } from "@mq9/broker";
-import type { ServeOrchestrator } from "./serve-orchestrator.js";
+import type { ServeOrchestrator } from "./orchestrator.js";
 
 const TRY_EVERY_MS = 2_000;
 

@@ -1,4 +1,4 @@
-// Entry of the worker thread on which `mq9 serve` runs its orchestrator (see serve-orchestrator.ts).
+// Entry of the worker thread on which `mq9 serve` runs its orchestrator (see orchestrator.ts).
 // The orchestrator is a client of the broker like any other; on its own thread its routing no longer
 // competes with the broker's event loop for one core.
 import { parentPort, workerData } from "node:worker_threads";

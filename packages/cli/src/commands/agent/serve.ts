@@ -1,9 +1,15 @@
-import { readCardFile, startBridge, type TaskInput } from "@mq9/bridge";
+import type { TaskInput } from "@mq9/bridge";
 import { connect } from "@mq9/client";
 import { type Command, InvalidArgumentError } from "commander";
-import { type ConnectionFlags, clientCommand, integer, reportError, usageExit } from "./client-command.js";
-import { longRunningConnectOptions } from "./long-running-connection.js";
-import { printJson } from "./output.js";
+import {
+  type ConnectionFlags,
+  clientCommand,
+  integer,
+  reportError,
+  usageExit,
+} from "../../shared/client-command.js";
+import { longRunningConnectOptions } from "../../shared/long-running-connection.js";
+import { printJson } from "../../shared/output.js";
 
 interface ServeFlags extends ConnectionFlags {
   card: string;
@@ -22,10 +28,7 @@ function inputMode(raw: string): TaskInput {
 }
 
 /** `mq9 agent serve`: a command-line agent as an A2A agent on a mailbox (the bridge). */
-export function registerAgentServe(program: Command): void {
-  const agent =
-    program.commands.find((c) => c.name() === "agent") ??
-    program.command("agent").description("the agent registry").exitOverride(usageExit);
+export function registerAgentServe(agent: Command): void {
   clientCommand(agent.command("serve"))
     .description("serve a command-line agent as an A2A agent: one process per task, output streamed back")
     .requiredOption("--card <file>", "the agent's A2A card (YAML or JSON): name, description, skills")
@@ -63,6 +66,8 @@ line starting with [INPUT_REQUIRED] asks the caller a question. SIGTERM unregist
 agent and lets running tasks finish; tasks sent while it is down wait in its mailbox.`,
     )
     .action(async (flags: ServeFlags) => {
+      // The bridge (and the A2A SDK under it) loads when an agent is served, not for every agent command.
+      const { readCardFile, startBridge } = await import("@mq9/bridge");
       let card: ReturnType<typeof readCardFile>;
       try {
         card = readCardFile(flags.card);

@@ -1,8 +1,8 @@
 import { PRIORITIES, type Priority } from "@mq9/protocol";
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { type ConnectionFlags, clientCommand, integer, withClient } from "./client-command.js";
-import { printJson } from "./output.js";
-import { readPayload } from "./payload-input.js";
+import { type ConnectionFlags, clientCommand, integer, withClient } from "../shared/client-command.js";
+import { printJson } from "../shared/output.js";
+import { readPayload } from "../shared/payload-input.js";
 
 interface SendFlags extends ConnectionFlags {
   file?: string;
