@@ -178,6 +178,30 @@ describe("requests", () => {
     });
   });
 
+  it("error codes travel as data: the broker sends them, and a reply's code wins over its text", async () => {
+    const t = await broker();
+    const raw = await natsConnect({ servers: `127.0.0.1:${t.port}` });
+    cleanups.push(() => raw.close());
+    const reply = await raw.request("$mq9.AI.MSG.SEND.no.such.box", new TextEncoder().encode("x"));
+    expect(JSON.parse(new TextDecoder().decode(reply.data))).toEqual({
+      error: "mailbox no.such.box does not exist",
+      code: "MAILBOX_NOT_FOUND",
+    });
+    const client = await t.client();
+    expect((await failure(client.send("no.such.box", "x"))).code).toBe("MAILBOX_NOT_FOUND");
+    const box = await client.createMailbox({ name: boxName() });
+    expect((await failure(client.createMailbox({ name: box }))).code).toBe("MAILBOX_EXISTS");
+
+    // A broker whose code and text disagree: the code is what the client goes by.
+    const url = await handBroker(() => '{"error":"mailbox x does not exist","code":"PERMISSION_DENIED"}');
+    const other = await connect(url);
+    cleanups.push(() => other.close());
+    expect(await failure(other.send("x", "y"))).toMatchObject({
+      code: "PERMISSION_DENIED",
+      message: "mailbox x does not exist",
+    });
+  });
+
   it("fail at once with NOT_CONNECTED when the connection drops, not after their timeout", async () => {
     const t = await broker();
     const proxy = await proxyTo(t.port);
