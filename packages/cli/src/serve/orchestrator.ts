@@ -2,28 +2,23 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { Worker } from "node:worker_threads";
 import type { Logger } from "@mq9/broker";
-import { type ConnectOptions, Mq9Error, type Mq9ErrorCode } from "@mq9/client";
+import type { ConnectOptions } from "@mq9/client";
 import {
   mountOrchestratorApi,
   type OrchestratorApi,
   OrchestratorError,
-  type OrchestratorErrorCode,
   type RouteRegistrar,
 } from "@mq9/orchestrator";
 import type { ServeConfig } from "./config.js";
+import { toError } from "./failure-converter.js";
+import {
+  type FromWorker,
+  ORCHESTRATOR_API,
+  type OrchestratorWorkerData,
+  type ToWorker,
+} from "./orchestrator-calls.js";
 import { exportOrchestratorMetrics, type PromRegistry } from "./orchestrator-metrics.js";
-import type { FromWorker, OrchestratorWorkerData, SerializedError, ToWorker } from "./orchestrator-worker.js";
-
-/** The worker's error again, with the class and code the API maps to HTTP statuses. */
-function revive(error: SerializedError): Error {
-  if (error.name === "OrchestratorError" && error.code) {
-    return new OrchestratorError(error.code as OrchestratorErrorCode, error.message, {
-      retryAfterSeconds: error.retryAfterSeconds,
-    });
-  }
-  if (error.name === "Mq9Error" && error.code) return new Mq9Error(error.code as Mq9ErrorCode, error.message);
-  return new Error(error.message);
-}
+import { CallForwarder } from "./worker-calls.js";
 
 /**
  * The orchestrator of a `mq9 serve` process. It runs on a worker thread, a client of
@@ -33,8 +28,6 @@ function revive(error: SerializedError): Error {
 export class ServeOrchestrator {
   private worker?: Worker;
   private api?: OrchestratorApi;
-  private readonly calls = new Map<number, { resolve(value: unknown): void; reject(err: Error): void }>();
-  private nextCall = 0;
   private closed?: Promise<void>;
   private exited = false;
 
@@ -93,6 +86,12 @@ export class ServeOrchestrator {
     };
     const worker = new Worker(new URL("./orchestrator-worker.js", import.meta.url), { workerData: data });
     this.worker = worker;
+    const calls = new CallForwarder<OrchestratorApi>(ORCHESTRATOR_API, (message) => {
+      if (this.worker !== worker || this.exited) {
+        throw new OrchestratorError("NOT_READY", "the orchestrator is stopping");
+      }
+      worker.postMessage(message satisfies ToWorker);
+    });
     const taskTypes = await new Promise<string[]>((ready, failed) => {
       worker.on("message", (message: FromWorker) => {
         switch (message.type) {
@@ -100,7 +99,7 @@ export class ServeOrchestrator {
             ready(message.taskTypes);
             break;
           case "failed":
-            failed(revive(message.error));
+            failed(toError(message.failure));
             break;
           case "warn":
             this.logger.warn(`orchestrator: ${message.message}`);
@@ -112,13 +111,9 @@ export class ServeOrchestrator {
             );
             break;
           case "result":
-          case "error": {
-            const call = this.calls.get(message.id);
-            this.calls.delete(message.id);
-            if (message.type === "result") call?.resolve(message.value);
-            else call?.reject(revive(message.error));
+          case "error":
+            calls.settle(message);
             break;
-          }
         }
       });
       worker.on("error", (err) => {
@@ -132,15 +127,14 @@ export class ServeOrchestrator {
           "NOT_READY",
           `the orchestrator's thread stopped (exit code ${code})`,
         );
-        for (const call of this.calls.values()) call.reject(gone);
-        this.calls.clear();
+        calls.failAll(gone);
         failed(gone);
       });
     }).catch(async (err: Error) => {
       await worker.terminate();
       throw err;
     });
-    this.api = this.forwarder();
+    this.api = calls.api;
     if (metrics)
       exportOrchestratorMetrics(metrics, () => (this.api?.metrics ? this.api.metrics() : undefined));
     this.logger.info(
@@ -164,36 +158,5 @@ export class ServeOrchestrator {
       worker.postMessage({ type: "close" } satisfies ToWorker);
     });
     return this.closed;
-  }
-
-  /** The API's view of the orchestrator: each call posted to the worker, answered by message. */
-  private forwarder(): OrchestratorApi {
-    const call =
-      (method: string) =>
-      (...args: unknown[]): Promise<never> =>
-        new Promise((resolve, reject) => {
-          const worker = this.worker;
-          if (!worker) {
-            reject(new OrchestratorError("NOT_READY", "the orchestrator is stopping"));
-            return;
-          }
-          const id = this.nextCall++;
-          this.calls.set(id, { resolve: resolve as (value: unknown) => void, reject });
-          worker.postMessage({ type: "call", id, method, args } satisfies ToWorker);
-        });
-    return {
-      submit: call("submit"),
-      wait: call("wait"),
-      task: call("task"),
-      tasks: call("tasks"),
-      cancel: call("cancel"),
-      trace: call("trace"),
-      agents: call("agents"),
-      deadLetterList: call("deadLetterList"),
-      templateList: call("templateList"),
-      refreshAgents: call("refreshAgents"),
-      metrics: call("metrics"),
-      templateProblems: call("templateProblems"),
-    };
   }
 }
