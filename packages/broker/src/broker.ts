@@ -1,6 +1,7 @@
 import { Defaults, isMq9Subject } from "@mq9/protocol";
 import type { FastifyInstance } from "fastify";
 import { UserDirectory } from "./auth/index.js";
+import { BrokerDefaults } from "./broker-defaults.js";
 import { type ClusterNode, startClusterNode } from "./cluster/cluster-node.js";
 import type { ClusterOptions } from "./cluster/cluster-options.js";
 import { MessagingEngine } from "./engine/messaging-engine.js";
@@ -144,7 +145,7 @@ export class Broker {
     const store =
       options.store ??
       new SqliteStore({
-        dataDir: options.dataDir ?? "./mq9-data",
+        dataDir: options.dataDir ?? BrokerDefaults.dataDir,
         sync: options.sync,
         onRowWorkerFailed: (err) =>
           logger.warn(
@@ -194,7 +195,7 @@ export class Broker {
         options.registry === false
           ? undefined
           : await openRegistry(options.registry ?? {}, {
-              dataDir: options.dataDir ?? "./mq9-data",
+              dataDir: options.dataDir ?? BrokerDefaults.dataDir,
               sync: options.sync,
               logger,
               sweepIntervalMs: options.sweepIntervalMs,
@@ -304,7 +305,7 @@ export class Broker {
         options.registry === false
           ? undefined
           : await openRegistry(await sharedRegistrySettings(options.registry ?? {}, store, node.instance), {
-              dataDir: options.dataDir ?? "./mq9-data",
+              dataDir: options.dataDir ?? BrokerDefaults.dataDir,
               sync: options.sync,
               logger,
               sweepIntervalMs: options.sweepIntervalMs,

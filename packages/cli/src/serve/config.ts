@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { UserDirectory } from "@mq9/broker";
+import { BrokerDefaults, UserDirectory } from "@mq9/broker";
 import { Defaults } from "@mq9/protocol";
 import { z } from "zod";
 import { CLUSTER_SETTINGS, ClusterConfigSchema } from "./cluster-config.js";
@@ -55,15 +55,18 @@ export const ServeConfigSchema = z
   .object({
     server: z
       .object({
-        host: z.string().min(1).default("127.0.0.1"),
+        host: z.string().min(1).default(BrokerDefaults.host),
         port: port.default(Defaults.port),
         maxPayload: positiveInt.default(Defaults.maxPayload),
-        maxConnections: positiveInt.default(65_536),
-        maxPendingBytes: positiveInt.default(64 * 1024 * 1024),
+        maxConnections: positiveInt.default(BrokerDefaults.maxConnections),
+        maxPendingBytes: positiveInt.default(BrokerDefaults.maxPendingBytes),
         /** Seconds between liveness checks (nats-server's ping_interval); see docs/security.md. */
-        pingInterval: z.number().positive().default(30),
+        pingInterval: z
+          .number()
+          .positive()
+          .default(BrokerDefaults.pingIntervalMs / 1000),
         /** Unanswered PINGs before a client is closed as stale (nats-server's ping_max). */
-        pingMax: positiveInt.default(2),
+        pingMax: positiveInt.default(BrokerDefaults.maxPingsOut),
       })
       .strict()
       .prefault({}),
@@ -99,17 +102,17 @@ export const ServeConfigSchema = z
       .prefault({}),
     storage: z
       .object({
-        data: z.string().min(1).default("./mq9-data"),
+        data: z.string().min(1).default(BrokerDefaults.dataDir),
         sync: z.enum(["normal", "full"]).default("normal"),
       })
       .strict()
       .prefault({}),
     messaging: z
       .object({
-        leaseMs: positiveInt.default(30_000),
-        maxWaitMs: z.number().int().min(0).default(4_500),
-        fetchMaxBytes: positiveInt.default(8 * 1024 * 1024),
-        defaultMailboxTtl: z.number().int().min(0).default(0),
+        leaseMs: positiveInt.default(BrokerDefaults.leaseMs),
+        maxWaitMs: z.number().int().min(0).default(BrokerDefaults.maxWaitMs),
+        fetchMaxBytes: positiveInt.default(BrokerDefaults.fetchMaxBytes),
+        defaultMailboxTtl: z.number().int().min(0).default(BrokerDefaults.defaultMailboxTtl),
       })
       .strict()
       .prefault({}),
