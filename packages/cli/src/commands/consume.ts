@@ -1,7 +1,7 @@
 import type { ConsumedMessage } from "@mq9/client";
 import type { Command } from "commander";
 import { type ConnectionFlags, clientCommand, integer, withClient } from "../shared/client-command.js";
-import { isoTime, messageRecord, payloadCell, printJson } from "../shared/output.js";
+import { isoTime, messageRecord, payloadCell, printJson, say } from "../shared/output.js";
 import { withStartOptions } from "../shared/start-options.js";
 
 interface ConsumeFlags extends ConnectionFlags {
@@ -73,7 +73,7 @@ Examples:
               maxWaitMs: flags.waitMs,
               leaseMs: flags.leaseMs,
               autoAck: flags.ack,
-              onError: (error) => process.stderr.write(`mq9: ${error.message}\n`),
+              onError: (error) => say(error.message),
             },
           );
           const stop = () => void consumer.stop();

@@ -1,6 +1,7 @@
 import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
+import { say } from "../shared/output.js";
 
 /** Sentence-embedding models the onnx embedder is known to run, with how they pool and prompt. */
 export const KNOWN_MODELS: Record<
@@ -70,9 +71,7 @@ Examples:
     .action(async (name: string, flags: FetchFlags) => {
       const model = KNOWN_MODELS[name];
       if (!model) {
-        process.stderr.write(
-          `mq9: unknown model '${name}'; known: ${Object.keys(KNOWN_MODELS).join(", ")}\n`,
-        );
+        say(`unknown model '${name}'; known: ${Object.keys(KNOWN_MODELS).join(", ")}`);
         process.exitCode = 2;
         return;
       }
@@ -85,8 +84,8 @@ Examples:
           process.stdout.write(`fetched ${file} (${bytes.toLocaleString("en-US")} bytes)\n`);
         }
       } catch (err) {
-        process.stderr.write(
-          `mq9: could not fetch ${name}: ${(err as Error).message}; without network access, copy the files ${model.files.join(", ")} into ${target} by hand\n`,
+        say(
+          `could not fetch ${name}: ${(err as Error).message}; without network access, copy the files ${model.files.join(", ")} into ${target} by hand`,
         );
         process.exitCode = 1;
         return;

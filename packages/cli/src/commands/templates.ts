@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { ExitCode, usageExit } from "../shared/client-command.js";
-import { printJson } from "../shared/output.js";
+import { printJson, sayLine } from "../shared/output.js";
 
 /** `mq9 templates check [folder]`: validates task templates, with file:line:column for each problem. */
 export function registerTemplates(program: Command): void {
@@ -32,7 +32,7 @@ export function registerTemplates(program: Command): void {
         for (const t of found.values()) {
           process.stdout.write(`ok   ${t.name} (${t.file}): ${t.order.join(" -> ")}\n`);
         }
-        for (const p of problems) process.stderr.write(`${formatProblem(p)}\n`);
+        for (const p of problems) sayLine(formatProblem(p));
         process.stdout.write(
           `${found.size} template${found.size === 1 ? "" : "s"} ok, ${problems.length} problem${problems.length === 1 ? "" : "s"}\n`,
         );

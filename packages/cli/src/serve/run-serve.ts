@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { Broker, type BrokerOptions, type Logger, PostgresStore, type RestApi } from "@mq9/broker";
+import { say } from "../shared/output.js";
 import { ServeAgentApps } from "./agent-apps.js";
 import { appConfig, clusterBrokerOptions } from "./cluster.js";
 import { ConfigError, loadServeConfig, type ServeConfig } from "./config.js";
@@ -115,7 +116,7 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
     );
   } catch (err) {
     if (err instanceof ConfigError) {
-      process.stderr.write(`mq9: ${err.message}\n`);
+      say(err.message);
       process.exit(2);
     }
     throw err;
@@ -129,7 +130,7 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
     clustered = config.cluster.enabled ? await clusterBrokerOptions(config, logger) : undefined;
     broker = await Broker.start({ ...brokerOptions(config, logger, orchestrator, agentApps), ...clustered });
   } catch (err) {
-    process.stderr.write(`mq9: ${explainStartFailure(err, config)}\n`);
+    say(explainStartFailure(err, config));
     process.exit(1);
   }
   const scheme = config.tls.cert ? "mq9s" : "mq9";

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { type ConnectOptions, connect, DEFAULT_SERVER, type Mq9Client, Mq9Error } from "@mq9/client";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { exitAfterOutput } from "./exit.js";
+import { printError, say } from "./output.js";
 
 /** Exit codes scripts can rely on. */
 export const ExitCode = {
@@ -66,7 +67,7 @@ export function clientCommand(command: Command): Command {
       const flags = action.opts<ConnectionFlags>();
       if (!flags.verbose) return;
       const from = sourceName("--server", "MQ9_SERVER", action.getOptionValueSource("server"));
-      process.stderr.write(`mq9: broker ${flags.server} (${from})\n`);
+      say(`broker ${flags.server} (${from})`);
     })
     .exitOverride(usageExit);
 }
@@ -111,8 +112,7 @@ export function reportError(err: unknown, json: boolean | undefined): number {
     kind = "USAGE";
   }
   const message = err instanceof Error ? err.message : String(err);
-  if (json) process.stderr.write(`${JSON.stringify({ error: message, code: kind })}\n`);
-  else process.stderr.write(`mq9: ${message}${kind === "USAGE" || kind === "ERROR" ? "" : ` (${kind})`}\n`);
+  printError(message, kind, json, kind !== "USAGE" && kind !== "ERROR");
   return code;
 }
 

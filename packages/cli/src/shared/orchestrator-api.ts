@@ -3,6 +3,7 @@ import { type Command, Option } from "commander";
 import { ExitCode, UsageError, usageExit } from "./client-command.js";
 import { exitAfterOutput } from "./exit.js";
 import { type HttpAddress, type HttpAddressFlags, resolveHttpAddress } from "./http-address.js";
+import { printError, say } from "./output.js";
 import { ServerInfoError } from "./server-info.js";
 
 /** The options every command of the broker's HTTP API takes. */
@@ -156,13 +157,12 @@ export async function withApi(
   let exitCode: number;
   try {
     const address = await resolveHttpAddress(flags, flags.sources ?? {});
-    if (flags.verbose) process.stderr.write(`mq9: HTTP API ${address.url} (${address.how})\n`);
+    if (flags.verbose) say(`HTTP API ${address.url} (${address.how})`);
     exitCode = (await work(new HttpApi(address, flags))) ?? ExitCode.ok;
   } catch (err) {
     const { code, kind } = classify(err);
     const message = (err as Error).message;
-    if (flags.json) process.stderr.write(`${JSON.stringify({ error: message, code: kind })}\n`);
-    else process.stderr.write(`mq9: ${message}\n`);
+    printError(message, kind, flags.json, false);
     exitCode = code;
   }
   await exitAfterOutput(exitCode);

@@ -78,3 +78,30 @@ export function printMessages(messages: Mq9Message[]): void {
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value)}\n`);
 }
+
+/**
+ * Tells the person at the terminal something that is not the command's output: on stderr, so
+ * that stdout stays what a script reads. `who` names the speaker (`mq9`, `mq9 agent`).
+ */
+export function say(text: string, who = "mq9"): void {
+  process.stderr.write(`${who}: ${text}\n`);
+}
+
+/** A line on stderr exactly as given (a template problem's `file:line:column: …`). */
+export function sayLine(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+/**
+ * A failed command's error, as its output mode asks: one JSON object `{error, code}` with
+ * --json, else `mq9: <message>` with the code in parentheses when it tells more.
+ */
+export function printError(
+  message: string,
+  code: string,
+  json: boolean | undefined,
+  showCode: boolean,
+): void {
+  if (json) sayLine(JSON.stringify({ error: message, code }));
+  else say(showCode ? `${message} (${code})` : message);
+}

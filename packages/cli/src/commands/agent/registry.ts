@@ -11,7 +11,7 @@ import {
   usageExit,
   withClient,
 } from "../../shared/client-command.js";
-import { cell, printJson, printTable } from "../../shared/output.js";
+import { cell, printJson, printTable, say } from "../../shared/output.js";
 
 interface SelectorFlags extends ConnectionFlags {
   name?: string;
@@ -240,7 +240,7 @@ Examples:
         const reply = await client.discoverPage(query);
         const agents = reply.agents;
         // A fallback ranking, a trimmed page or skills not yet searchable: said on stderr, never hidden.
-        if (reply.warning) process.stderr.write(`mq9: warning: ${reply.warning}\n`);
+        if (reply.warning) say(`warning: ${reply.warning}`);
         if (flags.json) {
           for (const a of agents) printJson(a);
         } else if (agents.length === 0) {

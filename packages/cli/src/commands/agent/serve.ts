@@ -9,7 +9,7 @@ import {
   usageExit,
 } from "../../shared/client-command.js";
 import { longRunningConnectOptions } from "../../shared/long-running-connection.js";
-import { printJson } from "../../shared/output.js";
+import { printJson, say } from "../../shared/output.js";
 
 interface ServeFlags extends ConnectionFlags {
   card: string;
@@ -72,7 +72,7 @@ agent and lets running tasks finish; tasks sent while it is down wait in its mai
       try {
         card = readCardFile(flags.card);
       } catch (err) {
-        process.stderr.write(`mq9: ${(err as Error).message}\n`);
+        say((err as Error).message);
         process.exit(2);
       }
       try {
@@ -88,7 +88,7 @@ agent and lets running tasks finish; tasks sent while it is down wait in its mai
           concurrency: flags.concurrency,
           timeoutMs: flags.taskTimeout * 1000,
           ttl: flags.ttl,
-          onError: (err) => process.stderr.write(`mq9 agent: ${err.message}\n`),
+          onError: (err) => say(err.message, "mq9 agent"),
         });
         const ready = { serving: card.name, mailbox: bridge.agent.mailbox, concurrency: flags.concurrency };
         if (flags.json) printJson(ready);
@@ -97,7 +97,7 @@ agent and lets running tasks finish; tasks sent while it is down wait in its mai
         const stop = (signal: string) => {
           if (stopping) process.exit(130);
           stopping = true;
-          process.stderr.write(`mq9 agent: ${signal}: unregistering, letting running tasks finish\n`);
+          say(`${signal}: unregistering, letting running tasks finish`, "mq9 agent");
           void bridge
             .stop()
             .then(() => client.close())
