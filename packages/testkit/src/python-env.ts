@@ -1,3 +1,5 @@
+// The Python virtualenv of the tests that run real Python programs against mq9 (Hermes Agent,
+// the published Python clients), made from integrations/hermes/requirements-test.txt.
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
