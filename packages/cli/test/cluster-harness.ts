@@ -1,5 +1,6 @@
 // A real cluster for tests: routed nats-servers, a private PostgreSQL and `mq9 serve --cluster`
 // processes (scripts/local-cluster/), plus plain `nats` clients speaking the mq9 protocol.
+import { createServer, type Socket, connect as tcpConnect } from "node:net";
 import { connect, type NatsConnection, headers as natsHeaders } from "nats";
 import { startMq9Node } from "../../../scripts/local-cluster/mq9-node.js";
 import { findNatsServer, startNatsCluster } from "../../../scripts/local-cluster/nats-cluster.js";
@@ -9,6 +10,7 @@ export interface NatsServerProcess {
   name: string;
   url: string;
   port: number;
+  monitorPort: number;
   start(): void;
   kill(): Promise<void>;
   stop(): Promise<void>;
@@ -118,6 +120,45 @@ export async function answered(node: Mq9NodeProcess, op: string): Promise<number
       total += Number(line.split(" ").pop());
   }
   return total;
+}
+
+/**
+ * A TCP proxy to a nats-server whose connections can be cut, as a crashed client host or a pulled
+ * cable would: cut() resets both sides at once and takes no new connection.
+ */
+export async function cuttableProxy(port: number): Promise<{ url: string; cut(): void }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = tcpConnect(port, "127.0.0.1");
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on("error", () => {});
+      socket.on("close", () => sockets.delete(socket));
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port: proxyPort } = server.address() as { port: number };
+  return {
+    url: `nats://127.0.0.1:${proxyPort}`,
+    cut() {
+      server.close();
+      for (const socket of sockets) socket.resetAndDestroy();
+    },
+  };
+}
+
+/**
+ * The subjects a nats-server knows subscriptions for: its clients' (only those of the client
+ * named `client`, when given) and, without `client`, those its routes told it of.
+ */
+export async function knownSubjects(monitorPort: number, client?: string): Promise<string[]> {
+  const get = async (path: string) => (await fetch(`http://127.0.0.1:${monitorPort}${path}`)).json();
+  type Holder = { name?: string; subscriptions_list?: string[] };
+  const connz = (await get("/connz?subs=1")) as { connections?: Holder[] };
+  const clients = (connz.connections ?? []).filter((c) => client === undefined || c.name === client);
+  const routes = client === undefined ? ((await get("/routez?subs=1")) as { routes?: Holder[] }).routes : [];
+  return [...clients, ...(routes ?? [])].flatMap((c) => c.subscriptions_list ?? []);
 }
 
 export async function eventually<T>(

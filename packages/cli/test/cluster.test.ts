@@ -1,11 +1,13 @@
-import type { NatsConnection } from "nats";
+import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   answered,
   clusterMissing,
   connectTo,
+  cuttableProxy,
   eventually,
   ids,
+  knownSubjects,
   type Mq9NodeProcess,
   mq9Client,
   type NatsClusterProcesses,
@@ -186,6 +188,61 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
       if (fetchedOn[0] !== sentOn[0]) crossNode++;
     }
     expect(crossNode).toBe(2);
+  });
+
+  it("fetch — a long-poll whose client's socket was cut leaves no lease behind when a message comes", async () => {
+    const logged = () => Object.values(nodes).some((n) => n.output().includes("gave its leases back"));
+    // NATS may not have told every server of the cut before the SEND (then the reply seems to
+    // go somewhere and the lease just runs out): try again with a fresh mailbox, a few times.
+    for (let trial = 0; trial < 4 && !logged(); trial++) {
+      const box = `cut${trial}`;
+      await viaA(`$mq9.AI.MAILBOX.CREATE`, { name: box });
+      const proxy = await cuttableProxy(nats.servers[0].port);
+      const doomed = await connect({
+        servers: proxy.url,
+        name: `doomed-${trial}`,
+        // It must not come back by itself (it would, through the servers the cluster told it of).
+        reconnect: false,
+        ignoreClusterUpdates: true,
+      });
+      const abandoned = doomed
+        .request(
+          `$mq9.AI.MSG.FETCH.${box}`,
+          JSON.stringify({
+            group_name: "g",
+            deliver: "earliest",
+            config: { max_wait_ms: 4_000, lease_ms: 120_000 },
+          }),
+          { timeout: 10_000 },
+        )
+        .catch(() => undefined);
+      await doomed.flush();
+      const inbox = await eventually(async () => {
+        const subs = await knownSubjects(nats.servers[0].monitorPort, `doomed-${trial}`);
+        return subs.find((s) => s.startsWith("_INBOX."));
+      });
+      // Give the node the time to start waiting, then pull the cable.
+      await new Promise((r) => setTimeout(r, 300));
+      proxy.cut();
+      await abandoned;
+      await eventually(async () => {
+        const known = await Promise.all(nats.servers.map((s) => knownSubjects(s.monitorPort)));
+        return known.every((subs) => !subs.includes(inbox));
+      });
+      expect((await viaB(`$mq9.AI.MSG.SEND.${box}`, "for-the-living")).msg_id).toBe(0);
+      try {
+        await eventually(async () => logged(), 6_000, "the dead FETCH to give its lease back");
+      } catch {
+        continue;
+      }
+      // Long before the dead requester's 120 s lease would run out, a live member gets the message.
+      const live = await viaAny(`$mq9.AI.MSG.FETCH.${box}`, {
+        group_name: "g",
+        config: { num_msgs: 10, max_wait_ms: 0 },
+      });
+      expect(payloads(live)).toEqual(["for-the-living"]);
+    }
+    expect(logged()).toBe(true);
   });
 
   it("groups — competing consumers across nodes never share a lease; independent groups get everything", async () => {

@@ -2,6 +2,7 @@ import { priorityRank } from "@mq9/protocol";
 import pg from "pg";
 import { type Logger, silentLogger } from "../../logger.js";
 import { PostgresRegistryStore } from "../../registry/postgres-registry-store.js";
+import type { LeaseRelease } from "../lease-release.js";
 import { StorageError } from "../storage-error.js";
 import type {
   AppendResult,
@@ -119,7 +120,7 @@ function describeUrl(url: string): string {
  * never hold the same unexpired lease, whichever nodes they are on. Passes
  * test/store-conformance.ts against a real PostgreSQL.
  */
-export class PostgresStore implements Store, StoreInspection {
+export class PostgresStore implements Store, StoreInspection, LeaseRelease {
   private readonly where: string;
   private readonly background: ClusterLock;
   private readonly inspection = new PostgresInspection(
@@ -429,6 +430,25 @@ export class PostgresStore implements Store, StoreInspection {
       });
       return true;
     });
+  }
+
+  async releaseLeases(
+    mailbox: string,
+    group: string,
+    msgIds: readonly number[],
+    leaseUntilMs: number,
+  ): Promise<number> {
+    if (msgIds.length === 0) return 0;
+    // No group lock needed: a claim reading the rows before this commits just does not see them
+    // yet, and its own lease upsert waits for these row locks.
+    const { rowCount } = await this.run("cannot give the leases back", {
+      name: "mq9-release-leases",
+      text: `UPDATE deliveries d SET lease_until_ms = 0 FROM mailboxes b
+             WHERE b.address = $1 AND d.mbox = b.id AND d.grp = $2 AND d.msg_id = ANY($3::bigint[])
+               AND NOT d.acked AND d.lease_until_ms = $4`,
+      values: [mailbox, group, msgIds, leaseUntilMs],
+    });
+    return rowCount ?? 0;
   }
 
   async query(mailbox: string, options: QueryOptions): Promise<StoredMessage[]> {
