@@ -55,8 +55,7 @@ export type {
   VectorSelector,
   VectorStore,
 } from "./registry/vector-store.js";
-export { encodeMessageItem } from "./service/message-item.js";
-export { encodeReply, type Mq9Request, Mq9Service, type ReplyBody } from "./service/mq9-service.js";
+export { type Mq9Request, Mq9Service } from "./service/mq9-service.js";
 export type { RequestObserver } from "./service/request-observer.js";
 export { ClusterLock } from "./store/postgres/cluster-lock.js";
 export { PostgresStore, type PostgresStoreOptions } from "./store/postgres/postgres-store.js";

@@ -1,6 +1,6 @@
+import { boxName, eventually, sleep, startBroker, type TestBroker } from "@mq9/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import { type ConsumedMessage, connect, type Mq9Client, type Mq9Error } from "../src/index.js";
-import { boxName, eventually, sleep, startBroker, type TestBroker } from "./harness.js";
 import { TcpProxy } from "./tcp-proxy.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
