@@ -4,7 +4,6 @@ import {
   answered,
   clusterMissing,
   connectTo,
-  cuttableProxy,
   eventually,
   ids,
   knownSubjects,
@@ -17,6 +16,7 @@ import {
   startNats,
   startNode,
   startPostgres,
+  tcpProxy,
 } from "./cluster-harness.js";
 
 const missing = clusterMissing();
@@ -197,7 +197,7 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
     for (let trial = 0; trial < 4 && !logged(); trial++) {
       const box = `cut${trial}`;
       await viaA(`$mq9.AI.MAILBOX.CREATE`, { name: box });
-      const proxy = await cuttableProxy(nats.servers[0].port);
+      const proxy = await tcpProxy(nats.servers[0].port);
       const doomed = await connect({
         servers: proxy.url,
         name: `doomed-${trial}`,
@@ -383,60 +383,6 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
       await Promise.all([o1.stop(), o2.stop()]);
     }
   });
-
-  /** Sends `count` messages `inFlight` at a time; resolves with what each SEND got. */
-  const sendLoad = async (
-    via: typeof viaA,
-    mailbox: string,
-    count: number,
-    inFlight: number,
-    onProgress?: (acked: number) => void,
-  ) => {
-    const acked = new Map<string, number>();
-    const failed: string[] = [];
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: inFlight }, async () => {
-        while (next < count) {
-          const body = `m${next++}`;
-          try {
-            const reply = await via(`$mq9.AI.MSG.SEND.${mailbox}`, body);
-            if (reply.error === "" && typeof reply.msg_id === "number") acked.set(body, reply.msg_id);
-            else failed.push(body);
-          } catch {
-            failed.push(body);
-          }
-          onProgress?.(acked.size);
-        }
-      }),
-    );
-    return { acked, failed };
-  };
-
-  /** Every message of a mailbox, read through a fresh group. */
-  const everything = async (via: typeof viaA, mailbox: string) => {
-    const group = `verify-${Math.random().toString(36).slice(2)}`;
-    const stored: { id: number; body: string }[] = [];
-    for (;;) {
-      const reply: Reply = await via(`$mq9.AI.MSG.FETCH.${mailbox}`, {
-        group_name: group,
-        deliver: "earliest",
-        config: { num_msgs: 500, max_wait_ms: 0 },
-      });
-      const got = ids(reply);
-      if (got.length === 0) return stored;
-      for (const [i, body] of payloads(reply).entries()) stored.push({ id: got[i], body });
-      await via(`$mq9.AI.MSG.ACK.${mailbox}`, { group_name: group, msg_id: got[got.length - 1] });
-    }
-  };
-
-  const expectStoredOnce = (acked: Map<string, number>, stored: { id: number; body: string }[]) => {
-    const byBody = new Map<string, number[]>();
-    for (const { id, body } of stored) byBody.set(body, [...(byBody.get(body) ?? []), id]);
-    for (const [body, id] of acked) expect(byBody.get(body), body).toEqual([id]);
-    for (const [body, found] of byBody) expect(found, body).toHaveLength(1);
-    expect(new Set(stored.map((s) => s.id)).size).toBe(stored.length);
-  };
 
   it("node death — kill -9 of a node under 64 SENDs in flight loses nothing acked; its leases come back", async () => {
     await viaA("$mq9.AI.MAILBOX.CREATE", { name: "leases" });
