@@ -180,14 +180,21 @@ describe("consume with a handler", () => {
     const { client, box } = await setup();
     const a = await client.send(box, "a");
     const b = await client.send(box, "b");
+    const seen = new Set<number>();
+    let acked = false;
     const consumer = client.consume(
       box,
       async (message: ConsumedMessage) => {
-        if (message.msgId === a) await message.ack();
+        seen.add(message.msgId);
+        if (message.msgId === a) {
+          await message.ack();
+          acked = true;
+        }
       },
       { group: "g", deliver: "earliest", autoAck: false, leaseMs: 300, batch: 1 },
     );
-    await sleep(200);
+    // Wait for the handler to have met both, however slow the machine.
+    await eventually(() => acked && seen.has(b));
     await consumer.stop();
     await sleep(400);
     expect(await leftOver(client, box, "g")).toEqual([b]);
