@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { UserDirectory } from "./auth/index.js";
+import { BrokerDefaults } from "./broker-defaults.js";
 import type { ClusterNode } from "./cluster/cluster-node.js";
 import type { ClusterOptions } from "./cluster/cluster-options.js";
 import { MessagingEngine } from "./engine/messaging-engine.js";
@@ -103,7 +104,7 @@ async function startHttp(
 /** The embedded store, its failures told to the broker's logger. */
 function openEmbeddedStore(options: BrokerOptions, logger: Logger): SqliteStore {
   return new SqliteStore({
-    dataDir: options.dataDir ?? "./mq9-data",
+    dataDir: options.dataDir ?? BrokerDefaults.dataDir,
     sync: options.sync,
     onRowWorkerFailed: (err) =>
       logger.warn({ err }, "store: the worker writing message rows failed; the main thread writes them now"),
@@ -118,7 +119,7 @@ function openEmbeddedStore(options: BrokerOptions, logger: Logger): SqliteStore 
 /** How requests reach this broker: the embedded listener, or a cluster's queue group. */
 async function openTransport(options: BrokerOptions, store: Store, logger: Logger): Promise<BrokerTransport> {
   if (options.cluster) {
-    return ClusterTransport.connect(options.cluster, logger, options.host ?? "127.0.0.1");
+    return ClusterTransport.connect(options.cluster, logger, options.host ?? BrokerDefaults.host);
   }
   return new EmbeddedTransport(
     {
@@ -188,7 +189,7 @@ export class Broker {
       const metrics = new BrokerMetrics(() => served.connectionCount());
       served.watch(metrics, store);
       registry = await options.registry?.({
-        dataDir: options.dataDir ?? "./mq9-data",
+        dataDir: options.dataDir ?? BrokerDefaults.dataDir,
         sync: options.sync,
         logger,
         sweepIntervalMs: options.sweepIntervalMs,

@@ -1,4 +1,5 @@
 import { Defaults } from "@mq9/protocol";
+import { BrokerDefaults } from "../broker-defaults.js";
 import type { BrokerMetrics } from "../http/broker-metrics.js";
 import type { Logger } from "../logger.js";
 import { NatsListener, type NatsListenerOptions } from "../nats/index.js";
@@ -26,7 +27,7 @@ export class EmbeddedTransport implements BrokerTransport {
     private readonly store: Store,
     logger: Logger,
   ) {
-    const host = options.host ?? "127.0.0.1";
+    const host = options.host ?? BrokerDefaults.host;
     this.maxPayload = options.maxPayload ?? Defaults.maxPayload;
     this.defaultHttpHost = host;
     this.listener = new NatsListener({
