@@ -17,6 +17,7 @@ export default defineConfig({
       "@mq9/gateway": src("gateway"),
       "@mq9/orchestrator": src("orchestrator"),
       "@mq9/dashboard": src("dashboard"),
+      "@mq9/testkit": src("testkit"),
     },
   },
   test: {

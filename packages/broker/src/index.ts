@@ -27,8 +27,7 @@ export type {
   RegistryStatus,
   VectorIndexStatus,
 } from "./registry.js";
-export { encodeMessageItem } from "./service/message-item.js";
-export { encodeReply, type Mq9Request, Mq9Service, type ReplyBody } from "./service/mq9-service.js";
+export { type Mq9Request, Mq9Service } from "./service/mq9-service.js";
 export type { RequestObserver } from "./service/request-observer.js";
 export { ClusterLock } from "./store/postgres/cluster-lock.js";
 export { postgresError } from "./store/postgres/postgres-errors.js";

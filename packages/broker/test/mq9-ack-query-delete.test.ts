@@ -73,8 +73,11 @@ describe("MSG.ACK, MSG.QUERY, MSG.DELETE", () => {
   it("ACK errors: never delivered, unknown mailbox, bad body; an empty group is accepted", async () => {
     const b = await box();
     const { msg_id } = await send(b, "x");
-    expect(await ack(b, msg_id)).toEqual({ error: "message not found" });
-    expect(await ack("no.box", 1)).toEqual({ error: "mailbox no.box does not exist" });
+    expect(await ack(b, msg_id)).toEqual({ error: "message not found", code: "MESSAGE_NOT_FOUND" });
+    expect(await ack("no.box", 1)).toEqual({
+      error: "mailbox no.box does not exist",
+      code: "MAILBOX_NOT_FOUND",
+    });
     expect(await ack(b, msg_id, "")).toEqual({ error: "" });
     expect((await t.request(Subjects.ack(b), { mail_address: b, msg_id: 1 })).error).toBe(
       "invalid MSG.ACK payload: missing field 'group_name'",
@@ -124,9 +127,21 @@ describe("MSG.ACK, MSG.QUERY, MSG.DELETE", () => {
     await send(b, "kept");
     expect(await t.request(Subjects.delete(b, msg_id), {})).toEqual({ error: "", deleted: true });
     expect(texts(await t.request(Subjects.query(b), {}))).toEqual(["kept"]);
-    expect(await t.request(Subjects.delete(b, msg_id), "")).toEqual({ error: "message not found" });
-    expect(await t.request(`$mq9.AI.MSG.DELETE.${b}.abc`)).toEqual({ error: "invalid msg_id: abc" });
-    expect(await t.request(`$mq9.AI.MSG.DELETE.${b}.-3`)).toEqual({ error: "invalid msg_id: -3" });
-    expect(await t.request(Subjects.delete("no.box", 1))).toEqual({ error: "mailbox no.box does not exist" });
+    expect(await t.request(Subjects.delete(b, msg_id), "")).toEqual({
+      error: "message not found",
+      code: "MESSAGE_NOT_FOUND",
+    });
+    expect(await t.request(`$mq9.AI.MSG.DELETE.${b}.abc`)).toEqual({
+      error: "invalid msg_id: abc",
+      code: "INVALID_REQUEST",
+    });
+    expect(await t.request(`$mq9.AI.MSG.DELETE.${b}.-3`)).toEqual({
+      error: "invalid msg_id: -3",
+      code: "INVALID_REQUEST",
+    });
+    expect(await t.request(Subjects.delete("no.box", 1))).toEqual({
+      error: "mailbox no.box does not exist",
+      code: "MAILBOX_NOT_FOUND",
+    });
   });
 });

@@ -19,7 +19,10 @@ describe("mq9 bad input", () => {
     "$mq9.AI.MAILBOX.MSG.bad.safe.normal",
     "$mq9.AI.MSG.DELETE.nodot",
   ])("answers the unknown subject %s with an error reply and keeps the connection", async (subject) => {
-    expect(await t.request(subject, {})).toEqual({ error: `unrecognized mq9 subject: ${subject}` });
+    expect(await t.request(subject, {})).toEqual({
+      error: `unrecognized mq9 subject: ${subject}`,
+      code: "UNKNOWN_SUBJECT",
+    });
     expect(t.nc.isClosed()).toBe(false);
   });
 

@@ -72,6 +72,7 @@ describe("expiry and delayed delivery", () => {
     expect(Date.now() - sentAt).toBeGreaterThanOrEqual(1000);
     expect(await t.request(Subjects.send("mbox.ttl"), "y")).toEqual({
       error: "mailbox mbox.ttl does not exist",
+      code: "MAILBOX_NOT_FOUND",
     });
     expect((await t.request(Subjects.fetch("mbox.ttl"), {})).error).toBe("mailbox mbox.ttl does not exist");
     expect((await t.request(Subjects.query("mbox.ttl"), {})).error).toBe("mailbox mbox.ttl does not exist");

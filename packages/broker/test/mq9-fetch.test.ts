@@ -227,7 +227,10 @@ describe("MSG.FETCH", () => {
   });
 
   it("refuses an unknown mailbox and bad bodies with clear errors", async () => {
-    expect(await fetch("no.box", {})).toEqual({ error: "mailbox no.box does not exist" });
+    expect(await fetch("no.box", {})).toEqual({
+      error: "mailbox no.box does not exist",
+      code: "MAILBOX_NOT_FOUND",
+    });
     const b = await box();
     const bad = async (body: string) => (await t.request(Subjects.fetch(b), body)).error;
     expect(await bad("")).toBe("invalid MSG.FETCH payload: the body is empty; send a JSON object");

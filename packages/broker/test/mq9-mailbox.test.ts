@@ -30,6 +30,7 @@ describe("MAILBOX.CREATE", () => {
     await t.request(Subjects.mailboxCreate, { name: "dup.box" });
     expect(await t.request(Subjects.mailboxCreate, { name: "dup.box" })).toEqual({
       error: "mailbox dup.box already exists",
+      code: "MAILBOX_EXISTS",
     });
   });
 
@@ -44,7 +45,7 @@ describe("MAILBOX.CREATE", () => {
     ["a..b", Errors.consecutiveDots],
     ["a".repeat(129), Errors.nameTooLong],
   ])("rejects the name %j with a clear error", async (name, error) => {
-    expect(await t.request(Subjects.mailboxCreate, { name })).toEqual({ error });
+    expect(await t.request(Subjects.mailboxCreate, { name })).toEqual({ error, code: "INVALID_NAME" });
   });
 
   it("accepts the longest valid name", async () => {

@@ -22,6 +22,7 @@ describe("MSG.SEND", () => {
   it("refuses an unknown mailbox with the reference text", async () => {
     expect(await t.request(Subjects.send("no.such.box"), "x")).toEqual({
       error: "mailbox no.such.box does not exist",
+      code: "MAILBOX_NOT_FOUND",
     });
   });
 
@@ -111,7 +112,10 @@ describe("MSG.SEND", () => {
   ])("refuses %s: %s and stores nothing", async (name, value, error) => {
     const box = `send.bad.${name.slice(4)}.${Math.random().toString(36).slice(2, 8)}`;
     await t.request(Subjects.mailboxCreate, { name: box });
-    expect(await t.request(Subjects.send(box), "x", { headers: { [name]: value } })).toEqual({ error });
+    expect(await t.request(Subjects.send(box), "x", { headers: { [name]: value } })).toEqual({
+      error,
+      code: "INVALID_REQUEST",
+    });
     expect((await fetchAll(box)).messages).toEqual([]);
   });
 

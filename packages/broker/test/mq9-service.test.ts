@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Subjects } from "@mq9/protocol";
+import { type ReplyPayload, Subjects } from "@mq9/protocol";
 import { afterEach, describe, expect, it } from "vitest";
 import { MessagingEngine } from "../src/engine/messaging-engine.js";
 import { silentLogger } from "../src/logger.js";
-import { Mq9Service, type ReplyPayload } from "../src/service/mq9-service.js";
+import { Mq9Service } from "../src/service/mq9-service.js";
 import { SqliteStore } from "../src/store/sqlite-store.js";
 
 const opened: { store: SqliteStore; engine: MessagingEngine; dir: string }[] = [];
@@ -58,6 +58,7 @@ describe("Mq9Service", () => {
     const service = await openService();
     expect(await answer(service, Subjects.send("no.such.box"), "x")).toEqual({
       error: "mailbox no.such.box does not exist",
+      code: "MAILBOX_NOT_FOUND",
     });
     const badTtl = await answer(service, Subjects.send("svc.box"), "x", "NATS/1.0\r\nmq9-ttl: soon\r\n\r\n");
     expect((badTtl as { error: string }).error).toMatch(/mq9-ttl/);

@@ -2,8 +2,8 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { A2AClient, partsText } from "@mq9/client/a2a";
+import { eventually, startBroker, type TestBroker } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, startBroker, type TestBroker } from "../../client/test/harness.js";
 import { tempDir } from "./cli-harness.js";
 import { type RunningCli, start } from "./cli-run.js";
 

@@ -89,6 +89,70 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
     expect((await viaB("$mq9.AI.NO.SUCH", {})).error).not.toBe("");
   });
 
+  it("rest — every node's /api lists, describes, peeks, purges and deletes the cluster's mailboxes", async () => {
+    const api = (node: Mq9NodeProcess, path: string, init?: RequestInit) =>
+      fetch(`http://127.0.0.1:${node.httpPort}/api/v1${path}`, init).then(async (res) => ({
+        status: res.status,
+        body: (await res.json()) as Record<string, unknown>,
+      }));
+    const post = (body?: unknown): RequestInit =>
+      body === undefined
+        ? { method: "POST" }
+        : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
+    expect((await api(nodes.c, "/mailboxes", post({ name: "rest.box", ttl: 3600 }))).status).toBe(201);
+    await viaA("$mq9.AI.MSG.SEND.rest.box", "n0");
+    await viaB("$mq9.AI.MSG.SEND.rest.box", "c1", { headers: { "mq9-priority": "critical" } });
+    await viaAny("$mq9.AI.MSG.SEND.rest.box", "n2");
+    await viaA("$mq9.AI.MSG.SEND.rest.box", "later", { headers: { "mq9-delay": "3600" } });
+    const claimed = await viaB("$mq9.AI.MSG.FETCH.rest.box", {
+      group_name: "workers",
+      deliver: "earliest",
+      config: { num_msgs: 2, lease_ms: 60_000 },
+    });
+    expect(payloads(claimed)).toEqual(["c1", "n0"]);
+    expect(await viaB("$mq9.AI.MSG.ACK.rest.box", { group_name: "workers", msg_id: 1 })).toEqual({
+      error: "",
+    });
+    // Each node reads the shared database: the same answer wherever the request lands.
+    for (const node of [nodes.a, nodes.b, nodes.c]) {
+      const list = await api(node, "/mailboxes?search=rest.");
+      expect(list.status).toBe(200);
+      expect(list.body.mailboxes).toEqual([
+        expect.objectContaining({
+          mail_address: "rest.box",
+          ttl: 3600,
+          depth: { critical: 1, urgent: 0, normal: 2 },
+          messages: 3,
+          // The payloads and c1's NATS header block, as /metrics counts them.
+          bytes: expect.any(Number),
+          delayed: 1,
+          groups: 1,
+        }),
+      ]);
+      expect((list.body.mailboxes as { bytes: number }[])[0].bytes).toBeGreaterThan(6);
+      const detail = await api(node, "/mailboxes/rest.box");
+      expect(detail.status).toBe(200);
+      // c1 is ACKed; n0 is leased; n2 was never handed out.
+      expect(detail.body.groups).toEqual([{ name: "workers", lag: 2, leased: 1 }]);
+      const peek = await api(node, "/mailboxes/rest.box/peek");
+      expect(peek.status).toBe(200);
+      expect(payloads(peek.body as Reply)).toEqual(["c1", "n0", "n2"]);
+    }
+    expect((await api(nodes.a, "/mailboxes/no.such")).status).toBe(404);
+    expect((await api(nodes.b, "/mailboxes/no.such/purge", post())).status).toBe(404);
+    const purged = await api(nodes.a, "/mailboxes/rest.box/purge", post());
+    expect(purged).toEqual({ status: 200, body: { purged: 3 } });
+    expect(payloads(await viaB("$mq9.AI.MSG.QUERY.rest.box", {}))).toEqual([]);
+    expect((await api(nodes.c, "/mailboxes/rest.box")).body.mailbox).toMatchObject({
+      messages: 0,
+      groups: 1,
+    });
+    expect((await api(nodes.b, "/mailboxes/rest.box", { method: "DELETE" })).status).toBe(200);
+    expect((await viaA("$mq9.AI.MSG.SEND.rest.box", "x")).error).toBe("mailbox rest.box does not exist");
+    expect((await api(nodes.c, "/mailboxes/rest.box", { method: "DELETE" })).status).toBe(404);
+    expect((await api(nodes.a, "/mailboxes?search=rest.")).body.mailboxes).toEqual([]);
+  });
+
   /** Requests of `op` each node has answered so far. */
   const counts = async (op: string) =>
     Object.fromEntries(

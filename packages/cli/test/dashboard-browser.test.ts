@@ -1,15 +1,15 @@
 import { cpSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import {
+  contentAnalysisTemplates as exampleTemplates,
+  startContentAnalysisAgents as startAgents,
+} from "@mq9/testkit";
 import { connect, headers, type NatsConnection } from "nats";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startAgents } from "../../../examples/content-analysis/agents.js";
 import { type Browser, chromiumMissing, launchChromium } from "./browser-harness.js";
 import { type ServeProcess, spawnServe, tempDir } from "./cli-harness.js";
 
-const root = fileURLToPath(new URL("../../../", import.meta.url));
-const exampleTemplates = join(root, "examples/content-analysis/templates");
 const missing = chromiumMissing();
 const WAIT = { timeout: 20_000 };
 

@@ -5,9 +5,9 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { readCardFile } from "@mq9/bridge";
+import { startBroker, type TestBroker } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { startBroker, type TestBroker } from "../../client/test/harness.js";
 import { CLI } from "./cli-harness.js";
 
 const root = fileURLToPath(new URL("../../../integrations/hermes/", import.meta.url));

@@ -1,14 +1,15 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import {
+  contentAnalysisTemplates as exampleTemplates,
+  repoRoot as root,
+  startContentAnalysisAgents as startAgents,
+} from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startAgents } from "../../../examples/content-analysis/agents.js";
 import { CLI, runCli, SERVE_ON_FREE_PORTS, tempDir } from "./cli-harness.js";
 
-const root = fileURLToPath(new URL("../../../", import.meta.url));
-const exampleTemplates = join(root, "examples/content-analysis/templates");
 const text = "Agents send messages. The broker keeps every message for agents that are offline.";
 
 interface Served {

@@ -6,28 +6,11 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { DESIGN_TEMPLATE } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI, runCli, tempDir } from "./cli-harness.js";
 
 const AGENTS = fileURLToPath(new URL("./fixtures/orchestrator-agents.mjs", import.meta.url));
-
-const DESIGN_TEMPLATE = `task_type: content_analysis
-steps:
-  - id: summarize
-    capability: text_summarization
-    mode: pipeline
-  - id: extract_keywords
-    capability: keyword_extraction
-    mode: fan_out
-    depends_on: []
-  - id: check_quality
-    capability: quality_check
-    mode: fan_out
-    depends_on: []
-  - id: merge_result
-    mode: merge
-    depends_on: [summarize, extract_keywords, check_quality]
-`;
 
 const one = (name: string, capability: string, extra = "") =>
   `task_type: ${name}\ntimeout: 2m\nsteps:\n  - id: work\n    capability: ${capability}\n    timeout: 60s\n${extra}`;

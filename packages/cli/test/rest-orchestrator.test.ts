@@ -1,13 +1,12 @@
 import { cpSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import {
+  contentAnalysisTemplates as exampleTemplates,
+  startContentAnalysisAgents as startAgents,
+} from "@mq9/testkit";
 import Ajv2020 from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startAgents } from "../../../examples/content-analysis/agents.js";
 import { type ServeProcess, spawnServe, tempDir } from "./cli-harness.js";
-
-const root = fileURLToPath(new URL("../../../", import.meta.url));
-const exampleTemplates = join(root, "examples/content-analysis/templates");
 
 type Document = {
   paths: Record<

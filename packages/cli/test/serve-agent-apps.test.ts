@@ -3,8 +3,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { connect } from "@mq9/client";
 import { A2AAgent } from "@mq9/client/a2a";
+import { TranslatorExecutor, translatorCard } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TranslatorExecutor, translatorCard } from "../../client/test/a2a-agents.js";
 import { CLI, tempDir } from "./cli-harness.js";
 
 describe("mq9 serve mounts the MCP endpoint and the A2A gateway on its HTTP port", () => {

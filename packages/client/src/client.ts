@@ -6,11 +6,8 @@ import {
   type AgentReportRequest,
   type AgentUnregisterRequest,
   Defaults,
-  type DeleteReply,
   type FetchRequest,
-  type MailboxCreateReply,
   type MessageItem,
-  type MessagesReply,
   Mq9Error,
   type Mq9Reply,
   Subjects,
@@ -22,7 +19,7 @@ import { Heartbeat, type HeartbeatOptions } from "./heartbeat.js";
 import { Mq9Message } from "./message.js";
 import { targetAddress } from "./mq9-uri.js";
 import { encodePayload, type Payload } from "./payload.js";
-import { malformed, parseReply, sendReplyId } from "./reply.js";
+import { readReply } from "./reply.js";
 import {
   type CreateMailboxOptions,
   createBody,
@@ -44,11 +41,6 @@ const json = (value: unknown): Uint8Array => Buffer.from(JSON.stringify(value));
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function items(reply: MessagesReply, subject: string): MessageItem[] {
-  if (!Array.isArray(reply.messages)) throw malformed(subject, "messages");
-  return reply.messages;
 }
 
 /**
@@ -90,10 +82,7 @@ export class Mq9Client {
 
   /** Creates a mailbox and returns its mail address (the given name, or one the broker generated). */
   async createMailbox(options: CreateMailboxOptions = {}): Promise<string> {
-    const subject = Subjects.mailboxCreate;
-    const reply = await this.call<MailboxCreateReply>(subject, json(createBody(options)));
-    if (typeof reply.mail_address !== "string") throw malformed(subject, "mail_address");
-    return reply.mail_address;
+    return this.call(Subjects.mailboxCreate, json(createBody(options)), readReply.create);
   }
 
   /**
@@ -116,7 +105,7 @@ export class Mq9Client {
       subject,
       body,
       { timeoutMs: this.requestTimeoutMs, headers, atOnce: true },
-      sendReplyId,
+      readReply.send,
     );
   }
 
@@ -133,14 +122,15 @@ export class Mq9Client {
     await this.call<Mq9Reply>(
       Subjects.ack(address),
       json({ group_name: group, mail_address: address, msg_id: msgId }),
+      readReply.envelope,
     );
   }
 
   /** Reads messages without consuming them (by key, tags or time); oldest first. */
   async query(mailbox: string, options: QueryOptions = {}): Promise<Mq9Message[]> {
     const subject = Subjects.query(targetAddress(mailbox));
-    const reply = await this.call<MessagesReply>(subject, json(queryBody(options)));
-    return items(reply, subject).map((item) => new Mq9Message(item));
+    const items = await this.call(subject, json(queryBody(options)), readReply.messages);
+    return items.map((item) => new Mq9Message(item));
   }
 
   /** Deletes one message; resolves with the broker's `deleted` flag. */
@@ -150,23 +140,22 @@ export class Mq9Client {
         retryable: false,
       });
     }
-    const reply = await this.call<DeleteReply>(Subjects.delete(targetAddress(mailbox), msgId), json({}));
-    return reply.deleted !== false;
+    return this.call(Subjects.delete(targetAddress(mailbox), msgId), json({}), readReply.delete);
   }
 
   /** Registers (or re-registers) an agent; the body is stored and returned by discover() as given. */
   async register(agent: AgentRegistration): Promise<void> {
-    await this.call<Mq9Reply>(Subjects.agentRegister, json(requireObject(agent, "register")));
+    await this.call(Subjects.agentRegister, json(requireObject(agent, "register")), readReply.envelope);
   }
 
   /** Removes an agent from the registry, by its mailbox and/or name. */
   async unregister(agent: AgentUnregisterRequest): Promise<void> {
-    await this.call<Mq9Reply>(Subjects.agentUnregister, json(requireObject(agent, "unregister")));
+    await this.call(Subjects.agentUnregister, json(requireObject(agent, "unregister")), readReply.envelope);
   }
 
   /** Reports an agent's status (a heartbeat), by its mailbox and/or name. */
   async report(report: AgentReportRequest): Promise<void> {
-    await this.call<Mq9Reply>(Subjects.agentReport, json(requireObject(report, "report")));
+    await this.call(Subjects.agentReport, json(requireObject(report, "report")), readReply.envelope);
   }
 
   /**
@@ -178,18 +167,14 @@ export class Mq9Client {
   async discover(query: AgentDiscoverRequest = {}): Promise<AgentEntry[]> {
     const subject = Subjects.agentDiscover;
     const body = { include_agent_info: false, ...requireObject(query, "discover") };
-    const reply = await this.call<AgentDiscoverReply>(subject, json(body));
-    if (!Array.isArray(reply.agents)) throw malformed(subject, "agents");
-    return reply.agents;
+    return (await this.call(subject, json(body), readReply.discover)).agents;
   }
 
   /** One page of a DISCOVER with its paging fields (`total`, `has_more`, `next_offset`) and any `warning`. */
   async discoverPage(query: AgentDiscoverRequest = {}): Promise<AgentDiscoverReply> {
     const subject = Subjects.agentDiscover;
     const body = { include_agent_info: false, ...requireObject(query, "discover") };
-    const reply = await this.call<AgentDiscoverReply>(subject, json(body));
-    if (!Array.isArray(reply.agents)) throw malformed(subject, "agents");
-    return reply;
+    return this.call(subject, json(body), readReply.discover);
   }
 
   /**
@@ -265,18 +250,16 @@ export class Mq9Client {
       subject,
       json(body),
       { timeoutMs: this.requestTimeoutMs + maxWaitMs, signal, longPoll: maxWaitMs > 0 },
-      (data) => items(parseReply<MessagesReply>(data, subject), subject),
+      readReply.messages,
     );
   }
 
-  private call<T extends object>(
+  private call<T>(
     subject: string,
     body: Uint8Array,
-    headers?: EncodedHeaders,
-    timeoutMs = this.requestTimeoutMs,
-    signal?: AbortSignal,
+    read: (data: Uint8Array, subject: string) => T,
   ): Promise<T> {
-    return this.mux.request(subject, body, { timeoutMs, headers, signal }, parseReply<T>);
+    return this.mux.request(subject, body, { timeoutMs: this.requestTimeoutMs }, read);
   }
 
   private assertOpen(): void {

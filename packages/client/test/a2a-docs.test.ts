@@ -2,8 +2,8 @@ import { execFile } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { startBroker, type TestBroker } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startBroker, type TestBroker } from "./harness.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
 const doc = readFileSync(`${root}docs/a2a.md`, "utf8");

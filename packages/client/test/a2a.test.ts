@@ -1,19 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { A2AAgent, A2AClient, partsText } from "../src/a2a/index.js";
-import { type Mq9Client, Mq9Error } from "../src/index.js";
 import {
+  boxName,
   CoderExecutor,
   coderCard,
+  eventually,
   GatedExecutor,
   gatedCard,
   SlowExecutor,
   slowCard,
+  startBroker,
+  type TestBroker,
   TranslatorExecutor,
   translatorCard,
   WriterExecutor,
   writerCard,
-} from "./a2a-agents.js";
-import { boxName, eventually, startBroker, type TestBroker } from "./harness.js";
+} from "@mq9/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { A2AAgent, A2AClient, partsText } from "../src/a2a/index.js";
+import { type Mq9Client, Mq9Error } from "../src/index.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: A2A wire JSON, read field by field
 type Json = Record<string, any>;

@@ -3,10 +3,10 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NatsListener } from "@mq9/broker";
+import { boxName, eventually, sleep, startBroker, type TestBroker } from "@mq9/testkit";
 import { connect as natsConnect } from "nats";
 import { afterEach, describe, expect, it } from "vitest";
 import { connect, Mq9Client, Mq9Error } from "../src/index.js";
-import { boxName, eventually, sleep, startBroker, type TestBroker } from "./harness.js";
 import { TcpProxy } from "./tcp-proxy.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -175,6 +175,30 @@ describe("requests", () => {
     expect(unknown).toMatchObject({
       code: "UNKNOWN_SUBJECT",
       message: "unrecognized mq9 subject: $mq9.AI.MSG.QUERY.box",
+    });
+  });
+
+  it("error codes travel as data: the broker sends them, and a reply's code wins over its text", async () => {
+    const t = await broker();
+    const raw = await natsConnect({ servers: `127.0.0.1:${t.port}` });
+    cleanups.push(() => raw.close());
+    const reply = await raw.request("$mq9.AI.MSG.SEND.no.such.box", new TextEncoder().encode("x"));
+    expect(JSON.parse(new TextDecoder().decode(reply.data))).toEqual({
+      error: "mailbox no.such.box does not exist",
+      code: "MAILBOX_NOT_FOUND",
+    });
+    const client = await t.client();
+    expect((await failure(client.send("no.such.box", "x"))).code).toBe("MAILBOX_NOT_FOUND");
+    const box = await client.createMailbox({ name: boxName() });
+    expect((await failure(client.createMailbox({ name: box }))).code).toBe("MAILBOX_EXISTS");
+
+    // A broker whose code and text disagree: the code is what the client goes by.
+    const url = await handBroker(() => '{"error":"mailbox x does not exist","code":"PERMISSION_DENIED"}');
+    const other = await connect(url);
+    cleanups.push(() => other.close());
+    expect(await failure(other.send("x", "y"))).toMatchObject({
+      code: "PERMISSION_DENIED",
+      message: "mailbox x does not exist",
     });
   });
 

@@ -1,6 +1,6 @@
+import { boxName, eventually, sleep, startBroker, type TestBroker } from "@mq9/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import { type ConsumedMessage, connect, type Mq9Client, type Mq9Error } from "../src/index.js";
-import { boxName, eventually, sleep, startBroker, type TestBroker } from "./harness.js";
 import { TcpProxy } from "./tcp-proxy.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -180,14 +180,21 @@ describe("consume with a handler", () => {
     const { client, box } = await setup();
     const a = await client.send(box, "a");
     const b = await client.send(box, "b");
+    const seen = new Set<number>();
+    let acked = false;
     const consumer = client.consume(
       box,
       async (message: ConsumedMessage) => {
-        if (message.msgId === a) await message.ack();
+        seen.add(message.msgId);
+        if (message.msgId === a) {
+          await message.ack();
+          acked = true;
+        }
       },
       { group: "g", deliver: "earliest", autoAck: false, leaseMs: 300, batch: 1 },
     );
-    await sleep(200);
+    // Wait for the handler to have met both, however slow the machine.
+    await eventually(() => acked && seen.has(b));
     await consumer.stop();
     await sleep(400);
     expect(await leftOver(client, box, "g")).toEqual([b]);

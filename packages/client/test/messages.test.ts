@@ -1,6 +1,6 @@
+import { boxName, startBroker, type TestBroker } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Mq9Client, Mq9Error, Mq9Message } from "../src/index.js";
-import { boxName, startBroker, type TestBroker } from "./harness.js";
 
 let t: TestBroker;
 let client: Mq9Client;

@@ -1,8 +1,8 @@
 import { NatsListener } from "@mq9/broker";
+import { boxName, eventually, sleep, startBroker, type TestBroker } from "@mq9/testkit";
 import { type NatsConnection, connect as natsConnect } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { agentInfoOf, connect, type Mq9Client, type Mq9Error } from "../src/index.js";
-import { boxName, eventually, sleep, startBroker, type TestBroker } from "./harness.js";
 
 interface Seen {
   subject: string;

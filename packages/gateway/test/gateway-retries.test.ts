@@ -1,9 +1,8 @@
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from "@a2a-js/sdk/server";
 import { connect, type Mq9Client } from "@mq9/client";
 import { A2AAgent, TaskEvents } from "@mq9/client/a2a";
+import { CoderExecutor, coderCard, startBroker, type TestBroker, userText } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CoderExecutor, coderCard, userText } from "../../client/test/a2a-agents.js";
-import { startBroker, type TestBroker } from "../../client/test/harness.js";
 import { mountA2AGateway } from "../src/index.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: A2A wire JSON, read field by field

@@ -2,16 +2,17 @@ import { SendMessageRequest, Task } from "@a2a-js/sdk";
 import { ClientFactory } from "@a2a-js/sdk/client";
 import { connect } from "@mq9/client";
 import { A2AAgent, partsText } from "@mq9/client/a2a";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   CoderExecutor,
   coderCard,
   SlowExecutor,
   slowCard,
+  startBroker,
+  type TestBroker,
   TranslatorExecutor,
   translatorCard,
-} from "../../client/test/a2a-agents.js";
-import { startBroker, type TestBroker } from "../../client/test/harness.js";
+} from "@mq9/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mountA2AGateway } from "../src/index.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: A2A wire JSON, read field by field

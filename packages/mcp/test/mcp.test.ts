@@ -4,9 +4,8 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { connect } from "@mq9/client";
 import { A2AAgent } from "@mq9/client/a2a";
+import { boxName, CoderExecutor, coderCard, startBroker, type TestBroker } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CoderExecutor, coderCard } from "../../client/test/a2a-agents.js";
-import { boxName, startBroker, type TestBroker } from "../../client/test/harness.js";
 import { mountMcp, SharedToolContext } from "../src/index.js";
 
 const CLI = fileURLToPath(new URL("../../cli/dist/main.js", import.meta.url));

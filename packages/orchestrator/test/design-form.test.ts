@@ -1,5 +1,6 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { DESIGN_TEMPLATE } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   Agent,
@@ -12,25 +13,6 @@ import {
   sendEnvelope,
 } from "../src/index.js";
 import { FAST_AGENT, gate, http, startWorld, until, type World } from "./harness.js";
-
-/** The design's template, as written there. */
-export const DESIGN_TEMPLATE = `task_type: content_analysis
-steps:
-  - id: summarize
-    capability: text_summarization
-    mode: pipeline
-  - id: extract_keywords
-    capability: keyword_extraction
-    mode: fan_out
-    depends_on: []
-  - id: check_quality
-    capability: quality_check
-    mode: fan_out
-    depends_on: []
-  - id: merge_result
-    mode: merge
-    depends_on: [summarize, extract_keywords, check_quality]
-`;
 
 const problemsOf = (text: string) => parseTemplate(text, "t.yaml").problems.map(formatProblem);
 

@@ -3,6 +3,11 @@ import type { Priority } from "./priority.js";
 /** The envelope every mq9 reply shares: `error` is "" on success. */
 export interface Mq9Reply {
   error: string;
+  /**
+   * mq9 extension: the stable code of a failure (an `Mq9ErrorCode`), next to its unchanged text.
+   * Absent on success, and in the replies of brokers that do not send it.
+   */
+  code?: string;
 }
 
 export interface MailboxCreateRequest {

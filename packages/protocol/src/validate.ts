@@ -10,7 +10,12 @@ import {
 } from "./messages.js";
 import { isPriority, type Priority } from "./priority.js";
 
-export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
+/**
+ * The outcome of reading something off the wire: the value, or what was wrong with it. A request
+ * validator's error is the text the broker answers with; a reply decoder's is the Mq9Error the
+ * caller sees.
+ */
+export type Parsed<T, E = string> = { ok: true; value: T } | { ok: false; error: E };
 
 /**
  * A request body the caller must fix; its message is the reason inside the command's
@@ -193,8 +198,8 @@ export function parseQueryRequest(body: Uint8Array): Parsed<QueryRequest> {
   }, Errors.invalidQuery);
 }
 
-/** The options a SEND carries in its headers. */
-export interface SendOptions {
+/** The options a SEND carries in its headers, as the broker reads them. */
+export interface ParsedSendOptions {
   priority: Priority;
   key?: string;
   delaySeconds?: number;
@@ -214,7 +219,7 @@ function secondsHeader(headers: Map<string, string>, name: string): number | und
 }
 
 /** Reads the mq9-* SEND headers (already lowercased by `parseHeaderBlock`). */
-export function parseSendOptions(headers: Map<string, string> | undefined): Parsed<SendOptions> {
+export function parseSendOptions(headers: Map<string, string> | undefined): Parsed<ParsedSendOptions> {
   if (!headers) return { ok: true, value: { priority: "normal" } };
   return parseWith(
     () => {

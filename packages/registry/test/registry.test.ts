@@ -207,8 +207,12 @@ describe("agent registry over the wire", () => {
     expect(after._last_seen as number).toBeGreaterThanOrEqual(before._last_seen as number);
     expect(await t.request(Subjects.agentReport, { mailbox: "nobody.inbox" })).toEqual({
       error: "agent not found",
+      code: "AGENT_NOT_FOUND",
     });
-    expect(await t.request(Subjects.agentReport, { name: "nobody" })).toEqual({ error: "agent not found" });
+    expect(await t.request(Subjects.agentReport, { name: "nobody" })).toEqual({
+      error: "agent not found",
+      code: "AGENT_NOT_FOUND",
+    });
   });
 
   it("discover — list-all orders by name and always paginates", async () => {
@@ -352,6 +356,7 @@ describe("agent registry over the wire", () => {
     if (Date.now() - reportedAt < 2000) expect(left).toEqual(["renewed"]);
     expect(await t.request(Subjects.agentReport, { mailbox: "brief.inbox" })).toEqual({
       error: "agent not found",
+      code: "AGENT_NOT_FOUND",
     });
   });
 
@@ -473,6 +478,7 @@ describe("agent registry persistence and fallback", () => {
     try {
       expect(await t.request(Subjects.agentDiscover, {})).toEqual({
         error: "the agent registry is turned off in this broker",
+        code: "INVALID_REQUEST",
       });
     } finally {
       await t.close();

@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
+import type { ReplyPayload } from "@mq9/protocol";
 import type { NatsConnection } from "nats";
 import { Gauge } from "prom-client";
 import type { BrokerMetrics } from "../http/broker-metrics.js";
 import type { Logger } from "../logger.js";
-import type { Mq9Service, ReplyPayload } from "../service/mq9-service.js";
+import type { Mq9Service } from "../service/mq9-service.js";
 import type { Store } from "../store/store.js";
 import type { ClusterOptions } from "./cluster-options.js";
 import { connectToCluster, NatsAttachment } from "./nats-attachment.js";

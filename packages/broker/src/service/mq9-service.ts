@@ -1,21 +1,24 @@
 import {
   Errors,
+  encodeReply,
+  encodeSendReply,
+  errorReplyOf,
+  internalErrorReply,
   type Mq9Command,
   Mq9Error,
-  type Mq9Reply,
   type Parsed,
   parseAckRequest,
   parseCreateRequest,
   parseFetchRequest,
   parseMq9Subject,
   parseQueryRequest,
+  type ReplyBody,
+  type ReplyPayload,
 } from "@mq9/protocol";
 import type { Principal } from "../auth/principal.js";
 import type { MessagingEngine } from "../engine/messaging-engine.js";
 import type { Logger } from "../logger.js";
 import type { Registry } from "../registry.js";
-import type { StoredMessage } from "../store/store.js";
-import { encodeMessageItem, type ItemHeaderParts } from "./message-item.js";
 import { MailboxOwnership } from "./ownership.js";
 import type { RequestObserver } from "./request-observer.js";
 
@@ -29,69 +32,6 @@ export interface Mq9Request {
   signal?: AbortSignal;
   /** Who asked, when users are configured (see Mq9ServiceOptions.isolated). */
   principal?: Principal;
-}
-
-/**
- * A reply before encoding; FETCH and QUERY carry the stored messages themselves, and
- * `headerParts` (a FETCH's `include_header` and `include_headers`) says which header forms they carry.
- */
-export type ReplyBody = Mq9Reply & {
-  messages?: StoredMessage[];
-  agentsJson?: (readonly Uint8Array[])[];
-  headerParts?: ItemHeaderParts;
-} & Record<string, unknown>;
-
-/** A reply's JSON as the transport writes it out: text, or pieces (text or UTF-8 bytes) in order. */
-export type ReplyPayload = string | readonly (string | Uint8Array)[];
-
-/**
- * The JSON of a reply, for the transport to write out without building one buffer of it: text
- * (written as UTF-8) for a short reply, pieces for a long one. Message lists are written item by
- * item (see encodeMessageItem); DISCOVER entries are spliced in as the UTF-8 bytes they are kept as.
- */
-export function encodeReply(reply: ReplyBody): ReplyPayload {
-  // Most replies (SEND, ACK, CREATE) carry neither: no copy of the object needed.
-  if (reply.messages === undefined && reply.agentsJson === undefined && reply.headerParts === undefined) {
-    return JSON.stringify(reply);
-  }
-  const { messages, headerParts, agentsJson, ...rest } = reply;
-  if (agentsJson) return spliceAgents(JSON.stringify(rest), agentsJson);
-  if (!messages) return JSON.stringify(rest);
-  return messagePieces(JSON.stringify(rest), messages, headerParts);
-}
-
-/** DISCOVER entries arrive as UTF-8 JSON pieces: passed on as they are, not parsed and written again. */
-function spliceAgents(head: string, agents: readonly (readonly Uint8Array[])[]): Uint8Array[] {
-  const parts: Uint8Array[] = [Buffer.from(`${head.slice(0, -1)},"agents":[`)];
-  agents.forEach((pieces, i) => {
-    if (i > 0) parts.push(COMMA);
-    parts.push(...pieces);
-  });
-  parts.push(CLOSE_AGENTS);
-  return parts;
-}
-
-const COMMA = Buffer.from(",");
-const CLOSE_AGENTS = Buffer.from("]}");
-
-/**
- * Texts of at most about this many characters. V8 puts a string over 128 KiB in its large-object
- * space, fresh pages every time, where pieces of this size reuse the young generation.
- */
-const PIECE_CHARS = 32 * 1024;
-
-function messagePieces(head: string, messages: StoredMessage[], headerParts?: ItemHeaderParts): string[] {
-  const pieces: string[] = [];
-  let text = `${head.slice(0, -1)},"messages":[`;
-  for (let i = 0; i < messages.length; i++) {
-    if (text.length >= PIECE_CHARS) {
-      pieces.push(text);
-      text = "";
-    }
-    text += `${i === 0 ? "" : ","}${encodeMessageItem(messages[i], headerParts)}`;
-  }
-  pieces.push(`${text}]}`);
-  return pieces;
 }
 
 /**
@@ -144,7 +84,7 @@ export class Mq9Service {
       const failed = err !== undefined;
       this.observer?.observe(command.op, failed, (performance.now() - started) / 1000);
       respond(
-        failed ? JSON.stringify(this.errorReply(err, request)) : `{"error":"","msg_id":${msgId}}`,
+        failed ? JSON.stringify(this.errorReply(err, request)) : encodeSendReply(msgId as number),
         true,
       );
     };
@@ -172,11 +112,11 @@ export class Mq9Service {
     return reply;
   }
 
-  /** The reply for a failed request: an Mq9Error's own text, anything else logged as internal. */
+  /** The reply for a failed request: an Mq9Error's own text and code, anything else logged as internal. */
   private errorReply(err: unknown, request: Mq9Request): ReplyBody {
-    if (err instanceof Mq9Error) return { error: err.message };
+    if (err instanceof Mq9Error) return errorReplyOf(err);
     this.logger.error({ err, subject: request.subject }, "mq9 request failed");
-    return { error: Errors.internal(err instanceof Error ? err.message : String(err)) };
+    return internalErrorReply(err);
   }
 
   private async dispatch(

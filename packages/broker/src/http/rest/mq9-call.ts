@@ -1,6 +1,6 @@
-import { Mq9Error } from "@mq9/protocol";
+import { encodeReply, Mq9Error } from "@mq9/protocol";
 import type { Principal } from "../../auth/principal.js";
-import { encodeReply, type Mq9Service } from "../../service/mq9-service.js";
+import type { Mq9Service } from "../../service/mq9-service.js";
 
 const encoder = new TextEncoder();
 
@@ -17,7 +17,7 @@ export async function callMq9(
   const payload = options.raw ?? encoder.encode(body === undefined ? "" : JSON.stringify(body));
   const { header, signal, principal } = options;
   const reply = await service.handle({ subject, payload, header, signal, principal });
-  if (reply.error !== "") throw Mq9Error.fromReply(reply.error);
+  if (reply.error !== "") throw Mq9Error.fromReply(reply.error, reply.code);
   const encoded = encodeReply(reply);
   const text =
     typeof encoded === "string"

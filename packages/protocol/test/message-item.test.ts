@@ -1,19 +1,17 @@
-import type { MessageItem } from "@mq9/protocol";
 import { describe, expect, it } from "vitest";
-import { encodeMessageItem } from "../src/service/message-item.js";
-import { encodeReply, type ReplyPayload } from "../src/service/mq9-service.js";
+import { encodeMessageItem, type WireMessage } from "../src/message-item.js";
+import type { MessageItem } from "../src/messages.js";
+import { encodeReply, type ReplyPayload } from "../src/reply-encoding.js";
 
 /** The reply as the bytes a client receives. */
 const bytesOf = (payload: ReplyPayload): Buffer =>
   typeof payload === "string" ? Buffer.from(payload) : Buffer.concat(payload.map((p) => Buffer.from(p)));
 
-import type { StoredMessage } from "../src/store/store.js";
-
 const header = new TextEncoder().encode('NATS/1.0\r\nmq9-key: a"b\r\nmq9-reply-to: caller.inbox\r\n\r\n');
 
 describe("message items on the wire", () => {
   it("are valid JSON with every field of the SDK contract, whatever the key, tags and bytes", () => {
-    const message: StoredMessage = {
+    const message: WireMessage = {
       id: 42,
       priority: "urgent",
       key: 'quote " backslash \\ newline \n ünïcode',
@@ -55,7 +53,7 @@ describe("message items on the wire", () => {
   });
 
   it("without the decoded map (include_headers false) only the raw bytes are written, or neither", () => {
-    const message: StoredMessage = {
+    const message: WireMessage = {
       id: 3,
       priority: "normal",
       header,
@@ -85,7 +83,7 @@ describe("message items on the wire", () => {
   });
 
   it("replies carry the message list after the envelope; errors carry none", () => {
-    const messages: StoredMessage[] = [
+    const messages: WireMessage[] = [
       { id: 1, priority: "critical", payload: new Uint8Array([104, 105]), createdMs: 2000 },
       { id: 2, priority: "normal", payload: new Uint8Array(), createdMs: 3000 },
     ];

@@ -1,6 +1,6 @@
-import { headerMapJson, parseHeaderBlock } from "@mq9/protocol";
 import { describe, expect, it } from "vitest";
-import { headerBlockJson, plainBlockJson } from "../src/service/header-map-json.js";
+import { headerBlockJson, plainBlockJson } from "../src/header-block-json.js";
+import { headerMapJson, parseHeaderBlock } from "../src/headers.js";
 import { randomHeaderBlocks } from "./random-header-blocks.js";
 
 const bytes = (text: string) => new TextEncoder().encode(text);

@@ -1,5 +1,18 @@
-import type { StoredMessage } from "../store/store.js";
-import { headerBlockJson } from "./header-map-json.js";
+import { headerBlockJson } from "./header-block-json.js";
+import type { Priority } from "./priority.js";
+
+/** A stored message as a broker hands it to the encoder (the broker's store records fit it as they are). */
+export interface WireMessage {
+  id: number;
+  priority: Priority;
+  key?: string;
+  tags?: readonly string[];
+  /** The raw NATS header block of the SEND, when it had headers. */
+  header?: Uint8Array;
+  payload: Uint8Array;
+  /** Unix milliseconds; the item carries whole seconds. */
+  createdMs: number;
+}
 
 /** "0".."255" and ",0"..",255": the header byte list is written from these without a join. */
 const BYTE_TEXT = Array.from({ length: 256 }, (_, b) => String(b));
@@ -29,7 +42,7 @@ const BOTH: ItemHeaderParts = { bytes: true, map: true };
  * directly avoids an object per message and a number per header byte on the
  * hot FETCH path.
  */
-export function encodeMessageItem(message: StoredMessage, parts: ItemHeaderParts = BOTH): string {
+export function encodeMessageItem(message: WireMessage, parts: ItemHeaderParts = BOTH): string {
   const payload = Buffer.from(message.payload.buffer, message.payload.byteOffset, message.payload.byteLength);
   let out = `{"msg_id":${message.id},"payload":"${payload.toString("base64")}","priority":"${message.priority}"`;
   if (message.header) {

@@ -1,7 +1,8 @@
+// Sample A2A agents (cards and executors) that the client, gateway, MCP and CLI tests serve over mq9.
 import { Message } from "@a2a-js/sdk";
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from "@a2a-js/sdk/server";
-import { A2AClient, partsText, TaskEvents } from "../src/a2a/index.js";
-import type { Mq9Client } from "../src/index.js";
+import type { Mq9Client } from "@mq9/client";
+import { A2AClient, partsText, TaskEvents } from "@mq9/client/a2a";
 
 /** The text of the message that started this turn. */
 export function userText(context: RequestContext): string {

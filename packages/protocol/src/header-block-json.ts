@@ -1,4 +1,4 @@
-import { headerMapJson, parseHeaderBlock } from "@mq9/protocol";
+import { headerMapJson, parseHeaderBlock } from "./headers.js";
 
 const CR = 0x0d;
 const LF = 0x0a;

@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker, type BrokerOptions } from "@mq9/broker";
+import { type ConnectOptions, connect, type Mq9Client } from "@mq9/client";
 import { registryFactory } from "@mq9/registry";
-import { type ConnectOptions, connect, type Mq9Client } from "../src/index.js";
 
 export interface TestBroker {
   broker: Broker;
@@ -22,7 +22,7 @@ export interface TestBroker {
 
 /** Starts a real broker on a free port with a fresh data directory. */
 export async function startBroker(options: BrokerOptions = {}): Promise<TestBroker> {
-  const dataDir = mkdtempSync(join(tmpdir(), "mq9-client-test-"));
+  const dataDir = mkdtempSync(join(tmpdir(), "mq9-test-"));
   const base = { dataDir, sweepIntervalMs: 100, registry: registryFactory(), ...options };
   let broker = await Broker.start({ port: 0, ...base });
   const port = broker.port;
@@ -51,22 +51,4 @@ export async function startBroker(options: BrokerOptions = {}): Promise<TestBrok
     },
   };
   return t;
-}
-
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `check` until it returns true or `timeoutMs` passes. */
-export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await sleep(20);
-  }
-}
-
-let counter = 0;
-/** A mailbox name unique within the test run. */
-export function boxName(prefix = "t"): string {
-  counter += 1;
-  return `${prefix}.${process.pid}.${counter}`;
 }

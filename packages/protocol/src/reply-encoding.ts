@@ -1,0 +1,93 @@
+import { Errors } from "./errors.js";
+import { encodeMessageItem, type ItemHeaderParts, type WireMessage } from "./message-item.js";
+import type { Mq9Reply } from "./messages.js";
+import type { Mq9Error, Mq9ErrorCode } from "./mq9-error.js";
+
+/**
+ * A reply before encoding. FETCH and QUERY carry the stored messages themselves, and
+ * `headerParts` (a FETCH's `include_header` and `include_headers`) says which header forms
+ * they carry; DISCOVER carries its entries as the UTF-8 JSON pieces the registry keeps.
+ */
+export type ReplyBody = Mq9Reply & {
+  messages?: readonly WireMessage[];
+  agentsJson?: (readonly Uint8Array[])[];
+  headerParts?: ItemHeaderParts;
+} & Record<string, unknown>;
+
+/** A reply's JSON as a transport writes it out: text, or pieces (text or UTF-8 bytes) in order. */
+export type ReplyPayload = string | readonly (string | Uint8Array)[];
+
+/** The reply of a stored SEND: `msg_id` -1 for a delayed message. The client reads this exact form fastest. */
+export function encodeSendReply(msgId: number): string {
+  return `{"error":"","msg_id":${msgId}}`;
+}
+
+/** A failure as the broker answers it: the unchanged text and, as an mq9 extension, its code. */
+export type ErrorReply = { error: string; code: Mq9ErrorCode };
+
+/**
+ * The reply of a failed request: the error's text, word for word what other SDKs match on, and
+ * its stable `code` (an mq9 extension; clients that do not know it ignore it).
+ */
+export function errorReplyOf(error: Mq9Error): ErrorReply {
+  return { error: error.message, code: error.code };
+}
+
+/** The reply of a request that failed for a reason the broker did not foresee (logged where it happened). */
+export function internalErrorReply(err: unknown): ErrorReply {
+  return { error: Errors.internal(err instanceof Error ? err.message : String(err)), code: "INTERNAL" };
+}
+
+/**
+ * The JSON of a reply, for the transport to write out without building one buffer of it: text
+ * (written as UTF-8) for a short reply, pieces for a long one. Message lists are written item by
+ * item (see encodeMessageItem); DISCOVER entries are spliced in as the UTF-8 bytes they are kept as.
+ */
+export function encodeReply(reply: ReplyBody): ReplyPayload {
+  // Most replies (SEND, ACK, CREATE) carry neither: no copy of the object needed.
+  if (reply.messages === undefined && reply.agentsJson === undefined && reply.headerParts === undefined) {
+    return JSON.stringify(reply);
+  }
+  const { messages, headerParts, agentsJson, ...rest } = reply;
+  if (agentsJson) return spliceAgents(JSON.stringify(rest), agentsJson);
+  if (!messages) return JSON.stringify(rest);
+  return messagePieces(JSON.stringify(rest), messages, headerParts);
+}
+
+/** DISCOVER entries arrive as UTF-8 JSON pieces: passed on as they are, not parsed and written again. */
+function spliceAgents(head: string, agents: readonly (readonly Uint8Array[])[]): Uint8Array[] {
+  const parts: Uint8Array[] = [Buffer.from(`${head.slice(0, -1)},"agents":[`)];
+  agents.forEach((pieces, i) => {
+    if (i > 0) parts.push(COMMA);
+    parts.push(...pieces);
+  });
+  parts.push(CLOSE_AGENTS);
+  return parts;
+}
+
+const COMMA = Buffer.from(",");
+const CLOSE_AGENTS = Buffer.from("]}");
+
+/**
+ * Texts of at most about this many characters. V8 puts a string over 128 KiB in its large-object
+ * space, fresh pages every time, where pieces of this size reuse the young generation.
+ */
+const PIECE_CHARS = 32 * 1024;
+
+function messagePieces(
+  head: string,
+  messages: readonly WireMessage[],
+  headerParts?: ItemHeaderParts,
+): string[] {
+  const pieces: string[] = [];
+  let text = `${head.slice(0, -1)},"messages":[`;
+  for (let i = 0; i < messages.length; i++) {
+    if (text.length >= PIECE_CHARS) {
+      pieces.push(text);
+      text = "";
+    }
+    text += `${i === 0 ? "" : ","}${encodeMessageItem(messages[i], headerParts)}`;
+  }
+  pieces.push(`${text}]}`);
+  return pieces;
+}

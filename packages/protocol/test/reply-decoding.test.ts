@@ -1,0 +1,88 @@
+import { describe, expect, it } from "vitest";
+import { Errors } from "../src/errors.js";
+import { Mq9Error } from "../src/mq9-error.js";
+import { decodeReply, decodeSendReply } from "../src/reply-decoding.js";
+import { encodeSendReply, errorReplyOf, internalErrorReply } from "../src/reply-encoding.js";
+
+const bytes = (text: string) => new TextEncoder().encode(text);
+
+/** The value of a decoded reply, or its error thrown (what the client does). */
+function valueOfReply<T>(reply: { ok: true; value: T } | { ok: false; error: Mq9Error }): T {
+  if (!reply.ok) throw reply.error;
+  return reply.value;
+}
+
+/** The error a decoded reply stands for. */
+function errorOf(reply: { ok: boolean; error?: Mq9Error }): Mq9Error {
+  expect(reply.ok).toBe(false);
+  return reply.error!;
+}
+
+describe("reply decoding", () => {
+  it("reads a SEND reply, in the broker's exact form or any other JSON form, to the same msg_id", () => {
+    for (const [text, id] of [
+      [encodeSendReply(0), 0],
+      [encodeSendReply(123456789), 123456789],
+      [encodeSendReply(-1), -1],
+      ['{ "error": "", "msg_id": 42 }', 42],
+      ['{"msg_id":7,"error":""}', 7],
+      ['{"error":"","msg_id":9007199254740991}', 9007199254740991],
+      ['{"error":"","msg_id":1.5}', 1.5],
+      ['{"error":"","msg_id":5,"extra":true}', 5],
+    ] as const) {
+      expect(valueOfReply(decodeSendReply(bytes(text), "s"))).toBe(id);
+      expect(valueOfReply(decodeReply<{ msg_id: number }>(bytes(text), "s")).msg_id).toBe(id);
+    }
+    expect(valueOfReply(decodeReply(bytes('{"error":"","msg_id":5,"extra":true}'), "s"))).toEqual({
+      error: "",
+      msg_id: 5,
+      extra: true,
+    });
+  });
+
+  it("still reports errors and malformed replies", () => {
+    for (const read of [decodeReply, decodeSendReply]) {
+      expect(errorOf(read(bytes('{"error":"mailbox not found","msg_id":1}'), "s"))).toBeInstanceOf(Mq9Error);
+      expect(errorOf(read(bytes('{"error":"","msg_id":12'), "s")).message).toMatch(/not JSON/);
+      expect(errorOf(read(bytes('{"error":"","msg_id":}'), "s")).message).toMatch(/not JSON/);
+      expect(errorOf(read(bytes("[1]"), "s")).message).toMatch(/not a JSON object/);
+    }
+    expect(errorOf(decodeSendReply(bytes('{"error":""}'), "s")).message).toMatch(/no valid 'msg_id'/);
+    expect(errorOf(decodeSendReply(bytes('{"error":"","msg_id":"7"}'), "s")).message).toMatch(
+      /no valid 'msg_id'/,
+    );
+  });
+
+  it("takes an error's code from the reply, where the broker sends one", () => {
+    const reply = bytes(
+      JSON.stringify(errorReplyOf(new Mq9Error("MAILBOX_NOT_FOUND", "mailbox a does not exist"))),
+    );
+    expect(JSON.parse(new TextDecoder().decode(reply))).toEqual({
+      error: "mailbox a does not exist",
+      code: "MAILBOX_NOT_FOUND",
+    });
+    const error = errorOf(decodeSendReply(reply, "s"));
+    expect([error.code, error.message]).toEqual(["MAILBOX_NOT_FOUND", "mailbox a does not exist"]);
+    // The code is data: it wins over what the text would map to.
+    const coded = errorOf(
+      decodeReply(bytes('{"error":"mailbox a does not exist","code":"PERMISSION_DENIED"}'), "s"),
+    );
+    expect(coded.code).toBe("PERMISSION_DENIED");
+    expect(JSON.parse(JSON.stringify(internalErrorReply(new Error("disk full"))))).toEqual({
+      error: Errors.internal("disk full"),
+      code: "INTERNAL",
+    });
+  });
+
+  it("maps a reply without a code (or with one it does not know) by its text", () => {
+    for (const [text, code] of [
+      ['{"error":"mailbox a does not exist"}', "MAILBOX_NOT_FOUND"],
+      ['{"error":"mailbox a already exists"}', "MAILBOX_EXISTS"],
+      ['{"error":"agent not found","code":"SOMETHING_NEW"}', "AGENT_NOT_FOUND"],
+      ['{"error":"internal error: x","code":42}', "INTERNAL"],
+      ['{"error":"no idea"}', "INVALID_REQUEST"],
+    ] as const) {
+      expect(errorOf(decodeReply(bytes(text), "s")).code, text).toBe(code);
+    }
+  });
+});

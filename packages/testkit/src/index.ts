@@ -1,0 +1,42 @@
+/**
+ * `@mq9/testkit` — the helpers the mq9 packages' tests share (private; never published).
+ * A real broker on a free port with a fresh data directory, waiting on conditions, unique
+ * names, sample agents and fixtures. Nothing here is a mock: tests run against the real thing.
+ *
+ * @example
+ * ```ts
+ * import { boxName, eventually, startBroker } from "@mq9/testkit";
+ *
+ * const broker = await startBroker();
+ * const client = await broker.client();
+ * const mailbox = await client.createMailbox({ name: boxName("demo"), ttl: 60 });
+ * await client.send(mailbox, "hello");
+ * await eventually(async () => (await client.query(mailbox)).length === 1);
+ * await broker.close();
+ * ```
+ */
+export {
+  CoderExecutor,
+  coderCard,
+  GatedExecutor,
+  gatedCard,
+  SlowExecutor,
+  slowCard,
+  TranslatorExecutor,
+  translatorCard,
+  userText,
+  WriterExecutor,
+  writerCard,
+} from "./a2a-agents.js";
+export { startBroker, type TestBroker } from "./broker.js";
+export { eventually, sleep } from "./eventually.js";
+export { DESIGN_TEMPLATE } from "./fixtures.js";
+export { freePort } from "./free-port.js";
+export { boxName } from "./names.js";
+export {
+  contentAnalysisTemplates,
+  repoRoot,
+  type SampleAgent,
+  type SampleAgentOptions,
+  startContentAnalysisAgents,
+} from "./sample-agents.js";
