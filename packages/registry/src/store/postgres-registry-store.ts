@@ -69,7 +69,7 @@ export interface PostgresRegistryStoreOptions {
 
 /**
  * The agent registry of a cluster: registrations, heartbeats, skill docs and their vectors are
- * rows in PostgreSQL; each node answers DISCOVER from its own in-memory indexes (directory,
+ * rows in PostgreSQL; each node answers DISCOVER from its own in-memory indexes (registration index,
  * BM25, vectors) and follows the other nodes' changes every FOLLOW_INTERVAL_MS. Writes take
  * one advisory lock, so change numbers commit in order and "everything after n" misses nothing.
  * A doc's vector is computed by the node that took its REGISTER and stored with the doc;
@@ -210,8 +210,8 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
       return rows;
     });
     for (const { mailbox, change } of touched) {
-      const entry = this.directory.get(mailbox);
-      if (entry) this.directory.touch(entry, nowMs, statusJson);
+      const entry = this.registrations.get(mailbox);
+      if (entry) this.registrations.touch(entry, nowMs, statusJson);
       this.changeOf.set(mailbox, change);
     }
     return touched.length;
@@ -220,7 +220,7 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
   /** Read in memory; a registration another node wrote in the last moments may not be here yet. */
   select(selector: AgentSelector, nowMs: number): Promise<AgentRow[]> {
     const rows: AgentRow[] = [];
-    for (const entry of this.directory.matching({}, nowMs)) {
+    for (const entry of this.registrations.matching({}, nowMs)) {
       if (
         entry.mailbox === selector.mailbox ||
         (selector.name !== undefined && entry.name === selector.name)
@@ -329,10 +329,10 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
           const known = this.changeOf.get(row.mailbox) ?? 0;
           if (known >= row.change) return;
           this.changeOf.set(row.mailbox, row.change);
-          const entry = this.directory.get(row.mailbox);
+          const entry = this.registrations.get(row.mailbox);
           if (entry && known >= row.docs_change) {
             // A heartbeat: the docs did not change.
-            this.directory.touch(entry, row.last_seen_ms, row.status ?? "");
+            this.registrations.touch(entry, row.last_seen_ms, row.status ?? "");
             entry.record = toAgent(row);
             return;
           }
