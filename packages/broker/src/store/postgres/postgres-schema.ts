@@ -132,6 +132,10 @@ CREATE TABLE registry_removals (
 );
 CREATE INDEX registry_removals_by_change ON registry_removals (change);
 `,
+  // Who made each registration (the user name; NULL without users configured), as in SQLite.
+  `
+ALTER TABLE registry_agents ADD COLUMN owner text;
+`,
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;
