@@ -1,6 +1,7 @@
 import { Defaults, isMq9Subject } from "@mq9/protocol";
 import type { FastifyInstance } from "fastify";
 import { UserDirectory } from "./auth/index.js";
+import { BrokerDefaults } from "./broker-defaults.js";
 import { type ClusterNode, startClusterNode } from "./cluster/cluster-node.js";
 import type { ClusterOptions } from "./cluster/cluster-options.js";
 import { MessagingEngine } from "./engine/messaging-engine.js";
@@ -124,7 +125,7 @@ export class Broker {
     const store =
       options.store ??
       new SqliteStore({
-        dataDir: options.dataDir ?? "./mq9-data",
+        dataDir: options.dataDir ?? BrokerDefaults.dataDir,
         sync: options.sync,
         onRowWorkerFailed: (err) =>
           logger.warn(
@@ -171,7 +172,7 @@ export class Broker {
     let registry: Registry | undefined;
     try {
       registry = await options.registry?.({
-        dataDir: options.dataDir ?? "./mq9-data",
+        dataDir: options.dataDir ?? BrokerDefaults.dataDir,
         sync: options.sync,
         logger,
         sweepIntervalMs: options.sweepIntervalMs,
@@ -279,7 +280,7 @@ export class Broker {
       const metrics = new BrokerMetrics(() => 0);
       node.watch(metrics, store);
       registry = await options.registry?.({
-        dataDir: options.dataDir ?? "./mq9-data",
+        dataDir: options.dataDir ?? BrokerDefaults.dataDir,
         sync: options.sync,
         logger,
         sweepIntervalMs: options.sweepIntervalMs,

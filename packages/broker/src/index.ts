@@ -10,6 +10,7 @@ export {
   type UserOptions,
 } from "./auth/index.js";
 export { Broker, type BrokerHttpOptions, type BrokerOptions } from "./broker.js";
+export { BrokerDefaults } from "./broker-defaults.js";
 export { MessagingEngine, type MessagingEngineOptions } from "./engine/messaging-engine.js";
 export { LocalNotifier, type Notifier, type Watch } from "./engine/notifier.js";
 export { BrokerMetrics } from "./http/broker-metrics.js";

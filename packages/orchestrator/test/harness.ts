@@ -1,19 +1,11 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Agent, type AgentManifest, type AgentOptions, type Envelope, type MessageContext } from "@mq9/agent";
 import { Broker, type BrokerOptions } from "@mq9/broker";
 import { connect, type Mq9Client } from "@mq9/client";
 import { registryFactory } from "@mq9/registry";
-import {
-  Agent,
-  type AgentManifest,
-  type AgentOptions,
-  type Envelope,
-  type MessageContext,
-  mountOrchestratorApi,
-  Orchestrator,
-  type OrchestratorOptions,
-} from "../src/index.js";
+import { mountOrchestratorApi, Orchestrator, type OrchestratorOptions } from "../src/index.js";
 
 export type Handler = (message: Envelope, context: MessageContext, agent: Agent) => unknown;
 

@@ -243,3 +243,14 @@ export function parseSendOptions(headers: Map<string, string> | undefined): Pars
     (reason) => reason,
   );
 }
+
+const wholeNumber = /^\d+$/;
+
+/** Reads the msg_id at the end of a DELETE subject (`$mq9.AI.MSG.DELETE.<mailbox>.<msg_id>`). */
+export function parseMsgIdToken(token: string): Parsed<number> {
+  const msgId = Number(token);
+  if (!wholeNumber.test(token) || !Number.isSafeInteger(msgId)) {
+    return { ok: false, error: Errors.invalidMsgId(token) };
+  }
+  return { ok: true, value: msgId };
+}
