@@ -76,7 +76,7 @@ function brokerOptions(
     leaseMs: messaging.leaseMs,
     maxWaitMs: messaging.maxWaitMs,
     fetchMaxBytes: messaging.fetchMaxBytes,
-    defaultMailboxTtl: messaging.defaultMailboxTtl,
+    defaultMailboxTtlSeconds: messaging.defaultMailboxTtl,
     http: {
       host: http.host,
       port: http.port,
