@@ -1,5 +1,5 @@
 import { BusNames, type DeadLetter, DeadLetters, type Logger, stderrLogger } from "@mq9/agent/internal";
-import { connect, type Mq9Client, Mq9Error } from "@mq9/client";
+import { connect, type Mq9Client } from "@mq9/client";
 import { OrchestratorError } from "./errors.js";
 import type { OrchestratorApi, TemplateSummary } from "./http/api-routes.js";
 import { type MetricsSnapshot, OrchestratorMetrics } from "./observability/orchestrator-metrics.js";
@@ -119,11 +119,7 @@ export class Orchestrator implements OrchestratorApi {
     }
     try {
       for (const mailbox of [names.inbox, names.router, names.tasks, names.deadLetters]) {
-        try {
-          await client.createMailbox({ name: mailbox });
-        } catch (err) {
-          if (!(err instanceof Mq9Error) || err.code !== "MAILBOX_EXISTS") throw err;
-        }
+        await client.ensureMailbox({ name: mailbox });
       }
       const webhooks = new WebhookNotifier(options.webhooks ?? [], report);
       const deadLetters = new DeadLetters(client, names);

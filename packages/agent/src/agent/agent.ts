@@ -203,11 +203,7 @@ export abstract class Agent {
     );
     const { mailbox } = this.manifest;
     for (const name of [mailbox, controlMailbox(mailbox), handledMailbox(mailbox)]) {
-      try {
-        await client.createMailbox({ name });
-      } catch (err) {
-        if (!(err instanceof Mq9Error) || err.code !== "MAILBOX_EXISTS") throw err;
-      }
+      await client.ensureMailbox({ name });
     }
     await this.register();
     // Every instance reads every control message (no group), from now on.

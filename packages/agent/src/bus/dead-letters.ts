@@ -29,11 +29,7 @@ export class DeadLetters {
 
   /** Creates the mailbox unless it exists. */
   async ensureMailbox(): Promise<void> {
-    try {
-      await this.client.createMailbox({ name: this.mailbox });
-    } catch (err) {
-      if (!(err instanceof Mq9Error) || err.code !== "MAILBOX_EXISTS") throw err;
-    }
+    await this.client.ensureMailbox({ name: this.mailbox });
   }
 
   /** Stores a dead letter; resolves with the letter as stored. */

@@ -82,10 +82,9 @@ export class TraceMemory {
 
   /** Creates the mailbox (with the memory's TTL) unless it exists. */
   ensureMailbox(): Promise<void> {
-    this.created ??= this.client.createMailbox({ name: this.mailbox, ttl: this.ttlSeconds }).then(
+    this.created ??= this.client.ensureMailbox({ name: this.mailbox, ttl: this.ttlSeconds }).then(
       () => undefined,
       (err: unknown) => {
-        if (err instanceof Mq9Error && err.code === "MAILBOX_EXISTS") return;
         this.created = undefined;
         throw err;
       },

@@ -6,10 +6,13 @@ import {
   type MailboxCreateRequest,
   Mq9Error,
   mailAddressError,
+  parseMsgIdToken,
   parseSendOptions,
   type QueryRequest,
 } from "@mq9/protocol";
+import { BrokerDefaults } from "../broker-defaults.js";
 import { type Logger, silentLogger } from "../logger.js";
+import { canReleaseLeases } from "../store/lease-release.js";
 import type {
   AppendResult,
   MailboxRecord,
@@ -50,8 +53,6 @@ export interface MessagingEngineOptions {
   sweepIntervalMs?: number;
 }
 
-const wholeNumber = /^\d+$/;
-
 function sleep(ms: number): { done: Promise<void>; cancel(): void } {
   let timer: NodeJS.Timeout | undefined;
   const done = new Promise<void>((resolve) => {
@@ -83,10 +84,10 @@ export class MessagingEngine {
     this.notifier = options.notifier ?? new LocalNotifier();
     this.logger = options.logger ?? silentLogger;
     this.now = options.now ?? Date.now;
-    this.leaseMs = options.leaseMs ?? 30_000;
-    this.maxWaitMs = options.maxWaitMs ?? 4_500;
-    this.fetchMaxBytes = options.fetchMaxBytes ?? 8 * 1024 * 1024;
-    this.defaultMailboxTtl = options.defaultMailboxTtl ?? 0;
+    this.leaseMs = options.leaseMs ?? BrokerDefaults.leaseMs;
+    this.maxWaitMs = options.maxWaitMs ?? BrokerDefaults.maxWaitMs;
+    this.fetchMaxBytes = options.fetchMaxBytes ?? BrokerDefaults.fetchMaxBytes;
+    this.defaultMailboxTtl = options.defaultMailboxTtl ?? BrokerDefaults.defaultMailboxTtl;
     this.batcher = new SendBatcher(this.store, (batch, results) => this.committed(batch, results), this.now);
     this.expiry = new ExpiryScheduler({
       store: this.store,
@@ -156,8 +157,18 @@ export class MessagingEngine {
     });
   }
 
-  /** Returns the next messages for a group (leased to this caller) or a stateless reader, waiting up to max_wait_ms. */
-  async fetch(mailbox: string, request: FetchRequest, signal?: AbortSignal): Promise<StoredMessage[]> {
+  /**
+   * Returns the next messages for a group (leased to this caller) or a stateless reader, waiting
+   * up to max_wait_ms. `signal` aborts the wait (the requester is gone: nothing is claimed);
+   * `undelivered`, aborted after the reply, gives back the leases the reply handed out (it found
+   * no one to take it), when the store can.
+   */
+  async fetch(
+    mailbox: string,
+    request: FetchRequest,
+    signal?: AbortSignal,
+    undelivered?: AbortSignal,
+  ): Promise<StoredMessage[]> {
     await this.requireMailbox(mailbox);
     const limit = request.config?.num_msgs ?? Defaults.fetchNumMsgs;
     if (limit === 0) return [];
@@ -185,6 +196,8 @@ export class MessagingEngine {
             ? await this.store.claim(mailbox, group, { ...read, start, reset, leaseMs })
             : await this.store.read(mailbox, start, read);
           reset = false;
+          if (group && items.length > 0)
+            this.giveBackIfUndelivered(mailbox, group, items, nowMs + leaseMs, undelivered);
           if (items.length > 0 || nowMs >= deadline || this.closing) return items;
           const timer = sleep(deadline - nowMs);
           await Promise.race([watch.fired, timer.done, this.closed.promise, gone]);
@@ -196,6 +209,38 @@ export class MessagingEngine {
     } finally {
       signal?.removeEventListener("abort", stopWaiting);
     }
+  }
+
+  /** Once `undelivered` aborts, ends the leases this claim set, and wakes the group's other waiters. */
+  private giveBackIfUndelivered(
+    mailbox: string,
+    group: string,
+    items: readonly StoredMessage[],
+    leaseUntilMs: number,
+    undelivered: AbortSignal | undefined,
+  ): void {
+    const store = this.store;
+    if (!undelivered || !canReleaseLeases(store)) return;
+    const ids = items.map((item) => item.id);
+    const giveBack = () => {
+      store.releaseLeases(mailbox, group, ids, leaseUntilMs).then(
+        (released) => {
+          if (released === 0) return;
+          this.logger.info(
+            { mailbox, group, released },
+            "fetch: the requester was gone when its reply left; gave its leases back to the group",
+          );
+          this.notifier.notify(mailbox);
+        },
+        (err: unknown) =>
+          this.logger.warn(
+            { err, mailbox, group },
+            "fetch: could not give back the leases of an undelivered reply; they run out",
+          ),
+      );
+    };
+    if (undelivered.aborted) giveBack();
+    else undelivered.addEventListener("abort", giveBack, { once: true });
   }
 
   /** Acknowledges a message and those delivered before it in the same FETCH reply. */
@@ -221,10 +266,9 @@ export class MessagingEngine {
 
   /** Deletes one message of the mailbox. */
   async delete(mailbox: string, msgIdToken: string): Promise<void> {
-    const msgId = Number(msgIdToken);
-    if (!wholeNumber.test(msgIdToken) || !Number.isSafeInteger(msgId)) {
-      throw new Mq9Error("INVALID_REQUEST", Errors.invalidMsgId(msgIdToken));
-    }
+    const parsed = parseMsgIdToken(msgIdToken);
+    if (!parsed.ok) throw new Mq9Error("INVALID_REQUEST", parsed.error);
+    const msgId = parsed.value;
     await this.requireMailbox(mailbox);
     if (!(await this.store.deleteMessage(mailbox, msgId))) {
       throw new Mq9Error("MESSAGE_NOT_FOUND", Errors.messageNotFound);
