@@ -2,6 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Broker, NatsListener } from "@mq9/broker";
 import { connect, type Mq9Client } from "@mq9/client";
+import { registryFactory } from "@mq9/registry";
 import { connect as natsConnect, nkeys } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tempDir } from "./cli-harness.js";
@@ -14,7 +15,7 @@ let n = 0;
 const box = (prefix = "cli") => `${prefix}.${process.pid}.${++n}`;
 
 beforeAll(async () => {
-  broker = await Broker.start({ port: 0, dataDir: tempDir() });
+  broker = await Broker.start({ port: 0, dataDir: tempDir(), registry: registryFactory() });
   env = { MQ9_SERVER: `mq9://127.0.0.1:${broker.port}` };
   sdk = await connect(env.MQ9_SERVER);
 });

@@ -23,6 +23,24 @@ export type {
   AgentReportRequest,
   AgentUnregisterRequest,
 } from "./agent-messages.js";
+export {
+  bareMailbox,
+  DEFAULT_REGISTRATION_LIMITS,
+  normalizeTag,
+  type ParsedRegistration,
+  parseRegisterRequest,
+  type RegistrationLimits,
+  type SkillText,
+} from "./agent-registration.js";
+export {
+  type AgentSelector,
+  MAX_DISCOVER_LIMIT,
+  type ParsedDiscoverRequest,
+  type ParsedReportRequest,
+  parseDiscoverRequest,
+  parseReportRequest,
+  parseUnregisterRequest,
+} from "./agent-requests.js";
 export { Defaults } from "./defaults.js";
 export { Errors } from "./errors.js";
 export { headerBlockJson } from "./header-block-json.js";

@@ -10,6 +10,7 @@ import {
   parseSendOptions,
   type QueryRequest,
 } from "@mq9/protocol";
+import { BrokerDefaults } from "../broker-defaults.js";
 import { type Logger, silentLogger } from "../logger.js";
 import type {
   AppendResult,
@@ -82,10 +83,10 @@ export class MessagingEngine {
     this.notifier = options.notifier ?? new LocalNotifier();
     this.logger = options.logger ?? silentLogger;
     this.now = options.now ?? Date.now;
-    this.leaseMs = options.leaseMs ?? 30_000;
-    this.maxWaitMs = options.maxWaitMs ?? 4_500;
-    this.fetchMaxBytes = options.fetchMaxBytes ?? 8 * 1024 * 1024;
-    this.defaultMailboxTtl = options.defaultMailboxTtl ?? 0;
+    this.leaseMs = options.leaseMs ?? BrokerDefaults.leaseMs;
+    this.maxWaitMs = options.maxWaitMs ?? BrokerDefaults.maxWaitMs;
+    this.fetchMaxBytes = options.fetchMaxBytes ?? BrokerDefaults.fetchMaxBytes;
+    this.defaultMailboxTtl = options.defaultMailboxTtl ?? BrokerDefaults.defaultMailboxTtl;
     this.batcher = new SendBatcher(this.store, (batch, results) => this.committed(batch, results), this.now);
     this.expiry = new ExpiryScheduler({
       store: this.store,

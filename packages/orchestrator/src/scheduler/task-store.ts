@@ -1,5 +1,5 @@
+import { type BusNames, taskKey } from "@mq9/agent/internal";
 import type { Mq9Client } from "@mq9/client";
-import { type BusNames, taskKey } from "../bus/names.js";
 import { isTerminal, type TaskState } from "./task-state.js";
 
 /** Default time a finished task's state is kept: a week. */
