@@ -6,7 +6,6 @@ import {
   clientCommand,
   integer,
   UsageError,
-  usageExit,
   withClient,
 } from "../../shared/client-command.js";
 import { printJson } from "../../shared/output.js";

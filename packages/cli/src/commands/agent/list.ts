@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { ExitCode, usageExit } from "../../shared/client-command.js";
+import { ExitCode } from "../../shared/client-command.js";
 import { type ApiFlags, apiCommand, duration, withApi } from "../../shared/orchestrator-api.js";
 import { printJson, printTable } from "../../shared/output.js";
 

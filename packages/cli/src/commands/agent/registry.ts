@@ -8,7 +8,6 @@ import {
   clientCommand,
   integer,
   UsageError,
-  usageExit,
   withClient,
 } from "../../shared/client-command.js";
 import { cell, printJson, printTable, say } from "../../shared/output.js";

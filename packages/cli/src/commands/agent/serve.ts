@@ -1,13 +1,7 @@
 import type { TaskInput } from "@mq9/bridge";
 import { connect } from "@mq9/client";
 import { type Command, InvalidArgumentError } from "commander";
-import {
-  type ConnectionFlags,
-  clientCommand,
-  integer,
-  reportError,
-  usageExit,
-} from "../../shared/client-command.js";
+import { type ConnectionFlags, clientCommand, integer, reportError } from "../../shared/client-command.js";
 import { longRunningConnectOptions } from "../../shared/long-running-connection.js";
 import { printJson, say } from "../../shared/output.js";
 
