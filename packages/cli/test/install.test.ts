@@ -63,7 +63,7 @@ const version = JSON.parse(readFileSync(join(REPO_ROOT, "packages/cli/package.js
 describe("install from a fresh clone, as the README says", () => {
   let broker: Broker;
   beforeAll(async () => {
-    broker = await Broker.start({ port: 0, dataDir: tempDir(), registry: false });
+    broker = await Broker.start({ port: 0, dataDir: tempDir() });
   });
   afterAll(() => broker.close());
 

@@ -6,6 +6,7 @@ import {
   type MailboxCreateRequest,
   Mq9Error,
   mailAddressError,
+  parseMsgIdToken,
   parseSendOptions,
   type QueryRequest,
 } from "@mq9/protocol";
@@ -50,8 +51,6 @@ export interface MessagingEngineOptions {
   defaultMailboxTtl?: number;
   sweepIntervalMs?: number;
 }
-
-const wholeNumber = /^\d+$/;
 
 function sleep(ms: number): { done: Promise<void>; cancel(): void } {
   let timer: NodeJS.Timeout | undefined;
@@ -222,10 +221,9 @@ export class MessagingEngine {
 
   /** Deletes one message of the mailbox. */
   async delete(mailbox: string, msgIdToken: string): Promise<void> {
-    const msgId = Number(msgIdToken);
-    if (!wholeNumber.test(msgIdToken) || !Number.isSafeInteger(msgId)) {
-      throw new Mq9Error("INVALID_REQUEST", Errors.invalidMsgId(msgIdToken));
-    }
+    const parsed = parseMsgIdToken(msgIdToken);
+    if (!parsed.ok) throw new Mq9Error("INVALID_REQUEST", parsed.error);
+    const msgId = parsed.value;
     await this.requireMailbox(mailbox);
     if (!(await this.store.deleteMessage(mailbox, msgId))) {
       throw new Mq9Error("MESSAGE_NOT_FOUND", Errors.messageNotFound);

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { Broker, type BrokerOptions, type Logger, PostgresStore, type RestApi } from "@mq9/broker";
+import { registryFactory } from "@mq9/registry";
 import { say } from "../shared/output.js";
 import { ServeAgentApps } from "./agent-apps.js";
 import { appConfig, clusterBrokerOptions } from "./cluster.js";
@@ -91,7 +92,7 @@ function brokerOptions(
       },
       openPath: ServeDashboard.openPath,
     },
-    registry: {
+    registry: registryFactory({
       embedder: registry.embedder,
       vectorStore: registry.vectorStore,
       modelDir: registry.modelDir,
@@ -102,7 +103,7 @@ function brokerOptions(
       maxCardBytes: registry.maxCardBytes,
       maxSkills: registry.maxSkills,
       preloadEmbedder: registry.preload,
-    },
+    }),
     logger,
   };
 }

@@ -21,6 +21,8 @@ export interface ConnectionFlags {
   token?: string;
   user?: string;
   password?: string;
+  /** A file holding an NKey user's seed. */
+  nkeySeed?: string;
   tlsCa?: string;
   timeout: number;
   json?: boolean;
@@ -59,6 +61,11 @@ export function clientCommand(command: Command): Command {
     .addOption(new Option("--token <token>", "auth token").env("MQ9_TOKEN"))
     .addOption(new Option("--user <user>", "auth user").env("MQ9_USER"))
     .addOption(new Option("--password <password>", "auth password").env("MQ9_PASSWORD"))
+    .addOption(
+      new Option("--nkey-seed <file>", "sign in as an NKey user: a file holding its seed (SU…)").env(
+        "MQ9_NKEY_SEED",
+      ),
+    )
     .option("--tls-ca <file>", "CA (PEM) that signed the broker's TLS certificate")
     .option("--timeout <ms>", "request timeout", integer("--timeout", 1), 5_000)
     .option("--json", "machine-readable output (JSON)")
@@ -93,8 +100,25 @@ export function connectOptions(flags: ConnectionFlags, reconnect: boolean, name 
     options.user = flags.user;
     options.password = flags.password ?? "";
   }
+  if (flags.nkeySeed) options.nkeySeed = readSeedFile(flags.nkeySeed);
   if (flags.tlsCa) options.tls = { ca: readFileSync(flags.tlsCa, "utf8") };
   return options;
+}
+
+/** The seed in an NKey seed file (as `nk -gen user` writes it, or a nats CLI `.nk` file). */
+function readSeedFile(file: string): string {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new UsageError(`--nkey-seed: cannot read ${file}: ${(err as Error).message}`);
+  }
+  // A .creds-style file may hold other lines; the seed is the one that starts with SU.
+  const seed = text.split(/\r?\n/).find((line) => line.trim().startsWith("SU"));
+  if (seed === undefined) {
+    throw new UsageError(`--nkey-seed: ${file} holds no NKey user seed (a line starting with SU)`);
+  }
+  return seed.trim();
 }
 
 /** Prints the error the way the output mode asks and returns the exit code for it. */

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
+import type { AgentManifest, ResolvedManifest } from "@mq9/agent";
 import type { AgentEntry, AgentRegistration } from "@mq9/client";
-import { agentInfoOf, Mq9Error } from "@mq9/client";
-import type { AgentManifest, ResolvedManifest } from "@mq9/orchestrator";
+import { agentInfoOf } from "@mq9/client";
 import { type Command, InvalidArgumentError } from "commander";
 import {
   type ConnectionFlags,
@@ -94,7 +94,7 @@ async function manifestRegistration(
   if (flags.name !== undefined) raw.name = flags.name;
   if (flags.mailbox !== undefined) raw.mailbox = flags.mailbox;
   // Only --manifest needs the orchestrator's manifest rules: loaded here, not by every agent command.
-  const { ManifestError, registrationBody, resolveManifest } = await import("@mq9/orchestrator");
+  const { ManifestError, registrationBody, resolveManifest } = await import("@mq9/agent");
   let manifest: ResolvedManifest;
   try {
     manifest = resolveManifest(raw as unknown as AgentManifest);
@@ -137,9 +137,7 @@ Examples:
         if (flags.manifest !== undefined) {
           if (card !== undefined) throw new UsageError("give a card file or --manifest, not both");
           const manifest = await manifestRegistration(flags);
-          await client.createMailbox({ name: manifest.mailbox }).catch((err: unknown) => {
-            if (!(err instanceof Mq9Error) || err.code !== "MAILBOX_EXISTS") throw err;
-          });
+          await client.ensureMailbox({ name: manifest.mailbox });
           await client.register(manifest.body);
           if (flags.json) printJson({ registered: true, name: manifest.name, mailbox: manifest.mailbox });
           else process.stdout.write(`registered ${manifest.name} (mailbox ${manifest.mailbox})\n`);
