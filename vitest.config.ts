@@ -9,8 +9,11 @@ export default defineConfig({
     alias: {
       "@mq9/protocol": src("protocol"),
       "@mq9/broker": src("broker"),
+      "@mq9/registry": src("registry"),
       "@mq9/client/a2a": fileURLToPath(new URL("./packages/client/src/a2a/index.ts", import.meta.url)),
       "@mq9/client": src("client"),
+      "@mq9/agent/internal": fileURLToPath(new URL("./packages/agent/src/internal.ts", import.meta.url)),
+      "@mq9/agent": src("agent"),
       "@mq9/mcp": src("mcp"),
       "@mq9/bridge": src("bridge"),
       "@mq9/gateway": src("gateway"),

@@ -1,8 +1,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
+import { Agent, createEnvelope, sendEnvelope } from "@mq9/agent";
 import { connect } from "@mq9/client";
-import { Agent, createEnvelope, sendEnvelope } from "@mq9/orchestrator";
 import { cpuTimes, freePort, makeTempDir, progress, removeTempDir, sleep, startMq9Serve } from "./proc.js";
 import { percentile } from "./stats.js";
 

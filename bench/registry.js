@@ -25,6 +25,7 @@ import {
 import { percentile } from "./stats.js";
 
 const BROKER = path.join(REPO_ROOT, "packages", "broker", "dist", "index.js");
+const REGISTRY = path.join(REPO_ROOT, "packages", "registry", "dist", "index.js");
 
 /**
  * Lets the event loop run (signals, timers). Awaiting the vector store's promises does not:
@@ -66,7 +67,7 @@ async function skillPool() {
 
 /** The labelled set lives in a TypeScript test fixture; read its data without a TypeScript loader. */
 async function loadRelevanceSet() {
-  const file = path.join(REPO_ROOT, "packages", "broker", "test", "fixtures", "relevance-set.ts");
+  const file = path.join(REPO_ROOT, "packages", "registry", "test", "fixtures", "relevance-set.ts");
   const source = readFileSync(file, "utf8");
   const agents = [...source.matchAll(/agent\(\s*"([^"]+)",\s*"([^"]+)",((?:\s*"[^"]+",?)+)\s*\)/g)].map(
     (m) => ({
@@ -92,9 +93,9 @@ async function loadRelevanceSet() {
   return { AGENTS: agents, QUERIES: queries };
 }
 
-/** The Chinese and German cards and requests (packages/broker/test/fixtures/multilingual-set.ts). */
+/** The Chinese and German cards and requests (packages/registry/test/fixtures/multilingual-set.ts). */
 function loadMultilingualSet() {
-  const file = path.join(REPO_ROOT, "packages", "broker", "test", "fixtures", "multilingual-set.ts");
+  const file = path.join(REPO_ROOT, "packages", "registry", "test", "fixtures", "multilingual-set.ts");
   const source = readFileSync(file, "utf8");
   const agents = [...source.matchAll(/agent\(\s*"([^"]+)",\s*"([^"]+)",\s*"([^"]+)",?\s*\)/g)].map((m) => {
     const [name, description, tags] = m[3].split(" | ");
@@ -118,10 +119,11 @@ function loadMultilingualSet() {
  */
 async function partRelevance(out) {
   const { Broker } = await import(BROKER);
+  const { registryFactory } = await import(REGISTRY);
   const { AGENTS, QUERIES } = await loadRelevanceSet();
   const multi = loadMultilingualSet();
   const dir = makeTempDir("mq9-bench-relevance");
-  const broker = await Broker.start({ port: 0, dataDir: dir });
+  const broker = await Broker.start({ port: 0, dataDir: dir, registry: registryFactory() });
   const client = await connect(`nats://127.0.0.1:${broker.port}`, {
     reconnect: false,
     requestTimeoutMs: 600_000,
@@ -382,7 +384,7 @@ async function partBroker(cfg, out) {
 }
 
 async function partVectors(cfg, out) {
-  const { LanceDbVectorStore, LocalVectorStore, ThreadedEmbedder, UseEmbedder } = await import(BROKER);
+  const { LanceDbVectorStore, LocalVectorStore, ThreadedEmbedder, UseEmbedder } = await import(REGISTRY);
   const lancedb = process.env.BENCH_REG_STORE === "lancedb";
   const { pool, queries } = await skillPool();
   const texts = [...new Set(pool.map((p) => `${p.name}. ${p.description}. ${p.tags.join(" ")}`))];

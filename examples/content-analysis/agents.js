@@ -3,7 +3,7 @@
 // which answers with this.reply(message, "result", payload). No model is needed:
 // the "analysis" is plain text processing, so the example runs anywhere.
 import { pathToFileURL } from "node:url";
-import { Agent } from "@mq9/orchestrator";
+import { Agent } from "@mq9/agent";
 
 const STOPWORDS = new Set(
   "a an and are as at be but by for from has have in is it its of on or that the this to was were will with can into than then they them their our we you your not no so each every other while through".split(

@@ -1,5 +1,6 @@
 import { connect, type Mq9Client } from "@mq9/client";
 import { A2AAgent } from "@mq9/client/a2a";
+import { ensurePythonEnv, skipWithoutPython } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   SlowExecutor,
@@ -8,7 +9,6 @@ import {
   translatorCard,
 } from "../../../packages/client/test/a2a-agents.js";
 import { type Mq9Serve, mq9OnPath, mq9Serve, python } from "./harness.js";
-import { ensurePythonEnv, skipWithoutPython } from "./python-env.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: the script prints JSON
 type Json = Record<string, any>;

@@ -1,6 +1,7 @@
 import { Defaults, isMq9Subject } from "@mq9/protocol";
 import type { FastifyInstance } from "fastify";
 import { UserDirectory } from "./auth/index.js";
+import { BrokerDefaults } from "./broker-defaults.js";
 import { type ClusterNode, startClusterNode } from "./cluster/cluster-node.js";
 import type { ClusterOptions } from "./cluster/cluster-options.js";
 import { MessagingEngine } from "./engine/messaging-engine.js";
@@ -10,11 +11,8 @@ import { HttpServer, type HttpServerOptions } from "./http/http-server.js";
 import type { RestApi, RestApiOptions } from "./http/rest/rest-api.js";
 import { type Logger, silentLogger } from "./logger.js";
 import { NatsListener, type NatsListenerOptions } from "./nats/index.js";
-import { LocalVectorStore } from "./registry/local-vector-store.js";
-import { openRegistry, type RegistrySettings } from "./registry/open-registry.js";
-import type { Registry } from "./registry/registry.js";
+import type { Registry, RegistryFactory } from "./registry.js";
 import { Mq9Service } from "./service/mq9-service.js";
-import { PostgresStore } from "./store/postgres/postgres-store.js";
 import { SqliteStore, type SyncMode } from "./store/sqlite-store.js";
 import type { Store } from "./store/store.js";
 
@@ -44,8 +42,11 @@ export interface BrokerOptions {
   fetchMaxBytes?: number;
   defaultMailboxTtl?: number;
   sweepIntervalMs?: number;
-  /** The agent registry (AGENT.* subjects); `false` turns it off. */
-  registry?: RegistrySettings | false;
+  /**
+   * Opens the agent registry (AGENT.* subjects), e.g. `registryFactory(settings)` from
+   * `@mq9/registry`; without one, AGENT.* requests answer that the registry is off.
+   */
+  registry?: RegistryFactory;
   /**
    * Cluster mode: serve `$mq9.AI.>` from these NATS servers (a queue group shared with the other
    * nodes) instead of the embedded listener; needs a shared `store` (PostgresStore).
@@ -68,26 +69,6 @@ export interface BrokerHttpOptions {
   /** DNS-rebinding protection (see HttpServerOptions.allowedHosts). */
   allowedHosts?: readonly string[];
   allowedOrigins?: readonly string[];
-}
-
-/**
- * In a cluster on PostgreSQL, the registry lives in the same database (every node answers over
- * all of it) and its vectors in each node's memory, loaded from there.
- */
-async function sharedRegistrySettings(
-  settings: RegistrySettings,
-  store: Store,
-  instance: string,
-): Promise<RegistrySettings> {
-  if (!(store instanceof PostgresStore) || settings.store) return settings;
-  const shared = await store.openRegistryStore(instance);
-  const semantic = settings.embedder !== "none" && typeof settings.vectorStore !== "object";
-  const vectorStore = semantic
-    ? shared.shareVectors(
-        await LocalVectorStore.open({ dataDir: ":memory:", annThreshold: settings.annThreshold }),
-      )
-    : settings.vectorStore;
-  return { ...settings, store: shared, vectorStore };
 }
 
 /** The HTTP server of a broker, with the REST API v1 mounted before the higher layers' routes. */
@@ -144,7 +125,7 @@ export class Broker {
     const store =
       options.store ??
       new SqliteStore({
-        dataDir: options.dataDir ?? "./mq9-data",
+        dataDir: options.dataDir ?? BrokerDefaults.dataDir,
         sync: options.sync,
         onRowWorkerFailed: (err) =>
           logger.warn(
@@ -190,16 +171,14 @@ export class Broker {
     const metrics = new BrokerMetrics(() => listener.connectionCount);
     let registry: Registry | undefined;
     try {
-      registry =
-        options.registry === false
-          ? undefined
-          : await openRegistry(options.registry ?? {}, {
-              dataDir: options.dataDir ?? "./mq9-data",
-              sync: options.sync,
-              logger,
-              sweepIntervalMs: options.sweepIntervalMs,
-              maxPayload: options.maxPayload ?? Defaults.maxPayload,
-            });
+      registry = await options.registry?.({
+        dataDir: options.dataDir ?? BrokerDefaults.dataDir,
+        sync: options.sync,
+        logger,
+        sweepIntervalMs: options.sweepIntervalMs,
+        maxPayload: options.maxPayload ?? Defaults.maxPayload,
+        store,
+      });
     } catch (err) {
       await store.close();
       throw err;
@@ -300,15 +279,14 @@ export class Broker {
       });
       const metrics = new BrokerMetrics(() => 0);
       node.watch(metrics, store);
-      registry =
-        options.registry === false
-          ? undefined
-          : await openRegistry(await sharedRegistrySettings(options.registry ?? {}, store, node.instance), {
-              dataDir: options.dataDir ?? "./mq9-data",
-              sync: options.sync,
-              logger,
-              sweepIntervalMs: options.sweepIntervalMs,
-            });
+      registry = await options.registry?.({
+        dataDir: options.dataDir ?? BrokerDefaults.dataDir,
+        sync: options.sync,
+        logger,
+        sweepIntervalMs: options.sweepIntervalMs,
+        store,
+        node: node.instance,
+      });
       if (registry) metrics.watchRegistry(registry);
       const service = new Mq9Service(engine, logger, metrics, registry);
       let closing = false;

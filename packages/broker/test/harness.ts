@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type RegistrySettings, registryFactory } from "@mq9/registry";
 import { type ConnectionOptions, connect, type NatsConnection, headers as natsHeaders } from "nats";
 import { Broker, type BrokerOptions } from "../src/index.js";
 
@@ -32,10 +33,14 @@ export function tempDir(prefix = "mq9-test-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
+/** Broker options, with the agent registry's settings (default: on) or `false` for a broker without one. */
+export type TestBrokerOptions = Omit<BrokerOptions, "registry"> & { registry?: RegistrySettings | false };
+
 /** Starts a real broker on a free port with a fresh data directory, plus one connected client. */
-export async function startTestBroker(options: BrokerOptions = {}): Promise<TestBroker> {
+export async function startTestBroker(options: TestBrokerOptions = {}): Promise<TestBroker> {
   const dataDir = options.dataDir ?? tempDir();
-  const broker = await Broker.start({ port: 0, dataDir, sweepIntervalMs: 100, ...options });
+  const registry = options.registry === false ? undefined : registryFactory(options.registry);
+  const broker = await Broker.start({ port: 0, dataDir, sweepIntervalMs: 100, ...options, registry });
   const url = `127.0.0.1:${broker.port}`;
   const clients: NatsConnection[] = [];
   const client = async (credentials?: ConnectionOptions) => {

@@ -34,6 +34,23 @@ function openDatabase(): { db: Database.Database; file: string } {
   return { db, file };
 }
 
+/** Waits (up to 30 s) until the applier's worker has started and takes rows. */
+async function started(applier: LogApplier): Promise<void> {
+  for (let waited = 0; !applier.started; waited += 10) {
+    if (waited > 30_000) throw new Error("the log apply worker did not start");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+function writeHereOn(db: Database.Database) {
+  const writer = new MessageRowWriter(db, () => {});
+  const savePosition = positionSaver(db);
+  return db.transaction((packed, to) => {
+    writer.writePacked(packed);
+    savePosition(to);
+  });
+}
+
 describe("log applier turns", () => {
   it("never runs a turn while the worker writes, even when a turn asked for from a commit's callback hands rows over", async () => {
     const { db, file } = openDatabase();
@@ -65,6 +82,7 @@ describe("log applier turns", () => {
       },
     ) as LogApplier;
     expect(applier).toBeDefined();
+    await started(applier);
     applier.appendedTo({ segment: 1, offset: 1_000 }, rows(0, 100));
     expect(applier.writing).toBe(true);
     // Waits for the 100 rows handed over; then more rows arrive than are written on this thread.
@@ -76,6 +94,44 @@ describe("log applier turns", () => {
     expect(askedFromCallback).toBe(true);
     expect(writingDuringTurns).toEqual([false, false, false]);
     expect(db.prepare("SELECT count(*) AS n FROM messages").get()).toEqual({ n: 200 });
+    db.close();
+  });
+
+  it("a turn asked for while the worker starts does not wait for it: the few rows it needs are written here", async () => {
+    const { db, file } = openDatabase();
+    let workerCommits = 0;
+    const applier = LogApplier.start(
+      { file, synchronous: "NORMAL" },
+      { segment: 1, offset: 16 },
+      {
+        // Rows are handed over as soon as they arrive: nothing but the start-up holds them back.
+        intervalMs: 0,
+        maxRows: 1,
+        writeHere: writeHereOn(db),
+        onFailed: (err) => {
+          throw err;
+        },
+        onApplied: () => {
+          workerCommits++;
+        },
+      },
+    ) as LogApplier;
+    expect(applier.started).toBe(false);
+    applier.appendedTo({ segment: 1, offset: 100 }, rows(0, 1));
+    // A FETCH right after the first SEND of a fresh broker: it used to wait for the worker to
+    // load and open its connection, and then for its commit.
+    const seen = await applier.turn(() => ({
+      workerCommits,
+      rows: db.prepare("SELECT count(*) AS n FROM messages").get(),
+    }));
+    expect(seen).toEqual({ workerCommits: 0, rows: { n: 1 } });
+    // Once it has started, the worker takes the rows again.
+    await started(applier);
+    applier.appendedTo({ segment: 1, offset: 1_000 }, rows(1, 100));
+    await applier.turn(() => undefined);
+    await applier.close();
+    expect(workerCommits).toBeGreaterThan(0);
+    expect(db.prepare("SELECT count(*) AS n FROM messages").get()).toEqual({ n: 101 });
     db.close();
   });
 });

@@ -490,6 +490,68 @@ describe("message log", () => {
     }
   });
 
+  it("loses and doubles nothing after a kill -9 between a copy-forward's log write and its commit", async () => {
+    const dir = tempDir();
+    const dataDir = join(dir, "data");
+    const script = join(dir, "copy-then-crash.mjs");
+    // The child fills two segments, then deletes most of the first one's messages: the store
+    // copies the rest forward, and the child is killed once the copies are written, before the
+    // rows point at them.
+    writeFileSync(
+      script,
+      `import { writeSync } from "node:fs";
+import { SqliteStore } from ${JSON.stringify(BUILT_BROKER)};
+const store = new SqliteStore({ dataDir: ${JSON.stringify(dataDir)}, logSegmentBytes: 8192, recentMessageBytes: 0,
+  afterCopyWritten: () => { writeSync(1, "copied\\n"); process.kill(process.pid, "SIGKILL"); } });
+const now = Date.now();
+await store.createMailbox({ address: "inbox", ttlSeconds: 0, desc: "", createdMs: now }, now);
+const header = Buffer.from("NATS/1.0\\r\\nk: v\\r\\n\\r\\n");
+for (let i = 0; i < 10; i++) {
+  await store.append([{ mailbox: "inbox", priority: "normal", payload: Buffer.from("m" + i + " " + "z".repeat(900)),
+    header: i === 3 ? header : undefined, sentMs: Date.now() }], Date.now());
+}
+await store.append([{ mailbox: "inbox", priority: "normal", key: "the-key", payload: Buffer.from("keyed"), sentMs: Date.now() }], Date.now());
+for (const id of [0, 1, 2, 4, 5]) {
+  writeSync(1, "delete " + id + "\\n");
+  await store.deleteMessage("inbox", id);
+}
+writeSync(1, "no copy\\n");
+`,
+    );
+    const child = spawn(process.execPath, [script], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    const signal = await new Promise<NodeJS.Signals | null>((resolve) =>
+      child.once("exit", (_code, sig) => resolve(sig)),
+    );
+    expect(out).toContain("copied");
+    expect(signal).toBe("SIGKILL");
+    // The delete that started the copy was committed before it (the copy follows a commit).
+    const deleted = [...out.matchAll(/delete (\d+)/g)].map((m) => Number(m[1]));
+    const texts = (messages: { payload: Uint8Array }[]) =>
+      messages.map((m) => Buffer.from(m.payload).toString().split(" ")[0]);
+    const expected = [...Array.from({ length: 10 }, (_, i) => i).filter((i) => !deleted.includes(i))]
+      .map((i) => `m${i}`)
+      .concat("keyed");
+    for (let run = 0; run < 2; run++) {
+      const store = new SqliteStore({ dataDir, logSegmentBytes: 8192, recentMessageBytes: 0 });
+      try {
+        const stored = await readInbox(store);
+        expect(texts(stored)).toEqual(expected);
+        expect(new Set(stored.map((m) => m.id)).size).toBe(stored.length);
+        expect(Buffer.from(stored.find((m) => texts([m])[0] === "m3")!.header!).toString()).toContain("k: v");
+        expect(stored.at(-1)?.key).toBe("the-key");
+        // Each stored message's bytes are counted once.
+        const live = stored.reduce((sum, m) => sum + m.payload.length + (m.header?.length ?? 0), 0);
+        expect(store.logStatus()!.messageBytes).toBeLessThanOrEqual(live + stored.length * 64);
+      } finally {
+        await store.close();
+      }
+    }
+  });
+
   it("has the worker write a large group, plain rows and the others alike, exactly as sent", async () => {
     const dir = tempDir();
     const store = new SqliteStore({ dataDir: dir, recentMessageBytes: 0 });

@@ -2,7 +2,8 @@ import { mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { SqliteStore, WAL_TRUNCATE_BYTES } from "../src/store/sqlite-store.js";
+import { WAL_TRUNCATE_BYTES } from "../src/store/disk-upkeep.js";
+import { SqliteStore } from "../src/store/sqlite-store.js";
 
 const MiB = 1024 * 1024;
 /** The WAL's bound plus what one checkpoint round may add before it is emptied. */

@@ -1,13 +1,20 @@
 #!/usr/bin/env node
+/**
+ * `mq9` — the command line of the mq9 broker: `mq9 serve` runs the broker with every app in one
+ * process; the other verbs talk to a running broker (mailboxes, messages, the agent registry,
+ * the orchestrator's tasks).
+ *
+ * @example
+ * ```sh
+ * mq9 serve &
+ * mq9 mailbox create agents.demo --ttl 3600
+ * mq9 send agents.demo "hello"
+ * mq9 fetch agents.demo --group demo
+ * ```
+ */
 import { Command } from "commander";
-import { registerAgentImport } from "./agent-import.js";
-import { registerAgentServe } from "./agent-serve-command.js";
-import { registerClientCommands } from "./client-commands.js";
-import { registerMcp } from "./mcp-command.js";
-import { registerModels } from "./models-command.js";
-import { registerOrchestratorCommands } from "./orchestrator-commands.js";
-import { registerServe } from "./serve.js";
-import { cliVersion } from "./version.js";
+import { registerVerbs } from "./commands/index.js";
+import { cliVersion } from "./shared/version.js";
 
 const program = new Command()
   .name("mq9")
@@ -15,12 +22,5 @@ const program = new Command()
   .version(cliVersion(), "-V, --version", "print the version of mq9")
   .showHelpAfterError();
 
-registerServe(program);
-registerClientCommands(program);
-registerOrchestratorCommands(program);
-registerAgentImport(program);
-registerAgentServe(program);
-registerModels(program);
-registerMcp(program);
-
+await registerVerbs(program, process.argv.slice(2));
 await program.parseAsync(process.argv);

@@ -2,7 +2,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Broker, NatsListener } from "@mq9/broker";
 import { connect, type Mq9Client } from "@mq9/client";
-import { connect as natsConnect } from "nats";
+import { registryFactory } from "@mq9/registry";
+import { connect as natsConnect, nkeys } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tempDir } from "./cli-harness.js";
 import { jsonLines, run, start } from "./cli-run.js";
@@ -14,7 +15,7 @@ let n = 0;
 const box = (prefix = "cli") => `${prefix}.${process.pid}.${++n}`;
 
 beforeAll(async () => {
-  broker = await Broker.start({ port: 0, dataDir: tempDir() });
+  broker = await Broker.start({ port: 0, dataDir: tempDir(), registry: registryFactory() });
   env = { MQ9_SERVER: `mq9://127.0.0.1:${broker.port}` };
   sdk = await connect(env.MQ9_SERVER);
 });
@@ -346,6 +347,43 @@ describe("connection, exit codes and help", () => {
     const top = await run(["--help"]);
     for (const name of ["serve", "mailbox", "send", "fetch", "ack", "query", "delete", "consume", "agent"]) {
       expect(top.stdout).toContain(name);
+    }
+  });
+});
+
+describe("NKey sign-in", () => {
+  it("--nkey-seed <file> or MQ9_NKEY_SEED signs in as the NKey user; a wrong seed exits 3", async () => {
+    const pair = nkeys.createUser();
+    const secured = await Broker.start({
+      port: 0,
+      dataDir: tempDir(),
+      auth: { users: [{ nkey: pair.getPublicKey(), permissions: "agent" }] },
+    });
+    try {
+      const server = { MQ9_SERVER: `mq9://127.0.0.1:${secured.port}` };
+      const dir = tempDir();
+      const seedFile = join(dir, "agent.nk");
+      writeFileSync(seedFile, `${new TextDecoder().decode(pair.getSeed())}\n`);
+      const name = box("nkey");
+      expect(await run(["mailbox", "create", name, "--nkey-seed", seedFile], server)).toMatchObject({
+        code: 0,
+        stdout: `${name}\n`,
+      });
+      expect(await run(["send", name, "signed"], { ...server, MQ9_NKEY_SEED: seedFile })).toMatchObject({
+        code: 0,
+      });
+      // Without credentials, or with another user's seed, the broker refuses the connection.
+      expect((await run(["send", name, "anonymous"], server)).code).toBe(3);
+      const strangerFile = join(dir, "stranger.nk");
+      writeFileSync(strangerFile, new TextDecoder().decode(nkeys.createUser().getSeed()));
+      expect((await run(["send", name, "x", "--nkey-seed", strangerFile], server)).code).toBe(3);
+      const publicKeyFile = join(dir, "public.txt");
+      writeFileSync(publicKeyFile, pair.getPublicKey());
+      const refused = await run(["send", name, "x", "--nkey-seed", publicKeyFile], server);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain("holds no NKey user seed");
+    } finally {
+      await secured.close();
     }
   });
 });

@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { promisify } from "node:util";
 import { Broker } from "@mq9/broker";
+import { registryFactory } from "@mq9/registry";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tempDir } from "./cli-harness.js";
 import { jsonLines, run } from "./cli-run.js";
@@ -37,7 +38,7 @@ describe("docs/client.md", () => {
     let broker: Broker;
     let server: string;
     beforeAll(async () => {
-      broker = await Broker.start({ port: 0, dataDir: tempDir() });
+      broker = await Broker.start({ port: 0, dataDir: tempDir(), registry: registryFactory() });
       server = `mq9://127.0.0.1:${broker.port}`;
     });
     afterAll(() => broker.close());

@@ -19,13 +19,19 @@ const FENCE = /^( *)(`{3,}|~{3,})\s*([\w+-]*)/;
 const SHELLS = new Set(["sh", "bash", "shell"]);
 const SKIP = /^<!--\s*doc-test:\s*skip\s*\((.+)\)\s*-->$/;
 
-/** The pages whose shell blocks are run: README.md, CONTRIBUTING.md, docs/*.md and bench/RESULTS.md. */
+/**
+ * The pages whose shell blocks are run: README.md, CONTRIBUTING.md, docs/*.md, each package's
+ * README.md and bench/RESULTS.md.
+ */
 export function documentedPages(root = REPO_ROOT): string[] {
   const docs = readdirSync(join(root, "docs"))
     .filter((name) => name.endsWith(".md"))
     .sort()
     .map((name) => `docs/${name}`);
-  return ["README.md", "CONTRIBUTING.md", ...docs, "bench/RESULTS.md"].filter((page) =>
+  const packages = readdirSync(join(root, "packages"))
+    .sort()
+    .map((name) => `packages/${name}/README.md`);
+  return ["README.md", "CONTRIBUTING.md", ...docs, ...packages, "bench/RESULTS.md"].filter((page) =>
     existsSync(join(root, page)),
   );
 }

@@ -1,10 +1,12 @@
 import { execFile } from "node:child_process";
-import { readFileSync, rmSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync, rmSync } from "node:fs";
 import { delimiter, join, sep } from "node:path";
 import { promisify } from "node:util";
 import { Broker } from "@mq9/broker";
+import { ensurePythonEnv, skipWithoutPython, VENV } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tempDir } from "./cli-harness.js";
+import { shellBlocks } from "./doc-blocks.js";
 import { REPO_ROOT } from "./doc-examples.js";
 
 const exec = promisify(execFile);
@@ -39,18 +41,36 @@ async function sh(command: string, args: string[], cwd: string, env: NodeJS.Proc
   }
 }
 
+/** The first fenced block in `lang` after the heading `heading` of a Markdown page, as printed. */
+function blockAfter(page: string, heading: string, lang: string): string {
+  const from = page.indexOf(`\n${heading}\n`);
+  if (from < 0) throw new Error(`no heading '${heading}'`);
+  const block = new RegExp("```" + lang + "\\n([\\s\\S]*?)```").exec(page.slice(from));
+  if (!block) throw new Error(`no ${lang} block after '${heading}'`);
+  return block[1];
+}
+
+/** The shell block of a page that holds `command`, as printed. */
+function shellBlockWith(file: string, page: string, command: string): string {
+  const block = shellBlocks(file, page).find((b) => b.script.includes(command));
+  if (!block) throw new Error(`${file} has no shell block with '${command}'`);
+  return block.script;
+}
+
 const version = JSON.parse(readFileSync(join(REPO_ROOT, "packages/cli/package.json"), "utf8")).version;
 
 // A fresh clone of what is committed (uncommitted changes of a working tree are not in it).
 describe("install from a fresh clone, as the README says", () => {
   let broker: Broker;
   beforeAll(async () => {
-    broker = await Broker.start({ port: 0, dataDir: tempDir(), registry: false });
+    broker = await Broker.start({ port: 0, dataDir: tempDir() });
   });
   afterAll(() => broker.close());
 
   // The clone with its node_modules is over a gigabyte: it goes when the test ends.
   let dir: string | undefined;
+  // What the first test installed, for the Hermes steps after it.
+  let installed: { clone: string; prefix: string } | undefined;
   afterAll(() => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -89,5 +109,56 @@ describe("install from a fresh clone, as the README says", () => {
       onPath,
     );
     expect(created.stdout).toBe("fresh.clone.inbox\n");
+    installed = { clone, prefix };
   }, 1_200_000);
+
+  // docs/hermes.md's steps as printed, with `mq9` on PATH from the npm link above (not a
+  // launcher of the test's own): the plugin's install line, the MCP route's config block, and
+  // Hermes' own check of that MCP server.
+  it.skipIf(skipWithoutPython())(
+    "the Hermes steps of docs/hermes.md: plugin install, the mcp_servers block, `hermes mcp test mq9`",
+    async () => {
+      if (!installed) throw new Error("the install test before this one did not finish");
+      const { clone, prefix } = installed;
+      await ensurePythonEnv();
+      const home = tempDir("mq9-hermes-home-");
+      const page = readFileSync(join(clone, "docs/hermes.md"), "utf8");
+      const hermesEnv = cleanEnv({
+        PATH: [join(prefix, "bin"), join(VENV, "bin"), userPath()].join(delimiter),
+        HERMES_HOME: home,
+        MQ9_SERVER: `mq9://127.0.0.1:${broker.port}`,
+      });
+      // The linked mq9 is the one Hermes finds.
+      const which = await sh("sh", ["-c", "command -v mq9"], home, hermesEnv);
+      expect(which.stdout.trim()).toBe(join(prefix, "bin", "mq9"));
+
+      // "Install": run at the clone's root, as the page says.
+      await sh(
+        "sh",
+        ["-c", shellBlockWith("docs/hermes.md", page, "hermes plugins install")],
+        clone,
+        hermesEnv,
+      );
+      expect(existsSync(join(home, "plugins/mq9/plugin.yaml"))).toBe(true);
+
+      // "The MCP route": the block goes into Hermes' config as printed.
+      const mcpServers = blockAfter(page, "## The MCP route", "yaml");
+      expect(mcpServers).toMatch(/command: "mq9"/);
+      appendFileSync(join(home, "config.yaml"), `\n${mcpServers}`);
+      const check = await sh(
+        "sh",
+        ["-c", shellBlockWith("docs/hermes.md", page, "hermes mcp test")],
+        home,
+        hermesEnv,
+      );
+      const output = check.stdout + check.stderr;
+      expect(output, output).toContain("Transport: stdio → mq9");
+      expect(output, output).toMatch(/Connected \(\d+ms\)/);
+      expect(output, output).toMatch(/Tools discovered: [1-9]/);
+      expect(output).toContain("mq9_discover_agents");
+      expect(output).toContain("mq9_call_agent");
+      rmSync(home, { recursive: true, force: true });
+    },
+    900_000,
+  );
 });

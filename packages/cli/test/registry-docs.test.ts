@@ -1,4 +1,5 @@
 import { Broker } from "@mq9/broker";
+import { registryFactory } from "@mq9/registry";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tempDir } from "./cli-harness.js";
 import { run } from "./cli-run.js";
@@ -7,7 +8,7 @@ import { docExample, shellWords } from "./doc-examples.js";
 describe("docs/registry.md", () => {
   let broker: Broker;
   beforeAll(async () => {
-    broker = await Broker.start({ port: 0, dataDir: tempDir() });
+    broker = await Broker.start({ port: 0, dataDir: tempDir(), registry: registryFactory() });
   });
   afterAll(() => broker.close());
 

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { Subjects } from "@mq9/protocol";
 import { connect } from "nats";
 import { describe, expect, it } from "vitest";
-import { loadServeConfig } from "../src/config.js";
+import { loadServeConfig } from "../src/serve/config.js";
 import { runCli, spawnServe, tempDir } from "./cli-harness.js";
 
 describe("mq9 serve", () => {

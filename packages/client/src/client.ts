@@ -16,6 +16,7 @@ import type { NatsConnection } from "nats";
 import { ConnectionWatcher } from "./connection-watcher.js";
 import { type ConsumeOptions, Consumer, type ConsumerSource, type MessageHandler } from "./consumer.js";
 import { Heartbeat, type HeartbeatOptions } from "./heartbeat.js";
+import { type ClientLogger, stderrLogger } from "./logger.js";
 import { Mq9Message } from "./message.js";
 import { targetAddress } from "./mq9-uri.js";
 import { encodePayload, type Payload } from "./payload.js";
@@ -35,6 +36,11 @@ import { type EncodedHeaders, type SendOptions, sendHeaders } from "./send-optio
 export interface Mq9ClientOptions {
   /** How long a request waits for its reply (default 5 000; a FETCH adds its long-poll). */
   requestTimeoutMs?: number;
+  /**
+   * Where consumers, heartbeats and A2A agents without an `onError` report their failures
+   * (default `stderrLogger`, one line each; `quietLogger` says nothing).
+   */
+  logger?: ClientLogger;
 }
 
 const json = (value: unknown): Uint8Array => Buffer.from(JSON.stringify(value));
@@ -51,6 +57,8 @@ function isObject(value: unknown): value is Record<string, unknown> {
 export class Mq9Client {
   /** How long a request waits for its reply. */
   readonly requestTimeoutMs: number;
+  /** Where background failures without an `onError` go. */
+  readonly logger: ClientLogger;
   private readonly watcher: ConnectionWatcher;
   private readonly mux: RequestMux;
   private readonly consumers = new Set<Consumer>();
@@ -65,6 +73,7 @@ export class Mq9Client {
     options: Mq9ClientOptions = {},
   ) {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 5_000;
+    this.logger = options.logger ?? stderrLogger;
     this.watcher = new ConnectionWatcher(nats);
     this.mux = new RequestMux(nats, this.watcher);
     this.source = {
@@ -72,6 +81,7 @@ export class Mq9Client {
       fetchItems: (mailAddress, body, maxWaitMs, signal) =>
         this.fetchItems(mailAddress, body, maxWaitMs, signal),
       ack: (mailAddress, group, msgId) => this.ack(mailAddress, group, msgId),
+      logger: this.logger,
     };
   }
 
@@ -83,6 +93,20 @@ export class Mq9Client {
   /** Creates a mailbox and returns its mail address (the given name, or one the broker generated). */
   async createMailbox(options: CreateMailboxOptions = {}): Promise<string> {
     return this.call(Subjects.mailboxCreate, json(createBody(options)), readReply.create);
+  }
+
+  /**
+   * Creates the named mailbox unless it exists: resolves true when it was created, false when it
+   * was there already (its TTL and description then stay as they were).
+   */
+  async ensureMailbox(options: CreateMailboxOptions & { name: string }): Promise<boolean> {
+    try {
+      await this.createMailbox(options);
+      return true;
+    } catch (err) {
+      if (err instanceof Mq9Error && err.code === "MAILBOX_EXISTS") return false;
+      throw err;
+    }
   }
 
   /**
@@ -196,6 +220,7 @@ export class Mq9Client {
       (body) => this.report(body),
       options,
       () => this.heartbeats.delete(heartbeat),
+      this.logger,
     );
     this.heartbeats.add(heartbeat);
     return heartbeat;

@@ -1,6 +1,13 @@
 import { Defaults, Mq9Error } from "@mq9/protocol";
-import { type ConnectionOptions, connect as natsConnect, type TlsOptions } from "nats";
+import {
+  type ConnectionOptions,
+  connect as natsConnect,
+  nkeyAuthenticator,
+  nkeys,
+  type TlsOptions,
+} from "nats";
 import { Mq9Client } from "./client.js";
+import type { ClientLogger } from "./logger.js";
 import { fromNatsError } from "./nats-errors.js";
 import { parseServerUrl } from "./server-url.js";
 
@@ -12,6 +19,11 @@ export interface ConnectOptions {
   token?: string;
   user?: string;
   password?: string;
+  /**
+   * The seed of an NKey user (the text `SU…`, as `nk -gen user` prints it, or its bytes):
+   * the client signs the broker's nonce with it, and the broker knows the user by the public key.
+   */
+  nkeySeed?: string | Uint8Array;
   /**
    * TLS settings (CA, client certificate). `true` or an object forces TLS; `tls://`
    * and `mq9s://` URLs turn it on too, and a broker that requires TLS gets it anyway.
@@ -29,6 +41,8 @@ export interface ConnectOptions {
   maxReconnectAttempts?: number;
   /** Pause between reconnect attempts (default 1 000). */
   reconnectDelayMs?: number;
+  /** Where background failures without an `onError` go (default `stderrLogger`); see Mq9ClientOptions. */
+  logger?: ClientLogger;
 }
 
 /**
@@ -59,10 +73,12 @@ export async function connect(
     natsOptions.user = user;
     natsOptions.pass = options.password ?? fromUrl?.password ?? "";
   }
+  if (options.nkeySeed !== undefined)
+    natsOptions.authenticator = nkeyAuthenticator(userSeed(options.nkeySeed));
   if (wantTls) natsOptions.tls = typeof options.tls === "object" ? options.tls : {};
   try {
     const nc = await natsConnect(natsOptions);
-    return new Mq9Client(nc, { requestTimeoutMs: options.requestTimeoutMs });
+    return new Mq9Client(nc, { requestTimeoutMs: options.requestTimeoutMs, logger: options.logger });
   } catch (err) {
     const where = `cannot connect to ${urls.join(", ") || DEFAULT_SERVER}`;
     const error = fromNatsError(err, where);
@@ -74,4 +90,24 @@ export async function connect(
       { cause: err },
     );
   }
+}
+
+/** The seed's bytes, checked up front: a bad seed would otherwise fail deep inside the handshake. */
+function userSeed(seed: string | Uint8Array): Uint8Array {
+  const text = (typeof seed === "string" ? seed : new TextDecoder().decode(seed)).trim();
+  const bytes = new TextEncoder().encode(text);
+  let valid = false;
+  try {
+    valid = text.startsWith("SU") && nkeys.fromSeed(bytes).getPublicKey().startsWith("U");
+  } catch {
+    valid = false;
+  }
+  if (!valid) {
+    throw new Mq9Error(
+      "INVALID_REQUEST",
+      "nkeySeed is not an NKey user seed: give the seed (the line starting with SU), not the public key",
+      { retryable: false },
+    );
+  }
+  return bytes;
 }

@@ -2,6 +2,7 @@ import { type DeliverPolicy, type FetchRequest, type MessageItem, Mq9Error } fro
 import { DEFAULT_RETRY, pause, type RetryOptions, retryDelay } from "./backoff.js";
 import { BatchAcker } from "./batch-acker.js";
 import type { ConnectionWatcher } from "./connection-watcher.js";
+import type { ClientLogger } from "./logger.js";
 import { Mq9Message } from "./message.js";
 import { fetchBody } from "./request-bodies.js";
 
@@ -72,6 +73,8 @@ export interface ConsumerSource {
   ): Promise<MessageItem[]>;
   /** One ACK. */
   ack(mailAddress: string, group: string, msgId: number): Promise<void>;
+  /** Where failures go when the consumer has no `onError`. */
+  readonly logger: ClientLogger;
 }
 
 /** Leaving a for-await loop (break, throw, return) rejects the held message with this; not reported. */
@@ -144,7 +147,7 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
       retry: { ...DEFAULT_RETRY, ...options.retry },
       onError:
         options.onError ??
-        ((error) => process.stderr.write(`mq9 consumer of ${mailAddress}: ${error.message}\n`)),
+        ((error) => source.logger.warn(`mq9 consumer of ${mailAddress}: ${error.message}`)),
     };
     this.freeSlots = concurrency;
     if (handler) this.begin(handler);

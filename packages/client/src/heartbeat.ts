@@ -1,4 +1,5 @@
 import { type AgentReportRequest, Mq9Error } from "@mq9/protocol";
+import { type ClientLogger, stderrLogger } from "./logger.js";
 
 /** Options of `Mq9Client.heartbeat`. */
 export interface HeartbeatOptions {
@@ -12,7 +13,7 @@ export interface HeartbeatOptions {
   reportInfo?: string | (() => string | Promise<string>);
   /** Further keys sent with every REPORT. */
   extra?: Record<string, unknown>;
-  /** A failed REPORT; the heartbeat keeps going. Default: one line on stderr. */
+  /** A failed REPORT; the heartbeat keeps going. Default: a line to the client's logger. */
   onError?: (error: Error) => void;
 }
 
@@ -28,6 +29,7 @@ export class Heartbeat {
     private readonly report: (body: AgentReportRequest) => Promise<void>,
     private readonly options: HeartbeatOptions,
     private readonly onStopped: () => void = () => {},
+    private readonly logger: ClientLogger = stderrLogger,
   ) {
     if (options.name === undefined && options.mailbox === undefined) {
       throw new Mq9Error("INVALID_REQUEST", "a heartbeat needs the agent's name or mailbox", {
@@ -73,7 +75,7 @@ export class Heartbeat {
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));
       if (onError) onError(error);
-      else process.stderr.write(`mq9 heartbeat of ${name ?? mailbox}: ${error.message}\n`);
+      else this.logger.warn(`mq9 heartbeat of ${name ?? mailbox}: ${error.message}`);
     }
   }
 }

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NatsListener } from "@mq9/broker";
 import { boxName, eventually, sleep, startBroker, type TestBroker } from "@mq9/testkit";
-import { connect as natsConnect } from "nats";
+import { connect as natsConnect, nkeys } from "nats";
 import { afterEach, describe, expect, it } from "vitest";
 import { connect, Mq9Client, Mq9Error } from "../src/index.js";
 import { TcpProxy } from "./tcp-proxy.js";
@@ -103,6 +103,25 @@ describe("connect", () => {
     expect(await client.createMailbox({ name: boxName() })).toBeTruthy();
     await client.close();
     expect((await failure(connect(t.url, { user: "agent", password: "nope" }))).code).toBe("NOT_CONNECTED");
+  });
+
+  it("NKey auth: the seed signs in as its user; another seed or a public key does not", async () => {
+    const pair = nkeys.createUser();
+    const seed = new TextDecoder().decode(pair.getSeed());
+    const t = await broker({ auth: { users: [{ nkey: pair.getPublicKey(), permissions: "agent" }] } });
+    const client = await connect(t.url, { nkeySeed: `${seed}\n` });
+    expect(await client.createMailbox({ name: boxName() })).toBeTruthy();
+    await client.close();
+    const bytes = await connect(t.url, { nkeySeed: pair.getSeed() });
+    await bytes.close();
+    const stranger = new TextDecoder().decode(nkeys.createUser().getSeed());
+    expect(await failure(connect(t.url, { nkeySeed: stranger }))).toMatchObject({
+      code: "NOT_CONNECTED",
+      retryable: false,
+    });
+    const wrong = await failure(connect(t.url, { nkeySeed: pair.getPublicKey() }));
+    expect(wrong.code).toBe("INVALID_REQUEST");
+    expect(wrong.message).toMatch(/not an NKey user seed/);
   });
 
   it("mq9s:// speaks TLS to a broker with a certificate", async () => {

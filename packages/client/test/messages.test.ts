@@ -42,6 +42,16 @@ describe("mailboxes", () => {
     });
   });
 
+  it("ensureMailbox creates a missing mailbox and leaves an existing one as it was", async () => {
+    const name = boxName("ensured");
+    expect(await client.ensureMailbox({ name, desc: "first" })).toBe(true);
+    await client.send(name, "kept");
+    expect(await client.ensureMailbox({ name, ttl: 1, desc: "second" })).toBe(false);
+    expect((await client.query(name)).map((m) => m.text())).toEqual(["kept"]);
+    // Only "already exists" is swallowed: other refusals still throw.
+    expect(await codeOf(client.ensureMailbox({ name: "Upper.Case" }))).toBe("INVALID_NAME");
+  });
+
   it("INVALID_NAME for a name the broker refuses", async () => {
     expect(await codeOf(client.createMailbox({ name: "Upper.Case" }))).toBe("INVALID_NAME");
     expect(await codeOf(client.createMailbox({ name: "a..b" }))).toBe("INVALID_NAME");

@@ -177,6 +177,36 @@ describe("registry on the real broker", () => {
     expect(err).toMatchObject({ code: "AGENT_NOT_FOUND" });
   });
 
+  it("background failures without an onError go to the client's logger", async (ctx) => {
+    if (!available) ctx.skip();
+    const lines: string[] = [];
+    const logged = await t.client({ logger: { warn: (line) => lines.push(line) } });
+    const nobody = boxName("nobody");
+    const heartbeat = logged.heartbeat({ mailbox: nobody, intervalMs: 50 });
+    const box = await logged.createMailbox({ name: boxName("logged") });
+    await logged.send(box, "x");
+    const consumer = logged.consume(
+      box,
+      () => {
+        throw new Error("the handler failed");
+      },
+      { group: "g", deliver: "earliest" },
+    );
+    await eventually(
+      () =>
+        lines.includes(`mq9 heartbeat of ${nobody}: agent not found`) &&
+        lines.includes(`mq9 consumer of ${box}: the handler failed`),
+    );
+    // An onError of its own wins over the logger.
+    const own: Error[] = [];
+    const other = boxName("nobody");
+    const quiet = logged.heartbeat({ mailbox: other, intervalMs: 50, onError: (e) => own.push(e) });
+    await eventually(() => own.length >= 2);
+    await Promise.all([heartbeat.stop(), quiet.stop(), consumer.stop()]);
+    expect(lines.filter((l) => l.includes(other))).toEqual([]);
+    expect(own[0].message).toBe("agent not found");
+  });
+
   it("a heartbeat keeps an agent with a ttl discoverable", async (ctx) => {
     if (!available) ctx.skip();
     const mailbox = await client.createMailbox({ name: boxName("agents") });

@@ -1,17 +1,37 @@
-export { Agent, type AgentOptions, type MessageContext } from "./agent/agent.js";
+/**
+ * `@mq9/orchestrator` — routing, YAML task templates (pipelines, fan-outs, merges, DAGs),
+ * traces and loop guards over mq9 mailboxes, written against the client SDK only.
+ * Agents are written with `@mq9/agent`; an agent author does not need this package.
+ *
+ * @example
+ * ```ts
+ * import { Orchestrator } from "@mq9/orchestrator";
+ *
+ * const orchestrator = await Orchestrator.start({ server: "mq9://127.0.0.1:4332", templates: "./templates" });
+ * const task = await orchestrator.submit("content_analysis", { text: "…" });
+ * const done = await orchestrator.wait(task.task_id);
+ * console.log(done.status, done.result);
+ * await orchestrator.close();
+ * ```
+ *
+ * @module
+ */
+// The Agent SDK and the envelope live in @mq9/agent; they are re-exported here so code
+// written against @mq9/orchestrator before the split keeps working. New code imports them
+// from @mq9/agent.
 export {
+  Agent,
   type AgentManifest,
-  ManifestError,
-  type ManifestRecord,
-  ORCHESTRATED_TAG,
-  type ResolvedManifest,
-  registrationBody,
-  resolveManifest,
-} from "./agent/manifest.js";
-export {
+  type AgentOptions,
+  agentMailbox,
+  BusNames,
   type ChildFields,
   childOf,
   createEnvelope,
+  DEFAULT_MEMORY_TTL_S,
+  DEFAULT_NAMESPACE,
+  type DeadLetter,
+  DeadLetters,
   decodeEnvelope,
   type Envelope,
   EnvelopeError,
@@ -19,17 +39,30 @@ export {
   envelopeHeaders,
   forward,
   isTaskPriority,
+  loopViolation,
+  ManifestError,
+  type ManifestRecord,
   MESSAGE_TYPES,
+  type MessageContext,
   type MessageType,
   mq9Priority,
   type NewEnvelope,
   newId,
+  ORCHESTRATED_TAG,
+  preciseNow,
+  type ResolvedManifest,
+  readEnvelope,
+  registrationBody,
   replyTo,
+  resolveManifest,
+  SeenMessages,
+  type SendEnvelopeOptions,
+  sendEnvelope,
   type TaskPriority,
-} from "./bus/envelope.js";
-export { preciseNow, readEnvelope, type SendEnvelopeOptions, sendEnvelope } from "./bus/envelope-io.js";
-export { loopViolation, SeenMessages, TraceBudget } from "./bus/loop-guard.js";
-export { agentMailbox, BusNames, DEFAULT_NAMESPACE, traceTag } from "./bus/names.js";
+  TraceBudget,
+  TraceMemory,
+  traceTag,
+} from "@mq9/agent/internal";
 export { OrchestratorError, type OrchestratorErrorCode } from "./errors.js";
 export {
   type ApiHandler,
@@ -41,7 +74,6 @@ export {
   type RouteRegistrar,
   type TemplateSummary,
 } from "./http/api-routes.js";
-export { DEFAULT_MEMORY_TTL_S, TraceMemory } from "./memory/trace-memory.js";
 export {
   type MetricsSnapshot,
   OrchestratorMetrics,
@@ -55,7 +87,6 @@ export {
 } from "./routing/agent-directory.js";
 export { type AgentView, isAlive } from "./routing/agent-view.js";
 export { chooseForCapability } from "./routing/capability-choice.js";
-export { type DeadLetter, DeadLetters } from "./routing/dead-letters.js";
 export {
   type DeadKind,
   type Delivery,

@@ -1,10 +1,9 @@
-import { connect, type Mq9Client, Mq9Error } from "@mq9/client";
-import { BusNames } from "./bus/names.js";
+import { BusNames, type DeadLetter, DeadLetters, type Logger, stderrLogger } from "@mq9/agent/internal";
+import { connect, type Mq9Client } from "@mq9/client";
 import { OrchestratorError } from "./errors.js";
 import type { OrchestratorApi, TemplateSummary } from "./http/api-routes.js";
 import { type MetricsSnapshot, OrchestratorMetrics } from "./observability/orchestrator-metrics.js";
 import { AgentDirectory, type DirectoryEntry } from "./routing/agent-directory.js";
-import { type DeadLetter, DeadLetters } from "./routing/dead-letters.js";
 import { LOOP_KINDS, Router } from "./routing/router.js";
 import { Scheduler, type SubmitOptions, type TemplateLookup } from "./scheduler/scheduler.js";
 import { TASK_STATUSES, type TaskState, type TaskStatus } from "./scheduler/task-state.js";
@@ -38,7 +37,9 @@ export interface OrchestratorOptions {
   messageTtlSeconds?: number;
   /** Seconds a trace's memory lives (default a day). */
   memoryTtlSeconds?: number;
-  /** Problems that do not stop the orchestrator (a failed refresh, an undeliverable webhook). */
+  /** Where problems that do not stop the orchestrator are logged; default: one line each on stderr. */
+  logger?: Logger;
+  /** Problems that do not stop the orchestrator (a failed refresh, an undeliverable webhook); default: a warning on `logger`. */
   onError?: (error: Error) => void;
   /** Tasks run at once; later ones are queued, pending (default 10 000). */
   maxTasksInFlight?: number;
@@ -64,6 +65,12 @@ export type OrchestratorLog = (
   message: string,
   fields: Record<string, unknown>,
 ) => void;
+
+/** A problem reporter that logs each problem as a warning. */
+const warnOn =
+  (logger: Logger) =>
+  (error: Error): void =>
+    logger.warn(error.message);
 
 const STATUS_EVENT: Partial<Record<TaskStatus, WebhookEvent>> = {
   completed: "task_completed",
@@ -93,8 +100,7 @@ export class Orchestrator implements OrchestratorApi {
 
   /** Connects, creates its mailboxes, reads the registry, resumes unfinished tasks and starts routing. */
   static async start(options: OrchestratorOptions = {}): Promise<Orchestrator> {
-    const report =
-      options.onError ?? ((e: Error) => process.stderr.write(`mq9 orchestrator: ${e.message}\n`));
+    const report = options.onError ?? warnOn(options.logger ?? stderrLogger("mq9 orchestrator"));
     const client = options.client ?? (await connect(options.server, { name: "mq9-orchestrator" }));
     const names = new BusNames(options.namespace);
     let ownedTemplates: TemplateSet | undefined;
@@ -113,11 +119,7 @@ export class Orchestrator implements OrchestratorApi {
     }
     try {
       for (const mailbox of [names.inbox, names.router, names.tasks, names.deadLetters]) {
-        try {
-          await client.createMailbox({ name: mailbox });
-        } catch (err) {
-          if (!(err instanceof Mq9Error) || err.code !== "MAILBOX_EXISTS") throw err;
-        }
+        await client.ensureMailbox({ name: mailbox });
       }
       const webhooks = new WebhookNotifier(options.webhooks ?? [], report);
       const deadLetters = new DeadLetters(client, names);

@@ -165,6 +165,28 @@ describe("agent SDK", () => {
     ]);
   });
 
+  it("a handler failure goes to the agent's logger, with the msg_id, when no onError is given", async () => {
+    const logged: { fields: unknown; text: string | undefined }[] = [];
+    const logger = {
+      debug() {},
+      info() {},
+      warn() {},
+      error: (fields: object | string, text?: string) => logged.push({ fields, text }),
+    };
+    const agent = await world.agent(
+      { name: "g-logged", capabilities: [] },
+      () => {
+        throw new Error("the handler broke");
+      },
+      { onError: undefined, logger },
+    );
+    const client = await world.client();
+    const message = query("g-logged", "anything");
+    await sendEnvelope(client, agent.mailbox, message);
+    const [entry] = await until("the failure to be logged", () => (logged.length > 0 ? logged : undefined));
+    expect(entry).toEqual({ fields: { msg_id: message.msg_id }, text: "the handler broke" });
+  });
+
   it("a manifest with mistakes is refused, saying what to fix", () => {
     expect(() => resolveManifest({ name: "Bad Name", capabilities: [] })).toThrow(ManifestError);
     expect(() => resolveManifest({ name: "ok", capabilities: ["x"], max_concurrency: 0 })).toThrow(

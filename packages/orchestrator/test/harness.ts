@@ -1,18 +1,11 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Agent, type AgentManifest, type AgentOptions, type Envelope, type MessageContext } from "@mq9/agent";
 import { Broker, type BrokerOptions } from "@mq9/broker";
 import { connect, type Mq9Client } from "@mq9/client";
-import {
-  Agent,
-  type AgentManifest,
-  type AgentOptions,
-  type Envelope,
-  type MessageContext,
-  mountOrchestratorApi,
-  Orchestrator,
-  type OrchestratorOptions,
-} from "../src/index.js";
+import { registryFactory } from "@mq9/registry";
+import { mountOrchestratorApi, Orchestrator, type OrchestratorOptions } from "../src/index.js";
 
 export type Handler = (message: Envelope, context: MessageContext, agent: Agent) => unknown;
 
@@ -104,7 +97,7 @@ export async function startWorld(
     port: 0,
     dataDir,
     sweepIntervalMs: 100,
-    registry: { embedder: "none" },
+    registry: registryFactory({ embedder: "none" }),
     http: options.http
       ? { port: 0, routes: (app) => mountOrchestratorApi(app, () => world.orchestrator) }
       : undefined,

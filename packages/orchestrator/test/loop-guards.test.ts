@@ -142,4 +142,25 @@ describe("loop guards that alert", () => {
     await until("the re-sent message to be seen as a duplicate", () => second.stats.duplicates === 1);
     expect(handled).toBe(1);
   });
+
+  it("a msg_id without reply_to handled before an agent restart is not handled again after it", async () => {
+    const handled: string[] = [];
+    const manifest = { name: "r-noreply", capabilities: [] };
+    const handler = (m: Envelope) => {
+      handled.push(m.msg_id);
+      return undefined;
+    };
+    const first = await world.agent(manifest, handler);
+    const client = await world.client();
+    const messages = [0, 1, 2].map(() => ask({ target: "r-noreply" }));
+    for (const m of messages) await sendEnvelope(client, first.mailbox, m);
+    await until("all three handled", () => first.stats.handled === 3);
+    await first.stop();
+    const second = await world.agent(manifest, handler);
+    const fresh = ask({ target: "r-noreply" });
+    for (const m of [...messages, fresh]) await sendEnvelope(client, second.mailbox, m);
+    await until("the new message to be handled", () => second.stats.handled === 1);
+    await until("the re-sent ones to be seen as duplicates", () => second.stats.duplicates === 3);
+    expect(handled).toEqual([...messages, fresh].map((m) => m.msg_id));
+  });
 });

@@ -1,3 +1,20 @@
+/**
+ * `@mq9/protocol` — the whole mq9 wire, defined once: subjects, headers, request and reply
+ * shapes, the request validators the broker runs, the reply encoders it writes with, the reply
+ * decoders the client reads with, error texts and their stable codes. No dependencies; the
+ * broker and the client both build on it, so they cannot drift apart.
+ *
+ * @example
+ * ```ts
+ * import { decodeSendReply, encodeSendReply, parseCreateRequest, Subjects } from "@mq9/protocol";
+ *
+ * Subjects.send("agents.planner"); // "$mq9.AI.MSG.SEND.agents.planner"
+ * const create = parseCreateRequest(new TextEncoder().encode('{"name":"agents.planner","ttl":60}'));
+ * if (!create.ok) throw new Error(create.error); // the text a broker answers with
+ * const reply = decodeSendReply(new TextEncoder().encode(encodeSendReply(7)), "send");
+ * if (reply.ok) console.log(reply.value); // 7; else reply.error is an Mq9Error with its code
+ * ```
+ */
 export type {
   AgentDiscoverReply,
   AgentDiscoverRequest,
@@ -6,6 +23,24 @@ export type {
   AgentReportRequest,
   AgentUnregisterRequest,
 } from "./agent-messages.js";
+export {
+  bareMailbox,
+  DEFAULT_REGISTRATION_LIMITS,
+  normalizeTag,
+  type ParsedRegistration,
+  parseRegisterRequest,
+  type RegistrationLimits,
+  type SkillText,
+} from "./agent-registration.js";
+export {
+  type AgentSelector,
+  MAX_DISCOVER_LIMIT,
+  type ParsedDiscoverRequest,
+  type ParsedReportRequest,
+  parseDiscoverRequest,
+  parseReportRequest,
+  parseUnregisterRequest,
+} from "./agent-requests.js";
 export { Defaults } from "./defaults.js";
 export { Errors } from "./errors.js";
 export { headerBlockJson } from "./header-block-json.js";
@@ -62,6 +97,7 @@ export {
   parseAckRequest,
   parseCreateRequest,
   parseFetchRequest,
+  parseMsgIdToken,
   parseQueryRequest,
   parseSendOptions,
 } from "./validate.js";

@@ -17,17 +17,48 @@ import { isPriority, type Priority } from "./priority.js";
  */
 export type Parsed<T, E = string> = { ok: true; value: T } | { ok: false; error: E };
 
-class BodyError extends Error {}
-
-type JsonObject = Record<string, unknown>;
-
-/** Decodes a request body as a JSON object; an empty body counts as `{}` where `emptyAsObject`. */
-function readObject(body: Uint8Array, emptyAsObject: boolean): JsonObject {
-  const text = new TextDecoder().decode(body).trim();
-  if (text === "") {
-    if (emptyAsObject) return {};
-    throw new BodyError("the body is empty; send a JSON object");
+/**
+ * A request body the caller must fix; its message is the reason inside the command's
+ * "invalid … payload" text, or with `whole` the complete error text.
+ */
+export class BodyError extends Error {
+  constructor(
+    message: string,
+    readonly whole = false,
+  ) {
+    super(message);
   }
+}
+
+export type JsonObject = Record<string, unknown>;
+
+export interface ReadJsonOptions {
+  /** An empty body (or the JSON `null` or `""`) counts as `{}`. */
+  emptyAsObject?: boolean;
+  /** The error for an empty body instead of the generic one. */
+  emptyError?: BodyError;
+  /** Refuse a body that is not valid UTF-8 (else decoded with replacement characters). */
+  strictUtf8?: boolean;
+}
+
+const strictDecoder = new TextDecoder("utf-8", { fatal: true });
+
+/** Decodes a request body as one JSON object, with its trimmed text. */
+export function readJsonObject(
+  body: Uint8Array,
+  options: ReadJsonOptions = {},
+): { obj: JsonObject; text: string } {
+  let text: string;
+  try {
+    text = (options.strictUtf8 ? strictDecoder : new TextDecoder()).decode(body).trim();
+  } catch {
+    throw new BodyError("the body is not valid UTF-8; send a JSON object");
+  }
+  const empty = () => {
+    if (options.emptyAsObject) return { obj: {}, text: "{}" };
+    throw options.emptyError ?? new BodyError("the body is empty; send a JSON object");
+  };
+  if (text === "") return empty();
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -35,12 +66,14 @@ function readObject(body: Uint8Array, emptyAsObject: boolean): JsonObject {
     throw new BodyError(`malformed JSON (${(err as Error).message})`);
   }
   // Python SDKs send the JSON string "" as an empty body for some commands.
-  if (value === null || value === "") {
-    if (emptyAsObject) return {};
-    throw new BodyError("the body is empty; send a JSON object");
-  }
+  if (value === null || value === "") return empty();
   if (typeof value !== "object" || Array.isArray(value)) throw new BodyError("expected a JSON object");
-  return value as JsonObject;
+  return { obj: value as JsonObject, text };
+}
+
+/** Decodes a request body as a JSON object; an empty body counts as `{}` where `emptyAsObject`. */
+function readObject(body: Uint8Array, emptyAsObject: boolean): JsonObject {
+  return readJsonObject(body, { emptyAsObject }).obj;
 }
 
 function optional(obj: JsonObject, field: string): unknown {
@@ -77,11 +110,12 @@ function optionalBool(obj: JsonObject, field: string): boolean | undefined {
   return value;
 }
 
-function parseWith<T>(read: () => T, wrap: (reason: string) => string): Parsed<T> {
+/** Runs a reader that throws BodyError; its reason becomes the error text through `wrap`. */
+export function parseWith<T>(read: () => T, wrap: (reason: string) => string): Parsed<T> {
   try {
     return { ok: true, value: read() };
   } catch (err) {
-    if (err instanceof BodyError) return { ok: false, error: wrap(err.message) };
+    if (err instanceof BodyError) return { ok: false, error: err.whole ? err.message : wrap(err.message) };
     throw err;
   }
 }
@@ -208,4 +242,15 @@ export function parseSendOptions(headers: Map<string, string> | undefined): Pars
     },
     (reason) => reason,
   );
+}
+
+const wholeNumber = /^\d+$/;
+
+/** Reads the msg_id at the end of a DELETE subject (`$mq9.AI.MSG.DELETE.<mailbox>.<msg_id>`). */
+export function parseMsgIdToken(token: string): Parsed<number> {
+  const msgId = Number(token);
+  if (!wholeNumber.test(token) || !Number.isSafeInteger(msgId)) {
+    return { ok: false, error: Errors.invalidMsgId(token) };
+  }
+  return { ok: true, value: msgId };
 }

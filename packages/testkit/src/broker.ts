@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker, type BrokerOptions } from "@mq9/broker";
 import { type ConnectOptions, connect, type Mq9Client } from "@mq9/client";
+import { registryFactory } from "@mq9/registry";
 
 export interface TestBroker {
   broker: Broker;
@@ -22,7 +23,7 @@ export interface TestBroker {
 /** Starts a real broker on a free port with a fresh data directory. */
 export async function startBroker(options: BrokerOptions = {}): Promise<TestBroker> {
   const dataDir = mkdtempSync(join(tmpdir(), "mq9-test-"));
-  const base = { dataDir, sweepIntervalMs: 100, ...options };
+  const base = { dataDir, sweepIntervalMs: 100, registry: registryFactory(), ...options };
   let broker = await Broker.start({ port: 0, ...base });
   const port = broker.port;
   const clients: Mq9Client[] = [];

@@ -33,6 +33,7 @@ export { eventually, sleep } from "./eventually.js";
 export { DESIGN_TEMPLATE } from "./fixtures.js";
 export { freePort } from "./free-port.js";
 export { boxName } from "./names.js";
+export { ensurePythonEnv, pythonMissing, skipWithoutPython, VENV } from "./python-env.js";
 export {
   contentAnalysisTemplates,
   repoRoot,

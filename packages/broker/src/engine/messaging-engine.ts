@@ -6,9 +6,11 @@ import {
   type MailboxCreateRequest,
   Mq9Error,
   mailAddressError,
+  parseMsgIdToken,
   parseSendOptions,
   type QueryRequest,
 } from "@mq9/protocol";
+import { BrokerDefaults } from "../broker-defaults.js";
 import { type Logger, silentLogger } from "../logger.js";
 import { canReleaseLeases } from "../store/lease-release.js";
 import type {
@@ -51,8 +53,6 @@ export interface MessagingEngineOptions {
   sweepIntervalMs?: number;
 }
 
-const wholeNumber = /^\d+$/;
-
 function sleep(ms: number): { done: Promise<void>; cancel(): void } {
   let timer: NodeJS.Timeout | undefined;
   const done = new Promise<void>((resolve) => {
@@ -84,10 +84,10 @@ export class MessagingEngine {
     this.notifier = options.notifier ?? new LocalNotifier();
     this.logger = options.logger ?? silentLogger;
     this.now = options.now ?? Date.now;
-    this.leaseMs = options.leaseMs ?? 30_000;
-    this.maxWaitMs = options.maxWaitMs ?? 4_500;
-    this.fetchMaxBytes = options.fetchMaxBytes ?? 8 * 1024 * 1024;
-    this.defaultMailboxTtl = options.defaultMailboxTtl ?? 0;
+    this.leaseMs = options.leaseMs ?? BrokerDefaults.leaseMs;
+    this.maxWaitMs = options.maxWaitMs ?? BrokerDefaults.maxWaitMs;
+    this.fetchMaxBytes = options.fetchMaxBytes ?? BrokerDefaults.fetchMaxBytes;
+    this.defaultMailboxTtl = options.defaultMailboxTtl ?? BrokerDefaults.defaultMailboxTtl;
     this.batcher = new SendBatcher(this.store, (batch, results) => this.committed(batch, results), this.now);
     this.expiry = new ExpiryScheduler({
       store: this.store,
@@ -266,10 +266,9 @@ export class MessagingEngine {
 
   /** Deletes one message of the mailbox. */
   async delete(mailbox: string, msgIdToken: string): Promise<void> {
-    const msgId = Number(msgIdToken);
-    if (!wholeNumber.test(msgIdToken) || !Number.isSafeInteger(msgId)) {
-      throw new Mq9Error("INVALID_REQUEST", Errors.invalidMsgId(msgIdToken));
-    }
+    const parsed = parseMsgIdToken(msgIdToken);
+    if (!parsed.ok) throw new Mq9Error("INVALID_REQUEST", parsed.error);
+    const msgId = parsed.value;
     await this.requireMailbox(mailbox);
     if (!(await this.store.deleteMessage(mailbox, msgId))) {
       throw new Mq9Error("MESSAGE_NOT_FOUND", Errors.messageNotFound);

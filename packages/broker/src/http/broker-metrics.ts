@@ -1,5 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Registry as MetricsRegistry } from "prom-client";
-import type { Registry } from "../registry/registry.js";
+import type { Registry } from "../registry.js";
 import type { RequestObserver } from "../service/request-observer.js";
 import type { StoreLogStatus } from "../store/sqlite-store.js";
 import { RequestMetrics } from "./request-metrics.js";

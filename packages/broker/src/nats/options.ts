@@ -1,4 +1,6 @@
+import { Defaults } from "@mq9/protocol";
 import type { AuthOptions, AuthThrottleOptions, Principal } from "../auth/index.js";
+import { BrokerDefaults } from "../broker-defaults.js";
 import { type Logger, silentLogger } from "../logger.js";
 
 export type { Logger };
@@ -81,14 +83,9 @@ export interface ResolvedOptions {
   logger: Logger;
 }
 
-/**
- * Liveness defaults: nats-server pings every 2 minutes and allows 2 unanswered PINGs, which finds a
- * frozen client after about 6 minutes. A frozen agent may hold a long-poll FETCH and leased
- * messages meanwhile, so mq9 checks four times as often: dead within 2 minutes, at the cost of one
- * PING per idle connection every 30 s.
- */
-export const DEFAULT_PING_INTERVAL_MS = 30_000;
-export const DEFAULT_MAX_PINGS_OUT = 2;
+/** Liveness defaults (the reason for the values is in BrokerDefaults). */
+export const DEFAULT_PING_INTERVAL_MS = BrokerDefaults.pingIntervalMs;
+export const DEFAULT_MAX_PINGS_OUT = BrokerDefaults.maxPingsOut;
 
 function positive(name: string, value: number | undefined, fallback: number, allowZero = false): number {
   if (value === undefined) return fallback;
@@ -115,12 +112,12 @@ export function resolveOptions(options: NatsListenerOptions = {}): ResolvedOptio
     throw new RangeError("NatsListener option auth.token is empty; an empty token is refused");
   }
   return {
-    host: options.host ?? "127.0.0.1",
-    port: positive("port", options.port, 4332, true),
-    maxPayload: positive("maxPayload", options.maxPayload, 1024 * 1024),
+    host: options.host ?? BrokerDefaults.host,
+    port: positive("port", options.port, Defaults.port, true),
+    maxPayload: positive("maxPayload", options.maxPayload, Defaults.maxPayload),
     maxControlLine: positive("maxControlLine", options.maxControlLine, 4096),
-    maxConnections: positive("maxConnections", options.maxConnections, 65_536),
-    maxPendingBytes: positive("maxPendingBytes", options.maxPendingBytes, 64 * 1024 * 1024),
+    maxConnections: positive("maxConnections", options.maxConnections, BrokerDefaults.maxConnections),
+    maxPendingBytes: positive("maxPendingBytes", options.maxPendingBytes, BrokerDefaults.maxPendingBytes),
     pingIntervalMs: positive("pingIntervalMs", options.pingIntervalMs, DEFAULT_PING_INTERVAL_MS),
     maxPingsOut: positive("maxPingsOut", options.maxPingsOut, DEFAULT_MAX_PINGS_OUT),
     authTimeoutMs: positive("authTimeoutMs", options.authTimeoutMs, 2000),

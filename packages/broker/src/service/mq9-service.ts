@@ -18,7 +18,7 @@ import {
 import type { Principal } from "../auth/principal.js";
 import type { MessagingEngine } from "../engine/messaging-engine.js";
 import type { Logger } from "../logger.js";
-import type { Registry } from "../registry/registry.js";
+import type { Registry } from "../registry.js";
 import { MailboxOwnership } from "./ownership.js";
 import type { RequestObserver } from "./request-observer.js";
 

@@ -57,6 +57,12 @@ export class LogApplier {
   private applied = 0;
   private end: LogPosition;
   private busy = false;
+  /**
+   * Whether the worker has started (loaded and opened its connection, which takes a while on a
+   * busy machine): until then nothing is handed to it, so requests meanwhile never wait for its
+   * start-up; turns write the few rows they need here (see catchUpHere).
+   */
+  private workerStarted = false;
   /** Set while onReply runs the queued turns: no hand-over may start under them. */
   private runningTurns = false;
   /** Set while an exclusive piece of work runs: no hand-over, no turn. */
@@ -104,6 +110,11 @@ export class LogApplier {
   /** Why the worker cannot write rows right now (a full disk), if it cannot. */
   get stalledBy(): Error | undefined {
     return this.stalled;
+  }
+
+  /** Whether the worker has started and takes rows (before that, rows wait or are written here). */
+  get started(): boolean {
+    return this.workerStarted;
   }
 
   /** Whether the worker is writing rows right now (no turn may run then). */
@@ -177,7 +188,14 @@ export class LogApplier {
   }
 
   private handOver(): void {
-    if (this.busy || this.runningTurns || this.held || this.failed || this.handedOver >= this.appended)
+    if (
+      !this.workerStarted ||
+      this.busy ||
+      this.runningTurns ||
+      this.held ||
+      this.failed ||
+      this.handedOver >= this.appended
+    )
       return;
     // After a stall, not before the retry is due (the retry timer hands over then).
     if (this.stalled && Date.now() - this.stalledAtMs < STALL_RETRY_MS) {
@@ -193,6 +211,12 @@ export class LogApplier {
   }
 
   private onReply(reply: ApplyReply): void {
+    if (reply.type === "ready") {
+      this.workerStarted = true;
+      this.runReadyTurns();
+      this.handOverIfDue();
+      return;
+    }
     this.busy = false;
     if (reply.type === "failed") {
       this.fail(new Error(reply.message));

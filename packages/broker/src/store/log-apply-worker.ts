@@ -21,6 +21,8 @@ export type ApplyRequest =
   | { type: "close" };
 
 export type ApplyReply =
+  /** The worker has opened its connection: from now on it takes rows. */
+  | { type: "ready" }
   /** The records up to the request's `to` are committed; `released` are messages their keys replaced. */
   | { type: "applied"; released: SpanLocation[] }
   /**
@@ -51,6 +53,8 @@ const apply = db.transaction((request: ApplyRequest & { type: "apply" }) => {
   rows.writePacked(request);
   savePosition(request.to);
 });
+
+parentPort?.postMessage({ type: "ready" } satisfies ApplyReply);
 
 parentPort?.on("message", (request: ApplyRequest) => {
   if (request.type === "close") {

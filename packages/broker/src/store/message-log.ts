@@ -56,6 +56,15 @@ export interface MessageBytes {
   payload: Buffer;
 }
 
+/** The message log's options: the segment log's, and the crash hook of its tests. */
+export interface MessageLogOptions extends SegmentLogOptions {
+  /**
+   * Crash tests only: called once a copy-forward's records are written, before the commit that
+   * points the rows at them (a test kills its process here).
+   */
+  afterCopyWritten?: () => void;
+}
+
 /** Rows read back from the log at start-up that the database does not hold yet. */
 export type ReplayedRows = AppendedRow[];
 
@@ -78,6 +87,7 @@ export class MessageLog {
     readonly dir: string,
     private readonly segments: SegmentLog,
     private readonly segmentBytes: number,
+    private readonly afterCopyWritten?: () => void,
   ) {
     this.savePosition = positionSaver(db);
     this.stmt = {
@@ -107,12 +117,13 @@ export class MessageLog {
   static open(
     db: Database.Database,
     dataDir: string,
-    options: SegmentLogOptions,
+    options: MessageLogOptions,
   ): { log: MessageLog; replay: ReplayedRows; legacy: ReplayedRows; legacyJournal?: string } {
     const from = appliedPosition(db);
     const dir = join(dataDir, "log");
     const opened = SegmentLog.open(dir, from, options);
-    const log = new MessageLog(db, dir, opened.log, options.segmentBytes ?? DEFAULT_SEGMENT_BYTES);
+    const segmentBytes = options.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
+    const log = new MessageLog(db, dir, opened.log, segmentBytes, options.afterCopyWritten);
     const shares = db
       .prepare<[], SegmentShare & { seg: number }>(
         `SELECT seg, count(*) AS rows, sum(seg_len) AS bytes, min(msg_id) AS firstId, max(msg_id) AS lastId
@@ -316,6 +327,7 @@ export class MessageLog {
       const group = copies.slice(first, first + COPY_ROWS_PER_RECORD);
       this.append(group, encodeAppendedRows(group, RECORD_HEADER));
     }
+    this.afterCopyWritten?.();
     atomically(() => {
       for (const copy of copies) {
         const to = copy.located as SpanLocation;

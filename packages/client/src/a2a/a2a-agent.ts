@@ -50,7 +50,7 @@ export interface A2AAgentOptions {
   taskStore?: TaskStore;
   /** Register the card in the registry (default true). */
   register?: boolean;
-  /** Failures that have no caller to go to (a reply mailbox that is gone, …); default: stderr. */
+  /** Failures that have no caller to go to (a reply mailbox that is gone, …); default: the client's logger. */
   onError?: (error: Error) => void;
 }
 
@@ -195,7 +195,7 @@ export class A2AAgent {
     const base = normalizeCard(options.card);
     const mailbox = options.mailbox ?? mailboxFromName(base.name);
     const card = withMailboxInterface(base, mailboxUrl(client.nats.getServer(), mailbox));
-    await createIfMissing(client, mailbox, `A2A inbox of ${base.name}`);
+    await client.ensureMailbox({ name: mailbox, ttl: 0, desc: `A2A inbox of ${base.name}` });
     const store = options.taskStore ?? new MailboxTaskStore(client, `${mailbox}.tasks`);
     if (store instanceof MailboxTaskStore) await store.open();
     const agent = new A2AAgent(client, mailbox, card, store, options);
@@ -382,14 +382,6 @@ export class A2AAgent {
 
   private report(error: Error): void {
     if (this.options.onError) this.options.onError(error);
-    else process.stderr.write(`mq9 A2A agent ${this.mailbox}: ${error.message}\n`);
-  }
-}
-
-async function createIfMissing(client: Mq9Client, name: string, desc: string): Promise<void> {
-  try {
-    await client.createMailbox({ name, ttl: 0, desc });
-  } catch (err) {
-    if ((err as { code?: string }).code !== "MAILBOX_EXISTS") throw err;
+    else this.client.logger.warn(`mq9 A2A agent ${this.mailbox}: ${error.message}`);
   }
 }

@@ -1,6 +1,5 @@
 import { type ListTasksRequest, type ListTasksResponse, Task } from "@a2a-js/sdk";
 import type { ServerCallContext, TaskStore } from "@a2a-js/sdk/server";
-import { Mq9Error } from "@mq9/protocol";
 import type { Mq9Client } from "../client.js";
 
 /** QUERY returns at most this many messages, so ListTasks sees the most recent tasks up to it. */
@@ -22,13 +21,11 @@ export class MailboxTaskStore implements TaskStore {
 
   /** Creates the mailbox unless it exists (never expires: tasks outlive restarts). */
   open(): Promise<void> {
-    this.ready ??= this.client.createMailbox({ name: this.mailbox, ttl: 0, desc: "A2A task store" }).then(
+    this.ready ??= this.client.ensureMailbox({ name: this.mailbox, ttl: 0, desc: "A2A task store" }).then(
       () => {},
-      (err) => {
-        if (!(err instanceof Mq9Error && err.code === "MAILBOX_EXISTS")) {
-          this.ready = undefined;
-          throw err;
-        }
+      (err: unknown) => {
+        this.ready = undefined;
+        throw err;
       },
     );
     return this.ready;

@@ -1,4 +1,3 @@
-import { Mq9Error } from "@mq9/protocol";
 import type { Mq9Client } from "../client.js";
 import type { ConsumedMessage, Consumer } from "../consumer.js";
 import { A2AError } from "./a2a-error.js";
@@ -173,12 +172,8 @@ export class ReplyInbox {
     const ttl = this.options.replyTtl ?? DEFAULT_TTL;
     let address: string;
     if (named) {
-      try {
-        address = await this.client.createMailbox({ name: named, ttl, desc: "A2A replies" });
-      } catch (err) {
-        if (!(err instanceof Mq9Error && err.code === "MAILBOX_EXISTS")) throw err;
-        address = named;
-      }
+      await this.client.ensureMailbox({ name: named, ttl, desc: "A2A replies" });
+      address = named;
     } else {
       address = await this.client.createMailbox({ ttl, desc: "A2A replies" });
     }

@@ -1,9 +1,9 @@
+import type { DeadLetter } from "@mq9/agent/internal";
+import { isTaskPriority, PRIORITY_HELP, type TaskPriority } from "@mq9/agent/internal";
 import { Mq9Error } from "@mq9/client";
-import { isTaskPriority, PRIORITY_HELP, type TaskPriority } from "../bus/envelope.js";
 import { OrchestratorError } from "../errors.js";
 import type { MetricsSnapshot } from "../observability/orchestrator-metrics.js";
 import type { DirectoryEntry } from "../routing/agent-directory.js";
-import type { DeadLetter } from "../routing/dead-letters.js";
 import type { SubmitOptions } from "../scheduler/scheduler.js";
 import { isTerminal, TASK_STATUSES, type TaskState, type TaskStatus } from "../scheduler/task-state.js";
 import type { TemplateProblem } from "../templates/task-template.js";

@@ -1,6 +1,6 @@
+import { type ManifestRecord, ORCHESTRATED_TAG } from "@mq9/agent/internal";
 import type { AgentEntry, Mq9Client } from "@mq9/client";
 import { agentInfoOf } from "@mq9/client";
-import { type ManifestRecord, ORCHESTRATED_TAG } from "../agent/manifest.js";
 import { type AgentView, isAlive } from "./agent-view.js";
 
 export interface AgentDirectoryOptions {
@@ -262,7 +262,7 @@ export class AgentDirectory {
     // _last_seen is in whole seconds; the end of that second errs on the side of alive.
     const lastSeenS = typeof entry._last_seen === "number" ? entry._last_seen : now / 1000;
     const lastSeenMs = Math.min(now, Math.floor(lastSeenS) * 1000 + 999);
-    const ttl = typeof entry.ttl === "number" && entry.ttl > 0 ? entry.ttl : 0;
+    const ttlS = typeof entry.ttl === "number" && entry.ttl > 0 ? entry.ttl : 0;
     const previous = this.agents.get(name);
     const reported = this.lastSeenMark.get(name) !== lastSeenS;
     this.lastSeenMark.set(name, lastSeenS);
@@ -290,7 +290,7 @@ export class AgentDirectory {
       credit: previous?.credit,
       serviceMs: previous?.serviceMs,
       lastSeenMs,
-      ttlSeconds: ttl,
+      ttlSeconds: ttlS,
       orchestrated: manifest !== undefined,
       alive: true,
     };

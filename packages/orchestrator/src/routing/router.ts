@@ -1,13 +1,20 @@
+import type { BusNames, DeadLetter, DeadLetters } from "@mq9/agent/internal";
+import {
+  type Envelope,
+  EnvelopeError,
+  loopViolation,
+  preciseNow,
+  readEnvelope,
+  SeenMessages,
+  type SendEnvelopeOptions,
+  sendEnvelope,
+  TraceBudget,
+} from "@mq9/agent/internal";
 import { type ConsumedMessage, type Consumer, type Mq9Client, Mq9Error } from "@mq9/client";
 import { Defaults, TwoGenerationMap } from "@mq9/protocol";
-import { type Envelope, EnvelopeError } from "../bus/envelope.js";
-import { preciseNow, readEnvelope, type SendEnvelopeOptions, sendEnvelope } from "../bus/envelope-io.js";
-import { loopViolation, SeenMessages, TraceBudget } from "../bus/loop-guard.js";
-import type { BusNames } from "../bus/names.js";
 import type { AgentDirectory } from "./agent-directory.js";
 import { type AgentView, isAlive } from "./agent-view.js";
 import { chooseForCapability } from "./capability-choice.js";
-import type { DeadLetter, DeadLetters } from "./dead-letters.js";
 
 /** How a message found its agent (or agents, for a broadcast). */
 export type RouteLayer = "explicit" | "capability" | "intent" | "broadcast";
@@ -136,7 +143,7 @@ export class Router {
   private readonly seen = new SeenMessages(200_000);
   /** Messages already answered through the router (a second answer is a bouncing result). */
   private readonly answeredOnce = new SeenMessages(200_000);
-  private readonly ttl: number;
+  private readonly messageTtlS: number;
   private consumer?: Consumer;
   private routedCount = 0;
   private deadCount = 0;
@@ -151,7 +158,7 @@ export class Router {
     this.budget = new TraceBudget(options.traceBudget ?? 1_000);
     this.threshold = options.intentThreshold ?? Defaults.intentMinScore;
     this.now = options.now ?? Date.now;
-    this.ttl = options.messageTtlSeconds ?? 7 * 86_400;
+    this.messageTtlS = options.messageTtlSeconds ?? 7 * 86_400;
   }
 
   /** Messages delivered and dead-lettered so far. */
@@ -254,7 +261,7 @@ export class Router {
     const decision = await this.decide(envelope);
     if ("reason" in decision) return this.dead(envelope, decision.reason, decision.kind);
     const sent = await sendEnvelope(this.client, decision.agent.mailbox, envelope, {
-      ttl: options.ttl ?? this.ttl,
+      ttl: options.ttl ?? this.messageTtlS,
       key: options.key,
       target: decision.agent.name,
     });
@@ -303,7 +310,7 @@ export class Router {
       targets.map(async (agent, i) => {
         const copy = { ...envelope, msg_id: `${envelope.msg_id}.${i + 1}`, target: agent.name };
         const sent = await sendEnvelope(this.client, agent.mailbox, copy, {
-          ttl: options.ttl ?? this.ttl,
+          ttl: options.ttl ?? this.messageTtlS,
           target: agent.name,
         });
         if (i === 0) first = sent;

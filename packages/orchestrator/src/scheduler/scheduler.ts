@@ -1,29 +1,30 @@
-import { type ConsumedMessage, type Consumer, type Mq9Client, Mq9Error } from "@mq9/client";
 import {
+  type BusNames,
+  controlMailbox,
   createEnvelope,
+  type DeadLetters,
   type Envelope,
   EnvelopeError,
   isTaskPriority,
+  type Logger,
   mq9Priority,
   newId,
   PRIORITY_HELP,
+  queryKey,
+  readEnvelope,
+  sendEnvelope,
+  stderrLogger,
   type TaskPriority,
-} from "../bus/envelope.js";
-import { readEnvelope, sendEnvelope } from "../bus/envelope-io.js";
-import { type BusNames, controlMailbox, queryKey, replyKey } from "../bus/names.js";
+  TraceMemory,
+} from "@mq9/agent/internal";
+import { type ConsumedMessage, type Consumer, type Mq9Client, Mq9Error } from "@mq9/client";
 import { OrchestratorError } from "../errors.js";
-import { TraceMemory } from "../memory/trace-memory.js";
-import type { DeadLetters } from "../routing/dead-letters.js";
 import type { Router } from "../routing/router.js";
-import type {
-  Performer,
-  RetryPolicy,
-  StepTemplate,
-  TaskTemplate,
-  TemplateProblem,
-} from "../templates/task-template.js";
-import { parseTemplate } from "../templates/template-loader.js";
-import { completedOutputs, mergeOutput, stepInput, taskResult } from "./step-io.js";
+import type { StepTemplate, TaskTemplate, TemplateProblem } from "../templates/task-template.js";
+import { type RecoveryHost, resume, templateOf } from "./recovery.js";
+import { completedOutputs, mergeOutput, taskResult } from "./step-io.js";
+import { TaskAdmission } from "./task-admission.js";
+import { newTaskRecord, snapshot, type TaskRecord } from "./task-record.js";
 import {
   type CompensationState,
   type Dispatch,
@@ -36,6 +37,9 @@ import {
   type WorkState,
 } from "./task-state.js";
 import type { TaskStore } from "./task-store.js";
+import { TASK_DEADLINE, type TimerKey } from "./task-timers.js";
+import { WorkInProgress } from "./work-in-progress.js";
+import { compensationSpec, ORCHESTRATOR, stepSpec, type WorkContext, type WorkSpec } from "./work-spec.js";
 
 /** Where the scheduler finds task templates (a TemplateSet, or anything with `get`). */
 export interface TemplateLookup {
@@ -81,6 +85,9 @@ export interface SchedulerOptions {
   onFinished?: (task: TaskState) => void;
   /** Told after every change of a task (for live views). */
   onChange?: (task: TaskState) => void;
+  /** Where problems are logged when there is no onError; default: one line each on stderr. */
+  logger?: Logger;
+  /** A problem that does not stop the scheduler (a failed send, a bad reply); default: a warning on `logger`. */
   onError?: (error: Error) => void;
   now?: () => number;
 }
@@ -91,39 +98,12 @@ export interface SubmitOptions {
   traceId?: string;
 }
 
-interface TaskRecord {
-  state: TaskState;
-  template?: TaskTemplate;
-  timers: Map<string, NodeJS.Timeout>;
-  /** Every change of a task runs in this chain, one at a time. */
-  queue: Promise<void>;
-  waiters: Set<() => void>;
-  announced: boolean;
-  /** Steps whose end was told to onStep. */
-  stepsTold: Set<string>;
-}
-
-/** What one unit of work (a step, or the compensation of one) needs to be dispatched and retried. */
-interface WorkSpec {
-  label: string;
-  /** Timer key suffix. */
-  key: string;
-  performer: Performer;
-  retry: RetryPolicy;
-  timeoutMs?: number;
-  envelope(msgId: string, createdAt: number, target: string): Envelope;
-}
-
-const ORCHESTRATOR = "orchestrator";
-
 function errorText(payload: unknown): string {
   if (typeof payload === "string") return payload;
   const error = (payload as { error?: unknown } | null)?.error;
   if (typeof error === "string") return error;
   return JSON.stringify(payload) ?? "the agent answered with an error";
 }
-
-const snapshot = (state: TaskState): TaskState => structuredClone(state);
 
 /**
  * Runs tasks from their templates: a pipeline, a fan-out or a DAG. Steps are
@@ -137,40 +117,61 @@ export class Scheduler {
   private readonly finishedOrder: string[] = [];
   /** Tasks with a step waiting for an agent; woken when the registry or an agent's load changes. */
   private readonly waiting = new Set<TaskRecord>();
-  /** Accepted tasks not started yet, oldest first. */
-  private readonly queue: TaskRecord[] = [];
-  /** Started and not finished. */
-  private running = 0;
-  /** Dispatches counted into an agent's work in progress, by msg_id: released once, when they end. */
-  private readonly tracked = new Map<string, { agent: string; at: number; ahead: number }>();
+  private readonly admission: TaskAdmission;
+  private readonly inProgress: WorkInProgress;
+  private readonly workContext: WorkContext;
+  private readonly recovery: RecoveryHost;
   private inbox?: Consumer;
   private closing = false;
   private readonly now: () => number;
-  private readonly messageTtl: number;
+  private readonly messageTtlS: number;
+  private readonly reportError: (error: Error) => void;
 
-  constructor(private readonly o: SchedulerOptions) {
-    this.now = o.now ?? Date.now;
-    this.messageTtl = o.messageTtlSeconds ?? 7 * 86_400;
+  constructor(private readonly options: SchedulerOptions) {
+    this.now = options.now ?? Date.now;
+    const logger = options.logger ?? stderrLogger("mq9 orchestrator");
+    this.reportError = options.onError ?? ((error) => logger.warn(error.message));
+    this.messageTtlS = options.messageTtlSeconds ?? 7 * 86_400;
+    this.admission = new TaskAdmission(options.maxTasksInFlight ?? 10_000, options.queueCapacity ?? 10_000);
+    this.inProgress = new WorkInProgress(options.router, this.now);
+    this.workContext = {
+      inbox: options.names.inbox,
+      compensationTimeoutMs: options.compensationTimeoutMs ?? 30_000,
+    };
+    this.recovery = {
+      client: options.client,
+      inbox: options.names.inbox,
+      messageTtlS: this.messageTtlS,
+      now: this.now,
+      specs: (record, unfinished) => this.workOf(record, unfinished),
+      endTask: (record, status, reason) => this.endTask(record, status, reason),
+      settle: (record) => this.settle(record),
+      attemptFailed: (record, work, spec, outcome, reason) =>
+        this.attemptFailed(record, work, spec, outcome, reason),
+      applyReply: (record, envelope) => this.applyReply(record, envelope),
+      track: (work, traceId, hops) => this.inProgress.track(work, traceId, hops),
+      armAttemptDeadline: (record, work, spec) => this.armAttemptDeadline(record, work, spec),
+      armTaskDeadline: (record) => this.armTaskDeadline(record),
+      report: (error) => this.report(error),
+    };
   }
 
   /** Loads the stored tasks, resumes the unfinished ones, then takes replies from the inbox. */
   async start(): Promise<void> {
-    const stored = await this.o.store.loadAll();
+    const stored = await this.options.store.loadAll();
     const records = stored.map((state) => this.adopt(state));
     const queued = records.filter((r) => r.state.queued && !isTerminal(r.state.status));
-    queued.sort((a, b) => a.state.created_at - b.state.created_at);
-    this.queue.push(...queued);
     const started = records.filter((r) => !r.state.queued);
-    this.running = started.filter((r) => !isTerminal(r.state.status)).length;
-    await Promise.all(started.map((record) => this.run(record, () => this.resume(record))));
+    this.admission.restore(queued, started.filter((r) => !isTerminal(r.state.status)).length);
+    await Promise.all(started.map((record) => this.run(record, () => resume(this.recovery, record))));
     this.admit();
-    this.inbox = this.o.client.consume(this.o.names.inbox, (m) => this.take(m), {
+    this.inbox = this.options.client.consume(this.options.names.inbox, (m) => this.take(m), {
       group: ORCHESTRATOR,
       deliver: "earliest",
-      batch: this.o.pollBatch ?? 100,
-      maxWaitMs: this.o.pollTimeoutMs ?? 2_000,
+      batch: this.options.pollBatch ?? 100,
+      maxWaitMs: this.options.pollTimeoutMs ?? 2_000,
       concurrency: 32,
-      leaseMs: this.o.inboxLeaseMs ?? 5_000,
+      leaseMs: this.options.inboxLeaseMs ?? 5_000,
       onError: (error) => this.report(error),
     });
   }
@@ -179,10 +180,7 @@ export class Scheduler {
   async close(): Promise<void> {
     this.closing = true;
     await this.inbox?.stop();
-    for (const record of this.tasks.values()) {
-      for (const timer of record.timers.values()) clearTimeout(timer);
-      record.timers.clear();
-    }
+    for (const record of this.tasks.values()) record.timers.clearAll();
     await Promise.all([...this.tasks.values()].map((r) => r.queue));
   }
 
@@ -191,24 +189,15 @@ export class Scheduler {
     if (typeof taskType !== "string" || taskType === "") {
       throw new OrchestratorError("INVALID_REQUEST", "task_type must be a non-empty string");
     }
-    const template = this.o.templates.get(taskType);
+    const template = this.options.templates.get(taskType);
     if (!template) {
-      const known = this.o.templates.names();
+      const known = this.options.templates.names();
       throw new OrchestratorError(
         "UNKNOWN_TASK_TYPE",
         `unknown task type '${taskType}'; known types: ${known.length ? known.join(", ") : "none (no templates are loaded)"}`,
       );
     }
-    const max = this.o.maxTasksInFlight ?? 10_000;
-    const full = this.running >= max;
-    const capacity = this.o.queueCapacity ?? 10_000;
-    if (full && this.queue.length >= capacity) {
-      throw new OrchestratorError(
-        "QUEUE_FULL",
-        `the orchestrator runs ${this.running} tasks (maxTasksInFlight ${max}) and ${this.queue.length} wait (queueCapacity ${capacity}); try again later`,
-        { retryAfterSeconds: 1 },
-      );
-    }
+    const full = this.admission.mustQueue();
     const asked = options.priority ?? "normal";
     if (!isTaskPriority(asked)) throw new OrchestratorError("INVALID_REQUEST", PRIORITY_HELP);
     const priority = mq9Priority(asked);
@@ -233,18 +222,18 @@ export class Scheduler {
     };
     if (template.source !== undefined) state.template_source = template.source;
     if (full) state.queued = true;
-    const memoryTtl = Math.max(
-      this.o.memoryTtlSeconds ?? 86_400,
+    const memoryTtlS = Math.max(
+      this.options.memoryTtlSeconds ?? 86_400,
       template.timeoutMs ? Math.ceil(template.timeoutMs / 1000) + 3_600 : 0,
     );
-    await new TraceMemory(this.o.client, state.trace_id, { names: this.o.names, ttlSeconds: memoryTtl }).set(
-      "payload",
-      state.payload,
-    );
+    await new TraceMemory(this.options.client, state.trace_id, {
+      names: this.options.names,
+      ttlSeconds: memoryTtlS,
+    }).set("payload", state.payload);
     const record = this.adopt(state, template);
     try {
       await this.run(record, async () => {
-        await this.o.store.save(state);
+        await this.options.store.save(state);
         if (state.deadline) this.armTaskDeadline(record);
       });
     } catch (err) {
@@ -252,9 +241,9 @@ export class Scheduler {
       this.tasks.delete(state.task_id);
       throw err;
     }
-    if (full) this.queue.push(record);
+    if (full) this.admission.enqueue(record);
     else {
-      this.running++;
+      this.admission.started();
       void this.run(record, () => this.settle(record));
     }
     return snapshot(state);
@@ -269,17 +258,14 @@ export class Scheduler {
 
   /** Tasks queued and tasks running (what the metrics show). */
   get depth(): { queued: number; running: number; waiting: number } {
-    return { queued: this.queue.length, running: this.running, waiting: this.waiting.size };
+    return { queued: this.admission.queued, running: this.admission.inFlight, waiting: this.waiting.size };
   }
 
   /** Starts queued tasks while there is room. */
   private admit(): void {
-    const max = this.o.maxTasksInFlight ?? 10_000;
-    while (this.running < max && this.queue.length > 0 && !this.closing) {
-      const record = this.queue.shift()!;
-      if (isTerminal(record.state.status)) continue;
-      this.running++;
-      record.state.queued = undefined;
+    while (!this.closing) {
+      const record = this.admission.next();
+      if (!record) return;
       void this.run(record, () => this.settle(record));
     }
   }
@@ -300,7 +286,9 @@ export class Scheduler {
       const ready = template.steps.some((step) => {
         const st = record.state.steps[step.id];
         return (
-          st.waiting !== undefined && step.performer !== undefined && this.o.router.couldTake(step.performer)
+          st.waiting !== undefined &&
+          step.performer !== undefined &&
+          this.options.router.couldTake(step.performer)
         );
       });
       const compensation = record.state.compensations.some((c) => c.waiting !== undefined);
@@ -315,7 +303,7 @@ export class Scheduler {
   async get(taskId: string): Promise<TaskState | undefined> {
     const record = this.tasks.get(taskId);
     if (record) return snapshot(record.state);
-    return this.o.store.load(taskId);
+    return this.options.store.load(taskId);
   }
 
   /** Tasks in memory (every unfinished one and the most recent finished ones), newest first. */
@@ -331,7 +319,7 @@ export class Scheduler {
   async cancel(taskId: string): Promise<TaskState> {
     const record = this.tasks.get(taskId);
     if (!record) {
-      const stored = await this.o.store.load(taskId);
+      const stored = await this.options.store.load(taskId);
       if (stored) {
         throw new OrchestratorError(
           "TASK_FINISHED",
@@ -358,7 +346,7 @@ export class Scheduler {
   async wait(taskId: string, timeoutMs: number): Promise<TaskState> {
     const record = this.tasks.get(taskId);
     if (!record) {
-      const stored = await this.o.store.load(taskId);
+      const stored = await this.options.store.load(taskId);
       if (!stored) throw new OrchestratorError("TASK_NOT_FOUND", `no task ${taskId}`);
       return stored;
     }
@@ -384,7 +372,7 @@ export class Scheduler {
       envelope = readEnvelope(delivery);
     } catch (err) {
       if (!(err instanceof EnvelopeError)) throw err;
-      await this.o.deadLetters.put(`malformed envelope in the orchestrator inbox: ${err.message}`, {
+      await this.options.deadLetters.put(`malformed envelope in the orchestrator inbox: ${err.message}`, {
         raw: delivery.text(),
       });
       return;
@@ -403,8 +391,8 @@ export class Scheduler {
     const step = envelope.step_id ? state.steps[envelope.step_id] : undefined;
     if (step && this.inFlight(step, envelope.in_reply_to)) {
       this.release(step);
-      const spec = this.stepSpec(record, step.id);
-      this.clearTimer(record, `deadline:${spec.key}`);
+      const spec = stepSpec(record, step.id, this.workContext);
+      record.timers.clear({ kind: "attempt-deadline", work: spec.ref });
       if (envelope.msg_type === "result") {
         this.recordAttempt(step, "completed");
         step.output = envelope.payload;
@@ -420,8 +408,8 @@ export class Scheduler {
     if (index < 0) return false;
     const compensation = state.compensations[index];
     this.release(compensation);
-    const spec = this.compensationSpec(record, index);
-    this.clearTimer(record, `deadline:${spec.key}`);
+    const spec = compensationSpec(record, index, this.workContext);
+    record.timers.clear({ kind: "attempt-deadline", work: spec.ref });
     if (envelope.msg_type === "result") {
       this.recordAttempt(compensation, "completed");
       compensation.output = envelope.payload;
@@ -434,21 +422,7 @@ export class Scheduler {
 
   /** The dispatch of `work` ended: its agent's work in progress drops, and a waiting task may go. */
   private release(work: WorkState): void {
-    const msgId = work.dispatch?.msg_id;
-    if (msgId === undefined) return;
-    const sent = this.tracked.get(msgId);
-    if (sent === undefined) return;
-    this.tracked.delete(msgId);
-    this.o.router.answered(sent.agent, this.now() - sent.at, sent.ahead);
-    if (this.waiting.size > 0) queueMicrotask(() => this.wakeWaiting(1));
-  }
-
-  private track(work: WorkState, traceId: string, hops: number): void {
-    const dispatch = work.dispatch!;
-    if (this.tracked.has(dispatch.msg_id)) return;
-    const ahead = this.o.router.loadOf(dispatch.agent);
-    this.tracked.set(dispatch.msg_id, { agent: dispatch.agent, at: this.now(), ahead });
-    this.o.router.noteSent(dispatch.agent, traceId, hops);
+    if (this.inProgress.release(work) && this.waiting.size > 0) queueMicrotask(() => this.wakeWaiting(1));
   }
 
   private inFlight(work: WorkState, msgId: string | undefined): boolean {
@@ -467,8 +441,8 @@ export class Scheduler {
     if (!isTerminal(record.state.status)) await this.advance(record);
     if (isTerminal(record.state.status)) await this.advanceCompensation(record);
     record.state.updated_at = this.now();
-    await this.o.store.save(record.state);
-    this.o.onChange?.(snapshot(record.state));
+    await this.options.store.save(record.state);
+    this.options.onChange?.(snapshot(record.state));
     const { state } = record;
     const waits =
       !isTerminal(state.status) || state.compensation_status === "running"
@@ -477,12 +451,12 @@ export class Scheduler {
         : false;
     if (waits) this.waiting.add(record);
     else this.waiting.delete(record);
-    if (this.o.onStep) {
+    if (this.options.onStep) {
       for (const id of state.order) {
         const step = state.steps[id];
         if (!isTerminal(step.status) || record.stepsTold.has(id)) continue;
         record.stepsTold.add(id);
-        this.o.onStep(state, step);
+        this.options.onStep(state, step);
       }
     }
     if (isTerminal(record.state.status) && !record.announced) this.announce(record);
@@ -500,7 +474,7 @@ export class Scheduler {
         const st = state.steps[step.id];
         if (st.status !== "pending") continue;
         if (st.retry_at !== undefined && st.retry_at > now) {
-          this.armRetry(record, this.stepSpec(record, step.id), st.retry_at);
+          this.armRetry(record, stepSpec(record, step.id, this.workContext), st.retry_at);
           continue;
         }
         if (!step.dependsOn.every((dep) => this.settled(template, state, dep))) continue;
@@ -538,7 +512,7 @@ export class Scheduler {
         record,
         ready.map((step) => ({
           work: state.steps[step.id] as WorkState,
-          spec: this.stepSpec(record, step.id),
+          spec: stepSpec(record, step.id, this.workContext),
         })),
       );
     }
@@ -570,7 +544,7 @@ export class Scheduler {
       }
       const compensation = state.compensations[index];
       if (compensation.status !== "pending") return;
-      const spec = this.compensationSpec(record, index);
+      const spec = compensationSpec(record, index, this.workContext);
       if (compensation.retry_at !== undefined && compensation.retry_at > this.now()) {
         this.armRetry(record, spec, compensation.retry_at);
         return;
@@ -594,13 +568,13 @@ export class Scheduler {
       const performer = spec.performer;
       const target = "agent" in performer ? performer.agent : "*";
       const envelope = spec.envelope(newId(), now, target);
-      const decision = await this.o.router.decide(envelope, { fallback: false });
+      const decision = await this.options.router.decide(envelope, { fallback: false });
       if ("reason" in decision && (decision.kind === "unavailable" || decision.kind === "at_capacity")) {
         // Mailboxes exist so that work can wait for an agent that is not there yet.
         this.waitForAgent(record, work, spec, decision.reason);
         continue;
       }
-      this.clearTimer(record, `wait:${spec.key}`);
+      record.timers.clear({ kind: "wait", work: spec.ref });
       work.waiting = undefined;
       work.waiting_since = undefined;
       work.attempts++;
@@ -608,13 +582,13 @@ export class Scheduler {
       work.started_at ??= now;
       work.retry_at = undefined;
       if ("reason" in decision) {
-        const letter = await this.o.deadLetters.put(decision.reason, { envelope });
-        this.o.router.reportDead(letter, decision.kind);
+        const letter = await this.options.deadLetters.put(decision.reason, { envelope });
+        this.options.router.reportDead(letter, decision.kind);
         this.attemptFailed(record, work, spec, "failed", `no agent could take it: ${decision.reason}`);
         continue;
       }
       const agent = decision.agent;
-      this.o.router.noteRouted(decision.layer, envelope, agent);
+      this.options.router.noteRouted(decision.layer, envelope, agent);
       work.dispatch = { msg_id: envelope.msg_id, agent: agent.name, mailbox: agent.mailbox, created_at: now };
       (work as StepState).agent = agent.name;
       moveWork(work, "dispatching", now, spec.label);
@@ -623,15 +597,16 @@ export class Scheduler {
     const live = sends.filter((s) => this.inFlight(s.work, s.envelope.msg_id));
     if (live.length === 0) return;
     if (state.status === "pending") moveTask(state, "dispatching", this.now());
-    await this.o.store.save(state);
+    await this.options.store.save(state);
     await Promise.all(
       live.map(async ({ work, spec, envelope, mailbox }) => {
         try {
-          await sendEnvelope(this.o.client, mailbox, envelope, {
+          await sendEnvelope(this.options.client, mailbox, envelope, {
             key: queryKey(envelope.msg_id),
-            ttl: this.messageTtl,
+            ttl: this.messageTtlS,
           });
-          if (this.inFlight(work, envelope.msg_id)) this.track(work, envelope.trace_id, envelope.hops);
+          if (this.inFlight(work, envelope.msg_id))
+            this.inProgress.track(work, envelope.trace_id, envelope.hops);
         } catch (err) {
           if (this.inFlight(work, envelope.msg_id)) {
             this.attemptFailed(record, work, spec, "failed", `could not send it: ${(err as Error).message}`);
@@ -659,10 +634,10 @@ export class Scheduler {
     work.waiting = reason;
     work.waiting_since ??= now;
     this.waiting.add(record);
-    const timeout = spec.timeoutMs;
-    if (timeout === undefined) return;
+    const timeoutMs = spec.timeoutMs;
+    if (timeoutMs === undefined) return;
     const since = work.waiting_since;
-    this.armTimer(record, `wait:${spec.key}`, since + timeout, () => {
+    this.armTimer(record, { kind: "wait", work: spec.ref }, since + timeoutMs, () => {
       if (work.status !== "pending" || work.waiting === undefined) return false;
       const why = work.waiting;
       work.waiting = undefined;
@@ -670,7 +645,7 @@ export class Scheduler {
       work.attempts++;
       work.attempt_started_at = since;
       work.started_at ??= since;
-      this.attemptFailed(record, work, spec, "timeout", `no agent took it within ${timeout} ms (${why})`);
+      this.attemptFailed(record, work, spec, "timeout", `no agent took it within ${timeoutMs} ms (${why})`);
       return true;
     });
   }
@@ -685,7 +660,7 @@ export class Scheduler {
   ): void {
     const now = this.now();
     this.recordAttempt(work, outcome, reason);
-    this.clearTimer(record, `deadline:${spec.key}`);
+    record.timers.clear({ kind: "attempt-deadline", work: spec.ref });
     this.release(work);
     if (work.dispatch && outcome === "timeout") this.sendCancel(record, work.dispatch);
     work.dispatch = undefined;
@@ -694,7 +669,7 @@ export class Scheduler {
     if (work.attempts <= spec.retry.count) {
       moveWork(work, "pending", now, spec.label);
       const backoff = Math.min(
-        this.o.maxBackoffMs ?? 60_000,
+        this.options.maxBackoffMs ?? 60_000,
         spec.retry.backoffMs * 2 ** (work.attempts - 1),
       );
       work.retry_at = now + backoff;
@@ -735,7 +710,7 @@ export class Scheduler {
     const now = this.now();
     moveTask(state, status, now);
     state.error = reason;
-    this.clearTimer(record, "deadline:task");
+    record.timers.clear(TASK_DEADLINE);
     for (const id of state.order) {
       const step = state.steps[id];
       if (isTerminal(step.status)) continue;
@@ -744,9 +719,7 @@ export class Scheduler {
         this.sendCancel(record, step.dispatch);
         this.recordAttempt(step, "canceled", reason);
       }
-      this.clearTimer(record, `deadline:step:${id}`);
-      this.clearTimer(record, `retry:step:${id}`);
-      this.clearTimer(record, `wait:step:${id}`);
+      record.timers.clearWork({ step: id });
       step.waiting = undefined;
       step.error ??= status === "canceled" ? "the task was canceled" : `the task ended: ${reason}`;
       moveWork(step, "canceled", now, `step '${id}'`);
@@ -769,19 +742,14 @@ export class Scheduler {
 
   private announce(record: TaskRecord): void {
     record.announced = true;
-    if (!record.state.queued) {
-      this.running = Math.max(0, this.running - 1);
-    } else {
-      const at = this.queue.indexOf(record);
-      if (at >= 0) this.queue.splice(at, 1);
-    }
+    this.admission.finished(record);
     queueMicrotask(() => this.admit());
-    this.clearTimer(record, "deadline:task");
-    this.o.router.forgetTrace(record.state.trace_id);
-    this.o.onFinished?.(snapshot(record.state));
+    record.timers.clear(TASK_DEADLINE);
+    this.options.router.forgetTrace(record.state.trace_id);
+    this.options.onFinished?.(snapshot(record.state));
     for (const wake of [...record.waiters]) wake();
     this.finishedOrder.push(record.state.task_id);
-    const keep = this.o.maxFinishedInMemory ?? 10_000;
+    const keep = this.options.maxFinishedInMemory ?? 10_000;
     while (this.finishedOrder.length > keep) {
       const id = this.finishedOrder.shift()!;
       const old = this.tasks.get(id);
@@ -791,91 +759,19 @@ export class Scheduler {
 
   // ------------------------------------------------------------------------------ the work
 
-  private stepSpec(record: TaskRecord, id: string): WorkSpec {
-    const step = record.template!.steps.find((s) => s.id === id)!;
-    const state = record.state;
-    return {
-      label: `step '${id}'`,
-      key: `step:${id}`,
-      performer: step.performer!,
-      retry: step.retry,
-      timeoutMs: step.timeoutMs,
-      envelope: (msgId, createdAt, target) =>
-        this.envelope(record, {
-          msgId,
-          createdAt,
-          target,
-          type: "query",
-          stepId: id,
-          capability: "capability" in step.performer! ? step.performer.capability : undefined,
-          payload: stepInput(step, state),
-        }),
-    };
-  }
-
-  private compensationSpec(record: TaskRecord, index: number): WorkSpec {
-    const compensation = record.state.compensations[index];
-    const step = record.template?.steps.find((s) => s.id === compensation.step_id);
-    if (!step?.compensate) {
-      throw new Error(
-        `step '${compensation.step_id}' has no compensate in template '${record.state.task_type}'`,
-      );
+  /** Every piece of work of a task with its spec: its steps (while it runs), then its compensations. */
+  private workOf(record: TaskRecord, withSteps: boolean): { work: WorkState; spec: WorkSpec }[] {
+    const { state } = record;
+    const work: { work: WorkState; spec: WorkSpec }[] = [];
+    if (withSteps) {
+      for (const id of state.order) {
+        work.push({ work: state.steps[id], spec: stepSpec(record, id, this.workContext) });
+      }
     }
-    const performer = step.compensate;
-    const done = record.state.steps[step.id];
-    return {
-      label: `compensation of step '${step.id}'`,
-      key: `comp:${index}`,
-      performer,
-      retry: step.retry,
-      timeoutMs: step.timeoutMs ?? this.o.compensationTimeoutMs ?? 30_000,
-      envelope: (msgId, createdAt, target) =>
-        this.envelope(record, {
-          msgId,
-          createdAt,
-          target,
-          type: "compensate",
-          stepId: step.id,
-          capability: "capability" in performer ? performer.capability : undefined,
-          payload: {
-            step_id: step.id,
-            agent: done.agent,
-            input: stepInput(step, record.state),
-            output: done.output,
-            reason: record.state.error,
-          },
-        }),
-    };
-  }
-
-  private envelope(
-    record: TaskRecord,
-    f: {
-      msgId: string;
-      createdAt: number;
-      target: string;
-      type: "query" | "compensate";
-      stepId: string;
-      capability?: string;
-      payload: unknown;
-    },
-  ): Envelope {
-    const envelope = createEnvelope({
-      msg_type: f.type,
-      source: ORCHESTRATOR,
-      target: f.target,
-      payload: f.payload,
-      trace_id: record.state.trace_id,
-      priority: record.state.priority,
-      max_hops: record.template?.maxHops,
-      reply_to: this.o.names.inbox,
-      task_id: record.state.task_id,
-      step_id: f.stepId,
-      capability: f.target === "*" ? f.capability : undefined,
+    state.compensations.forEach((c, i) => {
+      work.push({ work: c, spec: compensationSpec(record, i, this.workContext) });
     });
-    envelope.msg_id = f.msgId;
-    envelope.created_at = f.createdAt;
-    return envelope;
+    return work;
   }
 
   private sendCancel(record: TaskRecord, dispatch: Dispatch): void {
@@ -888,116 +784,23 @@ export class Scheduler {
       priority: "critical",
       task_id: record.state.task_id,
     });
-    sendEnvelope(this.o.client, controlMailbox(dispatch.mailbox), cancel, { ttl: 3_600 }).catch((err) => {
-      // An agent without a control mailbox (not built on the Agent SDK) cannot be told; its answer is ignored.
-      if (!(err instanceof Mq9Error) || err.code !== "MAILBOX_NOT_FOUND") {
-        this.report(new Error(`could not tell ${dispatch.agent} to cancel: ${(err as Error).message}`));
-      }
-    });
+    sendEnvelope(this.options.client, controlMailbox(dispatch.mailbox), cancel, { ttl: 3_600 }).catch(
+      (err) => {
+        // An agent without a control mailbox (not built on the Agent SDK) cannot be told; its answer is ignored.
+        if (!(err instanceof Mq9Error) || err.code !== "MAILBOX_NOT_FOUND") {
+          this.report(new Error(`could not tell ${dispatch.agent} to cancel: ${(err as Error).message}`));
+        }
+      },
+    );
   }
 
   // ------------------------------------------------------------------------------ restart
 
-  /**
-   * The version of a stored task's template it started with: the loaded one while it is
-   * unchanged, else the text the task kept. So editing `depends_on` (or anything else) never
-   * changes what the steps of a task already under way receive; new tasks use the new version.
-   */
-  private templateOf(state: TaskState): TaskTemplate | undefined {
-    const current = this.o.templates.get(state.task_type);
-    if (state.template_source === undefined || current?.source === state.template_source) return current;
-    const parsed = parseTemplate(
-      state.template_source,
-      current?.file ?? `${state.task_type} (as the task started)`,
-    );
-    return parsed.template ?? current;
-  }
-
-  private adopt(state: TaskState, template = this.templateOf(state)): TaskRecord {
-    const record: TaskRecord = {
-      state,
-      template,
-      timers: new Map(),
-      queue: Promise.resolve(),
-      waiters: new Set(),
-      announced: isTerminal(state.status),
-      stepsTold: new Set(state.order.filter((id) => isTerminal(state.steps[id].status))),
-    };
+  private adopt(state: TaskState, template = templateOf(this.options.templates, state)): TaskRecord {
+    const record = newTaskRecord(state, template, this.now);
     this.tasks.set(state.task_id, record);
     if (record.announced) this.finishedOrder.push(state.task_id);
     return record;
-  }
-
-  /**
-   * Picks a stored task up again. Work whose dispatch was written but maybe not sent
-   * is looked up in the agent's mailbox by its key and sent only if it is not there;
-   * work in flight looks for its reply in the inbox. Nothing runs twice.
-   */
-  private async resume(record: TaskRecord): Promise<void> {
-    const { state } = record;
-    const unfinished = !isTerminal(state.status);
-    if (!unfinished && state.compensation_status !== "running") return;
-    const problem = !record.template
-      ? `its template '${state.task_type}' is not loaded any more`
-      : record.template.order.some((id) => !state.steps[id])
-        ? `template '${state.task_type}' changed its steps while the task ran`
-        : undefined;
-    if (problem) {
-      if (unfinished) {
-        record.template = undefined;
-        this.endTask(record, "failed", problem);
-      } else {
-        state.compensation_status = "failed";
-        state.error = `${state.error ?? ""}; compensation stopped: ${problem}`;
-      }
-      await this.settle(record);
-      return;
-    }
-    const work: { work: WorkState; spec: WorkSpec }[] = [];
-    if (unfinished) {
-      for (const id of state.order) work.push({ work: state.steps[id], spec: this.stepSpec(record, id) });
-    }
-    state.compensations.forEach((c, i) => {
-      work.push({ work: c, spec: this.compensationSpec(record, i) });
-    });
-    for (const { work: w, spec } of work) {
-      if (w.dispatch && (w.status === "dispatching" || w.status === "running"))
-        await this.recover(record, w, spec);
-    }
-    if (unfinished && state.deadline) this.armTaskDeadline(record);
-    await this.settle(record);
-  }
-
-  private async recover(record: TaskRecord, work: WorkState, spec: WorkSpec): Promise<void> {
-    const dispatch = work.dispatch!;
-    if (work.status === "dispatching") {
-      const stored = await this.o.client
-        .query(dispatch.mailbox, { key: queryKey(dispatch.msg_id) })
-        .catch(() => []);
-      if (stored.length === 0) {
-        const envelope = spec.envelope(dispatch.msg_id, dispatch.created_at, dispatch.agent);
-        try {
-          await sendEnvelope(this.o.client, dispatch.mailbox, envelope, {
-            key: queryKey(dispatch.msg_id),
-            ttl: this.messageTtl,
-          });
-        } catch (err) {
-          this.attemptFailed(record, work, spec, "failed", `could not send it: ${(err as Error).message}`);
-          return;
-        }
-      }
-      moveWork(work, "running", this.now(), spec.label);
-    }
-    this.track(work, record.state.trace_id, 0);
-    const [reply] = await this.o.client.query(this.o.names.inbox, { key: replyKey(dispatch.msg_id) });
-    if (reply) {
-      try {
-        if (this.applyReply(record, readEnvelope(reply))) return;
-      } catch (err) {
-        this.report(err as Error);
-      }
-    }
-    this.armAttemptDeadline(record, work, spec);
   }
 
   // ------------------------------------------------------------------------------ timers
@@ -1006,7 +809,7 @@ export class Scheduler {
     if (spec.timeoutMs === undefined) return;
     work.deadline ??= this.now() + spec.timeoutMs;
     const msgId = work.dispatch?.msg_id;
-    this.armTimer(record, `deadline:${spec.key}`, work.deadline, () => {
+    this.armTimer(record, { kind: "attempt-deadline", work: spec.ref }, work.deadline, () => {
       if (!this.inFlight(work, msgId)) return false;
       this.attemptFailed(record, work, spec, "timeout", `no answer within ${spec.timeoutMs} ms`);
       return true;
@@ -1014,12 +817,12 @@ export class Scheduler {
   }
 
   private armRetry(record: TaskRecord, spec: WorkSpec, at: number): void {
-    this.armTimer(record, `retry:${spec.key}`, at, () => true);
+    this.armTimer(record, { kind: "retry", work: spec.ref }, at, () => true);
   }
 
   private armTaskDeadline(record: TaskRecord): void {
     const { state } = record;
-    this.armTimer(record, "deadline:task", state.deadline!, () => {
+    this.armTimer(record, TASK_DEADLINE, state.deadline!, () => {
       if (isTerminal(state.status)) return false;
       const seconds = ((state.deadline! - state.created_at) / 1000).toString();
       this.endTask(record, "timeout", `the task did not finish within its timeout of ${seconds} s`);
@@ -1028,27 +831,13 @@ export class Scheduler {
   }
 
   /** Runs `fire` in the task's chain at `at`; when it reports a change, the task is settled. */
-  private armTimer(record: TaskRecord, key: string, at: number, fire: () => boolean): void {
-    this.clearTimer(record, key);
-    const timer = setTimeout(
-      () => {
-        record.timers.delete(key);
-        if (this.closing) return;
-        void this.run(record, async () => {
-          if (fire()) await this.settle(record);
-        });
-      },
-      Math.max(0, at - this.now()),
-    );
-    record.timers.set(key, timer);
-  }
-
-  private clearTimer(record: TaskRecord, key: string): void {
-    const timer = record.timers.get(key);
-    if (timer) {
-      clearTimeout(timer);
-      record.timers.delete(key);
-    }
+  private armTimer(record: TaskRecord, key: TimerKey, at: number, fire: () => boolean): void {
+    record.timers.arm(key, at, () => {
+      if (this.closing) return;
+      void this.run(record, async () => {
+        if (fire()) await this.settle(record);
+      });
+    });
   }
 
   /** Runs `work` after everything already queued for the task. */
@@ -1065,6 +854,6 @@ export class Scheduler {
 
   private report(error: Error): void {
     if (this.closing) return;
-    (this.o.onError ?? ((e: Error) => process.stderr.write(`mq9 orchestrator: ${e.message}\n`)))(error);
+    this.reportError(error);
   }
 }

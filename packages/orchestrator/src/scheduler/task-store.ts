@@ -1,5 +1,5 @@
-import { type Mq9Client, Mq9Error } from "@mq9/client";
-import { type BusNames, taskKey } from "../bus/names.js";
+import { type BusNames, taskKey } from "@mq9/agent/internal";
+import type { Mq9Client } from "@mq9/client";
 import { isTerminal, type TaskState } from "./task-state.js";
 
 /** Default time a finished task's state is kept: a week. */
@@ -22,11 +22,7 @@ export class TaskStore {
   }
 
   async ensureMailbox(): Promise<void> {
-    try {
-      await this.client.createMailbox({ name: this.mailbox });
-    } catch (err) {
-      if (!(err instanceof Mq9Error) || err.code !== "MAILBOX_EXISTS") throw err;
-    }
+    await this.client.ensureMailbox({ name: this.mailbox });
   }
 
   /** Persists the task's current state (replacing the previous one). */

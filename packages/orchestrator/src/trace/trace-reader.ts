@@ -1,8 +1,13 @@
+import type { DeadLetters } from "@mq9/agent/internal";
+import {
+  type BusNames,
+  decodeEnvelope,
+  type Envelope,
+  type MessageType,
+  readEnvelope,
+  traceTag,
+} from "@mq9/agent/internal";
 import { type Mq9Client, Mq9Error, type Mq9Message } from "@mq9/client";
-import { decodeEnvelope, type Envelope, type MessageType } from "../bus/envelope.js";
-import { readEnvelope } from "../bus/envelope-io.js";
-import { type BusNames, traceTag } from "../bus/names.js";
-import type { DeadLetters } from "../routing/dead-letters.js";
 
 /** One message of a trace as it sat in one mailbox. */
 export interface TraceEntry {

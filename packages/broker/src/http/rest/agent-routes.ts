@@ -1,5 +1,5 @@
 import { Subjects } from "@mq9/protocol";
-import type { Registry } from "../../registry/registry.js";
+import type { Registry } from "../../registry.js";
 import type { Mq9Service } from "../../service/mq9-service.js";
 import { ApiError } from "./api-error.js";
 import { AgentEntry, AgentListQuery, AgentParams, Agents, DiscoverBody } from "./api-schemas.js";

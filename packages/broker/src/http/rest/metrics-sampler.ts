@@ -1,6 +1,6 @@
 import type { MessagingEngine } from "../../engine/messaging-engine.js";
 import type { Logger } from "../../logger.js";
-import type { Registry } from "../../registry/registry.js";
+import type { Registry } from "../../registry.js";
 import type { BrokerMetrics } from "../broker-metrics.js";
 
 /** One point of the dashboard's charts. */

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { MessagingEngine } from "../../engine/messaging-engine.js";
 import type { Logger } from "../../logger.js";
-import type { Registry } from "../../registry/registry.js";
+import type { Registry } from "../../registry.js";
 import type { Mq9Service } from "../../service/mq9-service.js";
 import type { BrokerMetrics } from "../broker-metrics.js";
 import { mountAgentRoutes } from "./agent-routes.js";

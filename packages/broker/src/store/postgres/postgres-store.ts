@@ -1,7 +1,6 @@
 import { priorityRank } from "@mq9/protocol";
 import pg from "pg";
 import { type Logger, silentLogger } from "../../logger.js";
-import { PostgresRegistryStore } from "../../registry/postgres-registry-store.js";
 import type { LeaseRelease } from "../lease-release.js";
 import { StorageError } from "../storage-error.js";
 import type {
@@ -100,6 +99,17 @@ function describeUrl(url: string): string {
   } catch {
     return "the configured database";
   }
+}
+
+/** A PostgreSQL database and schema shared with a higher layer (see PostgresStore.sharedDatabase). */
+export interface SharedDatabase {
+  pool: pg.Pool;
+  /** For connections of its own (advisory locks). */
+  clientConfig: pg.ClientConfig;
+  schema: string;
+  logger: Logger;
+  /** Describes the database in errors (host:port/db). */
+  where: string;
 }
 
 /**
@@ -463,18 +473,17 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease {
   }
 
   /**
-   * The cluster's agent registry in the same database and schema, over this store's pool; `node`
-   * names this process (it embeds the skills of the REGISTERs it takes). Close it before the store.
+   * This store's database for a higher layer's own tables in the same schema (the cluster's agent
+   * registry, see @mq9/registry), over this store's pool. Close that user before the store.
    */
-  openRegistryStore(node: string): Promise<PostgresRegistryStore> {
-    return PostgresRegistryStore.open({
+  sharedDatabase(): SharedDatabase {
+    return {
       pool: this.pool,
       clientConfig: this.clientConfig,
       schema: this.schema,
-      node,
       logger: this.logger,
       where: this.where,
-    });
+    };
   }
 
   /**

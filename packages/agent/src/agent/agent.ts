@@ -1,0 +1,446 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import { type ConsumedMessage, type Consumer, connect, type Mq9Client, Mq9Error } from "@mq9/client";
+import { DeadLetters } from "../bus/dead-letters.js";
+import {
+  type ChildFields,
+  childOf,
+  createEnvelope,
+  type Envelope,
+  EnvelopeError,
+  type MessageType,
+  replyTo,
+} from "../bus/envelope.js";
+import { readEnvelope, sendEnvelope } from "../bus/envelope-io.js";
+import { SeenMessages } from "../bus/loop-guard.js";
+import { BusNames, controlMailbox, handledMailbox, replyKey } from "../bus/names.js";
+import { type Logger, stderrLogger } from "../logger.js";
+import {
+  type AgentManifest,
+  type ResolvedManifest,
+  registrationBody,
+  resolveManifest,
+} from "../manifest/manifest.js";
+import { TraceMemory } from "../memory/trace-memory.js";
+import { HandledLog } from "./handled-log.js";
+import { type ContextSource, HandlerContext } from "./handler-context.js";
+import { LazyAbort } from "./lazy-abort.js";
+
+export interface AgentOptions {
+  /** Namespace of the orchestrator's mailboxes (router, dead letters, memory); default "orch". */
+  namespace?: string;
+  /** Time between heartbeats carrying the current load (default 2 000). */
+  heartbeatMs?: number;
+  /** Seconds without a heartbeat after which the agent counts as dead (default 5 heartbeats, at least 3 s). */
+  ttlSeconds?: number;
+  /** Lease of fetched messages: a crashed agent's message is delivered again after it (default 30 000). */
+  leaseMs?: number;
+  /** Seconds replies are kept in the asker's mailbox (default 7 days; traces are read from them). */
+  messageTtlSeconds?: number;
+  /**
+   * Seconds within which a message created before this instance started is checked against
+   * the asker's mailbox for a stored answer, so one re-sent after a restart is not handled
+   * twice (default 600).
+   */
+  dedupWindowSeconds?: number;
+  /** Where problems are logged (a handler failure, a bad message); default: one line each on stderr. */
+  logger?: Logger;
+  /** A handler failure or a bad message; default: an error on `logger`. */
+  onError?: (error: Error, message?: Envelope) => void;
+}
+
+/** What a handler gets besides the message. */
+export interface MessageContext {
+  /** The trace's shared memory. */
+  memory: TraceMemory;
+  /** Aborted when the orchestrator cancels this message's work. */
+  signal: AbortSignal;
+  /** Unix ms at which this agent took the message. */
+  receivedAt: number;
+  /** Sends a follow-up message through the router (same trace, one hop further); replies come to this agent. */
+  send(fields: ChildFields): Promise<Envelope>;
+}
+
+const DEFAULT_HEARTBEAT_MS = 2_000;
+const DEFAULT_MESSAGE_TTL_S = 7 * 86_400;
+const MEMORY_CACHE = 1_000;
+
+function isEnvelope(value: unknown): value is Envelope {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as Envelope).msg_id === "string" &&
+    typeof (value as Envelope).trace_id === "string" &&
+    typeof (value as Envelope).msg_type === "string" &&
+    Array.isArray((value as Envelope).path)
+  );
+}
+
+/**
+ * An orchestrated agent. Subclasses implement `handleMessage` and answer with
+ * `reply(message, type, payload)`. `start()` registers the agent with its manifest,
+ * heartbeats its load, and consumes its inbox in a consumer group with at most
+ * `max_concurrency` messages at once, so a slow agent's backlog waits in its own
+ * mailbox. A msg_id seen before is never handled twice.
+ */
+export abstract class Agent {
+  readonly manifest: ResolvedManifest;
+  protected client?: Mq9Client;
+  private ownsClient = false;
+  private consumer?: Consumer;
+  private control?: Consumer;
+  /** msg_ids canceled before or while they were handled. */
+  private readonly canceled = new SeenMessages(10_000);
+  /** Answers that could not be sent yet, by the msg_id they answer; sent when the message comes back. */
+  private readonly unsent = new Map<string, { to: string; answer: Envelope }>();
+  private heartbeatTimer?: NodeJS.Timeout;
+  private heartbeatInFlight?: Promise<void>;
+  private stopped = false;
+  private readonly names: BusNames;
+  private readonly seen = new SeenMessages();
+  private readonly running = new Map<string, LazyAbort>();
+  /** What every handler context reads from this agent (one object, not closures per message). */
+  private readonly contextSource: ContextSource<ChildFields> = {
+    memory: (traceId) => this.memory(traceId),
+    sendChild: (parent, fields) => this.sendChild(parent, fields),
+  };
+  private readonly memories = new Map<string, TraceMemory>();
+  private readonly heartbeatMs: number;
+  private readonly ttlSeconds: number;
+  private readonly leaseMs: number;
+  private readonly messageTtlSeconds: number;
+  private readonly onError: (error: Error, message?: Envelope) => void;
+  private deadLetters?: DeadLetters;
+  private handledLog?: HandledLog;
+  private handledCount = 0;
+  /** The message whose handler is running: send() inside a handler continues its trace. */
+  private readonly handling = new AsyncLocalStorage<Envelope>();
+  private startedAt = Number.POSITIVE_INFINITY;
+  private readonly dedupWindowMs: number;
+  private boundHandler?: (message: Envelope, context: MessageContext) => unknown;
+  private duplicateCount = 0;
+
+  constructor(manifest: AgentManifest, options: AgentOptions = {}) {
+    this.manifest = resolveManifest(manifest);
+    this.names = new BusNames(options.namespace);
+    this.heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
+    this.ttlSeconds = options.ttlSeconds ?? Math.max(3, Math.ceil((5 * this.heartbeatMs) / 1000));
+    this.leaseMs = options.leaseMs ?? 30_000;
+    this.messageTtlSeconds = options.messageTtlSeconds ?? DEFAULT_MESSAGE_TTL_S;
+    this.dedupWindowMs = (options.dedupWindowSeconds ?? 600) * 1000;
+    const logger = options.logger ?? stderrLogger(`agent ${this.manifest.name}`);
+    this.onError =
+      options.onError ??
+      ((error, message) => logger.error(message ? { msg_id: message.msg_id } : {}, error.message));
+  }
+
+  /** Handles one message; return `reply(...)` (or a plain value, sent as a result), or nothing. */
+  handleMessage?(message: Envelope, context: MessageContext): unknown;
+  /** The design's spelling of handleMessage; a class defines one of the two. */
+  handle_message?(message: Envelope, context: MessageContext): unknown;
+
+  /** The answer to `message`: same trace, back to whoever asked, ids and routing filled in. */
+  reply(message: Envelope, type: MessageType, payload: unknown): Envelope {
+    return replyTo(message, this.manifest.name, type, payload);
+  }
+
+  get name(): string {
+    return this.manifest.name;
+  }
+
+  get mailbox(): string {
+    return this.manifest.mailbox;
+  }
+
+  /** Messages being handled right now (what heartbeats report). */
+  get load(): number {
+    return this.running.size;
+  }
+
+  /** Messages handled so far, and deliveries skipped because their msg_id was seen before. */
+  get stats(): { handled: number; duplicates: number } {
+    return { handled: this.handledCount, duplicates: this.duplicateCount };
+  }
+
+  /** Registers, starts heartbeats and consumes the inbox. `server` is a client or a broker URL. */
+  async start(server: Mq9Client | string = "mq9://127.0.0.1:4332"): Promise<this> {
+    this.boundHandler = this.resolveHandler();
+    this.startedAt = Date.now();
+    if (typeof server === "string") {
+      this.client = await connect(server, { name: `mq9-agent-${this.manifest.name}` });
+      this.ownsClient = true;
+    } else {
+      this.client = server;
+    }
+    const client = this.client;
+    this.deadLetters = new DeadLetters(client, this.names);
+    this.handledLog = new HandledLog(
+      client,
+      handledMailbox(this.manifest.mailbox),
+      Math.max(1, Math.ceil(this.dedupWindowMs / 1000)),
+    );
+    const { mailbox } = this.manifest;
+    for (const name of [mailbox, controlMailbox(mailbox), handledMailbox(mailbox)]) {
+      await client.ensureMailbox({ name });
+    }
+    await this.register();
+    // Every instance reads every control message (no group), from now on.
+    this.control = client.consume(controlMailbox(this.manifest.mailbox), (m) => this.takeControl(m), {
+      deliver: "from_time",
+      fromTime: Math.floor(Date.now() / 1000) - 1,
+      batch: 100,
+      onError: (error) => {
+        if (!this.stopped) this.onError(error);
+      },
+    });
+    this.consumer = client.consume(this.manifest.mailbox, (m) => this.take(m), {
+      group: this.manifest.name,
+      deliver: "earliest",
+      concurrency: this.manifest.max_concurrency,
+      batch: this.manifest.max_concurrency,
+      leaseMs: this.leaseMs,
+      // The envelope is the JSON payload; the headers only mirror it for plain mq9 tools.
+      headerBytes: false,
+      headerMap: false,
+      onError: (error) => {
+        if (!this.stopped) this.onError(error);
+      },
+    });
+    this.scheduleHeartbeat();
+    return this;
+  }
+
+  /** Stops taking messages, lets running handlers finish, stops heartbeating. */
+  async stop(options: { unregister?: boolean } = {}): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    clearTimeout(this.heartbeatTimer);
+    await this.heartbeatInFlight;
+    await this.control?.stop();
+    await this.consumer?.stop();
+    if (options.unregister) await this.client?.unregister({ mailbox: this.manifest.mailbox }).catch(() => {});
+    if (this.ownsClient) await this.client?.close();
+  }
+
+  /**
+   * Sends a message through the router. Called while a handler runs, it continues that
+   * message's trace one hop further (as the context's send does), so loops built by
+   * forwarding agents still meet max_hops and the cycle check; elsewhere it starts a trace.
+   */
+  async send(fields: ChildFields & { max_hops?: number }): Promise<Envelope> {
+    const parent = this.handling.getStore();
+    if (parent) return this.sendChild(parent, fields);
+    const envelope = createEnvelope({
+      msg_type: fields.msg_type ?? "query",
+      source: this.manifest.name,
+      target: fields.target,
+      payload: fields.payload,
+      capability: fields.capability,
+      intent: fields.intent,
+      broadcast: fields.broadcast,
+      priority: fields.priority,
+      max_hops: fields.max_hops,
+      reply_to: fields.reply_to ?? this.manifest.mailbox,
+    });
+    return sendEnvelope(this.requireClient(), this.names.router, envelope, { ttl: this.messageTtlSeconds });
+  }
+
+  /** The shared memory of a trace. */
+  memory(traceId: string): TraceMemory {
+    let memory = this.memories.get(traceId);
+    if (!memory) {
+      memory = new TraceMemory(this.requireClient(), traceId, { names: this.names });
+      this.memories.set(traceId, memory);
+      if (this.memories.size > MEMORY_CACHE) this.memories.delete(this.memories.keys().next().value!);
+    }
+    return memory;
+  }
+
+  /**
+   * The subclass's handler: `handleMessage`, or `handle_message` as the design spells it
+   * (classes written in plain JavaScript after the design's examples).
+   */
+  private resolveHandler(): (message: Envelope, context: MessageContext) => unknown {
+    const self = this as unknown as Record<string, unknown>;
+    for (const name of ["handleMessage", "handle_message"]) {
+      const method = self[name];
+      if (typeof method === "function") return method.bind(this);
+    }
+    throw new TypeError(
+      `agent ${this.manifest.name} has no handler: define handleMessage(message, context) (or handle_message) in its class`,
+    );
+  }
+
+  private requireClient(): Mq9Client {
+    if (!this.client) throw new Error(`agent ${this.manifest.name} is not started; call start() first`);
+    return this.client;
+  }
+
+  private async register(): Promise<void> {
+    await this.requireClient().register(registrationBody(this.manifest, this.heartbeatMs, this.ttlSeconds));
+  }
+
+  private scheduleHeartbeat(): void {
+    if (this.stopped) return;
+    this.heartbeatTimer = setTimeout(() => {
+      this.heartbeatInFlight = this.heartbeat().finally(() => {
+        this.heartbeatInFlight = undefined;
+        this.scheduleHeartbeat();
+      });
+    }, this.heartbeatMs);
+  }
+
+  private async heartbeat(): Promise<void> {
+    const client = this.requireClient();
+    const load = this.load;
+    try {
+      await client.report({
+        mailbox: this.manifest.mailbox,
+        name: this.manifest.name,
+        load,
+        max_concurrency: this.manifest.max_concurrency,
+        report_info: `${load}/${this.manifest.max_concurrency} busy`,
+      });
+    } catch (err) {
+      if (this.stopped) return;
+      // The registry dropped us (a pause longer than our ttl): register again.
+      if (err instanceof Mq9Error && err.code === "AGENT_NOT_FOUND") {
+        await this.register().catch((e: Error) => this.onError(e));
+      } else {
+        this.onError(err as Error);
+      }
+    }
+  }
+
+  /** One delivery from the inbox; returning (or throwing) ends it, and the consumer ACKs it. */
+  private async take(delivery: ConsumedMessage): Promise<void> {
+    const receivedAt = Date.now();
+    let message: Envelope;
+    try {
+      message = readEnvelope(delivery);
+    } catch (err) {
+      if (!(err instanceof EnvelopeError)) throw err;
+      this.onError(new Error(`malformed message in ${this.manifest.mailbox}: ${err.message}`));
+      await this.deadLetters?.put(`malformed envelope: ${err.message}`, { raw: delivery.text() });
+      return;
+    }
+    if (message.msg_type === "cancel") {
+      this.cancel(message);
+      return;
+    }
+    const pending = this.unsent.get(message.msg_id);
+    if (pending) {
+      // Handled before, but the answer did not get out: send it now instead of handling again.
+      await this.sendAnswer(message, pending.to, pending.answer);
+      this.duplicateCount++;
+      return;
+    }
+    if (
+      !this.seen.firstTime(message.msg_id) ||
+      this.canceled.has(message.msg_id) ||
+      (this.mayHaveBeenHandled(message, receivedAt) && (await this.handledBefore(message)))
+    ) {
+      this.duplicateCount++;
+      return;
+    }
+    const cancel = new LazyAbort();
+    this.running.set(message.msg_id, cancel);
+    let outcome: unknown;
+    let failure: Error | undefined;
+    try {
+      const context = new HandlerContext<ChildFields>(this.contextSource, message, cancel, receivedAt);
+      outcome = await this.handling.run(message, () => this.boundHandler!(message, context));
+    } catch (err) {
+      failure = err instanceof Error ? err : new Error(String(err));
+    } finally {
+      this.running.delete(message.msg_id);
+    }
+    this.handledCount++;
+    if (cancel.aborted) return;
+    if (failure) this.onError(failure, message);
+    let answer: Envelope | undefined;
+    if (message.reply_to && message.msg_type !== "result" && message.msg_type !== "error") {
+      if (failure) answer = this.reply(message, "error", { error: failure.message });
+      else if (isEnvelope(outcome)) answer = outcome;
+      else if (outcome !== undefined) answer = this.reply(message, "result", outcome);
+    }
+    if (answer) await this.sendAnswer(message, message.reply_to!, answer);
+    else await this.noteHandled(message);
+  }
+
+  /**
+   * A message that leaves no answer in its asker's mailbox is noted in this agent's own
+   * `.seen` mailbox for the dedup window, so a restarted instance finds it was handled.
+   */
+  private async noteHandled(message: Envelope): Promise<void> {
+    try {
+      await this.handledLog?.note(message.msg_id);
+    } catch (err) {
+      this.onError(new Error(`could not note msg ${message.msg_id} as handled: ${(err as Error).message}`));
+    }
+  }
+
+  /** Sends an answer; when that fails it is kept, and the message is left un-ACKed to come back. */
+  private async sendAnswer(message: Envelope, to: string, answer: Envelope): Promise<void> {
+    try {
+      await sendEnvelope(this.requireClient(), to, answer, {
+        key: replyKey(message.msg_id),
+        ttl: this.messageTtlSeconds,
+      });
+      this.unsent.delete(message.msg_id);
+    } catch (err) {
+      this.unsent.set(message.msg_id, { to, answer });
+      if (this.unsent.size > MEMORY_CACHE) this.unsent.delete(this.unsent.keys().next().value!);
+      throw err;
+    }
+  }
+
+  private async takeControl(delivery: ConsumedMessage): Promise<void> {
+    try {
+      const message = readEnvelope(delivery);
+      if (message.msg_type === "cancel") this.cancel(message);
+    } catch (err) {
+      if (!(err instanceof EnvelopeError)) throw err;
+      this.onError(
+        new Error(`malformed message in ${controlMailbox(this.manifest.mailbox)}: ${err.message}`),
+      );
+    }
+  }
+
+  /** Aborts the handler of the named message, or makes sure it never starts. */
+  private cancel(message: Envelope): void {
+    const target = (message.payload as { msg_id?: unknown } | null)?.msg_id;
+    if (typeof target !== "string") return;
+    this.canceled.firstTime(target);
+    this.running.get(target)?.abort(new Error("canceled"));
+  }
+
+  /**
+   * At-least-once delivery can bring back a message another instance already answered
+   * (it crashed before its ACK). Such a message is old, so only old ones pay for a look
+   * at the asker's mailbox for a stored reply.
+   */
+  private mayHaveBeenHandled(message: Envelope, receivedAt: number): boolean {
+    if (receivedAt - (message.sent_at ?? message.created_at) >= this.leaseMs / 2) return true;
+    // Made before this instance started: maybe handled by the one before a restart.
+    return message.created_at < this.startedAt && receivedAt - message.created_at < this.dedupWindowMs;
+  }
+
+  /** Whether the asker's mailbox holds a reply to the message, or this agent noted it as handled. */
+  private async handledBefore(message: Envelope): Promise<boolean> {
+    if (message.reply_to) {
+      const replies = await this.requireClient()
+        .query(message.reply_to, { key: replyKey(message.msg_id) })
+        .catch(() => []);
+      if (replies.length > 0) return true;
+    }
+    return (await this.handledLog?.has(message.msg_id).catch(() => false)) ?? false;
+  }
+
+  private sendChild(parent: Envelope, fields: ChildFields): Promise<Envelope> {
+    const child = childOf(parent, this.manifest.name, {
+      ...fields,
+      reply_to: fields.reply_to ?? this.manifest.mailbox,
+    });
+    return sendEnvelope(this.requireClient(), this.names.router, child, { ttl: this.messageTtlSeconds });
+  }
+}

@@ -1,0 +1,30 @@
+/**
+ * The broker's defaults, in one place: the broker applies them, and `mq9 serve` starts from the
+ * same values (its config schema, its help). The wire's own defaults (ports, payload size, FETCH
+ * and QUERY limits) are protocol's `Defaults`.
+ */
+export const BrokerDefaults = {
+  /** Loopback: a broker is reachable from elsewhere only when told to be. */
+  host: "127.0.0.1",
+  /** The SQLite data directory, relative to the working directory. */
+  dataDir: "./mq9-data",
+  maxConnections: 65_536,
+  /** Bytes queued for a slow client before it is closed. */
+  maxPendingBytes: 64 * 1024 * 1024,
+  /**
+   * Liveness: nats-server pings every 2 minutes and allows 2 unanswered PINGs, which finds a
+   * frozen client after about 6 minutes. A frozen agent may hold a long-poll FETCH and leased
+   * messages meanwhile, so mq9 checks four times as often: dead within 2 minutes, at the cost of
+   * one PING per idle connection every 30 s.
+   */
+  pingIntervalMs: 30_000,
+  maxPingsOut: 2,
+  /** How long a group's fetched message is leased before it is delivered again. */
+  leaseMs: 30_000,
+  /** The longest a FETCH long-poll waits, under the 5 s request timeout of most NATS clients. */
+  maxWaitMs: 4_500,
+  /** Payload bytes one FETCH reply carries at most. */
+  fetchMaxBytes: 8 * 1024 * 1024,
+  /** Mailbox TTL in seconds when CREATE gives none; 0 = never expires. */
+  defaultMailboxTtl: 0,
+} as const;

@@ -1,0 +1,206 @@
+import { priorityRank } from "@mq9/protocol";
+import { GroupLeases } from "./group-leases.js";
+import { type ClassRead, RANKS, takeByPriority } from "./message-reads.js";
+import { type MessageRow, messageRowOf } from "./message-row-writer.js";
+import type { GroupRow, GroupStatements, MessageStatements } from "./sqlite-statements.js";
+import type { ClaimOptions, StoredMessage } from "./store.js";
+
+/** How the claims write: the store's transactions (see CommitPacer). */
+export interface ClaimTransactions {
+  /** Runs `change` in a transaction, or in a savepoint when one is open already. */
+  atomically<T>(change: () => T): T;
+  /** Runs a change that is durable once this returns. */
+  committed<T>(change: () => T): T;
+  /** Lets the writes that follow join the transaction SENDs collect in (they need no commit of their own). */
+  deferred(): void;
+}
+
+/** The reads claims are made of. */
+export interface ClaimReads {
+  classMessages: ClassRead;
+  messagesOf: (rows: readonly MessageRow[]) => StoredMessage[];
+  priorityOf: MessageStatements["priorityOf"];
+}
+
+/**
+ * Consumer groups of the embedded store: which messages a FETCH leases to a group and what an
+ * ACK releases. Leases live in memory (see GroupLeases), by mailbox id and group name; the class
+ * cursors and the ACKs above them are rows. Call every method in a turn of the store (see
+ * CommitPacer.turn), with a live mailbox's id.
+ */
+export class GroupClaims {
+  /** What each consumer group has in flight, by mailbox id and group name (memory only). */
+  private readonly inFlight = new Map<number, Map<string, GroupLeases>>();
+
+  constructor(
+    private readonly stmt: GroupStatements,
+    private readonly reads: ClaimReads,
+    private readonly transactions: ClaimTransactions,
+  ) {}
+
+  exists(mbox: number, group: string): boolean {
+    return this.stmt.get.get(mbox, group) !== undefined;
+  }
+
+  /**
+   * Leases the next messages to a group: a claim writes nothing but a new group's row, and a
+   * crash only delivers the unACKed messages again (at least once).
+   */
+  claim(mbox: number, group: string, options: ClaimOptions): StoredMessage[] {
+    this.transactions.deferred();
+    const stored = this.stmt.get.get(mbox, group);
+    // A reset starts over from `start`, keeping only the batch numbering.
+    const existing = options.reset ? undefined : stored;
+    const takeAndLease = (cursors: number[], leases: GroupLeases) => {
+      const taken = this.claimable(mbox, group, cursors, leases, options);
+      leases.lease(
+        taken.map((m) => ({ id: m.id, rank: priorityRank[m.priority] })),
+        options.nowMs + options.leaseMs,
+      );
+      return taken;
+    };
+    if (existing) {
+      const leases = this.leasesOf(mbox, group, existing);
+      const cursors = [existing.cursor0, existing.cursor1, existing.cursor2];
+      // A claim that fails (a record that cannot be read) leases nothing.
+      return leases.change(() => this.transactions.atomically(() => takeAndLease(cursors, leases)));
+    }
+    const from = options.start.fromId;
+    const cursors = [from, from, from];
+    const batch = stored?.next_batch ?? 0;
+    const leases = new GroupLeases(cursors, batch);
+    const taken = this.transactions.atomically(() => {
+      if (options.reset) this.stmt.clearDeliveries.run(mbox, group);
+      this.stmt.upsert.run({ mbox, name: group, c0: from, c1: from, c2: from, batch });
+      return takeAndLease(cursors, leases);
+    });
+    // Kept only once the group's row is written: a failed claim leaves the group as it was.
+    this.groupsOf(mbox).set(group, leases);
+    return taken;
+  }
+
+  /**
+   * Acknowledges `msgId` and what its claim delivered before it; false when it was never
+   * delivered to the group. An ACK whose write fails is undone in memory as well.
+   */
+  ack(mbox: number, group: string, msgId: number, nowMs: number): boolean {
+    const state = this.stmt.get.get(mbox, group);
+    if (!state) return false;
+    const cursors = [state.cursor0, state.cursor1, state.cursor2];
+    const leases = this.leasesOf(mbox, group, state);
+    const covered = leases.coveredBy(msgId);
+    if (!covered) return leases.acked.has(msgId) || this.isBelowCursor(mbox, msgId, cursors);
+    // Its messages then stay leased, and come back once the lease runs out (an error reply
+    // means nothing changed).
+    return leases.change(() =>
+      this.transactions.committed(() => {
+        leases.release(covered.keys());
+        const moved = leases.cursorsAfterRelease(cursors);
+        const next = [...cursors];
+        for (const rank of RANKS) {
+          // ACKs the cursor does not pass are written: they must outlive a restart.
+          const stays = moved[rank] ?? Number.NEGATIVE_INFINITY;
+          for (const [id, r] of covered) {
+            if (r !== rank || id < stays) continue;
+            this.stmt.insertAcked.run(mbox, group, id, rank);
+            leases.addAcked(id, rank);
+          }
+          next[rank] = moved[rank] ?? this.firstUnackedFrom(mbox, group, rank, cursors[rank], nowMs);
+          if (next[rank] !== cursors[rank] && leases.dropAckedBelow(rank, next[rank])) {
+            this.stmt.pruneDeliveries.run(mbox, group, rank, next[rank]);
+          }
+        }
+        if (next.some((cursor, rank) => cursor !== cursors[rank])) {
+          this.stmt.setCursors.run(next[0], next[1], next[2], mbox, group);
+        }
+        return true;
+      }),
+    );
+  }
+
+  /** Messages of the group whose lease still runs. */
+  leased(mbox: number, group: string, nowMs: number): number {
+    const leases = this.inFlight.get(mbox)?.get(group);
+    let count = 0;
+    for (const rank of RANKS) count += leases?.activeIds(rank, nowMs).size ?? 0;
+    return count;
+  }
+
+  /** A message that was deleted (and committed so): no group holds it any more. */
+  forgetMessage(mbox: number, msgId: number): void {
+    for (const leases of this.inFlight.get(mbox)?.values() ?? []) leases.forget(msgId);
+  }
+
+  /**
+   * Forgets the leases of a mailbox dropped or purged: they mean nothing now, and the groups
+   * rebuild theirs from the database.
+   */
+  forgetMailbox(mbox: number): void {
+    this.inFlight.delete(mbox);
+  }
+
+  private groupsOf(mbox: number): Map<string, GroupLeases> {
+    let groups = this.inFlight.get(mbox);
+    if (!groups) {
+      groups = new Map();
+      this.inFlight.set(mbox, groups);
+    }
+    return groups;
+  }
+
+  /** The group's in-flight state; after a restart, built from its ACKs in the database. */
+  private leasesOf(mbox: number, group: string, state: GroupRow): GroupLeases {
+    const groups = this.groupsOf(mbox);
+    let leases = groups.get(group);
+    if (!leases) {
+      this.stmt.dropLeaseRows.run(mbox, group);
+      const acked = this.stmt.ackedOf.all(mbox, group).map((r) => ({ id: r.msg_id, rank: r.priority }));
+      leases = new GroupLeases([state.cursor0, state.cursor1, state.cursor2], state.next_batch, acked);
+      groups.set(group, leases);
+    }
+    return leases;
+  }
+
+  /**
+   * The messages a claim takes, by priority. Within a class, every message up
+   * to the highest one delivered is in flight or ACKed, so the scan starts
+   * after it; a class with a gap (an expired lease, a restart) is scanned from
+   * its cursor instead, skipping what is ACKed or still leased.
+   */
+  private claimable(
+    mbox: number,
+    group: string,
+    cursors: number[],
+    leases: GroupLeases,
+    options: ClaimOptions,
+  ): StoredMessage[] {
+    const { nowMs } = options;
+    return takeByPriority(options.limit, options.maxBytes, (rank, remaining) => {
+      if (!leases.needsScan(rank, nowMs)) {
+        const from = Math.max(cursors[rank], leases.delivered[rank] + 1);
+        return this.reads.classMessages(mbox, rank, from, nowMs, 0, remaining);
+      }
+      const active = leases.activeIds(rank, nowMs);
+      const rows = this.stmt.unackedClass
+        .all(mbox, rank, cursors[rank], nowMs, mbox, group, remaining + active.size)
+        .map(messageRowOf);
+      const found = this.reads.messagesOf(rows.filter((row) => !active.has(row.msg_id)).slice(0, remaining));
+      if (found.length < remaining) leases.closeGap(rank, new Set(found.map((m) => m.id)), nowMs);
+      return found;
+    });
+  }
+
+  private isBelowCursor(mbox: number, msgId: number, cursors: number[]): boolean {
+    const row = this.reads.priorityOf.get(mbox, msgId);
+    if (row) return msgId < cursors[row.priority];
+    return msgId < Math.min(...cursors);
+  }
+
+  /** A class cursor's next place, read from the database: its first live message not ACKed. */
+  private firstUnackedFrom(mbox: number, group: string, rank: number, cursor: number, nowMs: number): number {
+    const first = this.stmt.firstUnacked.get(mbox, rank, cursor, nowMs, mbox, group)?.msg_id;
+    if (first !== null && first !== undefined) return first;
+    const acked = this.stmt.maxAcked.get(mbox, group, rank)?.msg_id;
+    return acked !== null && acked !== undefined ? Math.max(cursor, acked + 1) : cursor;
+  }
+}

@@ -1,0 +1,93 @@
+import { PRIORITIES } from "@mq9/protocol";
+import type Database from "better-sqlite3";
+import type { GroupClaims } from "./group-claims.js";
+import { RANKS } from "./message-reads.js";
+import type { MailboxRow, StatsStatements } from "./sqlite-statements.js";
+import type { GroupStats, MailboxStats, MailboxStatsOptions, StoreTotals } from "./store-inspection.js";
+
+/**
+ * The counts the dashboard and the REST API show of the embedded store (the read half of
+ * StoreInspection): mailboxes with their depths, totals, consumer groups with their lag.
+ * Call in a turn of the store.
+ */
+export class SqliteStats {
+  constructor(
+    private readonly db: Database.Database,
+    private readonly stmt: StatsStatements,
+    private readonly claims: GroupClaims,
+  ) {}
+
+  mailboxStats(nowMs: number, options: MailboxStatsOptions): MailboxStats[] {
+    const match = options.exact ? "address = ?" : "instr(address, ?) > 0";
+    const boxes = this.db
+      .prepare<[number, string, number], MailboxRow>(
+        `SELECT * FROM mailboxes WHERE (expires_ms IS NULL OR expires_ms > ?) AND ${match} ORDER BY address LIMIT ?`,
+      )
+      .all(nowMs, options.search ?? "", options.limit);
+    if (boxes.length === 0) return [];
+    const ids = JSON.stringify(boxes.map((box) => box.id));
+    const inBoxes = "mbox IN (SELECT value FROM json_each(?))";
+    const classes = this.db
+      .prepare<
+        [string, number],
+        { mbox: number; priority: number; n: number; bytes: number; oldest: number }
+      >(
+        `SELECT mbox, priority, count(*) AS n, min(created_ms) AS oldest,
+           sum(coalesce(seg_len, length(payload) + coalesce(length(header), 0))) AS bytes
+         FROM messages WHERE ${inBoxes} AND (expires_ms IS NULL OR expires_ms > ?) GROUP BY mbox, priority`,
+      )
+      .all(ids, nowMs);
+    const countsOf = (table: string) =>
+      new Map(
+        this.db
+          .prepare<[string], { mbox: number; n: number }>(
+            `SELECT mbox, count(*) AS n FROM ${table} WHERE ${inBoxes} GROUP BY mbox`,
+          )
+          .all(ids)
+          .map((row) => [row.mbox, row.n]),
+      );
+    const delayed = countsOf("delayed");
+    const groups = countsOf("groups");
+    return boxes.map((box): MailboxStats => {
+      const depth = { critical: 0, urgent: 0, normal: 0 };
+      let bytes = 0;
+      let oldestMs: number | undefined;
+      for (const row of classes) {
+        if (row.mbox !== box.id) continue;
+        depth[PRIORITIES[row.priority]] = row.n;
+        bytes += row.bytes;
+        oldestMs = oldestMs === undefined ? row.oldest : Math.min(oldestMs, row.oldest);
+      }
+      return {
+        address: box.address,
+        ttlSeconds: box.ttl_s,
+        desc: box.description,
+        createdMs: box.created_ms,
+        expiresMs: box.expires_ms ?? undefined,
+        depth,
+        bytes,
+        oldestMs,
+        delayed: delayed.get(box.id) ?? 0,
+        groups: groups.get(box.id) ?? 0,
+      };
+    });
+  }
+
+  totals(nowMs: number): StoreTotals {
+    const mailboxes = this.stmt.liveMailboxes.get(nowMs);
+    const messages = this.stmt.liveMessages.get(nowMs);
+    return { mailboxes: mailboxes?.n ?? 0, messages: messages?.n ?? 0, bytes: messages?.bytes ?? 0 };
+  }
+
+  /** The groups of the mailbox `mbox`. */
+  groupStats(mbox: number, nowMs: number): GroupStats[] {
+    return this.stmt.groupsOf.all(mbox).map((row) => {
+      const cursors = [row.cursor0, row.cursor1, row.cursor2];
+      let lag = 0;
+      for (const rank of RANKS) {
+        lag += this.stmt.unackedCount.get(mbox, rank, cursors[rank], nowMs, mbox, row.name)?.n ?? 0;
+      }
+      return { name: row.name, lag, leased: this.claims.leased(mbox, row.name, nowMs) };
+    });
+  }
+}

@@ -1,0 +1,253 @@
+import { readFileSync } from "node:fs";
+import type { AgentManifest, ResolvedManifest } from "@mq9/agent";
+import type { AgentEntry, AgentRegistration } from "@mq9/client";
+import { agentInfoOf } from "@mq9/client";
+import { type Command, InvalidArgumentError } from "commander";
+import {
+  type ConnectionFlags,
+  clientCommand,
+  integer,
+  UsageError,
+  withClient,
+} from "../../shared/client-command.js";
+import { cell, printJson, printTable, say } from "../../shared/output.js";
+
+interface SelectorFlags extends ConnectionFlags {
+  name?: string;
+  mailbox?: string;
+}
+
+interface RegisterFlags extends SelectorFlags {
+  payload?: string;
+  ttl?: number;
+  manifest?: string;
+}
+
+interface ReportFlags extends SelectorFlags {
+  info?: string;
+}
+
+interface DiscoverFlags extends ConnectionFlags {
+  semantic?: string;
+  minScore?: number;
+  limit?: number;
+  page?: number;
+}
+
+async function readJsonObject(source: string): Promise<Record<string, unknown>> {
+  let text: string;
+  if (source === "-") {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    text = Buffer.concat(chunks).toString("utf8");
+  } else {
+    text = readFileSync(source, "utf8");
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`${source === "-" ? "stdin" : source} is not JSON: ${(err as Error).message}`);
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new UsageError(`${source === "-" ? "stdin" : source} must hold a JSON object`);
+  }
+  return value as Record<string, unknown>;
+}
+
+/** A --min-score value: a number from 0 to 1. */
+function score(value: string): number {
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n) || n < 0 || n > 1) {
+    throw new InvalidArgumentError(`--min-score must be a number from 0 to 1, got '${value}'`);
+  }
+  return n;
+}
+
+function selector(flags: SelectorFlags): { name?: string; mailbox?: string } {
+  if (flags.name === undefined && flags.mailbox === undefined) {
+    throw new UsageError("name the agent with --mailbox and/or --name");
+  }
+  const body: { name?: string; mailbox?: string } = {};
+  if (flags.name !== undefined) body.name = flags.name;
+  if (flags.mailbox !== undefined) body.mailbox = flags.mailbox;
+  return body;
+}
+
+/** The prose a DISCOVER entry carries, wherever its registration put it. */
+function description(agent: AgentEntry): string {
+  const card = agent.agent_card as { description?: unknown } | undefined;
+  for (const candidate of [agent.payload, agent.description, card?.description]) {
+    if (typeof candidate === "string" && candidate !== "") return candidate;
+  }
+  return agentInfoOf(agent) || "-";
+}
+
+/**
+ * The registration of an orchestrator manifest: what the Agent SDK registers, so the router
+ * can send the agent work. Without heartbeats it stays alive until its --ttl (0 = always).
+ */
+async function manifestRegistration(
+  flags: RegisterFlags,
+): Promise<{ name: string; mailbox: string; body: AgentRegistration }> {
+  const raw = await readJsonObject(flags.manifest!);
+  if (flags.name !== undefined) raw.name = flags.name;
+  if (flags.mailbox !== undefined) raw.mailbox = flags.mailbox;
+  // Only --manifest needs the orchestrator's manifest rules: loaded here, not by every agent command.
+  const { ManifestError, registrationBody, resolveManifest } = await import("@mq9/agent");
+  let manifest: ResolvedManifest;
+  try {
+    manifest = resolveManifest(raw as unknown as AgentManifest);
+  } catch (err) {
+    if (err instanceof ManifestError) throw new UsageError(`${flags.manifest}: ${err.message}`);
+    throw err;
+  }
+  const body = registrationBody(manifest, 0, flags.ttl ?? 0) as AgentRegistration;
+  if (flags.payload !== undefined) body.payload = flags.payload;
+  return { name: manifest.name, mailbox: manifest.mailbox, body };
+}
+
+/** `mq9 agent register|unregister|report|get|discover`: the registry through the client SDK. */
+export function registerRegistryCommands(agent: Command): void {
+  clientCommand(agent.command("register"))
+    .description("register an agent (re-registering the same mailbox replaces it)")
+    .argument("[card]", "JSON file with the registration or A2A AgentCard body ('-' = stdin)")
+    .option("--name <name>", "agent name")
+    .option("--mailbox <mail_address>", "where the agent reads its mail")
+    .option("--payload <text>", "what the agent does, in prose")
+    .option(
+      "--manifest <file>",
+      "an orchestrator manifest {name, capabilities, endpoint, max_concurrency, weight, tags}: the router can use the agent",
+    )
+    .option(
+      "--ttl <seconds>",
+      "drop the agent after this long without register/report; 0 = never",
+      integer("--ttl"),
+    )
+    .addHelpText(
+      "after",
+      `
+Examples:
+  mq9 agent register --name translator --mailbox agents.translator --payload "Translates EN, ZH, JA"
+  mq9 agent register card.json --mailbox agents.translator --ttl 120
+  mq9 agent register --manifest intent_agent.json`,
+    )
+    .action((card: string | undefined, flags: RegisterFlags) =>
+      withClient(flags, async (client) => {
+        if (flags.manifest !== undefined) {
+          if (card !== undefined) throw new UsageError("give a card file or --manifest, not both");
+          const manifest = await manifestRegistration(flags);
+          await client.ensureMailbox({ name: manifest.mailbox });
+          await client.register(manifest.body);
+          if (flags.json) printJson({ registered: true, name: manifest.name, mailbox: manifest.mailbox });
+          else process.stdout.write(`registered ${manifest.name} (mailbox ${manifest.mailbox})\n`);
+          return;
+        }
+        const body: AgentRegistration = card === undefined ? {} : await readJsonObject(card);
+        if (flags.name !== undefined) body.name = flags.name;
+        if (flags.mailbox !== undefined) body.mailbox = flags.mailbox;
+        if (flags.payload !== undefined) body.payload = flags.payload;
+        if (flags.ttl !== undefined) body.ttl = flags.ttl;
+        if (Object.keys(body).length === 0) {
+          throw new UsageError("nothing to register: give a card file or --name/--mailbox/--payload");
+        }
+        await client.register(body);
+        if (flags.json) printJson({ registered: true, name: body.name, mailbox: body.mailbox });
+        else process.stdout.write(`registered ${body.name ?? body.mailbox ?? "agent"}\n`);
+      }),
+    );
+
+  clientCommand(agent.command("unregister"))
+    .description("remove an agent from the registry")
+    .option("--mailbox <mail_address>", "the agent's mailbox")
+    .option("--name <name>", "the agent's name")
+    .addHelpText("after", "\nExamples:\n  mq9 agent unregister --mailbox agents.translator")
+    .action((flags: SelectorFlags) =>
+      withClient(flags, async (client) => {
+        const body = selector(flags);
+        await client.unregister(body);
+        if (flags.json) printJson({ unregistered: true, ...body });
+        else process.stdout.write(`unregistered ${body.name ?? body.mailbox}\n`);
+      }),
+    );
+
+  clientCommand(agent.command("report"))
+    .description("report an agent's status (a heartbeat)")
+    .option("--mailbox <mail_address>", "the agent's mailbox")
+    .option("--name <name>", "the agent's name")
+    .option("--info <text>", "status text (report_info)")
+    .addHelpText(
+      "after",
+      '\nExamples:\n  mq9 agent report --mailbox agents.translator --info "running, 12 jobs done"',
+    )
+    .action((flags: ReportFlags) =>
+      withClient(flags, async (client) => {
+        const body = { ...selector(flags), ...(flags.info === undefined ? {} : { report_info: flags.info }) };
+        await client.report(body);
+        if (flags.json) printJson({ reported: true, ...body });
+        else process.stdout.write(`reported ${body.name ?? body.mailbox}\n`);
+      }),
+    );
+
+  clientCommand(agent.command("get"))
+    .description("show the registration of one mailbox, or those of one name, with its last status")
+    .option("--mailbox <address>", "the agent's mailbox")
+    .option("--name <name>", "the agent's registered name")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  mq9 agent get --mailbox agent.translator.inbox
+  mq9 agent get --name translator`,
+    )
+    .action((flags: SelectorFlags) =>
+      withClient(flags, async (client) => {
+        const agents = await client.lookupAgents(selector(flags));
+        if (agents.length === 0) {
+          const what = flags.mailbox !== undefined ? `mailbox ${flags.mailbox}` : `name ${flags.name}`;
+          throw new Error(`no agent is registered with ${what}`);
+        }
+        for (const a of agents) printJson(a);
+      }),
+    );
+
+  clientCommand(agent.command("discover"))
+    .description("find agents: all of them, by full text, or by a natural-language --semantic query")
+    .argument("[text]", "full-text query; omitted: list agents")
+    .option("--semantic <query>", "natural-language query (wins over text)")
+    .option("-n, --limit <n>", "agents per page (default 20)", integer("--limit", 1))
+    .option("--page <n>", "page, from 1", integer("--page", 1))
+    .option("--min-score <score>", "with --semantic: only agents scoring at least this (0..1)", score)
+    .addHelpText(
+      "after",
+      `
+Examples:
+  mq9 agent discover                            # everyone, 20 per page
+  mq9 agent discover translator
+  mq9 agent discover --semantic "who can translate Japanese?" --limit 3 --json`,
+    )
+    .action((text: string | undefined, flags: DiscoverFlags) =>
+      withClient(flags, async (client) => {
+        const query: Record<string, unknown> = {};
+        if (text !== undefined) query.text = text;
+        if (flags.semantic !== undefined) query.semantic = flags.semantic;
+        if (flags.limit !== undefined) query.limit = flags.limit;
+        if (flags.page !== undefined) query.page = flags.page;
+        if (flags.minScore !== undefined) query.min_score = flags.minScore;
+        const reply = await client.discoverPage(query);
+        const agents = reply.agents;
+        // A fallback ranking, a trimmed page or skills not yet searchable: said on stderr, never hidden.
+        if (reply.warning) say(`warning: ${reply.warning}`);
+        if (flags.json) {
+          for (const a of agents) printJson(a);
+        } else if (agents.length === 0) {
+          process.stdout.write("(no agents)\n");
+        } else {
+          printTable(
+            ["NAME", "MAILBOX", "DESCRIPTION"],
+            agents.map((a) => [String(a.name ?? "-"), String(a.mailbox ?? "-"), cell(description(a))]),
+          );
+        }
+      }),
+    );
+}

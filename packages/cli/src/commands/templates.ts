@@ -1,0 +1,42 @@
+import type { Command } from "commander";
+import { ExitCode, usageExit } from "../shared/client-command.js";
+import { printJson, sayLine } from "../shared/output.js";
+
+/** `mq9 templates check [folder]`: validates task templates, with file:line:column for each problem. */
+export function registerTemplates(program: Command): void {
+  const templates = program
+    .command("templates")
+    .description("the orchestrator's task templates (YAML)")
+    .exitOverride(usageExit);
+  templates
+    .command("check")
+    .description("validate every template of a folder; exits 1 when one has a problem")
+    .argument(
+      "[folder]",
+      "templates folder (env MQ9_TEMPLATES)",
+      process.env.MQ9_TEMPLATES ?? "./mq9-templates",
+    )
+    .option("--json", "machine-readable output (JSON)")
+    .exitOverride(usageExit)
+    .addHelpText("after", "\nExamples:\n  mq9 templates check ./mq9-templates")
+    .action(async (folder: string, flags: { json?: boolean }) => {
+      const { formatProblem, loadTemplateFolder } = await import("@mq9/orchestrator");
+      const { templates: found, problems } = loadTemplateFolder(folder);
+      if (flags.json) {
+        printJson({
+          ok: problems.length === 0,
+          templates: [...found.values()].map((t) => ({ name: t.name, file: t.file, steps: t.order })),
+          problems,
+        });
+      } else {
+        for (const t of found.values()) {
+          process.stdout.write(`ok   ${t.name} (${t.file}): ${t.order.join(" -> ")}\n`);
+        }
+        for (const p of problems) sayLine(formatProblem(p));
+        process.stdout.write(
+          `${found.size} template${found.size === 1 ? "" : "s"} ok, ${problems.length} problem${problems.length === 1 ? "" : "s"}\n`,
+        );
+      }
+      process.exitCode = problems.length === 0 ? ExitCode.ok : ExitCode.brokerError;
+    });
+}

@@ -1,0 +1,162 @@
+import { existsSync, readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { Worker } from "node:worker_threads";
+import type { Logger } from "@mq9/broker";
+import type { ConnectOptions } from "@mq9/client";
+import {
+  mountOrchestratorApi,
+  type OrchestratorApi,
+  OrchestratorError,
+  type RouteRegistrar,
+} from "@mq9/orchestrator";
+import type { ServeConfig } from "./config.js";
+import { toError } from "./failure-converter.js";
+import {
+  type FromWorker,
+  ORCHESTRATOR_API,
+  type OrchestratorWorkerData,
+  type ToWorker,
+} from "./orchestrator-calls.js";
+import { exportOrchestratorMetrics, type PromRegistry } from "./orchestrator-metrics.js";
+import { CallForwarder } from "./worker-calls.js";
+
+/**
+ * The orchestrator of a `mq9 serve` process. It runs on a worker thread, a client of
+ * this process's broker like any other, so routing and the broker use two cores; the
+ * API routes exist from the start and forward to it once it is up (503 until then).
+ */
+export class ServeOrchestrator {
+  private worker?: Worker;
+  private api?: OrchestratorApi;
+  private closed?: Promise<void>;
+  private exited = false;
+
+  constructor(
+    private readonly config: ServeConfig,
+    private readonly logger: Logger,
+  ) {}
+
+  get enabled(): boolean {
+    return this.config.orchestrator.enabled;
+  }
+
+  /** Mounts /api/tasks, /api/traces, /api/agents, /api/dead-letters (503 until `start` is done). */
+  routes = (app: RouteRegistrar): void => {
+    mountOrchestratorApi(app, () => this.api);
+  };
+
+  /**
+   * Starts the worker, which connects to the broker of this process and starts the
+   * orchestrator; its numbers join the broker's /metrics when `metrics` is given.
+   */
+  async start(host: string, port: number, metrics?: PromRegistry): Promise<void> {
+    // Started again after a close (a cluster node that regained the orchestrator's lock).
+    this.closed = undefined;
+    this.exited = false;
+    const { orchestrator: settings, auth, tls } = this.config;
+    const options: ConnectOptions = { name: "mq9-orchestrator" };
+    if (auth.token) options.token = auth.token;
+    if (auth.user) {
+      options.user = auth.user;
+      options.password = auth.password ?? "";
+    }
+    if (tls.cert) options.tls = { ca: readFileSync(tls.ca ?? tls.cert, "utf8") };
+    const folder = resolve(settings.templates);
+    const data: OrchestratorWorkerData = {
+      server: `${tls.cert ? "mq9s" : "mq9"}://${host}:${port}`,
+      connect: options,
+      templates: folder,
+      settings: {
+        namespace: settings.namespace,
+        intentThreshold: settings.intentThreshold,
+        traceBudget: settings.traceBudget,
+        directoryRefreshMs: settings.directoryRefreshMs,
+        retentionSeconds: settings.retentionSeconds,
+        messageTtlSeconds: settings.messageTtlSeconds,
+        memoryTtlSeconds: settings.memoryTtlSeconds,
+        maxTasksInFlight: settings.maxTasksInFlight,
+        queueCapacity: settings.queueCapacity,
+        agentConcurrency: settings.agentConcurrency,
+        pollBatch: settings.pollBatch,
+        pollTimeoutMs: settings.pollTimeoutMs,
+        routerConcurrency: settings.routerConcurrency,
+        logSampleRate: settings.logSampleRate,
+      },
+      webhooks: settings.webhooks,
+    };
+    const worker = new Worker(new URL("./orchestrator-worker.js", import.meta.url), { workerData: data });
+    this.worker = worker;
+    const calls = new CallForwarder<OrchestratorApi>(ORCHESTRATOR_API, (message) => {
+      if (this.worker !== worker || this.exited) {
+        throw new OrchestratorError("NOT_READY", "the orchestrator is stopping");
+      }
+      worker.postMessage(message satisfies ToWorker);
+    });
+    const taskTypes = await new Promise<string[]>((ready, failed) => {
+      worker.on("message", (message: FromWorker) => {
+        switch (message.type) {
+          case "ready":
+            ready(message.taskTypes);
+            break;
+          case "failed":
+            failed(toError(message.failure));
+            break;
+          case "warn":
+            this.logger.warn(`orchestrator: ${message.message}`);
+            break;
+          case "log":
+            this.logger[message.level](
+              { orchestrator: true, ...message.fields },
+              `orchestrator: ${message.message}`,
+            );
+            break;
+          case "result":
+          case "error":
+            calls.settle(message);
+            break;
+        }
+      });
+      worker.on("error", (err) => {
+        this.logger.error({ err }, `the orchestrator's thread failed: ${err.message}`);
+        failed(err);
+      });
+      worker.on("exit", (code) => {
+        this.exited = true;
+        this.api = undefined;
+        const gone = new OrchestratorError(
+          "NOT_READY",
+          `the orchestrator's thread stopped (exit code ${code})`,
+        );
+        calls.failAll(gone);
+        failed(gone);
+      });
+    }).catch(async (err: Error) => {
+      await worker.terminate();
+      throw err;
+    });
+    this.api = calls.api;
+    if (metrics)
+      exportOrchestratorMetrics(metrics, () => (this.api?.metrics ? this.api.metrics() : undefined));
+    this.logger.info(
+      { templates: folder, taskTypes, webhooks: settings.webhooks.length },
+      existsSync(folder)
+        ? `orchestrator ready: ${taskTypes.length} task type${taskTypes.length === 1 ? "" : "s"} from ${folder}`
+        : `orchestrator ready; no templates folder at ${folder} yet (create it: it is picked up when it appears; or set orchestrator.templates / --templates)`,
+    );
+  }
+
+  /** Stops routing and scheduling (tasks stay persisted), then the thread. */
+  close(): Promise<void> {
+    const worker = this.worker;
+    if (!worker || this.exited) return Promise.resolve();
+    this.api = undefined;
+    this.closed ??= new Promise<void>((done) => {
+      worker.once("exit", () => done());
+      worker.on("message", (message: FromWorker) => {
+        if (message.type === "closed") void worker.terminate();
+      });
+      worker.postMessage({ type: "close" } satisfies ToWorker);
+    });
+    return this.closed;
+  }
+}

@@ -1,0 +1,208 @@
+import { randomBytes } from "node:crypto";
+import { Broker, type BrokerOptions, type Logger, PostgresStore, type RestApi } from "@mq9/broker";
+import { registryFactory } from "@mq9/registry";
+import { say } from "../shared/output.js";
+import { ServeAgentApps } from "./agent-apps.js";
+import { appConfig, clusterBrokerOptions } from "./cluster.js";
+import { ConfigError, loadServeConfig, type ServeConfig } from "./config.js";
+import { ServeDashboard } from "./dashboard.js";
+import { createLogger } from "./logger.js";
+import { ServeOrchestrator } from "./orchestrator.js";
+import { OrchestratorLeadership } from "./orchestrator-leadership.js";
+
+/** Turns a start failure into the one line a person needs to fix it. */
+function explainStartFailure(err: unknown, config: ServeConfig): string {
+  type NetError = { code?: string; address?: string; port?: number; cause?: NetError };
+  const failure = err as NetError;
+  const code = failure.code ?? failure.cause?.code;
+  const host = failure.address ?? failure.cause?.address ?? config.server.host;
+  const port = failure.port ?? failure.cause?.port ?? config.server.port;
+  const flag = port === config.server.port ? "--port" : "--http-port";
+  if (code === "EADDRINUSE") {
+    return `port ${port} on ${host} is already in use; stop the other process or pass ${flag}`;
+  }
+  if (code === "EADDRNOTAVAIL")
+    return `cannot listen on ${host}: no such address on this machine; check --host`;
+  if (code === "EACCES")
+    return `not allowed to listen on ${host}:${port}; use a port above 1023 or run with more rights`;
+  if (code === "ENOENT" && config.tls.cert) return `cannot read a TLS file: ${(err as Error).message}`;
+  return (err as Error).message;
+}
+
+/** The user the in-process apps (MCP, A2A gateway, orchestrator) connect as when users are configured. */
+const INTERNAL_USER = "mq9-internal";
+
+/**
+ * With users configured, the apps of this process need credentials of their own: an admin user
+ * with a random token, known only inside the process, is added to the configured users and put
+ * where the apps look for the broker's token.
+ */
+function withInternalUser(config: ServeConfig): ServeConfig {
+  if (config.auth.users === undefined) return config;
+  return { ...config, auth: { ...config.auth, token: randomBytes(32).toString("base64url") } };
+}
+
+function brokerAuth(auth: ServeConfig["auth"]): BrokerOptions["auth"] {
+  if (auth.users !== undefined) {
+    return {
+      users: [...auth.users, { user: INTERNAL_USER, token: auth.token, admin: true }],
+      defaultPermissions: auth.defaultPermissions,
+    };
+  }
+  return auth.token || auth.user
+    ? { token: auth.token, user: auth.user, password: auth.password }
+    : undefined;
+}
+
+function brokerOptions(
+  config: ServeConfig,
+  logger: Logger,
+  orchestrator: ServeOrchestrator,
+  agentApps: ServeAgentApps,
+): BrokerOptions {
+  const { server, http, auth, tls, storage, messaging, registry } = config;
+  return {
+    host: server.host,
+    port: server.port,
+    maxPayload: server.maxPayload,
+    maxConnections: server.maxConnections,
+    maxPendingBytes: server.maxPendingBytes,
+    pingIntervalMs: Math.round(server.pingInterval * 1000),
+    maxPingsOut: server.pingMax,
+    dataDir: storage.data,
+    sync: storage.sync,
+    auth: brokerAuth(auth),
+    tls: tls.cert && tls.key ? { certFile: tls.cert, keyFile: tls.key, caFile: tls.ca } : undefined,
+    leaseMs: messaging.leaseMs,
+    maxWaitMs: messaging.maxWaitMs,
+    fetchMaxBytes: messaging.fetchMaxBytes,
+    defaultMailboxTtl: messaging.defaultMailboxTtl,
+    http: {
+      host: http.host,
+      port: http.port,
+      allowedHosts: http.allowedHosts,
+      allowedOrigins: http.allowedOrigins,
+      routes: async (app: Parameters<ServeAgentApps["routes"]>[0], api: RestApi) => {
+        await agentApps.routes(app);
+        if (orchestrator.enabled) await orchestrator.routes(app);
+        // Loaded by serve alone: its schemas would cost every other command.
+        const { mountOrchestratorRestRoutes } = await import("./rest-orchestrator.js");
+        mountOrchestratorRestRoutes(api.router, orchestrator.enabled ? orchestrator.routes : undefined);
+        await ServeDashboard.mount(app);
+      },
+      openPath: ServeDashboard.openPath,
+    },
+    registry: registryFactory({
+      embedder: registry.embedder,
+      vectorStore: registry.vectorStore,
+      modelDir: registry.modelDir,
+      onnx: { pooling: registry.pooling, queryPrefix: registry.queryPrefix },
+      defaultTtl: registry.defaultTtl,
+      annThreshold: registry.annThreshold,
+      efSearch: registry.efSearch,
+      maxCardBytes: registry.maxCardBytes,
+      maxSkills: registry.maxSkills,
+      preloadEmbedder: registry.preload,
+    }),
+    logger,
+  };
+}
+
+/** Runs the broker until SIGINT/SIGTERM, then drains and exits. */
+export async function serve(flags: Record<string, unknown>): Promise<void> {
+  let config: ServeConfig;
+  try {
+    config = withInternalUser(
+      loadServeConfig({ file: flags.config as string | undefined, env: process.env, flags }),
+    );
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      say(err.message);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = createLogger(config.log);
+  const orchestrator = new ServeOrchestrator(appConfig(config), logger);
+  const agentApps = new ServeAgentApps(appConfig(config));
+  let broker: Broker;
+  let clustered: Awaited<ReturnType<typeof clusterBrokerOptions>> | undefined;
+  try {
+    clustered = config.cluster.enabled ? await clusterBrokerOptions(config, logger) : undefined;
+    broker = await Broker.start({ ...brokerOptions(config, logger, orchestrator, agentApps), ...clustered });
+  } catch (err) {
+    say(explainStartFailure(err, config));
+    process.exit(1);
+  }
+  const scheme = config.tls.cert ? "mq9s" : "mq9";
+  const http = broker.http;
+  if (broker.cluster) {
+    logger.info(
+      { node: broker.cluster.options.nodeId, nats: config.cluster.nats, httpPort: http?.port },
+      `mq9 cluster node ${broker.cluster.options.nodeId} ready: clients connect to ${config.cluster.nats.join(", ")}; HTTP on http://${http?.host}:${http?.port}`,
+    );
+  } else
+    logger.info(
+      {
+        host: broker.host,
+        port: broker.port,
+        httpPort: http?.port,
+        data: config.storage.data,
+        sync: config.storage.sync,
+      },
+      `mq9 broker ready on ${scheme}://${broker.host}:${broker.port}; HTTP on http://${http?.host}:${http?.port} (dashboard at /, /api/v1, /healthz, /metrics, /mcp, /a2a)`,
+    );
+  const users = config.auth.users;
+  if (users !== undefined && !broker.cluster) {
+    const admins = users.filter((u) => u.admin === true).length;
+    logger.info(
+      { users: users.length, admins },
+      `${users.length} users configured: clients are isolated (own replies and inboxes only, mailboxes and registrations belong to their creators); the HTTP routes take admin users only`,
+    );
+  }
+  agentApps.start(broker.host, broker.port);
+  // In a cluster, one node at a time runs the orchestrator (see OrchestratorLeadership).
+  const shared = clustered?.store;
+  const leadership =
+    orchestrator.enabled && shared instanceof PostgresStore
+      ? new OrchestratorLeadership(
+          shared.clusterLock("orchestrator", "the orchestrator"),
+          orchestrator,
+          logger,
+        )
+      : undefined;
+  leadership?.begin(() => orchestrator.start(broker.host, broker.port, broker.metrics.registry));
+  // In the background: the broker serves meanwhile, and the API answers 503 until it is up.
+  const orchestratorUp =
+    orchestrator.enabled && !leadership
+      ? orchestrator
+          .start(broker.host, broker.port, broker.metrics.registry)
+          .catch((err: Error) => logger.error({ err }, `the orchestrator did not start: ${err.message}`))
+      : Promise.resolve();
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) {
+      logger.warn(`${signal} again: exiting without draining`);
+      process.exit(130);
+    }
+    stopping = true;
+    logger.info(`${signal} received: draining and shutting down`);
+    orchestratorUp
+      .then(() => (leadership ? leadership.close() : orchestrator.close()))
+      .catch((err: Error) => logger.warn(`orchestrator shutdown: ${err.message}`))
+      .then(() => agentApps.close())
+      .then(() => broker.close())
+      .then(
+        () => {
+          logger.info("stopped");
+          process.exit(0);
+        },
+        (err) => {
+          logger.error({ err }, "shutdown failed");
+          process.exit(1);
+        },
+      );
+  };
+  process.on("SIGINT", () => stop("SIGINT"));
+  process.on("SIGTERM", () => stop("SIGTERM"));
+}

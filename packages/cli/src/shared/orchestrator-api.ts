@@ -1,0 +1,182 @@
+import { DEFAULT_SERVER } from "@mq9/client";
+import { type Command, Option } from "commander";
+import { ExitCode, UsageError, usageExit } from "./client-command.js";
+import { exitAfterOutput } from "./exit.js";
+import { type HttpAddress, type HttpAddressFlags, resolveHttpAddress } from "./http-address.js";
+import { printError, say } from "./output.js";
+import { ServerInfoError } from "./server-info.js";
+
+/** The options every command of the broker's HTTP API takes. */
+export interface ApiFlags extends HttpAddressFlags {
+  json?: boolean;
+  verbose?: boolean;
+  /** Where --server, --http and --api came from; set before the action runs. */
+  sources?: { server?: string; http?: string; api?: string };
+}
+
+/** How long one HTTP request may take before the command gives up on it. */
+const REQUEST_TIMEOUT_MS = 10_000;
+
+/** An error answer of the API: its HTTP status and its stable code. */
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly code: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Adds --server (env MQ9_SERVER), --http (env MQ9_HTTP), credentials, --json and --verbose, and
+ * makes usage errors exit with code 2.
+ */
+export function apiCommand(command: Command): Command {
+  return command
+    .addOption(
+      new Option("-s, --server <url>", "the broker; its HTTP port is asked of it (mq9 serve's --http-port)")
+        .env("MQ9_SERVER")
+        .default(DEFAULT_SERVER),
+    )
+    .addOption(
+      new Option(
+        "--http <url>",
+        "the broker's HTTP server, when --server cannot tell (e.g. behind a proxy)",
+      ).env("MQ9_HTTP"),
+    )
+    .addOption(new Option("--api <url>", "older name of --http").env("MQ9_API").hideHelp())
+    .option("--json", "machine-readable output (JSON)")
+    .option("-v, --verbose", "say which broker and HTTP address the command uses (on stderr)")
+    .addOption(new Option("--token <token>", "the broker's token, when it has one").env("MQ9_TOKEN"))
+    .addOption(new Option("--user <user>", "the broker's user, when it has one").env("MQ9_USER"))
+    .addOption(new Option("--password <password>", "password for --user").env("MQ9_PASSWORD"))
+    .hook("preAction", (_hooked, action) => {
+      action.setOptionValue("sources", {
+        server: action.getOptionValueSource("server"),
+        http: action.getOptionValueSource("http"),
+        api: action.getOptionValueSource("api"),
+      });
+    })
+    .exitOverride(usageExit);
+}
+
+/** The code of a failed fetch (ECONNREFUSED, HPE_…): undici puts it on the cause, or its first error. */
+function failureCode(err: unknown): string {
+  type Failure = { code?: string; message?: string; cause?: Failure; errors?: Failure[] };
+  const cause = (err as Failure).cause;
+  return cause?.code ?? cause?.errors?.[0]?.code ?? cause?.message ?? (err as Error).message;
+}
+
+/** The broker's HTTP API at one address. */
+export class HttpApi {
+  constructor(
+    readonly address: HttpAddress,
+    private readonly flags: ApiFlags,
+  ) {}
+
+  /** The Authorization header for a broker with credentials (it guards its HTTP routes with them). */
+  private authorization(): Record<string, string> {
+    const { token, user, password } =
+      this.flags.token !== undefined || this.flags.user !== undefined
+        ? this.flags
+        : (this.address.credentials ?? {});
+    if (token) return { authorization: `Bearer ${token}` };
+    if (user)
+      return { authorization: `Basic ${Buffer.from(`${user}:${password ?? ""}`).toString("base64")}` };
+    return {};
+  }
+
+  /** One JSON request; resolves with the body of a 2xx answer, throws ApiError otherwise. */
+  async call<T = Record<string, unknown>>(method: "GET" | "POST", path: string, body?: unknown): Promise<T> {
+    const url = new URL(path, `${this.address.url}/`);
+    let response: Response;
+    let text: string;
+    try {
+      response = await fetch(url, {
+        method,
+        headers: {
+          ...this.authorization(),
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      });
+      text = await response.text();
+    } catch (err) {
+      const timedOut = (err as Error).name === "TimeoutError";
+      const cause = failureCode(err);
+      const reason = timedOut
+        ? `no answer within ${REQUEST_TIMEOUT_MS} ms`
+        : cause.startsWith("HPE_")
+          ? "what answers there does not speak HTTP"
+          : cause;
+      throw new ApiError(
+        `cannot reach the broker's HTTP API at ${this.address.url} (${reason}); is 'mq9 serve' running there? (--server, --http)`,
+        0,
+        timedOut ? "TIMEOUT" : "NOT_CONNECTED",
+      );
+    }
+    let parsed: unknown;
+    try {
+      parsed = text === "" ? {} : JSON.parse(text);
+    } catch {
+      throw new ApiError(
+        `${url} answered ${response.status} with something that is not JSON`,
+        response.status,
+        "INTERNAL",
+      );
+    }
+    if (!response.ok) {
+      const { error, code, message } = parsed as { error?: string; code?: string; message?: string };
+      throw new ApiError(error ?? message ?? `HTTP ${response.status}`, response.status, code ?? "ERROR");
+    }
+    return parsed as T;
+  }
+}
+
+/** The exit code and the error code printed with --json for an error of an HTTP API command. */
+function classify(err: unknown): { code: number; kind: string } {
+  if (err instanceof UsageError) return { code: ExitCode.usage, kind: "USAGE" };
+  if (err instanceof ServerInfoError) return { code: ExitCode.connection, kind: err.code };
+  if (err instanceof ApiError) {
+    const unreachable = ["NOT_CONNECTED", "NOT_READY", "TIMEOUT"].includes(err.code);
+    return { code: unreachable ? ExitCode.connection : ExitCode.brokerError, kind: err.code };
+  }
+  return { code: ExitCode.brokerError, kind: "ERROR" };
+}
+
+/**
+ * Finds the broker's HTTP API, runs a command's work with it, and exits: 0, 1 (the API refused),
+ * 2 (usage) or 3 (unreachable).
+ */
+export async function withApi(
+  flags: ApiFlags,
+  work: (api: HttpApi) => Promise<number | undefined>,
+): Promise<void> {
+  let exitCode: number;
+  try {
+    const address = await resolveHttpAddress(flags, flags.sources ?? {});
+    if (flags.verbose) say(`HTTP API ${address.url} (${address.how})`);
+    exitCode = (await work(new HttpApi(address, flags))) ?? ExitCode.ok;
+  } catch (err) {
+    const { code, kind } = classify(err);
+    const message = (err as Error).message;
+    printError(message, kind, flags.json, false);
+    exitCode = code;
+  }
+  await exitAfterOutput(exitCode);
+}
+
+/** Unix ms as a local clock time with milliseconds, for timelines. */
+export function clock(ms: number): string {
+  return new Date(ms).toISOString().slice(11, 23);
+}
+
+/** A duration for people: 840 ms, 3.2 s, 4 min 10 s. */
+export function duration(ms: number | undefined): string {
+  if (ms === undefined || !Number.isFinite(ms)) return "-";
+  if (ms < 1_000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+}

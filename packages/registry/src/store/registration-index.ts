@@ -1,0 +1,211 @@
+import { forEachOwner, hasOwner, TagBitmaps } from "../search/tag-bitmaps.js";
+import type { AgentFilter, AgentRow } from "./registry-store.js";
+
+/** A registration in memory, with what discovery needs to find it. */
+export interface DirectoryEntry {
+  /** A small number naming the agent in the full-text index; reused after the agent is gone. */
+  readonly owner: number;
+  readonly mailbox: string;
+  readonly name: string;
+  readonly tags: ReadonlySet<string>;
+  readonly ttlS: number;
+  /** Unix ms; null = never expires. */
+  expiresMs: number | null;
+  readonly docIds: readonly number[];
+  /** The record as stored; replaced (not changed) by a heartbeat. */
+  record: AgentRow;
+}
+
+/** When a registration with this ttl, last heard from at `lastSeenMs`, expires (null: never). */
+export function expiryOf(ttlS: number, lastSeenMs: number): number | null {
+  return ttlS > 0 ? lastSeenMs + ttlS * 1000 : null;
+}
+
+/** Discovery's default order: by name, then mailbox. */
+function before(a: DirectoryEntry, b: DirectoryEntry): boolean {
+  return a.name < b.name || (a.name === b.name && a.mailbox < b.mailbox);
+}
+
+/**
+ * The registrations' discovery metadata in memory: liveness, tags (a bitmap
+ * per tag over owner numbers) and the name order of listings, so tag and
+ * list queries never scan. The records themselves stay in the store.
+ */
+export class AgentDirectory {
+  private readonly byMailbox = new Map<string, DirectoryEntry>();
+  private readonly byName = new Map<string, Set<DirectoryEntry>>();
+  private readonly byOwner: (DirectoryEntry | undefined)[] = [];
+  private readonly freeOwners: number[] = [];
+  private readonly tagBits = new TagBitmaps();
+  /** Every entry, by name then mailbox. */
+  private readonly ordered: DirectoryEntry[] = [];
+
+  get size(): number {
+    return this.byMailbox.size;
+  }
+
+  /** Adds or replaces the registration of `record.mailbox`. */
+  put(record: AgentRow, docIds: readonly number[]): DirectoryEntry {
+    this.remove(record.mailbox);
+    const entry: DirectoryEntry = {
+      owner: this.freeOwners.pop() ?? this.byOwner.length,
+      mailbox: record.mailbox,
+      name: record.name,
+      tags: new Set(record.tags),
+      ttlS: record.ttlS,
+      expiresMs: expiryOf(record.ttlS, record.lastSeenMs),
+      docIds,
+      record,
+    };
+    this.byMailbox.set(entry.mailbox, entry);
+    let named = this.byName.get(entry.name);
+    if (!named) {
+      named = new Set();
+      this.byName.set(entry.name, named);
+    }
+    named.add(entry);
+    this.byOwner[entry.owner] = entry;
+    for (const tag of entry.tags) this.tagBits.add(tag, entry.owner);
+    this.ordered.splice(this.position(entry), 0, entry);
+    return entry;
+  }
+
+  remove(mailbox: string): DirectoryEntry | undefined {
+    const entry = this.byMailbox.get(mailbox);
+    if (!entry) return undefined;
+    this.byMailbox.delete(mailbox);
+    const named = this.byName.get(entry.name);
+    named?.delete(entry);
+    if (named?.size === 0) this.byName.delete(entry.name);
+    this.byOwner[entry.owner] = undefined;
+    this.freeOwners.push(entry.owner);
+    for (const tag of entry.tags) this.tagBits.remove(tag, entry.owner);
+    this.ordered.splice(this.position(entry), 1);
+    return entry;
+  }
+
+  get(mailbox: string): DirectoryEntry | undefined {
+    return this.byMailbox.get(mailbox);
+  }
+
+  ofOwner(owner: number): DirectoryEntry | undefined {
+    return this.byOwner[owner];
+  }
+
+  /** A heartbeat: renews the ttl and keeps the status. */
+  touch(entry: DirectoryEntry, nowMs: number, statusJson: string): void {
+    entry.record = { ...entry.record, lastSeenMs: nowMs, statusJson };
+    entry.expiresMs = expiryOf(entry.ttlS, nowMs);
+  }
+
+  isLive(entry: DirectoryEntry, nowMs: number): boolean {
+    return entry.expiresMs === null || entry.expiresMs > nowMs;
+  }
+
+  /** Live, and kept by `online` (only agents that heartbeat, i.e. have a ttl). */
+  private passesLiveness(entry: DirectoryEntry, filter: AgentFilter, nowMs: number): boolean {
+    return this.isLive(entry, nowMs) && !(filter.online && entry.ttlS <= 0);
+  }
+
+  /** Whether a live entry passes the filter. */
+  accepts(entry: DirectoryEntry, filter: AgentFilter, nowMs: number): boolean {
+    if (!this.passesLiveness(entry, filter, nowMs)) return false;
+    if (filter.mailbox !== undefined && entry.mailbox !== filter.mailbox) return false;
+    if (filter.name !== undefined && entry.name !== filter.name) return false;
+    if (filter.tags) for (const tag of filter.tags) if (!entry.tags.has(tag)) return false;
+    return true;
+  }
+
+  /** Live entries passing the filter, in no particular order. */
+  matching(filter: AgentFilter, nowMs: number): DirectoryEntry[] {
+    const direct = this.direct(filter);
+    if (direct) return direct.filter((entry) => this.accepts(entry, filter, nowMs));
+    return this.matchingTagged(filter, nowMs, this.tagged(filter)?.bits);
+  }
+
+  /** How many live entries pass the filter. */
+  countMatching(filter: AgentFilter, nowMs: number): number {
+    const narrowed =
+      filter.online ||
+      (filter.tags?.length ?? 0) > 0 ||
+      filter.mailbox !== undefined ||
+      filter.name !== undefined;
+    return narrowed ? this.matching(filter, nowMs).length : this.liveCount(nowMs);
+  }
+
+  /** The few entries a mailbox or name lookup can match; undefined when the filter names neither. */
+  private direct(filter: AgentFilter): DirectoryEntry[] | undefined {
+    if (filter.mailbox !== undefined) {
+      const entry = this.byMailbox.get(filter.mailbox);
+      return entry ? [entry] : [];
+    }
+    if (filter.name !== undefined) return [...(this.byName.get(filter.name) ?? [])];
+    return undefined;
+  }
+
+  /** A page of the live entries passing the filter, by name then mailbox. */
+  page(filter: AgentFilter, nowMs: number, offset: number, limit: number): DirectoryEntry[] {
+    const direct = this.direct(filter);
+    if (direct) {
+      return direct
+        .filter((entry) => this.accepts(entry, filter, nowMs))
+        .sort((a, b) => (before(a, b) ? -1 : 1))
+        .slice(offset, offset + limit);
+    }
+    const tagged = this.tagged(filter);
+    if (tagged && tagged.count * 8 < this.ordered.length) {
+      // Few matches: sort them rather than walk everyone.
+      const matches = this.matchingTagged(filter, nowMs, tagged.bits).sort((a, b) => (before(a, b) ? -1 : 1));
+      return matches.slice(offset, offset + limit);
+    }
+    const out: DirectoryEntry[] = [];
+    let skipped = 0;
+    for (const entry of this.ordered) {
+      if (out.length === limit) break;
+      if (tagged && !hasOwner(tagged.bits, entry.owner)) continue;
+      if (!this.passesLiveness(entry, filter, nowMs)) continue;
+      if (skipped < offset) skipped++;
+      else out.push(entry);
+    }
+    return out;
+  }
+
+  /** The owners having every tag of the filter; undefined when it asks for none. */
+  private tagged(filter: AgentFilter): { bits: Uint32Array; count: number } | undefined {
+    return filter.tags && filter.tags.length > 0 ? this.tagBits.intersect(filter.tags) : undefined;
+  }
+
+  /** Live entries passing the filter, the owners in `bits` only when given. */
+  private matchingTagged(
+    filter: AgentFilter,
+    nowMs: number,
+    bits: Uint32Array | undefined,
+  ): DirectoryEntry[] {
+    const out: DirectoryEntry[] = [];
+    const keep = (entry: DirectoryEntry | undefined) => {
+      if (entry && this.passesLiveness(entry, filter, nowMs)) out.push(entry);
+    };
+    if (bits) forEachOwner(bits, (owner) => keep(this.byOwner[owner]));
+    else for (const entry of this.ordered) keep(entry);
+    return out;
+  }
+
+  /** Number of live registrations. */
+  liveCount(nowMs: number): number {
+    let n = 0;
+    for (const entry of this.ordered) if (this.isLive(entry, nowMs)) n++;
+    return n;
+  }
+
+  /** Where `entry` is, or would go, in the name order (binary search). */
+  private position(entry: DirectoryEntry): number {
+    let lo = 0;
+    let hi = this.ordered.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (before(this.ordered[mid], entry)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+}

@@ -1,0 +1,520 @@
+import { mkdirSync, renameSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { type Logger, StorageError, silentLogger } from "@mq9/broker";
+import { TwoGenerationMap } from "@mq9/protocol";
+import Database from "better-sqlite3";
+import { FlatVectors, TopK } from "./flat-vectors.js";
+import { SharedPoints, sameVector } from "./shared-points.js";
+import type {
+  VectorFilter,
+  VectorHit,
+  VectorIndexStatus,
+  VectorItem,
+  VectorSelector,
+  VectorStore,
+} from "./vector-store.js";
+
+/** The slice of hnswlib-node used here (an optional dependency, so its types may be absent). */
+interface Hnsw {
+  initIndex(options: {
+    maxElements: number;
+    m?: number;
+    efConstruction?: number;
+    randomSeed?: number;
+    allowReplaceDeleted?: boolean;
+  }): void;
+  readIndex(file: string, allowReplaceDeleted?: boolean): Promise<boolean>;
+  writeIndex(file: string): Promise<boolean>;
+  resizeIndex(maxElements: number): void;
+  addPoint(point: number[], label: number, replaceDeleted?: boolean): void;
+  markDelete(label: number): void;
+  searchKnn(
+    query: number[],
+    k: number,
+    filter?: (label: number) => boolean,
+  ): { distances: number[]; neighbors: number[] };
+  getPoint(label: number): number[];
+  getIdsList(): number[];
+  getMaxElements(): number;
+  getCurrentCount(): number;
+  setEf(ef: number): void;
+}
+type HnswModule = { HierarchicalNSW: new (space: "ip" | "l2" | "cosine", dimensions: number) => Hnsw };
+
+async function importHnsw(): Promise<HnswModule | undefined> {
+  // A variable specifier: hnswlib-node is optional; without it the store stays exact.
+  const specifier = "hnswlib-node";
+  try {
+    const mod = (await import(specifier)) as HnswModule & { default?: HnswModule };
+    return mod.HierarchicalNSW ? mod : mod.default;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface LocalVectorStoreOptions {
+  /** Folder for `vectors.db` and `vectors.hnsw`; ":memory:" keeps nothing. */
+  dataDir: string;
+  /** Build the approximate (HNSW) index once this many vectors are stored; below it, search is exact. */
+  annThreshold?: number;
+  /** HNSW graph degree and build/search breadth. */
+  hnsw?: { m?: number; efConstruction?: number; efSearch?: number };
+  /** A filtered query scans exactly when the filter leaves at most this many vectors. */
+  exactFilterLimit?: number;
+  /** Longest the background build may hold the event loop per turn. */
+  buildSliceMs?: number;
+  logger?: Logger;
+}
+
+/**
+ * The default vector store: vectors persisted in SQLite in the data dir,
+ * searched exactly while few, and through an HNSW index (hnswlib-node) built
+ * in the background once `annThreshold` is crossed. Vectors not yet in the
+ * index are scanned exactly, so an upsert is searchable at once. Identical
+ * vectors (replicas of an agent) share one point of the index.
+ */
+export class LocalVectorStore implements VectorStore {
+  private readonly db: Database.Database;
+  private readonly stmt;
+  private readonly memory: boolean;
+  private readonly indexFile: string;
+  private readonly threshold: number;
+  private readonly efSearch: number;
+  private readonly exactFilterLimit: number;
+  private readonly sliceMs: number;
+  private readonly hnswOptions: { m: number; efConstruction: number };
+  private readonly logger: Logger;
+  private dimensions?: number;
+  private readonly agentOf = new Map<number, string>();
+  private readonly byAgent = new Map<string, Set<number>>();
+  /** Vectors not in the index, searched exactly. */
+  private pending?: FlatVectors;
+  private index?: Hnsw;
+  /** The docs in the index, by the point (distinct vector) each one is on. */
+  private points = new SharedPoints();
+  /** Vectors of recently scanned points (16,384 of 512 dimensions take 32 MiB). */
+  private readonly pointVectors = new TwoGenerationMap<number, Float32Array>(16_384);
+  private hnswModule?: Promise<HnswModule | undefined>;
+  private building?: Promise<void>;
+  private addedSinceSave = 0;
+  private closed = false;
+
+  private constructor(options: LocalVectorStoreOptions) {
+    this.memory = options.dataDir === ":memory:";
+    this.indexFile = this.memory ? "" : join(options.dataDir, "vectors.hnsw");
+    this.threshold = options.annThreshold ?? 2_000;
+    // 128 rather than 64: the found neighbours come closer to the exact ones, for more time per query.
+    this.efSearch = options.hnsw?.efSearch ?? 128;
+    this.exactFilterLimit = options.exactFilterLimit ?? 4096;
+    // Short turns: a request that arrives during a build waits at most this long for the event loop.
+    this.sliceMs = options.buildSliceMs ?? 2;
+    this.logger = options.logger ?? silentLogger;
+    this.hnswOptions = { m: options.hnsw?.m ?? 16, efConstruction: options.hnsw?.efConstruction ?? 100 };
+    try {
+      if (!this.memory) mkdirSync(options.dataDir, { recursive: true });
+      this.db = new Database(this.memory ? ":memory:" : join(options.dataDir, "vectors.db"), {
+        timeout: 200,
+      });
+      // Exclusive before the first access: the WAL index then lives in memory, not in a -shm
+      // file, which a full disk may not let SQLite create or grow (the store would not open).
+      this.db.pragma("locking_mode = EXCLUSIVE");
+      // 8 KiB pages hold three 512-dimension vectors (4 KiB pages hold one).
+      this.db.pragma("page_size = 8192");
+      this.db.pragma("journal_mode = WAL");
+      this.db.pragma("synchronous = NORMAL");
+      this.db.exec(`
+        CREATE TABLE IF NOT EXISTS vectors (id INTEGER PRIMARY KEY, agent TEXT NOT NULL, vector BLOB NOT NULL);
+        CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;`);
+    } catch (err) {
+      throw StorageError.from(err, `cannot open the vector store in ${options.dataDir}`);
+    }
+    this.stmt = {
+      upsert: this.db.prepare("INSERT OR REPLACE INTO vectors (id, agent, vector) VALUES (?, ?, ?)"),
+      delete: this.db.prepare("DELETE FROM vectors WHERE id = ?"),
+      all: this.db.prepare<[], { id: number; agent: string }>("SELECT id, agent FROM vectors"),
+      vector: this.db.prepare<[number], { vector: Buffer }>("SELECT vector FROM vectors WHERE id = ?"),
+      vectors: this.db.prepare<[], { id: number; vector: Buffer }>("SELECT id, vector FROM vectors"),
+      clear: this.db.prepare("DELETE FROM vectors"),
+      clearMeta: this.db.prepare("DELETE FROM meta"),
+      getMeta: this.db.prepare<[string], { value: string }>("SELECT value FROM meta WHERE key = ?"),
+      setMeta: this.db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)"),
+    };
+  }
+
+  /** Opens (or creates) the store and loads what it holds; a saved index is reused. */
+  static async open(options: LocalVectorStoreOptions): Promise<LocalVectorStore> {
+    const store = new LocalVectorStore(options);
+    await store.load();
+    return store;
+  }
+
+  private async load(): Promise<void> {
+    const dims = this.stmt.getMeta.get("dimensions");
+    if (!dims) return;
+    this.dimensions = Number(dims.value);
+    const rows = this.stmt.all.all();
+    for (const { id, agent } of rows) this.remember(id, agent);
+    if (!this.memory && rows.length >= this.threshold) await this.readSavedIndex();
+    this.pending = new FlatVectors(this.dimensions, Math.max(1024, rows.length - this.points.docCount));
+    for (const { id } of rows) {
+      if (this.points.has(id)) continue;
+      this.pending.set(id, this.storedVector(id));
+    }
+    this.scheduleIndexing();
+  }
+
+  /**
+   * Loads the saved index and puts every stored doc back on the point with its
+   * vector (the file keeps vectors by label, not which docs share them).
+   * Docs without one are indexed again in the background; points left
+   * without docs are deleted.
+   */
+  private async readSavedIndex(): Promise<void> {
+    const module = await this.hnsw();
+    if (!module || this.dimensions === undefined) return;
+    const index = new module.HierarchicalNSW("ip", this.dimensions);
+    try {
+      await index.readIndex(this.indexFile, true);
+    } catch {
+      return; // no saved index (or an unreadable one): rebuilt in the background
+    }
+    const points = new SharedPoints();
+    // Read on demand: a copy of every point in this heap would double the memory at 1M vectors.
+    const savedVector = (label: number) => Float32Array.from(index.getPoint(label));
+    for (const label of index.getIdsList()) {
+      points.reserve(label);
+      let vector: Float32Array;
+      try {
+        vector = savedVector(label);
+      } catch {
+        continue; // deleted before it was saved
+      }
+      points.restore(label, vector);
+    }
+    for (const { id, vector } of this.stmt.vectors.iterate()) {
+      const v = asFloats(vector);
+      const label = points.find(v, (candidate) => sameVector(savedVector(candidate), v));
+      if (label !== undefined) points.join(id, label);
+    }
+    for (const label of points.unclaimed()) index.markDelete(label);
+    this.points = points;
+    this.index = index;
+  }
+
+  private hnsw(): Promise<HnswModule | undefined> {
+    this.hnswModule ??= importHnsw().then((module) => {
+      if (!module)
+        this.logger.warn("hnswlib-node is not installed: vector search stays exact (slow past ~100k skills)");
+      return module;
+    });
+    return this.hnswModule;
+  }
+
+  private remember(id: number, agent: string): void {
+    this.agentOf.set(id, agent);
+    let ids = this.byAgent.get(agent);
+    if (!ids) {
+      ids = new Set();
+      this.byAgent.set(agent, ids);
+    }
+    ids.add(id);
+  }
+
+  private forget(id: number): boolean {
+    const agent = this.agentOf.get(id);
+    if (agent === undefined) return false;
+    this.agentOf.delete(id);
+    const ids = this.byAgent.get(agent)!;
+    ids.delete(id);
+    if (ids.size === 0) this.byAgent.delete(agent);
+    if (!this.pending?.delete(id)) this.leaveIndex(id);
+    return true;
+  }
+
+  /** Takes a doc off its point, and the point out of the index once no doc is left on it. */
+  private leaveIndex(id: number): void {
+    const emptied = this.points.detach(id);
+    if (emptied !== undefined) this.index!.markDelete(emptied);
+  }
+
+  async upsert(items: VectorItem[]): Promise<void> {
+    if (items.length === 0) return;
+    if (this.dimensions === undefined) {
+      this.dimensions = items[0].vector.length;
+      this.stmt.setMeta.run("dimensions", String(this.dimensions));
+      this.pending = new FlatVectors(this.dimensions);
+    }
+    for (const item of items) {
+      if (item.vector.length !== this.dimensions) {
+        throw new Error(
+          `vector of length ${item.vector.length} for a store of length ${this.dimensions}; clear the store when the model changes`,
+        );
+      }
+    }
+    try {
+      this.db.transaction(() => {
+        for (const item of items) {
+          const v = item.vector;
+          this.stmt.upsert.run(item.id, item.agent, Buffer.from(v.buffer, v.byteOffset, v.byteLength));
+        }
+      })();
+    } catch (err) {
+      throw StorageError.from(err, "vector write failed");
+    }
+    for (const item of items) {
+      const previous = this.agentOf.get(item.id);
+      if (previous !== undefined && previous !== item.agent) this.forget(item.id);
+      this.remember(item.id, item.agent);
+      // A changed vector may now match another point: the build finds its place again.
+      this.leaveIndex(item.id);
+      this.pending!.set(item.id, item.vector);
+    }
+    this.scheduleIndexing();
+  }
+
+  async query(vector: Float32Array, filter: VectorFilter, limit: number): Promise<VectorHit[]> {
+    const top = new TopK(limit);
+    if (!this.pending || limit <= 0) return top.hits;
+    const agentOf = (id: number) => this.agentOf.get(id)!;
+    if (filter.agents) {
+      let allowed = 0;
+      for (const agent of filter.agents) allowed += this.byAgent.get(agent)?.size ?? 0;
+      if (allowed === 0) return top.hits;
+      if (allowed <= this.exactFilterLimit || !this.index) {
+        // Docs on one point (replicas' skills) share a vector: read and score it once.
+        const pointScores = new Map<number, number>();
+        for (const agent of filter.agents) {
+          for (const id of this.byAgent.get(agent) ?? []) {
+            const label = this.points.pointOf(id);
+            let score = label === undefined ? undefined : pointScores.get(label);
+            if (score === undefined) {
+              const v =
+                label === undefined
+                  ? (this.pending.get(id) ?? this.storedVector(id))
+                  : this.pointVector(label, id);
+              score = dot(v, vector);
+              if (label !== undefined) pointScores.set(label, score);
+            }
+            top.offer(id, agent, score);
+          }
+        }
+        return top.hits;
+      }
+      const agents = filter.agents;
+      const accept = (id: number) => agents.has(this.agentOf.get(id) ?? "");
+      this.searchIndex(vector, limit, top, accept);
+      this.pending.scan(vector, top, agentOf, accept);
+      return top.hits;
+    }
+    this.searchIndex(vector, limit, top);
+    this.pending.scan(vector, top, agentOf);
+    return top.hits;
+  }
+
+  /**
+   * Offers the docs of the nearest points to `top`. Each point stands for at
+   * least one doc that passes `accept`, so `limit` points are enough.
+   */
+  private searchIndex(
+    vector: Float32Array,
+    limit: number,
+    top: TopK,
+    accept?: (id: number) => boolean,
+  ): void {
+    const points = this.points;
+    if (!this.index || points.pointCount === 0) return;
+    const k = Math.min(limit, points.pointCount);
+    this.index.setEf(Math.max(this.efSearch, k));
+    let result: { distances: number[]; neighbors: number[] };
+    try {
+      const acceptPoint = accept && ((label: number) => points.someDoc(label, accept));
+      result = this.index.searchKnn(Array.from(vector), k, acceptPoint);
+    } catch {
+      // Fewer than k points pass the filter: the graph search gives up, so search those exactly.
+      for (const id of points.docs()) {
+        if (accept && !accept(id)) continue;
+        top.offer(id, this.agentOf.get(id)!, dot(this.storedVector(id), vector));
+      }
+      return;
+    }
+    for (let i = 0; i < result.neighbors.length; i++) {
+      const score = 1 - result.distances[i];
+      // Once `top` is full, a point's docs (all of this score) enter only above its floor.
+      points.forEachDoc(result.neighbors[i], (id) => {
+        if (score <= top.floor) return false;
+        if (!accept || accept(id)) top.offer(id, this.agentOf.get(id)!, score);
+        return true;
+      });
+    }
+  }
+
+  /**
+   * A vector from the table: cheaper than asking hnswlib (getPoint builds a JS
+   * array), and the index keeps no second copy in this process's heap.
+   */
+  private storedVector(id: number): Float32Array {
+    return asFloats(this.stmt.vector.get(id)!.vector);
+  }
+
+  /**
+   * A point's vector, read through `doc` (one of its docs) and kept for the next exact scan:
+   * filtered and hybrid queries score the same few thousand points again and again, and a
+   * read from SQLite cost more than the scoring. Labels are never reused, so an entry of a
+   * deleted point is only ever evicted.
+   */
+  private pointVector(label: number, doc: number): Float32Array {
+    let vector = this.pointVectors.get(label);
+    if (vector === undefined) {
+      vector = this.storedVector(doc);
+      this.pointVectors.set(label, vector);
+    }
+    return vector;
+  }
+
+  async delete(selector: VectorSelector): Promise<number> {
+    const ids = new Set<number>(selector.ids ?? []);
+    for (const agent of selector.agents ?? []) for (const id of this.byAgent.get(agent) ?? []) ids.add(id);
+    let removed = 0;
+    try {
+      this.db.transaction(() => {
+        for (const id of ids) if (this.agentOf.has(id)) this.stmt.delete.run(id);
+      })();
+    } catch (err) {
+      throw StorageError.from(err, "vector delete failed");
+    }
+    for (const id of ids) if (this.forget(id)) removed++;
+    return removed;
+  }
+
+  async count(): Promise<number> {
+    return this.agentOf.size;
+  }
+
+  async clear(): Promise<void> {
+    await this.building;
+    this.stmt.clear.run();
+    this.stmt.clearMeta.run();
+    this.agentOf.clear();
+    this.byAgent.clear();
+    this.points = new SharedPoints();
+    this.pointVectors.clear();
+    this.index = undefined;
+    this.pending = undefined;
+    this.dimensions = undefined;
+    if (!this.memory) rmSync(this.indexFile, { force: true });
+  }
+
+  /** Whether the approximate index is in use, and how many vectors wait to enter it. */
+  status(): VectorIndexStatus {
+    return {
+      indexed: this.points.docCount,
+      points: this.points.pointCount,
+      pending: this.pending?.size ?? 0,
+      building: this.building !== undefined,
+    };
+  }
+
+  /** Resolves once every stored vector is in the index (or at once, below the threshold). */
+  async indexIdle(): Promise<void> {
+    while (this.building) await this.building;
+  }
+
+  private scheduleIndexing(): void {
+    if (this.building || this.closed || !this.pending || this.pending.size === 0) return;
+    if (!this.index && this.agentOf.size < this.threshold) return;
+    this.building = this.build().finally(() => {
+      this.building = undefined;
+      this.scheduleIndexing();
+    });
+  }
+
+  /** Moves pending vectors into the index in slices, yielding the event loop between them. */
+  private async build(): Promise<void> {
+    const module = await this.hnsw();
+    if (!module || this.dimensions === undefined) return;
+    const started = performance.now();
+    let moved = 0;
+    if (!this.index) {
+      const index = new module.HierarchicalNSW("ip", this.dimensions);
+      index.initIndex({
+        // Grown by doubling as points arrive: replicas share points, so docs overestimate them.
+        maxElements: Math.max(1024, this.agentOf.size),
+        m: this.hnswOptions.m,
+        efConstruction: this.hnswOptions.efConstruction,
+        randomSeed: 100,
+        allowReplaceDeleted: true,
+      });
+      this.index = index;
+      this.logger.info(
+        { vectors: this.agentOf.size },
+        "building the approximate vector index in the background",
+      );
+    }
+    const index = this.index;
+    while (!this.closed && this.index === index && this.pending && this.pending.size > 0) {
+      const sliceEnd = performance.now() + this.sliceMs;
+      const pending: FlatVectors = this.pending;
+      do {
+        const [id] = pending.firstIds(1);
+        this.addToIndex(index, id, pending.get(id)!);
+        pending.delete(id);
+        moved++;
+      } while (pending.size > 0 && performance.now() < sliceEnd);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    this.addedSinceSave += moved;
+    if (moved > 0) {
+      this.logger.debug(
+        { moved, ms: Math.round(performance.now() - started), indexed: this.points.docCount },
+        "vector index updated",
+      );
+    }
+    // Saving rewrites the whole index file: do it only once it has grown by a tenth, so the
+    // total written stays linear in the number of vectors (close() saves the rest).
+    if (this.addedSinceSave >= Math.max(10_000, this.points.docCount / 10)) await this.save();
+  }
+
+  /** Puts a doc on the point with its vector, adding the point to the index when it is new. */
+  private addToIndex(index: Hnsw, id: number, vector: Float32Array): void {
+    const same = this.points.find(vector, (label) => {
+      const doc = this.points.anyDoc(label);
+      return doc !== undefined && sameVector(this.pointVector(label, doc), vector);
+    });
+    if (same !== undefined) {
+      this.points.join(id, same);
+      return;
+    }
+    if (index.getCurrentCount() >= index.getMaxElements()) index.resizeIndex(index.getMaxElements() * 2);
+    index.addPoint(Array.from(vector), this.points.create(id, vector), true);
+  }
+
+  private async save(): Promise<void> {
+    if (this.memory || !this.index) return;
+    const temp = `${this.indexFile}.tmp`;
+    await this.index.writeIndex(temp);
+    renameSync(temp, this.indexFile);
+    this.addedSinceSave = 0;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.building;
+    if (this.addedSinceSave > 0) await this.save().catch(() => {});
+    if (this.db.open) this.db.close();
+  }
+}
+
+/** A stored vector's bytes as floats (copied only when SQLite's buffer is not 4-byte aligned). */
+function asFloats(bytes: Buffer): Float32Array {
+  return bytes.byteOffset % 4 === 0
+    ? new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4)
+    : new Float32Array(Uint8Array.from(bytes).buffer);
+}
+
+function dot(a: Float32Array, b: Float32Array): number {
+  let sum = 0;
+  for (let i = 0; i < a.length; i++) sum += a[i] * b[i];
+  return sum;
+}

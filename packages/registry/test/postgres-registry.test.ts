@@ -1,0 +1,123 @@
+import { PostgresStore } from "@mq9/broker";
+import { afterEach, describe, expect, it } from "vitest";
+import type { AgentRegistry } from "../src/agent-registry.js";
+import { openRegistry } from "../src/open-registry.js";
+import { PostgresRegistryStore } from "../src/store/postgres-registry-store.js";
+import { LocalVectorStore } from "../src/vectors/local-vector-store.js";
+import { freshSchema, postgresMissing, usePrivatePostgres } from "./postgres-harness.js";
+
+const missing = postgresMissing();
+const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
+
+async function names(registry: AgentRegistry, query: Record<string, unknown>): Promise<string[]> {
+  const { agents } = await registry.discover(json(query));
+  return agents.map((pieces) => JSON.parse(Buffer.concat(pieces.map((p) => Buffer.from(p))).toString()).name);
+}
+
+async function eventually<T>(
+  check: () => Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+// Two "nodes": two stores and registries on one schema, as two brokers of a cluster have them.
+describe.skipIf(missing !== undefined)(`postgres registry${missing ? ` (skipped: ${missing})` : ""}`, () => {
+  const db = usePrivatePostgres();
+  const opened: { close(): Promise<void> }[] = [];
+  afterEach(async () => {
+    for (const thing of opened.reverse()) await thing.close();
+    opened.length = 0;
+  });
+
+  const twoNodes = async () => {
+    const schema = freshSchema();
+    const nodes: { store: PostgresStore; shared: PostgresRegistryStore; registry: AgentRegistry }[] = [];
+    for (const node of ["a", "b"]) {
+      const store = await PostgresStore.open({ url: db.pg.url, schema, poolSize: 4 });
+      const shared = await PostgresRegistryStore.open({ ...store.sharedDatabase(), node });
+      const registry = await openRegistry(
+        { embedder: "none", store: shared },
+        { dataDir: ":memory:", logger: console },
+      );
+      opened.push(store, registry);
+      nodes.push({ store, shared, registry });
+    }
+    return nodes;
+  };
+
+  it("a REGISTER on one node is found by DISCOVER on the other; UNREGISTER there removes it here", async () => {
+    const [a, b] = await twoNodes();
+    await a.registry.register(
+      json({
+        name: "invoice-checker",
+        mailbox: "invoice.inbox",
+        payload: "checks invoices",
+        tags: ["finance"],
+      }),
+    );
+    expect(await names(a.registry, { text: "invoices" })).toEqual(["invoice-checker"]);
+    await eventually(async () => (await names(b.registry, { text: "invoices" })).length === 1, "b to see it");
+    expect(await names(b.registry, { tags: ["finance"] })).toEqual(["invoice-checker"]);
+    await b.registry.unregister(json({ mailbox: "invoice.inbox" }));
+    await eventually(async () => (await names(a.registry, {})).length === 0, "a to see it gone");
+  });
+
+  it("heartbeats through one node keep a registration alive on the other", async () => {
+    const [a, b] = await twoNodes();
+    await a.registry.register(json({ name: "beat", mailbox: "beat.inbox", payload: "x", ttl: 600 }));
+    await eventually(async () => (await names(b.registry, { online: true })).includes("beat"), "b to see it");
+    await b.registry.report(json({ mailbox: "beat.inbox", report_info: "busy" }));
+    const seen = await eventually(async () => {
+      const rows = await a.shared.get(["beat.inbox"], Date.now());
+      return rows[0]?.statusJson ? rows[0] : undefined;
+    }, "a to see the heartbeat");
+    expect(seen.statusJson).toContain("busy");
+  });
+
+  it("expired registrations are purged once, by the lock holder, and vanish everywhere", async () => {
+    const [a, b] = await twoNodes();
+    const now = Date.now();
+    await a.registry.register(json({ name: "brief", mailbox: "brief.inbox", payload: "x", ttl: 1 }));
+    await eventually(async () => (await b.shared.get(["brief.inbox"], now)).length === 1, "b to see it");
+    const later = now + 5_000;
+    const purged = [await a.shared.purgeExpired(later), await b.shared.purgeExpired(later)];
+    expect(purged.map((p) => p.mailboxes)).toEqual([["brief.inbox"], []]);
+    expect(
+      await db.pg.query(
+        `SELECT count(*) FROM ${a.store.schema}.registry_removals WHERE mailbox = 'brief.inbox'`,
+      ),
+    ).toBe("1");
+    await eventually(async () => (await b.shared.count(now)) === 0, "b to forget it");
+  });
+
+  it("vectors are computed by the node that took the REGISTER and loaded by the others", async () => {
+    const [a, b] = await twoNodes();
+    const localA = await LocalVectorStore.open({ dataDir: ":memory:" });
+    const localB = await LocalVectorStore.open({ dataDir: ":memory:" });
+    const vectorsA = a.shared.shareVectors(localA);
+    b.shared.shareVectors(localB);
+    opened.push(localA, localB);
+    await a.registry.register(json({ name: "v", mailbox: "v.inbox", payload: "vectors" }));
+    const toEmbed = await a.shared.docsToEmbed("m1", 0, 10);
+    expect(toEmbed).toHaveLength(1);
+    expect(await b.shared.docsToEmbed("m1", 0, 10)).toEqual([]);
+    expect(await a.shared.markEmbedded([toEmbed[0].id], "m1")).toEqual([toEmbed[0].id]);
+    const vector = new Float32Array([0.6, 0.8, 0]);
+    await vectorsA.upsert([{ id: toEmbed[0].id, agent: "v.inbox", vector }]);
+    await eventually(async () => (await localB.count()) === 1, "b to load the vector");
+    const [hit] = await localB.query(new Float32Array([0.6, 0.8, 0]), {}, 1);
+    expect(hit).toMatchObject({ id: toEmbed[0].id, agent: "v.inbox" });
+    expect(hit.score).toBeCloseTo(1, 5);
+    expect(await a.shared.embeddedSummary()).toEqual({ models: ["m1"], count: 1 });
+    await a.registry.unregister(json({ mailbox: "v.inbox" }));
+    await eventually(async () => (await localB.count()) === 0, "b to drop the vector");
+  });
+});
