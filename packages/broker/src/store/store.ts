@@ -119,4 +119,10 @@ export interface Store {
   /** Deletes expired mailboxes (with their messages, delayed messages and groups) and expired messages. */
   purgeExpired(nowMs: number): Promise<PurgeResult>;
   close(): Promise<void>;
+  /**
+   * True when append() does its work in another process (a database server): the next batch is
+   * then handed over before the callers of the last one are answered, so the two overlap. A store
+   * that appends on this thread leaves it unset (it would hold those answers back).
+   */
+  readonly appendsElsewhere?: boolean;
 }

@@ -128,6 +128,8 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease {
     (body) => this.transaction("cannot purge the mailbox", body),
   );
   private closed = false;
+  /** Appends are statements on the database server: the engine overlaps the next with its replies. */
+  readonly appendsElsewhere = true;
 
   private constructor(
     private readonly pool: pg.Pool,
