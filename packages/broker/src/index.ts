@@ -1,3 +1,23 @@
+/**
+ * `@mq9/broker` — the mq9 broker to embed in a program: persistent mailboxes over an embedded
+ * NATS-protocol listener, SQLite storage in a data directory, an HTTP server (health, metrics,
+ * REST), users with permissions. The agent registry is given to it (`@mq9/registry`); without
+ * one, AGENT.* requests answer that the registry is off. `mq9 serve` is this broker with
+ * everything configured from the command line.
+ *
+ * @example
+ * ```ts
+ * import { Broker } from "@mq9/broker";
+ *
+ * const broker = await Broker.start({ port: 4332, dataDir: "./mq9-data" });
+ * console.log(`mq9://127.0.0.1:${broker.port}`); // what clients connect to
+ * // … on shutdown: stops taking requests, lets those in flight finish, closes the store.
+ * await broker.close();
+ * ```
+ *
+ * @module
+ */
+
 export {
   AGENT_PERMISSIONS,
   type AuthOptions,
@@ -6,20 +26,11 @@ export {
   type PermissionsProfile,
   type Principal,
   type SubjectRules,
-  UserDirectory,
   type UserOptions,
 } from "./auth/index.js";
 export { Broker, type BrokerHttpOptions, type BrokerOptions } from "./broker.js";
 export { BrokerDefaults } from "./broker-defaults.js";
-export { MessagingEngine, type MessagingEngineOptions } from "./engine/messaging-engine.js";
-export { LocalNotifier, type Notifier, type Watch } from "./engine/notifier.js";
-export { BrokerMetrics } from "./http/broker-metrics.js";
-export { HttpServer, type HttpServerOptions } from "./http/http-server.js";
-export { ApiError } from "./http/rest/api-error.js";
-export type { RestApi, RestApiOptions } from "./http/rest/rest-api.js";
-export type { HttpMethod, RestRouter, RouteInput, RouteOutput, RouteSpec } from "./http/rest/rest-router.js";
 export { type Logger, silentLogger } from "./logger.js";
-export { NatsListener, type NatsListenerOptions } from "./nats/index.js";
 export type {
   DiscoverResult,
   Registry,
@@ -28,33 +39,5 @@ export type {
   RegistryStatus,
   VectorIndexStatus,
 } from "./registry.js";
-export { type Mq9Request, Mq9Service } from "./service/mq9-service.js";
-export type { RequestObserver } from "./service/request-observer.js";
-export { ClusterLock } from "./store/postgres/cluster-lock.js";
-export { postgresError } from "./store/postgres/postgres-errors.js";
-export {
-  PostgresStore,
-  type PostgresStoreOptions,
-  type SharedDatabase,
-} from "./store/postgres/postgres-store.js";
-export { SqliteStore, type SqliteStoreOptions, type SyncMode } from "./store/sqlite-store.js";
+export type { SyncMode } from "./store/sqlite-store.js";
 export { StorageError } from "./store/storage-error.js";
-export type {
-  AppendResult,
-  ClaimOptions,
-  MailboxRecord,
-  NewMessage,
-  PurgeResult,
-  QueryOptions,
-  ReadOptions,
-  StartPosition,
-  Store,
-  StoredMessage,
-} from "./store/store.js";
-export type {
-  GroupStats,
-  MailboxStats,
-  MailboxStatsOptions,
-  StoreInspection,
-  StoreTotals,
-} from "./store/store-inspection.js";
