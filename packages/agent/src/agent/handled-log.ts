@@ -67,7 +67,7 @@ export class HandledLog {
         const batch = this.current;
         this.current = newBatch();
         try {
-          await this.client.send(this.mailbox, { msg_ids: batch.ids }, { ttl: this.ttlSeconds });
+          await this.client.send(this.mailbox, { msg_ids: batch.ids }, { ttlSeconds: this.ttlSeconds });
           batch.settle();
         } catch (err) {
           batch.settle(err as Error);
