@@ -1,3 +1,23 @@
+/**
+ * `@mq9/broker`: the mq9 broker as a library — persistent mailboxes, consumer groups and expiry
+ * over a `Store` (embedded SQLite, or PostgreSQL shared by a cluster), answered over the NATS
+ * client protocol by the embedded listener or through an existing NATS cluster.
+ *
+ * ```ts
+ * import { Broker } from "@mq9/broker";
+ * import { registryFactory } from "@mq9/registry";
+ *
+ * const broker = await Broker.start({ port: 0, dataDir: "./my-mailboxes", registry: registryFactory() });
+ * console.log(`clients connect to mq9://${broker.host}:${broker.port}`);
+ * // …
+ * await broker.close();
+ * ```
+ *
+ * This file lists what users may rely on; everything else under `src/` is internal.
+ * See packages/broker/README.md for the folders.
+ *
+ * @module
+ */
 export {
   AGENT_PERMISSIONS,
   type AuthOptions,
@@ -45,11 +65,11 @@ export type {
   MailboxRecord,
   NewMessage,
   PurgeResult,
-  QueryOptions,
   ReadOptions,
   StartPosition,
   Store,
   StoredMessage,
+  StoreQuery,
 } from "./store/store.js";
 export type {
   GroupStats,
