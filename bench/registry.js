@@ -228,6 +228,36 @@ async function partEmbedder(out) {
   } finally {
     await embedder.close?.();
   }
+  // Background embedding as the registry does it: 64 distinct skill texts per worker, side by side.
+  const { ThreadedEmbedder } = await import(REGISTRY);
+  const count = intEnv("BENCH_REG_EMBED_TEXTS", 512);
+  const { pool } = await skillPool();
+  const skills = Array.from(
+    { length: count },
+    (_, i) => `${pool[i % pool.length].name}. ${pool[i % pool.length].description} (variant ${i})`,
+  );
+  const spec = chosen.spec ?? { kind: "use" };
+  for (const workers of [1, new ThreadedEmbedder({ spec, id: "probe" }).parallelism]) {
+    const threaded = new ThreadedEmbedder({ spec, id: `bench-${workers}`, workers });
+    try {
+      progress(`embedder alone: ${count} distinct skill texts through ${workers} worker(s)`);
+      await threaded.load();
+      const t0 = performance.now();
+      for (let i = 0; i < skills.length; i += 64 * workers) {
+        await Promise.all(
+          Array.from({ length: workers }, (_, w) =>
+            threaded.embed(skills.slice(i + w * 64, Math.min(i + (w + 1) * 64, skills.length))),
+          ),
+        );
+      }
+      const seconds = (performance.now() - t0) / 1000;
+      out.push(
+        `  skills in the background, ${workers} worker thread(s): ${(count / seconds).toFixed(0)} texts/s (${count} distinct texts, ${load()}; 100,000 would take ${(100_000 / (count / seconds) / 60).toFixed(0)} min)`,
+      );
+    } finally {
+      await threaded.close();
+    }
+  }
 }
 
 function seeded(seed) {
