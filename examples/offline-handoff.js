@@ -16,8 +16,8 @@ const translatorInbox = `demo.translator.${run}`;
 
 // --- The planner is online; the translator is not. ---
 const planner = await connect(server);
-await planner.createMailbox({ name: plannerInbox, ttl: 3600 });
-await planner.createMailbox({ name: translatorInbox, ttl: 3600 });
+await planner.createMailbox({ name: plannerInbox, ttlSeconds: 3600 });
+await planner.createMailbox({ name: translatorInbox, ttlSeconds: 3600 });
 const tasks = ["good morning", "thank you", "see you tomorrow"];
 for (const text of tasks) {
   await planner.send(translatorInbox, { text, to: "ja" }, { headers: { "mq9-reply-to": plannerInbox } });

@@ -12,7 +12,7 @@ const server = process.env.MQ9_SERVER;
 const board = `demo.status.${Date.now().toString(36)}`;
 
 const client = await connect(server);
-await client.createMailbox({ name: board, ttl: 3600 });
+await client.createMailbox({ name: board, ttlSeconds: 3600 });
 
 const updates = [
   ["crawler", "starting"],

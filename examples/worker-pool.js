@@ -12,7 +12,7 @@ const server = process.env.MQ9_SERVER;
 const jobs = `demo.jobs.${Date.now().toString(36)}`;
 
 const producer = await connect(server);
-await producer.createMailbox({ name: jobs, ttl: 3600 });
+await producer.createMailbox({ name: jobs, ttlSeconds: 3600 });
 const plan = [
   ...Array.from({ length: 6 }, (_, i) => ({ id: `report-${i}`, priority: "normal" })),
   ...Array.from({ length: 4 }, (_, i) => ({ id: `invoice-${i}`, priority: "urgent" })),

@@ -31,7 +31,7 @@ export async function startBridge(client: Mq9Client, options: BridgeOptions): Pr
     executor,
     mailbox: options.mailbox,
     concurrency,
-    ttl: options.ttl,
+    ttlSeconds: options.ttl,
     // A task may hold its request until its process is killed, plus a margin.
     leaseMs: (options.timeoutMs ?? 600_000) + 60_000,
     onError: options.onError,

@@ -45,11 +45,11 @@ export type {
   MailboxRecord,
   NewMessage,
   PurgeResult,
-  QueryOptions,
   ReadOptions,
   StartPosition,
   Store,
   StoredMessage,
+  StoreQuery,
 } from "./store/store.js";
 export type {
   GroupStats,

@@ -385,5 +385,6 @@ describe("NKey sign-in", () => {
     } finally {
       await secured.close();
     }
-  });
+    // Six CLI processes, each a fresh Node start: generous on a loaded machine.
+  }, 120_000);
 });

@@ -9,7 +9,7 @@
  * import { connect } from "@mq9/client";
  *
  * const client = await connect("mq9://127.0.0.1:4332");
- * await client.ensureMailbox({ name: "agents.planner", ttl: 3600 });
+ * await client.ensureMailbox({ name: "agents.planner", ttlSeconds: 3600 });
  * await client.send("agents.planner", { task: "plan the release" }, { priority: "urgent" });
  * const worker = client.consume("agents.planner", (message) => console.log(message.json()), {
  *   group: "planners",

@@ -11,6 +11,8 @@ export interface CreateMailboxOptions {
   /** Lowercase letters, digits and single dots, 1-128 characters; omitted: the broker generates one. */
   name?: string;
   /** Seconds until the mailbox and its messages expire; 0 or omitted: never. */
+  ttlSeconds?: number;
+  /** @deprecated The old name of `ttlSeconds`; still read when `ttlSeconds` is not given. */
   ttl?: number;
   /** Free text stored with the mailbox. */
   desc?: string;
@@ -64,7 +66,8 @@ export interface QueryOptions {
 export function createBody(options: CreateMailboxOptions): MailboxCreateRequest {
   const body: MailboxCreateRequest = {};
   if (options.name !== undefined) body.name = options.name;
-  if (options.ttl !== undefined) body.ttl = options.ttl;
+  const ttl = options.ttlSeconds ?? options.ttl;
+  if (ttl !== undefined) body.ttl = ttl;
   if (options.desc !== undefined) body.desc = options.desc;
   return body;
 }

@@ -7,8 +7,12 @@ export interface SendOptions {
   /** Compaction key: a newer message with the same key replaces the older one in this mailbox. */
   key?: string;
   /** Seconds before the message becomes visible; the reply's msgId is then -1. */
-  delay?: number;
+  delaySeconds?: number;
   /** Seconds after which the message expires unread. */
+  ttlSeconds?: number;
+  /** @deprecated The old name of `delaySeconds`; still read when `delaySeconds` is not given. */
+  delay?: number;
+  /** @deprecated The old name of `ttlSeconds`; still read when `ttlSeconds` is not given. */
   ttl?: number;
   /** Tags that QUERY can filter on. */
   tags?: readonly string[];
@@ -60,7 +64,9 @@ function badHeader(why: string): Mq9Error {
  */
 export function sendHeaders(options: SendOptions | undefined): EncodedHeaders | undefined {
   if (!options) return undefined;
-  const { priority, key, delay, ttl, tags, headers } = options;
+  const { priority, key, tags, headers } = options;
+  const delay = options.delaySeconds ?? options.delay;
+  const ttl = options.ttlSeconds ?? options.ttl;
   if (
     priority === undefined &&
     key === undefined &&
@@ -75,8 +81,8 @@ export function sendHeaders(options: SendOptions | undefined): EncodedHeaders | 
   if (headers) for (const name of Object.keys(headers)) h.set(name, headers[name]);
   if (priority !== undefined) h.set(Headers.priority, priority);
   if (key !== undefined) h.set(Headers.key, key);
-  if (delay !== undefined) h.set(Headers.delay, seconds("delay", delay));
-  if (ttl !== undefined) h.set(Headers.ttl, seconds("ttl", ttl));
+  if (delay !== undefined) h.set(Headers.delay, seconds("delaySeconds", delay));
+  if (ttl !== undefined) h.set(Headers.ttl, seconds("ttlSeconds", ttl));
   if (tags !== undefined && tags.length > 0) h.set(Headers.tags, tags.join(","));
   let text = "NATS/1.0";
   for (const [name, value] of h) {

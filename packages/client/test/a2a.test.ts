@@ -222,7 +222,7 @@ describe("A2A over mq9 — bad input gets a clear A2A error, nothing is lost", (
   });
 
   const rawCall = async (payload: string, headers: Record<string, string> = {}) => {
-    const replies = await client.createMailbox({ ttl: 60 });
+    const replies = await client.createMailbox({ ttlSeconds: 60 });
     await client.send("translator", payload, {
       headers: { "mq9-reply-to": replies, "mq9-a2a-request-id": "r1", ...headers },
     });

@@ -23,7 +23,7 @@ async function codeOf(promise: Promise<unknown>): Promise<string> {
 describe("mailboxes", () => {
   it("creates a named mailbox and returns its address", async () => {
     const name = boxName("named");
-    expect(await client.createMailbox({ name, ttl: 60, desc: "for a test" })).toBe(name);
+    expect(await client.createMailbox({ name, ttlSeconds: 60, desc: "for a test" })).toBe(name);
   });
 
   it("creates a generated mailbox when no name is given", async () => {
@@ -46,7 +46,7 @@ describe("mailboxes", () => {
     const name = boxName("ensured");
     expect(await client.ensureMailbox({ name, desc: "first" })).toBe(true);
     await client.send(name, "kept");
-    expect(await client.ensureMailbox({ name, ttl: 1, desc: "second" })).toBe(false);
+    expect(await client.ensureMailbox({ name, ttlSeconds: 1, desc: "second" })).toBe(false);
     expect((await client.query(name)).map((m) => m.text())).toEqual(["kept"]);
     // Only "already exists" is swallowed: other refusals still throw.
     expect(await codeOf(client.ensureMailbox({ name: "Upper.Case" }))).toBe("INVALID_NAME");
@@ -157,20 +157,22 @@ describe("send and fetch", () => {
 
   it("a delayed message gets msg_id -1 and stays invisible until due", async () => {
     const box = await client.createMailbox({ name: boxName() });
-    expect(await client.send(box, "later", { delay: 60 })).toBe(-1);
+    expect(await client.send(box, "later", { delaySeconds: 60 })).toBe(-1);
+    // The deprecated name still works.
+    expect(await client.send(box, "later too", { delay: 60 })).toBe(-1);
     expect(await client.fetch(box, { deliver: "earliest", maxWaitMs: 0 })).toEqual([]);
     expect(await client.query(box)).toEqual([]);
   });
 
   it("a message with a ttl is stored and readable before it expires", async () => {
     const box = await client.createMailbox({ name: boxName() });
-    await client.send(box, "short-lived", { ttl: 3600 });
+    await client.send(box, "short-lived", { ttlSeconds: 3600 });
     expect((await client.query(box)).map((m) => m.text())).toEqual(["short-lived"]);
   });
 
   it("INVALID_REQUEST for bad option values, before or at the broker", async () => {
     const box = await client.createMailbox({ name: boxName() });
-    expect(await codeOf(client.send(box, "x", { delay: -1 }))).toBe("INVALID_REQUEST");
+    expect(await codeOf(client.send(box, "x", { delaySeconds: -1 }))).toBe("INVALID_REQUEST");
     expect(await codeOf(client.send(box, "x", { priority: "high" as never }))).toBe("INVALID_REQUEST");
   });
 

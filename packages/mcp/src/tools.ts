@@ -84,7 +84,7 @@ export const TOOLS: ToolDefinition[] = [
     async run(args, { client }) {
       const address = await client.createMailbox({
         name: (args.name as string | null) ?? undefined,
-        ttl: (args.ttl as number | null) ?? 0,
+        ttlSeconds: (args.ttl as number | null) ?? 0,
         desc: (args.desc as string | null) ?? undefined,
       });
       return { mail_address: address, created: true };
@@ -118,8 +118,8 @@ export const TOOLS: ToolDefinition[] = [
                 .map((t) => t.trim())
                 .filter(Boolean)
             : undefined,
-        delay: (args.delay as number | null) ?? undefined,
-        ttl: (args.ttl as number | null) ?? undefined,
+        delaySeconds: (args.delay as number | null) ?? undefined,
+        ttlSeconds: (args.ttl as number | null) ?? undefined,
       });
       return { msg_id: msgId, mail_address: args.mail_address };
     },

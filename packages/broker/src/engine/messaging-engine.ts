@@ -49,7 +49,7 @@ export interface MessagingEngineOptions {
   /** Byte budget of the payloads in one FETCH reply (at least one message is always returned). */
   fetchMaxBytes?: number;
   /** TTL in seconds for mailboxes created without one; 0 = never expire. */
-  defaultMailboxTtl?: number;
+  defaultMailboxTtlSeconds?: number;
   sweepIntervalMs?: number;
 }
 
@@ -73,7 +73,7 @@ export class MessagingEngine {
   private readonly leaseMs: number;
   private readonly maxWaitMs: number;
   private readonly fetchMaxBytes: number;
-  private readonly defaultMailboxTtl: number;
+  private readonly defaultMailboxTtlSeconds: number;
   private readonly batcher: SendBatcher;
   private readonly expiry: ExpiryScheduler;
   private closing = false;
@@ -87,7 +87,7 @@ export class MessagingEngine {
     this.leaseMs = options.leaseMs ?? BrokerDefaults.leaseMs;
     this.maxWaitMs = options.maxWaitMs ?? BrokerDefaults.maxWaitMs;
     this.fetchMaxBytes = options.fetchMaxBytes ?? BrokerDefaults.fetchMaxBytes;
-    this.defaultMailboxTtl = options.defaultMailboxTtl ?? BrokerDefaults.defaultMailboxTtl;
+    this.defaultMailboxTtlSeconds = options.defaultMailboxTtlSeconds ?? BrokerDefaults.defaultMailboxTtl;
     this.batcher = new SendBatcher(this.store, (batch, results) => this.committed(batch, results), this.now);
     this.expiry = new ExpiryScheduler({
       store: this.store,
@@ -111,7 +111,7 @@ export class MessagingEngine {
     const address = request.name ?? generateMailAddress();
     const invalid = mailAddressError(address);
     if (invalid) throw new Mq9Error("INVALID_NAME", invalid);
-    const ttlSeconds = request.ttl ?? this.defaultMailboxTtl;
+    const ttlSeconds = request.ttl ?? this.defaultMailboxTtlSeconds;
     const created = await this.store.createMailbox(
       {
         address,
@@ -173,7 +173,7 @@ export class MessagingEngine {
     const limit = request.config?.num_msgs ?? Defaults.fetchNumMsgs;
     if (limit === 0) return [];
     const group = request.group_name || undefined;
-    const deadline =
+    const deadlineMs =
       this.now() + Math.min(request.config?.max_wait_ms ?? Defaults.fetchMaxWaitMs, this.maxWaitMs);
     const leaseMs = request.config?.lease_ms || this.leaseMs;
     let reset = group !== undefined && request.force_deliver === true;
@@ -198,8 +198,8 @@ export class MessagingEngine {
           reset = false;
           if (group && items.length > 0)
             this.giveBackIfUndelivered(mailbox, group, items, nowMs + leaseMs, undelivered);
-          if (items.length > 0 || nowMs >= deadline || this.closing) return items;
-          const timer = sleep(deadline - nowMs);
+          if (items.length > 0 || nowMs >= deadlineMs || this.closing) return items;
+          const timer = sleep(deadlineMs - nowMs);
           await Promise.race([watch.fired, timer.done, this.closed.promise, gone]);
           timer.cancel();
         } finally {

@@ -31,7 +31,7 @@ Examples:
     )
     .action((name: string | undefined, flags: CreateFlags) =>
       withClient(flags, async (client) => {
-        const address = await client.createMailbox({ name, ttl: flags.ttl, desc: flags.desc });
+        const address = await client.createMailbox({ name, ttlSeconds: flags.ttl, desc: flags.desc });
         if (flags.json) printJson({ mail_address: address });
         else process.stdout.write(`${address}\n`);
       }),

@@ -56,8 +56,8 @@ Examples:
         const msgId = await client.send(mailbox, bytes, {
           priority: flags.priority,
           key: flags.key,
-          delay: flags.delay,
-          ttl: flags.ttl,
+          delaySeconds: flags.delay,
+          ttlSeconds: flags.ttl,
           tags: flags.tags
             ?.split(",")
             .map((t) => t.trim())

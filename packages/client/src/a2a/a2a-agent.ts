@@ -41,6 +41,8 @@ export interface A2AAgentOptions {
   /** The inbox's mail address (default: the card's name in lowercase, words joined by dots). */
   mailbox?: string;
   /** Seconds the registration lives without a heartbeat (default 90); heartbeats come every third of it. */
+  ttlSeconds?: number;
+  /** @deprecated The old name of `ttlSeconds`; still read when `ttlSeconds` is not given. */
   ttl?: number;
   /** Tasks run at once (default 4); more wait in the mailbox. */
   concurrency?: number;
@@ -195,7 +197,7 @@ export class A2AAgent {
     const base = normalizeCard(options.card);
     const mailbox = options.mailbox ?? mailboxFromName(base.name);
     const card = withMailboxInterface(base, mailboxUrl(client.nats.getServer(), mailbox));
-    await client.ensureMailbox({ name: mailbox, ttl: 0, desc: `A2A inbox of ${base.name}` });
+    await client.ensureMailbox({ name: mailbox, ttlSeconds: 0, desc: `A2A inbox of ${base.name}` });
     const store = options.taskStore ?? new MailboxTaskStore(client, `${mailbox}.tasks`);
     if (store instanceof MailboxTaskStore) await store.open();
     const agent = new A2AAgent(client, mailbox, card, store, options);
@@ -223,7 +225,7 @@ export class A2AAgent {
   }
 
   private async register(): Promise<void> {
-    const ttl = this.options.ttl ?? 90;
+    const ttl = this.options.ttlSeconds ?? this.options.ttl ?? 90;
     await this.client.register({
       name: this.card.name,
       mailbox: this.mailbox,

@@ -21,13 +21,15 @@ export class MailboxTaskStore implements TaskStore {
 
   /** Creates the mailbox unless it exists (never expires: tasks outlive restarts). */
   open(): Promise<void> {
-    this.ready ??= this.client.ensureMailbox({ name: this.mailbox, ttl: 0, desc: "A2A task store" }).then(
-      () => {},
-      (err: unknown) => {
-        this.ready = undefined;
-        throw err;
-      },
-    );
+    this.ready ??= this.client
+      .ensureMailbox({ name: this.mailbox, ttlSeconds: 0, desc: "A2A task store" })
+      .then(
+        () => {},
+        (err: unknown) => {
+          this.ready = undefined;
+          throw err;
+        },
+      );
     return this.ready;
   }
 

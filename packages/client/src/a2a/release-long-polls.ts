@@ -8,5 +8,7 @@ import { A2AHeaders } from "./binding.js";
  * consumes the mailbox after us. Readers ignore it (header `mq9-a2a-noop`).
  */
 export async function releaseLongPolls(client: Mq9Client, mailbox: string): Promise<void> {
-  await client.send(mailbox, "{}", { headers: { [A2AHeaders.noop]: "true" }, ttl: 60 }).catch(() => {});
+  await client
+    .send(mailbox, "{}", { headers: { [A2AHeaders.noop]: "true" }, ttlSeconds: 60 })
+    .catch(() => {});
 }

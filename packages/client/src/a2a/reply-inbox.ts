@@ -24,6 +24,8 @@ export interface ReplyInboxOptions {
    */
   replyMailbox?: string;
   /** Seconds the reply mailbox lives (default 3 600; a named one that already exists keeps its own). */
+  replyTtlSeconds?: number;
+  /** @deprecated The old name of `replyTtlSeconds`; still read when `replyTtlSeconds` is not given. */
   replyTtl?: number;
   /** Consumer group on the reply mailbox (default `a2a.caller`). */
   replyGroup?: string;
@@ -169,13 +171,13 @@ export class ReplyInbox {
 
   private async open(): Promise<Box> {
     const named = this.options.replyMailbox;
-    const ttl = this.options.replyTtl ?? DEFAULT_TTL;
+    const ttl = this.options.replyTtlSeconds ?? this.options.replyTtl ?? DEFAULT_TTL;
     let address: string;
     if (named) {
-      await this.client.ensureMailbox({ name: named, ttl, desc: "A2A replies" });
+      await this.client.ensureMailbox({ name: named, ttlSeconds: ttl, desc: "A2A replies" });
       address = named;
     } else {
-      address = await this.client.createMailbox({ ttl, desc: "A2A replies" });
+      address = await this.client.createMailbox({ ttlSeconds: ttl, desc: "A2A replies" });
     }
     const consumer = this.client.consume(address, (message) => this.dispatch(message), {
       group: this.group,

@@ -276,6 +276,10 @@ BEGIN
 END
 $fn$;
 `,
+  // Who made each registration (the user name; NULL without users configured), as in SQLite.
+  `
+ALTER TABLE registry_agents ADD COLUMN owner text;
+`,
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

@@ -9,11 +9,11 @@ import type {
   MailboxRecord,
   NewMessage,
   PurgeResult,
-  QueryOptions,
   ReadOptions,
   StartPosition,
   Store,
   StoredMessage,
+  StoreQuery,
 } from "../store.js";
 import type {
   GroupStats,
@@ -128,6 +128,8 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease {
     (body) => this.transaction("cannot purge the mailbox", body),
   );
   private closed = false;
+  /** Appends are statements on the database server: the engine overlaps the next with its replies. */
+  readonly appendsElsewhere = true;
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -353,7 +355,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease {
     return rowCount ?? 0;
   }
 
-  async query(mailbox: string, options: QueryOptions): Promise<StoredMessage[]> {
+  async query(mailbox: string, options: StoreQuery): Promise<StoredMessage[]> {
     if (options.limit <= 0) return [];
     const where = ["m.mbox = b.id", LIVE_MESSAGE];
     const names = ["address", "now", "limit"];
