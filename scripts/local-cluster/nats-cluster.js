@@ -1,7 +1,7 @@
 // A NATS cluster on loopback for tests, benchmarks and `npm run cluster:up`: n nats-servers joined
 // by routes, each with its client port, route port and monitoring port, optionally JetStream.
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, openSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePorts } from "./free-port.js";
@@ -32,6 +32,7 @@ async function routesUp(monitorPort, want) {
 
 /**
  * Starts `size` routed nats-servers (default 3). Options: jetstream (file storage in a temp dir),
+ * config (nats-server config text for every server, e.g. tls and authorization blocks),
  * name (cluster name), tmpDir, logDir (detached servers that log there and outlive this process). Returns { servers: [{ url, port, pid, stop(), kill(), start() }], urls,
  * stop() }; each server can be killed (SIGKILL) and started again on the same ports.
  */
@@ -49,8 +50,12 @@ export async function startNatsCluster(options = {}) {
   }));
   const routes = ports.map((p) => `nats://127.0.0.1:${p.route}`).join(",");
   const name = options.name ?? "mq9";
+  // Settings the flags have none for (tls, authorization): one config file for every server.
+  const configFile = join(root, "nats-server.conf");
+  if (options.config) writeFileSync(configFile, options.config);
   const servers = ports.map((p, i) => {
     const args = [
+      ...(options.config ? ["-c", configFile] : []),
       "-a",
       "127.0.0.1",
       "-p",

@@ -2,7 +2,7 @@
 // start on a free loopback port, stopped and removed again by stop(). PostgreSQL refuses to run as
 // root, so when we are root the server runs as the `postgres` OS user (the Debian package makes it).
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { chown } from "node:fs/promises";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
@@ -40,7 +40,7 @@ async function serverUser() {
  * Starts a throw-away PostgreSQL. Options: port (default a free one), fsync (default false: the
  * data survives a killed server, not a lost machine, which is all a test needs), database (created,
  * default "mq9").
- * Returns { url, port, host, dataDir, bin, query(sql), stop(), kill(), start() }.
+ * Returns { url, port, host, dataDir, bin, query(sql), stop(), kill(), start(), startStandby() }.
  */
 export async function startPrivatePostgres(options = {}) {
   const bin = findPostgresBin();
@@ -79,12 +79,12 @@ export async function startPrivatePostgres(options = {}) {
   };
   await start();
   const database = options.database ?? "mq9";
-  const psql = (sql, db = "postgres") =>
+  const psqlAt = (atPort, sql, db = "postgres") =>
     exec("psql", [
       "-h",
       "127.0.0.1",
       "-p",
-      String(port),
+      String(atPort),
       "-U",
       "postgres",
       "-d",
@@ -94,8 +94,75 @@ export async function startPrivatePostgres(options = {}) {
       "-Atc",
       sql,
     ]);
+  const psql = (sql, db) => psqlAt(port, sql, db);
   await psql(`CREATE DATABASE ${database}`);
   let removed = false;
+  const standbys = [];
+
+  /**
+   * A streaming-replication standby of this server: pg_basebackup of it into its own folder,
+   * started on its own port. With `synchronous`, this server then waits for the standby at each
+   * COMMIT (synchronous_standby_names), so nothing it acknowledged is missing after a promotion.
+   */
+  async function startStandby(standbyOptions = {}) {
+    const standbyDir = join(root, `standby-${standbys.length + 1}`);
+    await exec("pg_basebackup", [
+      "-h",
+      "127.0.0.1",
+      "-p",
+      String(port),
+      "-U",
+      "postgres",
+      "-D",
+      standbyDir,
+      "-R",
+      "-X",
+      "stream",
+      "-c",
+      "fast",
+      "--no-sync",
+    ]);
+    const standbyPort = await freePort();
+    const standbyLog = join(root, `standby-${standbys.length + 1}.log`);
+    // Later lines win: its own port, beside what the base backup copied and -R added.
+    const auto = join(standbyDir, "postgresql.auto.conf");
+    writeFileSync(auto, `${readFileSync(auto, "utf8")}port = ${standbyPort}\n`);
+    const startIt = () => exec("pg_ctl", ["start", "-w", "-t", "60", "-D", standbyDir, "-l", standbyLog]);
+    const stopIt = (mode) =>
+      exec("pg_ctl", ["stop", "-w", "-t", "60", "-m", mode, "-D", standbyDir]).catch(() => {});
+    await startIt();
+    const standby = {
+      host: "127.0.0.1",
+      port: standbyPort,
+      dataDir: standbyDir,
+      url: `postgres://postgres@127.0.0.1:${standbyPort}/${database}`,
+      async query(sql, db = database) {
+        return (await psqlAt(standbyPort, sql, db)).stdout.trim();
+      },
+      /** Makes the standby the primary (pg_ctl promote) and waits until it takes writes. */
+      async promote() {
+        await exec("pg_ctl", ["promote", "-w", "-t", "60", "-D", standbyDir]);
+      },
+      start: startIt,
+      kill: () => stopIt("immediate"),
+      stop: () => stopIt("fast"),
+    };
+    standbys.push(standby);
+    const deadline = Date.now() + 60_000;
+    while (
+      (await psql("SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")).stdout.trim() === "0"
+    ) {
+      if (Date.now() > deadline)
+        throw new Error(`the standby on port ${standbyPort} did not start streaming`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    if (standbyOptions.synchronous) {
+      await psql("ALTER SYSTEM SET synchronous_standby_names = '*'");
+      await psql("SELECT pg_reload_conf()");
+    }
+    return standby;
+  }
+
   return {
     host: "127.0.0.1",
     port,
@@ -113,10 +180,12 @@ export async function startPrivatePostgres(options = {}) {
     pause: () => stopWith("fast"),
     /** Immediate shutdown, as a crash: the next start recovers from the WAL. */
     kill: () => stopWith("immediate"),
-    /** Stops the server and removes its files. */
+    startStandby,
+    /** Stops the server (and its standbys) and removes its files. */
     async stop() {
       if (removed) return;
       removed = true;
+      await Promise.all(standbys.map((standby) => standby.kill()));
       await stopWith("immediate");
       if (!options.keep) rmSync(root, { recursive: true, force: true });
     },

@@ -3,8 +3,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { SERVE_ON_FREE_PORTS } from "../../../packages/cli/test/cli-harness.js";
-import { CLI } from "../../../packages/cli/test/cli-run.js";
+import { MQ9_CLI as CLI, SERVE_ON_FREE_PORTS } from "@mq9/testkit";
 
 export const PYTHON_DIR = fileURLToPath(new URL("./python/", import.meta.url));
 export const REPO = fileURLToPath(new URL("../../../", import.meta.url));

@@ -1,8 +1,7 @@
-import { Defaults, isMq9Subject } from "@mq9/protocol";
 import type { FastifyInstance } from "fastify";
 import { UserDirectory } from "./auth/index.js";
 import { BrokerDefaults } from "./broker-defaults.js";
-import { type ClusterNode, startClusterNode } from "./cluster/cluster-node.js";
+import type { ClusterNode } from "./cluster/cluster-node.js";
 import type { ClusterOptions } from "./cluster/cluster-options.js";
 import { MessagingEngine } from "./engine/messaging-engine.js";
 import type { Notifier } from "./engine/notifier.js";
@@ -10,11 +9,14 @@ import { BrokerMetrics } from "./http/broker-metrics.js";
 import { HttpServer, type HttpServerOptions } from "./http/http-server.js";
 import type { RestApi, RestApiOptions } from "./http/rest/rest-api.js";
 import { type Logger, silentLogger } from "./logger.js";
-import { NatsListener, type NatsListenerOptions } from "./nats/index.js";
+import type { NatsListenerOptions } from "./nats/index.js";
 import type { Registry, RegistryFactory } from "./registry.js";
 import { Mq9Service } from "./service/mq9-service.js";
 import { SqliteStore, type SyncMode } from "./store/sqlite-store.js";
 import type { Store } from "./store/store.js";
+import type { BrokerTransport } from "./transport/broker-transport.js";
+import { ClusterTransport } from "./transport/cluster-transport.js";
+import { EmbeddedTransport } from "./transport/embedded-transport.js";
 
 export interface BrokerOptions {
   host?: string;
@@ -40,7 +42,7 @@ export interface BrokerOptions {
   leaseMs?: number;
   maxWaitMs?: number;
   fetchMaxBytes?: number;
-  defaultMailboxTtl?: number;
+  defaultMailboxTtlSeconds?: number;
   sweepIntervalMs?: number;
   /**
    * Opens the agent registry (AGENT.* subjects), e.g. `registryFactory(settings)` from
@@ -99,245 +101,147 @@ async function startHttp(
   return { server, restApi };
 }
 
-/** One mq9 broker: store + engine + embedded NATS-protocol listener. */
+/** The embedded store, its failures told to the broker's logger. */
+function openEmbeddedStore(options: BrokerOptions, logger: Logger): SqliteStore {
+  return new SqliteStore({
+    dataDir: options.dataDir ?? BrokerDefaults.dataDir,
+    sync: options.sync,
+    onRowWorkerFailed: (err) =>
+      logger.warn({ err }, "store: the worker writing message rows failed; the main thread writes them now"),
+    onCorruptRecord: (err) =>
+      logger.error(
+        { err, segment: err.segment, at: err.at },
+        "store: a record of the message log does not match its checksum; its messages are not served",
+      ),
+  });
+}
+
+/** How requests reach this broker: the embedded listener, or a cluster's queue group. */
+async function openTransport(options: BrokerOptions, store: Store, logger: Logger): Promise<BrokerTransport> {
+  if (options.cluster) {
+    return ClusterTransport.connect(options.cluster, logger, options.host ?? BrokerDefaults.host);
+  }
+  return new EmbeddedTransport(
+    {
+      host: options.host,
+      port: options.port,
+      maxPayload: options.maxPayload,
+      maxConnections: options.maxConnections,
+      maxPendingBytes: options.maxPendingBytes,
+      auth: options.auth,
+      authThrottle: options.authThrottle,
+      tls: options.tls,
+      pingIntervalMs: options.pingIntervalMs,
+      maxPingsOut: options.maxPingsOut,
+    },
+    store,
+    logger,
+  );
+}
+
+/**
+ * One mq9 broker: store + engine + registry + service, reached through a transport (the
+ * embedded NATS-protocol listener, or a cluster's queue group), and an optional HTTP server.
+ */
 export class Broker {
   private closing?: Promise<void>;
   private restApi?: RestApi;
   private markClosing: () => void = () => {};
 
   private constructor(
+    /** Where clients connect: the listener's address, or the cluster's first NATS server. */
     readonly host: string,
     readonly port: number,
     readonly engine: MessagingEngine,
     readonly metrics: BrokerMetrics,
-    private readonly listener: NatsListener | undefined,
+    private readonly transport: BrokerTransport,
     private readonly store: Store,
     readonly http?: HttpServer,
     readonly registry?: Registry,
-    /** Set in cluster mode: the node's NATS attachment. */
-    readonly cluster?: ClusterNode,
   ) {}
 
-  /** Opens the store, starts background work and listens; resolves once connections are accepted. */
-  static async start(options: BrokerOptions = {}): Promise<Broker> {
-    if (options.cluster) return Broker.startInCluster(options, options.cluster);
-    const logger = options.logger ?? silentLogger;
-    const store =
-      options.store ??
-      new SqliteStore({
-        dataDir: options.dataDir ?? BrokerDefaults.dataDir,
-        sync: options.sync,
-        onRowWorkerFailed: (err) =>
-          logger.warn(
-            { err },
-            "store: the worker writing message rows failed; the main thread writes them now",
-          ),
-        onCorruptRecord: (err) =>
-          logger.error(
-            { err, segment: err.segment, at: err.at },
-            "store: a record of the message log does not match its checksum; its messages are not served",
-          ),
-      });
-    const engine = new MessagingEngine({
-      store,
-      notifier: options.notifier,
-      logger,
-      leaseMs: options.leaseMs,
-      maxWaitMs: options.maxWaitMs,
-      fetchMaxBytes: options.fetchMaxBytes,
-      defaultMailboxTtl: options.defaultMailboxTtl,
-      sweepIntervalMs: options.sweepIntervalMs,
-    });
-    let listener: NatsListener;
-    try {
-      listener = new NatsListener({
-        host: options.host ?? "127.0.0.1",
-        port: options.port ?? Defaults.port,
-        maxPayload: options.maxPayload ?? Defaults.maxPayload,
-        maxConnections: options.maxConnections,
-        maxPendingBytes: options.maxPendingBytes,
-        auth: options.auth,
-        authThrottle: options.authThrottle,
-        tls: options.tls,
-        pingIntervalMs: options.pingIntervalMs,
-        maxPingsOut: options.maxPingsOut,
-        serverName: "mq9",
-        logger,
-      });
-    } catch (err) {
-      await store.close();
-      throw err;
-    }
-    const metrics = new BrokerMetrics(() => listener.connectionCount);
-    let registry: Registry | undefined;
-    try {
-      registry = await options.registry?.({
-        dataDir: options.dataDir ?? BrokerDefaults.dataDir,
-        sync: options.sync,
-        logger,
-        sweepIntervalMs: options.sweepIntervalMs,
-        maxPayload: options.maxPayload ?? Defaults.maxPayload,
-        store,
-      });
-    } catch (err) {
-      await store.close();
-      throw err;
-    }
-    if (registry) metrics.watchRegistry(registry);
-    if (store instanceof SqliteStore) metrics.watchStore(() => store.logStatus());
-    const service = new Mq9Service(engine, logger, metrics, registry, listener.isolatesClients);
-    // One abort signal per client, fired when its connection closes (ends its long-polls).
-    const clients = new Map<number, AbortController>();
-    const clientSignal = (clientId: number) => {
-      let controller = clients.get(clientId);
-      if (!controller) {
-        controller = new AbortController();
-        clients.set(clientId, controller);
-      }
-      return controller.signal;
-    };
-    listener.setService(
-      isMq9Subject,
-      (request) => {
-        // Built field by field: spreading the request cost more than the rest of this callback.
-        const { subject, header, payload, reply: to, clientId, principal } = request;
-        const signal = clientSignal(clientId);
-        service.answer({ subject, header, payload, signal, principal }, (reply, prompt) => {
-          if (to) listener.reply(to, reply, prompt, clientId);
-        });
-      },
-      (clientId) => {
-        clients.get(clientId)?.abort();
-        clients.delete(clientId);
-      },
-    );
-    let closing = false;
-    let http: HttpServer | undefined;
-    let restApi: RestApi | undefined;
-    try {
-      const address = await listener.listen();
-      if (options.http) {
-        ({ server: http, restApi } = await startHttp(
-          options.http,
-          {
-            host: options.http.host ?? address.host,
-            metrics,
-            users: UserDirectory.from(options.auth),
-            logger,
-            health: () => {
-              // "full": writes fail for lack of space (reads go on); the broker recovers by itself.
-              const storage = store instanceof SqliteStore ? store.storageState() : "ok";
-              return { ok: !closing && storage === "ok", connections: listener.connectionCount, storage };
-            },
-          },
-          { service, engine, registry, connections: () => listener.connectionCount, version: "1.0.0" },
-        ));
-        // `mq9 task …` and other HTTP tools given only the broker's address find the HTTP port here.
-        listener.advertise({ mq9_http_port: http.port });
-      }
-      engine.start();
-      const broker = new Broker(address.host, address.port, engine, metrics, listener, store, http, registry);
-      broker.restApi = restApi;
-      broker.markClosing = () => {
-        closing = true;
-      };
-      return broker;
-    } catch (err) {
-      await listener.close();
-      await registry?.close();
-      await store.close();
-      throw err;
-    }
-  }
-
-  /** Number of open client connections of the embedded listener. */
-  get connectionCount(): number {
-    return this.listener?.connectionCount ?? 0;
-  }
-
   /**
-   * One node of a cluster: the same engine and service over a shared store, attached to the
-   * NATS cluster (see cluster/cluster-node.ts) instead of listening itself.
+   * Opens the store and the transport, starts background work and serves; resolves once
+   * requests are accepted. Cluster mode (`options.cluster`) takes the same path over a shared
+   * store, attached to the NATS cluster instead of listening itself.
    */
-  private static async startInCluster(options: BrokerOptions, cluster: ClusterOptions): Promise<Broker> {
+  static async start(options: BrokerOptions = {}): Promise<Broker> {
     const logger = options.logger ?? silentLogger;
-    const store = options.store;
-    if (!store) throw new Error("cluster mode needs a shared store: pass a PostgresStore (--postgres)");
-    let node: ClusterNode | undefined;
+    if (options.cluster && !options.store) {
+      throw new Error("cluster mode needs a shared store: pass a PostgresStore (--postgres)");
+    }
+    const store = options.store ?? openEmbeddedStore(options, logger);
+    let transport: BrokerTransport | undefined;
     let registry: Registry | undefined;
     try {
-      node = await startClusterNode(cluster, logger);
+      transport = await openTransport(options, store, logger);
       const engine = new MessagingEngine({
         store,
-        notifier: options.notifier ?? node.notifier,
+        notifier: options.notifier ?? transport.notifier,
         logger,
         leaseMs: options.leaseMs,
         maxWaitMs: options.maxWaitMs,
         fetchMaxBytes: options.fetchMaxBytes,
-        defaultMailboxTtl: options.defaultMailboxTtl,
+        defaultMailboxTtlSeconds: options.defaultMailboxTtlSeconds,
         sweepIntervalMs: options.sweepIntervalMs,
       });
-      const metrics = new BrokerMetrics(() => 0);
-      node.watch(metrics, store);
+      const served = transport;
+      const metrics = new BrokerMetrics(() => served.connectionCount());
+      served.watch(metrics, store);
       registry = await options.registry?.({
         dataDir: options.dataDir ?? BrokerDefaults.dataDir,
         sync: options.sync,
         logger,
         sweepIntervalMs: options.sweepIntervalMs,
         store,
-        node: node.instance,
+        ...served.registryScope,
       });
       if (registry) metrics.watchRegistry(registry);
-      const service = new Mq9Service(engine, logger, metrics, registry);
+      const service = new Mq9Service(engine, logger, metrics, registry, served.isolatesClients);
+      const address = await served.serve(service);
       let closing = false;
       let http: HttpServer | undefined;
       let restApi: RestApi | undefined;
       if (options.http) {
-        const clusterNode = node;
         ({ server: http, restApi } = await startHttp(
           options.http,
           {
-            host: options.http.host ?? options.host ?? "127.0.0.1",
+            host: options.http.host ?? served.defaultHttpHost,
             metrics,
             users: UserDirectory.from(options.auth),
             logger,
-            health: () => ({ ...clusterNode.health(), ok: !closing && clusterNode.health().ok }),
+            health: () => {
+              const health = served.health();
+              return { ...health, ok: !closing && health.ok };
+            },
           },
-          // A node has no listener of its own: its clients are the cluster's.
-          { service, engine, registry, connections: () => 0, version: "1.0.0" },
+          { service, engine, registry, connections: () => served.connectionCount(), version: "1.0.0" },
         ));
+        served.advertiseHttp(http.port);
       }
       engine.start();
-      node.serve(service);
-      const first = new URL(
-        cluster.servers[0].includes("://") ? cluster.servers[0] : `nats://${cluster.servers[0]}`,
-      );
-      const broker = new Broker(
-        first.hostname,
-        Number(first.port || 4222),
-        engine,
-        metrics,
-        undefined,
-        store,
-        http,
-        registry,
-        node,
-      );
+      const broker = new Broker(address.host, address.port, engine, metrics, served, store, http, registry);
       broker.restApi = restApi;
       broker.markClosing = () => {
         closing = true;
       };
-      logger.info(
-        { node: cluster.nodeId, servers: cluster.servers },
-        `cluster node ${cluster.nodeId} serving $mq9.AI.> in queue group ${cluster.queueGroup ?? "mq9"}`,
-      );
       return broker;
     } catch (err) {
-      await node?.close();
+      await transport?.close();
       await registry?.close();
       await store.close();
       throw err;
     }
+  }
+
+  /** Number of open client connections of the embedded listener (0 for a cluster node). */
+  get connectionCount(): number {
+    return this.transport.connectionCount();
+  }
+
+  /** Set in cluster mode: the node's NATS attachment. */
+  get cluster(): ClusterNode | undefined {
+    return this.transport instanceof ClusterTransport ? this.transport.node : undefined;
   }
 
   /** Graceful stop: answers what is in flight, flushes clients, closes the store. Idempotent. */
@@ -346,11 +250,10 @@ export class Broker {
       this.markClosing();
       this.restApi?.close();
       await this.http?.close();
-      // No new requests from the cluster while the engine finishes the ones in hand.
-      await this.cluster?.stopReceiving();
+      // No new requests (from a cluster) while the engine finishes the ones in hand.
+      await this.transport.stopReceiving();
       await this.engine.close();
-      await this.cluster?.close(options.drainTimeoutMs ?? 5_000);
-      await this.listener?.close({ drainTimeoutMs: options.drainTimeoutMs ?? 5_000 });
+      await this.transport.close(options.drainTimeoutMs ?? 5_000);
       await this.registry?.close();
       await this.store.close();
     })();

@@ -16,8 +16,6 @@
  * @module
  */
 
-export * from "./index.js";
-
 export { UserDirectory } from "./auth/index.js";
 export { MessagingEngine, type MessagingEngineOptions } from "./engine/messaging-engine.js";
 export { LocalNotifier, type Notifier, type Watch } from "./engine/notifier.js";
@@ -26,6 +24,7 @@ export { HttpServer, type HttpServerOptions } from "./http/http-server.js";
 export { ApiError } from "./http/rest/api-error.js";
 export type { RestApi, RestApiOptions } from "./http/rest/rest-api.js";
 export type { HttpMethod, RestRouter, RouteInput, RouteOutput, RouteSpec } from "./http/rest/rest-router.js";
+export * from "./index.js";
 export { NatsListener, type NatsListenerOptions } from "./nats/index.js";
 export { type Mq9Request, Mq9Service } from "./service/mq9-service.js";
 export type { RequestObserver } from "./service/request-observer.js";
@@ -43,11 +42,11 @@ export type {
   MailboxRecord,
   NewMessage,
   PurgeResult,
-  QueryOptions,
   ReadOptions,
   StartPosition,
   Store,
   StoredMessage,
+  StoreQuery,
 } from "./store/store.js";
 export type {
   GroupStats,

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { SERVE_ON_FREE_PORTS } from "@mq9/testkit";
 import { CLI, run } from "./cli-run.js";
 
 export { CLI };
@@ -25,8 +26,7 @@ export interface ServeLimits {
   fileSizeKiB?: number;
 }
 
-/** `serve` on free ports (the broker's and the HTTP one) with JSON logs, which say the ports. */
-export const SERVE_ON_FREE_PORTS = ["serve", "--port", "0", "--http-port", "0", "--log-format", "json"];
+export { SERVE_ON_FREE_PORTS };
 
 /** Spawns `mq9 serve` (the built CLI) with JSON logs and resolves when it is ready, with its port. */
 export function spawnServe(

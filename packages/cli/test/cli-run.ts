@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import { MQ9_CLI } from "@mq9/testkit";
 
 /** The built CLI entry point that every CLI test runs. */
-export const CLI = fileURLToPath(new URL("../dist/main.js", import.meta.url));
+export const CLI = MQ9_CLI;
 
 export interface CliResult {
   code: number;

@@ -1,6 +1,8 @@
 // A real cluster for tests: routed nats-servers, a private PostgreSQL and `mq9 serve --cluster`
 // processes (scripts/local-cluster/), plus plain `nats` clients speaking the mq9 protocol.
+import { createServer, type Socket, connect as tcpConnect } from "node:net";
 import { connect, type NatsConnection, headers as natsHeaders } from "nats";
+import { expect } from "vitest";
 import { startMq9Node } from "../../../scripts/local-cluster/mq9-node.js";
 import { findNatsServer, startNatsCluster } from "../../../scripts/local-cluster/nats-cluster.js";
 import { findPostgresBin, startPrivatePostgres } from "../../../scripts/local-cluster/private-postgres.js";
@@ -9,6 +11,7 @@ export interface NatsServerProcess {
   name: string;
   url: string;
   port: number;
+  monitorPort: number;
   start(): void;
   kill(): Promise<void>;
   stop(): Promise<void>;
@@ -21,10 +24,20 @@ export interface NatsClusterProcesses {
   stop(): Promise<void>;
 }
 
+/** A streaming-replication standby of a private PostgreSQL. */
+export interface PostgresStandby {
+  url: string;
+  port: number;
+  query(sql: string): Promise<string>;
+  promote(): Promise<void>;
+  kill(): Promise<void>;
+}
+
 export interface PostgresProcess {
   url: string;
   port: number;
   query(sql: string): Promise<string>;
+  startStandby(options?: { synchronous?: boolean }): Promise<PostgresStandby>;
   start(): Promise<void>;
   pause(): Promise<void>;
   kill(): Promise<void>;
@@ -118,6 +131,130 @@ export async function answered(node: Mq9NodeProcess, op: string): Promise<number
       total += Number(line.split(" ").pop());
   }
   return total;
+}
+
+/**
+ * A TCP proxy on loopback whose connections can be cut, as a crashed client host or a pulled
+ * cable would (cut(): both sides reset, no new connection taken), or moved to another port, as
+ * a virtual IP or DNS name follows a database's new primary (switchTo(): open connections reset,
+ * new ones go to the new port).
+ */
+export async function tcpProxy(
+  port: number,
+): Promise<{ port: number; url: string; cut(): void; switchTo(port: number): void; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  let target = port;
+  const server = createServer((client) => {
+    const upstream = tcpConnect(target, "127.0.0.1");
+    const pair = [client, upstream];
+    for (const socket of pair) {
+      sockets.add(socket);
+      socket.on("error", () => {});
+      // One side gone: the other goes too, as through a real link.
+      socket.on("close", () => {
+        sockets.delete(socket);
+        for (const other of pair) if (!other.destroyed) other.resetAndDestroy();
+      });
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port: proxyPort } = server.address() as { port: number };
+  const resetAll = () => {
+    for (const socket of sockets) socket.resetAndDestroy();
+  };
+  return {
+    port: proxyPort,
+    url: `nats://127.0.0.1:${proxyPort}`,
+    cut() {
+      server.close();
+      resetAll();
+    },
+    switchTo(next: number) {
+      target = next;
+      resetAll();
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        resetAll();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/**
+ * The subjects a nats-server knows subscriptions for: its clients' (only those of the client
+ * named `client`, when given) and, without `client`, those its routes told it of.
+ */
+export async function knownSubjects(monitorPort: number, client?: string): Promise<string[]> {
+  const get = async (path: string) => (await fetch(`http://127.0.0.1:${monitorPort}${path}`)).json();
+  type Holder = { name?: string; subscriptions_list?: string[] };
+  const connz = (await get("/connz?subs=1")) as { connections?: Holder[] };
+  const clients = (connz.connections ?? []).filter((c) => client === undefined || c.name === client);
+  const routes = client === undefined ? ((await get("/routez?subs=1")) as { routes?: Holder[] }).routes : [];
+  return [...clients, ...(routes ?? [])].flatMap((c) => c.subscriptions_list ?? []);
+}
+
+type Via = ReturnType<typeof mq9Client>;
+
+/** Sends `count` messages `inFlight` at a time; resolves with what each SEND got, and the error texts. */
+export async function sendLoad(
+  via: Via,
+  mailbox: string,
+  count: number,
+  inFlight: number,
+  onProgress?: (acked: number) => void,
+) {
+  const acked = new Map<string, number>();
+  const failed: string[] = [];
+  const errors = new Set<string>();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < count) {
+        const body = `m${next++}`;
+        try {
+          const reply = await via(`$mq9.AI.MSG.SEND.${mailbox}`, body);
+          if (reply.error === "" && typeof reply.msg_id === "number") acked.set(body, reply.msg_id);
+          else {
+            failed.push(body);
+            errors.add(reply.error);
+          }
+        } catch (err) {
+          failed.push(body);
+          errors.add(`(client) ${(err as Error).message}`);
+        }
+        onProgress?.(acked.size);
+      }
+    }),
+  );
+  return { acked, failed, errors };
+}
+
+/** Every message of a mailbox, read through a fresh group. */
+export async function everything(via: Via, mailbox: string) {
+  const group = `verify-${Math.random().toString(36).slice(2)}`;
+  const stored: { id: number; body: string }[] = [];
+  for (;;) {
+    const reply: Reply = await via(`$mq9.AI.MSG.FETCH.${mailbox}`, {
+      group_name: group,
+      deliver: "earliest",
+      config: { num_msgs: 500, max_wait_ms: 0 },
+    });
+    const got = ids(reply);
+    if (got.length === 0) return stored;
+    for (const [i, body] of payloads(reply).entries()) stored.push({ id: got[i], body });
+    await via(`$mq9.AI.MSG.ACK.${mailbox}`, { group_name: group, msg_id: got[got.length - 1] });
+  }
+}
+
+/** Each acknowledged SEND is stored once under its msg_id; whatever else is stored is there once too. */
+export function expectStoredOnce(acked: Map<string, number>, stored: { id: number; body: string }[]): void {
+  const byBody = new Map<string, number[]>();
+  for (const { id, body } of stored) byBody.set(body, [...(byBody.get(body) ?? []), id]);
+  for (const [body, id] of acked) expect(byBody.get(body), body).toEqual([id]);
+  for (const [body, found] of byBody) expect(found, body).toHaveLength(1);
+  expect(new Set(stored.map((s) => s.id)).size).toBe(stored.length);
 }
 
 export async function eventually<T>(

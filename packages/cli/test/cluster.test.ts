@@ -1,20 +1,25 @@
-import type { NatsConnection } from "nats";
+import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   answered,
   clusterMissing,
   connectTo,
   eventually,
+  everything,
+  expectStoredOnce,
   ids,
+  knownSubjects,
   type Mq9NodeProcess,
   mq9Client,
   type NatsClusterProcesses,
   type PostgresProcess,
   payloads,
   type Reply,
+  sendLoad,
   startNats,
   startNode,
   startPostgres,
+  tcpProxy,
 } from "./cluster-harness.js";
 
 const missing = clusterMissing();
@@ -188,6 +193,61 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
     expect(crossNode).toBe(2);
   });
 
+  it("fetch — a long-poll whose client's socket was cut leaves no lease behind when a message comes", async () => {
+    const logged = () => Object.values(nodes).some((n) => n.output().includes("gave its leases back"));
+    // NATS may not have told every server of the cut before the SEND (then the reply seems to
+    // go somewhere and the lease just runs out): try again with a fresh mailbox, a few times.
+    for (let trial = 0; trial < 4 && !logged(); trial++) {
+      const box = `cut${trial}`;
+      await viaA(`$mq9.AI.MAILBOX.CREATE`, { name: box });
+      const proxy = await tcpProxy(nats.servers[0].port);
+      const doomed = await connect({
+        servers: proxy.url,
+        name: `doomed-${trial}`,
+        // It must not come back by itself (it would, through the servers the cluster told it of).
+        reconnect: false,
+        ignoreClusterUpdates: true,
+      });
+      const abandoned = doomed
+        .request(
+          `$mq9.AI.MSG.FETCH.${box}`,
+          JSON.stringify({
+            group_name: "g",
+            deliver: "earliest",
+            config: { max_wait_ms: 4_000, lease_ms: 120_000 },
+          }),
+          { timeout: 10_000 },
+        )
+        .catch(() => undefined);
+      await doomed.flush();
+      const inbox = await eventually(async () => {
+        const subs = await knownSubjects(nats.servers[0].monitorPort, `doomed-${trial}`);
+        return subs.find((s) => s.startsWith("_INBOX."));
+      });
+      // Give the node the time to start waiting, then pull the cable.
+      await new Promise((r) => setTimeout(r, 300));
+      proxy.cut();
+      await abandoned;
+      await eventually(async () => {
+        const known = await Promise.all(nats.servers.map((s) => knownSubjects(s.monitorPort)));
+        return known.every((subs) => !subs.includes(inbox));
+      });
+      expect((await viaB(`$mq9.AI.MSG.SEND.${box}`, "for-the-living")).msg_id).toBe(0);
+      try {
+        await eventually(async () => logged(), 6_000, "the dead FETCH to give its lease back");
+      } catch {
+        continue;
+      }
+      // Long before the dead requester's 120 s lease would run out, a live member gets the message.
+      const live = await viaAny(`$mq9.AI.MSG.FETCH.${box}`, {
+        group_name: "g",
+        config: { num_msgs: 10, max_wait_ms: 0 },
+      });
+      expect(payloads(live)).toEqual(["for-the-living"]);
+    }
+    expect(logged()).toBe(true);
+  });
+
   it("groups — competing consumers across nodes never share a lease; independent groups get everything", async () => {
     await viaAny("$mq9.AI.MAILBOX.CREATE", { name: "work" });
     const total = 300;
@@ -326,60 +386,6 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
       await Promise.all([o1.stop(), o2.stop()]);
     }
   });
-
-  /** Sends `count` messages `inFlight` at a time; resolves with what each SEND got. */
-  const sendLoad = async (
-    via: typeof viaA,
-    mailbox: string,
-    count: number,
-    inFlight: number,
-    onProgress?: (acked: number) => void,
-  ) => {
-    const acked = new Map<string, number>();
-    const failed: string[] = [];
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: inFlight }, async () => {
-        while (next < count) {
-          const body = `m${next++}`;
-          try {
-            const reply = await via(`$mq9.AI.MSG.SEND.${mailbox}`, body);
-            if (reply.error === "" && typeof reply.msg_id === "number") acked.set(body, reply.msg_id);
-            else failed.push(body);
-          } catch {
-            failed.push(body);
-          }
-          onProgress?.(acked.size);
-        }
-      }),
-    );
-    return { acked, failed };
-  };
-
-  /** Every message of a mailbox, read through a fresh group. */
-  const everything = async (via: typeof viaA, mailbox: string) => {
-    const group = `verify-${Math.random().toString(36).slice(2)}`;
-    const stored: { id: number; body: string }[] = [];
-    for (;;) {
-      const reply: Reply = await via(`$mq9.AI.MSG.FETCH.${mailbox}`, {
-        group_name: group,
-        deliver: "earliest",
-        config: { num_msgs: 500, max_wait_ms: 0 },
-      });
-      const got = ids(reply);
-      if (got.length === 0) return stored;
-      for (const [i, body] of payloads(reply).entries()) stored.push({ id: got[i], body });
-      await via(`$mq9.AI.MSG.ACK.${mailbox}`, { group_name: group, msg_id: got[got.length - 1] });
-    }
-  };
-
-  const expectStoredOnce = (acked: Map<string, number>, stored: { id: number; body: string }[]) => {
-    const byBody = new Map<string, number[]>();
-    for (const { id, body } of stored) byBody.set(body, [...(byBody.get(body) ?? []), id]);
-    for (const [body, id] of acked) expect(byBody.get(body), body).toEqual([id]);
-    for (const [body, found] of byBody) expect(found, body).toHaveLength(1);
-    expect(new Set(stored.map((s) => s.id)).size).toBe(stored.length);
-  };
 
   it("node death — kill -9 of a node under 64 SENDs in flight loses nothing acked; its leases come back", async () => {
     await viaA("$mq9.AI.MAILBOX.CREATE", { name: "leases" });

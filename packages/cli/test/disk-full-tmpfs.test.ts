@@ -2,32 +2,10 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Subjects } from "@mq9/protocol";
-import { connect, type NatsConnection } from "nats";
+import { connect } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ServeProcess, spawnServe, tempDir } from "./cli-harness.js";
-
-const enc = new TextEncoder();
-const dec = new TextDecoder();
-
-async function call(nc: NatsConnection, subject: string, body: unknown): Promise<Record<string, unknown>> {
-  const data = body instanceof Uint8Array ? body : enc.encode(JSON.stringify(body));
-  return JSON.parse(dec.decode((await nc.request(subject, data, { timeout: 10_000 })).data));
-}
-
-async function readAll(nc: NatsConnection, box: string): Promise<{ msg_id: number; payload: string }[]> {
-  const all: { msg_id: number; payload: string }[] = [];
-  for (;;) {
-    const reply = await call(nc, Subjects.fetch(box), {
-      deliver: "from_id",
-      from_id: (all.at(-1)?.msg_id ?? -1) + 1,
-      config: { num_msgs: 500, max_wait_ms: 0 },
-    });
-    if (reply.error) throw new Error(`FETCH failed: ${reply.error}`);
-    const batch = reply.messages as { msg_id: number; payload: string }[];
-    if (batch.length === 0) return all;
-    all.push(...batch);
-  }
-}
+import { call, expectStoredExactly, readAll, sendUntilRefused } from "./disk-full-harness.js";
 
 async function health(served: ServeProcess): Promise<{ status: number; body: Record<string, unknown> }> {
   const response = await fetch(`http://127.0.0.1:${served.httpPort}/healthz`);
@@ -96,13 +74,7 @@ describe("a real full disk (a small tmpfs)", () => {
       expect((await call(nc, Subjects.mailboxCreate, { name: "full.box" })).error).toBe("");
       expect(await health(first)).toMatchObject({ status: 200, body: { storage: "ok" } });
       const payload = new Uint8Array(4096).fill(7);
-      const acknowledged: number[] = [];
-      let failure = "";
-      for (let i = 0; i < 20_000 && failure === ""; i++) {
-        const reply = await call(nc, Subjects.send("full.box"), payload);
-        if (reply.error) failure = reply.error as string;
-        else acknowledged.push(reply.msg_id as number);
-      }
+      const { acknowledged, failure } = await sendUntilRefused(nc, "full.box", payload, 20_000);
       expect(failure).toMatch(/cannot store the message: .*(ENOSPC|full)/i);
       expect(acknowledged.length).toBeGreaterThan(100);
       // Not healthy while SENDs fail, and says why.
@@ -117,9 +89,7 @@ describe("a real full disk (a small tmpfs)", () => {
       running.push(second);
       const again = await connect({ servers: `127.0.0.1:${second.port}`, reconnect: false });
       try {
-        const stored = await readAll(again, "full.box");
-        expect(stored.map((m) => m.msg_id)).toEqual(acknowledged);
-        expect(stored.every((m) => Buffer.from(m.payload, "base64").equals(Buffer.from(payload)))).toBe(true);
+        await expectStoredExactly(again, "full.box", acknowledged, payload);
         const refused = await call(again, Subjects.send("full.box"), payload);
         expect(refused.error).toMatch(/cannot store the message/);
         expect(await health(second)).toMatchObject({ status: 503, body: { storage: "full" } });

@@ -71,9 +71,10 @@ describe("install from a fresh clone, as the README says", () => {
   let dir: string | undefined;
   // What the first test installed, for the Hermes steps after it.
   let installed: { clone: string; prefix: string } | undefined;
+  // (Deleting a gigabyte takes a while on a loaded machine: a generous hook timeout.)
   afterAll(() => {
     if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  }, 300_000);
 
   it("npm ci, then npx mq9 in the checkout, and npm link puts mq9 on PATH", async () => {
     const root = tempDir("mq9-clone-");

@@ -372,6 +372,82 @@ describe("mq9 serve's orchestrator limits and restarts", () => {
     }
   }, 60_000);
 
+  it("the per-agent limit holds steps for a real agent process; beyond the queue, 429 with Retry-After", async () => {
+    const dir = tempDir();
+    const templates = join(dir, "templates");
+    mkdirSync(templates);
+    writeFileSync(join(templates, "limited.yaml"), one("limited", "l.work"));
+    const served = await serve([
+      "--data",
+      join(dir, "data"),
+      "--templates",
+      templates,
+      "--agent-concurrency",
+      "1",
+      "--max-tasks-in-flight",
+      "3",
+      "--queue-capacity",
+      "1",
+    ]);
+    // The agent itself would take four at once: only the orchestrator's limit holds it to one.
+    const worker = await agents(`mq9://127.0.0.1:${served.port}`, [
+      { name: "l-worker", capabilities: ["l.work"], max_concurrency: 4, delay_ms: 1_000 },
+    ]);
+    try {
+      await until("the agent to be online", async () => {
+        const { body } = await http("GET", `${served.api}/api/agents`);
+        return body.agents.some((a: Json) => a.name === "l-worker" && a.alive);
+      });
+      const answers = [];
+      for (let i = 0; i < 5; i++) {
+        answers.push(
+          await http("POST", `${served.api}/api/tasks?async=true`, { task_type: "limited", payload: i }),
+        );
+      }
+      // Three run (one step at the agent, two held for it), one is queued, the fifth is refused.
+      expect(answers.map((a) => a.status)).toEqual([202, 202, 202, 202, 429]);
+      expect(answers[4].headers.get("retry-after")).toBe("1");
+      expect(answers[4].body.code).toBe("QUEUE_FULL");
+      const accepted = answers.slice(0, 4).map((a) => a.body.task_id as string);
+      const task = async (id: string) => (await http("GET", `${served.api}/api/tasks/${id}`)).body;
+      const held = await until("two steps to wait for the agent's room", async () => {
+        const tasks = await Promise.all(accepted.map(task));
+        const waiting = tasks.filter((t) => t.steps.work.waiting);
+        return waiting.length === 2 ? waiting : undefined;
+      });
+      expect(held[0].steps.work.waiting).toBe(
+        "every live agent with capability 'l.work' has 1 messages in progress (the per-agent limit)",
+      );
+      let mostRunning = 0;
+      await until(
+        "every accepted task to complete",
+        async () => {
+          const { body } = await http("GET", `${served.api}/api/tasks`);
+          const mine = body.tasks.filter((t: Json) => accepted.includes(t.task_id));
+          const running = mine.filter((t: Json) => t.steps.work === "running").length;
+          mostRunning = Math.max(mostRunning, running);
+          return mine.every((t: Json) => t.status === "completed");
+        },
+        60_000,
+      );
+      const states = await Promise.all(accepted.map(task));
+      expect(mostRunning).toBe(1);
+      for (const task of states) {
+        expect(task.steps.work.history.map((h: Json) => h.outcome)).toEqual(["completed"]);
+        expect(task.result).toMatchObject({ agent: "l-worker" });
+      }
+      // Room again: a new task is accepted.
+      const again = await http("POST", `${served.api}/api/tasks?async=true`, {
+        task_type: "limited",
+        payload: 5,
+      });
+      expect(again.status).toBe(202);
+    } finally {
+      await worker.stop();
+      await served.stop();
+    }
+  }, 120_000);
+
   it("a task resumed after kill -9 and an outage longer than the agents' ttl completes", async () => {
     const dir = tempDir();
     const templates = join(dir, "templates");

@@ -1,14 +1,18 @@
-import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { connect } from "@mq9/client";
 import { A2AAgent } from "@mq9/client/a2a";
-import { boxName, CoderExecutor, coderCard, startBroker, type TestBroker } from "@mq9/testkit";
+import {
+  boxName,
+  MQ9_CLI as CLI,
+  CoderExecutor,
+  coderCard,
+  startBroker,
+  type TestBroker,
+} from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mountMcp, SharedToolContext } from "../src/index.js";
-
-const CLI = fileURLToPath(new URL("../../cli/dist/main.js", import.meta.url));
 
 // biome-ignore lint/suspicious/noExplicitAny: A2A wire JSON, read field by field
 type Json = Record<string, any>;

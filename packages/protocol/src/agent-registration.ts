@@ -22,7 +22,7 @@ export interface ParsedRegistration {
   tags: string[];
   skills: SkillText[];
   /** Seconds; undefined when the body carries none (the broker default applies). */
-  ttl?: number;
+  ttlS?: number;
   /** The body exactly as received. */
   bodyJson: string;
   /** RobustMQ's string view of the agent (payload, else the card, else the body). */
@@ -142,12 +142,12 @@ function readRegistration(body: Uint8Array, limits: RegistrationLimits): ParsedR
   if (mailbox === "") fail("'mailbox' must not be empty");
   if (mailbox.length > MAX_MAILBOX_LENGTH) fail(`'mailbox' must be at most ${MAX_MAILBOX_LENGTH} characters`);
 
-  let ttl: number | undefined;
+  let ttlS: number | undefined;
   if (obj.ttl !== undefined && obj.ttl !== null) {
     if (typeof obj.ttl !== "number" || !Number.isSafeInteger(obj.ttl) || obj.ttl < 0) {
       fail(`'ttl' must be a non-negative whole number of seconds, got ${JSON.stringify(obj.ttl)}`);
     }
-    ttl = obj.ttl;
+    ttlS = obj.ttl;
   }
 
   if (obj.name !== undefined && obj.name !== null && typeof obj.name !== "string") {
@@ -189,7 +189,7 @@ function readRegistration(body: Uint8Array, limits: RegistrationLimits): ParsedR
     version: text(obj.version) ?? text(card.version),
     tags: [...tagSet],
     skills,
-    ttl,
+    ttlS,
     bodyJson: json,
     agentInfo,
     hasOwnName: text(obj.name) !== undefined,

@@ -21,7 +21,7 @@ describe("AGENT.* request validators", () => {
     const parsed = parseRegisterRequest(body(text));
     expect(parsed).toMatchObject({
       ok: true,
-      value: { mailbox: "agents.a", name: "a", tags: ["finance", "math"], ttl: 30, bodyJson: text },
+      value: { mailbox: "agents.a", name: "a", tags: ["finance", "math"], ttlS: 30, bodyJson: text },
     });
   });
 

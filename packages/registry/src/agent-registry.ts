@@ -40,7 +40,7 @@ export interface AgentRegistryOptions {
   logger?: Logger;
   now?: () => number;
   /** Seconds for registrations that carry no `ttl`; 0 = never expire. */
-  defaultTtl?: number;
+  defaultTtlS?: number;
   /** How often expired registrations are purged. */
   sweepIntervalMs?: number;
   limits?: Partial<RegistrationLimits>;
@@ -105,7 +105,7 @@ export class AgentRegistry implements Registry {
   private readonly indexer?: EmbeddingIndexer;
   private readonly logger: Logger;
   private readonly now: () => number;
-  private readonly defaultTtl: number;
+  private readonly defaultTtlS: number;
   private readonly limits: RegistrationLimits;
   private readonly cache: QueryVectorCache;
   private readonly embedding = new Map<string, Promise<Float32Array>>();
@@ -127,7 +127,7 @@ export class AgentRegistry implements Registry {
     this.store = options.store;
     this.logger = options.logger ?? silentLogger;
     this.now = options.now ?? Date.now;
-    this.defaultTtl = options.defaultTtl ?? 0;
+    this.defaultTtlS = options.defaultTtlS ?? 0;
     this.limits = {
       maxCardBytes: options.limits?.maxCardBytes ?? DEFAULT_REGISTRATION_LIMITS.maxCardBytes,
       maxSkills: options.limits?.maxSkills ?? DEFAULT_REGISTRATION_LIMITS.maxSkills,
@@ -156,12 +156,12 @@ export class AgentRegistry implements Registry {
           .then(() => this.calibration?.load())
           .catch((err) => this.logger.warn({ err }, "the registry embedder could not load"));
       }
-      const interval = this.options.sweepIntervalMs ?? 1_000;
+      const intervalMs = this.options.sweepIntervalMs ?? 1_000;
       this.sweepTimer = setInterval(() => {
         this.sweeping ??= this.sweep().finally(() => {
           this.sweeping = undefined;
         });
-      }, interval);
+      }, intervalMs);
       this.sweepTimer.unref();
     })();
     return this.started;
@@ -223,7 +223,7 @@ export class AgentRegistry implements Registry {
       agentInfo: reg.agentInfo,
       hasOwnName: reg.hasOwnName,
       tags: reg.tags,
-      ttlS: reg.ttl ?? this.defaultTtl,
+      ttlS: reg.ttlS ?? this.defaultTtlS,
       registeredMs: now,
       lastSeenMs: now,
     };

@@ -31,7 +31,7 @@ export interface RegistrySettings {
   /** Run the embedder in a worker thread (default true). */
   threaded?: boolean;
   /** Seconds for registrations without `ttl`; 0 = never expire. */
-  defaultTtl?: number;
+  defaultTtlS?: number;
   annThreshold?: number;
   /** Breadth of an approximate search: higher finds more of the true nearest skills, slower. */
   efSearch?: number;
@@ -168,7 +168,7 @@ export async function openRegistry(
     embedder,
     embedderMissingReason: problem,
     logger,
-    defaultTtl: settings.defaultTtl,
+    defaultTtlS: settings.defaultTtlS,
     sweepIntervalMs: context.sweepIntervalMs,
     limits: { maxCardBytes: settings.maxCardBytes, maxSkills: settings.maxSkills },
     hybridTextWeight: settings.hybridTextWeight,

@@ -1,3 +1,4 @@
+import type { Principal } from "@mq9/broker";
 import { PostgresStore } from "@mq9/broker/internal";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AgentRegistry } from "../src/agent-registry.js";
@@ -7,6 +8,9 @@ import { LocalVectorStore } from "../src/vectors/local-vector-store.js";
 import { freshSchema, postgresMissing, usePrivatePostgres } from "./postgres-harness.js";
 
 const missing = postgresMissing();
+const user = (name: string, admin = false): Principal => ({ name, admin, mailboxGrants: [] });
+const alice = user("alice");
+const bob = user("bob");
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 
 async function names(registry: AgentRegistry, query: Record<string, unknown>): Promise<string[]> {
@@ -37,8 +41,7 @@ describe.skipIf(missing !== undefined)(`postgres registry${missing ? ` (skipped:
     opened.length = 0;
   });
 
-  const twoNodes = async () => {
-    const schema = freshSchema();
+  const twoNodes = async (schema = freshSchema()) => {
     const nodes: { store: PostgresStore; shared: PostgresRegistryStore; registry: AgentRegistry }[] = [];
     for (const node of ["a", "b"]) {
       const store = await PostgresStore.open({ url: db.pg.url, schema, poolSize: 4 });
@@ -119,5 +122,48 @@ describe.skipIf(missing !== undefined)(`postgres registry${missing ? ` (skipped:
     expect(await a.shared.embeddedSummary()).toEqual({ models: ["m1"], count: 1 });
     await a.registry.unregister(json({ mailbox: "v.inbox" }));
     await eventually(async () => (await localB.count()) === 0, "b to drop the vector");
+  });
+
+  it("registrations keep their owner in PostgreSQL: other nodes and a restarted one enforce it", async () => {
+    const schema = freshSchema();
+    const [a, b] = await twoNodes(schema);
+    const card = { name: "alice.agent", mailbox: "alice.inbox", payload: "alice's agent", ttl: 600 };
+    await a.registry.register(json(card), alice);
+    expect(
+      await db.pg.query(`SELECT owner FROM ${schema}.registry_agents WHERE mailbox = 'alice.inbox'`),
+    ).toBe("alice");
+    await eventually(async () => (await names(b.registry, {})).includes("alice.agent"), "b to see it");
+    // On the other node, bob can neither replace it, nor take its name, nor remove or report for it.
+    await expect(b.registry.register(json({ ...card, payload: "bob was here" }), bob)).rejects.toMatchObject({
+      code: "PERMISSION_DENIED",
+    });
+    await expect(
+      b.registry.register(json({ name: "alice.agent", mailbox: "bob.inbox", payload: "x" }), bob),
+    ).rejects.toMatchObject({ code: "PERMISSION_DENIED" });
+    await expect(b.registry.unregister(json({ mailbox: "alice.inbox" }), bob)).rejects.toMatchObject({
+      code: "PERMISSION_DENIED",
+    });
+    await b.registry.unregister(json({ name: "alice.agent" }), bob);
+    await expect(
+      b.registry.report(json({ name: "alice.agent", status: "hacked" }), bob),
+    ).rejects.toMatchObject({
+      code: "AGENT_NOT_FOUND",
+    });
+    expect(await db.pg.query(`SELECT count(*) FROM ${schema}.registry_agents WHERE owner = 'alice'`)).toBe(
+      "1",
+    );
+    // A node started later loads the owner from the rows, not from what it saw being written.
+    const [c] = await twoNodes(schema);
+    await expect(c.registry.register(json({ ...card, payload: "bob again" }), bob)).rejects.toMatchObject({
+      code: "PERMISSION_DENIED",
+    });
+    // The owner's own requests go through on any node, and an admin's change leaves it the owner's.
+    await c.registry.report(json({ name: "alice.agent", status: "fine" }), alice);
+    await c.registry.register(json({ ...card, payload: "tidied by the admin" }), user("root", true));
+    expect(
+      await db.pg.query(`SELECT owner FROM ${schema}.registry_agents WHERE mailbox = 'alice.inbox'`),
+    ).toBe("alice");
+    await b.registry.unregister(json({ name: "alice.agent" }), alice);
+    await eventually(async () => (await names(a.registry, {})).length === 0, "a to see it gone");
   });
 });

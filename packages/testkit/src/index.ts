@@ -29,6 +29,7 @@ export {
   writerCard,
 } from "./a2a-agents.js";
 export { startBroker, type TestBroker } from "./broker.js";
+export { MQ9_CLI, SERVE_ON_FREE_PORTS } from "./cli.js";
 export { eventually, sleep } from "./eventually.js";
 export { DESIGN_TEMPLATE } from "./fixtures.js";
 export { freePort } from "./free-port.js";

@@ -64,6 +64,19 @@ const DEFAULT_HEARTBEAT_MS = 2_000;
 const DEFAULT_MESSAGE_TTL_S = 7 * 86_400;
 const MEMORY_CACHE = 1_000;
 
+/**
+ * Whether an agent's own classes (below Agent) can call `send`: their source mentions it.
+ * A class whose source cannot be read counts as one that can.
+ */
+function mayCallSend(agent: Agent): boolean {
+  for (let proto = Object.getPrototypeOf(agent); proto && proto !== Agent.prototype; ) {
+    const source = Function.prototype.toString.call(proto.constructor);
+    if (source.includes("[native code]") || /\bsend\b/.test(source)) return true;
+    proto = Object.getPrototypeOf(proto);
+  }
+  return false;
+}
+
 function isEnvelope(value: unknown): value is Envelope {
   return (
     typeof value === "object" &&
@@ -98,6 +111,8 @@ export abstract class Agent {
   private readonly names: BusNames;
   private readonly seen = new SeenMessages();
   private readonly running = new Map<string, LazyAbort>();
+  /** The messages whose handlers run, while handlers do not run inside `handling`. */
+  private readonly runningMessages = new Map<string, Envelope>();
   /** What every handler context reads from this agent (one object, not closures per message). */
   private readonly contextSource: ContextSource<ChildFields> = {
     memory: (traceId) => this.memory(traceId),
@@ -117,6 +132,12 @@ export abstract class Agent {
   private startedAt = Number.POSITIVE_INFINITY;
   private readonly dedupWindowMs: number;
   private boundHandler?: (message: Envelope, context: MessageContext) => unknown;
+  /**
+   * Whether handlers run inside `handling` (so `this.send()` finds its message). On Node 20
+   * an AsyncLocalStorage in use costs every promise of the process a hook call, so it is
+   * used only when the agent's class can call send (see mayCallSend).
+   */
+  private tracksSends = true;
   private duplicateCount = 0;
 
   constructor(manifest: AgentManifest, options: AgentOptions = {}) {
@@ -164,6 +185,7 @@ export abstract class Agent {
   /** Registers, starts heartbeats and consumes the inbox. `server` is a client or a broker URL. */
   async start(server: Mq9Client | string = "mq9://127.0.0.1:4332"): Promise<this> {
     this.boundHandler = this.resolveHandler();
+    this.tracksSends = mayCallSend(this);
     this.startedAt = Date.now();
     if (typeof server === "string") {
       this.client = await connect(server, { name: `mq9-agent-${this.manifest.name}` });
@@ -177,6 +199,7 @@ export abstract class Agent {
       client,
       handledMailbox(this.manifest.mailbox),
       Math.max(1, Math.ceil(this.dedupWindowMs / 1000)),
+      (error) => this.onError(error),
     );
     const { mailbox } = this.manifest;
     for (const name of [mailbox, controlMailbox(mailbox), handledMailbox(mailbox)]) {
@@ -217,6 +240,7 @@ export abstract class Agent {
     await this.heartbeatInFlight;
     await this.control?.stop();
     await this.consumer?.stop();
+    await this.handledLog?.flush().catch((e: Error) => this.onError(e));
     if (options.unregister) await this.client?.unregister({ mailbox: this.manifest.mailbox }).catch(() => {});
     if (this.ownsClient) await this.client?.close();
   }
@@ -227,7 +251,7 @@ export abstract class Agent {
    * forwarding agents still meet max_hops and the cycle check; elsewhere it starts a trace.
    */
   async send(fields: ChildFields & { max_hops?: number }): Promise<Envelope> {
-    const parent = this.handling.getStore();
+    const parent = this.tracksSends ? this.handling.getStore() : this.parentWithoutTracking();
     if (parent) return this.sendChild(parent, fields);
     const envelope = createEnvelope({
       msg_type: fields.msg_type ?? "query",
@@ -259,6 +283,19 @@ export abstract class Agent {
    * The subclass's handler: `handleMessage`, or `handle_message` as the design spells it
    * (classes written in plain JavaScript after the design's examples).
    */
+  /**
+   * The first send() of an agent whose class does not mention send (its handler is a
+   * function given to it, say): from now on handlers run inside `handling`. This call
+   * continues the one message being handled, if exactly one is; with none it starts a
+   * trace, and with several it cannot tell which, so it starts one too.
+   */
+  private parentWithoutTracking(): Envelope | undefined {
+    this.tracksSends = true;
+    const [only, ...others] = this.runningMessages.values();
+    this.runningMessages.clear();
+    return others.length === 0 ? only : undefined;
+  }
+
   private resolveHandler(): (message: Envelope, context: MessageContext) => unknown {
     const self = this as unknown as Record<string, unknown>;
     for (const name of ["handleMessage", "handle_message"]) {
@@ -344,15 +381,19 @@ export abstract class Agent {
     }
     const cancel = new LazyAbort();
     this.running.set(message.msg_id, cancel);
+    if (!this.tracksSends) this.runningMessages.set(message.msg_id, message);
     let outcome: unknown;
     let failure: Error | undefined;
     try {
       const context = new HandlerContext<ChildFields>(this.contextSource, message, cancel, receivedAt);
-      outcome = await this.handling.run(message, () => this.boundHandler!(message, context));
+      outcome = this.tracksSends
+        ? await this.handling.run(message, () => this.boundHandler!(message, context))
+        : await this.boundHandler!(message, context);
     } catch (err) {
       failure = err instanceof Error ? err : new Error(String(err));
     } finally {
       this.running.delete(message.msg_id);
+      this.runningMessages.delete(message.msg_id);
     }
     this.handledCount++;
     if (cancel.aborted) return;
@@ -364,19 +405,15 @@ export abstract class Agent {
       else if (outcome !== undefined) answer = this.reply(message, "result", outcome);
     }
     if (answer) await this.sendAnswer(message, message.reply_to!, answer);
-    else await this.noteHandled(message);
+    else this.noteHandled(message);
   }
 
   /**
    * A message that leaves no answer in its asker's mailbox is noted in this agent's own
    * `.seen` mailbox for the dedup window, so a restarted instance finds it was handled.
    */
-  private async noteHandled(message: Envelope): Promise<void> {
-    try {
-      await this.handledLog?.note(message.msg_id);
-    } catch (err) {
-      this.onError(new Error(`could not note msg ${message.msg_id} as handled: ${(err as Error).message}`));
-    }
+  private noteHandled(message: Envelope): void {
+    this.handledLog?.note(message.msg_id);
   }
 
   /** Sends an answer; when that fails it is kept, and the message is left un-ACKed to come back. */

@@ -49,7 +49,12 @@ export class ClusterNode {
   serve(service: Mq9Service): void {
     this.attachment.serve((request) => {
       service.answer(
-        { subject: request.subject, header: request.header, payload: request.payload },
+        {
+          subject: request.subject,
+          header: request.header,
+          payload: request.payload,
+          undelivered: request.undelivered,
+        },
         (reply) => request.reply(replyBytes(reply)),
       );
     });

@@ -10,6 +10,10 @@ import {
 } from "nats";
 import type { Logger } from "../logger.js";
 import type { ClusterOptions } from "./cluster-options.js";
+import { UndeliveredReplies } from "./undelivered-replies.js";
+
+/** FETCHes are the requests whose reply hands something out (leases) that an absent requester would hold. */
+const FETCH_SUBJECTS = "$mq9.AI.MSG.FETCH.";
 
 /** Connect options for the NATS cluster: reconnect for ever, auth and TLS passed through. */
 export function natsConnectOptions(options: ClusterOptions, purpose: string): ConnectionOptions {
@@ -62,6 +66,8 @@ export interface AttachedRequest {
   subject: string;
   header?: Uint8Array;
   payload: Uint8Array;
+  /** Aborted after the reply when the reply reached no one (set for FETCH requests). */
+  undelivered?: AbortSignal;
   /** Sends the reply (no-op for a request without a reply subject). */
   reply(payload: Uint8Array | string): void;
 }
@@ -75,11 +81,14 @@ export class NatsAttachment {
   private subscription?: Subscription;
   private inFlight = 0;
   private idle?: () => void;
+  private readonly undelivered: UndeliveredReplies;
 
   constructor(
     readonly connection: NatsConnection,
     private readonly queueGroup: string,
-  ) {}
+  ) {
+    this.undelivered = new UndeliveredReplies(connection);
+  }
 
   /** Starts taking requests; `handle` answers each through its `reply`. */
   serve(handle: (request: AttachedRequest) => void): void {
@@ -89,16 +98,25 @@ export class NatsAttachment {
         if (err) return;
         this.inFlight++;
         let answered = false;
+        const watched =
+          msg.reply && msg.subject.startsWith(FETCH_SUBJECTS) ? new AbortController() : undefined;
         handle({
           subject: msg.subject,
           header: rawHeader(msg),
           payload: msg.data,
+          undelivered: watched?.signal,
           reply: (payload) => {
             if (answered) return;
             answered = true;
             if (msg.reply) {
+              const data = typeof payload === "string" ? Buffer.from(payload) : payload;
               try {
-                msg.respond(typeof payload === "string" ? Buffer.from(payload) : payload);
+                // A FETCH's reply asks for a status: a no-responders answer says no one took it.
+                if (watched) {
+                  this.connection.publish(msg.reply, data, {
+                    reply: this.undelivered.replySubjectFor(watched),
+                  });
+                } else msg.respond(data);
               } catch {
                 // The connection is closing; the requester times out.
               }
@@ -140,6 +158,7 @@ export class NatsAttachment {
         };
       });
     }
+    this.undelivered.close();
     if (!this.connection.isClosed()) await this.connection.drain().catch(() => this.connection.close());
   }
 }

@@ -17,7 +17,7 @@ export interface ExpirySchedulerOptions {
  */
 export class ExpiryScheduler {
   private timer?: NodeJS.Timeout;
-  private wakeAt = Number.POSITIVE_INFINITY;
+  private wakeAtMs = Number.POSITIVE_INFINITY;
   private running?: Promise<void>;
   private stopped = false;
 
@@ -30,7 +30,7 @@ export class ExpiryScheduler {
 
   /** A delayed message was stored: make sure the timer fires by its due time. */
   delayedStored(dueMs: number): void {
-    if (dueMs < this.wakeAt) this.runSoon(dueMs - this.options.now());
+    if (dueMs < this.wakeAtMs) this.runSoon(dueMs - this.options.now());
   }
 
   async stop(): Promise<void> {
@@ -43,15 +43,15 @@ export class ExpiryScheduler {
   private runSoon(delayMs: number): void {
     if (this.stopped) return;
     if (this.timer) clearTimeout(this.timer);
-    const delay = Math.max(0, delayMs);
-    this.wakeAt = this.options.now() + delay;
+    const waitMs = Math.max(0, delayMs);
+    this.wakeAtMs = this.options.now() + waitMs;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      this.wakeAt = Number.POSITIVE_INFINITY;
+      this.wakeAtMs = Number.POSITIVE_INFINITY;
       this.running = this.tick().finally(() => {
         this.running = undefined;
       });
-    }, delay);
+    }, waitMs);
     this.timer.unref();
   }
 

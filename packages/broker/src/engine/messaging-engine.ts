@@ -12,6 +12,7 @@ import {
 } from "@mq9/protocol";
 import { BrokerDefaults } from "../broker-defaults.js";
 import { type Logger, silentLogger } from "../logger.js";
+import { canReleaseLeases } from "../store/lease-release.js";
 import type {
   AppendResult,
   MailboxRecord,
@@ -48,7 +49,7 @@ export interface MessagingEngineOptions {
   /** Byte budget of the payloads in one FETCH reply (at least one message is always returned). */
   fetchMaxBytes?: number;
   /** TTL in seconds for mailboxes created without one; 0 = never expire. */
-  defaultMailboxTtl?: number;
+  defaultMailboxTtlSeconds?: number;
   sweepIntervalMs?: number;
 }
 
@@ -72,7 +73,7 @@ export class MessagingEngine {
   private readonly leaseMs: number;
   private readonly maxWaitMs: number;
   private readonly fetchMaxBytes: number;
-  private readonly defaultMailboxTtl: number;
+  private readonly defaultMailboxTtlSeconds: number;
   private readonly batcher: SendBatcher;
   private readonly expiry: ExpiryScheduler;
   private closing = false;
@@ -86,7 +87,7 @@ export class MessagingEngine {
     this.leaseMs = options.leaseMs ?? BrokerDefaults.leaseMs;
     this.maxWaitMs = options.maxWaitMs ?? BrokerDefaults.maxWaitMs;
     this.fetchMaxBytes = options.fetchMaxBytes ?? BrokerDefaults.fetchMaxBytes;
-    this.defaultMailboxTtl = options.defaultMailboxTtl ?? BrokerDefaults.defaultMailboxTtl;
+    this.defaultMailboxTtlSeconds = options.defaultMailboxTtlSeconds ?? BrokerDefaults.defaultMailboxTtl;
     this.batcher = new SendBatcher(this.store, (batch, results) => this.committed(batch, results), this.now);
     this.expiry = new ExpiryScheduler({
       store: this.store,
@@ -110,7 +111,7 @@ export class MessagingEngine {
     const address = request.name ?? generateMailAddress();
     const invalid = mailAddressError(address);
     if (invalid) throw new Mq9Error("INVALID_NAME", invalid);
-    const ttlSeconds = request.ttl ?? this.defaultMailboxTtl;
+    const ttlSeconds = request.ttl ?? this.defaultMailboxTtlSeconds;
     const created = await this.store.createMailbox(
       {
         address,
@@ -156,13 +157,23 @@ export class MessagingEngine {
     });
   }
 
-  /** Returns the next messages for a group (leased to this caller) or a stateless reader, waiting up to max_wait_ms. */
-  async fetch(mailbox: string, request: FetchRequest, signal?: AbortSignal): Promise<StoredMessage[]> {
+  /**
+   * Returns the next messages for a group (leased to this caller) or a stateless reader, waiting
+   * up to max_wait_ms. `signal` aborts the wait (the requester is gone: nothing is claimed);
+   * `undelivered`, aborted after the reply, gives back the leases the reply handed out (it found
+   * no one to take it), when the store can.
+   */
+  async fetch(
+    mailbox: string,
+    request: FetchRequest,
+    signal?: AbortSignal,
+    undelivered?: AbortSignal,
+  ): Promise<StoredMessage[]> {
     await this.requireMailbox(mailbox);
     const limit = request.config?.num_msgs ?? Defaults.fetchNumMsgs;
     if (limit === 0) return [];
     const group = request.group_name || undefined;
-    const deadline =
+    const deadlineMs =
       this.now() + Math.min(request.config?.max_wait_ms ?? Defaults.fetchMaxWaitMs, this.maxWaitMs);
     const leaseMs = request.config?.lease_ms || this.leaseMs;
     let reset = group !== undefined && request.force_deliver === true;
@@ -185,8 +196,10 @@ export class MessagingEngine {
             ? await this.store.claim(mailbox, group, { ...read, start, reset, leaseMs })
             : await this.store.read(mailbox, start, read);
           reset = false;
-          if (items.length > 0 || nowMs >= deadline || this.closing) return items;
-          const timer = sleep(deadline - nowMs);
+          if (group && items.length > 0)
+            this.giveBackIfUndelivered(mailbox, group, items, nowMs + leaseMs, undelivered);
+          if (items.length > 0 || nowMs >= deadlineMs || this.closing) return items;
+          const timer = sleep(deadlineMs - nowMs);
           await Promise.race([watch.fired, timer.done, this.closed.promise, gone]);
           timer.cancel();
         } finally {
@@ -196,6 +209,38 @@ export class MessagingEngine {
     } finally {
       signal?.removeEventListener("abort", stopWaiting);
     }
+  }
+
+  /** Once `undelivered` aborts, ends the leases this claim set, and wakes the group's other waiters. */
+  private giveBackIfUndelivered(
+    mailbox: string,
+    group: string,
+    items: readonly StoredMessage[],
+    leaseUntilMs: number,
+    undelivered: AbortSignal | undefined,
+  ): void {
+    const store = this.store;
+    if (!undelivered || !canReleaseLeases(store)) return;
+    const ids = items.map((item) => item.id);
+    const giveBack = () => {
+      store.releaseLeases(mailbox, group, ids, leaseUntilMs).then(
+        (released) => {
+          if (released === 0) return;
+          this.logger.info(
+            { mailbox, group, released },
+            "fetch: the requester was gone when its reply left; gave its leases back to the group",
+          );
+          this.notifier.notify(mailbox);
+        },
+        (err: unknown) =>
+          this.logger.warn(
+            { err, mailbox, group },
+            "fetch: could not give back the leases of an undelivered reply; they run out",
+          ),
+      );
+    };
+    if (undelivered.aborted) giveBack();
+    else undelivered.addEventListener("abort", giveBack, { once: true });
   }
 
   /** Acknowledges a message and those delivered before it in the same FETCH reply. */

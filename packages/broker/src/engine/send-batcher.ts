@@ -49,30 +49,48 @@ export class SendBatcher {
 
   private async flush(): Promise<void> {
     this.flushing = true;
-    while (this.messages.length > 0) {
-      // The whole queue is the batch (the usual case): handed over, not copied.
-      let messages = this.messages;
-      let dones = this.dones;
-      if (messages.length > this.maxBatch) {
-        messages = this.messages.splice(0, this.maxBatch);
-        dones = this.dones.splice(0, this.maxBatch);
-      } else {
-        this.messages = [];
-        this.dones = [];
+    let committing = this.commitNext();
+    while (committing) {
+      const { messages, dones, results, err } = await committing;
+      // A store that appends elsewhere gets what queued meanwhile before these callers are answered.
+      if (this.store.appendsElsewhere) committing = this.commitNext();
+      if (err !== undefined) for (const done of dones) done(err);
+      else if (results) {
+        for (let i = 0; i < dones.length; i++) dones[i](undefined, results[i]);
+        this.onCommitted(messages, results);
       }
-      let results: AppendResult[];
-      try {
-        results = await this.store.append(messages, this.now());
-      } catch (err) {
-        for (const done of dones) done(err);
-        continue;
-      }
-      for (let i = 0; i < dones.length; i++) dones[i](undefined, results[i]);
-      this.onCommitted(messages, results);
+      if (!this.store.appendsElsewhere) committing = this.commitNext();
     }
     this.flushing = false;
     const waiters = this.drainWaiters;
     this.drainWaiters = [];
     for (const resolve of waiters) resolve();
+  }
+
+  /** Starts the commit of the queue (at most maxBatch of it); undefined when it is empty. */
+  private commitNext():
+    | Promise<{ messages: NewMessage[]; dones: AppendDone[]; results?: AppendResult[]; err?: unknown }>
+    | undefined {
+    if (this.messages.length === 0) return undefined;
+    // The whole queue is the batch (the usual case): handed over, not copied.
+    let messages = this.messages;
+    let dones = this.dones;
+    if (messages.length > this.maxBatch) {
+      messages = this.messages.splice(0, this.maxBatch);
+      dones = this.dones.splice(0, this.maxBatch);
+    } else {
+      this.messages = [];
+      this.dones = [];
+    }
+    let appended: Promise<AppendResult[]>;
+    try {
+      appended = this.store.append(messages, this.now());
+    } catch (err) {
+      appended = Promise.reject(err);
+    }
+    return appended.then(
+      (results) => ({ messages, dones, results }),
+      (err: unknown) => ({ messages, dones, err: err ?? new Error("the store failed to append") }),
+    );
   }
 }

@@ -19,9 +19,9 @@ import type { ResolvedOptions } from "./options.js";
 import type { OutboundMessage } from "./outbound-message.js";
 import { OutputBuffer } from "./output-buffer.js";
 import { type ProtocolHandler, ProtocolParser } from "./parser.js";
-import type { Router } from "./router.js";
 import { hasWildcardToken, isValidSubscribeSubject, isWellFormedSubject } from "./subject.js";
 import { type Subscriber, Subscription } from "./subscription.js";
+import type { SubscriptionRouter } from "./subscription-router.js";
 
 const OK = Buffer.from("+OK\r\n");
 const PING = Buffer.from("PING\r\n");
@@ -34,7 +34,7 @@ const CLOSE_GRACE_MS = 2000;
 /** What a connection needs from the listener that owns it. */
 export interface ConnectionHost {
   readonly options: ResolvedOptions;
-  readonly router: Router;
+  readonly router: SubscriptionRouter;
   /** Undefined when clients need no credentials. */
   readonly users: UserDirectory | undefined;
   readonly throttle: AuthThrottle;
@@ -213,18 +213,18 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
       this.admit(opts, undefined);
       return;
     }
-    const delay = this.host.throttle.delayFor(this.remoteIp);
-    const result = delay === 0 ? users.authenticate(opts, this.nonce) : undefined;
-    if (delay === 0 && !(result instanceof Promise)) {
+    const delayMs = this.host.throttle.delayFor(this.remoteIp);
+    const result = delayMs === 0 ? users.authenticate(opts, this.nonce) : undefined;
+    if (delayMs === 0 && !(result instanceof Promise)) {
       this.settle(opts, result);
       return;
     }
     this.authenticating = true;
     this.parser.pause();
     this.socket.pause();
-    const wait = new Promise<void>((resolve) => setTimeout(resolve, delay).unref());
+    const wait = new Promise<void>((resolve) => setTimeout(resolve, delayMs).unref());
     void wait
-      .then(() => (delay === 0 ? result : users.authenticate(opts, this.nonce)))
+      .then(() => (delayMs === 0 ? result : users.authenticate(opts, this.nonce)))
       .then(
         (user) => this.settle(opts, user),
         (err) => {

@@ -13,8 +13,8 @@ import {
   type ServiceHandler,
 } from "./options.js";
 import { type OutboundBody, OutboundMessage } from "./outbound-message.js";
-import { Router } from "./router.js";
 import { isWellFormedSubject } from "./subject.js";
+import { SubscriptionRouter } from "./subscription-router.js";
 
 const DEFAULT_DRAIN_TIMEOUT_MS = 2000;
 const REFUSED_GRACE_MS = 1000;
@@ -31,7 +31,7 @@ export type OutboundPayload = Uint8Array | string | readonly (string | Uint8Arra
  */
 export class NatsListener {
   private readonly options: ResolvedOptions;
-  private readonly router = new Router();
+  private readonly router = new SubscriptionRouter();
   private readonly serverId = generateServerId();
   private server: Server | undefined;
   private info: InfoBuilder | undefined;

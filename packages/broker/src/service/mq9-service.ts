@@ -30,6 +30,8 @@ export interface Mq9Request {
   payload: Uint8Array;
   /** Aborted when the requester is gone: a FETCH then stops waiting and claims nothing. */
   signal?: AbortSignal;
+  /** Aborted after the reply when it found no one to take it: a FETCH then gives its leases back. */
+  undelivered?: AbortSignal;
   /** Who asked, when users are configured (see Mq9ServiceOptions.isolated). */
   principal?: Principal;
 }
@@ -144,7 +146,7 @@ export class Mq9Service {
       case "msg.fetch": {
         const fetch = unwrap(parseFetchRequest(request.payload));
         if (ownership) await ownership.check(caller, command.mailAddress, "FETCH from it");
-        const messages = await engine.fetch(command.mailAddress, fetch, request.signal);
+        const messages = await engine.fetch(command.mailAddress, fetch, request.signal, request.undelivered);
         const headerParts = { bytes: fetch.include_header !== false, map: fetch.include_headers !== false };
         return { messages, headerParts };
       }

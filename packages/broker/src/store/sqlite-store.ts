@@ -31,11 +31,11 @@ import type {
   MailboxRecord,
   NewMessage,
   PurgeResult,
-  QueryOptions,
   ReadOptions,
   StartPosition,
   Store,
   StoredMessage,
+  StoreQuery,
 } from "./store.js";
 import type {
   GroupStats,
@@ -348,7 +348,7 @@ export class SqliteStore implements Store, StoreInspection {
     });
   }
 
-  async query(mailbox: string, options: QueryOptions): Promise<StoredMessage[]> {
+  async query(mailbox: string, options: StoreQuery): Promise<StoredMessage[]> {
     return this.pacer.turn(() => {
       const box = this.mailboxes.live(mailbox, options.nowMs);
       if (!box || options.limit <= 0) return [];

@@ -63,7 +63,8 @@ export interface ClaimOptions extends ReadOptions {
   leaseMs: number;
 }
 
-export interface QueryOptions {
+/** What QUERY asks of a mailbox: filters that all hold, and how many of the newest matches. */
+export interface StoreQuery {
   key?: string;
   tags?: string[];
   /** Only messages created at or after this time. */
@@ -108,7 +109,7 @@ export interface Store {
    */
   ack(mailbox: string, group: string, msgId: number, nowMs: number): Promise<boolean>;
   /** Live messages matching every given filter; the most recent `limit`, ascending by id. */
-  query(mailbox: string, options: QueryOptions): Promise<StoredMessage[]>;
+  query(mailbox: string, options: StoreQuery): Promise<StoredMessage[]>;
   /** False when the mailbox holds no message with that id. */
   deleteMessage(mailbox: string, msgId: number): Promise<boolean>;
   /** Moves delayed messages whose time has come into their mailboxes; returns those mailboxes. */
@@ -118,4 +119,10 @@ export interface Store {
   /** Deletes expired mailboxes (with their messages, delayed messages and groups) and expired messages. */
   purgeExpired(nowMs: number): Promise<PurgeResult>;
   close(): Promise<void>;
+  /**
+   * True when append() does its work in another process (a database server): the next batch is
+   * then handed over before the callers of the last one are answered, so the two overlap. A store
+   * that appends on this thread leaves it unset (it would hold those answers back).
+   */
+  readonly appendsElsewhere?: boolean;
 }

@@ -74,12 +74,12 @@ export class WalCheckpointer {
   /** Asks for a checkpoint after new commits; coalesced to one per interval. */
   request(): void {
     if (this.running || this.timer || this.gone) return;
-    const wait = this.lastStartMs + MIN_INTERVAL_MS - Date.now();
-    if (wait > 0) {
+    const waitMs = this.lastStartMs + MIN_INTERVAL_MS - Date.now();
+    if (waitMs > 0) {
       this.timer = setTimeout(() => {
         this.timer = undefined;
         if (!this.running && !this.gone) this.run();
-      }, wait);
+      }, waitMs);
       this.timer.unref();
       return;
     }

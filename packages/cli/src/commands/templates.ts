@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { ExitCode, usageExit } from "../shared/client-command.js";
 import { printJson, sayLine } from "../shared/output.js";
+import { DEFAULT_TEMPLATES_FOLDER } from "../shared/templates-folder.js";
 
 /** `mq9 templates check [folder]`: validates task templates, with file:line:column for each problem. */
 export function registerTemplates(program: Command): void {
@@ -14,7 +15,7 @@ export function registerTemplates(program: Command): void {
     .argument(
       "[folder]",
       "templates folder (env MQ9_TEMPLATES)",
-      process.env.MQ9_TEMPLATES ?? "./mq9-templates",
+      process.env.MQ9_TEMPLATES ?? DEFAULT_TEMPLATES_FOLDER,
     )
     .option("--json", "machine-readable output (JSON)")
     .exitOverride(usageExit)

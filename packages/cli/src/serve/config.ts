@@ -3,6 +3,7 @@ import { BrokerDefaults } from "@mq9/broker";
 import { UserDirectory } from "@mq9/broker/internal";
 import { Defaults } from "@mq9/protocol";
 import { z } from "zod";
+import { DEFAULT_TEMPLATES_FOLDER } from "../shared/templates-folder.js";
 import { CLUSTER_SETTINGS, ClusterConfigSchema } from "./cluster-config.js";
 
 const port = z.number().int().min(0).max(65535);
@@ -143,7 +144,7 @@ export const ServeConfigSchema = z
           .default(true)
           .transform((v) => v === true || v === "on"),
         /** Folder of YAML task templates, reloaded when it changes. */
-        templates: z.string().min(1).default("./mq9-templates"),
+        templates: z.string().min(1).default(DEFAULT_TEMPLATES_FOLDER),
         /** Prefix of the orchestrator's mailboxes. */
         namespace: z.string().min(1).default("orch"),
         /** Least calibrated DISCOVER score for intent routing, when the registry reports scores. */

@@ -77,7 +77,7 @@ function brokerOptions(
     leaseMs: messaging.leaseMs,
     maxWaitMs: messaging.maxWaitMs,
     fetchMaxBytes: messaging.fetchMaxBytes,
-    defaultMailboxTtl: messaging.defaultMailboxTtl,
+    defaultMailboxTtlSeconds: messaging.defaultMailboxTtl,
     http: {
       host: http.host,
       port: http.port,
@@ -98,7 +98,7 @@ function brokerOptions(
       vectorStore: registry.vectorStore,
       modelDir: registry.modelDir,
       onnx: { pooling: registry.pooling, queryPrefix: registry.queryPrefix },
-      defaultTtl: registry.defaultTtl,
+      defaultTtlS: registry.defaultTtl,
       annThreshold: registry.annThreshold,
       efSearch: registry.efSearch,
       maxCardBytes: registry.maxCardBytes,

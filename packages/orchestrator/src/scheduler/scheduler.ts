@@ -592,12 +592,20 @@ export class Scheduler {
       work.dispatch = { msg_id: envelope.msg_id, agent: agent.name, mailbox: agent.mailbox, created_at: now };
       (work as StepState).agent = agent.name;
       moveWork(work, "dispatching", now, spec.label);
+      // Counted into the agent's load before anything is awaited, so no other task's decision
+      // can see the agent's room that this dispatch has taken (the per-agent limit holds).
+      this.inProgress.track(work, envelope.trace_id, envelope.hops);
       sends.push({ work, spec, envelope: { ...envelope, target: agent.name }, mailbox: agent.mailbox });
     }
     const live = sends.filter((s) => this.inFlight(s.work, s.envelope.msg_id));
     if (live.length === 0) return;
     if (state.status === "pending") moveTask(state, "dispatching", this.now());
-    await this.options.store.save(state);
+    try {
+      await this.options.store.save(state);
+    } catch (err) {
+      for (const { work } of live) this.release(work);
+      throw err;
+    }
     await Promise.all(
       live.map(async ({ work, spec, envelope, mailbox }) => {
         try {
@@ -605,8 +613,6 @@ export class Scheduler {
             key: queryKey(envelope.msg_id),
             ttl: this.messageTtlS,
           });
-          if (this.inFlight(work, envelope.msg_id))
-            this.inProgress.track(work, envelope.trace_id, envelope.hops);
         } catch (err) {
           if (this.inFlight(work, envelope.msg_id)) {
             this.attemptFailed(record, work, spec, "failed", `could not send it: ${(err as Error).message}`);

@@ -14,6 +14,7 @@ const FOLLOW_INTERVAL_MS = 200;
 const ORPHAN_AFTER_MS = 60_000;
 
 interface AgentDbRow {
+  owner: string | null;
   mailbox: string;
   name: string;
   body: string;
@@ -37,6 +38,7 @@ const DOC_COLUMNS =
 
 function toAgent(row: AgentDbRow): AgentRow {
   return {
+    owner: row.owner ?? undefined,
     mailbox: row.mailbox,
     name: row.name,
     bodyJson: row.body,
@@ -69,7 +71,7 @@ export interface PostgresRegistryStoreOptions {
 
 /**
  * The agent registry of a cluster: registrations, heartbeats, skill docs and their vectors are
- * rows in PostgreSQL; each node answers DISCOVER from its own in-memory indexes (directory,
+ * rows in PostgreSQL; each node answers DISCOVER from its own in-memory indexes (registration index,
  * BM25, vectors) and follows the other nodes' changes every FOLLOW_INTERVAL_MS. Writes take
  * one advisory lock, so change numbers commit in order and "everything after n" misses nothing.
  * A doc's vector is computed by the node that took its REGISTER and stored with the doc;
@@ -139,13 +141,13 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
       ).rows.map((r) => r.id);
       const { rows } = await c.query<{ change: number }>(
         `INSERT INTO registry_agents (mailbox, name, body, agent_info, own_name, tags, ttl_s, registered_ms,
-           last_seen_ms, expires_ms, status, change, docs_change)
-         SELECT $1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, NULL, n.c, n.c
+           last_seen_ms, expires_ms, status, change, docs_change, owner)
+         SELECT $1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, NULL, n.c, n.c, $11
          FROM (SELECT nextval('registry_changes') AS c) AS n
          ON CONFLICT (mailbox) DO UPDATE SET name = excluded.name, body = excluded.body, agent_info = excluded.agent_info,
            own_name = excluded.own_name, tags = excluded.tags, ttl_s = excluded.ttl_s, registered_ms = excluded.registered_ms,
            last_seen_ms = excluded.last_seen_ms, expires_ms = excluded.expires_ms, status = NULL,
-           change = excluded.change, docs_change = excluded.docs_change
+           change = excluded.change, docs_change = excluded.docs_change, owner = excluded.owner
          RETURNING change`,
         [
           agent.mailbox,
@@ -158,6 +160,7 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
           agent.registeredMs,
           agent.lastSeenMs,
           expiryOf(agent.ttlS, agent.lastSeenMs),
+          agent.owner ?? null,
         ],
       );
       const ids: number[] = [];
@@ -210,8 +213,8 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
       return rows;
     });
     for (const { mailbox, change } of touched) {
-      const entry = this.directory.get(mailbox);
-      if (entry) this.directory.touch(entry, nowMs, statusJson);
+      const entry = this.registrations.get(mailbox);
+      if (entry) this.registrations.touch(entry, nowMs, statusJson);
       this.changeOf.set(mailbox, change);
     }
     return touched.length;
@@ -220,7 +223,7 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
   /** Read in memory; a registration another node wrote in the last moments may not be here yet. */
   select(selector: AgentSelector, nowMs: number): Promise<AgentRow[]> {
     const rows: AgentRow[] = [];
-    for (const entry of this.directory.matching({}, nowMs)) {
+    for (const entry of this.registrations.matching({}, nowMs)) {
       if (
         entry.mailbox === selector.mailbox ||
         (selector.name !== undefined && entry.name === selector.name)
@@ -329,10 +332,10 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
           const known = this.changeOf.get(row.mailbox) ?? 0;
           if (known >= row.change) return;
           this.changeOf.set(row.mailbox, row.change);
-          const entry = this.directory.get(row.mailbox);
+          const entry = this.registrations.get(row.mailbox);
           if (entry && known >= row.docs_change) {
             // A heartbeat: the docs did not change.
-            this.directory.touch(entry, row.last_seen_ms, row.status ?? "");
+            this.registrations.touch(entry, row.last_seen_ms, row.status ?? "");
             entry.record = toAgent(row);
             return;
           }
@@ -382,10 +385,11 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
     });
   }
 
+  /** The mailboxes a selector names; with `owner`, only that user's registrations. */
   private async selected(c: pg.PoolClient, selector: AgentSelector): Promise<string[]> {
     const { rows } = await c.query<{ mailbox: string }>(
-      "SELECT mailbox FROM registry_agents WHERE mailbox = $1 OR name = $2",
-      [selector.mailbox ?? null, selector.name ?? null],
+      "SELECT mailbox FROM registry_agents WHERE (mailbox = $1 OR name = $2) AND ($3::text IS NULL OR owner = $3)",
+      [selector.mailbox ?? null, selector.name ?? null, selector.owner ?? null],
     );
     return rows.map((r) => r.mailbox);
   }

@@ -2,7 +2,7 @@ import { forEachOwner, hasOwner, TagBitmaps } from "../search/tag-bitmaps.js";
 import type { AgentFilter, AgentRow } from "./registry-store.js";
 
 /** A registration in memory, with what discovery needs to find it. */
-export interface DirectoryEntry {
+export interface IndexedRegistration {
   /** A small number naming the agent in the full-text index; reused after the agent is gone. */
   readonly owner: number;
   readonly mailbox: string;
@@ -22,7 +22,7 @@ export function expiryOf(ttlS: number, lastSeenMs: number): number | null {
 }
 
 /** Discovery's default order: by name, then mailbox. */
-function before(a: DirectoryEntry, b: DirectoryEntry): boolean {
+function before(a: IndexedRegistration, b: IndexedRegistration): boolean {
   return a.name < b.name || (a.name === b.name && a.mailbox < b.mailbox);
 }
 
@@ -31,23 +31,23 @@ function before(a: DirectoryEntry, b: DirectoryEntry): boolean {
  * per tag over owner numbers) and the name order of listings, so tag and
  * list queries never scan. The records themselves stay in the store.
  */
-export class AgentDirectory {
-  private readonly byMailbox = new Map<string, DirectoryEntry>();
-  private readonly byName = new Map<string, Set<DirectoryEntry>>();
-  private readonly byOwner: (DirectoryEntry | undefined)[] = [];
+export class RegistrationIndex {
+  private readonly byMailbox = new Map<string, IndexedRegistration>();
+  private readonly byName = new Map<string, Set<IndexedRegistration>>();
+  private readonly byOwner: (IndexedRegistration | undefined)[] = [];
   private readonly freeOwners: number[] = [];
   private readonly tagBits = new TagBitmaps();
   /** Every entry, by name then mailbox. */
-  private readonly ordered: DirectoryEntry[] = [];
+  private readonly ordered: IndexedRegistration[] = [];
 
   get size(): number {
     return this.byMailbox.size;
   }
 
   /** Adds or replaces the registration of `record.mailbox`. */
-  put(record: AgentRow, docIds: readonly number[]): DirectoryEntry {
+  put(record: AgentRow, docIds: readonly number[]): IndexedRegistration {
     this.remove(record.mailbox);
-    const entry: DirectoryEntry = {
+    const entry: IndexedRegistration = {
       owner: this.freeOwners.pop() ?? this.byOwner.length,
       mailbox: record.mailbox,
       name: record.name,
@@ -70,7 +70,7 @@ export class AgentDirectory {
     return entry;
   }
 
-  remove(mailbox: string): DirectoryEntry | undefined {
+  remove(mailbox: string): IndexedRegistration | undefined {
     const entry = this.byMailbox.get(mailbox);
     if (!entry) return undefined;
     this.byMailbox.delete(mailbox);
@@ -84,31 +84,31 @@ export class AgentDirectory {
     return entry;
   }
 
-  get(mailbox: string): DirectoryEntry | undefined {
+  get(mailbox: string): IndexedRegistration | undefined {
     return this.byMailbox.get(mailbox);
   }
 
-  ofOwner(owner: number): DirectoryEntry | undefined {
+  ofOwner(owner: number): IndexedRegistration | undefined {
     return this.byOwner[owner];
   }
 
   /** A heartbeat: renews the ttl and keeps the status. */
-  touch(entry: DirectoryEntry, nowMs: number, statusJson: string): void {
+  touch(entry: IndexedRegistration, nowMs: number, statusJson: string): void {
     entry.record = { ...entry.record, lastSeenMs: nowMs, statusJson };
     entry.expiresMs = expiryOf(entry.ttlS, nowMs);
   }
 
-  isLive(entry: DirectoryEntry, nowMs: number): boolean {
+  isLive(entry: IndexedRegistration, nowMs: number): boolean {
     return entry.expiresMs === null || entry.expiresMs > nowMs;
   }
 
   /** Live, and kept by `online` (only agents that heartbeat, i.e. have a ttl). */
-  private passesLiveness(entry: DirectoryEntry, filter: AgentFilter, nowMs: number): boolean {
+  private passesLiveness(entry: IndexedRegistration, filter: AgentFilter, nowMs: number): boolean {
     return this.isLive(entry, nowMs) && !(filter.online && entry.ttlS <= 0);
   }
 
   /** Whether a live entry passes the filter. */
-  accepts(entry: DirectoryEntry, filter: AgentFilter, nowMs: number): boolean {
+  accepts(entry: IndexedRegistration, filter: AgentFilter, nowMs: number): boolean {
     if (!this.passesLiveness(entry, filter, nowMs)) return false;
     if (filter.mailbox !== undefined && entry.mailbox !== filter.mailbox) return false;
     if (filter.name !== undefined && entry.name !== filter.name) return false;
@@ -117,7 +117,7 @@ export class AgentDirectory {
   }
 
   /** Live entries passing the filter, in no particular order. */
-  matching(filter: AgentFilter, nowMs: number): DirectoryEntry[] {
+  matching(filter: AgentFilter, nowMs: number): IndexedRegistration[] {
     const direct = this.direct(filter);
     if (direct) return direct.filter((entry) => this.accepts(entry, filter, nowMs));
     return this.matchingTagged(filter, nowMs, this.tagged(filter)?.bits);
@@ -134,7 +134,7 @@ export class AgentDirectory {
   }
 
   /** The few entries a mailbox or name lookup can match; undefined when the filter names neither. */
-  private direct(filter: AgentFilter): DirectoryEntry[] | undefined {
+  private direct(filter: AgentFilter): IndexedRegistration[] | undefined {
     if (filter.mailbox !== undefined) {
       const entry = this.byMailbox.get(filter.mailbox);
       return entry ? [entry] : [];
@@ -144,7 +144,7 @@ export class AgentDirectory {
   }
 
   /** A page of the live entries passing the filter, by name then mailbox. */
-  page(filter: AgentFilter, nowMs: number, offset: number, limit: number): DirectoryEntry[] {
+  page(filter: AgentFilter, nowMs: number, offset: number, limit: number): IndexedRegistration[] {
     const direct = this.direct(filter);
     if (direct) {
       return direct
@@ -158,7 +158,7 @@ export class AgentDirectory {
       const matches = this.matchingTagged(filter, nowMs, tagged.bits).sort((a, b) => (before(a, b) ? -1 : 1));
       return matches.slice(offset, offset + limit);
     }
-    const out: DirectoryEntry[] = [];
+    const out: IndexedRegistration[] = [];
     let skipped = 0;
     for (const entry of this.ordered) {
       if (out.length === limit) break;
@@ -180,9 +180,9 @@ export class AgentDirectory {
     filter: AgentFilter,
     nowMs: number,
     bits: Uint32Array | undefined,
-  ): DirectoryEntry[] {
-    const out: DirectoryEntry[] = [];
-    const keep = (entry: DirectoryEntry | undefined) => {
+  ): IndexedRegistration[] {
+    const out: IndexedRegistration[] = [];
+    const keep = (entry: IndexedRegistration | undefined) => {
       if (entry && this.passesLiveness(entry, filter, nowMs)) out.push(entry);
     };
     if (bits) forEachOwner(bits, (owner) => keep(this.byOwner[owner]));
@@ -198,7 +198,7 @@ export class AgentDirectory {
   }
 
   /** Where `entry` is, or would go, in the name order (binary search). */
-  private position(entry: DirectoryEntry): number {
+  private position(entry: IndexedRegistration): number {
     let lo = 0;
     let hi = this.ordered.length;
     while (lo < hi) {

@@ -52,7 +52,7 @@ function toAgent(row: AgentDbRow): AgentRow {
 /**
  * The embedded registry store: its own SQLite file (`registry.db`) beside the
  * message store, one row per skill. Owned by this process (exclusive lock),
- * so reads are answered from memory: an AgentDirectory (records, liveness,
+ * so reads are answered from memory: a RegistrationIndex (records, liveness,
  * tags, name order) and a Bm25Index over the skills, loaded at open and
  * updated after each commit. SQLite keeps them durable.
  */
@@ -192,7 +192,7 @@ export class SqliteRegistryStore extends IndexedRegistryReads implements Registr
 
   private selected(selector: AgentSelector): string[] {
     const mailboxes = new Set<string>();
-    if (selector.mailbox !== undefined && this.directory.get(selector.mailbox)) {
+    if (selector.mailbox !== undefined && this.registrations.get(selector.mailbox)) {
       mailboxes.add(selector.mailbox);
     }
     if (selector.name !== undefined) {
@@ -200,14 +200,14 @@ export class SqliteRegistryStore extends IndexedRegistryReads implements Registr
     }
     const owner = selector.owner;
     if (owner === undefined) return [...mailboxes];
-    return [...mailboxes].filter((mailbox) => this.directory.get(mailbox)?.record.owner === owner);
+    return [...mailboxes].filter((mailbox) => this.registrations.get(mailbox)?.record.owner === owner);
   }
 
   select(selector: AgentSelector, nowMs: number): Promise<AgentRow[]> {
     return this.run("registry read failed", () =>
       this.selected(selector).flatMap((mailbox) => {
-        const entry = this.directory.get(mailbox);
-        return entry !== undefined && this.directory.isLive(entry, nowMs) ? [entry.record] : [];
+        const entry = this.registrations.get(mailbox);
+        return entry !== undefined && this.registrations.isLive(entry, nowMs) ? [entry.record] : [];
       }),
     );
   }
@@ -232,8 +232,8 @@ export class SqliteRegistryStore extends IndexedRegistryReads implements Registr
     return this.run("registry write failed", () => {
       const touched = write();
       for (const mailbox of touched) {
-        const entry = this.directory.get(mailbox);
-        if (entry) this.directory.touch(entry, nowMs, statusJson);
+        const entry = this.registrations.get(mailbox);
+        if (entry) this.registrations.touch(entry, nowMs, statusJson);
       }
       return touched.length;
     });

@@ -132,6 +132,154 @@ CREATE TABLE registry_removals (
 );
 CREATE INDEX registry_removals_by_change ON registry_removals (change);
 `,
+  // Claim and ACK as functions: one round trip each instead of one per statement of the
+  // transaction. Each statement in them takes a fresh snapshot once the group's row is locked
+  // (READ COMMITTED, VOLATILE), which one statement of CTEs could not: its snapshot predates the
+  // lock wait, and it would miss the leases of the claim it waited for.
+  `
+CREATE FUNCTION mq9_claim(p_address text, p_group text, p_from bigint, p_now bigint, p_reset boolean,
+                          p_limit integer, p_max_bytes bigint, p_lease_until bigint)
+RETURNS TABLE (msg_id bigint, priority smallint, msg_key text, tags jsonb, header bytea, payload bytea,
+               created_ms bigint, expires_ms bigint)
+LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+DECLARE
+  st record;
+  r record;
+  ids bigint[] := '{}';
+  ranks smallint[] := '{}';
+  d bigint[];
+  bytes bigint := 0;
+  cur_rank integer := -1;
+BEGIN
+  -- Creates the group, or locks its row: claims and ACKs of one group take turns, cluster-wide.
+  INSERT INTO groups AS g (mbox, name, cursor0, cursor1, cursor2, delivered0, delivered1, delivered2, next_batch)
+  SELECT b.id, p_group, p_from, p_from, p_from, p_from - 1, p_from - 1, p_from - 1, 1 FROM mailboxes b
+  WHERE b.address = p_address AND (b.expires_ms IS NULL OR b.expires_ms > p_now)
+  ON CONFLICT (mbox, name) DO UPDATE SET
+    next_batch = g.next_batch + 1,
+    cursor0 = CASE WHEN p_reset THEN excluded.cursor0 ELSE g.cursor0 END,
+    cursor1 = CASE WHEN p_reset THEN excluded.cursor1 ELSE g.cursor1 END,
+    cursor2 = CASE WHEN p_reset THEN excluded.cursor2 ELSE g.cursor2 END,
+    delivered0 = CASE WHEN p_reset THEN excluded.delivered0 ELSE g.delivered0 END,
+    delivered1 = CASE WHEN p_reset THEN excluded.delivered1 ELSE g.delivered1 END,
+    delivered2 = CASE WHEN p_reset THEN excluded.delivered2 ELSE g.delivered2 END
+  RETURNING g.mbox, g.delivered0, g.delivered1, g.delivered2, g.next_batch - 1 AS batch INTO st;
+  IF NOT FOUND THEN RETURN; END IF;
+  IF p_reset THEN
+    DELETE FROM deliveries dl WHERE dl.mbox = st.mbox AND dl.grp = p_group;
+  END IF;
+  d := ARRAY[st.delivered0, st.delivered1, st.delivered2];
+  -- Past the highest id handed out, plus what an expired lease gave back; every other live
+  -- message between the cursor and that id is leased or ACKed (it has a delivery row).
+  FOR r IN
+    SELECT * FROM (
+      (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms FROM messages m
+        WHERE m.mbox = st.mbox AND m.priority = 0 AND m.msg_id > st.delivered0 AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+        ORDER BY m.msg_id LIMIT p_limit)
+      UNION ALL
+      (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms FROM messages m
+        WHERE m.mbox = st.mbox AND m.priority = 1 AND m.msg_id > st.delivered1 AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+        ORDER BY m.msg_id LIMIT p_limit)
+      UNION ALL
+      (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms FROM messages m
+        WHERE m.mbox = st.mbox AND m.priority = 2 AND m.msg_id > st.delivered2 AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+        ORDER BY m.msg_id LIMIT p_limit)
+      UNION ALL
+      (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms FROM deliveries dl
+         JOIN messages m ON m.mbox = dl.mbox AND m.msg_id = dl.msg_id
+        WHERE dl.mbox = st.mbox AND dl.grp = p_group AND NOT dl.acked AND dl.lease_until_ms <= p_now
+          AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+        ORDER BY dl.priority, dl.msg_id LIMIT p_limit)
+    ) c ORDER BY c.priority, c.msg_id
+  LOOP
+    -- The byte budget as the SQLite store applies it: at least one message, and a class is not
+    -- started once the budget is spent.
+    EXIT WHEN cardinality(ids) >= p_limit;
+    IF r.priority <> cur_rank THEN
+      EXIT WHEN bytes > 0 AND bytes >= p_max_bytes;
+      cur_rank := r.priority;
+    END IF;
+    EXIT WHEN bytes > 0 AND bytes + octet_length(r.payload) > p_max_bytes;
+    bytes := bytes + octet_length(r.payload);
+    ids := ids || r.msg_id;
+    ranks := ranks || r.priority;
+    d[r.priority + 1] := greatest(d[r.priority + 1], r.msg_id);
+    msg_id := r.msg_id; priority := r.priority; msg_key := r.msg_key; tags := r.tags; header := r.header;
+    payload := r.payload; created_ms := r.created_ms; expires_ms := r.expires_ms;
+    RETURN NEXT;
+  END LOOP;
+  IF cardinality(ids) = 0 THEN RETURN; END IF;
+  INSERT INTO deliveries AS dl (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked)
+  SELECT st.mbox, p_group, t.id, t.rank, st.batch, t.pos, p_lease_until, false
+  FROM unnest(ids, ranks) WITH ORDINALITY AS t(id, rank, pos)
+  ON CONFLICT (mbox, grp, msg_id) DO UPDATE
+    SET batch = excluded.batch, pos = excluded.pos, lease_until_ms = excluded.lease_until_ms;
+  UPDATE groups g SET delivered0 = d[1], delivered1 = d[2], delivered2 = d[3]
+  WHERE g.mbox = st.mbox AND g.name = p_group;
+END
+$fn$;
+
+CREATE FUNCTION mq9_ack(p_address text, p_group text, p_msg_id bigint, p_now bigint)
+RETURNS boolean LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  st record;
+  target record;
+  state record;
+  c bigint[];
+  nxt bigint[];
+  r record;
+BEGIN
+  SELECT g.mbox, g.cursor0, g.cursor1, g.cursor2, g.delivered0, g.delivered1, g.delivered2 INTO st
+  FROM groups g JOIN mailboxes b ON b.id = g.mbox
+  WHERE b.address = p_address AND (b.expires_ms IS NULL OR b.expires_ms > p_now) AND g.name = p_group
+  FOR UPDATE OF g;
+  IF NOT FOUND THEN RETURN false; END IF;
+  c := ARRAY[st.cursor0, st.cursor1, st.cursor2];
+  SELECT dl.batch, dl.pos INTO target FROM deliveries dl
+  WHERE dl.mbox = st.mbox AND dl.grp = p_group AND dl.msg_id = p_msg_id AND NOT dl.acked;
+  IF NOT FOUND THEN
+    -- Nothing to change: true when the message was ACKed already (a row, or below its cursor).
+    SELECT (SELECT dl.acked FROM deliveries dl WHERE dl.mbox = st.mbox AND dl.grp = p_group AND dl.msg_id = p_msg_id) AS acked,
+           (SELECT m.priority FROM messages m WHERE m.mbox = st.mbox AND m.msg_id = p_msg_id) AS priority
+    INTO state;
+    IF state.acked IS NOT NULL THEN RETURN state.acked; END IF;
+    IF state.priority IS NOT NULL THEN RETURN p_msg_id < c[state.priority + 1]; END IF;
+    RETURN p_msg_id < least(c[1], c[2], c[3]);
+  END IF;
+  -- Where the cursors go once the message and every one before it in its claim are ACKed:
+  -- to the lowest live message still in flight, or past the highest one handed out.
+  nxt := ARRAY[st.delivered0 + 1, st.delivered1 + 1, st.delivered2 + 1];
+  FOR r IN
+    SELECT dl.priority, min(dl.msg_id) AS lowest FROM deliveries dl
+      JOIN messages m ON m.mbox = dl.mbox AND m.msg_id = dl.msg_id
+    WHERE dl.mbox = st.mbox AND dl.grp = p_group AND NOT dl.acked AND NOT (dl.batch = target.batch AND dl.pos <= target.pos)
+      AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+    GROUP BY dl.priority
+  LOOP
+    nxt[r.priority + 1] := least(nxt[r.priority + 1], r.lowest);
+  END LOOP;
+  FOR i IN 1..3 LOOP
+    nxt[i] := greatest(nxt[i], c[i]);
+  END LOOP;
+  -- Rows the cursors pass are deleted (ACKed ones among them need no mark); the covered rows
+  -- above them are marked ACKed, so they are not delivered again.
+  DELETE FROM deliveries dl WHERE dl.mbox = st.mbox AND dl.grp = p_group
+    AND ((dl.priority = 0 AND dl.msg_id < nxt[1]) OR (dl.priority = 1 AND dl.msg_id < nxt[2]) OR (dl.priority = 2 AND dl.msg_id < nxt[3]));
+  UPDATE deliveries dl SET acked = true
+  WHERE dl.mbox = st.mbox AND dl.grp = p_group AND dl.batch = target.batch AND dl.pos <= target.pos AND NOT dl.acked;
+  IF (c[1], c[2], c[3]) IS DISTINCT FROM (nxt[1], nxt[2], nxt[3]) THEN
+    UPDATE groups g SET cursor0 = nxt[1], cursor1 = nxt[2], cursor2 = nxt[3]
+    WHERE g.mbox = st.mbox AND g.name = p_group;
+  END IF;
+  RETURN true;
+END
+$fn$;
+`,
+  // Who made each registration (the user name; NULL without users configured), as in SQLite.
+  `
+ALTER TABLE registry_agents ADD COLUMN owner text;
+`,
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

@@ -1,6 +1,7 @@
 import { priorityRank } from "@mq9/protocol";
 import pg from "pg";
 import { type Logger, silentLogger } from "../../logger.js";
+import type { LeaseRelease } from "../lease-release.js";
 import { StorageError } from "../storage-error.js";
 import type {
   AppendResult,
@@ -8,11 +9,11 @@ import type {
   MailboxRecord,
   NewMessage,
   PurgeResult,
-  QueryOptions,
   ReadOptions,
   StartPosition,
   Store,
   StoredMessage,
+  StoreQuery,
 } from "../store.js";
 import type {
   GroupStats,
@@ -62,16 +63,6 @@ interface MailboxRow {
   description: string;
   created_ms: number;
   expires_ms: number | null;
-}
-
-interface GroupRow {
-  mbox: number;
-  cursor0: number;
-  cursor1: number;
-  cursor2: number;
-  delivered0: number;
-  delivered1: number;
-  delivered2: number;
 }
 
 /** int8 columns arrive as numbers: every id and time we keep fits in 2^53. */
@@ -129,7 +120,7 @@ export interface SharedDatabase {
  * never hold the same unexpired lease, whichever nodes they are on. Passes
  * test/store-conformance.ts against a real PostgreSQL.
  */
-export class PostgresStore implements Store, StoreInspection {
+export class PostgresStore implements Store, StoreInspection, LeaseRelease {
   private readonly where: string;
   private readonly background: ClusterLock;
   private readonly inspection = new PostgresInspection(
@@ -137,6 +128,8 @@ export class PostgresStore implements Store, StoreInspection {
     (body) => this.transaction("cannot purge the mailbox", body),
   );
   private closed = false;
+  /** Appends are statements on the database server: the engine overlaps the next with its replies. */
+  readonly appendsElsewhere = true;
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -314,134 +307,55 @@ export class PostgresStore implements Store, StoreInspection {
     return rows.length > 0;
   }
 
+  /** One round trip: mq9_claim (postgres-schema.ts) locks the group, picks, budgets and leases. */
   async claim(mailbox: string, group: string, options: ClaimOptions): Promise<StoredMessage[]> {
-    const { nowMs, limit } = options;
-    return this.transaction("cannot fetch messages", async (c) => {
-      // Creates the group, or locks its row: claims and ACKs of one group take turns, cluster-wide.
-      const from = options.start.fromId;
-      const locked = await c.query<GroupRow & { batch: number }>({
-        name: "mq9-claim-group",
-        text: `INSERT INTO groups (mbox, name, cursor0, cursor1, cursor2, delivered0, delivered1, delivered2, next_batch)
-               SELECT id, $2, $3::bigint, $3::bigint, $3::bigint, $3::bigint - 1, $3::bigint - 1, $3::bigint - 1, 1 FROM mailboxes
-               WHERE address = $1 AND (expires_ms IS NULL OR expires_ms > $4)
-               ON CONFLICT (mbox, name) DO UPDATE SET
-                 next_batch = groups.next_batch + 1,
-                 cursor0 = CASE WHEN $5::boolean THEN excluded.cursor0 ELSE groups.cursor0 END,
-                 cursor1 = CASE WHEN $5::boolean THEN excluded.cursor1 ELSE groups.cursor1 END,
-                 cursor2 = CASE WHEN $5::boolean THEN excluded.cursor2 ELSE groups.cursor2 END,
-                 delivered0 = CASE WHEN $5::boolean THEN excluded.delivered0 ELSE groups.delivered0 END,
-                 delivered1 = CASE WHEN $5::boolean THEN excluded.delivered1 ELSE groups.delivered1 END,
-                 delivered2 = CASE WHEN $5::boolean THEN excluded.delivered2 ELSE groups.delivered2 END
-               RETURNING mbox, cursor0, cursor1, cursor2, delivered0, delivered1, delivered2, next_batch - 1 AS batch`,
-        values: [mailbox, group, from, nowMs, options.reset],
-      });
-      const state = locked.rows[0];
-      if (!state) return [];
-      if (options.reset) {
-        await c.query("DELETE FROM deliveries WHERE mbox = $1 AND grp = $2", [state.mbox, group]);
-      }
-      // Past the highest id handed out, plus what an expired lease gave back; every other live
-      // message between the cursor and that id is leased or ACKed (it has a delivery row).
-      const fresh = (rank: number) =>
-        `(SELECT ${MESSAGE_COLUMNS} FROM messages m
-          WHERE m.mbox = $mbox AND m.priority = ${rank} AND m.msg_id > $d${rank} AND ${LIVE_MESSAGE}
-          ORDER BY m.msg_id LIMIT $limit)`;
-      const { rows } = await c.query<MessageRow>({
-        name: "mq9-claim",
-        text: named(
-          `${[0, 1, 2].map(fresh).join(" UNION ALL ")}
-           UNION ALL
-           (SELECT ${MESSAGE_COLUMNS.replace(/(^|, )/g, "$1m.")} FROM deliveries d
-              JOIN messages m ON m.mbox = d.mbox AND m.msg_id = d.msg_id
-            WHERE d.mbox = $mbox AND d.grp = $grp AND NOT d.acked AND d.lease_until_ms <= $now AND ${LIVE_MESSAGE}
-            ORDER BY d.priority, d.msg_id LIMIT $limit)
-           ORDER BY priority, msg_id`,
-          ["mbox", "d0", "d1", "d2", "now", "limit", "grp"],
-        ),
-        values: [state.mbox, state.delivered0, state.delivered1, state.delivered2, nowMs, limit, group],
-      });
-      const taken = takeWithinBudget(rows, limit, options.maxBytes);
-      if (taken.length === 0) return [];
-      const delivered = [state.delivered0, state.delivered1, state.delivered2];
-      for (const row of taken) delivered[row.priority] = Math.max(delivered[row.priority], row.msg_id);
-      // The leases and the group's new high-water marks in one statement.
-      await c.query({
-        name: "mq9-lease",
-        text: `WITH leased AS (
-                 INSERT INTO deliveries (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked)
-                 SELECT $1, $2, msg_id, priority, $3, pos, $4, false
-                 FROM unnest($5::bigint[], $6::smallint[]) WITH ORDINALITY AS t(msg_id, priority, pos)
-                 ON CONFLICT (mbox, grp, msg_id) DO UPDATE
-                   SET batch = excluded.batch, pos = excluded.pos, lease_until_ms = excluded.lease_until_ms)
-               UPDATE groups SET delivered0 = $7, delivered1 = $8, delivered2 = $9 WHERE mbox = $1 AND name = $2`,
-        values: [
-          state.mbox,
-          group,
-          state.batch,
-          nowMs + options.leaseMs,
-          taken.map((r) => r.msg_id),
-          taken.map((r) => r.priority),
-          ...delivered,
-        ],
-      });
-      return taken.map(storedMessage);
+    const { rows } = await this.call<MessageRow>("cannot fetch messages", {
+      name: "mq9-claim",
+      text: "SELECT * FROM mq9_claim($1, $2, $3, $4, $5, $6, $7, $8)",
+      values: [
+        mailbox,
+        group,
+        options.start.fromId,
+        options.nowMs,
+        options.reset,
+        options.limit,
+        options.maxBytes,
+        options.nowMs + options.leaseMs,
+      ],
     });
+    return rows.map(storedMessage);
   }
 
+  /** One round trip: mq9_ack (postgres-schema.ts), batch-aware, under the group's row lock. */
   async ack(mailbox: string, group: string, msgId: number, nowMs: number): Promise<boolean> {
-    return this.transaction("cannot acknowledge the message", async (c) => {
-      const locked = await c.query<GroupRow>({
-        name: "mq9-ack-group",
-        text: `SELECT g.mbox, g.cursor0, g.cursor1, g.cursor2, g.delivered0, g.delivered1, g.delivered2
-               FROM groups g JOIN mailboxes b ON b.id = g.mbox
-               WHERE b.address = $1 AND (b.expires_ms IS NULL OR b.expires_ms > $3) AND g.name = $2
-               FOR UPDATE OF g`,
-        values: [mailbox, group, nowMs],
-      });
-      const state = locked.rows[0];
-      if (!state) return false;
-      const cursors = [state.cursor0, state.cursor1, state.cursor2];
-      const target = await c.query<{ batch: number; pos: number }>({
-        name: "mq9-ack-target",
-        text: "SELECT batch, pos FROM deliveries WHERE mbox = $1 AND grp = $2 AND msg_id = $3 AND NOT acked",
-        values: [state.mbox, group, msgId],
-      });
-      const leased = target.rows[0];
-      if (!leased) return this.wasAcked(c, state, group, msgId, cursors);
-      // Where the cursors go once the message and every one before it in its claim are ACKed:
-      // to the lowest live message still in flight, or past the highest one handed out.
-      const inFlight = await c.query<{ priority: number; lowest: number }>({
-        name: "mq9-in-flight",
-        text: `SELECT d.priority, min(d.msg_id) AS lowest FROM deliveries d
-               JOIN messages m ON m.mbox = d.mbox AND m.msg_id = d.msg_id
-               WHERE d.mbox = $1 AND d.grp = $2 AND NOT d.acked AND NOT (d.batch = $4 AND d.pos <= $5)
-                 AND (m.expires_ms IS NULL OR m.expires_ms > $3)
-               GROUP BY d.priority`,
-        values: [state.mbox, group, nowMs, leased.batch, leased.pos],
-      });
-      const next = [state.delivered0 + 1, state.delivered1 + 1, state.delivered2 + 1];
-      for (const row of inFlight.rows) next[row.priority] = Math.min(next[row.priority], row.lowest);
-      for (let rank = 0; rank < 3; rank++) next[rank] = Math.max(next[rank], cursors[rank]);
-      // Rows the cursors pass are deleted (ACKed ones among them need no mark); the covered rows
-      // above them are marked ACKed, so they are not delivered again.
-      await c.query({
-        name: "mq9-ack",
-        text: `WITH passed AS (
-                 DELETE FROM deliveries WHERE mbox = $1 AND grp = $2
-                   AND ((priority = 0 AND msg_id < $3) OR (priority = 1 AND msg_id < $4) OR (priority = 2 AND msg_id < $5))),
-               marked AS (
-                 UPDATE deliveries SET acked = true
-                 WHERE mbox = $1 AND grp = $2 AND batch = $6 AND pos <= $7 AND NOT acked
-                   AND NOT ((priority = 0 AND msg_id < $3) OR (priority = 1 AND msg_id < $4) OR (priority = 2 AND msg_id < $5)))
-               UPDATE groups SET cursor0 = $3, cursor1 = $4, cursor2 = $5
-               WHERE mbox = $1 AND name = $2 AND (cursor0, cursor1, cursor2) IS DISTINCT FROM ($3, $4, $5)`,
-        values: [state.mbox, group, ...next, leased.batch, leased.pos],
-      });
-      return true;
+    const { rows } = await this.call<{ acked: boolean }>("cannot acknowledge the message", {
+      name: "mq9-ack",
+      text: "SELECT mq9_ack($1, $2, $3, $4) AS acked",
+      values: [mailbox, group, msgId, nowMs],
     });
+    return rows[0]?.acked === true;
   }
 
-  async query(mailbox: string, options: QueryOptions): Promise<StoredMessage[]> {
+  async releaseLeases(
+    mailbox: string,
+    group: string,
+    msgIds: readonly number[],
+    leaseUntilMs: number,
+  ): Promise<number> {
+    if (msgIds.length === 0) return 0;
+    // No group lock needed: a claim reading the rows before this commits just does not see them
+    // yet, and its own lease upsert waits for these row locks.
+    const { rowCount } = await this.run("cannot give the leases back", {
+      name: "mq9-release-leases",
+      text: `UPDATE deliveries d SET lease_until_ms = 0 FROM mailboxes b
+             WHERE b.address = $1 AND d.mbox = b.id AND d.grp = $2 AND d.msg_id = ANY($3::bigint[])
+               AND NOT d.acked AND d.lease_until_ms = $4`,
+      values: [mailbox, group, msgIds, leaseUntilMs],
+    });
+    return rowCount ?? 0;
+  }
+
+  async query(mailbox: string, options: StoreQuery): Promise<StoredMessage[]> {
     if (options.limit <= 0) return [];
     const where = ["m.mbox = b.id", LIVE_MESSAGE];
     const names = ["address", "now", "limit"];
@@ -710,27 +624,6 @@ export class PostgresStore implements Store, StoreInspection {
     });
   }
 
-  /** An ACK that changed nothing succeeds when the message was ACKed already (a row, or below its cursor). */
-  private async wasAcked(
-    c: pg.PoolClient,
-    state: GroupRow,
-    group: string,
-    msgId: number,
-    cursors: readonly number[],
-  ): Promise<boolean> {
-    const { rows } = await c.query<{ acked: boolean | null; priority: number | null }>({
-      name: "mq9-ack-state",
-      text: `SELECT (SELECT acked FROM deliveries WHERE mbox = $1 AND grp = $2 AND msg_id = $3) AS acked,
-                    (SELECT priority FROM messages WHERE mbox = $1 AND msg_id = $3) AS priority`,
-      values: [state.mbox, group, msgId],
-    });
-    const row = rows[0];
-    if (row?.acked === true) return true;
-    if (row?.acked === false) return false;
-    if (row?.priority !== null && row?.priority !== undefined) return msgId < cursors[row.priority];
-    return msgId < Math.min(...cursors);
-  }
-
   /** One statement outside a transaction, its failure mapped to a StorageError. */
   private async run<R extends pg.QueryResultRow = pg.QueryResultRow>(
     context: string,
@@ -741,6 +634,22 @@ export class PostgresStore implements Store, StoreInspection {
       return await this.pool.query<R>(config);
     } catch (err) {
       throw postgresError(err, context, this.where);
+    }
+  }
+
+  /** One statement that is its own transaction, run again on a deadlock or serialization failure. */
+  private async call<R extends pg.QueryResultRow>(
+    context: string,
+    config: pg.QueryConfig,
+  ): Promise<pg.QueryResult<R>> {
+    this.assertOpen();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.pool.query<R>(config);
+      } catch (err) {
+        if (attempt < DEADLOCK_RETRIES && isRetryable(err)) continue;
+        throw postgresError(err, context, this.where);
+      }
     }
   }
 

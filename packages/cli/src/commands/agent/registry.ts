@@ -93,7 +93,7 @@ async function manifestRegistration(
   const raw = await readJsonObject(flags.manifest!);
   if (flags.name !== undefined) raw.name = flags.name;
   if (flags.mailbox !== undefined) raw.mailbox = flags.mailbox;
-  // Only --manifest needs the orchestrator's manifest rules: loaded here, not by every agent command.
+  // Only --manifest needs the Agent SDK's manifest rules: loaded here, not by every agent command.
   const { ManifestError, registrationBody, resolveManifest } = await import("@mq9/agent");
   let manifest: ResolvedManifest;
   try {

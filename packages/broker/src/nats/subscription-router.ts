@@ -7,7 +7,7 @@ const NO_RESPONDERS_HEADER = Buffer.from("NATS/1.0 503\r\n\r\n");
 const EMPTY = Buffer.alloc(0);
 
 /** Delivers messages to matching subscriptions: every plain one, and one member per queue group. */
-export class Router {
+export class SubscriptionRouter {
   readonly subscriptions = new Sublist<Subscription>();
   /** Set when clients are isolated: a message on a reply inbox goes to the inbox's owner alone. */
   inboxes: InboxClaims | undefined;

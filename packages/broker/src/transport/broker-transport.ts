@@ -1,0 +1,44 @@
+import type { Notifier } from "../engine/notifier.js";
+import type { BrokerMetrics } from "../http/broker-metrics.js";
+import type { Mq9Service } from "../service/mq9-service.js";
+import type { Store } from "../store/store.js";
+
+/** Where a broker's clients connect. */
+export interface BrokerAddress {
+  host: string;
+  port: number;
+}
+
+/** What /healthz reports of a transport: `ok`, and details of its own. */
+export interface TransportHealth {
+  ok: boolean;
+  [detail: string]: unknown;
+}
+
+/**
+ * How requests reach a broker's service: the embedded NATS-protocol listener, or a queue group
+ * of an existing NATS cluster. Broker.start builds the same engine, registry, service and HTTP
+ * server over either.
+ */
+export interface BrokerTransport {
+  /** Wakes long-polls (across nodes, in a cluster); undefined: the engine's own, in-process. */
+  readonly notifier?: Notifier;
+  /** True when users are configured and the service must check who owns what. */
+  readonly isolatesClients: boolean;
+  /** What the registry factory is told of the transport (see RegistryContext). */
+  readonly registryScope: { maxPayload?: number; node?: string };
+  /** The HTTP server's host when its options give none. */
+  readonly defaultHttpHost: string;
+  connectionCount(): number;
+  /** Adds the transport's gauges (and those of the store it knows how to watch). */
+  watch(metrics: BrokerMetrics, store: Store): void;
+  health(): TransportHealth;
+  /** Starts handing requests to `service`; resolves with where clients connect. */
+  serve(service: Mq9Service): Promise<BrokerAddress>;
+  /** Tells clients on which port the HTTP server listens, where the transport can. */
+  advertiseHttp(port: number): void;
+  /** Takes no new requests (those in hand are still answered). */
+  stopReceiving(): Promise<void>;
+  /** Flushes replies (up to `drainTimeoutMs`, else the transport's default) and disconnects. */
+  close(drainTimeoutMs?: number): Promise<void>;
+}

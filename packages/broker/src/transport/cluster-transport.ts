@@ -1,0 +1,70 @@
+import { type ClusterNode, startClusterNode } from "../cluster/cluster-node.js";
+import type { ClusterOptions } from "../cluster/cluster-options.js";
+import type { BrokerMetrics } from "../http/broker-metrics.js";
+import type { Logger } from "../logger.js";
+import type { Mq9Service } from "../service/mq9-service.js";
+import type { Store } from "../store/store.js";
+import type { BrokerAddress, BrokerTransport, TransportHealth } from "./broker-transport.js";
+
+/**
+ * One node of a cluster: requests come from a queue group of an existing NATS cluster (see
+ * cluster/cluster-node.ts); clients connect to the cluster's nats-servers.
+ */
+export class ClusterTransport implements BrokerTransport {
+  /** A node's service is not told who asked (the cluster's nats-servers check permissions). */
+  readonly isolatesClients = false;
+
+  private constructor(
+    readonly node: ClusterNode,
+    private readonly options: ClusterOptions,
+    private readonly logger: Logger,
+    readonly defaultHttpHost: string,
+  ) {}
+
+  /** Connects to the NATS cluster; not serving until serve(). */
+  static async connect(options: ClusterOptions, logger: Logger, httpHost: string): Promise<ClusterTransport> {
+    return new ClusterTransport(await startClusterNode(options, logger), options, logger, httpHost);
+  }
+
+  get notifier(): ClusterNode["notifier"] {
+    return this.node.notifier;
+  }
+
+  get registryScope(): { node: string } {
+    return { node: this.node.instance };
+  }
+
+  /** A node has no listener of its own: its clients are the cluster's. */
+  connectionCount(): number {
+    return 0;
+  }
+
+  watch(metrics: BrokerMetrics, store: Store): void {
+    this.node.watch(metrics, store);
+  }
+
+  health(): TransportHealth {
+    return this.node.health();
+  }
+
+  async serve(service: Mq9Service): Promise<BrokerAddress> {
+    this.node.serve(service);
+    const { nodeId, queueGroup, servers } = this.options;
+    this.logger.info(
+      { node: nodeId, servers },
+      `cluster node ${nodeId} serving $mq9.AI.> in queue group ${queueGroup ?? "mq9"}`,
+    );
+    const first = new URL(servers[0].includes("://") ? servers[0] : `nats://${servers[0]}`);
+    return { host: first.hostname, port: Number(first.port || 4222) };
+  }
+
+  advertiseHttp(): void {}
+
+  stopReceiving(): Promise<void> {
+    return this.node.stopReceiving();
+  }
+
+  close(drainTimeoutMs?: number): Promise<void> {
+    return this.node.close(drainTimeoutMs);
+  }
+}

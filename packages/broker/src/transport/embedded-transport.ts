@@ -1,0 +1,81 @@
+import { Defaults } from "@mq9/protocol";
+import { BrokerDefaults } from "../broker-defaults.js";
+import type { BrokerMetrics } from "../http/broker-metrics.js";
+import type { Logger } from "../logger.js";
+import { NatsListener, type NatsListenerOptions } from "../nats/index.js";
+import type { Mq9Service } from "../service/mq9-service.js";
+import { SqliteStore } from "../store/sqlite-store.js";
+import type { Store } from "../store/store.js";
+import type { BrokerAddress, BrokerTransport, TransportHealth } from "./broker-transport.js";
+import { ListenerBinding } from "./listener-binding.js";
+
+/** The embedded listener's settings, as BrokerOptions give them. */
+export type EmbeddedTransportOptions = Omit<NatsListenerOptions, "serverName" | "logger">;
+
+/** A broker of its own: the embedded NATS-protocol listener, clients connect to it. */
+export class EmbeddedTransport implements BrokerTransport {
+  readonly notifier = undefined;
+  readonly defaultHttpHost: string;
+  private readonly listener: NatsListener;
+  private readonly maxPayload: number;
+  private address?: BrokerAddress;
+
+  /** Throws on settings the listener refuses (nothing is opened then). */
+  constructor(
+    options: EmbeddedTransportOptions,
+    /** Its storage state is part of the health. */
+    private readonly store: Store,
+    logger: Logger,
+  ) {
+    const host = options.host ?? BrokerDefaults.host;
+    this.maxPayload = options.maxPayload ?? Defaults.maxPayload;
+    this.defaultHttpHost = host;
+    this.listener = new NatsListener({
+      ...options,
+      host,
+      port: options.port ?? Defaults.port,
+      maxPayload: this.maxPayload,
+      serverName: "mq9",
+      logger,
+    });
+  }
+
+  get isolatesClients(): boolean {
+    return this.listener.isolatesClients;
+  }
+
+  get registryScope(): { maxPayload: number } {
+    return { maxPayload: this.maxPayload };
+  }
+
+  connectionCount(): number {
+    return this.listener.connectionCount;
+  }
+
+  watch(metrics: BrokerMetrics, store: Store): void {
+    if (store instanceof SqliteStore) metrics.watchStore(() => store.logStatus());
+  }
+
+  health(): TransportHealth {
+    // "full": writes fail for lack of space (reads go on); the broker recovers by itself.
+    const storage = this.store instanceof SqliteStore ? this.store.storageState() : "ok";
+    return { ok: storage === "ok", connections: this.listener.connectionCount, storage };
+  }
+
+  async serve(service: Mq9Service): Promise<BrokerAddress> {
+    ListenerBinding.attach(this.listener, service);
+    this.address = await this.listener.listen();
+    return this.address;
+  }
+
+  advertiseHttp(port: number): void {
+    // `mq9 task …` and other HTTP tools given only the broker's address find the HTTP port here.
+    this.listener.advertise({ mq9_http_port: port });
+  }
+
+  async stopReceiving(): Promise<void> {}
+
+  close(drainTimeoutMs?: number): Promise<void> {
+    return this.listener.close({ drainTimeoutMs });
+  }
+}
