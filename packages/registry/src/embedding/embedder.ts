@@ -16,6 +16,8 @@ export interface Embedder {
   readonly id: string;
   /** Loads the model when needed (idempotent) and resolves with the vector length. */
   load(): Promise<number>;
+  /** How many embed calls it runs at once (a pool of workers); callers with a backlog split it into this many. Default 1. */
+  readonly parallelism?: number;
   /** One vector per text, in order. */
   embed(texts: string[], options?: EmbedOptions): Promise<Float32Array[]>;
   close(): Promise<void>;

@@ -140,7 +140,9 @@ export class EmbeddingIndexer {
       for (;;) {
         if (this.closed) return;
         const target = this.enqueued;
-        const docs = await this.store.docsToEmbed(this.embedder.id, this.cursor, this.batchSize);
+        // One batch for each of the embedder's workers, embedded side by side.
+        const lanes = Math.max(1, this.embedder.parallelism ?? 1);
+        const docs = await this.store.docsToEmbed(this.embedder.id, this.cursor, this.batchSize * lanes);
         if (docs.length === 0) {
           // Whatever is left was deleted before its turn (or never needed a vector).
           for (const id of this.pendingIds) if (id <= target) this.pendingIds.delete(id);
@@ -148,7 +150,14 @@ export class EmbeddingIndexer {
           if (this.enqueued === target) return;
           continue;
         }
-        const vectors = await this.embedDocs(docs.map(embeddingText));
+        const texts = docs.map(embeddingText);
+        const share = Math.ceil(texts.length / lanes);
+        const parts = await Promise.all(
+          Array.from({ length: Math.ceil(texts.length / share) }, (_, i) =>
+            this.embedDocs(texts.slice(i * share, (i + 1) * share)),
+          ),
+        );
+        const vectors = parts.flat();
         await this.serial(async () => {
           const present = new Set(
             await this.store.markEmbedded(

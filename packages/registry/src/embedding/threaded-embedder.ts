@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { compiledWorkerUrl } from "../compiled-worker.js";
@@ -11,12 +12,20 @@ export interface ThreadedEmbedderOptions {
   id: string;
   /** Most texts in one call into the model; concurrent requests are merged up to it. */
   maxBatch?: number;
+  /** Worker threads, each with its own copy of the model (default: one per core, at most 4). */
+  workers?: number;
 }
 
 interface Job {
   texts: string[];
   resolve(vectors: Float32Array[]): void;
   reject(err: Error): void;
+}
+
+/** One worker thread and the batch it is running. */
+interface Slot {
+  worker: Worker;
+  inFlight?: { seq: number; jobs: Job[] };
 }
 
 function workerUrl(): URL {
@@ -27,28 +36,49 @@ function workerUrl(): URL {
   );
 }
 
+/** One worker per core leaves the broker's event loop to share them; past 4 the model copies cost more than they give. */
+function defaultWorkers(): number {
+  return Math.max(1, Math.min(4, availableParallelism()));
+}
+
 /**
- * Runs an embedder in a worker thread so that model inference never blocks
- * the broker's event loop. Requests that arrive while the model is busy are
- * merged into the next batch (queries ahead of documents).
+ * Runs an embedder in worker threads so that model inference never blocks
+ * the broker's event loop. Requests that arrive while every worker is busy
+ * are merged into the next batch (queries ahead of documents), and each idle
+ * worker takes the next batch, so concurrent queries and a backlog of skills
+ * use every core.
  */
 export class ThreadedEmbedder implements Embedder {
   readonly id: string;
+  /** How many batches run at once: callers with much to embed split it into this many calls. */
+  readonly parallelism: number;
   private readonly maxBatch: number;
-  private worker?: Worker;
+  private slots: Slot[] = [];
   private loading?: Promise<number>;
   private readonly queues: Record<EmbedPurpose, Job[]> = { query: [], document: [] };
-  private inFlight?: { seq: number; jobs: Job[]; purpose: EmbedPurpose };
   private seq = 0;
   private broken?: Error;
 
   constructor(private readonly options: ThreadedEmbedderOptions) {
     this.id = options.id;
     this.maxBatch = options.maxBatch ?? 32;
+    this.parallelism = Math.max(1, Math.floor(options.workers ?? defaultWorkers()));
   }
 
   load(): Promise<number> {
-    this.loading ??= new Promise<number>((resolve, reject) => {
+    this.loading ??= Promise.all(Array.from({ length: this.parallelism }, () => this.startWorker()))
+      .then((dimensions) => dimensions[0])
+      .catch((err: Error) => {
+        this.broken ??= err;
+        this.rejectAll(err);
+        for (const slot of this.slots.splice(0)) void slot.worker.terminate();
+        throw err;
+      });
+    return this.loading;
+  }
+
+  private startWorker(): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
       let worker: Worker;
       try {
         worker = new Worker(workerUrl(), { workerData: { spec: this.options.spec } });
@@ -56,26 +86,21 @@ export class ThreadedEmbedder implements Embedder {
         reject(err);
         return;
       }
-      this.worker = worker;
+      const slot: Slot = { worker };
+      this.slots.push(slot);
       worker.unref();
-      const onLoad = (reply: WorkerReply) => {
+      worker.on("message", (reply: WorkerReply) => {
         if (reply.type === "loaded") resolve(reply.dimensions);
         else if (reply.type === "failed" && reply.seq === undefined) {
           reject(reply.unavailable ? new EmbedderUnavailableError(reply.message) : new Error(reply.message));
-        }
-      };
-      worker.on("message", onLoad);
-      worker.on("message", (reply: WorkerReply) => this.settle(reply));
-      worker.on("error", (err) => this.fail(err, reject));
+        } else this.settle(slot, reply);
+      });
+      worker.on("error", (err) => this.fail(slot, err, reject));
       worker.on("exit", (code) =>
-        this.fail(new Error(`the embedding worker exited with code ${code}`), reject),
+        this.fail(slot, new Error(`the embedding worker exited with code ${code}`), reject),
       );
       worker.postMessage({ type: "load" } satisfies WorkerRequest);
-    }).catch((err: Error) => {
-      this.broken = err;
-      throw err;
     });
-    return this.loading;
   }
 
   embed(texts: string[], options: EmbedOptions = {}): Promise<Float32Array[]> {
@@ -91,29 +116,32 @@ export class ThreadedEmbedder implements Embedder {
   }
 
   private pump(): void {
-    if (this.inFlight || !this.worker || this.broken) return;
-    const purpose: EmbedPurpose = this.queues.query.length > 0 ? "query" : "document";
-    const queue = this.queues[purpose];
-    if (queue.length === 0) return;
-    const jobs: Job[] = [];
-    let count = 0;
-    while (queue.length > 0 && (jobs.length === 0 || count + queue[0].texts.length <= this.maxBatch)) {
-      const job = queue.shift()!;
-      jobs.push(job);
-      count += job.texts.length;
+    if (this.broken) return;
+    for (const slot of this.slots) {
+      if (slot.inFlight) continue;
+      const purpose: EmbedPurpose = this.queues.query.length > 0 ? "query" : "document";
+      const queue = this.queues[purpose];
+      if (queue.length === 0) return;
+      const jobs: Job[] = [];
+      let count = 0;
+      while (queue.length > 0 && (jobs.length === 0 || count + queue[0].texts.length <= this.maxBatch)) {
+        const job = queue.shift()!;
+        jobs.push(job);
+        count += job.texts.length;
+      }
+      const seq = ++this.seq;
+      slot.inFlight = { seq, jobs };
+      slot.worker.ref();
+      const request: WorkerRequest = { type: "embed", seq, texts: jobs.flatMap((j) => j.texts), purpose };
+      slot.worker.postMessage(request);
     }
-    const seq = ++this.seq;
-    this.inFlight = { seq, jobs, purpose };
-    this.worker.ref();
-    const request: WorkerRequest = { type: "embed", seq, texts: jobs.flatMap((j) => j.texts), purpose };
-    this.worker.postMessage(request);
   }
 
-  private settle(reply: WorkerReply): void {
-    const batch = this.inFlight;
+  private settle(slot: Slot, reply: WorkerReply): void {
+    const batch = slot.inFlight;
     if (!batch || reply.type === "loaded" || reply.seq !== batch.seq) return;
-    this.inFlight = undefined;
-    this.worker?.unref();
+    slot.inFlight = undefined;
+    slot.worker.unref();
     if (reply.type === "failed") {
       const err = reply.unavailable ? new EmbedderUnavailableError(reply.message) : new Error(reply.message);
       for (const job of batch.jobs) job.reject(err);
@@ -130,27 +158,33 @@ export class ThreadedEmbedder implements Embedder {
     this.pump();
   }
 
-  private fail(err: Error, rejectLoad: (err: Error) => void): void {
-    if (this.worker === undefined) return;
-    this.worker = undefined;
+  /** A worker that dies takes the embedder down with it: every waiting and later call fails with the reason. */
+  private fail(slot: Slot, err: Error, rejectLoad: (err: Error) => void): void {
+    if (!this.slots.includes(slot)) return;
+    this.slots = this.slots.filter((s) => s !== slot);
     this.broken ??= err;
     rejectLoad(err);
+    for (const job of slot.inFlight?.jobs ?? []) job.reject(err);
     this.rejectAll(err);
   }
 
   private rejectAll(err: Error): void {
-    const jobs = [...(this.inFlight?.jobs ?? []), ...this.queues.query, ...this.queues.document];
-    this.inFlight = undefined;
+    const jobs = [
+      ...this.slots.flatMap((slot) => slot.inFlight?.jobs ?? []),
+      ...this.queues.query,
+      ...this.queues.document,
+    ];
+    for (const slot of this.slots) slot.inFlight = undefined;
     this.queues.query = [];
     this.queues.document = [];
     for (const job of jobs) job.reject(err);
   }
 
   async close(): Promise<void> {
-    const worker = this.worker;
+    const slots = this.slots.splice(0);
     this.broken ??= new Error("the embedder is closed");
+    for (const job of slots.flatMap((slot) => slot.inFlight?.jobs ?? [])) job.reject(this.broken);
     this.rejectAll(this.broken);
-    this.worker = undefined;
-    if (worker) await worker.terminate();
+    await Promise.all(slots.map((slot) => slot.worker.terminate()));
   }
 }

@@ -1,5 +1,5 @@
 import type { Logger } from "@mq9/broker";
-import { ClusterLock, postgresError } from "@mq9/broker";
+import { ClusterLock, postgresError } from "@mq9/broker/internal";
 import type { AgentSelector } from "@mq9/protocol";
 import type pg from "pg";
 import type { VectorItem, VectorStore } from "../vectors/vector-store.js";

