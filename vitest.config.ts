@@ -8,6 +8,7 @@ export default defineConfig({
     // Tests run against the sources of sibling packages, not their last build.
     alias: {
       "@mq9/protocol": src("protocol"),
+      "@mq9/broker/internal": fileURLToPath(new URL("./packages/broker/src/internal.ts", import.meta.url)),
       "@mq9/broker": src("broker"),
       "@mq9/registry": src("registry"),
       "@mq9/client/a2a": fileURLToPath(new URL("./packages/client/src/a2a/index.ts", import.meta.url)),

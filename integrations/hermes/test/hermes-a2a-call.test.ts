@@ -1,9 +1,8 @@
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from "@a2a-js/sdk/server";
 import { connect, type Mq9Client } from "@mq9/client";
 import { A2AAgent, TaskEvents } from "@mq9/client/a2a";
-import { ensurePythonEnv, skipWithoutPython } from "@mq9/testkit";
+import { ensurePythonEnv, skipWithoutPython, userText } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { userText } from "../../../packages/client/test/a2a-agents.js";
 import { type JsonLines, type Mq9Serve, mq9OnPath, mq9Serve, python, tempHome } from "./harness.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: the client prints JSON

@@ -3,9 +3,8 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { connect, type Mq9Client } from "@mq9/client";
 import { A2AAgent, A2AClient } from "@mq9/client/a2a";
-import { ensurePythonEnv, skipWithoutPython, VENV } from "@mq9/testkit";
+import { ensurePythonEnv, skipWithoutPython, TranslatorExecutor, translatorCard, VENV } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TranslatorExecutor, translatorCard } from "../../../packages/client/test/a2a-agents.js";
 import { type JsonLines, type Mq9Serve, mq9OnPath, mq9Serve, python, REPO, tempHome } from "./harness.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: tool results are JSON read field by field

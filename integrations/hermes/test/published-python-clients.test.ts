@@ -1,13 +1,14 @@
 import { connect, type Mq9Client } from "@mq9/client";
 import { A2AAgent } from "@mq9/client/a2a";
-import { ensurePythonEnv, skipWithoutPython } from "@mq9/testkit";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  ensurePythonEnv,
   SlowExecutor,
+  skipWithoutPython,
   slowCard,
   TranslatorExecutor,
   translatorCard,
-} from "../../../packages/client/test/a2a-agents.js";
+} from "@mq9/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Mq9Serve, mq9OnPath, mq9Serve, python } from "./harness.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: the script prints JSON

@@ -1,3 +1,23 @@
+/**
+ * `@mq9/broker`: the mq9 broker as a library — persistent mailboxes, consumer groups and expiry
+ * over a `Store` (embedded SQLite, or PostgreSQL shared by a cluster), answered over the NATS
+ * client protocol by the embedded listener or through an existing NATS cluster.
+ *
+ * ```ts
+ * import { Broker } from "@mq9/broker";
+ * import { registryFactory } from "@mq9/registry";
+ *
+ * const broker = await Broker.start({ port: 0, dataDir: "./my-mailboxes", registry: registryFactory() });
+ * console.log(`clients connect to mq9://${broker.host}:${broker.port}`);
+ * // …
+ * await broker.close();
+ * ```
+ *
+ * This file lists what users may rely on; everything else under `src/` is internal.
+ * See packages/broker/README.md for the folders.
+ *
+ * @module
+ */
 export {
   AGENT_PERMISSIONS,
   type AuthOptions,
@@ -6,20 +26,11 @@ export {
   type PermissionsProfile,
   type Principal,
   type SubjectRules,
-  UserDirectory,
   type UserOptions,
 } from "./auth/index.js";
 export { Broker, type BrokerHttpOptions, type BrokerOptions } from "./broker.js";
 export { BrokerDefaults } from "./broker-defaults.js";
-export { MessagingEngine, type MessagingEngineOptions } from "./engine/messaging-engine.js";
-export { LocalNotifier, type Notifier, type Watch } from "./engine/notifier.js";
-export { BrokerMetrics } from "./http/broker-metrics.js";
-export { HttpServer, type HttpServerOptions } from "./http/http-server.js";
-export { ApiError } from "./http/rest/api-error.js";
-export type { RestApi, RestApiOptions } from "./http/rest/rest-api.js";
-export type { HttpMethod, RestRouter, RouteInput, RouteOutput, RouteSpec } from "./http/rest/rest-router.js";
 export { type Logger, silentLogger } from "./logger.js";
-export { NatsListener, type NatsListenerOptions } from "./nats/index.js";
 export type {
   DiscoverResult,
   Registry,
@@ -28,33 +39,5 @@ export type {
   RegistryStatus,
   VectorIndexStatus,
 } from "./registry.js";
-export { type Mq9Request, Mq9Service } from "./service/mq9-service.js";
-export type { RequestObserver } from "./service/request-observer.js";
-export { ClusterLock } from "./store/postgres/cluster-lock.js";
-export { postgresError } from "./store/postgres/postgres-errors.js";
-export {
-  PostgresStore,
-  type PostgresStoreOptions,
-  type SharedDatabase,
-} from "./store/postgres/postgres-store.js";
-export { SqliteStore, type SqliteStoreOptions, type SyncMode } from "./store/sqlite-store.js";
+export type { SyncMode } from "./store/sqlite-store.js";
 export { StorageError } from "./store/storage-error.js";
-export type {
-  AppendResult,
-  ClaimOptions,
-  MailboxRecord,
-  NewMessage,
-  PurgeResult,
-  ReadOptions,
-  StartPosition,
-  Store,
-  StoredMessage,
-  StoreQuery,
-} from "./store/store.js";
-export type {
-  GroupStats,
-  MailboxStats,
-  MailboxStatsOptions,
-  StoreInspection,
-  StoreTotals,
-} from "./store/store-inspection.js";

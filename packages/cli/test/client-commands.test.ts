@@ -1,6 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Broker, NatsListener } from "@mq9/broker";
+import { Broker } from "@mq9/broker";
+import { NatsListener } from "@mq9/broker/internal";
 import { connect, type Mq9Client } from "@mq9/client";
 import { registryFactory } from "@mq9/registry";
 import { connect as natsConnect, nkeys } from "nats";

@@ -197,7 +197,7 @@ export async function knownSubjects(monitorPort: number, client?: string): Promi
 
 type Via = ReturnType<typeof mq9Client>;
 
-/** Sends `count` messages `inFlight` at a time; resolves with what each SEND got, and the error texts. */
+/** Sends `count` messages `inFlight` at a time; resolves with what each SEND got, and how often each error came. */
 export async function sendLoad(
   via: Via,
   mailbox: string,
@@ -207,7 +207,8 @@ export async function sendLoad(
 ) {
   const acked = new Map<string, number>();
   const failed: string[] = [];
-  const errors = new Set<string>();
+  const errors = new Map<string, number>();
+  const tally = (error: string) => errors.set(error, (errors.get(error) ?? 0) + 1);
   let next = 0;
   await Promise.all(
     Array.from({ length: inFlight }, async () => {
@@ -218,11 +219,11 @@ export async function sendLoad(
           if (reply.error === "" && typeof reply.msg_id === "number") acked.set(body, reply.msg_id);
           else {
             failed.push(body);
-            errors.add(reply.error);
+            tally(reply.error);
           }
         } catch (err) {
           failed.push(body);
-          errors.add(`(client) ${(err as Error).message}`);
+          tally(`(client) ${(err as Error).message}`);
         }
         onProgress?.(acked.size);
       }

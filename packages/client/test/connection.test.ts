@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { NatsListener } from "@mq9/broker";
+import { NatsListener } from "@mq9/broker/internal";
 import { boxName, eventually, sleep, startBroker, type TestBroker } from "@mq9/testkit";
 import { connect as natsConnect, nkeys } from "nats";
 import { afterEach, describe, expect, it } from "vitest";

@@ -167,7 +167,11 @@ describe("send and fetch", () => {
   it("a message with a ttl is stored and readable before it expires", async () => {
     const box = await client.createMailbox({ name: boxName() });
     await client.send(box, "short-lived", { ttlSeconds: 3600 });
-    expect((await client.query(box)).map((m) => m.text())).toEqual(["short-lived"]);
+    await client.send(box, "old name", { ttl: 1800, ttlSeconds: 3600 });
+    const stored = await client.query(box);
+    expect(stored.map((m) => m.text())).toEqual(["short-lived", "old name"]);
+    // The new name wins over the deprecated one.
+    expect(stored.map((m) => m.headers["mq9-ttl"])).toEqual(["3600", "3600"]);
   });
 
   it("INVALID_REQUEST for bad option values, before or at the broker", async () => {

@@ -1,4 +1,4 @@
-import { NatsListener } from "@mq9/broker";
+import { NatsListener } from "@mq9/broker/internal";
 import { boxName, eventually, sleep, startBroker, type TestBroker } from "@mq9/testkit";
 import { type NatsConnection, connect as natsConnect } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -1,7 +1,8 @@
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
-import { PostgresStore, type RegistryContext, type RegistryFactory } from "@mq9/broker";
+import type { RegistryContext, RegistryFactory } from "@mq9/broker";
+import { PostgresStore } from "@mq9/broker/internal";
 import { AgentRegistry, type AgentRegistryOptions } from "./agent-registry.js";
 import type { Embedder } from "./embedding/embedder.js";
 import type { EmbedderSpec } from "./embedding/embedder-factory.js";

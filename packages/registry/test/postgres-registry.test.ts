@@ -1,4 +1,5 @@
-import { PostgresStore, type Principal } from "@mq9/broker";
+import type { Principal } from "@mq9/broker";
+import { PostgresStore } from "@mq9/broker/internal";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AgentRegistry } from "../src/agent-registry.js";
 import { openRegistry } from "../src/open-registry.js";

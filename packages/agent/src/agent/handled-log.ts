@@ -53,7 +53,7 @@ export class HandledLog {
     this.pending = [];
     if (ids.length > 0) {
       this.writing = this.writing.then(() =>
-        this.client.send(this.mailbox, { msg_ids: ids }, { ttl: this.ttlSeconds }).then(
+        this.client.send(this.mailbox, { msg_ids: ids }, { ttlSeconds: this.ttlSeconds }).then(
           () => undefined,
           (err: Error) =>
             this.onError(new Error(`could not note ${ids.length} handled messages: ${err.message}`)),

@@ -37,7 +37,7 @@ export class DeadLetters {
     const letter: DeadLetter = { reason, at: Date.now(), ...what };
     const body = JSON.stringify(letter);
     const options = {
-      ttl: this.ttlSeconds,
+      ttlSeconds: this.ttlSeconds,
       tags: what.envelope ? [traceTag(what.envelope.trace_id), "dead"] : ["dead"],
       headers: { "mq9-dead-reason": reason.replace(/[\r\n]+/g, " ").slice(0, 500) },
     };

@@ -36,7 +36,7 @@ export async function sendEnvelope(
   await client.send(mailbox, JSON.stringify(sent), {
     priority: sent.priority,
     key: options.key,
-    ttl: options.ttl ? options.ttl : undefined,
+    ttlSeconds: options.ttl ? options.ttl : undefined,
     tags: [traceTag(sent.trace_id)],
     headers,
   });

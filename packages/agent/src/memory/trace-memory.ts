@@ -82,7 +82,7 @@ export class TraceMemory {
 
   /** Creates the mailbox (with the memory's TTL) unless it exists. */
   ensureMailbox(): Promise<void> {
-    this.created ??= this.client.ensureMailbox({ name: this.mailbox, ttl: this.ttlSeconds }).then(
+    this.created ??= this.client.ensureMailbox({ name: this.mailbox, ttlSeconds: this.ttlSeconds }).then(
       () => undefined,
       (err: unknown) => {
         this.created = undefined;

@@ -1,4 +1,3 @@
-import type { IncomingMessage } from "node:http";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { UserDirectory } from "../auth/index.js";
 import type { Principal } from "../auth/principal.js";

@@ -1,7 +1,7 @@
 import { statSync } from "node:fs";
 import type Database from "better-sqlite3";
 import type { CommitPacer } from "./commit-pacer.js";
-import type { MessageLog } from "./message-log.js";
+import type { SegmentCompactor } from "./segment-compactor.js";
 import type { SqliteStatements } from "./sqlite-statements.js";
 import type { CheckpointReply } from "./wal-checkpoint-worker.js";
 import { WalCheckpointer } from "./wal-checkpointer.js";
@@ -41,7 +41,8 @@ export class DiskUpkeep {
     private readonly file: string,
     synchronous: "NORMAL" | "FULL",
     private readonly stmt: Pick<SqliteStatements, "freePages">,
-    private readonly log: MessageLog | undefined,
+    /** Absent for an in-memory store (no log). */
+    private readonly compactor: SegmentCompactor | undefined,
     private readonly pacer: CommitPacer,
     /** Databases made before the format had it have no incremental vacuum (it needs a full VACUUM to turn on). */
     private readonly incrementalVacuum: boolean,
@@ -83,7 +84,7 @@ export class DiskUpkeep {
    * file system (incremental vacuum, at most once a second); call with every row committed.
    */
   private reclaim(): void {
-    this.log?.removeUnused((change) => this.pacer.atomically(change));
+    this.compactor?.removeUnused((change) => this.pacer.atomically(change));
     const now = Date.now();
     if (now - this.lastVacuumMs < VACUUM_INTERVAL_MS || this.db.inTransaction) return;
     this.lastVacuumMs = now;

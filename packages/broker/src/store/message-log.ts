@@ -5,13 +5,11 @@ import {
   type AppendedRow,
   decodeAppendedRows,
   type EncodedRows,
-  encodeAppendedRows,
   type SpanLocation,
   spanLength,
   splitSpan,
 } from "./appended-rows.js";
 import { parseJournal } from "./legacy-journal.js";
-import { type LocatedRow, locationOf } from "./message-row-writer.js";
 import { CorruptRecordError } from "./record-checks.js";
 import { RECORD_HEADER } from "./record-framing.js";
 import {
@@ -24,27 +22,6 @@ import {
 } from "./segment-log.js";
 import { type SegmentShare, SegmentUsage } from "./segment-usage.js";
 
-/**
- * A segment whose stored messages hold at most this fraction of a segment's size (1/16) has
- * them moved into their rows, so the segment can be deleted.
- */
-const SPARSE_FRACTION = 16;
-
-/** A segment's live messages are copied forward at most this often (each copy holds the event loop). */
-const COPY_INTERVAL_MS = 1000;
-/** Rows per record written by a copy. */
-const COPY_ROWS_PER_RECORD = 1024;
-
-/** A row as a copy reads it: everything but the bytes, which are in the log. */
-interface CopiedRow extends LocatedRow {
-  mbox: number;
-  priority: number;
-  msg_key: string | null;
-  tags: string | null;
-  created_ms: number;
-  expires_ms: number | null;
-}
-
 /** Spans at most this far apart are read together (the rest of a row's record lies between). */
 const MAX_READ_GAP = 4096;
 /** Bytes at most in one read of neighbouring spans. */
@@ -54,15 +31,6 @@ const MAX_READ = 1024 * 1024;
 export interface MessageBytes {
   header: Buffer | null;
   payload: Buffer;
-}
-
-/** The message log's options: the segment log's, and the crash hook of its tests. */
-export interface MessageLogOptions extends SegmentLogOptions {
-  /**
-   * Crash tests only: called once a copy-forward's records are written, before the commit that
-   * points the rows at them (a test kills its process here).
-   */
-  afterCopyWritten?: () => void;
 }
 
 /** Rows read back from the log at start-up that the database does not hold yet. */
@@ -76,36 +44,16 @@ export type ReplayedRows = AppendedRow[];
  */
 export class MessageLog {
   private readonly usage = new SegmentUsage();
-  /** Segments that could not be compacted or deleted; left alone until the next start. */
-  private readonly kept = new Set<number>();
-  private lastCopyMs = 0;
-  private readonly stmt;
   private readonly savePosition: (position: LogPosition) => void;
 
   private constructor(
     private readonly db: Database.Database,
     readonly dir: string,
     private readonly segments: SegmentLog,
-    private readonly segmentBytes: number,
-    private readonly afterCopyWritten?: () => void,
+    /** The size at which a new segment starts. */
+    readonly segmentBytes: number,
   ) {
     this.savePosition = positionSaver(db);
-    this.stmt = {
-      anyRowIn: db.prepare<[number, number, number], { one: number }>(
-        "SELECT 1 AS one FROM messages WHERE msg_id BETWEEN ? AND ? AND seg = ? LIMIT 1",
-      ),
-      rowsIn: db.prepare<[number, number, number], LocatedRow>(
-        "SELECT msg_id, seg, seg_at, seg_len FROM messages WHERE msg_id BETWEEN ? AND ? AND seg = ?",
-      ),
-      rowsToCopy: db.prepare<[number, number, number], CopiedRow>(
-        `SELECT msg_id, mbox, priority, msg_key, tags, created_ms, expires_ms, seg, seg_at, seg_len
-         FROM messages WHERE msg_id BETWEEN ? AND ? AND seg = ? ORDER BY msg_id`,
-      ),
-      movePointer: db.prepare("UPDATE messages SET seg = ?, seg_at = ?, seg_len = ? WHERE msg_id = ?"),
-      moveInline: db.prepare(
-        "UPDATE messages SET header = ?, payload = ?, seg = NULL, seg_at = NULL, seg_len = NULL WHERE msg_id = ?",
-      ),
-    };
   }
 
   /**
@@ -117,13 +65,13 @@ export class MessageLog {
   static open(
     db: Database.Database,
     dataDir: string,
-    options: MessageLogOptions,
+    options: SegmentLogOptions,
   ): { log: MessageLog; replay: ReplayedRows; legacy: ReplayedRows; legacyJournal?: string } {
     const from = appliedPosition(db);
     const dir = join(dataDir, "log");
     const opened = SegmentLog.open(dir, from, options);
     const segmentBytes = options.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
-    const log = new MessageLog(db, dir, opened.log, segmentBytes, options.afterCopyWritten);
+    const log = new MessageLog(db, dir, opened.log, segmentBytes);
     const shares = db
       .prepare<[], SegmentShare & { seg: number }>(
         `SELECT seg, count(*) AS rows, sum(seg_len) AS bytes, min(msg_id) AS firstId, max(msg_id) AS lastId
@@ -244,112 +192,25 @@ export class MessageLog {
     return locatedRowsOf(readLogRange(this.dir, appliedPosition(this.db), this.segments.end));
   }
 
-  /**
-   * Deletes the segments no committed row points into, after moving the few
-   * messages left in one mostly-emptied segment into their rows (a long-lived
-   * message would otherwise keep a whole segment on disk). Only older
-   * segments qualify: every record in them is in the database (saveApplied
-   * passed them). Call with no transaction open; `atomically` runs a change
-   * in one.
-   */
-  removeUnused(atomically: (change: () => void) => void): void {
-    for (const segment of [...this.segments.segments()]) {
-      if (segment >= this.segments.current) break;
-      if (this.kept.has(segment)) continue;
-      try {
-        this.removeIfUnused(segment, atomically);
-      } catch {
-        // Bytes it should hold are missing, or the file cannot go: it stays, and the
-        // messages in it fail alone when read, not every change that comes after.
-        this.kept.add(segment);
-      }
-    }
+  /** The segments before the one being written, oldest first: every record in them is applied. */
+  closedSegments(): number[] {
+    return this.segments.segments().filter((segment) => segment < this.segments.current);
   }
 
-  private removeIfUnused(segment: number, atomically: (change: () => void) => void): void {
-    const share = this.usage.of(segment);
-    if (share.rows > 0 && share.bytes * SPARSE_FRACTION > this.segmentBytes) {
-      // Mostly dead, not nearly empty: its live messages are copied to the end of the log.
-      if (share.bytes * 2 > this.segmentBytes) return;
-      const now = Date.now();
-      if (now - this.lastCopyMs < COPY_INTERVAL_MS) return;
-      this.lastCopyMs = now;
-      if (!this.copyForward(segment, share, atomically)) {
-        this.kept.add(segment);
-        return;
-      }
-    } else if (share.rows > 0) {
-      let left = 0;
-      atomically(() => {
-        left = this.moveInline(segment, share);
-      });
-      if (left > 0) {
-        this.kept.add(segment);
-        return;
-      }
-      this.usage.forget(segment);
-    }
-    if (share.lastId >= share.firstId && this.stmt.anyRowIn.get(share.firstId, share.lastId, segment)) return;
+  /** What stored messages hold of a segment. */
+  share(segment: number): SegmentShare {
+    return this.usage.of(segment);
+  }
+
+  /** Stops counting a segment whose messages moved elsewhere (the file stays until removed). */
+  forgetShare(segment: number): void {
+    this.usage.forget(segment);
+  }
+
+  /** Deletes a segment file no row points into. */
+  removeSegment(segment: number): void {
     this.segments.remove(segment);
     this.usage.forget(segment);
-  }
-
-  /**
-   * Copies the live messages of a segment into new records at the end of the log and points
-   * their rows there, in one transaction that also records those records as applied (a
-   * replay after a crash between the two finds the rows and replaces them, see
-   * MessageRowWriter's `replaceRows`). False when a message in it is corrupt: nothing moves.
-   */
-  private copyForward(
-    segment: number,
-    share: SegmentShare,
-    atomically: (change: () => void) => void,
-  ): boolean {
-    const rows = this.stmt.rowsToCopy.all(share.firstId, share.lastId, segment);
-    const bytes = this.readMany(rows.map(locationOf));
-    if (bytes.some((b) => b instanceof CorruptRecordError)) return false;
-    const copies: AppendedRow[] = rows.map((row, i) => {
-      const read = bytes[i] as MessageBytes;
-      return {
-        id: row.msg_id,
-        mbox: row.mbox,
-        priority: row.priority,
-        key: row.msg_key,
-        tags: row.tags,
-        header: read.header,
-        payload: read.payload,
-        createdMs: row.created_ms,
-        expiresMs: row.expires_ms,
-        dueMs: null,
-      };
-    });
-    for (let first = 0; first < copies.length; first += COPY_ROWS_PER_RECORD) {
-      const group = copies.slice(first, first + COPY_ROWS_PER_RECORD);
-      this.append(group, encodeAppendedRows(group, RECORD_HEADER));
-    }
-    this.afterCopyWritten?.();
-    atomically(() => {
-      for (const copy of copies) {
-        const to = copy.located as SpanLocation;
-        this.stmt.movePointer.run(to.segment, to.offset, to.length, copy.id);
-      }
-      this.saveApplied();
-    });
-    for (const copy of copies) this.stored(copy.located as SpanLocation, copy.id);
-    this.usage.forget(segment);
-    return true;
-  }
-
-  /** Moves the messages of a segment into their rows; returns how many could not be (corrupt ones). */
-  private moveInline(segment: number, share: SegmentShare): number {
-    const rows = this.stmt.rowsIn.all(share.firstId, share.lastId, segment);
-    let left = 0;
-    this.readMany(rows.map(locationOf)).forEach((bytes, i) => {
-      // A message whose record is corrupt stays where it is (its reads fail), and so does the segment.
-      if (bytes instanceof CorruptRecordError) left++;
-      else if (bytes) this.stmt.moveInline.run(bytes.header, bytes.payload, rows[i].msg_id);
-    });
-    return left;
   }
 
   close(): void {

@@ -20,6 +20,7 @@ import {
 import type { CorruptRecordError } from "./record-checks.js";
 import { RECORD_HEADER } from "./record-framing.js";
 import { RecordSlab } from "./record-slab.js";
+import { SegmentCompactor } from "./segment-compactor.js";
 import { openSqliteDatabase } from "./sqlite-database.js";
 import { type MailboxRow, prepareStatements, type SqliteStatements } from "./sqlite-statements.js";
 import { SqliteStats } from "./sqlite-stats.js";
@@ -105,7 +106,7 @@ export interface SqliteStoreOptions {
    * at start-up among the records replayed, or when a message in it is read.
    */
   onCorruptRecord?: (err: CorruptRecordError) => void;
-  /** Crash tests only: see MessageLogOptions.afterCopyWritten. */
+  /** Crash tests only: see SegmentCompactorOptions.afterCopyWritten. */
   afterCopyWritten?: () => void;
 }
 
@@ -125,7 +126,8 @@ const DEFAULT_RECENT_MESSAGE_BYTES = 4 * 1024 * 1024;
  * - `claims` (GroupClaims): consumer-group cursors and leases;
  * - `reads` (MessageReads): rows to messages, their bytes from memory or the log;
  * - `ids` (MessageIds): the msg_id sequence and its committed reservation;
- * - `upkeep` (DiskUpkeep): WAL checkpoints, segment compaction, vacuum;
+ * - `upkeep` (DiskUpkeep): WAL checkpoints, vacuum; it runs `compactor` (SegmentCompactor),
+ *   which deletes or compacts the log segments no row needs;
  * - `health` (StorageHealth): whether there is room to write;
  * - `mailboxes` (MailboxRows), `stats` (SqliteStats), `stmt` (the statement catalogue).
  */
@@ -143,6 +145,8 @@ export class SqliteStore implements Store, StoreInspection {
   private readonly stats: SqliteStats;
   /** Where SENDs are made durable and their payloads kept (absent for an in-memory store). */
   private readonly log?: MessageLog;
+  /** Gives back the log's space: segments no row needs (absent for an in-memory store). */
+  private readonly compactor?: SegmentCompactor;
   /** Held open for the store's life: a second broker on the same directory is refused. */
   private readonly ownerLock?: Database.Database;
   /** Memory for the log records SENDs are encoded into. */
@@ -165,7 +169,10 @@ export class SqliteStore implements Store, StoreInspection {
       if (located) this.log?.released(located);
     });
     this.mailboxes = new MailboxRows(this.stmt.mailboxes);
-    if (!inMemory) this.log = this.openLog(options);
+    if (!inMemory) {
+      this.log = this.openLog(options);
+      this.compactor = new SegmentCompactor(db, this.log, { afterCopyWritten: options.afterCopyWritten });
+    }
     this.pacer = new CommitPacer({
       db,
       stmt: this.stmt.transaction,
@@ -183,7 +190,7 @@ export class SqliteStore implements Store, StoreInspection {
       file,
       synchronous,
       this.stmt,
-      this.log,
+      this.compactor,
       this.pacer,
       opened.incrementalVacuum,
     );
@@ -501,7 +508,6 @@ export class SqliteStore implements Store, StoreInspection {
       opened = MessageLog.open(this.db, options.dataDir, {
         sync: options.sync === "full",
         segmentBytes: options.logSegmentBytes,
-        afterCopyWritten: options.afterCopyWritten,
         onCorrupt: (err) => {
           this.corruptRecords++;
           options.onCorruptRecord?.(err);

@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
-import { type BrokerOptions, type Logger, PostgresStore } from "@mq9/broker";
+import type { BrokerOptions, Logger } from "@mq9/broker";
+import { PostgresStore } from "@mq9/broker/internal";
 import type { ServeConfig } from "./config.js";
 
 /**

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
-import { BrokerDefaults, UserDirectory } from "@mq9/broker";
+import { BrokerDefaults } from "@mq9/broker";
+import { UserDirectory } from "@mq9/broker/internal";
 import { Defaults } from "@mq9/protocol";
 import { z } from "zod";
 import { DEFAULT_TEMPLATES_FOLDER } from "../shared/templates-folder.js";

@@ -1,4 +1,5 @@
-import type { ClusterLock, Logger } from "@mq9/broker";
+import type { Logger } from "@mq9/broker";
+import type { ClusterLock } from "@mq9/broker/internal";
 import type { ServeOrchestrator } from "./orchestrator.js";
 
 const TRY_EVERY_MS = 2_000;

@@ -1,4 +1,4 @@
-import { ApiError, type RestRouter } from "@mq9/broker";
+import { ApiError, type RestRouter } from "@mq9/broker/internal";
 import type { ApiHandler, RouteRegistrar } from "@mq9/orchestrator";
 import { z } from "zod";
 

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { Broker, type BrokerOptions, type Logger, PostgresStore, type RestApi } from "@mq9/broker";
+import { Broker, type BrokerOptions, type Logger } from "@mq9/broker";
+import { PostgresStore, type RestApi } from "@mq9/broker/internal";
 import { registryFactory } from "@mq9/registry";
 import { say } from "../shared/output.js";
 import { ServeAgentApps } from "./agent-apps.js";

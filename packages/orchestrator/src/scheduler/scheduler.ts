@@ -21,12 +21,12 @@ import { type ConsumedMessage, type Consumer, type Mq9Client, Mq9Error } from "@
 import { OrchestratorError } from "../errors.js";
 import type { Router } from "../routing/router.js";
 import type { StepTemplate, TaskTemplate, TemplateProblem } from "../templates/task-template.js";
+import { compensationsOwed, errorText, recordAttempt, retryBackoffMs } from "./attempts.js";
 import { type RecoveryHost, resume, templateOf } from "./recovery.js";
 import { completedOutputs, mergeOutput, taskResult } from "./step-io.js";
 import { TaskAdmission } from "./task-admission.js";
 import { newTaskRecord, snapshot, type TaskRecord } from "./task-record.js";
 import {
-  type CompensationState,
   type Dispatch,
   isTerminal,
   moveTask,
@@ -96,13 +96,6 @@ export interface SubmitOptions {
   priority?: TaskPriority;
   /** Join an existing trace instead of starting one. */
   traceId?: string;
-}
-
-function errorText(payload: unknown): string {
-  if (typeof payload === "string") return payload;
-  const error = (payload as { error?: unknown } | null)?.error;
-  if (typeof error === "string") return error;
-  return JSON.stringify(payload) ?? "the agent answered with an error";
 }
 
 /**
@@ -394,7 +387,7 @@ export class Scheduler {
       const spec = stepSpec(record, step.id, this.workContext);
       record.timers.clear({ kind: "attempt-deadline", work: spec.ref });
       if (envelope.msg_type === "result") {
-        this.recordAttempt(step, "completed");
+        recordAttempt(step, "completed", this.now());
         step.output = envelope.payload;
         step.error = undefined;
         moveWork(step, "completed", this.now(), spec.label);
@@ -411,7 +404,7 @@ export class Scheduler {
     const spec = compensationSpec(record, index, this.workContext);
     record.timers.clear({ kind: "attempt-deadline", work: spec.ref });
     if (envelope.msg_type === "result") {
-      this.recordAttempt(compensation, "completed");
+      recordAttempt(compensation, "completed", this.now());
       compensation.output = envelope.payload;
       moveWork(compensation, "completed", this.now(), spec.label);
     } else {
@@ -665,7 +658,7 @@ export class Scheduler {
     reason: string,
   ): void {
     const now = this.now();
-    this.recordAttempt(work, outcome, reason);
+    recordAttempt(work, outcome, this.now(), reason);
     record.timers.clear({ kind: "attempt-deadline", work: spec.ref });
     this.release(work);
     if (work.dispatch && outcome === "timeout") this.sendCancel(record, work.dispatch);
@@ -674,11 +667,7 @@ export class Scheduler {
     work.error = reason;
     if (work.attempts <= spec.retry.count) {
       moveWork(work, "pending", now, spec.label);
-      const backoff = Math.min(
-        this.options.maxBackoffMs ?? 60_000,
-        spec.retry.backoffMs * 2 ** (work.attempts - 1),
-      );
-      work.retry_at = now + backoff;
+      work.retry_at = now + retryBackoffMs(spec.retry, work.attempts, this.options.maxBackoffMs ?? 60_000);
       this.armRetry(record, spec, work.retry_at);
       return;
     }
@@ -694,22 +683,6 @@ export class Scheduler {
     }
   }
 
-  private recordAttempt(
-    work: WorkState,
-    outcome: "completed" | "failed" | "timeout" | "canceled",
-    error?: string,
-  ) {
-    work.history.push({
-      attempt: work.attempts,
-      agent: work.dispatch?.agent,
-      msg_id: work.dispatch?.msg_id,
-      outcome,
-      error,
-      started_at: work.attempt_started_at ?? this.now(),
-      finished_at: this.now(),
-    });
-  }
-
   /** Ends a task early: stops its steps and lines up the compensations of what completed. */
   private endTask(record: TaskRecord, status: "failed" | "timeout" | "canceled", reason: string): void {
     const { state } = record;
@@ -723,26 +696,14 @@ export class Scheduler {
       if (step.dispatch && (step.status === "running" || step.status === "dispatching")) {
         this.release(step);
         this.sendCancel(record, step.dispatch);
-        this.recordAttempt(step, "canceled", reason);
+        recordAttempt(step, "canceled", now, reason);
       }
       record.timers.clearWork({ step: id });
       step.waiting = undefined;
       step.error ??= status === "canceled" ? "the task was canceled" : `the task ended: ${reason}`;
       moveWork(step, "canceled", now, `step '${id}'`);
     }
-    const template = record.template;
-    state.compensations = [...state.completed_order]
-      .reverse()
-      .filter((id) => template?.steps.find((s) => s.id === id)?.compensate)
-      .map(
-        (id): CompensationState => ({
-          step_id: id,
-          status: "pending",
-          attempts: 0,
-          history: [],
-          output: undefined,
-        }),
-      );
+    state.compensations = compensationsOwed(state, record.template);
     if (state.compensations.length > 0) state.compensation_status = "running";
   }
 

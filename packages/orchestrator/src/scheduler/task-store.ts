@@ -30,7 +30,7 @@ export class TaskStore {
     task.revision++;
     await this.client.send(this.mailbox, JSON.stringify(task), {
       key: taskKey(task.task_id),
-      ttl:
+      ttlSeconds:
         isTerminal(task.status) && task.compensation_status !== "running" ? this.retentionSeconds : undefined,
     });
   }

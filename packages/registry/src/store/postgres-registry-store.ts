@@ -1,5 +1,5 @@
 import type { Logger } from "@mq9/broker";
-import { ClusterLock, postgresError } from "@mq9/broker";
+import { ClusterLock, postgresError } from "@mq9/broker/internal";
 import type { AgentSelector } from "@mq9/protocol";
 import type pg from "pg";
 import type { VectorItem, VectorStore } from "../vectors/vector-store.js";
@@ -441,6 +441,13 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
     } catch (err) {
       throw postgresError(err, context, this.options.where);
     }
+    // The pool listens for socket errors on idle clients only: without this, a connection lost
+    // mid-write would be an unhandled 'error' event that ends the process.
+    let broken: Error | undefined;
+    const onError = (err: Error) => {
+      broken = err;
+    };
+    client.on("error", onError);
     try {
       await client.query("BEGIN");
       await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [this.lockName]);
@@ -451,7 +458,8 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
       await client.query("ROLLBACK").catch(() => {});
       throw postgresError(err, context, this.options.where);
     } finally {
-      client.release();
+      client.off("error", onError);
+      client.release(broken);
     }
   }
 }

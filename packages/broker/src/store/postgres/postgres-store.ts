@@ -167,10 +167,16 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease {
     const where = describeUrl(options.url);
     try {
       const client = await pool.connect();
+      let broken: Error | undefined;
+      const onError = (err: Error) => {
+        broken = err;
+      };
+      client.on("error", onError);
       try {
         await migrate(client, schema, logger);
       } finally {
-        client.release();
+        client.off("error", onError);
+        client.release(broken);
       }
     } catch (err) {
       await pool.end().catch(() => {});
@@ -664,6 +670,12 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease {
         throw postgresError(err, context, this.where);
       }
       let broken: Error | undefined;
+      // The pool listens for socket errors on idle clients only: on a checked-out one an 'error'
+      // event with no listener would end the process. The query in progress fails with it too.
+      const onError = (err: Error) => {
+        broken = err;
+      };
+      client.on("error", onError);
       try {
         await client.query("BEGIN");
         const result = await body(client);
@@ -676,7 +688,8 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease {
         if (attempt < DEADLOCK_RETRIES && isRetryable(err)) continue;
         throw postgresError(err, context, this.where);
       } finally {
-        // A connection that could not even roll back is not given to the next caller.
+        // A connection that failed or could not even roll back is not given to the next caller.
+        client.off("error", onError);
         client.release(broken);
       }
     }
