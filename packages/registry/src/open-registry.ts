@@ -30,6 +30,8 @@ export interface RegistrySettings {
   onnx?: { queryPrefix?: string; pooling?: "mean" | "cls"; maxTokens?: number };
   /** Run the embedder in a worker thread (default true). */
   threaded?: boolean;
+  /** Embedding worker threads, each with its own copy of the model (default one per core, at most 4). */
+  embedderWorkers?: number;
   /** Seconds for registrations without `ttl`; 0 = never expire. */
   defaultTtlS?: number;
   annThreshold?: number;
@@ -93,7 +95,7 @@ function buildEmbedder(settings: RegistrySettings): Embedder {
       : { kind: "use" };
   const inline = spec.kind === "onnx" ? new OnnxEmbedder(spec) : new UseEmbedder();
   if (settings.threaded === false) return inline;
-  return new ThreadedEmbedder({ spec, id: inline.id });
+  return new ThreadedEmbedder({ spec, id: inline.id, workers: settings.embedderWorkers });
 }
 
 function openVectorStore(settings: RegistrySettings, context: RegistryContext): Promise<VectorStore> {

@@ -28,6 +28,28 @@ embedderConformance(
   { semantic: false },
 );
 
+describe("ThreadedEmbedder with a pool of workers", () => {
+  it("splits concurrent batches over its workers and gives the vectors one model gives", async () => {
+    const pool = new ThreadedEmbedder({ spec: { kind: "onnx", modelDir: tinyBert }, id: "p", workers: 3 });
+    const single = new OnnxEmbedder({ modelDir: tinyBert });
+    try {
+      expect(pool.parallelism).toBe(3);
+      const texts = Array.from({ length: 60 }, (_, i) => `skill text number ${i}`);
+      const calls = Array.from({ length: 6 }, (_, i) => pool.embed(texts.slice(i * 10, i * 10 + 10)));
+      const pooled = (await Promise.all(calls)).flat();
+      const reference = await single.embed(texts);
+      expect(pooled).toHaveLength(60);
+      pooled.forEach((v, i) => {
+        expect(Array.from(v)).toEqual(Array.from(reference[i]).map((x) => expect.closeTo(x, 5)));
+      });
+    } finally {
+      await pool.close();
+      await single.close();
+    }
+    await expect(pool.embed(["after close"])).rejects.toThrow(/closed/);
+  });
+});
+
 describe("OnnxEmbedder specifics", () => {
   it("gives the model's width and says clearly when the model is missing", async () => {
     const embedder = new OnnxEmbedder({ modelDir: tinyBert, pooling: "cls", queryPrefix: "query: " });
