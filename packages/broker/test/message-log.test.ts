@@ -18,7 +18,7 @@ import { decodeAppendedRows, encodeAppendedRows } from "../src/store/appended-ro
 import { parseJournal } from "../src/store/legacy-journal.js";
 import { SqliteStore } from "../src/store/sqlite-store.js";
 
-const BUILT_BROKER = fileURLToPath(new URL("../dist/index.js", import.meta.url));
+const BUILT_BROKER = fileURLToPath(new URL("../dist/internal.js", import.meta.url));
 const NEVER_MS = 600_000;
 
 function tempDir(): string {
