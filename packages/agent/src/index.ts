@@ -49,7 +49,7 @@ export {
 } from "./bus/envelope.js";
 export { readEnvelope, type SendEnvelopeOptions, sendEnvelope } from "./bus/envelope-io.js";
 export { agentMailbox, BusNames, DEFAULT_NAMESPACE, traceTag } from "./bus/names.js";
-export { type Logger, silentLogger, stderrLogger } from "./logger.js";
+export { type Logger, namedStderrLogger, silentLogger } from "./logger.js";
 export {
   type AgentManifest,
   ManifestError,

@@ -1,24 +1,13 @@
-/** The logging surface the Agent SDK and the orchestrator need; pino loggers satisfy it. */
-export interface Logger {
-  debug(obj: object | string, msg?: string): void;
-  info(obj: object | string, msg?: string): void;
-  warn(obj: object | string, msg?: string): void;
-  error(obj: object | string, msg?: string): void;
-}
+import type { Logger } from "@mq9/protocol";
 
-export const silentLogger: Logger = {
-  debug() {},
-  info() {},
-  warn() {},
-  error() {},
-};
+export { type Logger, silentLogger } from "@mq9/protocol";
 
 /**
  * What is used when no logger is given: warnings and errors as one line each on stderr,
  * `<name>: <message>` and the fields as JSON; debug and info are dropped. The one place the
  * Agent SDK and the orchestrator write to stderr.
  */
-export function stderrLogger(name: string): Logger {
+export function namedStderrLogger(name: string): Logger {
   const line = (obj: object | string, msg?: string) => {
     const text = typeof obj === "string" ? obj : (msg ?? "");
     const fields = typeof obj === "string" || Object.keys(obj).length === 0 ? "" : ` ${JSON.stringify(obj)}`;

@@ -1,6 +1,6 @@
 import { Subjects } from "@mq9/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SqliteStore } from "../src/index.js";
+import { SqliteStore } from "../src/internal.js";
 import { startTestBroker, type TestBroker, texts } from "./harness.js";
 import { RestContract } from "./rest-contract.js";
 

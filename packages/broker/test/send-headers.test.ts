@@ -1,7 +1,7 @@
 import { Headers, parseHeaderBlock, splitTags } from "@mq9/protocol";
+import { randomHeaderBlocks } from "@mq9/testkit";
 import { describe, expect, it } from "vitest";
 import { readSendHeaders } from "../src/engine/send-headers.js";
-import { randomHeaderBlocks } from "./random-header-blocks.js";
 
 const OPTIONS = new Set<string>([Headers.priority, Headers.key, Headers.delay, Headers.ttl, Headers.tags]);
 const bytes = (text: string) => new TextEncoder().encode(text);

@@ -1,6 +1,6 @@
 import { rmSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
-import { SqliteStore } from "../src/index.js";
+import { SqliteStore } from "../src/internal.js";
 import type { NewMessage } from "../src/store/store.js";
 import { tempDir } from "./harness.js";
 

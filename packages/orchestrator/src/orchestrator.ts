@@ -1,4 +1,4 @@
-import { BusNames, type DeadLetter, DeadLetters, type Logger, stderrLogger } from "@mq9/agent/internal";
+import { BusNames, type DeadLetter, DeadLetters, type Logger, namedStderrLogger } from "@mq9/agent/internal";
 import { connect, type Mq9Client } from "@mq9/client";
 import { OrchestratorError } from "./errors.js";
 import type { OrchestratorApi, TemplateSummary } from "./http/api-routes.js";
@@ -100,7 +100,7 @@ export class Orchestrator implements OrchestratorApi {
 
   /** Connects, creates its mailboxes, reads the registry, resumes unfinished tasks and starts routing. */
   static async start(options: OrchestratorOptions = {}): Promise<Orchestrator> {
-    const report = options.onError ?? warnOn(options.logger ?? stderrLogger("mq9 orchestrator"));
+    const report = options.onError ?? warnOn(options.logger ?? namedStderrLogger("mq9 orchestrator"));
     const client = options.client ?? (await connect(options.server, { name: "mq9-orchestrator" }));
     const names = new BusNames(options.namespace);
     let ownedTemplates: TemplateSet | undefined;

@@ -45,6 +45,7 @@ export { Defaults } from "./defaults.js";
 export { Errors } from "./errors.js";
 export { headerBlockJson } from "./header-block-json.js";
 export { encodeHeaderBlock, Headers, headerMapJson, parseHeaderBlock, splitTags } from "./headers.js";
+export { type Logger, silentLogger } from "./logger.js";
 export { isValidMailAddress, MAIL_ADDRESS_MAX_LENGTH, mailAddressError } from "./mail-address.js";
 export { encodeMessageItem, type ItemHeaderParts, type WireMessage } from "./message-item.js";
 export type {

@@ -1,7 +1,7 @@
+import { randomHeaderBlocks } from "@mq9/testkit";
 import { describe, expect, it } from "vitest";
 import { headerBlockJson, plainBlockJson } from "../src/header-block-json.js";
 import { headerMapJson, parseHeaderBlock } from "../src/headers.js";
-import { randomHeaderBlocks } from "./random-header-blocks.js";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 /** What the general path (parse, then JSON) makes of a block. */

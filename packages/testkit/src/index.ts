@@ -35,6 +35,7 @@ export { DESIGN_TEMPLATE } from "./fixtures.js";
 export { freePort } from "./free-port.js";
 export { boxName } from "./names.js";
 export { ensurePythonEnv, pythonMissing, skipWithoutPython, VENV } from "./python-env.js";
+export { randomHeaderBlocks } from "./random-header-blocks.js";
 export {
   contentAnalysisTemplates,
   repoRoot,

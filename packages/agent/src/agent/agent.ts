@@ -13,7 +13,7 @@ import {
 import { readEnvelope, sendEnvelope } from "../bus/envelope-io.js";
 import { SeenMessages } from "../bus/loop-guard.js";
 import { BusNames, controlMailbox, handledMailbox, replyKey } from "../bus/names.js";
-import { type Logger, stderrLogger } from "../logger.js";
+import { type Logger, namedStderrLogger } from "../logger.js";
 import {
   type AgentManifest,
   type ResolvedManifest,
@@ -148,7 +148,7 @@ export abstract class Agent {
     this.leaseMs = options.leaseMs ?? 30_000;
     this.messageTtlSeconds = options.messageTtlSeconds ?? DEFAULT_MESSAGE_TTL_S;
     this.dedupWindowMs = (options.dedupWindowSeconds ?? 600) * 1000;
-    const logger = options.logger ?? stderrLogger(`agent ${this.manifest.name}`);
+    const logger = options.logger ?? namedStderrLogger(`agent ${this.manifest.name}`);
     this.onError =
       options.onError ??
       ((error, message) => logger.error(message ? { msg_id: message.msg_id } : {}, error.message));

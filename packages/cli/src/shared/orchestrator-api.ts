@@ -16,6 +16,8 @@ export interface ApiFlags extends HttpAddressFlags {
 
 /** How long one HTTP request may take before the command gives up on it. */
 const REQUEST_TIMEOUT_MS = 10_000;
+/** How long a command waits for an orchestrator that is starting (NOT_READY) before it gives up. */
+const STARTING_WAIT_MS = 10_000;
 
 /** An error answer of the API: its HTTP status and its stable code. */
 export class ApiError extends Error {
@@ -87,8 +89,24 @@ export class HttpApi {
     return {};
   }
 
-  /** One JSON request; resolves with the body of a 2xx answer, throws ApiError otherwise. */
+  /**
+   * One JSON request; resolves with the body of a 2xx answer, throws ApiError otherwise. A
+   * broker that has just started answers NOT_READY until its orchestrator is up: that answer
+   * is asked again for a while (STARTING_WAIT_MS) before it counts.
+   */
   async call<T = Record<string, unknown>>(method: "GET" | "POST", path: string, body?: unknown): Promise<T> {
+    const deadline = Date.now() + STARTING_WAIT_MS;
+    for (;;) {
+      try {
+        return await this.callOnce<T>(method, path, body);
+      } catch (err) {
+        if (!(err instanceof ApiError) || err.code !== "NOT_READY" || Date.now() >= deadline) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    }
+  }
+
+  private async callOnce<T>(method: "GET" | "POST", path: string, body?: unknown): Promise<T> {
     const url = new URL(path, `${this.address.url}/`);
     let response: Response;
     let text: string;

@@ -8,13 +8,13 @@ import {
   SeenMessages,
   type SendEnvelopeOptions,
   sendEnvelope,
-  TraceBudget,
 } from "@mq9/agent/internal";
 import { type ConsumedMessage, type Consumer, type Mq9Client, Mq9Error } from "@mq9/client";
-import { Defaults, TwoGenerationMap } from "@mq9/protocol";
+import { Defaults } from "@mq9/protocol";
 import type { AgentDirectory } from "./agent-directory.js";
 import { type AgentView, isAlive } from "./agent-view.js";
 import { chooseForCapability } from "./capability-choice.js";
+import { TraceLedger } from "./trace-ledger.js";
 
 /** How a message found its agent (or agents, for a broadcast). */
 export type RouteLayer = "explicit" | "capability" | "intent" | "broadcast";
@@ -134,11 +134,10 @@ export class LatencySample {
 export class Router {
   /** Time from a message's `sent_at` to the router taking it from its mailbox. */
   readonly hopLatency = new LatencySample();
-  private readonly budget: TraceBudget;
+  private readonly ledger: TraceLedger;
   private readonly threshold: number;
   private readonly now: () => number;
   /** Hops of the last message delivered to an agent in a trace: what it sends next in that trace is further. */
-  private readonly hopsDelivered = new TwoGenerationMap<string, number>(200_000);
   /** msg_ids taken from the router mailbox (a re-sent one is a duplicate). */
   private readonly seen = new SeenMessages(200_000);
   /** Messages already answered through the router (a second answer is a bouncing result). */
@@ -155,7 +154,7 @@ export class Router {
     private readonly deadLetters: DeadLetters,
     private readonly options: RouterOptions = {},
   ) {
-    this.budget = new TraceBudget(options.traceBudget ?? 1_000);
+    this.ledger = new TraceLedger(options.traceBudget ?? 1_000);
     this.threshold = options.intentThreshold ?? Defaults.intentMinScore;
     this.now = options.now ?? Date.now;
     this.messageTtlS = options.messageTtlSeconds ?? 7 * 86_400;
@@ -189,7 +188,7 @@ export class Router {
   /** Counts a dispatch of the scheduler (its answer is reported with `answered`). */
   noteSent(agentName: string, traceId?: string, hops = 0): void {
     this.directory.noteSent(agentName, true);
-    if (traceId !== undefined) this.hopsDelivered.set(`${traceId} ${agentName}`, hops);
+    if (traceId !== undefined) this.ledger.delivered(traceId, agentName, hops);
     this.routedCount++;
   }
 
@@ -229,7 +228,7 @@ export class Router {
 
   /** Forgets a finished trace's budget. */
   forgetTrace(traceId: string): void {
-    this.budget.forget(traceId);
+    this.ledger.forgetBudget(traceId);
   }
 
   /**
@@ -238,9 +237,9 @@ export class Router {
    * (the scheduler's steps name what they need, so they wait for it instead).
    */
   async decide(envelope: Envelope, options: { fallback?: boolean } = {}): Promise<RouteDecision> {
-    if (this.budget.used(envelope.trace_id) >= this.budget.perTrace) {
+    if (this.ledger.used(envelope.trace_id) >= this.ledger.perTrace) {
       return {
-        reason: `trace budget exhausted (${this.budget.perTrace} messages per trace)`,
+        reason: `trace budget exhausted (${this.ledger.perTrace} messages per trace)`,
         kind: "trace_budget",
       };
     }
@@ -251,7 +250,7 @@ export class Router {
     if ("reason" in decision) return decision;
     const violation = loopViolation(envelope, decision.agent.name);
     if (violation) return { reason: violation, kind: violation.startsWith("cycle") ? "cycle" : "max_hops" };
-    this.budget.spend(envelope.trace_id);
+    this.ledger.spend(envelope.trace_id);
     return decision;
   }
 
@@ -271,7 +270,7 @@ export class Router {
 
   private delivered(agent: AgentView, envelope: Envelope, layer: RouteLayer): void {
     this.directory.noteSent(agent.name);
-    this.hopsDelivered.set(`${envelope.trace_id} ${agent.name}`, envelope.hops);
+    this.ledger.delivered(envelope.trace_id, agent.name, envelope.hops);
     this.routedCount++;
     this.options.onRouted?.(layer, envelope, agent);
   }
@@ -449,7 +448,7 @@ export class Router {
     }
     // Hops carry across the messages of one trace: what an agent sends after it received a
     // message at hop h is at least hop h + 1, even when it built a new message (send()).
-    const before = this.hopsDelivered.get(`${envelope.trace_id} ${envelope.source}`);
+    const before = this.ledger.hopsDelivered(envelope.trace_id, envelope.source);
     if (before !== undefined && envelope.hops <= before) envelope.hops = before + 1;
     try {
       await this.deliver(envelope);

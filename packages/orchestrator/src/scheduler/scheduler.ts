@@ -8,12 +8,12 @@ import {
   isTaskPriority,
   type Logger,
   mq9Priority,
+  namedStderrLogger,
   newId,
   PRIORITY_HELP,
   queryKey,
   readEnvelope,
   sendEnvelope,
-  stderrLogger,
   type TaskPriority,
   TraceMemory,
 } from "@mq9/agent/internal";
@@ -122,7 +122,7 @@ export class Scheduler {
 
   constructor(private readonly options: SchedulerOptions) {
     this.now = options.now ?? Date.now;
-    const logger = options.logger ?? stderrLogger("mq9 orchestrator");
+    const logger = options.logger ?? namedStderrLogger("mq9 orchestrator");
     this.reportError = options.onError ?? ((error) => logger.warn(error.message));
     this.messageTtlS = options.messageTtlSeconds ?? 7 * 86_400;
     this.admission = new TaskAdmission(options.maxTasksInFlight ?? 10_000, options.queueCapacity ?? 10_000);

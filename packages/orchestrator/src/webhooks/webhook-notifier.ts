@@ -1,6 +1,6 @@
 import { createHmac, randomUUID, timingSafeEqual } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { stderrLogger } from "@mq9/agent";
+import { namedStderrLogger } from "@mq9/agent";
 
 /** What a webhook can be told about. */
 export type WebhookEvent =
@@ -68,7 +68,7 @@ export class WebhookNotifier {
   constructor(
     private readonly hooks: readonly WebhookConfig[],
     private readonly onError: (error: Error) => void = (e) =>
-      stderrLogger("mq9 orchestrator webhook").warn(e.message),
+      namedStderrLogger("mq9 orchestrator webhook").warn(e.message),
   ) {
     for (const hook of hooks) {
       try {
