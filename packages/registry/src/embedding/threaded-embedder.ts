@@ -66,14 +66,19 @@ export class ThreadedEmbedder implements Embedder {
   }
 
   load(): Promise<number> {
-    this.loading ??= Promise.all(Array.from({ length: this.parallelism }, () => this.startWorker()))
-      .then((dimensions) => dimensions[0])
-      .catch((err: Error) => {
-        this.broken ??= err;
-        this.rejectAll(err);
-        for (const slot of this.slots.splice(0)) void slot.worker.terminate();
-        throw err;
-      });
+    // Every worker settles its load before any is terminated: ending a thread while it is inside
+    // a native model load (onnxruntime) aborts the whole process.
+    this.loading ??= Promise.allSettled(
+      Array.from({ length: this.parallelism }, () => this.startWorker()),
+    ).then((results) => {
+      const failed = results.find((r) => r.status === "rejected");
+      if (failed === undefined) return (results[0] as PromiseFulfilledResult<number>).value;
+      const err = failed.reason as Error;
+      this.broken ??= err;
+      this.rejectAll(err);
+      for (const slot of this.slots.splice(0)) void slot.worker.terminate();
+      throw err;
+    });
     return this.loading;
   }
 
@@ -181,6 +186,8 @@ export class ThreadedEmbedder implements Embedder {
   }
 
   async close(): Promise<void> {
+    // Not while a worker is still loading its model (see load).
+    await this.loading?.catch(() => undefined);
     const slots = this.slots.splice(0);
     this.broken ??= new Error("the embedder is closed");
     for (const job of slots.flatMap((slot) => slot.inFlight?.jobs ?? [])) job.reject(this.broken);
