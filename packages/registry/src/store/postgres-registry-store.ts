@@ -1,5 +1,5 @@
 import type { Logger } from "@mq9/broker";
-import { ClusterLock, postgresError } from "@mq9/broker/internal";
+import { ClusterLock, postgresError, withCheckedOutClient } from "@mq9/broker/internal";
 import type { AgentSelector } from "@mq9/protocol";
 import type pg from "pg";
 import type { VectorItem, VectorStore } from "../vectors/vector-store.js";
@@ -435,31 +435,21 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
 
   /** A registry write: one transaction holding the registry's advisory lock (change numbers in commit order). */
   private async write<T>(context: string, body: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-    let client: pg.PoolClient;
     try {
-      client = await this.options.pool.connect();
+      return await withCheckedOutClient(this.options.pool, async (client) => {
+        try {
+          await client.query("BEGIN");
+          await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [this.lockName]);
+          const result = await body(client);
+          await client.query("COMMIT");
+          return result;
+        } catch (err) {
+          await client.query("ROLLBACK").catch(() => {});
+          throw err;
+        }
+      });
     } catch (err) {
       throw postgresError(err, context, this.options.where);
-    }
-    // The pool listens for socket errors on idle clients only: without this, a connection lost
-    // mid-write would be an unhandled 'error' event that ends the process.
-    let broken: Error | undefined;
-    const onError = (err: Error) => {
-      broken = err;
-    };
-    client.on("error", onError);
-    try {
-      await client.query("BEGIN");
-      await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [this.lockName]);
-      const result = await body(client);
-      await client.query("COMMIT");
-      return result;
-    } catch (err) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw postgresError(err, context, this.options.where);
-    } finally {
-      client.off("error", onError);
-      client.release(broken);
     }
   }
 }

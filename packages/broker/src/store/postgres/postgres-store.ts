@@ -22,6 +22,7 @@ import type {
   StoreInspection,
   StoreTotals,
 } from "../store-inspection.js";
+import { withCheckedOutClient } from "./checked-out-client.js";
 import { ClusterLock } from "./cluster-lock.js";
 import {
   insertMessages,
@@ -166,18 +167,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease {
     pool.on("error", (err) => logger.warn({ err }, "postgres: an idle connection failed"));
     const where = describeUrl(options.url);
     try {
-      const client = await pool.connect();
-      let broken: Error | undefined;
-      const onError = (err: Error) => {
-        broken = err;
-      };
-      client.on("error", onError);
-      try {
-        await migrate(client, schema, logger);
-      } finally {
-        client.off("error", onError);
-        client.release(broken);
-      }
+      await withCheckedOutClient(pool, (client) => migrate(client, schema, logger));
     } catch (err) {
       await pool.end().catch(() => {});
       throw postgresError(err, `cannot open the PostgreSQL store (schema ${schema})`, where);
@@ -663,34 +653,25 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease {
   private async transaction<T>(context: string, body: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     this.assertOpen();
     for (let attempt = 1; ; attempt++) {
-      let client: pg.PoolClient;
+      let client: pg.PoolClient | undefined;
       try {
-        client = await this.pool.connect();
-      } catch (err) {
-        throw postgresError(err, context, this.where);
-      }
-      let broken: Error | undefined;
-      // The pool listens for socket errors on idle clients only: on a checked-out one an 'error'
-      // event with no listener would end the process. The query in progress fails with it too.
-      const onError = (err: Error) => {
-        broken = err;
-      };
-      client.on("error", onError);
-      try {
-        await client.query("BEGIN");
-        const result = await body(client);
-        await client.query("COMMIT");
-        return result;
-      } catch (err) {
-        await client.query("ROLLBACK").catch((rollbackFailed: Error) => {
-          broken = rollbackFailed;
+        return await withCheckedOutClient(this.pool, async (checkedOut, markBroken) => {
+          client = checkedOut;
+          try {
+            await checkedOut.query("BEGIN");
+            const result = await body(checkedOut);
+            await checkedOut.query("COMMIT");
+            return result;
+          } catch (err) {
+            // A connection that could not even roll back is not given to the next caller.
+            await checkedOut.query("ROLLBACK").catch(markBroken);
+            throw err;
+          }
         });
-        if (attempt < DEADLOCK_RETRIES && isRetryable(err)) continue;
+      } catch (err) {
+        // A failed check-out is not retried: only a transaction that ran can have deadlocked.
+        if (client !== undefined && attempt < DEADLOCK_RETRIES && isRetryable(err)) continue;
         throw postgresError(err, context, this.where);
-      } finally {
-        // A connection that failed or could not even roll back is not given to the next caller.
-        client.off("error", onError);
-        client.release(broken);
       }
     }
   }
