@@ -114,7 +114,7 @@ export const ServeConfigSchema = z
         leaseMs: positiveInt.default(BrokerDefaults.leaseMs),
         maxWaitMs: z.number().int().min(0).default(BrokerDefaults.maxWaitMs),
         fetchMaxBytes: positiveInt.default(BrokerDefaults.fetchMaxBytes),
-        defaultMailboxTtl: z.number().int().min(0).default(BrokerDefaults.defaultMailboxTtl),
+        defaultMailboxTtl: z.number().int().min(0).default(BrokerDefaults.defaultMailboxTtlSeconds),
       })
       .strict()
       .prefault({}),
