@@ -107,6 +107,16 @@ describe.skipIf(missing !== undefined)(
         "one orchestrator",
       );
       const follower = nodes.find((n) => n !== leader) as Mq9NodeProcess;
+      // The logs say which node does what: the leader runs the orchestrator, the other does not.
+      const RUNS = "this node now runs the orchestrator for the cluster";
+      expect(leader.output()).toContain(RUNS);
+      expect(follower.output()).not.toContain(RUNS);
+      expect(await api(follower, "/tasks")).toMatchObject({ status: 503 });
+      // One node at a time runs expiry too, and says so.
+      const runsExpiry = () =>
+        nodes.filter((n) => n.output().includes("this node now runs expiry for the cluster"));
+      await eventually(async () => runsExpiry().length > 0, 30_000, "a node to take the expiry lock");
+      expect(runsExpiry()).toHaveLength(1);
       // The agent's registration reaches the leader's directory.
       await eventually(
         async () => {
@@ -141,6 +151,7 @@ describe.skipIf(missing !== undefined)(
         );
         expect(done.status).toBe("completed");
       }
+      expect(follower.output()).toContain(RUNS);
       // Every task's step reached the agent once: none lost, none dispatched again by the new leader.
       expect([...agent.received].sort((a, b) => a - b)).toEqual(Array.from({ length: total }, (_, n) => n));
     }, 400_000);
