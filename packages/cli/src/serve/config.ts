@@ -121,7 +121,7 @@ export const ServeConfigSchema = z
     registry: z
       .object({
         /** use: Universal Sentence Encoder lite (built in); onnx: a BERT-shaped model in modelDir; none: no semantic search. */
-        embedder: z.enum(["use", "onnx", "none"]).default("use"),
+        embedder: z.enum(["use", "static", "onnx", "none"]).default("use"),
         /** local: SQLite + HNSW (built in); lancedb: the optional @lancedb/lancedb package. */
         vectorStore: z.enum(["local", "lancedb"]).default("local"),
         modelDir: z.string().min(1).optional(),
@@ -388,7 +388,7 @@ export const SETTINGS: Setting[] = [
     flag: "registry-embedder",
     env: "MQ9_REGISTRY_EMBEDDER",
     kind: "string",
-    help: "agent registry embedder: use (built in), onnx (needs --registry-model-dir) or none",
+    help: "agent registry embedder: use (built in), static (built in: a token table distilled from use, far cheaper, less relevant), onnx (needs --registry-model-dir) or none",
   },
   {
     path: ["registry", "modelDir"],
