@@ -98,8 +98,8 @@ async function skillPool() {
 }
 
 /** The labelled set lives in a TypeScript test fixture; read its data without a TypeScript loader. */
-async function loadRelevanceSet() {
-  const file = path.join(REPO_ROOT, "packages", "registry", "test", "fixtures", "relevance-set.ts");
+async function loadRelevanceSet(fixture = "relevance-set.ts", least = { agents: 150, queries: 100 }) {
+  const file = path.join(REPO_ROOT, "packages", "registry", "test", "fixtures", fixture);
   const source = readFileSync(file, "utf8");
   const agents = [...source.matchAll(/agent\(\s*"([^"]+)",\s*"([^"]+)",((?:\s*"[^"]+",?)+)\s*\)/g)].map(
     (m) => ({
@@ -120,7 +120,7 @@ async function loadRelevanceSet() {
     query: m[1],
     expect: m[2],
   }));
-  if (agents.length < 150 || queries.length < 100)
+  if (agents.length < least.agents || queries.length < least.queries)
     throw new Error(`could not read the relevance set from ${file}`);
   return { AGENTS: agents, QUERIES: queries };
 }
@@ -154,6 +154,8 @@ async function partRelevance(out) {
   const { registryFactory } = await import(REGISTRY);
   const { AGENTS, QUERIES } = await loadRelevanceSet();
   const multi = loadMultilingualSet();
+  // The low-overlap paraphrase set written for issue 21; its 30 cards join the registry too.
+  const extra = await loadRelevanceSet("paraphrase-set.ts", { agents: 30, queries: 60 });
   const dir = makeTempDir("mq9-bench-relevance");
   const chosen = benchEmbedder();
   const broker = await Broker.start({ port: 0, dataDir: dir, registry: registryFactory(chosen.settings) });
@@ -162,13 +164,14 @@ async function partRelevance(out) {
     requestTimeoutMs: 600_000,
   });
   try {
-    progress(`relevance: registering ${AGENTS.length + multi.agents.length} cards`);
-    for (const card of [...AGENTS, ...multi.agents]) {
+    progress(`relevance: registering ${AGENTS.length + extra.AGENTS.length + multi.agents.length} cards`);
+    for (const card of [...AGENTS, ...extra.AGENTS, ...multi.agents]) {
       await client.register({ ...card, mailbox: `agent.${card.name.replace(/[^a-z0-9]+/g, ".")}` });
     }
     await broker.registry.indexed();
     const sets = [
       ["English paraphrases", QUERIES],
+      ["low-overlap paraphrases", extra.QUERIES],
       ["Chinese requests", multi.queries.filter((q) => q.language === "zh")],
       ["German requests", multi.queries.filter((q) => q.language === "de")],
     ];
@@ -179,7 +182,7 @@ async function partRelevance(out) {
     };
     out.push("");
     out.push(
-      `relevance, ${chosen.label} (${load()}; ${AGENTS.length} English + ${multi.agents.length} Chinese/German cards in one registry; bar: recall@5 >= 0.9, recall@1 >= 0.75)`,
+      `relevance, ${chosen.label} (${load()}; ${AGENTS.length} + ${extra.AGENTS.length} English + ${multi.agents.length} Chinese/German cards in one registry; bar: recall@5 >= 0.9, recall@1 >= 0.75)`,
     );
     for (const [label, queries] of sets) {
       const cells = [];
