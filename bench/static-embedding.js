@@ -88,7 +88,7 @@ function readRelevanceSet() {
       }),
     }),
   );
-  const queries = [...source.matchAll(/\{ query: "([^"]+)", expect: "([^"]+)" \}/g)].map((m) => ({
+  const queries = [...source.matchAll(/\{\s*query: "([^"]+)",\s*expect: "([^"]+)",?\s*\}/g)].map((m) => ({
     query: m[1],
     expect: m[2],
   }));
