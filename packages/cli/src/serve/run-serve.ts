@@ -97,6 +97,7 @@ function brokerOptions(
       embedder: registry.embedder,
       vectorStore: registry.vectorStore,
       modelDir: registry.modelDir,
+      staticTablePath: registry.staticTablePath,
       onnx: { pooling: registry.pooling, queryPrefix: registry.queryPrefix },
       defaultTtlS: registry.defaultTtl,
       annThreshold: registry.annThreshold,
