@@ -59,6 +59,17 @@ describe.skipIf(missing !== undefined)(`cluster node start${missing ? ` (skipped
       /mq9 cluster node quiet ready: clients connect to nats:\/\/127\.0\.0\.1:\d+/,
     );
     expect(node.output()).not.toMatch(/mq9 broker ready on/);
+    // Its health and metrics are its own: which node, which nats-server, whether the database answers.
+    const health = await (await fetch(`http://127.0.0.1:${node.httpPort}/healthz`)).json();
+    expect(health).toMatchObject({
+      ok: true,
+      node: "quiet",
+      nats: { connected: true, server: expect.stringMatching(/127\.0\.0\.1:\d+/) },
+      postgres: { up: true },
+    });
+    const metrics = await (await fetch(`http://127.0.0.1:${node.httpPort}/metrics`)).text();
+    expect(metrics).toMatch(/^mq9_cluster_nats_connected 1$/m);
+    expect(metrics).toMatch(/^mq9_cluster_database_up 1$/m);
   });
 
   it("an unreachable PostgreSQL stops the start with where and why", async () => {
