@@ -9,13 +9,15 @@ const UNKNOWN_PENALTY = -100;
 
 /**
  * Splits text into the pieces of a sentencepiece unigram vocabulary (the most
- * probable segmentation, found by dynamic programming over the text's code
- * points). A character no piece covers becomes the unknown id, which the
+ * probable segmentation, found by dynamic programming over the text's UTF-16
+ * units). A character no piece covers becomes the unknown id, which the
  * caller can skip.
  */
 export class SentencePieceTokenizer {
   readonly unknownId = 0;
   private readonly ids = new Map<string, number>();
+  /** Every proper prefix of a piece: extending a candidate past one that is not here cannot match. */
+  private readonly prefixes = new Set<string>();
   private readonly longestPiece: number;
 
   /** `reserved` leading entries (control symbols such as `<s>`) never match text. */
@@ -27,7 +29,8 @@ export class SentencePieceTokenizer {
     for (let id = reserved; id < vocabulary.length; id++) {
       const piece = vocabulary[id][0];
       if (!this.ids.has(piece)) this.ids.set(piece, id);
-      longest = Math.max(longest, [...piece].length);
+      for (let end = 1; end < piece.length; end++) this.prefixes.add(piece.slice(0, end));
+      longest = Math.max(longest, piece.length);
     }
     this.longestPiece = longest;
   }
@@ -36,7 +39,8 @@ export class SentencePieceTokenizer {
   encode(text: string): number[] {
     const normalized = text.normalize("NFKC").trim();
     if (normalized === "") return [];
-    const chars = [...`${WORD_START}${normalized.replace(/\s+/g, WORD_START)}`];
+    // UTF-16 units: a character outside the BMP is two unknown halves, merged into one unknown id below.
+    const chars = `${WORD_START}${normalized.replace(/\s+/g, WORD_START)}`;
     const n = chars.length;
     const best = new Float64Array(n + 1).fill(Number.NEGATIVE_INFINITY);
     const from = new Int32Array(n + 1);
@@ -45,19 +49,21 @@ export class SentencePieceTokenizer {
     // Forward relaxation: best[start] is final once every shorter prefix has been extended.
     for (let start = 0; start < n; start++) {
       if (best[start] === Number.NEGATIVE_INFINITY) continue;
-      let candidate = "";
       for (let end = start + 1; end <= Math.min(n, start + this.longestPiece); end++) {
-        candidate += chars[end - 1];
+        const candidate = chars.slice(start, end);
         const id = this.ids.get(candidate);
-        let score: number;
-        if (id !== undefined) score = best[start] + this.vocabulary[id][1];
-        else if (end - start === 1) score = best[start] + UNKNOWN_PENALTY;
-        else continue;
+        const score =
+          id !== undefined
+            ? best[start] + this.vocabulary[id][1]
+            : end - start === 1
+              ? best[start] + UNKNOWN_PENALTY
+              : Number.NEGATIVE_INFINITY;
         if (score > best[end]) {
           best[end] = score;
           from[end] = start;
           piece[end] = id ?? this.unknownId;
         }
+        if (!this.prefixes.has(candidate)) break;
       }
     }
     const reversed: number[] = [];
