@@ -7,6 +7,7 @@
 //   real card embeddings (Universal Sentence Encoder lite) plus a little noise: upsert rate, background HNSW build time, RSS, recall@10 against
 //   exact search, and semantic latency with an uncached query embedding (worker thread) included.
 //   BENCH_REG_VECTORS=0 skips part 2, BENCH_REG_AGENTS=0 part 1.
+// Part S, relevance at scale (bench/registry-scale.js; BENCH_REG_SCALE_AGENTS, 0 skips it).
 // Part 0, relevance of every mode on the labelled English, Chinese and German sets (BENCH_REG_RELEVANCE=0 skips it). BENCH_REG_STORE=lancedb measures the LanceDB plug-in (IVF_HNSW_SQ) instead of the default store.
 // BENCH_REG_DISTINCT=1 makes part 1's skill texts all distinct (time-to-searchable as real agents see it).
 // BENCH_REG_EMBEDDER=static measures the static token table distilled from USE-lite instead of the model;
@@ -29,6 +30,7 @@ import {
   removeTempDir,
   startMq9Serve,
 } from "./proc.js";
+import { partScaleRelevance } from "./registry-scale.js";
 import { percentile } from "./stats.js";
 
 const BROKER = path.join(REPO_ROOT, "packages", "broker", "dist", "index.js");
@@ -667,10 +669,13 @@ export async function runRegistryBench({ quick }) {
     vectors: intEnv("BENCH_REG_VECTORS", quick ? 50_000 : 1_000_000),
     recallQueries: intEnv("BENCH_REG_RECALL_QUERIES", quick ? 20 : 50),
     concurrency: intEnv("BENCH_REG_CONCURRENCY", 32),
+    scaleAgents: intEnv("BENCH_REG_SCALE_AGENTS", quick ? 1_000 : 10_000),
   };
   const out = [];
   if (process.env.BENCH_REG_EMBED !== "0") await partEmbedder(out);
   if (process.env.BENCH_REG_RELEVANCE !== "0") await partRelevance(out);
+  if (cfg.scaleAgents > 0) await partScaleRelevance(cfg, out, { loadRelevanceSet });
+  else out.push("relevance at scale: skipped (BENCH_REG_SCALE_AGENTS=0)");
   if (cfg.agents > 0) await partBroker(cfg, out);
   else out.push("broker over the wire: skipped (BENCH_REG_AGENTS=0)");
   if (cfg.vectors > 0) await partVectors(cfg, out);
