@@ -1,0 +1,226 @@
+// Relevance at scale (`node bench/run.js --registry`, part S; BENCH_REG_SCALE_AGENTS=0 skips it):
+// the 150 labelled English cards alone in one broker, then mixed into BENCH_REG_SCALE_AGENTS synthetic
+// agents x 10 distinct skills (bench/synthetic-skills.js) in another. Both answer the same direct
+// queries (each card's first skill name) and paraphrases (the labelled set), semantic and hybrid,
+// recall@5 and recall@1; beside them, on the very same vectors, an exact search followed by the same
+// per-agent ranking (an agent scores as its best skill). Also: how long a semantic DISCOVER takes
+// right after the last REGISTER, while skills are still being embedded, and what it says is pending.
+// Skill vectors are cached on disk by embedder id and text hash (bench/embedding-cache.js), so only
+// the first run at a scale pays for embedding 100,000 texts.
+import { loadavg } from "node:os";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { connect } from "@mq9/client";
+import { CachedEmbedder } from "./embedding-cache.js";
+import { makeTempDir, progress, REPO_ROOT, removeTempDir } from "./proc.js";
+import { syntheticSkills } from "./synthetic-skills.js";
+
+const BROKER = path.join(REPO_ROOT, "packages", "broker", "dist", "index.js");
+const REGISTRY = path.join(REPO_ROOT, "packages", "registry", "dist", "index.js");
+const INDEXER = path.join(REPO_ROOT, "packages", "registry", "dist", "embedding", "embedding-indexer.js");
+
+const load = () => `load ${loadavg()[0].toFixed(1)}`;
+const mailboxOf = (name) => `agent.${name.replace(/[^a-z0-9]+/g, ".")}`;
+
+/** The embedder the registry builds by default, wrapped in the on-disk cache. */
+async function cachedDefaultEmbedder() {
+  const { ThreadedEmbedder, UseEmbedder } = await import(REGISTRY);
+  const id = new UseEmbedder().id;
+  const embedder = new CachedEmbedder(new ThreadedEmbedder({ spec: { kind: "use" }, id }));
+  await embedder.load();
+  return embedder;
+}
+
+function syntheticCard(i, skills) {
+  const own = skills.slice(i * 10, i * 10 + 10);
+  return {
+    name: `synthetic-${i}`,
+    description: `${own[0].description}; ${own[1].description}`,
+    mailbox: `synthetic.${i}.inbox`,
+    version: "1.0.0",
+    tags: [own[0].tags[0]],
+    skills: own.map((s, k) => ({ ...s, id: `skill-${k}` })),
+  };
+}
+
+/** Per-query ranks (0-based; -1 when not in the top 5) of the expected agent. */
+function recall(ranks) {
+  const at = (n) => ranks.filter((r) => r >= 0 && r < n).length / ranks.length;
+  return { at5: at(5), at1: at(1) };
+}
+
+const cell = (r) => `${r.at5.toFixed(2)} / ${r.at1.toFixed(2)}`;
+
+async function brokerRanks(client, queries, mode) {
+  const ranks = [];
+  for (const { query, expect } of queries) {
+    const body = mode === "hybrid" ? { semantic: query, text: query } : { semantic: query };
+    const agents = await client.discover({ ...body, limit: 5 });
+    ranks.push(agents.findIndex((a) => a.name === expect));
+  }
+  return ranks;
+}
+
+/**
+ * Exact search over `vectors` (one per skill, `owner[i]` its agent), then the broker's per-agent rule:
+ * an agent ranks by its best skill, ties to the lower mailbox.
+ */
+function exactRanks(queryVectors, queries, vectors, owner, dims) {
+  return queries.map(({ expect }, q) => {
+    const query = queryVectors[q];
+    const best = new Map();
+    for (let i = 0; i < vectors.length; i++) {
+      const v = vectors[i];
+      let s = 0;
+      for (let k = 0; k < dims; k++) s += v[k] * query[k];
+      const o = owner[i];
+      const was = best.get(o);
+      if (was === undefined || s > was) best.set(o, s);
+    }
+    const top = [...best.entries()]
+      .sort((a, b) => b[1] - a[1] || (mailboxOf(a[0]) < mailboxOf(b[0]) ? -1 : 1))
+      .slice(0, 5)
+      .map(([name]) => name);
+    return top.indexOf(expect);
+  });
+}
+
+async function withBroker(embedder, body) {
+  const { Broker } = await import(BROKER);
+  const { registryFactory } = await import(REGISTRY);
+  const dir = makeTempDir("mq9-bench-scale");
+  const broker = await Broker.start({
+    port: 0,
+    dataDir: dir,
+    registry: registryFactory({ embedder: embedder.shared() }),
+  });
+  const client = await connect(`nats://127.0.0.1:${broker.port}`, {
+    reconnect: false,
+    requestTimeoutMs: 600_000,
+  });
+  try {
+    return await body(broker, client);
+  } finally {
+    await client.close();
+    await broker.close();
+    removeTempDir(dir);
+  }
+}
+
+async function idle(broker) {
+  await broker.registry.indexed();
+  for (;;) {
+    const vectors = broker.registry.status().vectors;
+    // Below the store's ANN threshold nothing is indexed and every vector stays in the exact scan.
+    if (!vectors || (!vectors.building && (vectors.indexed === 0 || vectors.pending === 0))) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+export async function partScaleRelevance(cfg, out, { loadRelevanceSet }) {
+  const { embeddingText } = await import(INDEXER);
+  const { AGENTS, QUERIES } = await loadRelevanceSet();
+  const sets = [
+    ["direct", AGENTS.map((a) => ({ query: a.skills[0].name, expect: a.name }))],
+    ["paraphrase", QUERIES],
+  ];
+  const count = cfg.scaleAgents;
+  progress(`scale relevance: generating ${count * 10} distinct synthetic skills`);
+  const skills = syntheticSkills(count * 10);
+  const synthetic = Array.from({ length: count }, (_, i) => syntheticCard(i, skills));
+  // The labelled cards spread through the registration order, as real ones would arrive.
+  const mixed = [...synthetic];
+  for (const [j, card] of AGENTS.entries()) {
+    mixed.splice(Math.floor(((j + 1) * mixed.length) / (AGENTS.length + 1)), 0, card);
+  }
+  const embedder = await cachedDefaultEmbedder();
+  const rows = [];
+  try {
+    progress("scale relevance: the labelled cards alone");
+    await withBroker(embedder, async (broker, client) => {
+      for (const card of AGENTS) await client.register({ ...card, mailbox: mailboxOf(card.name) });
+      await idle(broker);
+      for (const [label, queries] of sets) {
+        rows.push([
+          `alone, ${label}`,
+          await brokerRanks(client, queries, "semantic"),
+          await brokerRanks(client, queries, "hybrid"),
+        ]);
+      }
+    });
+    let during = "";
+    progress(`scale relevance: ${mixed.length} agents (${embedder.vectors.size} vectors cached)`);
+    await withBroker(embedder, async (broker, client) => {
+      const t0 = performance.now();
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 32 }, async () => {
+          while (next < mixed.length) {
+            const card = mixed[next++];
+            await client.register({ ...card, mailbox: card.mailbox ?? mailboxOf(card.name) });
+          }
+        }),
+      );
+      const registerS = (performance.now() - t0) / 1000;
+      // Semantic DISCOVER while the backlog is still being embedded: answered from what is indexed.
+      const asked = performance.now();
+      const reply = await client.discoverPage({ semantic: "reconcile bank statements", limit: 5 });
+      during = `semantic DISCOVER right after the last REGISTER (${registerS.toFixed(1)} s for ${mixed.length}): answered in ${(performance.now() - asked).toFixed(0)} ms with ${reply.agents.length} agents, pending_skills ${reply.pending_skills ?? 0} (${load()})`;
+      progress("scale relevance: waiting for every skill to be embedded and indexed");
+      const t1 = performance.now();
+      await idle(broker);
+      during += `; all searchable ${((performance.now() - t1) / 1000).toFixed(0)} s later (${embedder.misses} texts embedded this run, ${embedder.hits} from the cache)`;
+      for (const [label, queries] of sets) {
+        progress(`scale relevance: ${label} queries`);
+        rows.push([
+          `at scale, ${label}`,
+          await brokerRanks(client, queries, "semantic"),
+          await brokerRanks(client, queries, "hybrid"),
+        ]);
+      }
+    });
+    progress("scale relevance: exact search over the same vectors");
+    const texts = [];
+    const owner = [];
+    for (const card of mixed) {
+      for (const s of card.skills) {
+        texts.push(
+          embeddingText({
+            agentName: card.name,
+            agentDescription: card.description,
+            skillName: s.name,
+            skillDescription: s.description,
+            tags: s.tags.join(" "),
+            examples: (s.examples ?? []).join("\n"),
+          }),
+        );
+        owner.push(card.name);
+      }
+    }
+    const vectors = await embedder.embed(texts);
+    for (const [label, queries] of sets) {
+      const queryVectors = await embedder.embed(
+        queries.map((q) => q.query),
+        { purpose: "query" },
+      );
+      rows.push([
+        `exact + per-agent, ${label}`,
+        exactRanks(queryVectors, queries, vectors, owner, embedder.dims),
+      ]);
+    }
+    out.push("");
+    out.push(
+      `relevance at scale — the ${AGENTS.length} labelled cards alone, and mixed into ${count.toLocaleString("en-US")} synthetic agents x 10 distinct skills (${(count * 10 + AGENTS.reduce((n, a) => n + a.skills.length, 0)).toLocaleString("en-US")} skill vectors), default embedder (${load()})`,
+    );
+    out.push(`  recall@5 / recall@1 (target: at scale within 0.05 of alone; broker >= exact + per-agent)`);
+    out.push(`  ${"".padEnd(32)} ${"semantic".padStart(12)} ${"hybrid".padStart(12)}`);
+    for (const [label, semantic, hybrid] of rows) {
+      out.push(
+        `  ${label.padEnd(32)} ${cell(recall(semantic)).padStart(12)} ${hybrid ? cell(recall(hybrid)).padStart(12) : "-".padStart(12)}`,
+      );
+    }
+    out.push(`  ${during}`);
+  } finally {
+    await embedder.close();
+  }
+}
