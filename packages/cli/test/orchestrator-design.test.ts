@@ -412,8 +412,10 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
       await until("the probe to be handled", () => second.output().includes(`handled ${probe.msg_id}`));
       expect(second.output()).not.toContain(answered.msg_id);
       expect(second.output()).not.toContain(silent.msg_id);
-      const list = await runCli(["agent", "list", "--api", served.api]);
-      expect(list.stdout).toMatch(/^once\s+online\s/m);
+      await until("agent list to show it online again", async () => {
+        const list = await runCli(["agent", "list", "--api", served.api]);
+        return /^once\s+online\s/m.test(list.stdout);
+      });
     } finally {
       await client.close();
     }
