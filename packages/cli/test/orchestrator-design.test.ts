@@ -26,11 +26,11 @@ interface Served {
 }
 
 /** `mq9 serve` with JSON logs; resolves once the orchestrator's API answers. */
-async function serve(args: string[], port = 0): Promise<Served> {
+async function serve(args: string[], port = 0, env: Record<string, string> = {}): Promise<Served> {
   const child = spawn(
     process.execPath,
     [CLI, "serve", "--port", String(port), "--http-port", "0", "--log-format", "json", ...args],
-    { stdio: ["ignore", "pipe", "pipe"] },
+    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } },
   );
   let out = "";
   child.stdout!.on("data", (chunk) => {
@@ -88,6 +88,8 @@ interface AgentSpec {
   ttl_seconds?: number;
   heartbeat_ms?: number;
   description?: string;
+  /** The orchestrator's namespace the agent works in (default orch). */
+  namespace?: string;
   /** Print "handled <msg_id>" for each message handled. */
   report?: boolean;
 }
@@ -410,8 +412,10 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
       await until("the probe to be handled", () => second.output().includes(`handled ${probe.msg_id}`));
       expect(second.output()).not.toContain(answered.msg_id);
       expect(second.output()).not.toContain(silent.msg_id);
-      const list = await runCli(["agent", "list", "--api", served.api]);
-      expect(list.stdout).toMatch(/^once\s+online\s/m);
+      await until("agent list to show it online again", async () => {
+        const list = await runCli(["agent", "list", "--api", served.api]);
+        return /^once\s+online\s/m.test(list.stdout);
+      });
     } finally {
       await client.close();
     }
@@ -449,6 +453,68 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
       return body.steps.work.status === "running" && body.steps.work.agent === "manual-agent";
     });
   }, 60_000);
+});
+
+describe("mq9 serve's orchestrator settings", () => {
+  it("namespace, trace budget and log sampling given by flag and environment reach the orchestrator", async () => {
+    const dir = tempDir();
+    const served = await serve(
+      [
+        "--data",
+        join(dir, "data"),
+        "--registry-embedder",
+        "none",
+        "--orchestrator-namespace",
+        "aud",
+        "--trace-budget",
+        "2",
+        "--log-level",
+        "debug",
+      ],
+      0,
+      { MQ9_LOG_SAMPLE_RATE: "1" },
+    );
+    const server = `mq9://127.0.0.1:${served.port}`;
+    const running = await agents(server, [
+      { name: "aud-echo", capabilities: ["aud.echo"], namespace: "aud" },
+    ]);
+    const client = await connect(server, { name: "audit-settings" });
+    try {
+      await client.ensureMailbox({ name: "audit.settings" });
+      const trace = createEnvelope({ msg_type: "query", source: "audit-settings", target: "*", payload: 0 });
+      const sent: Envelope[] = [];
+      for (let i = 0; i < 3; i++) {
+        const message = createEnvelope({
+          msg_type: "query",
+          source: "audit-settings",
+          target: "*",
+          capability: "aud.echo",
+          payload: `body-${i}`,
+          reply_to: "audit.settings",
+          trace_id: trace.trace_id,
+        });
+        sent.push(await sendEnvelope(client, "aud.router", message));
+      }
+      const letter = await until("the third to be dead-lettered", async () => {
+        const { body } = await http("GET", `${served.api}/api/dead-letters?trace_id=${trace.trace_id}`);
+        return body.dead_letters?.[0];
+      });
+      expect(letter.reason).toBe("trace budget exhausted (2 messages per trace)");
+      // Routed at once, any one of the three may be the one over the budget.
+      expect(sent.map((m) => m.msg_id)).toContain(letter.envelope.msg_id);
+      // With a sample rate of 1 every routed message has its line: metadata, never the body.
+      const routed = await until("a line per routed message", () => {
+        const lines = served.logs().filter((l) => l.trace_id === trace.trace_id && l.layer === "capability");
+        return lines.length === 2 ? lines : undefined;
+      });
+      expect(routed[0]).toMatchObject({ level: 20, agent: "aud-echo", source: "audit-settings" });
+      expect(JSON.stringify(routed)).not.toContain("body-");
+    } finally {
+      await client.close();
+      await running.stop();
+      await served.stop();
+    }
+  }, 90_000);
 });
 
 describe("mq9 serve's orchestrator limits and restarts", () => {

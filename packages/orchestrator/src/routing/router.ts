@@ -237,12 +237,7 @@ export class Router {
    * (the scheduler's steps name what they need, so they wait for it instead).
    */
   async decide(envelope: Envelope, options: { fallback?: boolean } = {}): Promise<RouteDecision> {
-    if (this.ledger.used(envelope.trace_id) >= this.ledger.perTrace) {
-      return {
-        reason: `trace budget exhausted (${this.ledger.perTrace} messages per trace)`,
-        kind: "trace_budget",
-      };
-    }
+    if (this.overBudget(envelope)) return this.budgetExhausted();
     if (envelope.hops >= envelope.max_hops) {
       return { reason: `max_hops exhausted (${envelope.hops} of ${envelope.max_hops})`, kind: "max_hops" };
     }
@@ -250,8 +245,22 @@ export class Router {
     if ("reason" in decision) return decision;
     const violation = loopViolation(envelope, decision.agent.name);
     if (violation) return { reason: violation, kind: violation.startsWith("cycle") ? "cycle" : "max_hops" };
+    // Checked again: messages of one trace routed at once all passed the first check while
+    // choosing (an await), and only the budget's spend is in order.
+    if (this.overBudget(envelope)) return this.budgetExhausted();
     this.ledger.spend(envelope.trace_id);
     return decision;
+  }
+
+  private overBudget(envelope: Envelope): boolean {
+    return this.ledger.used(envelope.trace_id) >= this.ledger.perTrace;
+  }
+
+  private budgetExhausted(): RouteDecision {
+    return {
+      reason: `trace budget exhausted (${this.ledger.perTrace} messages per trace)`,
+      kind: "trace_budget",
+    };
   }
 
   /** Routes and sends a message; undeliverable ones go to the dead-letter mailbox. */
