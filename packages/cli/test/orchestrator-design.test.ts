@@ -92,6 +92,8 @@ interface AgentSpec {
   namespace?: string;
   /** Print "handled <msg_id>" for each message handled. */
   report?: boolean;
+  /** Answer with the priority the message came with. */
+  echo_priority?: boolean;
 }
 
 /** Agents in a process of their own (fixtures/orchestrator-agents.mjs); resolves once registered. */
@@ -175,6 +177,49 @@ async function shares(
   return counts;
 }
 
+/** An HTTP server that keeps the webhooks posted to it in `received`. */
+async function webhookReceiver(received: Json[]): Promise<Server> {
+  const hooks = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => {
+      body += c;
+    });
+    req.on("end", () => {
+      received.push(JSON.parse(body));
+      res.end("ok");
+    });
+  });
+  await new Promise<void>((resolve) => hooks.listen(0, "127.0.0.1", resolve));
+  return hooks;
+}
+
+/** A config file (in `dir`) that posts `loop_detected` webhooks to `hooks`; returns its path. */
+function loopWebhookConfig(dir: string, hooks: Server): string {
+  const config = join(dir, "mq9.json");
+  const url = `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/`;
+  writeFileSync(config, JSON.stringify({ orchestrator: { webhooks: [{ url, events: ["loop_detected"] }] } }));
+  return config;
+}
+
+/** Scrapes /metrics until a line matches (a scrape may show numbers up to 250 ms old). */
+async function metricLine(api: string, line: RegExp): Promise<void> {
+  await until(`a metric line matching ${line}`, async () =>
+    line.test(await (await fetch(`${api}/metrics`)).text()),
+  );
+}
+
+/** Polls a task until it has ended. */
+async function ended(api: string, taskId: string, timeoutMs = 60_000): Promise<Json> {
+  return until(
+    `task ${taskId} to end`,
+    async () => {
+      const { body } = await http("GET", `${api}/api/tasks/${taskId}`);
+      return ["completed", "failed", "timeout", "canceled"].includes(body.status) ? body : undefined;
+    },
+    timeoutMs,
+  );
+}
+
 describe("the orchestrator of mq9 serve, as the design describes it", () => {
   let served: Served;
   let server: string;
@@ -184,30 +229,10 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
   const running: { stop(): Promise<void> }[] = [];
 
   beforeAll(async () => {
-    hooks = createServer((req, res) => {
-      let body = "";
-      req.on("data", (c) => {
-        body += c;
-      });
-      req.on("end", () => {
-        received.push(JSON.parse(body));
-        res.end("ok");
-      });
-    });
-    await new Promise<void>((resolve) => hooks.listen(0, "127.0.0.1", resolve));
+    hooks = await webhookReceiver(received);
     const dir = tempDir();
     templates = join(dir, "templates");
-    const config = join(dir, "mq9.json");
-    writeFileSync(
-      config,
-      JSON.stringify({
-        orchestrator: {
-          webhooks: [
-            { url: `http://127.0.0.1:${(hooks.address() as AddressInfo).port}/`, events: ["loop_detected"] },
-          ],
-        },
-      }),
-    );
+    const config = loopWebhookConfig(dir, hooks);
     // The folder is made after the start: it is picked up when it appears.
     served = await serve(["--data", join(dir, "data"), "--templates", templates, "--config", config]);
     server = `mq9://127.0.0.1:${served.port}`;
@@ -667,5 +692,209 @@ describe("mq9 serve's orchestrator limits and restarts", () => {
       await worker.stop();
       await served.stop();
     }
+  }, 120_000);
+});
+
+describe("mq9 serve's orchestrator guards and deadlines, end to end", () => {
+  let served: Served;
+  let server: string;
+  let hooks: Server;
+  const received: Json[] = [];
+  let running: { stop(): Promise<void> };
+  let client: Awaited<ReturnType<typeof connect>>;
+  const inbox = "audit.guards";
+
+  beforeAll(async () => {
+    hooks = await webhookReceiver(received);
+    const dir = tempDir();
+    const templates = join(dir, "templates");
+    mkdirSync(templates);
+    writeFileSync(
+      join(templates, "never.yaml"),
+      "task_type: never\ntimeout: 5m\nsteps:\n  - id: work\n    capability: nobody.ever\n    timeout: 2s\n",
+    );
+    writeFileSync(join(templates, "prio.yaml"), one("prio", "p.work"));
+    served = await serve([
+      "--data",
+      join(dir, "data"),
+      "--templates",
+      templates,
+      "--config",
+      loopWebhookConfig(dir, hooks),
+    ]);
+    server = `mq9://127.0.0.1:${served.port}`;
+    running = await agents(server, [{ name: "p-echo", capabilities: ["p.work"], echo_priority: true }]);
+    client = await connect(server, { name: "audit-guards" });
+    await client.ensureMailbox({ name: inbox });
+  }, 60_000);
+  afterAll(async () => {
+    await client?.close();
+    await running?.stop();
+    await served?.stop();
+    hooks?.close();
+  });
+
+  /** Hands a message to the router as another SDK would, built by hand. */
+  const toRouter = (fields: Partial<Envelope>) =>
+    sendEnvelope(client, "orch.router", {
+      ...createEnvelope({ msg_type: "query", source: "audit-guards", target: "*", payload: "hi" }),
+      reply_to: inbox,
+      ...fields,
+    } as Envelope);
+
+  /** The one dead letter of a trace, its warning line, and its loop_detected webhook. */
+  async function stopped(traceId: string) {
+    const letter = await until("the dead letter", async () => {
+      const { body } = await http("GET", `${served.api}/api/dead-letters?trace_id=${traceId}`);
+      return body.dead_letters?.[0];
+    });
+    const hook = await until("the loop_detected webhook", () =>
+      received.find((h) => h.event === "loop_detected" && h.data.trace_id === traceId),
+    );
+    const line = served
+      .logs()
+      .find((l) => String(l.msg).includes("loop guard stopped") && l.trace_id === traceId);
+    return { letter, hook: hook.data as Json, line };
+  }
+
+  it("a step whose agent never comes times out at the step's timeout, and the task says why", async () => {
+    const queued = await http("POST", `${served.api}/api/tasks?async=true`, {
+      task_type: "never",
+      payload: {},
+    });
+    expect(queued.status).toBe(202);
+    const task = await ended(served.api, queued.body.task_id);
+    const reason = "no agent took it within 2000 ms (no live agent has capability 'nobody.ever')";
+    expect(task.status).toBe("timeout");
+    expect(task.error).toBe(`step 'work' timed out: ${reason}`);
+    expect(task.steps.work.status).toBe("timeout");
+    expect(task.steps.work.history.map((h: Json) => h.outcome)).toEqual(["timeout"]);
+  }, 90_000);
+
+  it("POST /api/tasks takes each priority of the design; deferred is sent as normal; others are refused", async () => {
+    const expected = { critical: "critical", urgent: "urgent", normal: "normal", deferred: "normal" };
+    for (const [asked, sent] of Object.entries(expected)) {
+      const res = await http("POST", `${served.api}/api/tasks`, {
+        task_type: "prio",
+        payload: {},
+        priority: asked,
+      });
+      expect(res.status, asked).toBe(200);
+      expect(res.body.status).toBe("completed");
+      expect(res.body.result).toEqual({ priority: sent, agent: "p-echo" });
+    }
+    const before = (await http("GET", `${served.api}/api/tasks`)).body.tasks.length;
+    const wrong = await http("POST", `${served.api}/api/tasks`, {
+      task_type: "prio",
+      payload: {},
+      priority: "someday",
+    });
+    expect(wrong.status).toBe(400);
+    expect(wrong.body.error).toMatch(/priority/);
+    expect((await http("GET", `${served.api}/api/tasks`)).body.tasks.length).toBe(before);
+  }, 90_000);
+
+  it("a message at its max_hops is stopped loudly: log with trace and path, metric, webhook", async () => {
+    const sent = await toRouter({ capability: "p.work", hops: 3, max_hops: 3 });
+    const { letter, hook, line } = await stopped(sent.trace_id);
+    expect(letter.reason).toBe("max_hops exhausted (3 of 3)");
+    expect(hook).toMatchObject({ kind: "max_hops", msg_id: sent.msg_id, path: sent.path, hops: 3 });
+    expect(line).toMatchObject({ level: 40, kind: "max_hops", msg_id: sent.msg_id, path: sent.path });
+    await metricLine(served.api, /^mq9_orchestrator_loop_stops_total\{guard="max_hops"\} [1-9]/m);
+  }, 60_000);
+
+  it("a msg_id handed to the router again is not routed twice: log, metric, webhook", async () => {
+    const first = await toRouter({ capability: "p.work" });
+    await until("the first to be answered", async () => {
+      const got = await client.fetch(inbox, { deliver: "earliest", batch: 100, maxWaitMs: 0 });
+      return got.map((m) => readEnvelope(m)).some((e) => e.in_reply_to === first.msg_id);
+    });
+    await sendEnvelope(client, "orch.router", first);
+    const { letter, hook, line } = await stopped(first.trace_id);
+    expect(letter.reason).toBe(`duplicate: msg_id ${first.msg_id} was routed before`);
+    expect(hook).toMatchObject({ kind: "duplicate", msg_id: first.msg_id });
+    expect(line).toMatchObject({ level: 40, kind: "duplicate", path: first.path });
+    await metricLine(served.api, /^mq9_orchestrator_loop_stops_total\{guard="duplicate"\} [1-9]/m);
+  }, 60_000);
+
+  it("a bouncing result is stopped at once, not after max_hops", async () => {
+    // A result routed by capability goes nowhere: it goes back to whoever asked.
+    const byCapability = await toRouter({ msg_type: "result", capability: "p.work", in_reply_to: "q-1" });
+    const first = await stopped(byCapability.trace_id);
+    expect(first.letter.reason).toMatch(/^bounce: a result goes back to whoever asked/);
+    expect(first.letter.envelope.hops).toBe(byCapability.hops);
+    expect(first.hook).toMatchObject({ kind: "bounce" });
+    // The same message answered twice to one agent: the second answer is a result going round.
+    const once = createEnvelope({ msg_type: "query", source: "audit-guards", target: "*", payload: 0 });
+    const answer = (n: number) =>
+      toRouter({
+        msg_type: "result",
+        target: "p-echo",
+        in_reply_to: "q-2",
+        payload: n,
+        trace_id: once.trace_id,
+      });
+    await answer(1);
+    const again = await answer(2);
+    const second = await stopped(once.trace_id);
+    expect(second.letter.reason).toMatch(/^bounce: message q-2 was answered to p-echo already/);
+    expect(second.letter.envelope.msg_id).toBe(again.msg_id);
+    expect(second.line).toMatchObject({ level: 40, kind: "bounce" });
+    await metricLine(served.api, /^mq9_orchestrator_loop_stops_total\{guard="bounce"\} [2-9]/m);
+  }, 60_000);
+});
+
+describe("mq9 serve --intent-threshold", () => {
+  /** Asks a serve started with `threshold` to route an intent; the dead letter, or who answered. */
+  async function routeIntent(threshold: string): Promise<{ letter?: Json; agent?: string }> {
+    const dir = tempDir();
+    const served = await serve(["--data", join(dir, "data"), "--intent-threshold", threshold]);
+    const server = `mq9://127.0.0.1:${served.port}`;
+    const running = await agents(server, [
+      {
+        name: "translator",
+        capabilities: ["translate"],
+        description: "Translates documents between English, Chinese, Japanese and Korean.",
+      },
+    ]);
+    const client = await connect(server, { name: "audit-intent" });
+    try {
+      await client.ensureMailbox({ name: "audit.intent" });
+      const sent = await sendEnvelope(client, "orch.router", {
+        ...createEnvelope({ msg_type: "query", source: "audit-intent", target: "*", payload: "hi" }),
+        capability: "nobody.has.it",
+        intent: "translate this note into Japanese",
+        reply_to: "audit.intent",
+      } as Envelope);
+      return await until(
+        "a dead letter or an answer",
+        async () => {
+          const { body } = await http("GET", `${served.api}/api/dead-letters?trace_id=${sent.trace_id}`);
+          if (body.dead_letters?.[0]) return { letter: body.dead_letters[0] as Json };
+          const got = await client.fetch("audit.intent", { deliver: "earliest", batch: 10, maxWaitMs: 0 });
+          const answer = got.map((m) => readEnvelope(m)).find((e) => e.in_reply_to === sent.msg_id);
+          return answer ? { agent: (answer.payload as Json).agent as string } : undefined;
+        },
+        60_000,
+      );
+    } finally {
+      await client.close();
+      await running.stop();
+      await served.stop();
+    }
+  }
+
+  it("below the threshold an intent is dead-lettered with the closest score; at that score it is routed", async () => {
+    const below = await routeIntent("0.99");
+    expect(below.agent).toBeUndefined();
+    const match =
+      /^no live agent has capability 'nobody.has.it'; intent fallback: no live agent matches the intent 'translate this note into Japanese'; the closest was translator at (\d\.\d\d), below the threshold 0\.99$/.exec(
+        below.letter?.reason,
+      );
+    expect(match, below.letter?.reason).not.toBeNull();
+    // The reported score is rounded to two places: a threshold a hundredth lower is under it.
+    const score = Number(match![1]);
+    const above = await routeIntent(String(Math.max(0, score - 0.01)));
+    expect(above).toEqual({ agent: "translator" });
   }, 120_000);
 });
