@@ -94,6 +94,8 @@ interface AgentSpec {
   report?: boolean;
   /** Answer with the priority the message came with. */
   echo_priority?: boolean;
+  /** Answer with the payload the message came with (`received`). */
+  echo_payload?: boolean;
 }
 
 /** Agents in a process of their own (fixtures/orchestrator-agents.mjs); resolves once registered. */
@@ -695,20 +697,26 @@ describe("mq9 serve's orchestrator limits and restarts", () => {
   }, 120_000);
 });
 
-describe("mq9 serve's orchestrator guards and deadlines, end to end", () => {
+/** A chain a → b → c; `cAfter` is the step c depends on. */
+const chain = (cAfter: string) =>
+  `task_type: chain\ntimeout: 5m\nsteps:\n  - id: a\n    capability: chain.first\n    timeout: 60s\n  - id: b\n    capability: chain.gate\n    depends_on: [a]\n  - id: c\n    capability: chain.echo\n    timeout: 60s\n    depends_on: [${cAfter}]\n`;
+
+describe("mq9 serve's orchestrator guards, deadlines and reloads, end to end", () => {
   let served: Served;
   let server: string;
+  let templates: string;
   let hooks: Server;
   const received: Json[] = [];
-  let running: { stop(): Promise<void> };
+  const running: { stop(): Promise<void> }[] = [];
   let client: Awaited<ReturnType<typeof connect>>;
   const inbox = "audit.guards";
 
   beforeAll(async () => {
     hooks = await webhookReceiver(received);
     const dir = tempDir();
-    const templates = join(dir, "templates");
+    templates = join(dir, "templates");
     mkdirSync(templates);
+    writeFileSync(join(templates, "chain.yaml"), chain("b"));
     writeFileSync(
       join(templates, "never.yaml"),
       "task_type: never\ntimeout: 5m\nsteps:\n  - id: work\n    capability: nobody.ever\n    timeout: 2s\n",
@@ -723,13 +731,19 @@ describe("mq9 serve's orchestrator guards and deadlines, end to end", () => {
       loopWebhookConfig(dir, hooks),
     ]);
     server = `mq9://127.0.0.1:${served.port}`;
-    running = await agents(server, [{ name: "p-echo", capabilities: ["p.work"], echo_priority: true }]);
+    running.push(
+      await agents(server, [
+        { name: "p-echo", capabilities: ["p.work"], echo_priority: true },
+        { name: "first", capabilities: ["chain.first"], output: { a: 1 } },
+        { name: "echo", capabilities: ["chain.echo"], echo_payload: true },
+      ]),
+    );
     client = await connect(server, { name: "audit-guards" });
     await client.ensureMailbox({ name: inbox });
   }, 60_000);
   afterAll(async () => {
     await client?.close();
-    await running?.stop();
+    for (const r of running) await r.stop();
     await served?.stop();
     hooks?.close();
   });
@@ -816,6 +830,64 @@ describe("mq9 serve's orchestrator guards and deadlines, end to end", () => {
     expect(line).toMatchObject({ level: 40, kind: "duplicate", path: first.path });
     await metricLine(served.api, /^mq9_orchestrator_loop_stops_total\{guard="duplicate"\} [1-9]/m);
   }, 60_000);
+
+  it("the trace API pages over a long trace: more than 100 messages a mailbox, none lost", async () => {
+    const trace = createEnvelope({ msg_type: "query", source: "audit-guards", target: "*", payload: 0 });
+    const sent = new Set<string>();
+    for (let i = 0; i < 130; i++) {
+      const message = await toRouter({ capability: "p.work", payload: i, trace_id: trace.trace_id });
+      sent.add(message.msg_id);
+    }
+    const url = `${served.api}/api/traces/${trace.trace_id}`;
+    // Each is in the router's mailbox and p-echo's (agent.p.echo): more than 100 in each.
+    const whole = await until("every message routed to p-echo", async () => {
+      const { body } = await http("GET", url);
+      const inAgent = (body.messages ?? []).filter((m: Json) => m.mailbox === "agent.p.echo");
+      return inAgent.length === 130 ? body : undefined;
+    });
+    const pages: Json[] = [];
+    for (let offset: number | undefined = 0; offset !== undefined; ) {
+      const { status, body } = await http("GET", `${url}?offset=${offset}&limit=40`);
+      expect(status).toBe(200);
+      expect(body.total).toBe(whole.total);
+      pages.push(...body.messages);
+      offset = body.next_offset;
+    }
+    expect(pages).toHaveLength(whole.total);
+    expect(pages.map((m) => `${m.mailbox} ${m.msg_id}`)).toEqual(
+      whole.messages.map((m: Json) => `${m.mailbox} ${m.msg_id}`),
+    );
+    for (const mailbox of ["orch.router", "agent.p.echo"]) {
+      const ids = new Set(pages.filter((m) => m.mailbox === mailbox).map((m) => m.msg_id));
+      expect(
+        [...sent].filter((id) => !ids.has(id)),
+        mailbox,
+      ).toEqual([]);
+    }
+  }, 120_000);
+
+  it("a reload that changes depends_on leaves a waiting task's next step as it was", async () => {
+    const old = await http("POST", `${served.api}/api/tasks?async=true`, { task_type: "chain", payload: {} });
+    await until("step b to wait for its agent", async () => {
+      const { body } = await http("GET", `${served.api}/api/tasks/${old.body.task_id}`);
+      return body.steps.b.waiting !== undefined;
+    });
+    writeFileSync(join(templates, "chain.yaml"), chain("a"));
+    await until("the reload", async () => {
+      const { body } = await http("GET", `${served.api}/api/templates`);
+      const c = body.templates.find((t: Json) => t.name === "chain")?.steps.find((s: Json) => s.id === "c");
+      return c?.depends_on?.[0] === "a";
+    });
+    running.push(await agents(server, [{ name: "gate", capabilities: ["chain.gate"], output: { b: 2 } }]));
+    const before = await ended(served.api, old.body.task_id);
+    expect(before.status).toBe("completed");
+    // Started on the old text: c still receives b's output.
+    expect(before.result).toEqual({ received: { b: 2, agent: "gate" }, agent: "echo" });
+    // A new task runs on the new text: c receives a's output.
+    const after = await http("POST", `${served.api}/api/tasks`, { task_type: "chain", payload: {} });
+    expect(after.body.status).toBe("completed");
+    expect(after.body.result.c).toEqual({ received: { a: 1, agent: "first" }, agent: "echo" });
+  }, 120_000);
 
   it("a bouncing result is stopped at once, not after max_hops", async () => {
     // A result routed by capability goes nowhere: it goes back to whoever asked.
