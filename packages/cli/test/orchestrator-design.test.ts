@@ -333,9 +333,9 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
       received.find((h) => h.event === "loop_detected" && h.data.trace_id === task.trace_id),
     );
     expect(hook.data).toMatchObject({ kind: "cycle", path: ["orchestrator", "loop-a", "loop-b"] });
-    const line = served
-      .logs()
-      .find((l) => String(l.msg).includes("loop guard stopped") && l.trace_id === task.trace_id);
+    const line = await until("the warning line", () =>
+      served.logs().find((l) => String(l.msg).includes("loop guard stopped") && l.trace_id === task.trace_id),
+    );
     expect(line).toMatchObject({ level: 40, kind: "cycle", path: ["orchestrator", "loop-a", "loop-b"] });
     const metrics = await (await fetch(`${served.api}/metrics`)).text();
     expect(metrics).toMatch(/^mq9_orchestrator_loop_stops_total\{guard="cycle"\} [1-9]/m);
@@ -765,9 +765,10 @@ describe("mq9 serve's orchestrator guards, deadlines and reloads, end to end", (
     const hook = await until("the loop_detected webhook", () =>
       received.find((h) => h.event === "loop_detected" && h.data.trace_id === traceId),
     );
-    const line = served
-      .logs()
-      .find((l) => String(l.msg).includes("loop guard stopped") && l.trace_id === traceId);
+    // The log line may reach the test after the webhook does: it is waited for too.
+    const line = await until("the warning line", () =>
+      served.logs().find((l) => String(l.msg).includes("loop guard stopped") && l.trace_id === traceId),
+    );
     return { letter, hook: hook.data as Json, line };
   }
 
