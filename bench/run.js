@@ -43,6 +43,8 @@ environment (defaults in brackets, quick-run defaults after the slash):
   BENCH_TMPDIR          where the servers' temp data dirs go             [os.tmpdir()]
   BENCH_NATS_SERVER, BENCH_REDIS_SERVER   binaries to use instead of the ones on PATH
   BENCH_MQ9_CLI         our CLI entry point                              [packages/cli/dist/main.js]
+  BENCH_ORCH_MESSAGES   --orchestrator: routed messages of the loaded run     [30000 / 3000]
+  BENCH_ORCH_TASKS      --orchestrator: 0 skips the task phases (split, bulkhead)   [1]
   BENCH_MQ9_NODE_ARGS   node flags for our broker (every bench), e.g. "--cpu-prof --cpu-prof-dir=DIR"   [none]
 `;
 

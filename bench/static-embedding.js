@@ -2,10 +2,11 @@
 // `node bench/static-embedding.js <model folder>` (a BERT-shaped ONNX model with tokenizer.json, e.g. from
 // `mq9 models fetch all-MiniLM-L6-v2-int8`). It runs every vocabulary token through the model once (its output
 // vector at its own position; the table is cached beside this process's temp files), then embeds a text as the
-// mean of its tokens' vectors, optionally centred on the vocabulary mean and weighted by inverse document
-// frequency over the cards' skill texts, and ranks the labelled set's 150 cards for its 100 paraphrases by
+// mean of its tokens' vectors, optionally centred on the vocabulary mean (an earlier variant weighted tokens by
+// their document frequency in the evaluation cards themselves, which leaks the test set: removed), and ranks the labelled set's 150 cards for its 100 paraphrases by
 // exact cosine, an agent by its best skill (the broker's semantic ranking). Prints recall@5 / recall@1, CPU
-// per query text and the load average; figures only. An experiment for issue 21, not a registry embedder yet.
+// per query text and the load average; figures only. An experiment for issue 21; the registry's own static
+// embedder (registry.embedder "static") distils USE-lite, which needs no download.
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -88,7 +89,7 @@ function readRelevanceSet() {
       }),
     }),
   );
-  const queries = [...source.matchAll(/\{ query: "([^"]+)", expect: "([^"]+)" \}/g)].map((m) => ({
+  const queries = [...source.matchAll(/\{\s*query: "([^"]+)",\s*expect: "([^"]+)",?\s*\}/g)].map((m) => ({
     query: m[1],
     expect: m[2],
   }));
@@ -99,23 +100,14 @@ const table = await distil();
 const width = table.length / vocabSize;
 const { agents, queries } = readRelevanceSet();
 const pieces = (text) => tokenizer.encode(text, 256).slice(1, -1);
-const documentFrequency = new Float64Array(vocabSize);
-let documents = 0;
-for (const agent of agents) {
-  for (const skill of agent.skills) {
-    documents++;
-    for (const id of new Set(pieces(skill))) documentFrequency[id]++;
-  }
-}
 const mean = new Float32Array(width);
 for (let t = 0; t < vocabSize; t++)
   for (let k = 0; k < width; k++) mean[k] += table[t * width + k] / vocabSize;
 
-function embed(text, { centre, idf }) {
+function embed(text, { centre }) {
   const vector = new Float32Array(width);
   for (const id of pieces(text)) {
-    const weight = idf ? Math.log((documents + 1) / (documentFrequency[id] + 0.5)) : 1;
-    for (let k = 0; k < width; k++) vector[k] += weight * (table[id * width + k] - (centre ? mean[k] : 0));
+    for (let k = 0; k < width; k++) vector[k] += table[id * width + k] - (centre ? mean[k] : 0);
   }
   let norm = 0;
   for (let k = 0; k < width; k++) norm += vector[k] * vector[k];
@@ -132,11 +124,7 @@ const dot = (a, b) => {
 process.stdout.write(
   `static token embeddings from ${path.basename(path.resolve(modelDir))} (${vocabSize} tokens x ${width}), ${agents.length} cards, ${queries.length} paraphrases, exact search\n`,
 );
-for (const variant of [
-  { centre: false, idf: false },
-  { centre: true, idf: false },
-  { centre: true, idf: true },
-]) {
+for (const variant of [{ centre: false }, { centre: true }]) {
   const skillVectors = agents.map((a) => a.skills.map((s) => embed(s, variant)));
   let top1 = 0;
   let top5 = 0;
@@ -152,7 +140,7 @@ for (const variant of [
   const before = process.cpuUsage();
   for (let i = 0; i < 2000; i++) embed(`${queries[i % queries.length].query} ${i}`, variant);
   const cpu = process.cpuUsage(before);
-  const label = `${variant.centre ? "centred" : "raw"}${variant.idf ? " + idf" : ""}`.padEnd(14);
+  const label = (variant.centre ? "centred" : "raw").padEnd(14);
   process.stdout.write(
     `  ${label} recall@5 ${(top5 / queries.length).toFixed(2)}  recall@1 ${(top1 / queries.length).toFixed(2)}  ${((cpu.user + cpu.system) / 2000).toFixed(0)} µs CPU per query text (${load()})\n`,
   );

@@ -5,7 +5,8 @@
 // logs live in .mq9-cluster/ of the current directory (MQ9_CLUSTER_DIR to choose another).
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
 import { MQ9_CLI, startMq9Node } from "./local-cluster/mq9-node.js";
 import { startNatsCluster } from "./local-cluster/nats-cluster.js";
 import { startPrivatePostgres } from "./local-cluster/private-postgres.js";
@@ -31,6 +32,20 @@ async function stopPid(pid, what) {
   process.stdout.write(`stopped ${what} (pid ${pid})\n`);
 }
 
+/**
+ * Whether the postgres OS user (PostgreSQL's, when we are root) can reach files in `folder`: a
+ * checkout under /root (mode 700) is not reachable to it.
+ */
+function postgresCanEnter(folder) {
+  if (process.getuid?.() !== 0) return true;
+  try {
+    execFileSync("runuser", ["-u", "postgres", "--", "test", "-x", folder], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function up() {
   if (existsSync(stateFile)) {
     process.stderr.write(`a cluster is already up (${stateFile}); run npm run cluster:down first\n`);
@@ -41,9 +56,14 @@ async function up() {
     process.exit(1);
   }
   mkdirSync(dir, { recursive: true });
+  const pgDir = postgresCanEnter(dir) ? dir : tmpdir();
+  if (pgDir !== dir)
+    process.stdout.write(
+      `PostgreSQL runs as the postgres OS user, which cannot enter ${dir}: its data goes to ${pgDir}\n`,
+    );
   const [nats, pg] = await Promise.all([
     startNatsCluster({ size: 3, logDir: dir, tmpDir: dir, keep: true }),
-    startPrivatePostgres({ tmpDir: dir, keep: true, fsync: true }),
+    startPrivatePostgres({ tmpDir: pgDir, keep: true, fsync: true }),
   ]);
   const state = {
     nats: nats.servers.map((s) => ({ name: s.name, url: s.url, pid: s.pid })),
@@ -102,6 +122,9 @@ async function down() {
       process.stdout.write("PostgreSQL was not running\n");
     }
   }
+  // Its data went elsewhere when the postgres user could not enter the folder (see up()).
+  if (state.postgres?.dataDir && !resolve(state.postgres.dataDir).startsWith(`${dir}/`))
+    rmSync(dirname(state.postgres.dataDir), { recursive: true, force: true });
   rmSync(dir, { recursive: true, force: true });
   process.stdout.write(`removed ${dir}\n`);
 }

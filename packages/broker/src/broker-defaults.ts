@@ -26,5 +26,5 @@ export const BrokerDefaults = {
   /** Payload bytes one FETCH reply carries at most. */
   fetchMaxBytes: 8 * 1024 * 1024,
   /** Mailbox TTL in seconds when CREATE gives none; 0 = never expires. */
-  defaultMailboxTtl: 0,
+  defaultMailboxTtlSeconds: 0,
 } as const;

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsCluster } from "../../../scripts/local-cluster/nats-cluster.js";
+import { expectAppsServe, WITH_ORCHESTRATOR } from "./cluster-apps.js";
 import {
   clusterMissing,
   type Mq9NodeProcess,
@@ -163,8 +164,9 @@ describe.skipIf(missing !== undefined)(
         nats: { connected: boolean };
       };
 
-    it("TLS with client certificates and users — the node attaches with CA, cert, key, user and password", async () => {
+    it("TLS with client certificates and users — the node and its apps attach with CA, cert, key, user and password", async () => {
       const node = await startSecured("mutual-tls", mutual.urls, [
+        ...WITH_ORCHESTRATOR,
         "--nats-tls-ca",
         certs.ca,
         "--nats-tls-cert",
@@ -184,7 +186,20 @@ describe.skipIf(missing !== undefined)(
         tls: { caFile: certs.ca, certFile: certs.clientCert, keyFile: certs.clientKey },
       });
       await roundTrip(agent, "secured.mutual");
-    });
+      // MCP, the A2A gateway and the orchestrator present the node's client certificate too.
+      await expectAppsServe(
+        node,
+        {
+          servers: mutual.urls,
+          options: {
+            user: "agent",
+            password: "agent-secret",
+            tls: { caFile: certs.ca, certFile: certs.clientCert, keyFile: certs.clientKey },
+          },
+        },
+        "secured.mcp",
+      );
+    }, 180_000);
 
     it("token over TLS — the node attaches with --nats-token and the CA", async () => {
       const node = await startSecured("token-tls", tokenOnly.urls, [

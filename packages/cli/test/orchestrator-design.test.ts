@@ -6,6 +6,8 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { createEnvelope, type Envelope, readEnvelope, sendEnvelope } from "@mq9/agent";
+import { connect } from "@mq9/client";
 import { DESIGN_TEMPLATE } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI, runCli, tempDir } from "./cli-harness.js";
@@ -84,20 +86,29 @@ interface AgentSpec {
   output?: Record<string, unknown>;
   forward?: string;
   ttl_seconds?: number;
+  heartbeat_ms?: number;
+  description?: string;
+  /** Print "handled <msg_id>" for each message handled. */
+  report?: boolean;
 }
 
 /** Agents in a process of their own (fixtures/orchestrator-agents.mjs); resolves once registered. */
-async function agents(server: string, list: AgentSpec[]): Promise<{ stop(): Promise<void> }> {
+async function agents(
+  server: string,
+  list: AgentSpec[],
+): Promise<{ stop(): Promise<void>; output(): string }> {
   const child = spawn(process.execPath, [AGENTS, JSON.stringify({ server, agents: list })], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let err = "";
+  let out = "";
   child.stderr!.on("data", (c) => {
     err += c;
   });
   await new Promise<void>((resolve, reject) => {
     child.stdout!.on("data", (c) => {
-      if (String(c).includes("ready")) resolve();
+      out += c;
+      if (out.includes("ready")) resolve();
     });
     child.on("exit", (code) => reject(new Error(`agents exited with ${code}: ${err}`)));
   });
@@ -107,6 +118,7 @@ async function agents(server: string, list: AgentSpec[]): Promise<{ stop(): Prom
       child.kill("SIGTERM");
       await exited;
     },
+    output: () => out,
   };
 }
 
@@ -217,6 +229,13 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
         { name: "w-light", capabilities: ["w.work"], weight: 1, max_concurrency: 4, delay_ms: 5 },
         { name: "s-fast", capabilities: ["s.work"], max_concurrency: 2, delay_ms: 5 },
         { name: "s-slow", capabilities: ["s.work"], max_concurrency: 2, delay_ms: 400 },
+        {
+          name: "translator",
+          capabilities: ["translate"],
+          description: "Translates documents between English, Chinese, Japanese and Korean.",
+        },
+        { name: "b-one", capabilities: ["b.all"] },
+        { name: "b-two", capabilities: ["b.all"] },
         { name: "loop-a", capabilities: ["loop.a"], forward: "loop.b" },
         { name: "loop-b", capabilities: ["loop.b"], forward: "loop.a" },
       ]),
@@ -301,6 +320,102 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
     expect(step).toMatchObject({ step_id: "summarize", agent: "summarizer", status: "completed" });
     expect(JSON.stringify(step)).not.toContain("Agents talk");
   });
+
+  it("routes by intent as the fallback, broadcasts, and dead-letters the unmatched loudly", async () => {
+    const client = await connect(server, { name: "audit-tester" });
+    try {
+      const inbox = "audit.tester";
+      await client.ensureMailbox({ name: inbox });
+      // Hand-built, as another SDK would: the design's `deferred` priority as it is spelled.
+      const ask = (fields: Omit<Partial<Envelope>, "priority"> & { priority?: string }) =>
+        sendEnvelope(client, "orch.router", {
+          ...createEnvelope({ msg_type: "query", source: "audit-tester", target: "*", payload: "hi" }),
+          reply_to: inbox,
+          ...fields,
+        } as Envelope);
+      // Nobody has the capability: the intent decides, by the agents' descriptions.
+      const fallback = await ask({
+        capability: "nobody.has.it",
+        intent: "translate this note into Japanese",
+      });
+      // A copy to every live agent with the capability, and the deferred priority accepted.
+      const news = await ask({ capability: "b.all", broadcast: true, priority: "deferred" });
+      // Neither a capability nor an intent anyone matches: a dead letter with its reason.
+      const lost = await ask({ capability: "nobody.has.it", payload: null });
+      const answers = await until(
+        "the answers of the intent and the broadcast",
+        async () => {
+          const got = await client.fetch(inbox, { deliver: "earliest", batch: 100, maxWaitMs: 0 });
+          const envelopes = got.map((m) => readEnvelope(m));
+          return envelopes.length >= 3 ? envelopes : undefined;
+        },
+        60_000,
+      );
+      const byAsk = (e: Envelope) => e.payload as { agent: string };
+      expect(answers.filter((a) => a.in_reply_to === fallback.msg_id).map((a) => byAsk(a).agent)).toEqual([
+        "translator",
+      ]);
+      const copies = answers.filter((a) => a.in_reply_to?.startsWith(`${news.msg_id}.`));
+      expect(copies.map((a) => byAsk(a).agent).sort()).toEqual(["b-one", "b-two"]);
+      const letter = await until("the dead letter", async () => {
+        const { body } = await http("GET", `${served.api}/api/dead-letters?trace_id=${lost.trace_id}`);
+        return body.dead_letters?.[0];
+      });
+      expect(letter.reason).toBe("no live agent has capability 'nobody.has.it'");
+      const line = served.logs().find((l) => l.trace_id === lost.trace_id && l.level === 40);
+      expect(line).toMatchObject({
+        kind: "unavailable",
+        reason: "no live agent has capability 'nobody.has.it'",
+      });
+      const metrics = await (await fetch(`${served.api}/metrics`)).text();
+      expect(metrics).toMatch(/^mq9_orchestrator_dead_letters_total\{reason="unavailable"\} [1-9]/m);
+      expect(metrics).toMatch(/^mq9_orchestrator_dispatches_total\{layer="intent"\} [1-9]/m);
+    } finally {
+      await client.close();
+    }
+  }, 90_000);
+
+  it("an agent process restarted does not handle a msg_id again; agent list shows it offline meanwhile", async () => {
+    const spec = {
+      name: "once",
+      capabilities: ["once.work"],
+      report: true,
+      heartbeat_ms: 200,
+      ttl_seconds: 1,
+    };
+    const client = await connect(server, { name: "audit-dedup" });
+    try {
+      const first = await agents(server, [spec]);
+      // Sent straight to its inbox (the router would refuse a msg_id it routed before), one
+      // with an answer to find in the asker's mailbox and one without (noted in `.seen`).
+      await client.ensureMailbox({ name: "audit.dedup" });
+      const answered = {
+        ...createEnvelope({ msg_type: "query", source: "audit-dedup", target: "once", payload: 1 }),
+        reply_to: "audit.dedup",
+      };
+      const silent = createEnvelope({ msg_type: "query", source: "audit-dedup", target: "once", payload: 2 });
+      for (const message of [answered, silent]) await sendEnvelope(client, "agent.once", message);
+      await until("both to be handled", () => first.output().split("handled ").length - 1 === 2);
+      await first.stop();
+      await until("agent list to show it offline", async () => {
+        const list = await runCli(["agent", "list", "--api", served.api]);
+        return /^once\s+offline\s/m.test(list.stdout);
+      });
+      const second = await agents(server, [spec]);
+      running.push(second);
+      for (const message of [answered, silent]) await sendEnvelope(client, "agent.once", message);
+      const probe = createEnvelope({ msg_type: "query", source: "audit-dedup", target: "once", payload: 3 });
+      await sendEnvelope(client, "agent.once", probe);
+      // The inbox is FIFO: once the probe is handled, the two re-sent ones were seen before it.
+      await until("the probe to be handled", () => second.output().includes(`handled ${probe.msg_id}`));
+      expect(second.output()).not.toContain(answered.msg_id);
+      expect(second.output()).not.toContain(silent.msg_id);
+      const list = await runCli(["agent", "list", "--api", served.api]);
+      expect(list.stdout).toMatch(/^once\s+online\s/m);
+    } finally {
+      await client.close();
+    }
+  }, 90_000);
 
   it("mq9 agent register --manifest gives an agent the router uses, steadily online", async () => {
     const dir = tempDir();

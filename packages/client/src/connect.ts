@@ -1,6 +1,7 @@
 import { Defaults, Mq9Error } from "@mq9/protocol";
 import {
   type ConnectionOptions,
+  credsAuthenticator,
   connect as natsConnect,
   nkeyAuthenticator,
   nkeys,
@@ -24,6 +25,11 @@ export interface ConnectOptions {
    * the client signs the broker's nonce with it, and the broker knows the user by the public key.
    */
   nkeySeed?: string | Uint8Array;
+  /**
+   * The content of a NATS `.creds` file (a user JWT and its NKey seed), for a NATS server in
+   * operator (JWT) mode: the client presents the JWT and signs the server's nonce with the seed.
+   */
+  creds?: string | Uint8Array;
   /**
    * TLS settings (CA, client certificate). `true` or an object forces TLS; `tls://`
    * and `mq9s://` URLs turn it on too, and a broker that requires TLS gets it anyway.
@@ -75,6 +81,19 @@ export async function connect(
   }
   if (options.nkeySeed !== undefined)
     natsOptions.authenticator = nkeyAuthenticator(userSeed(options.nkeySeed));
+  if (options.creds !== undefined && options.nkeySeed !== undefined) {
+    throw new Mq9Error(
+      "INVALID_REQUEST",
+      "give either creds or nkeySeed, not both: a .creds file holds its own seed",
+      {
+        retryable: false,
+      },
+    );
+  }
+  if (options.creds !== undefined)
+    natsOptions.authenticator = credsAuthenticator(
+      typeof options.creds === "string" ? new TextEncoder().encode(options.creds) : options.creds,
+    );
   if (wantTls) natsOptions.tls = typeof options.tls === "object" ? options.tls : {};
   try {
     const nc = await natsConnect(natsOptions);

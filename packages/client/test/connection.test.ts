@@ -122,6 +122,10 @@ describe("connect", () => {
     const wrong = await failure(connect(t.url, { nkeySeed: pair.getPublicKey() }));
     expect(wrong.code).toBe("INVALID_REQUEST");
     expect(wrong.message).toMatch(/not an NKey user seed/);
+    // A .creds file carries its own seed: both at once is a mistake, said before connecting.
+    const both = await failure(connect(t.url, { nkeySeed: seed, creds: "-----BEGIN NATS USER JWT-----" }));
+    expect(both).toMatchObject({ code: "INVALID_REQUEST", retryable: false });
+    expect(both.message).toMatch(/either creds or nkeySeed/);
   });
 
   it("mq9s:// speaks TLS to a broker with a certificate", async () => {

@@ -105,6 +105,31 @@ describe("loop guards that alert", () => {
     expect(letter.reason).toBe("max_hops exhausted (5 of 5)");
   });
 
+  it("with trackSends off, this.send() in a handler starts a trace; the context's send continues it", async () => {
+    const seen: Envelope[] = [];
+    await world.agent({ name: "t-end", capabilities: ["t.end"] }, (m) => {
+      if (m.msg_type === "query") seen.push(m);
+    });
+    const forwarder: FunctionAgent = await world.agent(
+      { name: "t-forward", capabilities: [] },
+      async (m, { send }) => {
+        if (m.msg_type !== "query") return;
+        await forwarder.send({ target: "*", capability: "t.end", payload: "own" });
+        await send({ target: "*", capability: "t.end", payload: "continued" });
+      },
+      { trackSends: false },
+    );
+    const client = await world.client();
+    const start = ask({ target: "t-forward", payload: "go" });
+    await sendEnvelope(client, orchestrator.names.router, start);
+    await until("both to arrive", () => seen.length >= 2);
+    const own = seen.find((m) => m.payload === "own")!;
+    const continued = seen.find((m) => m.payload === "continued")!;
+    expect(own.trace_id).not.toBe(start.trace_id);
+    expect(own.hops).toBe(0);
+    expect(continued).toMatchObject({ trace_id: start.trace_id, hops: 1, source: "t-forward" });
+  });
+
   it("broadcast: true delivers a copy to every live agent with the capability but the sender", async () => {
     const got: Record<string, string[]> = { "b-one": [], "b-two": [], "b-three": [] };
     for (const name of Object.keys(got)) {

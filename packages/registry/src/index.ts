@@ -26,6 +26,8 @@ export {
   type EmbedPurpose,
 } from "./embedding/embedder.js";
 export { OnnxEmbedder, type OnnxEmbedderOptions } from "./embedding/onnx-embedder.js";
+export { StaticEmbedder, type StaticEmbedderOptions } from "./embedding/static-embedder.js";
+export { distilStaticTable, readStaticTable, writeStaticTable } from "./embedding/static-table.js";
 export { ThreadedEmbedder, type ThreadedEmbedderOptions } from "./embedding/threaded-embedder.js";
 export { UseEmbedder } from "./embedding/use-embedder.js";
 export { embedderProblem, openRegistry, type RegistrySettings, registryFactory } from "./open-registry.js";

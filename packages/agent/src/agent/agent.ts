@@ -42,6 +42,13 @@ export interface AgentOptions {
    * twice (default 600).
    */
   dedupWindowSeconds?: number;
+  /**
+   * Run each handler inside an async context, so that `this.send()` called while it runs
+   * continues its message's trace (default true). On Node 20 that context costs every promise
+   * of the process a hook call; an agent that sends only through the handler context's `send`
+   * (or not at all) may turn it off, and `this.send()` then always starts a new trace.
+   */
+  trackSends?: boolean;
   /** Where problems are logged (a handler failure, a bad message); default: one line each on stderr. */
   logger?: Logger;
   /** A handler failure or a bad message; default: an error on `logger`. */
@@ -63,19 +70,6 @@ export interface MessageContext {
 const DEFAULT_HEARTBEAT_MS = 2_000;
 const DEFAULT_MESSAGE_TTL_S = 7 * 86_400;
 const MEMORY_CACHE = 1_000;
-
-/**
- * Whether an agent's own classes (below Agent) can call `send`: their source mentions it.
- * A class whose source cannot be read counts as one that can.
- */
-function mayCallSend(agent: Agent): boolean {
-  for (let proto = Object.getPrototypeOf(agent); proto && proto !== Agent.prototype; ) {
-    const source = Function.prototype.toString.call(proto.constructor);
-    if (source.includes("[native code]") || /\bsend\b/.test(source)) return true;
-    proto = Object.getPrototypeOf(proto);
-  }
-  return false;
-}
 
 function isEnvelope(value: unknown): value is Envelope {
   return (
@@ -111,8 +105,6 @@ export abstract class Agent {
   private readonly names: BusNames;
   private readonly seen = new SeenMessages();
   private readonly running = new Map<string, LazyAbort>();
-  /** The messages whose handlers run, while handlers do not run inside `handling`. */
-  private readonly runningMessages = new Map<string, Envelope>();
   /** What every handler context reads from this agent (one object, not closures per message). */
   private readonly contextSource: ContextSource<ChildFields> = {
     memory: (traceId) => this.memory(traceId),
@@ -127,17 +119,12 @@ export abstract class Agent {
   private deadLetters?: DeadLetters;
   private handledLog?: HandledLog;
   private handledCount = 0;
-  /** The message whose handler is running: send() inside a handler continues its trace. */
+  /** The message whose handler is running (with trackSends): `this.send()` inside a handler continues its trace. */
   private readonly handling = new AsyncLocalStorage<Envelope>();
+  private readonly trackSends: boolean;
   private startedAt = Number.POSITIVE_INFINITY;
   private readonly dedupWindowMs: number;
   private boundHandler?: (message: Envelope, context: MessageContext) => unknown;
-  /**
-   * Whether handlers run inside `handling` (so `this.send()` finds its message). On Node 20
-   * an AsyncLocalStorage in use costs every promise of the process a hook call, so it is
-   * used only when the agent's class can call send (see mayCallSend).
-   */
-  private tracksSends = true;
   private duplicateCount = 0;
 
   constructor(manifest: AgentManifest, options: AgentOptions = {}) {
@@ -148,6 +135,7 @@ export abstract class Agent {
     this.leaseMs = options.leaseMs ?? 30_000;
     this.messageTtlSeconds = options.messageTtlSeconds ?? DEFAULT_MESSAGE_TTL_S;
     this.dedupWindowMs = (options.dedupWindowSeconds ?? 600) * 1000;
+    this.trackSends = options.trackSends ?? true;
     const logger = options.logger ?? namedStderrLogger(`agent ${this.manifest.name}`);
     this.onError =
       options.onError ??
@@ -185,7 +173,6 @@ export abstract class Agent {
   /** Registers, starts heartbeats and consumes the inbox. `server` is a client or a broker URL. */
   async start(server: Mq9Client | string = "mq9://127.0.0.1:4332"): Promise<this> {
     this.boundHandler = this.resolveHandler();
-    this.tracksSends = mayCallSend(this);
     this.startedAt = Date.now();
     if (typeof server === "string") {
       this.client = await connect(server, { name: `mq9-agent-${this.manifest.name}` });
@@ -248,10 +235,11 @@ export abstract class Agent {
   /**
    * Sends a message through the router. Called while a handler runs, it continues that
    * message's trace one hop further (as the context's send does), so loops built by
-   * forwarding agents still meet max_hops and the cycle check; elsewhere it starts a trace.
+   * forwarding agents still meet max_hops and the cycle check (unless `trackSends` is off);
+   * elsewhere it starts a trace.
    */
   async send(fields: ChildFields & { max_hops?: number }): Promise<Envelope> {
-    const parent = this.tracksSends ? this.handling.getStore() : this.parentWithoutTracking();
+    const parent = this.trackSends ? this.handling.getStore() : undefined;
     if (parent) return this.sendChild(parent, fields);
     const envelope = createEnvelope({
       msg_type: fields.msg_type ?? "query",
@@ -283,19 +271,6 @@ export abstract class Agent {
    * The subclass's handler: `handleMessage`, or `handle_message` as the design spells it
    * (classes written in plain JavaScript after the design's examples).
    */
-  /**
-   * The first send() of an agent whose class does not mention send (its handler is a
-   * function given to it, say): from now on handlers run inside `handling`. This call
-   * continues the one message being handled, if exactly one is; with none it starts a
-   * trace, and with several it cannot tell which, so it starts one too.
-   */
-  private parentWithoutTracking(): Envelope | undefined {
-    this.tracksSends = true;
-    const [only, ...others] = this.runningMessages.values();
-    this.runningMessages.clear();
-    return others.length === 0 ? only : undefined;
-  }
-
   private resolveHandler(): (message: Envelope, context: MessageContext) => unknown {
     const self = this as unknown as Record<string, unknown>;
     for (const name of ["handleMessage", "handle_message"]) {
@@ -381,19 +356,17 @@ export abstract class Agent {
     }
     const cancel = new LazyAbort();
     this.running.set(message.msg_id, cancel);
-    if (!this.tracksSends) this.runningMessages.set(message.msg_id, message);
     let outcome: unknown;
     let failure: Error | undefined;
     try {
       const context = new HandlerContext<ChildFields>(this.contextSource, message, cancel, receivedAt);
-      outcome = this.tracksSends
+      outcome = this.trackSends
         ? await this.handling.run(message, () => this.boundHandler!(message, context))
         : await this.boundHandler!(message, context);
     } catch (err) {
       failure = err instanceof Error ? err : new Error(String(err));
     } finally {
       this.running.delete(message.msg_id);
-      this.runningMessages.delete(message.msg_id);
     }
     this.handledCount++;
     if (cancel.aborted) return;

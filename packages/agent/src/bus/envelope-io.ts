@@ -1,5 +1,5 @@
 import type { Mq9Client, Mq9Message } from "@mq9/client";
-import { decodeEnvelope, type Envelope, EnvelopeError, envelopeHeaders } from "./envelope.js";
+import { decodeEnvelope, type Envelope, EnvelopeError, envelopeHeaders, mq9Priority } from "./envelope.js";
 import { traceTag } from "./names.js";
 
 /** Wall-clock unix ms with sub-millisecond precision, comparable across processes on one machine. */
@@ -34,7 +34,8 @@ export async function sendEnvelope(
   const headers = envelopeHeaders(sent);
   if (sent.reply_to) headers["mq9-reply-to"] = sent.reply_to;
   await client.send(mailbox, JSON.stringify(sent), {
-    priority: sent.priority,
+    // A hand-built envelope may carry the design's `deferred`, which mq9 spells `normal`.
+    priority: mq9Priority(sent.priority),
     key: options.key,
     ttlSeconds: options.ttl ? options.ttl : undefined,
     tags: [traceTag(sent.trace_id)],

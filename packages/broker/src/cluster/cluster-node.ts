@@ -42,7 +42,7 @@ export class ClusterNode {
     // Unique per process, so a node restarted under the same id never mistakes old news for its own.
     this.instance = `${options.nodeId}/${randomBytes(4).toString("hex")}`;
     this.notifier = new NatsNotifier(connection, this.instance, logger);
-    this.attachment = new NatsAttachment(connection, options.queueGroup ?? "mq9");
+    this.attachment = new NatsAttachment(connection, options.queueGroup ?? "mq9", logger);
   }
 
   /** Hands every request of the queue group to the service, its reply back through NATS. */
@@ -97,10 +97,11 @@ export class ClusterNode {
 
   health(): { ok: boolean; [detail: string]: unknown } {
     const natsUp = this.attachment.connected;
+    const refused = this.attachment.refused;
     return {
-      ok: natsUp && this.databaseUp,
+      ok: natsUp && refused === undefined && this.databaseUp,
       node: this.options.nodeId,
-      nats: { connected: natsUp, server: this.attachment.server },
+      nats: { connected: natsUp, server: this.attachment.server, ...(refused ? { refused } : {}) },
       postgres: { up: this.databaseUp },
     };
   }

@@ -10,6 +10,7 @@ import {
 } from "nats";
 import type { Logger } from "../logger.js";
 import type { ClusterOptions } from "./cluster-options.js";
+import { logRefusedSubscription, PERMISSIONS_HINT } from "./refused-subscription.js";
 import { UndeliveredReplies } from "./undelivered-replies.js";
 
 /** FETCHes are the requests whose reply hands something out (leases) that an absent requester would hold. */
@@ -55,7 +56,15 @@ export async function connectToCluster(
       if (status.type === Events.Disconnect)
         logger.warn(`nats: disconnected from ${status.data}; reconnecting`);
       else if (status.type === Events.Reconnect) logger.info(`nats: reconnected to ${status.data}`);
-      else if (status.type === Events.Error) logger.warn(`nats: ${String(status.data)}`);
+      else if (status.type === Events.Error) {
+        // A refused publish arrives as its code alone (the server's text names the subject).
+        const code = String(status.data);
+        logger.warn(
+          code === "PERMISSIONS_VIOLATION"
+            ? `nats: ${code}: the cluster refused this node a publish; ${PERMISSIONS_HINT}`
+            : `nats: ${code}`,
+        );
+      }
     }
   })().catch(() => {});
   return nc;
@@ -82,12 +91,14 @@ export class NatsAttachment {
   private inFlight = 0;
   private idle?: () => void;
   private readonly undelivered: UndeliveredReplies;
+  private refusal?: Error;
 
   constructor(
     readonly connection: NatsConnection,
     private readonly queueGroup: string,
+    private readonly logger: Logger,
   ) {
-    this.undelivered = new UndeliveredReplies(connection);
+    this.undelivered = new UndeliveredReplies(connection, logger);
   }
 
   /** Starts taking requests; `handle` answers each through its `reply`. */
@@ -95,7 +106,11 @@ export class NatsAttachment {
     this.subscription = this.connection.subscribe("$mq9.AI.>", {
       queue: this.queueGroup,
       callback: (err, msg) => {
-        if (err) return;
+        if (err) {
+          this.refusal = err;
+          logRefusedSubscription(this.logger, "$mq9.AI.>", err, "this node receives no request");
+          return;
+        }
         this.inFlight++;
         let answered = false;
         const watched =
@@ -132,6 +147,11 @@ export class NatsAttachment {
   /** Whether the connection to a nats-server is up right now. */
   get connected(): boolean {
     return !this.connection.isClosed() && !this.connection.isDraining() && this.connection.info !== undefined;
+  }
+
+  /** Why the nats-servers refused to hand this node requests, when they did. */
+  get refused(): string | undefined {
+    return this.refusal?.message;
   }
 
   /** The server this node is connected to now. */

@@ -1,6 +1,7 @@
 import type { NatsConnection, Subscription } from "nats";
 import { LocalNotifier, type Notifier, type Watch } from "../engine/notifier.js";
 import type { Logger } from "../logger.js";
+import { logRefusedSubscription } from "./refused-subscription.js";
 
 /** The subject every node of an mq9 cluster announces new messages on. */
 export const WAKE_SUBJECT = "_mq9.cluster.wake";
@@ -25,7 +26,11 @@ export class NatsNotifier implements Notifier {
   ) {
     this.subscription = connection.subscribe(WAKE_SUBJECT, {
       callback: (err, msg) => {
-        if (err) return;
+        if (err) {
+          const consequence = "long-polls here wake on other nodes' SENDs only at their max_wait_ms";
+          logRefusedSubscription(this.logger, WAKE_SUBJECT, err, consequence);
+          return;
+        }
         try {
           const news = JSON.parse(Buffer.from(msg.data).toString("utf8")) as {
             node: string;

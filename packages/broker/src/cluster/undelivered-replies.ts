@@ -1,5 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { NatsConnection, Subscription } from "nats";
+import type { Logger } from "../logger.js";
+import { logRefusedSubscription } from "./refused-subscription.js";
 
 /** Subjects the no-responders answers come back on: `<prefix>.<node token>.<seq>`. */
 export const UNDELIVERED_PREFIX = "_mq9.cluster.undelivered";
@@ -23,10 +25,15 @@ export class UndeliveredReplies {
   private seq = 0;
   private readonly sweeper: NodeJS.Timeout;
 
-  constructor(connection: NatsConnection) {
+  constructor(connection: NatsConnection, logger: Logger) {
     this.subscription = connection.subscribe(`${this.prefix}.*`, {
       callback: (err, msg) => {
-        if (err || msg.headers?.code !== 503) return;
+        if (err) {
+          const consequence = "a FETCH whose client is gone keeps its leases until they run out";
+          logRefusedSubscription(logger, `${UNDELIVERED_PREFIX}.>`, err, consequence);
+          return;
+        }
+        if (msg.headers?.code !== 503) return;
         const seq = Number(msg.subject.slice(this.prefix.length + 1));
         const entry = this.watched.get(seq);
         if (!entry) return;

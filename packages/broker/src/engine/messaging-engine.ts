@@ -87,7 +87,8 @@ export class MessagingEngine {
     this.leaseMs = options.leaseMs ?? BrokerDefaults.leaseMs;
     this.maxWaitMs = options.maxWaitMs ?? BrokerDefaults.maxWaitMs;
     this.fetchMaxBytes = options.fetchMaxBytes ?? BrokerDefaults.fetchMaxBytes;
-    this.defaultMailboxTtlSeconds = options.defaultMailboxTtlSeconds ?? BrokerDefaults.defaultMailboxTtl;
+    this.defaultMailboxTtlSeconds =
+      options.defaultMailboxTtlSeconds ?? BrokerDefaults.defaultMailboxTtlSeconds;
     this.batcher = new SendBatcher(this.store, (batch, results) => this.committed(batch, results), this.now);
     this.expiry = new ExpiryScheduler({
       store: this.store,

@@ -1,8 +1,8 @@
-import { readFileSync } from "node:fs";
-import { type ConnectOptions, connect, type Mq9Client } from "@mq9/client";
+import { connect, type Mq9Client } from "@mq9/client";
 import { mountA2AGateway } from "@mq9/gateway";
 import { mountMcp, SharedToolContext } from "@mq9/mcp";
 import type { FastifyInstance } from "fastify";
+import { type AppConnection, appConnection } from "./app-connection.js";
 import type { ServeConfig } from "./config.js";
 
 /**
@@ -11,7 +11,7 @@ import type { ServeConfig } from "./config.js";
  * over one connection opened on first use (after `start` has told them where it is).
  */
 export class ServeAgentApps {
-  private url: string | undefined;
+  private target: AppConnection | undefined;
   private client: Promise<Mq9Client> | undefined;
   private readonly tools = new SharedToolContext(() => this.connection());
 
@@ -22,10 +22,9 @@ export class ServeAgentApps {
     await mountA2AGateway(app, { client: () => this.connection() });
   };
 
-  /** Where the broker listens; the apps connect there on first use. */
+  /** Where the broker listens (in cluster mode: the NATS cluster); the apps connect there on first use. */
   start(host: string, port: number): void {
-    const local = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
-    this.url = `${this.config.tls.cert ? "mq9s" : "mq9"}://${local}:${port}`;
+    this.target = appConnection(this.config, host, port, "mq9-http-apps");
   }
 
   async close(): Promise<void> {
@@ -35,16 +34,9 @@ export class ServeAgentApps {
   }
 
   private connection(): Promise<Mq9Client> {
-    if (!this.url) return Promise.reject(new Error("the broker is still starting; try again"));
-    const { auth, tls } = this.config;
-    const options: ConnectOptions = { name: "mq9-http-apps" };
-    if (auth.token) options.token = auth.token;
-    if (auth.user) {
-      options.user = auth.user;
-      options.password = auth.password ?? "";
-    }
-    if (tls.cert) options.tls = { ca: readFileSync(tls.ca ?? tls.cert, "utf8") };
-    this.client ??= connect(this.url, options).catch((err) => {
+    const target = this.target;
+    if (!target) return Promise.reject(new Error("the broker is still starting; try again"));
+    this.client ??= connect(target.server, target.options).catch((err) => {
       this.client = undefined;
       throw err;
     });

@@ -37,22 +37,3 @@ export async function clusterBrokerOptions(
     },
   };
 }
-
-/**
- * The configuration the in-process apps (MCP, A2A gateway, orchestrator) connect with: in
- * cluster mode they are clients of the NATS cluster like any agent, with its credentials.
- */
-export function appConfig(config: ServeConfig): ServeConfig {
-  const cluster = config.cluster;
-  if (!cluster.enabled) return config;
-  return {
-    ...config,
-    auth: {
-      ...config.auth,
-      token: cluster.natsToken,
-      user: cluster.natsUser,
-      password: cluster.natsPassword,
-    },
-    tls: cluster.natsTlsCa ? { cert: cluster.natsTlsCa, ca: cluster.natsTlsCa } : {},
-  };
-}

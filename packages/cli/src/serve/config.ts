@@ -114,17 +114,19 @@ export const ServeConfigSchema = z
         leaseMs: positiveInt.default(BrokerDefaults.leaseMs),
         maxWaitMs: z.number().int().min(0).default(BrokerDefaults.maxWaitMs),
         fetchMaxBytes: positiveInt.default(BrokerDefaults.fetchMaxBytes),
-        defaultMailboxTtl: z.number().int().min(0).default(BrokerDefaults.defaultMailboxTtl),
+        defaultMailboxTtl: z.number().int().min(0).default(BrokerDefaults.defaultMailboxTtlSeconds),
       })
       .strict()
       .prefault({}),
     registry: z
       .object({
-        /** use: Universal Sentence Encoder lite (built in); onnx: a BERT-shaped model in modelDir; none: no semantic search. */
-        embedder: z.enum(["use", "onnx", "none"]).default("use"),
+        /** use: Universal Sentence Encoder lite (built in); static: a token table distilled from it; onnx: a BERT-shaped model in modelDir; none: no semantic search. */
+        embedder: z.enum(["use", "static", "onnx", "none"]).default("use"),
         /** local: SQLite + HNSW (built in); lancedb: the optional @lancedb/lancedb package. */
         vectorStore: z.enum(["local", "lancedb"]).default("local"),
         modelDir: z.string().min(1).optional(),
+        /** A static embedder table file instead of the one the build wrote. */
+        staticTablePath: z.string().min(1).optional(),
         pooling: z.enum(["mean", "cls"]).optional(),
         queryPrefix: z.string().optional(),
         defaultTtl: z.number().int().min(0).default(0),
@@ -388,7 +390,7 @@ export const SETTINGS: Setting[] = [
     flag: "registry-embedder",
     env: "MQ9_REGISTRY_EMBEDDER",
     kind: "string",
-    help: "agent registry embedder: use (built in), onnx (needs --registry-model-dir) or none",
+    help: "agent registry embedder: use (built in), static (built in: a token table distilled from use, far cheaper, less relevant), onnx (needs --registry-model-dir) or none",
   },
   {
     path: ["registry", "modelDir"],

@@ -1,14 +1,14 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { Worker } from "node:worker_threads";
 import type { Logger } from "@mq9/broker";
-import type { ConnectOptions } from "@mq9/client";
 import {
   mountOrchestratorApi,
   type OrchestratorApi,
   OrchestratorError,
   type RouteRegistrar,
 } from "@mq9/orchestrator";
+import { appConnection } from "./app-connection.js";
 import type { ServeConfig } from "./config.js";
 import { toError } from "./failure-converter.js";
 import {
@@ -53,18 +53,12 @@ export class ServeOrchestrator {
     // Started again after a close (a cluster node that regained the orchestrator's lock).
     this.closed = undefined;
     this.exited = false;
-    const { orchestrator: settings, auth, tls } = this.config;
-    const options: ConnectOptions = { name: "mq9-orchestrator" };
-    if (auth.token) options.token = auth.token;
-    if (auth.user) {
-      options.user = auth.user;
-      options.password = auth.password ?? "";
-    }
-    if (tls.cert) options.tls = { ca: readFileSync(tls.ca ?? tls.cert, "utf8") };
+    const settings = this.config.orchestrator;
+    const broker = appConnection(this.config, host, port, "mq9-orchestrator");
     const folder = resolve(settings.templates);
     const data: OrchestratorWorkerData = {
-      server: `${tls.cert ? "mq9s" : "mq9"}://${host}:${port}`,
-      connect: options,
+      server: broker.server,
+      connect: broker.options,
       templates: folder,
       settings: {
         namespace: settings.namespace,

@@ -4,7 +4,7 @@ import { PostgresStore, type RestApi } from "@mq9/broker/internal";
 import { registryFactory } from "@mq9/registry";
 import { say } from "../shared/output.js";
 import { ServeAgentApps } from "./agent-apps.js";
-import { appConfig, clusterBrokerOptions } from "./cluster.js";
+import { clusterBrokerOptions } from "./cluster.js";
 import { ConfigError, loadServeConfig, type ServeConfig } from "./config.js";
 import { ServeDashboard } from "./dashboard.js";
 import { createLogger } from "./logger.js";
@@ -97,6 +97,7 @@ function brokerOptions(
       embedder: registry.embedder,
       vectorStore: registry.vectorStore,
       modelDir: registry.modelDir,
+      staticTablePath: registry.staticTablePath,
       onnx: { pooling: registry.pooling, queryPrefix: registry.queryPrefix },
       defaultTtlS: registry.defaultTtl,
       annThreshold: registry.annThreshold,
@@ -124,8 +125,8 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
     throw err;
   }
   const logger = createLogger(config.log);
-  const orchestrator = new ServeOrchestrator(appConfig(config), logger);
-  const agentApps = new ServeAgentApps(appConfig(config));
+  const orchestrator = new ServeOrchestrator(config, logger);
+  const agentApps = new ServeAgentApps(config);
   let broker: Broker;
   let clustered: Awaited<ReturnType<typeof clusterBrokerOptions>> | undefined;
   try {

@@ -1,0 +1,119 @@
+import { execFileSync } from "node:child_process";
+import type { NatsConnection } from "nats";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startMq9Node } from "../../../scripts/local-cluster/mq9-node.js";
+import {
+  clusterMissing,
+  connectTo,
+  eventually,
+  LIGHT_NODE,
+  type Mq9NodeProcess,
+  mq9Client,
+  type NatsClusterProcesses,
+  type PostgresProcess,
+  startNats,
+  startNode,
+  startPostgres,
+} from "./cluster-harness.js";
+
+const missing = clusterMissing();
+
+/** TCP ports process `pid` listens on (ss, from iproute2). */
+function listeningPorts(pid: number): number[] {
+  const out = execFileSync("ss", ["-Hltnp"], { encoding: "utf8" });
+  return out
+    .split("\n")
+    .filter((line) => line.includes(`pid=${pid},`))
+    .map((line) => {
+      // State, Recv-Q, Send-Q, local address:port, peer, process.
+      const local = line.trim().split(/\s+/)[3];
+      return Number(local.slice(local.lastIndexOf(":") + 1));
+    });
+}
+
+// What a node does at its start and with the cluster's background work: no embedded listener, a
+// clear refusal when PostgreSQL cannot be reached, and expiry that goes on when its node dies.
+describe.skipIf(missing !== undefined)(`cluster node start${missing ? ` (skipped: ${missing})` : ""}`, () => {
+  let nats: NatsClusterProcesses;
+  let pg: PostgresProcess;
+  const nodes: Mq9NodeProcess[] = [];
+  let nc: NatsConnection;
+
+  beforeAll(async () => {
+    [nats, pg] = await Promise.all([startNats(1), startPostgres()]);
+    nc = await connectTo(nats.urls);
+  }, 240_000);
+
+  afterAll(async () => {
+    await nc?.close().catch(() => {});
+    await Promise.all(nodes.map((node) => node.stop()));
+    await nats?.stop();
+    await pg?.stop();
+  }, 120_000);
+
+  it("a cluster node listens on its HTTP port only: the embedded NATS listener is off", async () => {
+    const node = await startNode({ nodeId: "quiet", nats: nats.urls, postgres: pg.url });
+    nodes.push(node);
+    expect(listeningPorts(node.pid)).toEqual([node.httpPort]);
+    expect(node.output()).toMatch(
+      /mq9 cluster node quiet ready: clients connect to nats:\/\/127\.0\.0\.1:\d+/,
+    );
+    expect(node.output()).not.toMatch(/mq9 broker ready on/);
+    // Its health and metrics are its own: which node, which nats-server, whether the database answers.
+    const health = await (await fetch(`http://127.0.0.1:${node.httpPort}/healthz`)).json();
+    expect(health).toMatchObject({
+      ok: true,
+      node: "quiet",
+      nats: { connected: true, server: expect.stringMatching(/127\.0\.0\.1:\d+/) },
+      postgres: { up: true },
+    });
+    const metrics = await (await fetch(`http://127.0.0.1:${node.httpPort}/metrics`)).text();
+    expect(metrics).toMatch(/^mq9_cluster_nats_connected 1$/m);
+    expect(metrics).toMatch(/^mq9_cluster_database_up 1$/m);
+  });
+
+  it("an unreachable PostgreSQL stops the start with where and why", async () => {
+    const start = startMq9Node({
+      nodeId: "no-db",
+      nats: nats.urls,
+      postgres: "postgres://postgres@127.0.0.1:1/mq9",
+      args: LIGHT_NODE,
+    });
+    await expect(start).rejects.toThrow(/exited during start/);
+    await expect(start).rejects.toThrow(/PostgreSQL at 127\.0\.0\.1:1\/mq9 is unavailable/);
+  });
+
+  it("expiry goes on when the node running it is killed: another takes over and purges", async () => {
+    const [e1, e2] = await Promise.all(
+      ["e1", "e2"].map((nodeId) => startNode({ nodeId, nats: nats.urls, postgres: pg.url })),
+    );
+    nodes.push(e1, e2);
+    const RUNS = "this node now runs expiry for the cluster";
+    const holders = () => [e1, e2].filter((n) => n.output().includes(RUNS));
+    // (The node of the first test may hold it: stop it, so one of these two takes over.)
+    await nodes[0].stop();
+    const holder = await eventually(async () => holders()[0], 30_000, "a node to run expiry");
+    expect(holders()).toHaveLength(1);
+    const other = holder === e1 ? e2 : e1;
+    await holder.kill("SIGKILL");
+    await eventually(
+      async () => other.output().includes(RUNS),
+      30_000,
+      `${other.nodeId} to take over expiry`,
+    );
+
+    const via = mq9Client(nc);
+    expect(await via("$mq9.AI.MAILBOX.CREATE", { name: "brief", ttl: 1 })).toMatchObject({ error: "" });
+    expect(await pg.query("SELECT count(*) FROM mq9.mailboxes WHERE address = 'brief'")).toBe("1");
+    // Gone for readers at once, and from the database at the survivor's next sweep.
+    await eventually(
+      async () => (await via("$mq9.AI.MSG.SEND.brief", "late")).error === "mailbox brief does not exist",
+      20_000,
+    );
+    await eventually(
+      async () => (await pg.query("SELECT count(*) FROM mq9.mailboxes WHERE address = 'brief'")) === "0",
+      30_000,
+      "the survivor to purge the expired mailbox",
+    );
+  }, 180_000);
+});

@@ -1,0 +1,100 @@
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { connect as tcpConnect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { clusterMissing, LIGHT_NODE } from "./cluster-harness.js";
+import { readPage, shellBlocks } from "./doc-blocks.js";
+import { REPO_ROOT } from "./doc-examples.js";
+
+const missing = clusterMissing();
+
+/** The "Try it on one machine" block of docs/cluster.md (skipped by the doc test: it is run here). */
+function tryItBlock(): string {
+  const block = shellBlocks("docs/cluster.md", readPage("docs/cluster.md")).find((b) =>
+    b.script.startsWith("npm run cluster:up\n"),
+  );
+  if (!block) throw new Error("docs/cluster.md has no block starting with `npm run cluster:up`");
+  return block.script;
+}
+
+function run(script: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn("bash", ["-euo", "pipefail", "-c", script], {
+      cwd: REPO_ROOT,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.on("exit", (code) => resolve({ code, output }));
+  });
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+const accepts = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = tcpConnect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+
+// `npm run cluster:up` / `cluster:down` exactly as docs/cluster.md prints them: three routed
+// nats-servers, a private PostgreSQL and three nodes in the background, the mq9 CLI against them,
+// then everything stopped and removed. Only the folder (a temp dir instead of .mq9-cluster/ in the
+// checkout) and the nodes' weight (no orchestrator, no embedder model: MQ9_CLUSTER_ARGS) differ.
+describe.skipIf(missing !== undefined)(
+  `npm run cluster:up/down${missing ? ` (skipped: ${missing})` : ""}`,
+  () => {
+    const dir = join(mkdtempSync(join(tmpdir(), "mq9-cluster-up-")), "cluster");
+    const env: NodeJS.ProcessEnv = {
+      ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("MQ9_"))),
+      MQ9_CLUSTER_DIR: dir,
+      MQ9_CLUSTER_ARGS: LIGHT_NODE.join(" "),
+    };
+
+    afterAll(async () => {
+      // Whatever a failed run left behind.
+      if (existsSync(join(dir, "state.json"))) await run("node scripts/cluster.js down", env);
+      rmSync(join(dir, ".."), { recursive: true, force: true });
+    }, 120_000);
+
+    it("starts the cluster, serves the mq9 CLI through it, and stops everything", async () => {
+      const script = tryItBlock().replaceAll(".mq9-cluster/", `${dir}/`);
+      const { code, output } = await run(script, env);
+      expect(code, output).toBe(0);
+      expect(output).toMatch(/mq9 cluster is up:/);
+      expect(output).toContain("hello from whichever node took it");
+      const pids = [...output.matchAll(/node [abc]: http:\/\/127\.0\.0\.1:\d+\/healthz \(pid (\d+)\)/g)].map(
+        (m) => Number(m[1]),
+      );
+      expect(pids, output).toHaveLength(3);
+      const natsPorts = [
+        ...(/NATS \(clients connect here\): (\S+)/.exec(output)?.[1] ?? "").matchAll(/:(\d+)/g),
+      ].map((m) => Number(m[1]));
+      expect(natsPorts, output).toHaveLength(3);
+      // cluster:down stopped the nodes, the nats-servers and PostgreSQL, and removed the folder.
+      expect(output).toMatch(/stopped PostgreSQL/);
+      for (const pid of pids) expect(alive(pid), `node pid ${pid}`).toBe(false);
+      for (const port of natsPorts) expect(await accepts(port), `nats port ${port}`).toBe(false);
+      expect(existsSync(dir)).toBe(false);
+    }, 420_000);
+  },
+);

@@ -1,0 +1,77 @@
+/** One vocabulary entry of a sentencepiece unigram model: the piece and its log-probability. */
+export type SentencePiece = [piece: string, logProbability: number];
+
+/** The word-boundary mark sentencepiece puts before every word. */
+const WORD_START = "\u2581";
+
+/** What an unknown character costs in the segmentation: worse than any real piece. */
+const UNKNOWN_PENALTY = -100;
+
+/**
+ * Splits text into the pieces of a sentencepiece unigram vocabulary (the most
+ * probable segmentation, found by dynamic programming over the text's UTF-16
+ * units). A character no piece covers becomes the unknown id, which the
+ * caller can skip.
+ */
+export class SentencePieceTokenizer {
+  readonly unknownId = 0;
+  private readonly ids = new Map<string, number>();
+  /** Every proper prefix of a piece: extending a candidate past one that is not here cannot match. */
+  private readonly prefixes = new Set<string>();
+  private readonly longestPiece: number;
+
+  /** `reserved` leading entries (control symbols such as `<s>`) never match text. */
+  constructor(
+    readonly vocabulary: SentencePiece[],
+    reserved = 6,
+  ) {
+    let longest = 1;
+    for (let id = reserved; id < vocabulary.length; id++) {
+      const piece = vocabulary[id][0];
+      if (!this.ids.has(piece)) this.ids.set(piece, id);
+      for (let end = 1; end < piece.length; end++) this.prefixes.add(piece.slice(0, end));
+      longest = Math.max(longest, piece.length);
+    }
+    this.longestPiece = longest;
+  }
+
+  /** Piece ids of `text`, unknown characters as `unknownId` (one per run of them). */
+  encode(text: string): number[] {
+    const normalized = text.normalize("NFKC").trim();
+    if (normalized === "") return [];
+    // UTF-16 units: a character outside the BMP is two unknown halves, merged into one unknown id below.
+    const chars = `${WORD_START}${normalized.replace(/\s+/g, WORD_START)}`;
+    const n = chars.length;
+    const best = new Float64Array(n + 1).fill(Number.NEGATIVE_INFINITY);
+    const from = new Int32Array(n + 1);
+    const piece = new Int32Array(n + 1);
+    best[0] = 0;
+    // Forward relaxation: best[start] is final once every shorter prefix has been extended.
+    for (let start = 0; start < n; start++) {
+      if (best[start] === Number.NEGATIVE_INFINITY) continue;
+      for (let end = start + 1; end <= Math.min(n, start + this.longestPiece); end++) {
+        const candidate = chars.slice(start, end);
+        const id = this.ids.get(candidate);
+        const score =
+          id !== undefined
+            ? best[start] + this.vocabulary[id][1]
+            : end - start === 1
+              ? best[start] + UNKNOWN_PENALTY
+              : Number.NEGATIVE_INFINITY;
+        if (score > best[end]) {
+          best[end] = score;
+          from[end] = start;
+          piece[end] = id ?? this.unknownId;
+        }
+        if (!this.prefixes.has(candidate)) break;
+      }
+    }
+    const reversed: number[] = [];
+    for (let end = n; end > 0; end = from[end]) {
+      const id = piece[end];
+      if (id === this.unknownId && reversed.at(-1) === this.unknownId) continue;
+      reversed.push(id);
+    }
+    return reversed.reverse();
+  }
+}
