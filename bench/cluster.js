@@ -125,6 +125,8 @@ async function mq9On(nats, pg, nodeCount, cfg, run, nodes) {
         nodeId: `n${i + 1}`,
         nats: [nats.urls[i % 3]],
         postgres: pg.url,
+        // e.g. BENCH_MQ9_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the nodes.
+        nodeArgs: (process.env.BENCH_MQ9_NODE_ARGS ?? "").split(" ").filter(Boolean),
         args: [
           "--postgres-schema",
           schema,
@@ -314,7 +316,8 @@ export async function runClusterBench(base) {
   const lines = [
     `mq9 cluster benchmark — ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.cpus()[0]?.model ?? ""}, node ${process.version}`,
     `payload ${cfg.payload.length} B; SEND@1 ${cfg.seq} msgs, SEND@64 ${cfg.par} msgs over 3 client connections (one per nats-server), drain FETCH(100)+ACK by one consumer`,
-    "PostgreSQL 15 with fsync on (synchronous_commit on); JetStream R3 file streams",
+    "PostgreSQL 15 with fsync on (synchronous_commit on): an mq9 SEND is answered after its COMMIT's WAL fsync",
+    "JetStream R3 file streams: a publish is acked once a quorum of servers stored it; nats-server's file store does not fsync each write (it syncs on an interval), so JetStream's ack promises less than a PostgreSQL COMMIT",
     "",
     "| system | SEND@1 msg/s (p50 ms) | SEND@64 msg/s (p50 / p99 ms) | drain msg/s |",
     "|---|---|---|---|",

@@ -22,12 +22,20 @@ const INDEXER = path.join(REPO_ROOT, "packages", "registry", "dist", "embedding"
 const load = () => `load ${loadavg()[0].toFixed(1)}`;
 const mailboxOf = (name) => `agent.${name.replace(/[^a-z0-9]+/g, ".")}`;
 
-/** The embedder the registry builds by default, wrapped in the on-disk cache. */
-async function cachedDefaultEmbedder() {
-  const { ThreadedEmbedder, UseEmbedder } = await import(REGISTRY);
-  const id = new UseEmbedder().id;
-  const embedder = new CachedEmbedder(new ThreadedEmbedder({ spec: { kind: "use" }, id }));
+/**
+ * The registry's embedder wrapped in the on-disk cache: the default (USE-lite in a worker), or
+ * with BENCH_REG_SCALE_EMBEDDER=static the static token table distilled from it.
+ */
+async function cachedEmbedder() {
+  const { StaticEmbedder, ThreadedEmbedder, UseEmbedder } = await import(REGISTRY);
+  const kind = process.env.BENCH_REG_SCALE_EMBEDDER ?? "use";
+  const inner =
+    kind === "static"
+      ? new StaticEmbedder()
+      : new ThreadedEmbedder({ spec: { kind: "use" }, id: new UseEmbedder().id });
+  const embedder = new CachedEmbedder(inner);
   await embedder.load();
+  embedder.label = kind === "static" ? `static embedder (${inner.id})` : "default embedder (USE-lite)";
   return embedder;
 }
 
@@ -51,12 +59,16 @@ function recall(ranks) {
 
 const cell = (r) => `${r.at5.toFixed(2)} / ${r.at1.toFixed(2)}`;
 
+/** Replies that carried a warning (a full-text fallback, skills still pending), by text. */
+const warnings = new Map();
+
 async function brokerRanks(client, queries, mode) {
   const ranks = [];
   for (const { query, expect } of queries) {
     const body = mode === "hybrid" ? { semantic: query, text: query } : { semantic: query };
-    const agents = await client.discover({ ...body, limit: 5 });
-    ranks.push(agents.findIndex((a) => a.name === expect));
+    const reply = await client.discoverPage({ ...body, limit: 5 });
+    if (reply.warning) warnings.set(reply.warning, (warnings.get(reply.warning) ?? 0) + 1);
+    ranks.push(reply.agents.findIndex((a) => a.name === expect));
   }
   return ranks;
 }
@@ -133,7 +145,7 @@ export async function partScaleRelevance(cfg, out, { loadRelevanceSet }) {
   for (const [j, card] of AGENTS.entries()) {
     mixed.splice(Math.floor(((j + 1) * mixed.length) / (AGENTS.length + 1)), 0, card);
   }
-  const embedder = await cachedDefaultEmbedder();
+  const embedder = await cachedEmbedder();
   const rows = [];
   try {
     progress("scale relevance: the labelled cards alone");
@@ -210,7 +222,7 @@ export async function partScaleRelevance(cfg, out, { loadRelevanceSet }) {
     }
     out.push("");
     out.push(
-      `relevance at scale — the ${AGENTS.length} labelled cards alone, and mixed into ${count.toLocaleString("en-US")} synthetic agents x 10 distinct skills (${(count * 10 + AGENTS.reduce((n, a) => n + a.skills.length, 0)).toLocaleString("en-US")} skill vectors), default embedder (${load()})`,
+      `relevance at scale — the ${AGENTS.length} labelled cards alone, and mixed into ${count.toLocaleString("en-US")} synthetic agents x 10 distinct skills (${(count * 10 + AGENTS.reduce((n, a) => n + a.skills.length, 0)).toLocaleString("en-US")} skill vectors), ${embedder.label} (${load()})`,
     );
     out.push(`  recall@5 / recall@1 (target: at scale within 0.05 of alone; broker >= exact + per-agent)`);
     out.push(`  ${"".padEnd(32)} ${"semantic".padStart(12)} ${"hybrid".padStart(12)}`);
@@ -220,6 +232,7 @@ export async function partScaleRelevance(cfg, out, { loadRelevanceSet }) {
       );
     }
     out.push(`  ${during}`);
+    for (const [text, n] of warnings) out.push(`  ${n} replies warned: ${text}`);
   } finally {
     await embedder.close();
   }

@@ -107,3 +107,37 @@ describe("LocalVectorStore — the approximate index", () => {
     await reopened.close();
   });
 });
+
+describe("LocalVectorStore — per-agent ranking through the approximate index", () => {
+  it("ranks agents (by their best skill) as an exact search over the same vectors does", async () => {
+    // 2,000 agents x 10 skills in 200 clusters: the registry asks for need * 4 + 16 docs and keeps
+    // each agent's first (best) hit; through HNSW that must give the exact search's top 5 agents.
+    const dims = 48;
+    const vectors = clusteredVectors(20_000, dims, 200);
+    const agentOf = (id: number) => `a${Math.floor(id / 10)}`;
+    const store = await LocalVectorStore.open({ dataDir: ":memory:" });
+    await store.upsert(vectors.map((vector, id) => ({ id, agent: agentOf(id), vector })));
+    await store.indexIdle();
+    expect(store.status()).toMatchObject({ indexed: 20_000, pending: 0 });
+    const queries = clusteredVectors(100, dims, 200, 99);
+    let overlap = 0;
+    let sameFirst = 0;
+    for (const query of queries) {
+      const best = new Map<string, number>();
+      vectors.forEach((v, id) => {
+        const s = dot(v, query);
+        if (!(best.get(agentOf(id))! >= s)) best.set(agentOf(id), s);
+      });
+      const exact = [...best].sort((a, b) => b[1] - a[1]).map(([agent]) => agent);
+      const found: string[] = [];
+      for (const hit of await store.query(query, {}, 5 * 4 + 16)) {
+        if (!found.includes(hit.agent)) found.push(hit.agent);
+      }
+      overlap += found.slice(0, 5).filter((a) => exact.slice(0, 5).includes(a)).length / 5;
+      if (found[0] === exact[0]) sameFirst++;
+    }
+    expect(overlap / queries.length).toBeGreaterThanOrEqual(0.95);
+    expect(sameFirst / queries.length).toBeGreaterThanOrEqual(0.95);
+    await store.close();
+  }, 120_000);
+});
