@@ -169,6 +169,8 @@ describe.skipIf(missing !== undefined)(
       expect(await alice("$mq9.AI.AGENT.UNREGISTER", { mailbox: "alice.inbox" })).toEqual({ error: "" });
 
       // A long-poll is answered when a SEND arrives (the wake-up crosses nodes under the set too).
+      // The group exists first, so a SEND that beats a poll on a loaded machine is still its answer.
+      await alice("$mq9.AI.MSG.FETCH.alice.inbox", { group_name: "wake", deliver: "latest" });
       for (let trial = 0; trial < 4; trial++) {
         const poll = alice("$mq9.AI.MSG.FETCH.alice.inbox", {
           group_name: "wake",

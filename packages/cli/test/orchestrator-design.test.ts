@@ -337,13 +337,12 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
       served.logs().find((l) => String(l.msg).includes("loop guard stopped") && l.trace_id === task.trace_id),
     );
     expect(line).toMatchObject({ level: 40, kind: "cycle", path: ["orchestrator", "loop-a", "loop-b"] });
-    const metrics = await (await fetch(`${served.api}/metrics`)).text();
-    expect(metrics).toMatch(/^mq9_orchestrator_loop_stops_total\{guard="cycle"\} [1-9]/m);
-    expect(metrics).toMatch(/^mq9_orchestrator_dispatches_total\{layer="capability"\} [1-9]/m);
-    expect(metrics).toMatch(/^mq9_orchestrator_tasks\{state="completed"\} [1-9]/m);
-    expect(metrics).toMatch(/^mq9_orchestrator_dead_letters_total\{reason="cycle"\} [1-9]/m);
-    expect(metrics).toMatch(/^mq9_orchestrator_queue_depth 0$/m);
-    expect(metrics).toMatch(/^mq9_orchestrator_step_duration_ms\{quantile="0.5"\} /m);
+    await metricLine(served.api, /^mq9_orchestrator_loop_stops_total\{guard="cycle"\} [1-9]/m);
+    await metricLine(served.api, /^mq9_orchestrator_dispatches_total\{layer="capability"\} [1-9]/m);
+    await metricLine(served.api, /^mq9_orchestrator_tasks\{state="completed"\} [1-9]/m);
+    await metricLine(served.api, /^mq9_orchestrator_dead_letters_total\{reason="cycle"\} [1-9]/m);
+    await metricLine(served.api, /^mq9_orchestrator_queue_depth 0$/m);
+    await metricLine(served.api, /^mq9_orchestrator_step_duration_ms\{quantile="0.5"\} /m);
     // Task and step lines carry metadata, never payloads.
     const step = served.logs().find((l) => l.msg === "orchestrator: step summarize completed");
     expect(step).toMatchObject({ step_id: "summarize", agent: "summarizer", status: "completed" });
@@ -371,12 +370,15 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
       const news = await ask({ capability: "b.all", broadcast: true, priority: "deferred" });
       // Neither a capability nor an intent anyone matches: a dead letter with its reason.
       const lost = await ask({ capability: "nobody.has.it", payload: null });
+      // The unmatched ask may answer this inbox too, so wait for the answers themselves, not a count.
+      const isCopy = (e: Envelope) => e.in_reply_to?.startsWith(`${news.msg_id}.`) ?? false;
       const answers = await until(
         "the answers of the intent and the broadcast",
         async () => {
           const got = await client.fetch(inbox, { deliver: "earliest", batch: 100, maxWaitMs: 0 });
           const envelopes = got.map((m) => readEnvelope(m));
-          return envelopes.length >= 3 ? envelopes : undefined;
+          const intentAnswered = envelopes.some((e) => e.in_reply_to === fallback.msg_id);
+          return intentAnswered && envelopes.filter(isCopy).length >= 2 ? envelopes : undefined;
         },
         60_000,
       );
@@ -384,7 +386,7 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
       expect(answers.filter((a) => a.in_reply_to === fallback.msg_id).map((a) => byAsk(a).agent)).toEqual([
         "translator",
       ]);
-      const copies = answers.filter((a) => a.in_reply_to?.startsWith(`${news.msg_id}.`));
+      const copies = answers.filter(isCopy);
       expect(copies.map((a) => byAsk(a).agent).sort()).toEqual(["b-one", "b-two"]);
       const letter = await until("the dead letter", async () => {
         const { body } = await http("GET", `${served.api}/api/dead-letters?trace_id=${lost.trace_id}`);
@@ -396,9 +398,8 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
         kind: "unavailable",
         reason: "no live agent has capability 'nobody.has.it'",
       });
-      const metrics = await (await fetch(`${served.api}/metrics`)).text();
-      expect(metrics).toMatch(/^mq9_orchestrator_dead_letters_total\{reason="unavailable"\} [1-9]/m);
-      expect(metrics).toMatch(/^mq9_orchestrator_dispatches_total\{layer="intent"\} [1-9]/m);
+      await metricLine(served.api, /^mq9_orchestrator_dead_letters_total\{reason="unavailable"\} [1-9]/m);
+      await metricLine(served.api, /^mq9_orchestrator_dispatches_total\{layer="intent"\} [1-9]/m);
     } finally {
       await client.close();
     }
@@ -572,9 +573,8 @@ describe("mq9 serve's orchestrator limits and restarts", () => {
       expect(answers[5].body.code).toBe("QUEUE_FULL");
       const { body } = await http("GET", `${served.api}/api/tasks?status=pending`);
       expect(body.tasks).toHaveLength(5);
-      const metrics = await (await fetch(`${served.api}/metrics`)).text();
-      expect(metrics).toMatch(/^mq9_orchestrator_queue_depth 3$/m);
-      expect(metrics).toMatch(/^mq9_orchestrator_tasks\{state="queued"\} 3$/m);
+      await metricLine(served.api, /^mq9_orchestrator_queue_depth 3$/m);
+      await metricLine(served.api, /^mq9_orchestrator_tasks\{state="queued"\} 3$/m);
     } finally {
       await served.stop();
     }
