@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Broker, type BrokerOptions } from "@mq9/broker";
+import { Subjects } from "@mq9/protocol";
 import { connect, type NatsConnection } from "nats";
 import { type RegistrySettings, registryFactory } from "../src/index.js";
 
@@ -54,4 +55,17 @@ export async function startTestBroker(
       if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** Registers each card under a mailbox derived from its name, then waits until all are searchable. */
+export async function registerCards(t: TestBroker, cards: readonly { name: string }[]): Promise<void> {
+  for (const card of cards) {
+    const reply = await t.request(Subjects.agentRegister, {
+      ...card,
+      version: "1.0.0",
+      mailbox: `agent.${card.name.replace(/[^a-z0-9]+/g, ".")}`,
+    });
+    if (reply.error !== "") throw new Error(`REGISTER ${card.name}: ${reply.error}`);
+  }
+  await t.broker.registry!.indexed();
 }

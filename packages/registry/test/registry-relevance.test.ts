@@ -2,7 +2,7 @@ import { Subjects } from "@mq9/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHINESE_AGENTS, GERMAN_AGENTS, MULTILINGUAL_QUERIES } from "./fixtures/multilingual-set.js";
 import { AGENTS, QUERIES } from "./fixtures/relevance-set.js";
-import { startTestBroker, type TestBroker } from "./harness.js";
+import { registerCards, startTestBroker, type TestBroker } from "./harness.js";
 
 interface Scores {
   recallAt5: number;
@@ -42,15 +42,7 @@ describe("discovery relevance on the labelled set (150 agent cards, 100 paraphra
 
   beforeAll(async () => {
     t = await startTestBroker();
-    for (const card of AGENTS) {
-      const reply = await t.request(Subjects.agentRegister, {
-        ...card,
-        version: "1.0.0",
-        mailbox: `agent.${card.name.replace(/[^a-z0-9]+/g, ".")}`,
-      });
-      expect(reply.error).toBe("");
-    }
-    await t.broker.registry!.indexed();
+    await registerCards(t, AGENTS);
   }, 300_000);
   afterAll(async () => {
     const rows = Object.entries(results).map(

@@ -8,7 +8,7 @@ import { EmbedderUnavailableError, embedderProblem, StaticEmbedder } from "../sr
 import { embedderConformance } from "./embedder-conformance.js";
 import { EXTRA_AGENTS, EXTRA_QUERIES } from "./fixtures/paraphrase-set.js";
 import { AGENTS, QUERIES } from "./fixtures/relevance-set.js";
-import { startTestBroker, type TestBroker, tempDir } from "./harness.js";
+import { registerCards, startTestBroker, type TestBroker, tempDir } from "./harness.js";
 
 // The first run on a machine without a built table distils it (a minute or two of CPU, then cached).
 const LOAD_TIMEOUT = 600_000;
@@ -129,15 +129,7 @@ describe("a broker with registry.embedder 'static'", () => {
   let t: TestBroker;
   beforeAll(async () => {
     t = await startTestBroker({ registry: { embedder: "static" } });
-    for (const card of AGENTS.slice(0, 40)) {
-      const reply = await t.request(Subjects.agentRegister, {
-        ...card,
-        version: "1.0.0",
-        mailbox: `agent.${card.name.replace(/[^a-z0-9]+/g, ".")}`,
-      });
-      expect(reply.error).toBe("");
-    }
-    await t.broker.registry!.indexed();
+    await registerCards(t, AGENTS.slice(0, 40));
   }, LOAD_TIMEOUT);
   afterAll(() => t?.close());
 
