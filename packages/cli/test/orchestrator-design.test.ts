@@ -466,6 +466,12 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
     const reg = await runCli(["agent", "register", "--manifest", file, "--server", server]);
     expect(reg.stderr).toBe("");
     expect(reg.stdout).toBe("registered manual-agent (mailbox agent.manual)\n");
+    // The list comes from the orchestrator's directory, refreshed on its own clock: first wait
+    // for the agent to appear there, then check that it stays online.
+    await until("agent list to show the registered agent", async () => {
+      const list = await runCli(["agent", "list", "--api", served.api]);
+      return /^manual-agent\s/m.test(list.stdout);
+    });
     for (let i = 0; i < 3; i++) {
       const list = await runCli(["agent", "list", "--api", served.api]);
       expect(list.stdout).toMatch(/^manual-agent\s+online\s+\d+\/2\s+2\s+.+ ago\s+manual\.work$/m);
