@@ -5,7 +5,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { type ConnectOptions, connect } from "@mq9/client";
 import { A2AAgent } from "@mq9/client/a2a";
-import { TranslatorExecutor, translatorCard } from "@mq9/testkit";
+import { sendTextOverHttp, TranslatorExecutor, translatorCard } from "@mq9/testkit";
 import { expect } from "vitest";
 import { eventually, type Mq9NodeProcess } from "./cluster-harness.js";
 
@@ -50,18 +50,7 @@ export async function expectAppsServe(
       "the gateway to find the agent",
     );
     expect(card.name).toBe("Translator");
-    const reply = await fetch(`${http}/a2a/translator`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "a2a-version": "1.0" },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "SendMessage",
-        params: { message: { messageId: "m1", role: "ROLE_USER", parts: [{ text: "hi" }] } },
-      }),
-    });
-    const body = (await reply.json()) as { result?: { task: { status: { state: string } } } };
-    expect(body.result?.task.status.state, JSON.stringify(body)).toBe("TASK_STATE_COMPLETED");
+    expect(await sendTextOverHttp(`${http}/a2a/translator`, "hi")).toBe("TASK_STATE_COMPLETED");
   } finally {
     await a2a.stop();
     await client.close();

@@ -3,7 +3,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { connect } from "@mq9/client";
 import { A2AAgent } from "@mq9/client/a2a";
-import { TranslatorExecutor, translatorCard } from "@mq9/testkit";
+import { sendTextOverHttp, TranslatorExecutor, translatorCard } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI, tempDir } from "./cli-harness.js";
 
@@ -58,18 +58,9 @@ describe("mq9 serve mounts the MCP endpoint and the A2A gateway on its HTTP port
     try {
       const card = await fetch(`http://127.0.0.1:${httpPort}/a2a/translator/.well-known/agent-card.json`);
       expect(((await card.json()) as { name: string }).name).toBe("Translator");
-      const reply = await fetch(`http://127.0.0.1:${httpPort}/a2a/translator`, {
-        method: "POST",
-        headers: { "content-type": "application/json", "a2a-version": "1.0" },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "SendMessage",
-          params: { message: { messageId: "m1", role: "ROLE_USER", parts: [{ text: "hi" }] } },
-        }),
-      });
-      const body = (await reply.json()) as { result: { task: { status: { state: string } } } };
-      expect(body.result.task.status.state).toBe("TASK_STATE_COMPLETED");
+      expect(await sendTextOverHttp(`http://127.0.0.1:${httpPort}/a2a/translator`, "hi")).toBe(
+        "TASK_STATE_COMPLETED",
+      );
     } finally {
       await agent.stop();
       await client.close();

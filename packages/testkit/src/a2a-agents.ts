@@ -161,3 +161,22 @@ export class GatedExecutor implements AgentExecutor {
   }
   async cancelTask(): Promise<void> {}
 }
+
+/**
+ * Sends one text message to an agent's A2A HTTP endpoint (JSON-RPC SendMessage, A2A 1.0) and
+ * returns the state of the task it answered with, or the whole body when there is none.
+ */
+export async function sendTextOverHttp(agentUrl: string, text: string): Promise<string> {
+  const reply = await fetch(agentUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json", "a2a-version": "1.0" },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "SendMessage",
+      params: { message: { messageId: "m1", role: "ROLE_USER", parts: [{ text }] } },
+    }),
+  });
+  const body = (await reply.json()) as { result?: { task?: { status?: { state?: string } } } };
+  return body.result?.task?.status?.state ?? JSON.stringify(body);
+}

@@ -21,6 +21,7 @@ export {
   GatedExecutor,
   gatedCard,
   SlowExecutor,
+  sendTextOverHttp,
   slowCard,
   TranslatorExecutor,
   translatorCard,
