@@ -276,16 +276,16 @@ const OUTPUTS = [
 ];
 
 const TEMPLATES = [
-  (a, o, au, c, out) => `${a[0]} ${o[0]} ${au} ${c}`,
-  (a, o, au, c, out) => `${a[1]} incoming ${o[0]} ${c} and returns ${out}`,
-  (a, o, au, c, out) => `Takes ${o[0]} and ${a[1]} them ${au}`,
-  (a, o, au, c, out) => `${a[0]} ${o[0]} ${c}, producing ${out} ${au}`,
-  (a, o, au, c, out) => `Service that ${a[1]} ${o[0]} ${au}; output is ${out}`,
-  (a, o, au, c, out) => `Helps ${au.slice(4)} ${a[0].toLowerCase()} their ${o[0]} ${c}`,
-  (a, o, au, c, out) => `${a[1]} ${o[0]} ${c}`,
-  (a, o, au, c, out) => `Given ${o[0]}, ${a[1]} them and hands back ${out}`,
-  (a, o, au, c, out) => `Automatically ${a[1]} ${o[0]} ${au} ${c}`,
-  (a, o, au, c, out) => `${a[0]} ${o[0]} and deliver ${out} ${c}`,
+  ({ a, o, au, c }) => `${a[0]} ${o[0]} ${au} ${c}`,
+  ({ a, o, c, out }) => `${a[1]} incoming ${o[0]} ${c} and returns ${out}`,
+  ({ a, o, au }) => `Takes ${o[0]} and ${a[1]} them ${au}`,
+  ({ a, o, au, c, out }) => `${a[0]} ${o[0]} ${c}, producing ${out} ${au}`,
+  ({ a, o, au, out }) => `Service that ${a[1]} ${o[0]} ${au}; output is ${out}`,
+  ({ a, o, au, c }) => `Helps ${au.slice(4)} ${a[0].toLowerCase()} their ${o[0]} ${c}`,
+  ({ a, o, c }) => `${a[1]} ${o[0]} ${c}`,
+  ({ a, o, out }) => `Given ${o[0]}, ${a[1]} them and hands back ${out}`,
+  ({ a, o, au, c }) => `Automatically ${a[1]} ${o[0]} ${au} ${c}`,
+  ({ a, o, c, out }) => `${a[0]} ${o[0]} and deliver ${out} ${c}`,
 ];
 
 function seeded(seed) {
@@ -313,7 +313,16 @@ export function syntheticSkills(count, seed = 1) {
     const audience = pick(random, AUDIENCES);
     const constraint = pick(random, CONSTRAINTS);
     const output = pick(random, OUTPUTS);
-    const description = pick(random, TEMPLATES)(action, object, audience, constraint, output);
+    const description = pick(
+      random,
+      TEMPLATES,
+    )({
+      a: action,
+      o: object,
+      au: audience,
+      c: constraint,
+      out: output,
+    });
     if (seen.has(description)) continue;
     seen.add(description);
     const name = `${action[0]} ${object[0]}`;
