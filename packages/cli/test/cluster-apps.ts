@@ -40,7 +40,8 @@ export async function expectAppsServe(
   const client = await connect(agent.servers, agent.options);
   const a2a = await A2AAgent.start(client, { card: translatorCard, executor: new TranslatorExecutor() });
   try {
-    // The registration reaches the node's registry within its follow interval.
+    // The registration reaches each node's registry within its follow interval; the gateway's
+    // lookups go to any node of the queue group, so both the card and a send are waited for.
     const card = await eventually(
       async () => {
         const res = await fetch(`${http}/a2a/translator/.well-known/agent-card.json`);
@@ -50,7 +51,15 @@ export async function expectAppsServe(
       "the gateway to find the agent",
     );
     expect(card.name).toBe("Translator");
-    expect(await sendTextOverHttp(`${http}/a2a/translator`, "hi")).toBe("TASK_STATE_COMPLETED");
+    const state = await eventually(
+      async () => {
+        const sent = await sendTextOverHttp(`${http}/a2a/translator`, "hi");
+        return sent.includes("no registered agent") ? undefined : sent;
+      },
+      30_000,
+      "every node to know the agent",
+    );
+    expect(state).toBe("TASK_STATE_COMPLETED");
   } finally {
     await a2a.stop();
     await client.close();

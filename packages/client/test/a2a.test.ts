@@ -74,6 +74,19 @@ describe("A2A over mq9 mailboxes", () => {
     expect(artifactText(task!)).toBe("FR: HELLO");
   });
 
+  it("resolve — a direct lookup by name or by mailbox; a card-less namesake does not shadow the agent", async () => {
+    await callerSide.createMailbox({ name: "plain.namesake" });
+    await callerSide.register({ name: "Translator", mailbox: "plain.namesake", payload: "no card here" });
+    await t.broker.registry!.indexed();
+    try {
+      expect((await caller.resolve("Translator")).mailbox).toBe("translator");
+      expect((await caller.resolve("python.coder")).name).toBe("Python Coder");
+      await expect(caller.resolve("plain.namesake")).rejects.toMatchObject({ code: "NOT_AN_A2A_AGENT" });
+    } finally {
+      await callerSide.unregister({ mailbox: "plain.namesake" });
+    }
+  });
+
   it("stream — every event in order, ending with the stored task", async () => {
     const kinds: string[] = [];
     const events: Json[] = [];

@@ -105,9 +105,11 @@ export class A2AClient {
       }
       return { name: card.name, mailbox: mailboxOf(iface.url), card };
     }
-    const matches = (entry: AgentEntry) => entry.name === target || entry.mailbox === mailboxOf(target);
-    let entry = (await this.client.discover({ text: target, limit: 100 })).find(matches);
-    entry ??= (await this.client.discover({ limit: 1000 })).find(matches);
+    // Direct lookups: by name first, then by mailbox (a target may be either). Names need not be
+    // unique, so a registration that carries a card wins over one that does not.
+    let entries = await this.client.discover({ name: target, limit: 100 });
+    if (entries.length === 0) entries = await this.client.discover({ mailbox: mailboxOf(target), limit: 1 });
+    const entry = entries.find((e) => this.refOf(e) !== undefined) ?? entries[0];
     if (!entry) {
       throw new A2AError(
         "AGENT_NOT_FOUND",
