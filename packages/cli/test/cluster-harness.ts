@@ -36,7 +36,8 @@ export interface PostgresStandby {
 export interface PostgresProcess {
   url: string;
   port: number;
-  query(sql: string): Promise<string>;
+  /** Runs SQL through psql as the superuser, in `database` (default the one of `url`). */
+  query(sql: string, database?: string): Promise<string>;
   startStandby(options?: { synchronous?: boolean }): Promise<PostgresStandby>;
   start(): Promise<void>;
   pause(): Promise<void>;

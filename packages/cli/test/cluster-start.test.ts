@@ -83,6 +83,21 @@ describe.skipIf(missing !== undefined)(`cluster node start${missing ? ` (skipped
     await expect(start).rejects.toThrow(/PostgreSQL at 127\.0\.0\.1:1\/mq9 is unavailable/);
   });
 
+  it("a PostgreSQL user without rights stops the start with what to grant", async () => {
+    await pg.query("CREATE DATABASE rights");
+    await pg.query("CREATE ROLE norights LOGIN");
+    const start = startMq9Node({
+      nodeId: "no-rights",
+      nats: nats.urls,
+      postgres: `postgres://norights@127.0.0.1:${pg.port}/rights`,
+      args: LIGHT_NODE,
+    });
+    await expect(start).rejects.toThrow(/exited during start/);
+    await expect(start).rejects.toThrow(/the PostgreSQL user lacks rights .*grant it CREATE on the database/);
+    // Nothing was made half-way.
+    expect(await pg.query("SELECT count(*) FROM pg_namespace WHERE nspname = 'mq9'", "rights")).toBe("0");
+  });
+
   it("expiry goes on when the node running it is killed: another takes over and purges", async () => {
     const [e1, e2] = await Promise.all(
       ["e1", "e2"].map((nodeId) => startNode({ nodeId, nats: nats.urls, postgres: pg.url })),
