@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import type { NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startMq9Node } from "../../../scripts/local-cluster/mq9-node.js";
+import { startNatsCluster } from "../../../scripts/local-cluster/nats-cluster.js";
 import {
   clusterMissing,
   connectTo,
@@ -97,6 +98,21 @@ describe.skipIf(missing !== undefined)(`cluster node start${missing ? ` (skipped
     // Nothing was made half-way.
     expect(await pg.query("SELECT count(*) FROM pg_namespace WHERE nspname = 'mq9'", "rights")).toBe("0");
   });
+
+  it("a nats-server at its connection limit stops the start with a hint to read its log", async () => {
+    const full = await startNatsCluster({ size: 1, config: "max_connections: 1\n" });
+    const holder = await connectTo(full.urls);
+    try {
+      const start = startMq9Node({ nodeId: "no-room", nats: full.urls, postgres: pg.url, args: LIGHT_NODE });
+      await expect(start).rejects.toThrow(/exited during start/);
+      await expect(start).rejects.toThrow(
+        /cannot reach the NATS cluster .*refusing connections over a connection limit; the nats-server log says which/,
+      );
+    } finally {
+      await holder.close();
+      await full.stop();
+    }
+  }, 120_000);
 
   it("expiry goes on when the node running it is killed: another takes over and purges", async () => {
     const [e1, e2] = await Promise.all(

@@ -46,8 +46,14 @@ export async function connectToCluster(
   try {
     nc = await connect(natsConnectOptions(options, purpose));
   } catch (err) {
+    // nats.js reports a server that closes the handshake (over max_connections, or an account
+    // at its connection limit) only as a timeout; the server's log says which.
+    const refused =
+      (err as { code?: string }).code === "TIMEOUT"
+        ? " (no server completed the handshake: unreachable, or refusing connections over a connection limit; the nats-server log says which)"
+        : "";
     throw new Error(
-      `cannot reach the NATS cluster at ${options.servers.join(", ")}: ${(err as Error).message}; check --nats and the cluster's credentials`,
+      `cannot reach the NATS cluster at ${options.servers.join(", ")}: ${(err as Error).message}${refused}; check --nats and the cluster's credentials`,
       { cause: err },
     );
   }
