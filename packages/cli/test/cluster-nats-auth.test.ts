@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { connect as mq9Connect } from "@mq9/client";
 import { connect, credsAuthenticator, type NatsConnection } from "nats";
 import {
   Algorithms,
@@ -92,7 +93,13 @@ describe.skipIf(missing !== undefined)(
       return node;
     };
     const agent = async (servers: string[], user: string) => {
-      const nc = await connect({ servers, user, pass: "change-me", name: user });
+      const nc = await connect({
+        servers,
+        user,
+        pass: "change-me",
+        name: user,
+        inboxPrefix: `_INBOX_${user}`,
+      });
       conns.push(nc);
       return nc;
     };
@@ -200,6 +207,24 @@ describe.skipIf(missing !== undefined)(
       });
       await eventually(async () => refusal, 10_000, "the subscription's refusal");
       expect(refusal?.message).toMatch(/Permissions Violation for Subscription to "\$mq9\.AI\.>"/);
+      // Nor read Alice's replies: her inbox prefix is hers alone, and the common one nobody's.
+      for (const inboxes of ["_INBOX_alice.>", "_INBOX.>"]) {
+        let refused: Error | undefined;
+        bobNc.subscribe(inboxes, { callback: (err) => (refused ??= err ?? undefined) });
+        await eventually(async () => refused, 10_000, `the refusal of ${inboxes}`);
+        expect(refused?.message).toMatch(/Permissions Violation for Subscription/);
+      }
+      // The mq9 client with her prefix, as docs/cluster.md shows, gets its replies.
+      const aliceClient = await mq9Connect(nats.urls, {
+        user: "alice",
+        password: "change-me",
+        inboxPrefix: "_INBOX_alice",
+      });
+      try {
+        expect((await aliceClient.query("alice.inbox")).length).toBeGreaterThan(0);
+      } finally {
+        await aliceClient.close();
+      }
       for (let i = 0; i < 6; i++) await alice("$mq9.AI.MSG.QUERY.alice.inbox", {});
       expect(stolen).toEqual([]);
       // Nothing reached a node: group g still holds only what Alice left there.

@@ -37,6 +37,11 @@ export interface ConnectOptions {
   tls?: boolean | TlsOptions;
   /** Client name shown by the broker. */
   name?: string;
+  /**
+   * Prefix of this client's reply inboxes (default `_INBOX`). On a NATS cluster whose users may
+   * subscribe only to their own prefix (`_INBOX_alice.>`), no one else can read their replies.
+   */
+  inboxPrefix?: string;
   /** How long a request waits for its reply (default 5 000; a FETCH adds its long-poll). */
   requestTimeoutMs?: number;
   /** How long the first connection attempt may take (default 5 000). */
@@ -72,6 +77,7 @@ export async function connect(
     maxReconnectAttempts: options.maxReconnectAttempts ?? -1,
     reconnectTimeWait: options.reconnectDelayMs ?? 1_000,
   };
+  if (options.inboxPrefix !== undefined) natsOptions.inboxPrefix = options.inboxPrefix;
   const token = options.token ?? fromUrl?.token;
   const user = options.user ?? fromUrl?.user;
   if (token !== undefined) natsOptions.token = token;

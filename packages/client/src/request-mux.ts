@@ -73,7 +73,9 @@ export class RequestMux {
     private readonly nc: NatsConnection,
     private readonly connection: ConnectionWatcher,
   ) {
-    this.prefix = `${createInbox()}.`;
+    // The connection's own inbox prefix, so a per-user prefix that nats-server permissions
+    // confine (`_INBOX_alice.>`) holds for mq9 requests too.
+    this.prefix = `${createInbox((nc as { options?: { inboxPrefix?: string } }).options?.inboxPrefix)}.`;
     this.subscription = nc.subscribe(`${this.prefix}*`, {
       callback: (err, msg) => this.onReply(err, msg),
     });
