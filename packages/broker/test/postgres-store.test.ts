@@ -1,11 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { POSTGRES_SCHEMA_VERSION } from "../src/store/postgres/postgres-schema.js";
+import {
+  POSTGRES_MIGRATIONS,
+  POSTGRES_SCHEMA_VERSION,
+  POSTGRES_VERSION_TABLE,
+} from "../src/store/postgres/postgres-schema.js";
 import { PostgresStore } from "../src/store/postgres/postgres-store.js";
 import type { Store } from "../src/store/store.js";
 import { freshSchema, postgresMissing, usePrivatePostgres } from "./postgres-harness.js";
 import { storeConformance } from "./store-conformance.js";
 
 const missing = postgresMissing();
+const body = (s: string) => new TextEncoder().encode(s);
 
 describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${missing})` : ""}`, () => {
   const db = usePrivatePostgres();
@@ -29,7 +34,6 @@ describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${
 
   describe("two brokers on one schema", () => {
     const T0 = 1_800_000_000_000;
-    const body = (s: string) => new TextEncoder().encode(s);
     const openTwo = async () => {
       const schema = freshSchema();
       const a = await PostgresStore.open({ url: db.pg.url, schema, poolSize: 4 });
@@ -111,7 +115,6 @@ describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${
   it("inspection — the HTTP API's mailbox stats, totals, group lag, purge and delete", async () => {
     const T0 = Date.now();
     const store = await PostgresStore.open({ url: db.pg.url, schema: freshSchema(), poolSize: 2 });
-    const body = (s: string) => new TextEncoder().encode(s);
     await store.createMailbox({ address: "ops.box", ttlSeconds: 0, desc: "d", createdMs: T0 }, T0);
     await store.append(
       [
@@ -155,7 +158,6 @@ describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${
   it("lease release — an undelivered claim's leases go back to the group; ACKed and re-claimed ones stay", async () => {
     const T0 = Date.now();
     const store = await PostgresStore.open({ url: db.pg.url, schema: freshSchema(), poolSize: 2 });
-    const body = (s: string) => new TextEncoder().encode(s);
     await store.createMailbox({ address: "give.back", ttlSeconds: 0, desc: "", createdMs: T0 }, T0);
     await store.append(
       ["m0", "m1", "m2", "m3"].map((p) => ({
@@ -190,6 +192,51 @@ describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${
     expect(ids(await claim(T0 + 60_020, 1_000))).toEqual([1, 2, 3]);
     expect(await store.releaseLeases("give.back", "g", [1, 2, 3], T0 + 60_010)).toBe(0);
     expect(ids(await claim(T0 + 60_030, 1_000))).toEqual([]);
+    await store.close();
+  });
+
+  it("upgrade — a schema of format 4 keeps its messages, leases, ACKs and id counter", async () => {
+    const T0 = 1_800_000_000_000;
+    const schema = freshSchema();
+    // The database as format 4 left it: three messages, 0 and 1 claimed by "g", 0 ACKed.
+    await db.pg.query(`CREATE SCHEMA ${schema}; SET search_path = ${schema};
+      ${POSTGRES_VERSION_TABLE}; INSERT INTO mq9_schema_version VALUES (true, 4);
+      ${POSTGRES_MIGRATIONS.slice(0, 4).join(";\n")};
+      INSERT INTO mailboxes (address, ttl_s, description, created_ms, next_id) VALUES ('box', 0, '', ${T0}, 3);
+      INSERT INTO messages (mbox, msg_id, priority, payload, created_ms)
+        SELECT id, n, 2, convert_to('m' || n, 'UTF8'), ${T0} FROM mailboxes, generate_series(0, 2) n;
+      SELECT count(*) FROM mq9_claim('box', 'g', 0, ${T0}, false, 2, 1048576, ${T0 + 30_000});
+      SELECT mq9_ack('box', 'g', 0, ${T0});`);
+    const store = await PostgresStore.open({ url: db.pg.url, schema, poolSize: 2 });
+    expect(await db.pg.query(`SELECT version FROM ${schema}.mq9_schema_version`)).toContain(
+      String(POSTGRES_SCHEMA_VERSION),
+    );
+    const claim = (nowMs: number) =>
+      store.claim("box", "g", {
+        limit: 10,
+        maxBytes: 1 << 20,
+        nowMs,
+        start: { fromId: 0 },
+        reset: false,
+        leaseMs: 30_000,
+      });
+    const ids = (messages: { id: number }[]) => messages.map((m) => m.id);
+    expect(ids(await claim(T0))).toEqual([2]);
+    expect(ids(await claim(T0 + 30_000))).toEqual([1, 2]);
+    expect(await store.ack("box", "g", 2, T0 + 30_000)).toBe(true);
+    expect(ids(await claim(T0 + 120_000))).toEqual([]);
+    const [sent] = await store.append(
+      [{ mailbox: "box", priority: "normal", payload: body("m3"), sentMs: T0 }],
+      T0,
+    );
+    expect(sent).toEqual({ id: 3 });
+    // What the cascades did, the trigger does: a deleted mailbox leaves no rows behind.
+    expect(await store.deleteMailbox("box", T0)).toBe(true);
+    expect(
+      await db.pg.query(
+        `SELECT (SELECT count(*) FROM ${schema}.messages) + (SELECT count(*) FROM ${schema}.deliveries) + (SELECT count(*) FROM ${schema}.groups)`,
+      ),
+    ).toMatch(/^\s*0\s*$/m);
     await store.close();
   });
 
