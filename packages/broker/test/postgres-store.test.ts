@@ -240,6 +240,119 @@ describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${
     await store.close();
   });
 
+  it("durability — every answered SEND batch survives a PostgreSQL crash mid-load", async () => {
+    const T0 = 1_800_000_000_000;
+    const schema = freshSchema();
+    const store = await PostgresStore.open({ url: db.pg.url, schema, poolSize: 8 });
+    await store.createMailbox({ address: "box", ttlSeconds: 0, desc: "", createdMs: T0 }, T0);
+    const answered = new Map<number, string>();
+    let crashed = false;
+    const sender = async (lane: number) => {
+      for (let i = 0; !crashed; i++) {
+        const payloads = Array.from({ length: 5 }, (_, j) => `l${lane}-${i}-${j}`);
+        try {
+          const results = await store.append(
+            payloads.map((p) => ({
+              mailbox: "box",
+              priority: "normal" as const,
+              payload: body(p),
+              sentMs: T0,
+            })),
+            T0,
+          );
+          results.forEach((r, j) => {
+            if ("id" in r) answered.set(r.id, payloads[j]);
+          });
+        } catch {
+          return;
+        }
+      }
+    };
+    const senders = Array.from({ length: 8 }, (_, lane) => sender(lane));
+    while (answered.size < 500) await new Promise((r) => setTimeout(r, 5));
+    // An immediate stop discards what is in PostgreSQL's WAL buffers and not yet written.
+    await db.pg.kill();
+    crashed = true;
+    await Promise.all(senders);
+    await store.close().catch(() => {});
+    await db.pg.start();
+    const reopened = await PostgresStore.open({ url: db.pg.url, schema, poolSize: 2 });
+    const stored = new Map<number, string>();
+    for (let from = 0; ; ) {
+      const page = await reopened.read(
+        "box",
+        { fromId: from },
+        { limit: 1000, maxBytes: 1 << 24, nowMs: T0 },
+      );
+      if (page.length === 0) break;
+      for (const m of page) stored.set(m.id, new TextDecoder().decode(m.payload));
+      from = page[page.length - 1].id + 1;
+    }
+    for (const [id, payload] of answered) expect(stored.get(id)).toBe(payload);
+    await reopened.close();
+  }, 60_000);
+
+  it("durability — SEND, FETCH and ACK are answered only once a synchronous standby has them", async () => {
+    const T0 = 1_800_000_000_000;
+    // One connection, so it is known to have read the configuration the test sets.
+    const store = await PostgresStore.open({ url: db.pg.url, schema: freshSchema(), poolSize: 1 });
+    const { pool } = store.sharedDatabase();
+    await store.createMailbox({ address: "box", ttlSeconds: 0, desc: "", createdMs: T0 }, T0);
+    await store.append([{ mailbox: "box", priority: "normal", payload: body("m0"), sentMs: T0 }], T0);
+    const claim = {
+      limit: 1,
+      maxBytes: 1 << 20,
+      nowMs: T0,
+      start: { fromId: 0 },
+      reset: false,
+      leaseMs: 30_000,
+    };
+    const [first] = await store.claim("box", "g", claim);
+    const setStandby = async (names: string) => {
+      await db.pg.query(`ALTER SYSTEM SET synchronous_standby_names = '${names}'`);
+      await db.pg.query("SELECT pg_reload_conf()");
+      // A backend reads a reloaded configuration between two statements.
+      while (
+        (await pool.query("SHOW synchronous_standby_names")).rows[0].synchronous_standby_names !== names
+      ) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    };
+    const operations: [string, () => Promise<unknown>][] = [
+      [
+        "send",
+        () => store.append([{ mailbox: "box", priority: "normal", payload: body("m1"), sentMs: T0 }], T0),
+      ],
+      ["fetch", () => store.claim("box", "h", claim)],
+      ["ack", () => store.ack("box", "g", first.id, T0)],
+    ];
+    try {
+      for (const [name, operation] of operations) {
+        // A standby that never connects: what waits for it is answered only once it is dropped.
+        await setStandby("absent");
+        let answered = false;
+        const pending = operation().then(() => {
+          answered = true;
+        });
+        for (;;) {
+          const waiting = await db.pg.query(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'mq9' AND wait_event = 'SyncRep'",
+          );
+          if (waiting === "1" || answered) break;
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        expect(answered, name).toBe(false);
+        await db.pg.query("ALTER SYSTEM SET synchronous_standby_names = ''");
+        await db.pg.query("SELECT pg_reload_conf()");
+        await pending;
+      }
+    } finally {
+      await db.pg.query("ALTER SYSTEM RESET synchronous_standby_names");
+      await db.pg.query("SELECT pg_reload_conf()");
+    }
+    await store.close();
+  });
+
   it("refuses a schema written by a newer mq9 instead of misreading it", async () => {
     const schema = freshSchema();
     const store = await PostgresStore.open({ url: db.pg.url, schema });
