@@ -2,10 +2,12 @@
 // Systems, all measured in one run: mq9 with one, two and three nodes on one PostgreSQL behind a
 // 3-node nats-server cluster; JetStream with an R3 file stream on a 3-node nats-server cluster;
 // pg-boss on the same PostgreSQL. Each: durable SEND one at a time and 64 in flight, then a
-// FETCH(100)+ACK drain of what was sent. Also CPU microseconds per message of every process.
+// FETCH(100)+ACK drain of what was sent. Also CPU microseconds per message of every process, and
+// with two or more mq9 nodes how long after a REGISTER every node DISCOVERs the agent.
 // Figures only, no asserts.
 import { readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
+import { performance } from "node:perf_hooks";
 import { connect as mq9Connect } from "@mq9/client";
 import { AckPolicy, DeliverPolicy, connect as natsConnect, StorageType } from "nats";
 import PgBoss from "pg-boss";
@@ -13,7 +15,7 @@ import { startMq9Node } from "../scripts/local-cluster/mq9-node.js";
 import { startNatsCluster } from "../scripts/local-cluster/nats-cluster.js";
 import { startPrivatePostgres } from "../scripts/local-cluster/private-postgres.js";
 import { progress } from "./proc.js";
-import { measureDrain, measureSend } from "./stats.js";
+import { measureDrain, measureSend, percentile } from "./stats.js";
 
 const env = (name, fallback) => Number(process.env[name] ?? fallback);
 
@@ -167,11 +169,56 @@ async function mq9On(nats, pg, nodeCount, cfg, run, nodes) {
       pendingAck = clients[0].ack("bench.q1", "g", messages[messages.length - 1].msgId);
       return messages.length;
     },
+    // With two or more nodes: how long after a REGISTER is answered every node's DISCOVER finds it.
+    staleness:
+      nodeCount > 1 ? () => registerStaleness(clients, nodes, env("BENCH_STALENESS_ROUNDS", 20)) : undefined,
     async close() {
       await Promise.all(clients.map((c) => c.close().catch(() => {})));
       for (const n of nodes) await n.stop();
     },
   };
+}
+
+/** Whether a node's own DISCOVER (its HTTP API answers from its in-memory registry) finds `tag`. */
+async function nodeDiscovers(node, tag) {
+  const res = await fetch(`http://127.0.0.1:${node.httpPort}/api/v1/agents/discover`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ mode: "tag", tags: [tag] }),
+  });
+  if (!res.ok) throw new Error(`DISCOVER on ${node.nodeId}: HTTP ${res.status}`);
+  const { agents } = await res.json();
+  return agents.length > 0;
+}
+
+/**
+ * REGISTER through NATS (any node takes it), then poll every node's DISCOVER until each finds the
+ * agent: per registration the time until the last node found it, from the REGISTER's reply.
+ */
+async function registerStaleness(clients, nodes, rounds) {
+  const worst = [];
+  for (let i = 0; i < rounds; i++) {
+    const tag = `stale${i}x${Date.now()}`;
+    await clients[i % clients.length].register({
+      name: `staleness-${tag}`,
+      mailbox: `staleness.${tag}`,
+      payload: "an agent the staleness probe registers",
+      tags: [tag],
+    });
+    const answered = performance.now();
+    const seen = await Promise.all(
+      nodes.map(async (node) => {
+        for (;;) {
+          if (await nodeDiscovers(node, tag)) return performance.now() - answered;
+          if (performance.now() - answered > 10_000) return Number.POSITIVE_INFINITY;
+          await new Promise((r) => setTimeout(r, 2));
+        }
+      }),
+    );
+    worst.push(Math.max(...seen));
+  }
+  worst.sort((a, b) => a - b);
+  return { rounds, p50: percentile(worst, 50), max: worst[worst.length - 1] };
 }
 
 async function jetstreamSystem(cfg) {
@@ -301,7 +348,12 @@ export async function runClusterBench(base) {
       try {
         system = await make();
         progress(`${label}: measuring`);
-        results.push({ label, ...(await measure(system, cfg)) });
+        const figures = await measure(system, cfg);
+        if (system.staleness) {
+          progress(`${label}: REGISTER -> DISCOVER staleness`);
+          figures.staleness = await system.staleness();
+        }
+        results.push({ label, ...figures });
       } catch (err) {
         results.push({ label, error: err.message });
         progress(`not measured: ${err.message}`);
@@ -340,6 +392,16 @@ export async function runClusterBench(base) {
     lines.push(
       `  ${r.label}: SEND@64 ${ratio(r.par.rate, js?.par.rate)} JetStream R3, ${ratio(r.par.rate, boss?.par.rate)} pg-boss; drain ${ratio(r.drain.rate, js?.drain.rate)} JetStream R3, ${ratio(r.drain.rate, boss?.drain.rate)} pg-boss`,
     );
+  }
+  const stale = results.filter((r) => r.staleness);
+  if (stale.length > 0) {
+    lines.push("", "REGISTER answered -> DISCOVER finds it on every node (the issue asks <= 1 s):");
+    for (const r of stale) {
+      const { rounds, p50, max } = r.staleness;
+      lines.push(
+        `  ${r.label}: p50 ${p50.toFixed(0)} ms, max ${max.toFixed(0)} ms over ${rounds} registrations`,
+      );
+    }
   }
   lines.push("", "CPU us per message (SEND@64 | drain), by process:");
   for (const r of results.filter((x) => !x.error)) {

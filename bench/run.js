@@ -39,6 +39,7 @@ environment (defaults in brackets, quick-run defaults after the slash):
   BENCH_DRAIN_BATCH     messages per FETCH / XREADGROUP                  [100]
   BENCH_PHASE_TIMEOUT_S a phase stops early after this many seconds      [30 / 10]
   BENCH_CLUSTER_SYSTEMS --cluster: subset of mq9-1,mq9-2,mq9-3,jetstream,pgboss
+  BENCH_STALENESS_ROUNDS --cluster: REGISTERs timed until every node DISCOVERs them   [20]
   BENCH_SYSTEMS         comma-separated subset of: ${SYSTEMS.map((s) => s.id).join(",")}
   BENCH_TMPDIR          where the servers' temp data dirs go             [os.tmpdir()]
   BENCH_NATS_SERVER, BENCH_REDIS_SERVER   binaries to use instead of the ones on PATH

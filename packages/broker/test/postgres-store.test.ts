@@ -1,11 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { POSTGRES_SCHEMA_VERSION } from "../src/store/postgres/postgres-schema.js";
+import {
+  POSTGRES_MIGRATIONS,
+  POSTGRES_SCHEMA_VERSION,
+  POSTGRES_VERSION_TABLE,
+} from "../src/store/postgres/postgres-schema.js";
 import { PostgresStore } from "../src/store/postgres/postgres-store.js";
 import type { Store } from "../src/store/store.js";
 import { freshSchema, postgresMissing, usePrivatePostgres } from "./postgres-harness.js";
 import { storeConformance } from "./store-conformance.js";
 
 const missing = postgresMissing();
+const body = (s: string) => new TextEncoder().encode(s);
 
 describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${missing})` : ""}`, () => {
   const db = usePrivatePostgres();
@@ -29,7 +34,6 @@ describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${
 
   describe("two brokers on one schema", () => {
     const T0 = 1_800_000_000_000;
-    const body = (s: string) => new TextEncoder().encode(s);
     const openTwo = async () => {
       const schema = freshSchema();
       const a = await PostgresStore.open({ url: db.pg.url, schema, poolSize: 4 });
@@ -111,7 +115,6 @@ describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${
   it("inspection — the HTTP API's mailbox stats, totals, group lag, purge and delete", async () => {
     const T0 = Date.now();
     const store = await PostgresStore.open({ url: db.pg.url, schema: freshSchema(), poolSize: 2 });
-    const body = (s: string) => new TextEncoder().encode(s);
     await store.createMailbox({ address: "ops.box", ttlSeconds: 0, desc: "d", createdMs: T0 }, T0);
     await store.append(
       [
@@ -155,7 +158,6 @@ describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${
   it("lease release — an undelivered claim's leases go back to the group; ACKed and re-claimed ones stay", async () => {
     const T0 = Date.now();
     const store = await PostgresStore.open({ url: db.pg.url, schema: freshSchema(), poolSize: 2 });
-    const body = (s: string) => new TextEncoder().encode(s);
     await store.createMailbox({ address: "give.back", ttlSeconds: 0, desc: "", createdMs: T0 }, T0);
     await store.append(
       ["m0", "m1", "m2", "m3"].map((p) => ({
@@ -190,6 +192,164 @@ describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${
     expect(ids(await claim(T0 + 60_020, 1_000))).toEqual([1, 2, 3]);
     expect(await store.releaseLeases("give.back", "g", [1, 2, 3], T0 + 60_010)).toBe(0);
     expect(ids(await claim(T0 + 60_030, 1_000))).toEqual([]);
+    await store.close();
+  });
+
+  it("upgrade — a schema of format 4 keeps its messages, leases, ACKs and id counter", async () => {
+    const T0 = 1_800_000_000_000;
+    const schema = freshSchema();
+    // The database as format 4 left it: three messages, 0 and 1 claimed by "g", 0 ACKed.
+    await db.pg.query(`CREATE SCHEMA ${schema}; SET search_path = ${schema};
+      ${POSTGRES_VERSION_TABLE}; INSERT INTO mq9_schema_version VALUES (true, 4);
+      ${POSTGRES_MIGRATIONS.slice(0, 4).join(";\n")};
+      INSERT INTO mailboxes (address, ttl_s, description, created_ms, next_id) VALUES ('box', 0, '', ${T0}, 3);
+      INSERT INTO messages (mbox, msg_id, priority, payload, created_ms)
+        SELECT id, n, 2, convert_to('m' || n, 'UTF8'), ${T0} FROM mailboxes, generate_series(0, 2) n;
+      SELECT count(*) FROM mq9_claim('box', 'g', 0, ${T0}, false, 2, 1048576, ${T0 + 30_000});
+      SELECT mq9_ack('box', 'g', 0, ${T0});`);
+    const store = await PostgresStore.open({ url: db.pg.url, schema, poolSize: 2 });
+    expect(await db.pg.query(`SELECT version FROM ${schema}.mq9_schema_version`)).toContain(
+      String(POSTGRES_SCHEMA_VERSION),
+    );
+    const claim = (nowMs: number) =>
+      store.claim("box", "g", {
+        limit: 10,
+        maxBytes: 1 << 20,
+        nowMs,
+        start: { fromId: 0 },
+        reset: false,
+        leaseMs: 30_000,
+      });
+    const ids = (messages: { id: number }[]) => messages.map((m) => m.id);
+    expect(ids(await claim(T0))).toEqual([2]);
+    expect(ids(await claim(T0 + 30_000))).toEqual([1, 2]);
+    expect(await store.ack("box", "g", 2, T0 + 30_000)).toBe(true);
+    expect(ids(await claim(T0 + 120_000))).toEqual([]);
+    const [sent] = await store.append(
+      [{ mailbox: "box", priority: "normal", payload: body("m3"), sentMs: T0 }],
+      T0,
+    );
+    expect(sent).toEqual({ id: 3 });
+    // What the cascades did, the trigger does: a deleted mailbox leaves no rows behind.
+    expect(await store.deleteMailbox("box", T0)).toBe(true);
+    expect(
+      await db.pg.query(
+        `SELECT (SELECT count(*) FROM ${schema}.messages) + (SELECT count(*) FROM ${schema}.deliveries) + (SELECT count(*) FROM ${schema}.groups)`,
+      ),
+    ).toMatch(/^\s*0\s*$/m);
+    await store.close();
+  });
+
+  it("durability — every answered SEND batch survives a PostgreSQL crash mid-load", async () => {
+    const T0 = 1_800_000_000_000;
+    const schema = freshSchema();
+    const store = await PostgresStore.open({ url: db.pg.url, schema, poolSize: 8 });
+    await store.createMailbox({ address: "box", ttlSeconds: 0, desc: "", createdMs: T0 }, T0);
+    const answered = new Map<number, string>();
+    let crashed = false;
+    const sender = async (lane: number) => {
+      for (let i = 0; !crashed; i++) {
+        const payloads = Array.from({ length: 5 }, (_, j) => `l${lane}-${i}-${j}`);
+        try {
+          const results = await store.append(
+            payloads.map((p) => ({
+              mailbox: "box",
+              priority: "normal" as const,
+              payload: body(p),
+              sentMs: T0,
+            })),
+            T0,
+          );
+          results.forEach((r, j) => {
+            if ("id" in r) answered.set(r.id, payloads[j]);
+          });
+        } catch {
+          return;
+        }
+      }
+    };
+    const senders = Array.from({ length: 8 }, (_, lane) => sender(lane));
+    while (answered.size < 500) await new Promise((r) => setTimeout(r, 5));
+    // An immediate stop discards what is in PostgreSQL's WAL buffers and not yet written.
+    await db.pg.kill();
+    crashed = true;
+    await Promise.all(senders);
+    await store.close().catch(() => {});
+    await db.pg.start();
+    const reopened = await PostgresStore.open({ url: db.pg.url, schema, poolSize: 2 });
+    const stored = new Map<number, string>();
+    for (let from = 0; ; ) {
+      const page = await reopened.read(
+        "box",
+        { fromId: from },
+        { limit: 1000, maxBytes: 1 << 24, nowMs: T0 },
+      );
+      if (page.length === 0) break;
+      for (const m of page) stored.set(m.id, new TextDecoder().decode(m.payload));
+      from = page[page.length - 1].id + 1;
+    }
+    for (const [id, payload] of answered) expect(stored.get(id)).toBe(payload);
+    await reopened.close();
+  }, 60_000);
+
+  it("durability — SEND, FETCH and ACK are answered only once a synchronous standby has them", async () => {
+    const T0 = 1_800_000_000_000;
+    // One connection, so it is known to have read the configuration the test sets.
+    const store = await PostgresStore.open({ url: db.pg.url, schema: freshSchema(), poolSize: 1 });
+    const { pool } = store.sharedDatabase();
+    await store.createMailbox({ address: "box", ttlSeconds: 0, desc: "", createdMs: T0 }, T0);
+    await store.append([{ mailbox: "box", priority: "normal", payload: body("m0"), sentMs: T0 }], T0);
+    const claim = {
+      limit: 1,
+      maxBytes: 1 << 20,
+      nowMs: T0,
+      start: { fromId: 0 },
+      reset: false,
+      leaseMs: 30_000,
+    };
+    const [first] = await store.claim("box", "g", claim);
+    const setStandby = async (names: string) => {
+      await db.pg.query(`ALTER SYSTEM SET synchronous_standby_names = '${names}'`);
+      await db.pg.query("SELECT pg_reload_conf()");
+      // A backend reads a reloaded configuration between two statements.
+      while (
+        (await pool.query("SHOW synchronous_standby_names")).rows[0].synchronous_standby_names !== names
+      ) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    };
+    const operations: [string, () => Promise<unknown>][] = [
+      [
+        "send",
+        () => store.append([{ mailbox: "box", priority: "normal", payload: body("m1"), sentMs: T0 }], T0),
+      ],
+      ["fetch", () => store.claim("box", "h", claim)],
+      ["ack", () => store.ack("box", "g", first.id, T0)],
+    ];
+    try {
+      for (const [name, operation] of operations) {
+        // A standby that never connects: what waits for it is answered only once it is dropped.
+        await setStandby("absent");
+        let answered = false;
+        const pending = operation().then(() => {
+          answered = true;
+        });
+        for (;;) {
+          const waiting = await db.pg.query(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'mq9' AND wait_event = 'SyncRep'",
+          );
+          if (waiting === "1" || answered) break;
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        expect(answered, name).toBe(false);
+        await db.pg.query("ALTER SYSTEM SET synchronous_standby_names = ''");
+        await db.pg.query("SELECT pg_reload_conf()");
+        await pending;
+      }
+    } finally {
+      await db.pg.query("ALTER SYSTEM RESET synchronous_standby_names");
+      await db.pg.query("SELECT pg_reload_conf()");
+    }
     await store.close();
   });
 

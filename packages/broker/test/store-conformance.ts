@@ -326,6 +326,28 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       expect(decode(stored.header!)).toBe("NATS/1.0\r\nmq9-key: k\r\n\r\n");
     });
 
+    it("append — one batch keeps each message's own header, tags, payload and expiry", async () => {
+      const header = text("NATS/1.0\r\nx: 1\r\n\r\n");
+      const results = await store.append(
+        [
+          message("box", "first", { header, tags: ["a", "b"] }),
+          message("box", "", { expiresMs: T0 + 5000 }),
+          message("box", "third", { header: text("NATS/1.0\r\ny: 22\r\n\r\n"), priority: "urgent" }),
+          message("box", "fourth", { tags: [] }),
+        ],
+        T0,
+      );
+      expect(results).toEqual([{ id: 0 }, { id: 1 }, { id: 2 }, { id: 3 }]);
+      const stored = await store.read("box", { fromId: 0 }, read);
+      expect(
+        stored.map((m) => [m.id, decode(m.payload), m.header && decode(m.header), m.tags, m.expiresMs]),
+      ).toEqual([
+        [2, "third", "NATS/1.0\r\ny: 22\r\n\r\n", undefined, undefined],
+        [0, "first", "NATS/1.0\r\nx: 1\r\n\r\n", ["a", "b"], undefined],
+        [1, "", undefined, undefined, T0 + 5000],
+        [3, "fourth", undefined, [], undefined],
+      ]);
+    });
     if (factory.reopen) {
       const reopen = factory.reopen;
       it("restart — messages, ids, groups and acks survive a reopen", async () => {

@@ -1,6 +1,6 @@
-import { PRIORITIES } from "@mq9/protocol";
+import { PRIORITIES, priorityRank } from "@mq9/protocol";
 import type pg from "pg";
-import type { StoredMessage } from "../store.js";
+import type { NewMessage, StoredMessage } from "../store.js";
 
 /** The columns every read of messages selects, in this order. */
 export const MESSAGE_COLUMNS = "msg_id, priority, msg_key, tags, header, payload, created_ms, expires_ms";
@@ -139,4 +139,57 @@ export async function reserveIds(
     values: [ids, ids.map((id) => counts.get(id) ?? 0)],
   });
   return new Map(rows.map((row) => [row.id, row.first]));
+}
+
+/**
+ * The parameters of the fixed plain-append statement (postgres-store.ts) for one mailbox's batch:
+ * per-row arrays, and the payloads and headers each concatenated into one buffer that travels in
+ * binary, with each row's offset and length (-1 for no header).
+ */
+export function plainBatchValues(batch: readonly NewMessage[], nowMs: number): unknown[] {
+  const n = batch.length;
+  const priorities = new Array<number>(n);
+  const tags = new Array<string | null>(n);
+  const headerAt = new Array<number>(n);
+  const headerLen = new Array<number>(n);
+  const payloadAt = new Array<number>(n);
+  const payloadLen = new Array<number>(n);
+  const created = new Array<number>(n);
+  const expires = new Array<number | null>(n);
+  const headers: Uint8Array[] = [];
+  const payloads: Uint8Array[] = [];
+  let headerBytes = 0;
+  let payloadBytes = 0;
+  for (let i = 0; i < n; i++) {
+    const m = batch[i];
+    priorities[i] = priorityRank[m.priority];
+    tags[i] = m.tags ? JSON.stringify(m.tags) : null;
+    headerAt[i] = headerBytes;
+    headerLen[i] = m.header ? m.header.length : -1;
+    if (m.header) {
+      headers.push(m.header);
+      headerBytes += m.header.length;
+    }
+    payloadAt[i] = payloadBytes;
+    payloadLen[i] = m.payload.length;
+    payloads.push(m.payload);
+    payloadBytes += m.payload.length;
+    created[i] = m.sentMs;
+    expires[i] = m.expiresMs ?? null;
+  }
+  return [
+    batch[0].mailbox,
+    n,
+    nowMs,
+    priorities,
+    tags,
+    headerLen,
+    Buffer.concat(headers, headerBytes),
+    payloadLen,
+    Buffer.concat(payloads, payloadBytes),
+    created,
+    expires,
+    headerAt,
+    payloadAt,
+  ];
 }

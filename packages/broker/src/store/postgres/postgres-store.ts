@@ -29,6 +29,7 @@ import {
   MESSAGE_COLUMNS,
   type MessageInsert,
   type MessageRow,
+  plainBatchValues,
   reserveIds,
   storedMessage,
   takeWithinBudget,
@@ -530,32 +531,25 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease {
   /**
    * The usual batch (one mailbox, no key, nothing delayed) in one statement and one round trip:
    * the counter's row lock is held until the statement's own commit, so ids still become
-   * visible in order. Payloads travel as binary parameters.
+   * visible in order. The statement's text does not depend on the batch's size, so it is
+   * prepared once per connection and its plan reused: the rows travel as arrays, and the
+   * payloads and headers as one binary parameter each, cut by offset and length.
    */
   private async appendPlain(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
-    const values: unknown[] = [batch[0].mailbox, batch.length, nowMs];
-    const rows = batch.map((m, i) => {
-      const at = values.length;
-      values.push(
-        priorityRank[m.priority],
-        m.tags ? JSON.stringify(m.tags) : null,
-        m.header ?? null,
-        m.payload,
-        m.sentMs,
-        m.expiresMs ?? null,
-      );
-      return `(${i}, $${at + 1}::smallint, $${at + 2}::jsonb, $${at + 3}::bytea, $${at + 4}::bytea, $${at + 5}::bigint, $${at + 6}::bigint)`;
-    });
     const { rows: first } = await this.run<{ first: number }>("cannot store the message", {
+      name: "mq9-append-plain",
       text: `WITH box AS (
                UPDATE mailboxes SET next_id = next_id + $2
                WHERE address = $1 AND (expires_ms IS NULL OR expires_ms > $3) RETURNING id, next_id - $2 AS first),
              added AS (
                INSERT INTO messages (mbox, msg_id, priority, msg_key, tags, header, payload, created_ms, expires_ms)
-               SELECT box.id, box.first + t.ord, t.priority, NULL, t.tags, t.header, t.payload, t.created_ms, t.expires_ms
-               FROM box, (VALUES ${rows.join(", ")}) AS t(ord, priority, tags, header, payload, created_ms, expires_ms))
+               SELECT box.id, box.first + t.ord - 1, t.priority, NULL, t.tags::jsonb,
+                      CASE WHEN t.hlen < 0 THEN NULL ELSE substring($7::bytea FROM t.hat + 1 FOR t.hlen) END,
+                      substring($9::bytea FROM t.pat + 1 FOR t.plen), t.created_ms, t.expires_ms
+               FROM box, unnest($4::smallint[], $5::text[], $6::int[], $8::int[], $10::bigint[], $11::bigint[], $12::int[], $13::int[])
+                 WITH ORDINALITY AS t(priority, tags, hlen, plen, created_ms, expires_ms, hat, pat, ord))
              SELECT first FROM box`,
-      values,
+      values: plainBatchValues(batch, nowMs),
     });
     const start = first[0]?.first;
     if (start === undefined) return batch.map(() => ({ missingMailbox: true }));
