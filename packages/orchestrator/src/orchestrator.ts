@@ -190,6 +190,7 @@ export class Orchestrator implements OrchestratorApi {
         templates,
         router,
         store: new TaskStore(client, names, options.retentionSeconds),
+        retentionSeconds: options.retentionSeconds,
         deadLetters,
         memoryTtlSeconds: options.memoryTtlSeconds,
         messageTtlSeconds: options.messageTtlSeconds,
