@@ -4,6 +4,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createEnvelope, type Envelope, sendEnvelope, TraceMemory } from "@mq9/agent";
 import { connect } from "@mq9/client";
+import { Orchestrator } from "@mq9/orchestrator";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadServeConfig } from "../src/serve/config.js";
 import { runCli, tempDir } from "./cli-harness.js";
@@ -137,6 +138,29 @@ describe("mq9 serve's orchestrator lifetimes, refresh and poll timeout, end to e
       return body.status === "completed";
     });
   }, 30_000);
+
+  it("a second orchestrator on the serve's namespace is reported in the serve's log, not silent", async () => {
+    const templates = join(tempDir(), "templates");
+    mkdirSync(templates);
+    writeFileSync(
+      join(templates, "quick.yaml"),
+      "task_type: quick\nsteps:\n  - id: work\n    capability: q.work\n",
+    );
+    // The package README's snippet, run beside mq9 serve's own orchestrator.
+    const second = await Orchestrator.start({ server, templates, onError: () => {} });
+    try {
+      // Both read the shared inbox: sooner or later the serve's takes a reply of the second's.
+      const warning = await until("the serve's warning", async () => {
+        await second.submit("quick", {});
+        return served
+          .logs()
+          .find((l) => String(l.msg).includes("another orchestrator runs on namespace 'orch'"));
+      });
+      expect(warning).toMatchObject({ level: 40 });
+    } finally {
+      await second.close();
+    }
+  }, 60_000);
 
   it("MQ9_POLL_TIMEOUT_MS: an idle orchestrator's FETCHes wait at most that long", async () => {
     // The router and the inbox each FETCH again every 100 ms; at the default 2 s, 60 more

@@ -121,6 +121,10 @@ export class Scheduler {
   private readonly now: () => number;
   private readonly messageTtlS: number;
   private readonly reportError: (error: Error) => void;
+  /** When start() began: a stored task made later, and not ours, is another orchestrator's. */
+  private startedAt = Number.POSITIVE_INFINITY;
+  /** Tasks of replies that were not ours, already looked into. */
+  private readonly strangers = new Set<string>();
 
   constructor(private readonly options: SchedulerOptions) {
     this.now = options.now ?? Date.now;
@@ -153,6 +157,7 @@ export class Scheduler {
 
   /** Loads the stored tasks, resumes the unfinished ones, then takes replies from the inbox. */
   async start(): Promise<void> {
+    this.startedAt = this.now();
     const stored = await this.options.store.loadAll();
     const records = stored.map((state) => this.adopt(state));
     const queued = records.filter((r) => r.state.queued && !isTerminal(r.state.status));
@@ -376,10 +381,33 @@ export class Scheduler {
       return;
     }
     const record = envelope.task_id ? this.tasks.get(envelope.task_id) : undefined;
-    if (!record || !envelope.in_reply_to) return;
+    if (!envelope.in_reply_to) return;
+    if (!record) {
+      if (envelope.task_id) await this.noteStranger(envelope.task_id);
+      return;
+    }
     await this.run(record, async () => {
       if (this.applyReply(record, envelope)) await this.settle(record);
     });
+  }
+
+  /**
+   * A reply for a task this scheduler does not hold. When the task is stored, unfinished and
+   * began after this start, another orchestrator started it on the same namespace: the two
+   * take each other's replies from the shared inbox, so each loses some. Said once per task.
+   */
+  private async noteStranger(taskId: string): Promise<void> {
+    if (this.strangers.has(taskId)) return;
+    if (this.strangers.size >= 1_000) this.strangers.clear();
+    this.strangers.add(taskId);
+    const stored = await this.options.store.load(taskId).catch(() => undefined);
+    if (!stored || isTerminal(stored.status) || stored.created_at < this.startedAt) return;
+    const namespace = this.options.names.namespace;
+    this.report(
+      new Error(
+        `a reply for task ${taskId} came to this orchestrator, which did not start it: another orchestrator runs on namespace '${namespace}', and each takes some of the other's replies. Run one orchestrator per namespace: give the other one a namespace of its own, or start mq9 serve with --orchestrator off`,
+      ),
+    );
   }
 
   /** Applies an answer to the attempt it answers; false when it answers nothing in flight. */
