@@ -103,7 +103,12 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
     });
     running.push(
       await agents(server, [
-        { name: "summarizer", capabilities: ["text_summarization"], output: { summary: "Agents talk." } },
+        {
+          name: "summarizer",
+          capabilities: ["text_summarization"],
+          output: { summary: "Agents talk." },
+          tags: { team: "nlp", lang: "en" },
+        },
         { name: "keywords", capabilities: ["keyword_extraction"], output: { keywords: ["agents", "mail"] } },
         { name: "quality", capabilities: ["quality_check"], output: { quality_score: 0.92 } },
         { name: "w-heavy", capabilities: ["w.work"], weight: 3, max_concurrency: 4, delay_ms: 5 },
@@ -139,6 +144,10 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
       result: { summary: "Agents talk.", keywords: ["agents", "mail"], quality_score: 0.92 },
     });
     expect(typeof res.body.task_id).toBe("string");
+    // The SDK took the design's tags object, registered as "key:value" tags.
+    const { body } = await http("GET", `${served.api}/api/agents`);
+    const summarizer = body.agents.find((a: Json) => a.name === "summarizer");
+    expect(summarizer.tags).toEqual(expect.arrayContaining(["team:nlp", "lang:en"]));
   });
 
   it("shares work 3:1 by weight, at a trickle and at a burst", async () => {

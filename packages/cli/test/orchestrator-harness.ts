@@ -93,6 +93,8 @@ export interface AgentSpec {
   echo_priority?: boolean;
   /** Answer with the payload the message came with (`received`). */
   echo_payload?: boolean;
+  /** The manifest's tags: a list, or an object as the design writes them. */
+  tags?: string[] | Record<string, string>;
   /** Write the count of messages handled to the trace's memory under this key. */
   remember?: string;
 }
