@@ -148,6 +148,13 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
     const { body } = await http("GET", `${served.api}/api/agents`);
     const summarizer = body.agents.find((a: Json) => a.name === "summarizer");
     expect(summarizer.tags).toEqual(expect.arrayContaining(["team:nlp", "lang:en"]));
+    // The folder made after the start said what it brought.
+    const reloaded = served
+      .logs()
+      .filter((l) => String(l.msg).startsWith("orchestrator: templates reloaded: "))
+      .at(-1);
+    expect(reloaded).toMatchObject({ level: 30, msg: "orchestrator: templates reloaded: 6 task types" });
+    expect(reloaded?.task_types).toContain("content_analysis");
   });
 
   it("shares work 3:1 by weight, at a trickle and at a burst", async () => {

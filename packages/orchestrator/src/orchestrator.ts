@@ -103,6 +103,7 @@ export class Orchestrator implements OrchestratorApi {
     const report = options.onError ?? warnOn(options.logger ?? namedStderrLogger("mq9 orchestrator"));
     const client = options.client ?? (await connect(options.server, { name: "mq9-orchestrator" }));
     const names = new BusNames(options.namespace);
+    const log: OrchestratorLog = options.log ?? (() => {});
     let ownedTemplates: TemplateSet | undefined;
     let templates: TemplateLookup;
     if (typeof options.templates === "string") {
@@ -112,6 +113,12 @@ export class Orchestrator implements OrchestratorApi {
         onProblems: (problems) => {
           for (const p of problems) report(new Error(`template problem: ${formatProblem(p)}`));
         },
+        // A folder made or changed after the start says what it brought.
+        onReload: (types) =>
+          log("info", `templates reloaded: ${types.length} task type${types.length === 1 ? "" : "s"}`, {
+            templates: options.templates,
+            task_types: types,
+          }),
       });
       templates = ownedTemplates;
     } else {
@@ -124,7 +131,6 @@ export class Orchestrator implements OrchestratorApi {
       const webhooks = new WebhookNotifier(options.webhooks ?? [], report);
       const deadLetters = new DeadLetters(client, names);
       const metrics = new OrchestratorMetrics();
-      const log: OrchestratorLog = options.log ?? (() => {});
       const sampleRate = options.logSampleRate ?? 0.01;
       let scheduler: Scheduler | undefined;
       const directory = new AgentDirectory(client, {
