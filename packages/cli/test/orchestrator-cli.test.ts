@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import {
+  DESIGN_TEMPLATE,
   contentAnalysisTemplates as exampleTemplates,
   repoRoot as root,
   startContentAnalysisAgents as startAgents,
@@ -184,6 +185,16 @@ describe("mq9 templates check", () => {
     const ok = await runCli(["templates", "check", exampleTemplates]);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toContain("content-analysis");
+  });
+
+  it("shows the steps that run at once joined by +, and what follows them after ->", async () => {
+    const folder = join(tempDir(), "templates");
+    mkdirSync(folder);
+    writeFileSync(join(folder, "design.yaml"), DESIGN_TEMPLATE);
+    const result = await runCli(["templates", "check", folder]);
+    expect(result.stdout).toBe(
+      `ok   content_analysis (${join(folder, "design.yaml")}): summarize + extract_keywords + check_quality -> merge_result\n1 template ok, 0 problems\n`,
+    );
   });
 });
 
