@@ -660,6 +660,14 @@ describe("mq9 serve's orchestrator guards, deadlines and reloads, end to end", (
     expect(task.steps.work.history.map((h: Json) => h.outcome)).toEqual(["timeout"]);
   }, 90_000);
 
+  it("mq9 task run says why a step waits, then that it timed out", async () => {
+    const run = await runCli(["task", "run", "never", "--payload", "{}", "--api", served.api]);
+    expect(run.code).toBe(1);
+    const lines = run.stdout.split("\n").map((l) => l.trim());
+    expect(lines).toContain("work             pending, waiting: no live agent has capability 'nobody.ever'");
+    expect(lines.some((l) => l.startsWith("work             timeout in "))).toBe(true);
+  }, 60_000);
+
   it("POST /api/tasks takes each priority of the design; deferred is sent as normal; others are refused", async () => {
     const expected = { critical: "critical", urgent: "urgent", normal: "normal", deferred: "normal" };
     for (const [asked, sent] of Object.entries(expected)) {
