@@ -40,9 +40,10 @@ describe("mq9 serve's orchestrator lifetimes, refresh and poll timeout, end to e
     const config = join(dir, "mq9.json");
     writeFileSync(
       config,
-      JSON.stringify({ orchestrator: { memoryTtlSeconds: 2, directoryRefreshMs: 60_000 } }),
+      JSON.stringify({ orchestrator: { memoryTtlSeconds: 3, directoryRefreshMs: 60_000 } }),
     );
-    // One path each: a flag, the environment and the config file.
+    // One path each: a flag, the environment and the config file. Lifetimes of 3 s: long enough
+    // to see a finished task, its dispatch and its memory before they expire, even on a busy machine.
     served = await serve(
       [
         "--data",
@@ -54,10 +55,10 @@ describe("mq9 serve's orchestrator lifetimes, refresh and poll timeout, end to e
         "--config",
         config,
         "--task-retention",
-        "2",
+        "3",
       ],
       0,
-      { MQ9_MESSAGE_TTL: "2", MQ9_POLL_TIMEOUT_MS: "100" },
+      { MQ9_MESSAGE_TTL: "3", MQ9_POLL_TIMEOUT_MS: "100" },
     );
     server = `mq9://127.0.0.1:${served.port}`;
     running.push(await agents(server, [{ name: "q-agent", capabilities: ["q.work"], remember: "seen" }]));
