@@ -52,9 +52,15 @@ export async function serve(args: string[], port = 0, env: Record<string, string
   // Without the orchestrator, the broker's own health check says it is ready.
   const off = args.some((arg, i) => arg === "--orchestrator" && args[i + 1] === "off");
   const probe = off ? "/healthz" : "/api/templates";
+  // Bounded, and the process ended on failure: a test that gives up must not leave it running.
+  const deadline = Date.now() + 60_000;
   for (;;) {
     const res = await fetch(`${api}${probe}`).catch(() => undefined);
     if (res?.ok) break;
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`mq9 serve did not answer ${probe} within 60 s: ${err}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
   const logs = () =>
