@@ -3,12 +3,13 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import {
+  DESIGN_TEMPLATE,
   contentAnalysisTemplates as exampleTemplates,
   repoRoot as root,
   startContentAnalysisAgents as startAgents,
 } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLI, runCli, SERVE_ON_FREE_PORTS, tempDir } from "./cli-harness.js";
+import { CLI, runCli, SERVE_ON_FREE_PORTS, spawnServe, tempDir } from "./cli-harness.js";
 
 const text = "Agents send messages. The broker keeps every message for agents that are offline.";
 
@@ -125,6 +126,34 @@ describe("mq9 task | trace | agent list | templates (against mq9 serve's orchest
     );
   }, 120_000);
 
+  it("a broker without the orchestrator: task and agent commands say so, not 'Not Found'", async () => {
+    const off = await spawnServe([
+      "--data",
+      join(tempDir(), "data"),
+      "--registry-embedder",
+      "none",
+      "--orchestrator",
+      "off",
+    ]);
+    try {
+      const http = `http://127.0.0.1:${off.httpPort}`;
+      for (const args of [
+        ["task", "list"],
+        ["agent", "list"],
+        ["task", "run", "x"],
+      ]) {
+        const result = await runCli([...args, "--http", http]);
+        expect(result.code, args.join(" ")).toBe(1);
+        expect(result.stderr).toBe(
+          `mq9: the broker at ${http} runs no orchestrator (its /api routes are not there): start mq9 serve with --orchestrator on (the default), or point --server or --http at one that runs it\n`,
+        );
+      }
+    } finally {
+      off.child.kill("SIGTERM");
+      await off.exited;
+    }
+  }, 60_000);
+
   it("the HTTP address comes from --server or MQ9_SERVER (the broker's INFO), or --http; -v says which", async () => {
     const httpPort = new URL(served.api).port;
     const fromFlag = await runCli(["agent", "list", "-v", "--server", served.server]);
@@ -184,6 +213,16 @@ describe("mq9 templates check", () => {
     const ok = await runCli(["templates", "check", exampleTemplates]);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toContain("content-analysis");
+  });
+
+  it("shows the steps that run at once joined by +, and what follows them after ->", async () => {
+    const folder = join(tempDir(), "templates");
+    mkdirSync(folder);
+    writeFileSync(join(folder, "design.yaml"), DESIGN_TEMPLATE);
+    const result = await runCli(["templates", "check", folder]);
+    expect(result.stdout).toBe(
+      `ok   content_analysis (${join(folder, "design.yaml")}): summarize + extract_keywords + check_quality -> merge_result\n1 template ok, 0 problems\n`,
+    );
   });
 });
 

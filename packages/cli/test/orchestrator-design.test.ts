@@ -1,154 +1,25 @@
 // The orchestrator as a new user meets it: `mq9 serve` with templates, agents in processes
 // of their own (written as the design shows them), and the HTTP API, metrics and logs.
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { createEnvelope, type Envelope, readEnvelope, sendEnvelope } from "@mq9/agent";
 import { connect } from "@mq9/client";
 import { DESIGN_TEMPLATE } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLI, runCli, tempDir } from "./cli-harness.js";
-
-const AGENTS = fileURLToPath(new URL("./fixtures/orchestrator-agents.mjs", import.meta.url));
-
-const one = (name: string, capability: string, extra = "") =>
-  `task_type: ${name}\ntimeout: 2m\nsteps:\n  - id: work\n    capability: ${capability}\n    timeout: 60s\n${extra}`;
-
-interface Served {
-  child: ChildProcess;
-  port: number;
-  api: string;
-  logs: () => Record<string, unknown>[];
-  stop(signal?: NodeJS.Signals): Promise<void>;
-}
-
-/** `mq9 serve` with JSON logs; resolves once the orchestrator's API answers. */
-async function serve(args: string[], port = 0, env: Record<string, string> = {}): Promise<Served> {
-  const child = spawn(
-    process.execPath,
-    [CLI, "serve", "--port", String(port), "--http-port", "0", "--log-format", "json", ...args],
-    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } },
-  );
-  let out = "";
-  child.stdout!.on("data", (chunk) => {
-    out += chunk;
-  });
-  let err = "";
-  child.stderr!.on("data", (chunk) => {
-    err += chunk;
-  });
-  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
-  const ready = await new Promise<{ port: number; httpPort: number }>((resolve, reject) => {
-    const timer = setInterval(() => {
-      const line = out.split("\n").find((l) => l.includes('"httpPort"'));
-      if (line) {
-        clearInterval(timer);
-        resolve(JSON.parse(line));
-      }
-    }, 20);
-    child.on("exit", (code) => {
-      clearInterval(timer);
-      reject(new Error(`mq9 serve exited with ${code}: ${err}`));
-    });
-  });
-  const api = `http://127.0.0.1:${ready.httpPort}`;
-  for (;;) {
-    const res = await fetch(`${api}/api/templates`).catch(() => undefined);
-    if (res?.ok) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const logs = () =>
-    out
-      .split("\n")
-      .filter((l) => l.startsWith("{"))
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
-  return {
-    child,
-    port: ready.port,
-    api,
-    logs,
-    stop: async (signal = "SIGTERM") => {
-      child.kill(signal);
-      await exited;
-    },
-  };
-}
-
-interface AgentSpec {
-  name: string;
-  capabilities: string[];
-  weight?: number;
-  max_concurrency?: number;
-  delay_ms?: number;
-  output?: Record<string, unknown>;
-  forward?: string;
-  ttl_seconds?: number;
-  heartbeat_ms?: number;
-  description?: string;
-  /** The orchestrator's namespace the agent works in (default orch). */
-  namespace?: string;
-  /** Print "handled <msg_id>" for each message handled. */
-  report?: boolean;
-  /** Answer with the priority the message came with. */
-  echo_priority?: boolean;
-  /** Answer with the payload the message came with (`received`). */
-  echo_payload?: boolean;
-}
-
-/** Agents in a process of their own (fixtures/orchestrator-agents.mjs); resolves once registered. */
-async function agents(
-  server: string,
-  list: AgentSpec[],
-): Promise<{ stop(): Promise<void>; output(): string }> {
-  const child = spawn(process.execPath, [AGENTS, JSON.stringify({ server, agents: list })], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let err = "";
-  let out = "";
-  child.stderr!.on("data", (c) => {
-    err += c;
-  });
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.on("data", (c) => {
-      out += c;
-      if (out.includes("ready")) resolve();
-    });
-    child.on("exit", (code) => reject(new Error(`agents exited with ${code}: ${err}`)));
-  });
-  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
-  return {
-    stop: async () => {
-      child.kill("SIGTERM");
-      await exited;
-    },
-    output: () => out,
-  };
-}
-
-// biome-ignore lint/suspicious/noExplicitAny: JSON answers of the API, checked field by field with expect
-type Json = Record<string, any>;
-
-async function http(method: "GET" | "POST", url: string, body?: unknown) {
-  const res = await fetch(url, {
-    method,
-    headers: body === undefined ? {} : { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, headers: res.headers, body: (await res.json()) as Json };
-}
-
-async function until<T>(what: string, check: () => T | Promise<T>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+import { runCli, tempDir } from "./cli-harness.js";
+import {
+  agents,
+  ended,
+  http,
+  type Json,
+  metricLine,
+  one,
+  type Served,
+  serve,
+  until,
+} from "./orchestrator-harness.js";
 
 /** Who did the one step of each of `n` tasks of `type`: all at once (a burst), or from `clients` clients one by one. */
 async function shares(
@@ -203,25 +74,6 @@ function loopWebhookConfig(dir: string, hooks: Server): string {
   return config;
 }
 
-/** Scrapes /metrics until a line matches (a scrape may show numbers up to 250 ms old). */
-async function metricLine(api: string, line: RegExp): Promise<void> {
-  await until(`a metric line matching ${line}`, async () =>
-    line.test(await (await fetch(`${api}/metrics`)).text()),
-  );
-}
-
-/** Polls a task until it has ended. */
-async function ended(api: string, taskId: string, timeoutMs = 60_000): Promise<Json> {
-  return until(
-    `task ${taskId} to end`,
-    async () => {
-      const { body } = await http("GET", `${api}/api/tasks/${taskId}`);
-      return ["completed", "failed", "timeout", "canceled"].includes(body.status) ? body : undefined;
-    },
-    timeoutMs,
-  );
-}
-
 describe("the orchestrator of mq9 serve, as the design describes it", () => {
   let served: Served;
   let server: string;
@@ -251,7 +103,12 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
     });
     running.push(
       await agents(server, [
-        { name: "summarizer", capabilities: ["text_summarization"], output: { summary: "Agents talk." } },
+        {
+          name: "summarizer",
+          capabilities: ["text_summarization"],
+          output: { summary: "Agents talk." },
+          tags: { team: "nlp", lang: "en" },
+        },
         { name: "keywords", capabilities: ["keyword_extraction"], output: { keywords: ["agents", "mail"] } },
         { name: "quality", capabilities: ["quality_check"], output: { quality_score: 0.92 } },
         { name: "w-heavy", capabilities: ["w.work"], weight: 3, max_concurrency: 4, delay_ms: 5 },
@@ -287,6 +144,17 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
       result: { summary: "Agents talk.", keywords: ["agents", "mail"], quality_score: 0.92 },
     });
     expect(typeof res.body.task_id).toBe("string");
+    // The SDK took the design's tags object, registered as "key:value" tags.
+    const { body } = await http("GET", `${served.api}/api/agents`);
+    const summarizer = body.agents.find((a: Json) => a.name === "summarizer");
+    expect(summarizer.tags).toEqual(expect.arrayContaining(["team:nlp", "lang:en"]));
+    // The folder made after the start said what it brought.
+    const reloaded = served
+      .logs()
+      .filter((l) => String(l.msg).startsWith("orchestrator: templates reloaded: "))
+      .at(-1);
+    expect(reloaded).toMatchObject({ level: 30, msg: "orchestrator: templates reloaded: 6 task types" });
+    expect(reloaded?.task_types).toContain("content_analysis");
   });
 
   it("shares work 3:1 by weight, at a trickle and at a burst", async () => {
@@ -791,6 +659,14 @@ describe("mq9 serve's orchestrator guards, deadlines and reloads, end to end", (
     expect(task.steps.work.status).toBe("timeout");
     expect(task.steps.work.history.map((h: Json) => h.outcome)).toEqual(["timeout"]);
   }, 90_000);
+
+  it("mq9 task run says why a step waits, then that it timed out", async () => {
+    const run = await runCli(["task", "run", "never", "--payload", "{}", "--api", served.api]);
+    expect(run.code).toBe(1);
+    const lines = run.stdout.split("\n").map((l) => l.trim());
+    expect(lines).toContain("work             pending, waiting: no live agent has capability 'nobody.ever'");
+    expect(lines.some((l) => l.startsWith("work             timeout in "))).toBe(true);
+  }, 60_000);
 
   it("POST /api/tasks takes each priority of the design; deferred is sent as normal; others are refused", async () => {
     const expected = { critical: "critical", urgent: "urgent", normal: "normal", deferred: "normal" };

@@ -2,6 +2,7 @@ import { BusNames, type DeadLetter, DeadLetters, type Logger, namedStderrLogger 
 import { connect, type Mq9Client } from "@mq9/client";
 import { OrchestratorError } from "./errors.js";
 import type { OrchestratorApi, TemplateSummary } from "./http/api-routes.js";
+import { NamespaceClaim } from "./namespace-claim.js";
 import { type MetricsSnapshot, OrchestratorMetrics } from "./observability/orchestrator-metrics.js";
 import { AgentDirectory, type DirectoryEntry } from "./routing/agent-directory.js";
 import { LOOP_KINDS, Router } from "./routing/router.js";
@@ -96,6 +97,7 @@ export class Orchestrator implements OrchestratorApi {
     private readonly traces: TraceReader,
     private readonly counters: OrchestratorMetrics,
     private readonly owned: { client: boolean; templates?: TemplateSet },
+    private readonly claim: NamespaceClaim,
   ) {}
 
   /** Connects, creates its mailboxes, reads the registry, resumes unfinished tasks and starts routing. */
@@ -103,6 +105,7 @@ export class Orchestrator implements OrchestratorApi {
     const report = options.onError ?? warnOn(options.logger ?? namedStderrLogger("mq9 orchestrator"));
     const client = options.client ?? (await connect(options.server, { name: "mq9-orchestrator" }));
     const names = new BusNames(options.namespace);
+    const log: OrchestratorLog = options.log ?? (() => {});
     let ownedTemplates: TemplateSet | undefined;
     let templates: TemplateLookup;
     if (typeof options.templates === "string") {
@@ -112,19 +115,27 @@ export class Orchestrator implements OrchestratorApi {
         onProblems: (problems) => {
           for (const p of problems) report(new Error(`template problem: ${formatProblem(p)}`));
         },
+        // A folder made or changed after the start says what it brought.
+        onReload: (types) =>
+          log("info", `templates reloaded: ${types.length} task type${types.length === 1 ? "" : "s"}`, {
+            templates: options.templates,
+            task_types: types,
+          }),
       });
       templates = ownedTemplates;
     } else {
       templates = options.templates ?? { get: () => undefined, names: () => [] };
     }
+    let claim: NamespaceClaim | undefined;
     try {
+      // Before anything is read: a second orchestrator on the namespace must not take replies.
+      claim = await NamespaceClaim.take(client, names);
       for (const mailbox of [names.inbox, names.router, names.tasks, names.deadLetters]) {
         await client.ensureMailbox({ name: mailbox });
       }
       const webhooks = new WebhookNotifier(options.webhooks ?? [], report);
       const deadLetters = new DeadLetters(client, names);
       const metrics = new OrchestratorMetrics();
-      const log: OrchestratorLog = options.log ?? (() => {});
       const sampleRate = options.logSampleRate ?? 0.01;
       let scheduler: Scheduler | undefined;
       const directory = new AgentDirectory(client, {
@@ -190,6 +201,7 @@ export class Orchestrator implements OrchestratorApi {
         templates,
         router,
         store: new TaskStore(client, names, options.retentionSeconds),
+        retentionSeconds: options.retentionSeconds,
         deadLetters,
         memoryTtlSeconds: options.memoryTtlSeconds,
         messageTtlSeconds: options.messageTtlSeconds,
@@ -243,8 +255,10 @@ export class Orchestrator implements OrchestratorApi {
         new TraceReader(client, names, deadLetters),
         metrics,
         { client: options.client === undefined, templates: ownedTemplates },
+        claim,
       );
     } catch (err) {
+      await claim?.release();
       ownedTemplates?.close();
       if (options.client === undefined) await client.close();
       throw err;
@@ -357,6 +371,7 @@ export class Orchestrator implements OrchestratorApi {
     await this.scheduler.close();
     await this.directory.stop();
     await this.webhooks.close();
+    await this.claim.release();
     this.owned.templates?.close();
     if (this.owned.client) await this.client.close();
   }

@@ -221,6 +221,29 @@ describe("HTTP API and webhooks", () => {
     expect(JSON.parse(dead.body).data).toMatchObject({ name: "a-leaving", mailbox: "agent.a.leaving" });
   });
 
+  it("POST /api/tasks waits at most timeout_ms, given in the query or the body; a bad one stores nothing", async () => {
+    // orphan's step waits 300 ms for an agent that never comes: still pending after 50 ms.
+    for (const [url, body] of [
+      [`${world.api}/api/tasks?timeout_ms=50`, { task_type: "orphan", payload: {} }],
+      [`${world.api}/api/tasks`, { task_type: "orphan", payload: {}, timeout_ms: 50 }],
+    ] as const) {
+      const res = await http("POST", url, body);
+      expect(res.status, url).toBe(202);
+      expect(res.body.status).toBe("pending");
+    }
+    const before = (await http("GET", `${world.api}/api/tasks`)).body.tasks.length;
+    const bad = await http("POST", `${world.api}/api/tasks`, {
+      task_type: "orphan",
+      payload: {},
+      timeout_ms: "soon",
+    });
+    expect(bad).toEqual({
+      status: 400,
+      body: { code: "INVALID_REQUEST", error: "timeout_ms must be >= 0 ms" },
+    });
+    expect((await http("GET", `${world.api}/api/tasks`)).body.tasks.length).toBe(before);
+  });
+
   it("bad input — unknown task type, missing fields, bad JSON, bad status, unknown or finished task", async () => {
     const unknown = await http("POST", `${world.api}/api/tasks`, { task_type: "nope", payload: {} });
     expect(unknown.status).toBe(400);

@@ -219,7 +219,8 @@ describe("templates change while tasks run", () => {
 
   it("a templates folder created after the start is picked up", async () => {
     const folder = join(world.dataDir, "later");
-    const orchestrator = await world.startOrchestrator({ templates: folder });
+    // The previous test's orchestrator still holds "orch": one orchestrator per namespace.
+    const orchestrator = await world.startOrchestrator({ templates: folder, namespace: "later" });
     expect(orchestrator.templates.names()).toEqual([]);
     mkdirSync(folder);
     writeFileSync(

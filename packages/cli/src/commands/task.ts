@@ -46,7 +46,9 @@ function stepLine(step: StepState): string {
       : "";
   const tries = step.attempts > 1 ? ` (attempt ${step.attempts})` : "";
   const why = step.error && step.status !== "completed" ? `: ${step.error}` : "";
-  return `  ${step.id.padEnd(16)} ${step.status}${who}${took}${tries}${why}`;
+  // A step that waits for an agent says for what, as soon as it waits.
+  const waits = step.status === "pending" && step.waiting ? `, waiting: ${step.waiting}` : "";
+  return `  ${step.id.padEnd(16)} ${step.status}${who}${took}${tries}${waits}${why}`;
 }
 
 function exitFor(task: TaskState): number {
@@ -101,7 +103,7 @@ export function registerTask(program: Command): void {
     .argument("<type>", "task type: the template's name")
     .option("-p, --payload <json>", "the task's input (JSON; plain words are taken as a string)")
     .option("--payload-file <file>", "read the input from a JSON file ('-' = stdin)")
-    .option("--priority <p>", "critical, urgent or normal")
+    .option("--priority <p>", "critical, urgent, normal or deferred (sent as normal)")
     .option("--no-wait", "print the task id and return at once")
     .option(
       "--timeout <ms>",

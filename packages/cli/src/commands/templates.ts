@@ -1,3 +1,4 @@
+import type { TaskTemplate } from "@mq9/orchestrator";
 import type { Command } from "commander";
 import { ExitCode, usageExit } from "../shared/client-command.js";
 import { printJson, sayLine } from "../shared/output.js";
@@ -31,7 +32,7 @@ export function registerTemplates(program: Command): void {
         });
       } else {
         for (const t of found.values()) {
-          process.stdout.write(`ok   ${t.name} (${t.file}): ${t.order.join(" -> ")}\n`);
+          process.stdout.write(`ok   ${t.name} (${t.file}): ${stages(t)}\n`);
         }
         for (const p of problems) sayLine(formatProblem(p));
         process.stdout.write(
@@ -40,4 +41,21 @@ export function registerTemplates(program: Command): void {
       }
       process.exitCode = problems.length === 0 ? ExitCode.ok : ExitCode.brokerError;
     });
+}
+
+/**
+ * The steps as they run: those that run at once joined by " + ", each group after the
+ * groups it waits for (" -> "), so a fan-out does not read like a pipeline.
+ */
+function stages(template: TaskTemplate): string {
+  const depth = new Map<string, number>();
+  const byDepth: string[][] = [];
+  for (const id of template.order) {
+    const step = template.steps.find((s) => s.id === id);
+    const d = Math.max(-1, ...(step?.dependsOn ?? []).map((dep) => depth.get(dep) ?? -1)) + 1;
+    depth.set(id, d);
+    byDepth[d] ??= [];
+    byDepth[d].push(id);
+  }
+  return byDepth.map((group) => group.join(" + ")).join(" -> ");
 }

@@ -7,7 +7,10 @@ import { DEFAULT_TEMPLATES_FOLDER } from "../shared/templates-folder.js";
 import { CLUSTER_SETTINGS, ClusterConfigSchema } from "./cluster-config.js";
 
 const port = z.number().int().min(0).max(65535);
-const positiveInt = z.number().int().positive();
+const WHOLE_ABOVE_ZERO = "must be a whole number above 0";
+const positiveInt = z.number().int({ error: WHOLE_ABOVE_ZERO }).positive({ error: WHOLE_ABOVE_ZERO });
+const WHOLE_FROM_ZERO = "must be a whole number, 0 or more";
+const nonNegativeInt = z.number().int({ error: WHOLE_FROM_ZERO }).min(0, { error: WHOLE_FROM_ZERO });
 const EMPTY_PASSWORD =
   "an empty password is refused: set a password (or a bcrypt hash of one), or use a token";
 
@@ -164,9 +167,9 @@ export const ServeConfigSchema = z
         /** Tasks run at once; later ones are queued (pending). */
         maxTasksInFlight: positiveInt.default(10_000),
         /** Tasks that may wait in the queue; beyond it POST /api/tasks answers 429 with Retry-After. */
-        queueCapacity: z.number().int().min(0).default(10_000),
+        queueCapacity: nonNegativeInt.default(10_000),
         /** Work in progress one agent may have; beyond it steps wait in the orchestrator. 0 = no limit. */
-        agentConcurrency: z.number().int().min(0).default(0),
+        agentConcurrency: nonNegativeInt.default(0),
         /** Messages per FETCH of the router mailbox and the orchestrator's inbox. */
         pollBatch: positiveInt.default(256),
         /** Longest wait (ms) of one FETCH of an empty mailbox. */
@@ -599,19 +602,31 @@ export function loadServeConfig(sources: ConfigSources): ServeConfig {
   const env = sources.env ?? {};
   const file = sources.file ?? env.MQ9_CONFIG;
   const tree: Tree = file ? readFile(file) : {};
+  // Where each setting's value came from, so a refused value names what to change.
+  const origins = new Map<string, string>();
   for (const setting of SETTINGS) {
+    const at = setting.path.join(".");
+    if (file && tree[setting.path[0]]?.[setting.path[1]] !== undefined) {
+      origins.set(at, `set in ${file}; its flag is --${setting.flag}, its variable ${setting.env}`);
+    }
     const fromEnv = env[setting.env];
-    if (fromEnv !== undefined && fromEnv !== "")
+    if (fromEnv !== undefined && fromEnv !== "") {
       setIn(tree, setting.path, convert(setting, fromEnv, setting.env));
+      origins.set(at, `set by ${setting.env}=${fromEnv}`);
+    }
     const fromFlag = sources.flags?.[camel(setting.flag)];
-    if (fromFlag !== undefined)
+    if (fromFlag !== undefined) {
       setIn(tree, setting.path, convert(setting, String(fromFlag), `--${setting.flag}`));
+      origins.set(at, `set by --${setting.flag} ${String(fromFlag)}`);
+    }
   }
   const parsed = ServeConfigSchema.safeParse(tree);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map(
-      (issue) => `${issue.path.join(".") || "config"}: ${issue.message}`,
-    );
+    const problems = parsed.error.issues.map((issue) => {
+      const at = issue.path.join(".");
+      const origin = origins.get(issue.path.slice(0, 2).join("."));
+      return `${at || "config"}: ${issue.message}${origin ? ` (${origin})` : ""}`;
+    });
     throw new ConfigError(`invalid configuration: ${problems.join("; ")}`);
   }
   return parsed.data;

@@ -147,6 +147,14 @@ export class HttpApi {
     }
     if (!response.ok) {
       const { error, code, message } = parsed as { error?: string; code?: string; message?: string };
+      // The orchestrator's routes answer with a code; a 404 without one is a broker that has none.
+      if (response.status === 404 && code === undefined) {
+        throw new ApiError(
+          `the broker at ${this.address.url} runs no orchestrator (its /api routes are not there): start mq9 serve with --orchestrator on (the default), or point --server or --http at one that runs it`,
+          404,
+          "NO_ORCHESTRATOR",
+        );
+      }
       throw new ApiError(error ?? message ?? `HTTP ${response.status}`, response.status, code ?? "ERROR");
     }
     return parsed as T;

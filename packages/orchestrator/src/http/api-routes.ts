@@ -162,18 +162,23 @@ export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSo
       if (body.trace_id !== undefined && (typeof body.trace_id !== "string" || body.trace_id === "")) {
         throw new OrchestratorError("INVALID_REQUEST", "trace_id must be a non-empty string");
       }
+      // Synchronous unless asked otherwise (see docs/orchestrator.md, "HTTP API").
+      const asynchronous =
+        flag(query.async) || body.async === true || query.wait === "false" || body.wait === false;
+      // Checked before the task is stored: a refused request changes nothing.
+      const waitMs = milliseconds(
+        query.timeout_ms ?? body.timeout_ms ?? body.wait_timeout_ms,
+        "timeout_ms",
+        DEFAULT_WAIT_MS,
+      );
       const o = orchestrator();
       const task = await o.submit(body.task_type, body.payload, {
         priority: body.priority as TaskPriority | undefined,
         traceId: body.trace_id as string | undefined,
       });
-      // Synchronous unless asked otherwise (see docs/orchestrator.md, "HTTP API").
-      const asynchronous =
-        flag(query.async) || body.async === true || query.wait === "false" || body.wait === false;
       if (asynchronous) {
         return reply.code(202).send({ task_id: task.task_id, trace_id: task.trace_id, status: task.status });
       }
-      const waitMs = milliseconds(query.timeout_ms ?? body.wait_timeout_ms, "timeout_ms", DEFAULT_WAIT_MS);
       const done = await o.wait(task.task_id, waitMs);
       return reply.code(isTerminal(done.status) ? 200 : 202).send(done);
     }),

@@ -36,7 +36,7 @@ import {
   type TaskStatus,
   type WorkState,
 } from "./task-state.js";
-import type { TaskStore } from "./task-store.js";
+import { DEFAULT_RETENTION_S, type TaskStore } from "./task-store.js";
 import { TASK_DEADLINE, type TimerKey } from "./task-timers.js";
 import { WorkInProgress } from "./work-in-progress.js";
 import { compensationSpec, ORCHESTRATOR, stepSpec, type WorkContext, type WorkSpec } from "./work-spec.js";
@@ -71,6 +71,8 @@ export interface SchedulerOptions {
   inboxLeaseMs?: number;
   /** Finished tasks kept in memory for the API; older ones are read from mq9 (default 10 000). */
   maxFinishedInMemory?: number;
+  /** Seconds a finished task is kept (the store's retention): past it the API no longer shows it (default 7 days). */
+  retentionSeconds?: number;
   /** Tasks run at once; later ones wait in the queue, pending (default 10 000). */
   maxTasksInFlight?: number;
   /** Tasks that may wait in the queue; beyond it submit is refused with QUEUE_FULL (default 10 000). */
@@ -119,6 +121,10 @@ export class Scheduler {
   private readonly now: () => number;
   private readonly messageTtlS: number;
   private readonly reportError: (error: Error) => void;
+  /** When start() began: a stored task made later, and not ours, is another orchestrator's. */
+  private startedAt = Number.POSITIVE_INFINITY;
+  /** Tasks of replies that were not ours, already looked into. */
+  private readonly strangers = new Set<string>();
 
   constructor(private readonly options: SchedulerOptions) {
     this.now = options.now ?? Date.now;
@@ -151,6 +157,7 @@ export class Scheduler {
 
   /** Loads the stored tasks, resumes the unfinished ones, then takes replies from the inbox. */
   async start(): Promise<void> {
+    this.startedAt = this.now();
     const stored = await this.options.store.loadAll();
     const records = stored.map((state) => this.adopt(state));
     const queued = records.filter((r) => r.state.queued && !isTerminal(r.state.status));
@@ -244,6 +251,7 @@ export class Scheduler {
 
   /** Tasks held in memory, by status (no copies: the metrics ask often). */
   countByStatus(): Record<string, number> {
+    this.forgetExpired();
     const counts: Record<string, number> = {};
     for (const { state } of this.tasks.values()) counts[state.status] = (counts[state.status] ?? 0) + 1;
     return counts;
@@ -294,6 +302,7 @@ export class Scheduler {
 
   /** A task's state, from memory or from mq9. */
   async get(taskId: string): Promise<TaskState | undefined> {
+    this.forgetExpired();
     const record = this.tasks.get(taskId);
     if (record) return snapshot(record.state);
     return this.options.store.load(taskId);
@@ -301,6 +310,7 @@ export class Scheduler {
 
   /** Tasks in memory (every unfinished one and the most recent finished ones), newest first. */
   list(status?: TaskStatus): TaskState[] {
+    this.forgetExpired();
     return [...this.tasks.values()]
       .map((r) => r.state)
       .filter((s) => status === undefined || s.status === status)
@@ -371,10 +381,33 @@ export class Scheduler {
       return;
     }
     const record = envelope.task_id ? this.tasks.get(envelope.task_id) : undefined;
-    if (!record || !envelope.in_reply_to) return;
+    if (!envelope.in_reply_to) return;
+    if (!record) {
+      if (envelope.task_id) await this.noteStranger(envelope.task_id);
+      return;
+    }
     await this.run(record, async () => {
       if (this.applyReply(record, envelope)) await this.settle(record);
     });
+  }
+
+  /**
+   * A reply for a task this scheduler does not hold. When the task is stored, unfinished and
+   * began after this start, another orchestrator started it on the same namespace: the two
+   * take each other's replies from the shared inbox, so each loses some. Said once per task.
+   */
+  private async noteStranger(taskId: string): Promise<void> {
+    if (this.strangers.has(taskId)) return;
+    if (this.strangers.size >= 1_000) this.strangers.clear();
+    this.strangers.add(taskId);
+    const stored = await this.options.store.load(taskId).catch(() => undefined);
+    if (!stored || isTerminal(stored.status) || stored.created_at < this.startedAt) return;
+    const namespace = this.options.names.namespace;
+    this.report(
+      new Error(
+        `a reply for task ${taskId} came to this orchestrator, which did not start it: another orchestrator runs on namespace '${namespace}', and each takes some of the other's replies. Run one orchestrator per namespace: give the other one a namespace of its own, or start mq9 serve with --orchestrator off`,
+      ),
+    );
   }
 
   /** Applies an answer to the attempt it answers; false when it answers nothing in flight. */
@@ -717,11 +750,32 @@ export class Scheduler {
     for (const wake of [...record.waiters]) wake();
     this.finishedOrder.push(record.state.task_id);
     const keep = this.options.maxFinishedInMemory ?? 10_000;
-    while (this.finishedOrder.length > keep) {
-      const id = this.finishedOrder.shift()!;
-      const old = this.tasks.get(id);
-      if (old && old.state.compensation_status !== "running" && old.waiters.size === 0) this.tasks.delete(id);
+    while (this.finishedOrder.length > keep) this.forget(this.finishedOrder.shift()!);
+    this.forgetExpired();
+  }
+
+  /**
+   * Drops finished tasks past their retention from memory: their stored state has expired
+   * too, so the API answers for them as it would after a restart (not found).
+   */
+  private forgetExpired(): void {
+    const retentionMs = (this.options.retentionSeconds ?? DEFAULT_RETENTION_S) * 1000;
+    const now = this.now();
+    while (this.finishedOrder.length > 0) {
+      const id = this.finishedOrder[0];
+      const record = this.tasks.get(id);
+      if (record) {
+        const { state } = record;
+        if ((state.finished_at ?? state.updated_at) + retentionMs > now || !forgettable(record)) return;
+        this.tasks.delete(id);
+      }
+      this.finishedOrder.shift();
     }
+  }
+
+  private forget(id: string): void {
+    const old = this.tasks.get(id);
+    if (old && forgettable(old)) this.tasks.delete(id);
   }
 
   // ------------------------------------------------------------------------------ the work
@@ -823,4 +877,9 @@ export class Scheduler {
     if (this.closing) return;
     this.reportError(error);
   }
+}
+
+/** A finished task nobody waits on and with nothing left to undo may leave memory. */
+function forgettable(record: TaskRecord): boolean {
+  return record.state.compensation_status !== "running" && record.waiters.size === 0;
 }

@@ -48,6 +48,8 @@ export interface TemplateSetOptions {
   folder: string;
   /** Told about the problems of every (re)load. */
   onProblems?: (problems: TemplateProblem[]) => void;
+  /** Told the task types in force after each reload (not the first load). */
+  onReload?: (names: string[]) => void;
   /** Re-read the folder when a file changes; a folder that does not exist yet is picked up when it appears. */
   watch?: boolean;
   /** How often a missing folder is looked for (default 1 000 ms). */
@@ -68,8 +70,12 @@ export class TemplateSet {
 
   constructor(private readonly options: TemplateSetOptions) {
     this.reload();
+    this.loaded = true;
     if (options.watch) this.watch();
   }
+
+  /** Set once the first load is done: later loads are reloads. */
+  private loaded = false;
 
   private watch(): void {
     if (this.closed) return;
@@ -117,6 +123,7 @@ export class TemplateSet {
     this.templates = templates;
     this.lastProblems = problems;
     if (problems.length > 0) this.options.onProblems?.(problems);
+    if (this.loaded) this.options.onReload?.(this.names());
     return problems;
   }
 
