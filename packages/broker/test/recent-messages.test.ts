@@ -49,6 +49,20 @@ describe("recent messages", () => {
     expect(recent.get(20_000)?.payload[999]).toBe(20_000 & 0xff);
   });
 
+  it("says from which id on it may hold messages: none while empty, none older than its oldest", () => {
+    const recent = new RecentMessages(3 * (1000 + 128));
+    expect(recent.mayHoldFrom(1)).toBe(false);
+    for (let id = 1; id <= 5; id++) keep(recent, [row(id, 1000)]);
+    expect([1, 2, 3, 4, 5, 6].map((id) => recent.mayHoldFrom(id))).toEqual([
+      false,
+      false,
+      true,
+      true,
+      true,
+      true,
+    ]);
+  });
+
   it("gives back each message as it was stored", () => {
     const recent = new RecentMessages(1 << 20);
     const header = Buffer.from("NATS/1.0\r\nk: v\r\n\r\n");

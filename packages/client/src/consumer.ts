@@ -300,8 +300,10 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
         });
         continue;
       }
+      // A free slot is taken without an await, so a batch's handlers start in one turn and
+      // what they publish leaves in one socket write (nats.js writes once per microtask run).
       // Stopping: the rest of this batch stays un-ACKed and comes back after its lease.
-      if (!(await this.acquireSlot())) return;
+      if (!this.takeFreeSlot() && !(await this.acquireSlot())) return;
       this.startHandler(handler, message, autoAck ? acker : undefined, index);
     }
   }
@@ -431,6 +433,13 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
         });
       }
     }
+  }
+
+  /** Takes a slot if one is free now (the synchronous path of acquireSlot). */
+  private takeFreeSlot(): boolean {
+    if (this.state !== "running" || this.freeSlots <= 0) return false;
+    this.freeSlots--;
+    return true;
   }
 
   private async acquireSlot(): Promise<boolean> {

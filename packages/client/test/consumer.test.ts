@@ -96,6 +96,26 @@ describe("consume with a handler", () => {
     expect(await leftOver(client, box, "g")).toEqual([]);
   });
 
+  it("starts every handler of a fetched batch before any of them goes on past an await", async () => {
+    const { client, box } = await setup();
+    for (let i = 0; i < 8; i++) await client.send(box, `m${i}`);
+    let started = 0;
+    const startedWhenResumed: number[] = [];
+    const consumer = client.consume(
+      box,
+      async () => {
+        started++;
+        await Promise.resolve();
+        // What handlers publish here leaves in one socket write only if the batch started together.
+        startedWhenResumed.push(started);
+      },
+      { group: "g", deliver: "earliest", concurrency: 8, batch: 8, leaseMs: 5_000 },
+    );
+    await eventually(() => startedWhenResumed.length === 8);
+    await consumer.stop();
+    expect(startedWhenResumed).toEqual(Array(8).fill(8));
+  });
+
   it("does not ACK a message whose handler failed; it comes back after its lease and is retried", async () => {
     const { client, box } = await setup();
     const id = await client.send(box, "flaky");

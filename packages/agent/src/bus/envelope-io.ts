@@ -28,8 +28,7 @@ export async function sendEnvelope(
   envelope: Envelope,
   options: SendEnvelopeOptions = {},
 ): Promise<Envelope> {
-  // One copy: the caller's envelope stays as it was.
-  const sent: Envelope = { ...envelope, sent_at: preciseNow() };
+  const sent = stamped(envelope);
   if (options.target !== undefined) sent.target = options.target;
   const headers = envelopeHeaders(sent);
   if (sent.reply_to) headers["mq9-reply-to"] = sent.reply_to;
@@ -41,6 +40,20 @@ export async function sendEnvelope(
     tags: [traceTag(sent.trace_id)],
     headers,
   });
+  return sent;
+}
+
+/** A copy of the envelope with `sent_at` now: the caller's stays as it was. */
+function stamped(envelope: Envelope): Envelope {
+  // A spread that adds a key its source lacks (a new envelope has no sent_at yet) builds the
+  // copy on V8's slow path; copying first and adding the key after does not. A decoded
+  // envelope has sent_at and spreads fast; one with an own `__proto__` key must be spread,
+  // which copies that key as data where Object.assign would set the copy's prototype.
+  if (envelope.sent_at !== undefined || Object.hasOwn(envelope, "__proto__")) {
+    return { ...envelope, sent_at: preciseNow() };
+  }
+  const sent: Envelope = Object.assign({}, envelope);
+  sent.sent_at = preciseNow();
   return sent;
 }
 

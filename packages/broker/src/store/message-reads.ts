@@ -88,6 +88,13 @@ export class MessageReads {
   readonly classMessages: ClassRead = (mbox, rank, fromId, nowMs, fromCreatedMs, limit) => {
     // A consumer that has caught up asks for ids past the newest: no query needed.
     if (fromId > this.newestIdsOf(mbox)[rank]) return [];
+    // A consumer keeping up finds every message in memory: its ids come from the class index
+    // alone, without a look at each row. Else the rows are read, as below.
+    if (this.recent.mayHoldFrom(fromId)) {
+      const ids = this.stmt.classIds.all(mbox, rank, fromId, nowMs, fromCreatedMs, limit);
+      const hot = this.recentOnly(ids);
+      if (hot) return hot;
+    }
     const rows = this.stmt.classRows.all(mbox, rank, fromId, nowMs, fromCreatedMs, limit).map(messageRowOf);
     const messages: (StoredMessage | undefined)[] = rows.map((row) => this.recent.get(row.msg_id));
     const cold = rows.filter((_, i) => messages[i] === undefined);
@@ -110,6 +117,17 @@ export class MessageReads {
       return storedMessage(row, read ?? { header: row.header, payload: row.payload ?? EMPTY });
     });
   };
+
+  /** The messages of `ids` when every one of them is kept in memory, else undefined. */
+  private recentOnly(ids: readonly number[]): StoredMessage[] | undefined {
+    const messages: StoredMessage[] = [];
+    for (const id of ids) {
+      const message = this.recent.get(id);
+      if (message === undefined) return undefined;
+      messages.push(message);
+    }
+    return messages;
+  }
 
   private newestIdsOf(mbox: number): number[] {
     let newest = this.newestIds.get(mbox);

@@ -76,6 +76,11 @@ export class RecentMessages {
     }
   }
 
+  /** Whether messages from `id` on may be kept here (none older than the oldest kept one is). */
+  mayHoldFrom(id: number): boolean {
+    return this.count > 0 && id >= this.entries[this.head * FIELDS];
+  }
+
   get(id: number): StoredMessage | undefined {
     const i = this.find(id);
     if (i === undefined) return undefined;
