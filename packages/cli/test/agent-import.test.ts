@@ -123,24 +123,6 @@ describe("mq9 agent import and mq9 models fetch", () => {
     }
     const dir = join(data, "models");
     mkdirSync(dir, { recursive: true });
-    const result = await runCli([
-      "models",
-      "fetch",
-      "all-MiniLM-L6-v2",
-      "--dir",
-      dir,
-      "--hub",
-      siteUrl,
-      "--repo",
-      "org/mini",
-    ]);
-    expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/model ready in .*all-MiniLM-L6-v2/);
-    expect(readFileSync(join(dir, "all-MiniLM-L6-v2", "onnx", "model.onnx"), "utf8")).toBe(
-      "contents of onnx/model.onnx",
-    );
-    // Fetched again: what is in place is kept, unless --force.
-    served["/org/mini/resolve/main/onnx/model.onnx"] = Buffer.from("a newer model");
     const args = [
       "models",
       "fetch",
@@ -152,6 +134,14 @@ describe("mq9 agent import and mq9 models fetch", () => {
       "--repo",
       "org/mini",
     ];
+    const result = await runCli(args);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/model ready in .*all-MiniLM-L6-v2/);
+    expect(readFileSync(join(dir, "all-MiniLM-L6-v2", "onnx", "model.onnx"), "utf8")).toBe(
+      "contents of onnx/model.onnx",
+    );
+    // Fetched again: what is in place is kept, unless --force.
+    served["/org/mini/resolve/main/onnx/model.onnx"] = Buffer.from("a newer model");
     const again = await runCli(args);
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/kept onnx\/model\.onnx \(already there; --force fetches it again\)/);
