@@ -1,3 +1,5 @@
+import { join } from "node:path";
+import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { LocalVectorStore } from "../src/index.js";
 import {
@@ -111,6 +113,37 @@ describe("LocalVectorStore — the approximate index", () => {
     expect(filtered[3]).toMatchObject({ agent: "r1-9" });
     expect(filtered[3].score).toBeCloseTo(dot(distinct[7], distinct[9]), 5);
     await reopened.close();
+  });
+});
+
+describe("LocalVectorStore — a graph saved by an older version", () => {
+  it("is rebuilt when it was saved without its space, and answers as before", async () => {
+    const dataDir = freshDir();
+    const vectors = clusteredVectors(1500, 32, 30, 11);
+    const store = await LocalVectorStore.open({ dataDir, annThreshold: 500 });
+    await store.upsert(vectors.map((vector, id) => ({ id, agent: `a${id % 50}`, vector })));
+    await store.indexIdle();
+    const before = await store.query(vectors[3], {}, 5);
+    await store.close();
+    // What an older version left: the graph file, and no space in the meta table.
+    const db = new Database(join(dataDir, "vectors.db"));
+    db.prepare("DELETE FROM meta WHERE key = 'index_space'").run();
+    db.close();
+
+    const reopened = await LocalVectorStore.open({ dataDir, annThreshold: 500 });
+    // Not reused: the graph is built again (in the background, so some points may be in already).
+    const { indexed, pending } = reopened.status();
+    expect(indexed + pending).toBe(1500);
+    expect(pending).toBeGreaterThan(0);
+    await reopened.indexIdle();
+    expect(reopened.status()).toMatchObject({ indexed: 1500, pending: 0 });
+    const after = await reopened.query(vectors[3], {}, 5);
+    expect(after.map((h) => h.id)).toEqual(before.map((h) => h.id));
+    for (const [i, hit] of after.entries()) expect(hit.score).toBeCloseTo(before[i].score, 6);
+    await reopened.close();
+    const saved = new Database(join(dataDir, "vectors.db"));
+    expect(saved.prepare("SELECT key FROM meta WHERE key = 'index_space'").get()).toBeDefined();
+    saved.close();
   });
 });
 
