@@ -353,7 +353,8 @@ export class LocalVectorStore implements VectorStore {
 
   /**
    * Offers the docs of the nearest points to `top`. Each point stands for at
-   * least one doc that passes `accept`, so `limit` points are enough.
+   * least one doc that passes `accept`, so `limit` points would be enough if
+   * the graph ranked them by the exact score.
    */
   private searchIndex(
     vector: Float32Array,
@@ -363,10 +364,12 @@ export class LocalVectorStore implements VectorStore {
   ): void {
     const points = this.points;
     if (!this.index || !this.space || points.pointCount === 0) return;
-    // The graph orders points by their similarity in its space, not by the exact score:
-    // twice as many as needed, rescored exactly, keep a point that ranks differently there.
+    // The graph ranks points by their similarity in its space: twice as many, scored exactly,
+    // keep a point that ranks a little lower there than by its exact score.
     const k = Math.min(2 * limit, points.pointCount);
-    this.index.setEf(Math.max(this.efSearch, k));
+    // A larger graph needs a broader search for the same recall: past 256k points the breadth
+    // grows with the size (500 at 1M), while the time per query stays far below the budget.
+    this.index.setEf(Math.max(this.efSearch, k, Math.ceil(points.pointCount / 2000)));
     const query = this.space.project(vector);
     let result: { distances: number[]; neighbors: number[] };
     try {
