@@ -1,6 +1,14 @@
+import { join } from "node:path";
+import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { LocalVectorStore } from "../src/index.js";
-import { clusteredVectors, freshDirs, vectorStoreConformance } from "./vector-store-conformance.js";
+import {
+  clusteredVectors,
+  freshDirs,
+  seededRandom,
+  unit,
+  vectorStoreConformance,
+} from "./vector-store-conformance.js";
 
 const dot = (a: Float32Array, b: Float32Array) => a.reduce((sum, x, i) => sum + x * b[i], 0);
 
@@ -108,6 +116,37 @@ describe("LocalVectorStore — the approximate index", () => {
   });
 });
 
+describe("LocalVectorStore — a graph saved by an older version", () => {
+  it("is rebuilt when it was saved without its space, and answers as before", async () => {
+    const dataDir = freshDir();
+    const vectors = clusteredVectors(1500, 32, 30, 11);
+    const store = await LocalVectorStore.open({ dataDir, annThreshold: 500 });
+    await store.upsert(vectors.map((vector, id) => ({ id, agent: `a${id % 50}`, vector })));
+    await store.indexIdle();
+    const before = await store.query(vectors[3], {}, 5);
+    await store.close();
+    // What an older version left: the graph file, and no space in the meta table.
+    const db = new Database(join(dataDir, "vectors.db"));
+    db.prepare("DELETE FROM meta WHERE key = 'index_space'").run();
+    db.close();
+
+    const reopened = await LocalVectorStore.open({ dataDir, annThreshold: 500 });
+    // Not reused: the graph is built again (in the background, so some points may be in already).
+    const { indexed, pending } = reopened.status();
+    expect(indexed + pending).toBe(1500);
+    expect(pending).toBeGreaterThan(0);
+    await reopened.indexIdle();
+    expect(reopened.status()).toMatchObject({ indexed: 1500, pending: 0 });
+    const after = await reopened.query(vectors[3], {}, 5);
+    expect(after.map((h) => h.id)).toEqual(before.map((h) => h.id));
+    for (const [i, hit] of after.entries()) expect(hit.score).toBeCloseTo(before[i].score, 6);
+    await reopened.close();
+    const saved = new Database(join(dataDir, "vectors.db"));
+    expect(saved.prepare("SELECT key FROM meta WHERE key = 'index_space'").get()).toBeDefined();
+    saved.close();
+  });
+});
+
 describe("LocalVectorStore — per-agent ranking through the approximate index", () => {
   it("ranks agents (by their best skill) as an exact search over the same vectors does", async () => {
     // 2,000 agents x 10 skills in 200 clusters: the registry asks for need * 4 + 16 docs and keeps
@@ -140,4 +179,72 @@ describe("LocalVectorStore — per-agent ranking through the approximate index",
     expect(sameFirst / queries.length).toBeGreaterThanOrEqual(0.95);
     await store.close();
   }, 120_000);
+});
+
+/**
+ * Vectors shaped like sentence embeddings of many look-alike skills and a few distinct real cards:
+ * all in a narrow cone around one common direction; the mass made of a few template directions;
+ * every 400th doc starts a card of 3 skills about a direction of its own, a sparse region.
+ */
+function coneWithSparseCards(seed: number) {
+  const dims = 64;
+  const random = seededRandom(seed);
+  const gauss = () => Math.sqrt(-2 * Math.log(random() + 1e-12)) * Math.cos(2 * Math.PI * random());
+  const direction = () => Array.from({ length: dims }, gauss);
+  const common = unit(direction());
+  const templates = Array.from({ length: 24 }, () => unit(direction()));
+  const vectors: Float32Array[] = [];
+  const agents: string[] = [];
+  const cards: number[] = [];
+  for (let i = 0; i < 20_000; i++) {
+    const v = Array.from(common, (c) => 2.2 * c);
+    for (let j = 0; j < 3; j++) {
+      const t = templates[Math.floor(random() * templates.length)];
+      const w = random();
+      for (let k = 0; k < dims; k++) v[k] += w * t[k];
+    }
+    vectors.push(unit(v.map((x) => x + 0.15 * gauss())));
+    agents.push(`mass${Math.floor(i / 10)}`);
+    if ((i + 1) % 400 === 0) {
+      const own = unit(direction());
+      cards.push(vectors.length);
+      for (let s = 0; s < 3; s++) {
+        vectors.push(unit(Array.from(common, (c, k) => 3 * c + own[k] + 0.3 * gauss())));
+        agents.push(`card${cards.length}`);
+      }
+    }
+  }
+  const queries = cards.map((id) => unit(Array.from(vectors[id], (x) => x + 0.08 * gauss())));
+  return { vectors, agents, queries };
+}
+
+describe("LocalVectorStore — queries about a sparse region", () => {
+  it("ranks agents as exact search does when the answer sits apart from a dense mass", async () => {
+    const { vectors, agents, queries } = coneWithSparseCards(3);
+    const store = await LocalVectorStore.open({ dataDir: ":memory:" });
+    await store.upsert(vectors.map((vector, id) => ({ id, agent: agents[id], vector })));
+    await store.indexIdle();
+    expect(store.status()).toMatchObject({ indexed: vectors.length, pending: 0 });
+    let overlap = 0;
+    let sameFirst = 0;
+    for (const query of queries) {
+      const best = new Map<string, number>();
+      vectors.forEach((v, id) => {
+        const s = dot(v, query);
+        if (!(best.get(agents[id])! >= s)) best.set(agents[id], s);
+      });
+      const exact = [...best].sort((a, b) => b[1] - a[1]).map(([agent]) => agent);
+      const found: string[] = [];
+      for (const hit of await store.query(query, {}, 5 * 4 + 16)) {
+        if (!found.includes(hit.agent)) found.push(hit.agent);
+        // Scores stay exact inner products of the original vectors.
+        expect(hit.score).toBeCloseTo(dot(vectors[hit.id], query), 5);
+      }
+      overlap += found.slice(0, 5).filter((a) => exact.slice(0, 5).includes(a)).length / 5;
+      if (found[0] === exact[0]) sameFirst++;
+    }
+    expect(sameFirst / queries.length).toBeGreaterThanOrEqual(0.95);
+    expect(overlap / queries.length).toBeGreaterThanOrEqual(0.9);
+    await store.close();
+  }, 180_000);
 });

@@ -86,6 +86,12 @@ export class FlatVectors {
     return true;
   }
 
+  /** Every vector held (views into the array: valid until the next change). */
+  *vectors(): Generator<Float32Array> {
+    for (let p = 0; p < this.ids.length; p++)
+      yield this.data.subarray(p * this.dimensions, (p + 1) * this.dimensions);
+  }
+
   /** Some ids, oldest positions first (used to hand vectors over to an index). */
   firstIds(count: number): number[] {
     return this.ids.slice(0, count);

@@ -4,8 +4,9 @@ import { performance } from "node:perf_hooks";
 import { type Logger, StorageError, silentLogger } from "@mq9/broker";
 import { TwoGenerationMap } from "@mq9/protocol";
 import Database from "better-sqlite3";
+import { CentredSpace, PointNorms } from "./centred-space.js";
 import { FlatVectors, TopK } from "./flat-vectors.js";
-import { SharedPoints, sameVector } from "./shared-points.js";
+import { SharedPoints, sameVector, vectorHash } from "./shared-points.js";
 import type {
   VectorFilter,
   VectorHit,
@@ -58,8 +59,11 @@ export interface LocalVectorStoreOptions {
   dataDir: string;
   /** Build the approximate (HNSW) index once this many vectors are stored; below it, search is exact. */
   annThreshold?: number;
-  /** HNSW graph degree and build/search breadth. */
-  hnsw?: { m?: number; efConstruction?: number; efSearch?: number };
+  /**
+   * HNSW graph degree and build/search breadth; `centred: false` builds the graph over the
+   * vectors as they are instead of with their common component taken out (see centred-space.ts).
+   */
+  hnsw?: { m?: number; efConstruction?: number; efSearch?: number; centred?: boolean };
   /** A filtered query scans exactly when the filter leaves at most this many vectors. */
   exactFilterLimit?: number;
   /** Longest the background build may hold the event loop per turn. */
@@ -83,7 +87,7 @@ export class LocalVectorStore implements VectorStore {
   private readonly efSearch: number;
   private readonly exactFilterLimit: number;
   private readonly sliceMs: number;
-  private readonly hnswOptions: { m: number; efConstruction: number };
+  private readonly hnswOptions: { m: number; efConstruction: number; centred: boolean };
   private readonly logger: Logger;
   private dimensions?: number;
   private readonly agentOf = new Map<number, string>();
@@ -91,6 +95,9 @@ export class LocalVectorStore implements VectorStore {
   /** Vectors not in the index, searched exactly. */
   private pending?: FlatVectors;
   private index?: Hnsw;
+  /** The geometry of the index: set with it, saved in `meta` beside its file. */
+  private space?: CentredSpace;
+  private norms = new PointNorms();
   /** The docs in the index, by the point (distinct vector) each one is on. */
   private points = new SharedPoints();
   /** Vectors of recently scanned points (16,384 of 512 dimensions take 32 MiB). */
@@ -110,7 +117,11 @@ export class LocalVectorStore implements VectorStore {
     // Short turns: a request that arrives during a build waits at most this long for the event loop.
     this.sliceMs = options.buildSliceMs ?? 2;
     this.logger = options.logger ?? silentLogger;
-    this.hnswOptions = { m: options.hnsw?.m ?? 16, efConstruction: options.hnsw?.efConstruction ?? 100 };
+    this.hnswOptions = {
+      m: options.hnsw?.m ?? 16,
+      efConstruction: options.hnsw?.efConstruction ?? 100,
+      centred: options.hnsw?.centred ?? true,
+    };
     try {
       if (!this.memory) mkdirSync(options.dataDir, { recursive: true });
       this.db = new Database(this.memory ? ":memory:" : join(options.dataDir, "vectors.db"), {
@@ -166,39 +177,67 @@ export class LocalVectorStore implements VectorStore {
 
   /**
    * Loads the saved index and puts every stored doc back on the point with its
-   * vector (the file keeps vectors by label, not which docs share them).
-   * Docs without one are indexed again in the background; points left
-   * without docs are deleted.
+   * vector (the file keeps each point's projection by label, not which docs
+   * share it). Docs without one are indexed again in the background; points
+   * left without docs are deleted. An index saved without its space is not used.
    */
   private async readSavedIndex(): Promise<void> {
     const module = await this.hnsw();
     if (!module || this.dimensions === undefined) return;
+    const saved = this.stmt.getMeta.get("index_space");
+    const space = saved && CentredSpace.fromBytes(Buffer.from(saved.value, "base64"), this.dimensions);
+    if (!space) return;
     const index = new module.HierarchicalNSW("ip", this.dimensions);
     try {
       await index.readIndex(this.indexFile, true);
     } catch {
       return; // no saved index (or an unreadable one): rebuilt in the background
     }
+    // Labels by the hash of their saved projection; read on demand, since a copy of every point
+    // in this heap would double the memory at 1M vectors.
+    const savedRest = (label: number) => Float32Array.from(index.getPoint(label));
+    const byHash = new Map<number, number[]>();
     const points = new SharedPoints();
-    // Read on demand: a copy of every point in this heap would double the memory at 1M vectors.
-    const savedVector = (label: number) => Float32Array.from(index.getPoint(label));
+    const norms = new PointNorms();
+    const live = new Set<number>();
     for (const label of index.getIdsList()) {
       points.reserve(label);
-      let vector: Float32Array;
+      let rest: Float32Array;
       try {
-        vector = savedVector(label);
+        rest = savedRest(label);
       } catch {
         continue; // deleted before it was saved
       }
-      points.restore(label, vector);
+      const hash = vectorHash(rest);
+      const labels = byHash.get(hash);
+      if (labels) labels.push(label);
+      else byHash.set(hash, [label]);
     }
     for (const { id, vector } of this.stmt.vectors.iterate()) {
       const v = asFloats(vector);
-      const label = points.find(v, (candidate) => sameVector(savedVector(candidate), v));
-      if (label !== undefined) points.join(id, label);
+      // A replica of a doc already placed: the same point.
+      const known = points.find(v, (candidate) => {
+        const doc = points.anyDoc(candidate);
+        return doc !== undefined && sameVector(this.storedVector(doc), v);
+      });
+      if (known !== undefined) {
+        points.join(id, known);
+        continue;
+      }
+      const projected = space.project(v);
+      const rest = Float32Array.from(projected.rest);
+      const label = byHash.get(vectorHash(rest))?.find((l) => !live.has(l) && sameVector(savedRest(l), rest));
+      if (label === undefined) continue;
+      live.add(label);
+      points.restore(label, v);
+      points.join(id, label);
+      norms.set(label, projected.along, projected.norm);
     }
-    for (const label of points.unclaimed()) index.markDelete(label);
+    for (const labels of byHash.values())
+      for (const label of labels) if (!live.has(label)) index.markDelete(label);
     this.points = points;
+    this.norms = norms;
+    this.space = space;
     this.index = index;
   }
 
@@ -314,7 +353,8 @@ export class LocalVectorStore implements VectorStore {
 
   /**
    * Offers the docs of the nearest points to `top`. Each point stands for at
-   * least one doc that passes `accept`, so `limit` points are enough.
+   * least one doc that passes `accept`, so `limit` points would be enough if
+   * the graph ranked them by the exact score.
    */
   private searchIndex(
     vector: Float32Array,
@@ -323,13 +363,18 @@ export class LocalVectorStore implements VectorStore {
     accept?: (id: number) => boolean,
   ): void {
     const points = this.points;
-    if (!this.index || points.pointCount === 0) return;
-    const k = Math.min(limit, points.pointCount);
-    this.index.setEf(Math.max(this.efSearch, k));
+    if (!this.index || !this.space || points.pointCount === 0) return;
+    // The graph ranks points by their similarity in its space: twice as many, scored exactly,
+    // keep a point that ranks a little lower there than by its exact score.
+    const k = Math.min(2 * limit, points.pointCount);
+    // A larger graph needs a broader search for the same recall: past 256k points the breadth
+    // grows with the size (500 at 1M), while the time per query stays far below the budget.
+    this.index.setEf(Math.max(this.efSearch, k, Math.ceil(points.pointCount / 2000)));
+    const query = this.space.project(vector);
     let result: { distances: number[]; neighbors: number[] };
     try {
       const acceptPoint = accept && ((label: number) => points.someDoc(label, accept));
-      result = this.index.searchKnn(Array.from(vector), k, acceptPoint);
+      result = this.index.searchKnn(query.rest, k, acceptPoint);
     } catch {
       // Fewer than k points pass the filter: the graph search gives up, so search those exactly.
       for (const id of points.docs()) {
@@ -339,9 +384,10 @@ export class LocalVectorStore implements VectorStore {
       return;
     }
     for (let i = 0; i < result.neighbors.length; i++) {
-      const score = 1 - result.distances[i];
+      const label = result.neighbors[i];
+      const score = this.norms.score(query, label, 1 - result.distances[i]);
       // Once `top` is full, a point's docs (all of this score) enter only above its floor.
-      points.forEachDoc(result.neighbors[i], (id) => {
+      points.forEachDoc(label, (id) => {
         if (score <= top.floor) return false;
         if (!accept || accept(id)) top.offer(id, this.agentOf.get(id)!, score);
         return true;
@@ -400,6 +446,8 @@ export class LocalVectorStore implements VectorStore {
     this.points = new SharedPoints();
     this.pointVectors.clear();
     this.index = undefined;
+    this.space = undefined;
+    this.norms = new PointNorms();
     this.pending = undefined;
     this.dimensions = undefined;
     if (!this.memory) rmSync(this.indexFile, { force: true });
@@ -445,6 +493,11 @@ export class LocalVectorStore implements VectorStore {
         randomSeed: 100,
         allowReplaceDeleted: true,
       });
+      // The space is learned once, from the vectors there are when the index is first built.
+      this.space = this.hnswOptions.centred
+        ? CentredSpace.learn(this.pending!.vectors(), this.dimensions)
+        : CentredSpace.identity(this.dimensions);
+      this.stmt.setMeta.run("index_space", this.space.bytes().toString("base64"));
       this.index = index;
       this.logger.info(
         { vectors: this.agentOf.size },
@@ -486,7 +539,10 @@ export class LocalVectorStore implements VectorStore {
       return;
     }
     if (index.getCurrentCount() >= index.getMaxElements()) index.resizeIndex(index.getMaxElements() * 2);
-    index.addPoint(Array.from(vector), this.points.create(id, vector), true);
+    const projected = this.space!.project(vector);
+    const label = this.points.create(id, vector);
+    this.norms.set(label, projected.along, projected.norm);
+    index.addPoint(projected.rest, label, true);
   }
 
   private async save(): Promise<void> {

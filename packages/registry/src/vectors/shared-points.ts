@@ -49,16 +49,6 @@ export class SharedPoints {
     if (!this.labelByHash.has(hash)) this.labelByHash.set(hash, label);
   }
 
-  /** Labels restored but given no doc: the caller removes them from the index. */
-  *unclaimed(): Generator<number> {
-    for (const [label, hash] of this.hashOf) {
-      if (this.docsOf.has(label)) continue;
-      this.hashOf.delete(label);
-      if (this.labelByHash.get(hash) === label) this.labelByHash.delete(hash);
-      yield label;
-    }
-  }
-
   /** The point holding exactly `vector`, if any; `equal` confirms a hash match against one of its docs or its label. */
   find(vector: Float32Array, equal: (label: number) => boolean): number | undefined {
     const label = this.labelByHash.get(vectorHash(vector));
