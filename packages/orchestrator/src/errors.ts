@@ -6,8 +6,7 @@ export type OrchestratorErrorCode =
   | "TRACE_NOT_FOUND"
   | "INVALID_REQUEST"
   | "NOT_READY"
-  | "QUEUE_FULL"
-  | "NAMESPACE_IN_USE";
+  | "QUEUE_FULL";
 
 const HTTP_STATUS: Record<OrchestratorErrorCode, number> = {
   UNKNOWN_TASK_TYPE: 400,
@@ -17,7 +16,6 @@ const HTTP_STATUS: Record<OrchestratorErrorCode, number> = {
   INVALID_REQUEST: 400,
   NOT_READY: 503,
   QUEUE_FULL: 429,
-  NAMESPACE_IN_USE: 409,
 };
 
 /** An error a caller of the orchestrator can act on; `code` is stable, the message says what to do. */

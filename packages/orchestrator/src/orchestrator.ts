@@ -2,7 +2,6 @@ import { BusNames, type DeadLetter, DeadLetters, type Logger, namedStderrLogger 
 import { connect, type Mq9Client } from "@mq9/client";
 import { OrchestratorError } from "./errors.js";
 import type { OrchestratorApi, TemplateSummary } from "./http/api-routes.js";
-import { NamespaceClaim } from "./namespace-claim.js";
 import { type MetricsSnapshot, OrchestratorMetrics } from "./observability/orchestrator-metrics.js";
 import { AgentDirectory, type DirectoryEntry } from "./routing/agent-directory.js";
 import { LOOP_KINDS, Router } from "./routing/router.js";
@@ -97,7 +96,6 @@ export class Orchestrator implements OrchestratorApi {
     private readonly traces: TraceReader,
     private readonly counters: OrchestratorMetrics,
     private readonly owned: { client: boolean; templates?: TemplateSet },
-    private readonly claim: NamespaceClaim,
   ) {}
 
   /** Connects, creates its mailboxes, reads the registry, resumes unfinished tasks and starts routing. */
@@ -126,10 +124,7 @@ export class Orchestrator implements OrchestratorApi {
     } else {
       templates = options.templates ?? { get: () => undefined, names: () => [] };
     }
-    let claim: NamespaceClaim | undefined;
     try {
-      // Before anything is read: a second orchestrator on the namespace must not take replies.
-      claim = await NamespaceClaim.take(client, names);
       for (const mailbox of [names.inbox, names.router, names.tasks, names.deadLetters]) {
         await client.ensureMailbox({ name: mailbox });
       }
@@ -255,10 +250,8 @@ export class Orchestrator implements OrchestratorApi {
         new TraceReader(client, names, deadLetters),
         metrics,
         { client: options.client === undefined, templates: ownedTemplates },
-        claim,
       );
     } catch (err) {
-      await claim?.release();
       ownedTemplates?.close();
       if (options.client === undefined) await client.close();
       throw err;
@@ -371,7 +364,6 @@ export class Orchestrator implements OrchestratorApi {
     await this.scheduler.close();
     await this.directory.stop();
     await this.webhooks.close();
-    await this.claim.release();
     this.owned.templates?.close();
     if (this.owned.client) await this.client.close();
   }

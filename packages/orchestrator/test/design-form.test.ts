@@ -219,8 +219,7 @@ describe("templates change while tasks run", () => {
 
   it("a templates folder created after the start is picked up", async () => {
     const folder = join(world.dataDir, "later");
-    // The previous test's orchestrator still holds "orch": one orchestrator per namespace.
-    const orchestrator = await world.startOrchestrator({ templates: folder, namespace: "later" });
+    const orchestrator = await world.startOrchestrator({ templates: folder });
     expect(orchestrator.templates.names()).toEqual([]);
     mkdirSync(folder);
     writeFileSync(
