@@ -445,10 +445,7 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
   private async acquireSlot(): Promise<boolean> {
     for (;;) {
       if (this.state !== "running") return false;
-      if (this.freeSlots > 0) {
-        this.freeSlots--;
-        return true;
-      }
+      if (this.takeFreeSlot()) return true;
       await new Promise<void>((resolve) => this.slotWaiters.push(resolve));
     }
   }
