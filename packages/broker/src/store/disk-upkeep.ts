@@ -8,6 +8,11 @@ import { WalCheckpointer } from "./wal-checkpointer.js";
 
 /** A WAL file past this size is emptied (see truncateWal): it stays near this bound. */
 export const WAL_TRUNCATE_BYTES = 32 * 1024 * 1024;
+/**
+ * A WAL file past this size is emptied at the next commit, without waiting for a passive
+ * checkpoint to report it: commits keep coming while one runs, and under load it reports late.
+ */
+const WAL_CEILING_BYTES = 2 * WAL_TRUNCATE_BYTES;
 /** A fully copied WAL file past this size is emptied too (cheap then: nothing is left to copy). */
 const WAL_IDLE_TRUNCATE_BYTES = 4 * 1024 * 1024;
 /** Free database pages are looked at this often, and given back past VACUUM_FREE_BYTES, a step at a time. */
@@ -56,12 +61,14 @@ export class DiskUpkeep {
   /** After a commit on the store's connection: a checkpoint soon, and what the commit freed. */
   afterCommit(): void {
     this.checkpointer?.request();
+    this.truncateWalPastCeiling();
     this.reclaim();
   }
 
   /** After a commit of the row worker: a checkpoint soon; segments once a second at most. */
   afterWorkerCommit(): void {
     this.checkpointer?.request();
+    this.truncateWalPastCeiling();
     const now = Date.now();
     if (now - this.lastCollectMs < COLLECT_INTERVAL_MS) return;
     this.lastCollectMs = now;
@@ -106,6 +113,13 @@ export class DiskUpkeep {
     // idle broker does not keep a large WAL file.
     const idle = reply.copiedFrames === reply.walFrames && reply.walBytes > WAL_IDLE_TRUNCATE_BYTES;
     if (idle || reply.walBytes > WAL_TRUNCATE_BYTES) this.truncateWal();
+  }
+
+  /** Writers wait while the truncation runs (see truncateWal), which is what bounds the WAL. */
+  private truncateWalPastCeiling(): void {
+    if (this.checkpointer && !this.truncatingWal && fileSize(`${this.file}-wal`) > WAL_CEILING_BYTES) {
+      this.truncateWal();
+    }
   }
 
   /**
