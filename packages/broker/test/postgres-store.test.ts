@@ -1,3 +1,4 @@
+import { freshSchema, postgresMissing, usePrivatePostgres } from "@mq9/testkit";
 import { describe, expect, it } from "vitest";
 import {
   POSTGRES_MIGRATIONS,
@@ -6,7 +7,6 @@ import {
 } from "../src/store/postgres/postgres-schema.js";
 import { PostgresStore } from "../src/store/postgres/postgres-store.js";
 import type { Store } from "../src/store/store.js";
-import { freshSchema, postgresMissing, usePrivatePostgres } from "./postgres-harness.js";
 import { storeConformance } from "./store-conformance.js";
 
 const missing = postgresMissing();

@@ -1,11 +1,11 @@
 import type { Principal } from "@mq9/broker";
 import { PostgresStore } from "@mq9/broker/internal";
+import { freshSchema, postgresMissing, usePrivatePostgres } from "@mq9/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AgentRegistry } from "../src/agent-registry.js";
 import { openRegistry } from "../src/open-registry.js";
 import { PostgresRegistryStore } from "../src/store/postgres-registry-store.js";
 import { LocalVectorStore } from "../src/vectors/local-vector-store.js";
-import { freshSchema, postgresMissing, usePrivatePostgres } from "./postgres-harness.js";
 
 const missing = postgresMissing();
 const user = (name: string, admin = false): Principal => ({ name, admin, mailboxGrants: [] });

@@ -35,6 +35,12 @@ export { eventually, sleep } from "./eventually.js";
 export { DESIGN_TEMPLATE } from "./fixtures.js";
 export { freePort } from "./free-port.js";
 export { boxName } from "./names.js";
+export {
+  freshSchema,
+  type PrivatePostgres,
+  postgresMissing,
+  usePrivatePostgres,
+} from "./private-postgres.js";
 export { ensurePythonEnv, pythonMissing, skipWithoutPython, VENV } from "./python-env.js";
 export { randomHeaderBlocks } from "./random-header-blocks.js";
 export {

@@ -1,30 +1,48 @@
 // A private PostgreSQL per test file (scripts/local-cluster/private-postgres.js), and a fresh
-// schema per test so tests never see each other's rows.
+// schema per store or registry so tests never see each other's rows.
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll } from "vitest";
-import { findPostgresBin, startPrivatePostgres } from "../../../scripts/local-cluster/private-postgres.js";
+import { repoRoot } from "./sample-agents.js";
 
 export interface PrivatePostgres {
   url: string;
+  port: number;
+  host: string;
+  dataDir: string;
   query(sql: string, db?: string): Promise<string>;
+  start(): Promise<void>;
+  pause(): Promise<void>;
+  kill(): Promise<void>;
   stop(): Promise<void>;
 }
+
+interface PrivatePostgresScript {
+  findPostgresBin(): string | undefined;
+  startPrivatePostgres(options: { fsync?: boolean }): Promise<PrivatePostgres>;
+}
+
+// The script is plain JavaScript shared with the benchmarks and `npm run cluster:up`.
+const script = (await import(
+  pathToFileURL(join(repoRoot, "scripts/local-cluster/private-postgres.js")).href
+)) as PrivatePostgresScript;
 
 /**
  * Why PostgreSQL tests cannot run here, or undefined when they can. With CI set a missing
  * PostgreSQL is a failure (the binaries are a listed OS package), not a skip.
  */
 export function postgresMissing(): string | undefined {
-  if (findPostgresBin()) return undefined;
+  if (script.findPostgresBin()) return undefined;
   const reason = "PostgreSQL binaries not found (apt-get install postgresql-15, or set MQ9_PG_BIN)";
   if (process.env.CI) throw new Error(`CI: ${reason}`);
   return reason;
 }
 
 /** Starts a private PostgreSQL before the file's tests and stops it after them. */
-export function usePrivatePostgres(): { readonly pg: PrivatePostgres } {
+export function usePrivatePostgres(options: { fsync?: boolean } = {}): { readonly pg: PrivatePostgres } {
   const holder: { pg?: PrivatePostgres } = {};
   beforeAll(async () => {
-    holder.pg = (await startPrivatePostgres({})) as PrivatePostgres;
+    holder.pg = await script.startPrivatePostgres(options);
   }, 120_000);
   afterAll(async () => {
     await holder.pg?.stop();
@@ -39,8 +57,8 @@ export function usePrivatePostgres(): { readonly pg: PrivatePostgres } {
 
 let schemas = 0;
 
-/** A schema name no other store of this process uses. */
+/** A schema name no other user of this process's PostgreSQL takes. */
 export function freshSchema(): string {
   schemas += 1;
-  return `r${process.pid}_${schemas}`;
+  return `t${process.pid}_${schemas}`;
 }
