@@ -14,6 +14,8 @@ export interface ServeProcess {
   httpPort: number;
   /** Everything the process wrote to stderr so far. */
   stderr(): string;
+  /** Everything the process wrote to stdout (its JSON log) so far. */
+  stdout(): string;
   /** Resolves with the exit code (or signal name) once the process is gone. */
   exited: Promise<number | string>;
 }
@@ -66,7 +68,7 @@ export function spawnServe(
         const { port, httpPort } = JSON.parse(line) as { port?: number; httpPort?: number };
         if (port) {
           clearTimeout(giveUp);
-          resolve({ child, port, httpPort: httpPort ?? 0, stderr: () => err, exited });
+          resolve({ child, port, httpPort: httpPort ?? 0, stderr: () => err, stdout: () => out, exited });
         }
       }
     });

@@ -66,6 +66,29 @@ describe("mq9 serve", () => {
     expect(sync.stderr).toContain("storage.sync");
   });
 
+  it("runs the registry's embedder on --registry-embedder-workers threads, and refuses 0", async () => {
+    const serve = await spawnServe([
+      "--data",
+      tempDir(),
+      "--orchestrator",
+      "off",
+      "--registry-embedder-workers",
+      "3",
+    ]);
+    const line = serve
+      .stdout()
+      .split("\n")
+      .find((l) => l.includes("worker threads"));
+    serve.child.kill("SIGTERM");
+    expect(await serve.exited).toBe(0);
+    expect(JSON.parse(line!).msg).toBe("agent registry: embedder use-lite-512 on 3 worker threads");
+    const zero = await runCli(["serve", "--data", tempDir()], { MQ9_REGISTRY_EMBEDDER_WORKERS: "0" });
+    expect(zero.code).toBe(2);
+    expect(zero.stderr).toBe(
+      "mq9: invalid configuration: registry.embedderWorkers: must be a whole number above 0 (set by MQ9_REGISTRY_EMBEDDER_WORKERS=0)\n",
+    );
+  });
+
   it("prints help with examples", async () => {
     const help = await runCli(["serve", "--help"]);
     expect(help.code).toBe(0);

@@ -130,7 +130,9 @@ function buildEmbedder(settings: RegistrySettings, logger: RegistryContext["logg
       : { kind: "use" };
   const inline = spec.kind === "onnx" ? new OnnxEmbedder(spec) : new UseEmbedder();
   if (settings.threaded === false) return inline;
-  return new ThreadedEmbedder({ spec, id: inline.id, workers: settings.embedderWorkers });
+  const threaded = new ThreadedEmbedder({ spec, id: inline.id, workers: settings.embedderWorkers });
+  logger.info(`agent registry: embedder ${inline.id} on ${threaded.parallelism} worker threads`);
+  return threaded;
 }
 
 function openVectorStore(settings: RegistrySettings, context: RegistryContext): Promise<VectorStore> {

@@ -135,6 +135,8 @@ export const ServeConfigSchema = z
         defaultTtl: z.number().int().min(0).default(0),
         annThreshold: positiveInt.default(2_000),
         efSearch: positiveInt.optional(),
+        /** Embedding worker threads (use and onnx), each with its own copy of the model; default one per core, at most 4. */
+        embedderWorkers: positiveInt.optional(),
         maxCardBytes: positiveInt.default(256 * 1024),
         maxSkills: positiveInt.default(256),
         preload: z.boolean().default(true),
@@ -394,6 +396,13 @@ export const SETTINGS: Setting[] = [
     env: "MQ9_REGISTRY_EMBEDDER",
     kind: "string",
     help: "agent registry embedder: use (built in), static (built in: a token table distilled from use, far cheaper, less relevant), onnx (needs --registry-model-dir) or none",
+  },
+  {
+    path: ["registry", "embedderWorkers"],
+    flag: "registry-embedder-workers",
+    env: "MQ9_REGISTRY_EMBEDDER_WORKERS",
+    kind: "number",
+    help: "embedding worker threads for use and onnx, each with its own copy of the model (default one per core, at most 4)",
   },
   {
     path: ["registry", "modelDir"],

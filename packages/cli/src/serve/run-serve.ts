@@ -102,6 +102,7 @@ function brokerOptions(
       defaultTtlS: registry.defaultTtl,
       annThreshold: registry.annThreshold,
       efSearch: registry.efSearch,
+      embedderWorkers: registry.embedderWorkers,
       maxCardBytes: registry.maxCardBytes,
       maxSkills: registry.maxSkills,
       preloadEmbedder: registry.preload,
