@@ -80,7 +80,7 @@ export async function startTestBroker(options: TestBrokerOptions = {}): Promise<
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Decodes FETCH/QUERY items' base64 payloads to text. */
-export function texts(reply: { messages?: unknown }): string[] {
+export function texts(reply: Record<string, unknown>): string[] {
   const items = (reply.messages ?? []) as { payload: string }[];
   return items.map((m) => Buffer.from(m.payload, "base64").toString("utf8"));
 }

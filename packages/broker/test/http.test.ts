@@ -148,7 +148,7 @@ describe("broker HTTP server", () => {
   it("answers 404 with a JSON error for unknown paths", async () => {
     const res = await fetch(`${base}/nope`);
     expect(res.status).toBe(404);
-    expect((await res.json()).message).toMatch(/not found/i);
+    expect(((await res.json()) as { message: string }).message).toMatch(/not found/i);
   });
 });
 

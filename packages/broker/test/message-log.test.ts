@@ -95,15 +95,19 @@ async function createInbox(store: SqliteStore, ttlSeconds = 0): Promise<void> {
   );
 }
 
-function sendText(
+async function sendText(
   store: SqliteStore,
   text: string,
   extra: { key?: string; expiresMs?: number; header?: Buffer } = {},
-) {
-  return store.append(
+): Promise<{ id: number }[]> {
+  const results = await store.append(
     [{ mailbox: "inbox", priority: "normal", payload: Buffer.from(text), sentMs: Date.now(), ...extra }],
     Date.now(),
   );
+  return results.map((result) => {
+    if (!("id" in result)) throw new Error("the inbox is missing");
+    return result;
+  });
 }
 
 describe("message log", () => {
@@ -343,6 +347,7 @@ describe("message log", () => {
       expect(Buffer.from(stored.find((m) => m.id === 1)!.payload).equals(binary)).toBe(true);
       const claimed = await store.claim("inbox", "g", {
         start: { fromId: 0 },
+        reset: false,
         limit: 5,
         maxBytes: 1 << 20,
         nowMs: Date.now(),
@@ -579,7 +584,7 @@ writeSync(1, "no copy\\n");
         expect(byText.get("message 10")?.tags).toEqual(["t"]);
         const fifth = byText.get("message 5")!;
         expect(fifth).toMatchObject({
-          id: results[5].id,
+          id: (results[5] as { id: number }).id,
           priority: "normal",
           createdMs: 1005,
           expiresMs: now + 3_600_000,

@@ -612,9 +612,9 @@ describe("REST API v1 with users", () => {
         body: JSON.stringify({ payload: "hi" }),
       });
       expect(sent.status).toBe(201);
-      const peeked = await (
+      const peeked = (await (
         await fetch(`${base}/api/v1/mailboxes/admin.box/peek`, { headers: as("admin", "a-pass") })
-      ).json();
+      ).json()) as { messages: unknown[] };
       expect(peeked.messages).toHaveLength(1);
       const refused = await fetch(`${base}/api/v1/mailboxes`, { headers: as("bob", "b-pass") });
       expect(refused.status).toBe(403);

@@ -1,4 +1,4 @@
-import Ajv2020 from "ajv/dist/2020.js";
+import { Ajv2020 } from "ajv/dist/2020.js";
 import { expect } from "vitest";
 
 /** One call of a REST route, checked against what the OpenAPI document says of its answer. */
@@ -27,11 +27,16 @@ export class RestContract {
   private readonly ajv = new Ajv2020({ strict: false, allErrors: true });
   readonly covered = new Map<string, Set<number>>();
 
+  readonly document: { paths: Record<string, Record<string, Operation>> };
+
   constructor(
-    readonly document: { paths: Record<string, Record<string, Operation>> },
+    /** The served OpenAPI document, as parsed JSON. */
+    document: unknown,
     private readonly base: string,
     private readonly headers: Record<string, string> = {},
-  ) {}
+  ) {
+    this.document = document as RestContract["document"];
+  }
 
   operations(): { key: string; operation: Operation }[] {
     return Object.entries(this.document.paths).flatMap(([path, methods]) =>

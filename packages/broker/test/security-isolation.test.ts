@@ -359,7 +359,7 @@ describe("the REST API with several users", () => {
         body: JSON.stringify({ name: "rest.box" }),
       });
       expect(asAlice.status).toBe(403);
-      expect((await asAlice.json()).error).toMatch(/user 'alice' is not an admin/);
+      expect(((await asAlice.json()) as { error: string }).error).toMatch(/user 'alice' is not an admin/);
       const asRoot = await fetch(base, {
         method: "POST",
         headers: { ...json, authorization: "Bearer root-token" },

@@ -81,7 +81,7 @@ describe("mq9 agent serve — a command-line agent as an A2A agent", () => {
     await serve("worker.yaml", join(dir, "worker.sh"), ["--mailbox", "bridge.failing"]);
     const { task } = await a2a.send("bridge.failing", "please fail");
     expect(task?.status.state).toBe("TASK_STATE_FAILED");
-    expect(partsText(task?.status.message.parts)).toMatch(/exited with code 3: cannot do: please fail/);
+    expect(partsText(task?.status.message?.parts)).toMatch(/exited with code 3: cannot do: please fail/);
     expect(outputText(task!)).toBe("partial output\n");
   });
 
@@ -89,7 +89,7 @@ describe("mq9 agent serve — a command-line agent as an A2A agent", () => {
     await serve("worker.yaml", join(dir, "worker.sh"), ["--mailbox", "bridge.slow", "--task-timeout", "1"]);
     const { task } = await a2a.send("bridge.slow", "hang forever");
     expect(task?.status.state).toBe("TASK_STATE_FAILED");
-    expect(partsText(task?.status.message.parts)).toMatch(/timed out after 1 s/);
+    expect(partsText(task?.status.message?.parts)).toMatch(/timed out after 1 s/);
     const next = await a2a.send("bridge.slow", "quick job");
     expect(next.task?.status.state).toBe("TASK_STATE_COMPLETED");
   });
@@ -116,7 +116,7 @@ describe("mq9 agent serve — a command-line agent as an A2A agent", () => {
     await serve("worker.yaml", join(dir, "worker.sh"), ["--mailbox", "bridge.asking"]);
     const first = await a2a.send("bridge.asking", "a question for you");
     expect(first.task?.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
-    expect(partsText(first.task?.status.message.parts)).toBe("Which language?");
+    expect(partsText(first.task?.status.message?.parts)).toBe("Which language?");
     const second = await a2a.send("bridge.asking", "French", { taskId: first.task!.id as string });
     expect(second.task?.status.state).toBe("TASK_STATE_COMPLETED");
     expect(outputText(second.task!)).toContain("user: French");

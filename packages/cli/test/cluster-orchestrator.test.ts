@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Agent } from "@mq9/agent";
+import { Agent, type Envelope } from "@mq9/agent";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   clusterMissing,
@@ -36,11 +36,12 @@ class CountingAgent extends Agent {
     );
   }
 
-  async handleMessage(message: { msg_type: string; payload?: { n?: number } }) {
+  override async handleMessage(message: Envelope) {
     if (message.msg_type !== "query") return undefined;
-    this.received.push(Number(message.payload?.n));
+    const n = (message.payload as { n?: number } | undefined)?.n;
+    this.received.push(Number(n));
     await new Promise((r) => setTimeout(r, 3_000));
-    return this.reply(message as never, "result", { n: message.payload?.n });
+    return this.reply(message, "result", { n });
   }
 }
 

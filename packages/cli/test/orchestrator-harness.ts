@@ -3,7 +3,10 @@
 // readers of its HTTP API and /metrics.
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { until } from "@mq9/testkit";
 import { CLI } from "./cli-harness.js";
+
+export { until };
 
 const AGENTS = fileURLToPath(new URL("./fixtures/orchestrator-agents.mjs", import.meta.url));
 
@@ -146,17 +149,6 @@ export async function http(method: "GET" | "POST", url: string, body?: unknown) 
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: res.status, headers: res.headers, body: (await res.json()) as Json };
-}
-
-/** Polls `check` until it gives something truthy; fails after `timeoutMs` naming `what`. */
-export async function until<T>(what: string, check: () => T | Promise<T>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** Scrapes /metrics until a line matches (a scrape may show numbers up to 250 ms old). */

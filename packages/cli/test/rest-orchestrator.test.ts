@@ -4,7 +4,7 @@ import {
   contentAnalysisTemplates as exampleTemplates,
   startContentAnalysisAgents as startAgents,
 } from "@mq9/testkit";
-import Ajv2020 from "ajv/dist/2020.js";
+import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ServeProcess, spawnServe, tempDir } from "./cli-harness.js";
 

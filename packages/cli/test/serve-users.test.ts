@@ -63,7 +63,7 @@ describe("mq9 serve — several users from the config file", () => {
       const basicAlice = `Basic ${Buffer.from("alice:alice-pw").toString("base64")}`;
       const asAlice = await fetch(`${base}/api/tasks`, { headers: { authorization: basicAlice } });
       expect(asAlice.status).toBe(403);
-      expect((await asAlice.json()).error).toMatch(/not an admin/);
+      expect(((await asAlice.json()) as { error: string }).error).toMatch(/not an admin/);
       // The MCP tools act through the process's own internal user: an admin may use them.
       const mcp = await fetch(`${base}/mcp`, {
         method: "POST",

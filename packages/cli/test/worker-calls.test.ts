@@ -78,7 +78,7 @@ describe("worker calls", () => {
     const { api } = connected();
     await expect(api.optional()).rejects.toThrow("unknown call optional");
     const replies: ReplyMessage[] = [];
-    new CallDispatcher(new SampleImpl(), SAMPLE_API, (reply) => replies.push(reply)).dispatch({
+    new CallDispatcher<Sample>(new SampleImpl(), SAMPLE_API, (reply) => replies.push(reply)).dispatch({
       type: "call",
       id: 7,
       method: "constructor",

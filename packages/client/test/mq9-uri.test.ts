@@ -65,7 +65,7 @@ describe("formatMq9Uri", () => {
     expect(formatMq9Uri(parts)).toBe(uri);
     const parsed = parseMq9Uri(uri);
     expect(parsed.host).toBe(parts.host);
-    expect(parsed.mailAddress).toBe(parts.mailAddress);
+    expect(parsed.mailAddress).toBe((parts as { mailAddress?: string }).mailAddress);
   });
 
   it("refuses a bad mail address", () => {

@@ -67,7 +67,7 @@ describe("the design's template form", () => {
 class Forwarder extends Agent {
   results: unknown[] = [];
 
-  async handle_message(message: Envelope, { memory, signal, send }: MessageContext) {
+  override async handle_message(message: Envelope, { memory, signal, send }: MessageContext) {
     if (message.msg_type === "result") {
       this.results.push(message.payload);
       return undefined;

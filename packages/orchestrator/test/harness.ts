@@ -5,7 +5,10 @@ import { Agent, type AgentManifest, type AgentOptions, type Envelope, type Messa
 import { Broker, type BrokerOptions } from "@mq9/broker";
 import { connect, type Mq9Client } from "@mq9/client";
 import { registryFactory } from "@mq9/registry";
+import { until } from "@mq9/testkit";
 import { mountOrchestratorApi, Orchestrator, type OrchestratorOptions } from "../src/index.js";
+
+export { until };
 
 export type Handler = (message: Envelope, context: MessageContext, agent: Agent) => unknown;
 
@@ -19,7 +22,7 @@ export class FunctionAgent extends Agent {
     super(manifest, options);
   }
 
-  handleMessage(message: Envelope, context: MessageContext): unknown {
+  override handleMessage(message: Envelope, context: MessageContext): unknown {
     return this.handler(message, context, this);
   }
 }
@@ -108,17 +111,6 @@ export async function startWorld(
   return world;
 }
 
-/** Waits for a condition, checking every 20 ms; fails with `what` after `timeoutMs` (generous, not a threshold). */
-export async function until<T>(what: string, check: () => T | Promise<T>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 /** A promise with its resolve function, for agents that must hold a message until the test says so. */
 export function gate<T = void>(): { promise: Promise<T>; open: (value: T) => void } {
   let open!: (value: T) => void;
@@ -129,15 +121,18 @@ export function gate<T = void>(): { promise: Promise<T>; open: (value: T) => voi
 }
 
 /** JSON over HTTP against the orchestrator API. */
+// biome-ignore lint/suspicious/noExplicitAny: JSON answers of the API, checked field by field with expect
+export type Json = Record<string, any>;
+
 export async function http(
   method: "GET" | "POST",
   url: string,
   body?: unknown,
-): Promise<{ status: number; body: Record<string, unknown> & { [k: string]: unknown } }> {
+): Promise<{ status: number; body: Json }> {
   const response = await fetch(url, {
     method,
     headers: body === undefined ? {} : { "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  return { status: response.status, body: (await response.json()) as Json };
 }

@@ -48,7 +48,7 @@ describe.skipIf(missing !== undefined)(`postgres registry${missing ? ` (skipped:
       const shared = await PostgresRegistryStore.open({ ...store.sharedDatabase(), node });
       const registry = await openRegistry(
         { embedder: "none", store: shared },
-        { dataDir: ":memory:", logger: console },
+        { dataDir: ":memory:", logger: console, store },
       );
       opened.push(store, registry);
       nodes.push({ store, shared, registry });

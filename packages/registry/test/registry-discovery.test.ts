@@ -274,7 +274,7 @@ class GatedEmbedder implements Embedder {
     if (options?.purpose !== "query" && !texts.some((t) => t.startsWith("Translate a document"))) {
       await this.gate;
     }
-    return this.inner.embed(texts, options);
+    return this.inner.embed(texts);
   }
   release(): void {
     this.open();

@@ -11,3 +11,21 @@ export async function eventually(check: () => boolean | Promise<boolean>, timeou
     await sleep(20);
   }
 }
+
+/**
+ * Polls `check` until it gives something truthy, and returns that; fails after `timeoutMs`
+ * naming `what` (generous by default: not a threshold).
+ */
+export async function until<T>(
+  what: string,
+  check: () => T | Promise<T>,
+  timeoutMs = 30_000,
+): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}

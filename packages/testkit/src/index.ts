@@ -31,7 +31,7 @@ export {
 } from "./a2a-agents.js";
 export { startBroker, type TestBroker } from "./broker.js";
 export { MQ9_CLI, SERVE_ON_FREE_PORTS } from "./cli.js";
-export { eventually, sleep } from "./eventually.js";
+export { eventually, sleep, until } from "./eventually.js";
 export { DESIGN_TEMPLATE } from "./fixtures.js";
 export { freePort } from "./free-port.js";
 export { boxName } from "./names.js";

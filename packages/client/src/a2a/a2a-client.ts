@@ -8,7 +8,7 @@ import { MQ9_A2A_BINDING } from "./binding.js";
 import { Mq9TransportFactory, mailboxOf, timeoutKey } from "./mq9-transport.js";
 import { ReplyInbox, type ReplyInboxOptions } from "./reply-inbox.js";
 import { RpcChannel } from "./rpc-channel.js";
-import { eventInfo, isObject, type JsonObject, textMessage } from "./wire.js";
+import { eventInfo, isObject, type JsonObject, type TaskJson, textMessage } from "./wire.js";
 
 /** Options of an A2A client over mq9. */
 export interface A2AClientOptions extends ReplyInboxOptions {
@@ -50,7 +50,7 @@ export interface A2ASendOptions {
 
 /** What send resolves with: the v1 SendMessageResponse JSON, `{ task }` or `{ message }`. */
 export type A2ASendResult =
-  | { task: JsonObject; message?: undefined }
+  | { task: TaskJson; message?: undefined }
   | { message: JsonObject; task?: undefined };
 
 /**
@@ -148,7 +148,7 @@ export class A2AClient {
     const client = await this.sdkClient(target);
     const result = await client.sendMessage(this.request(message, options), this.callOptions(options));
     return isTask(result)
-      ? { task: Task.toJSON(result) as JsonObject }
+      ? { task: Task.toJSON(result) as TaskJson }
       : { message: Message.toJSON(result) as JsonObject };
   }
 
@@ -172,13 +172,13 @@ export class A2AClient {
     target: AgentTarget,
     taskId: string,
     options: { historyLength?: number; timeoutMs?: number; signal?: AbortSignal } = {},
-  ): Promise<JsonObject> {
+  ): Promise<TaskJson> {
     const client = await this.sdkClient(target);
     const task = await client.getTask(
       { tenant: "", id: taskId, historyLength: options.historyLength },
       this.callOptions(options),
     );
-    return Task.toJSON(task) as JsonObject;
+    return Task.toJSON(task) as TaskJson;
   }
 
   /** Asks the agent to cancel a task; resolves with the canceled task. */
@@ -186,13 +186,13 @@ export class A2AClient {
     target: AgentTarget,
     taskId: string,
     options: { timeoutMs?: number; signal?: AbortSignal } = {},
-  ): Promise<JsonObject> {
+  ): Promise<TaskJson> {
     const client = await this.sdkClient(target);
     const task = await client.cancelTask(
       { tenant: "", id: taskId, metadata: undefined },
       this.callOptions(options),
     );
-    return Task.toJSON(task) as JsonObject;
+    return Task.toJSON(task) as TaskJson;
   }
 
   /**

@@ -33,6 +33,7 @@ export {
   type JsonRpcResponse,
   partsText,
   RpcErrorCode,
+  type TaskJson,
   textMessage,
   v1State,
 } from "./wire.js";

@@ -5,6 +5,15 @@
  */
 
 export type JsonObject = Record<string, unknown>;
+
+/** An A2A v1.0 Task as wire JSON: the fields every task carries typed, the rest as sent. */
+export type TaskJson = JsonObject & {
+  id: string;
+  contextId: string;
+  status: { state: string; message?: JsonObject; timestamp?: string };
+  artifacts?: JsonObject[];
+  history?: JsonObject[];
+};
 export type RpcId = string | number | null;
 
 export interface JsonRpcRequest {
