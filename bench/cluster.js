@@ -3,8 +3,9 @@
 // 3-node nats-server cluster; JetStream with an R3 file stream on a 3-node nats-server cluster;
 // pg-boss on the same PostgreSQL. Each: durable SEND one at a time and 64 in flight, then a
 // FETCH(100)+ACK drain of what was sent. Also CPU microseconds per message of every process, and
-// with two or more mq9 nodes how long after a REGISTER every node DISCOVERs the agent.
-// Figures only, no asserts.
+// with two or more mq9 nodes how long after a REGISTER every node DISCOVERs the agent. The systems
+// take turns over several rounds (BENCH_CLUSTER_ROUNDS), after a warm-up of each (BENCH_CLUSTER_WARMUP
+// SENDs, 64 in flight); figures are medians. Figures only, no asserts.
 import { readdirSync, readFileSync } from "node:fs";
 import os from "node:os";
 import { performance } from "node:perf_hooks";
@@ -84,8 +85,16 @@ function cpuMeter(groups) {
 
 async function measure(system, cfg) {
   const seq = await measureSend(() => system.send(0), { count: cfg.seq, concurrency: 1, maxMs: cfg.phaseMs });
-  const cpu = cpuMeter(system.pids);
   let lane = 0;
+  // A fresh Node process (our nodes, pg-boss's client) runs its hot paths unoptimised at first.
+  if (cfg.warmup > 0) {
+    await measureSend(() => system.send(lane++ % 3), {
+      count: cfg.warmup,
+      concurrency: 64,
+      maxMs: cfg.phaseMs,
+    });
+  }
+  const cpu = cpuMeter(system.pids);
   const par = await measureSend(() => system.send(lane++ % 3), {
     count: cfg.par,
     concurrency: 64,
@@ -290,8 +299,8 @@ async function jetstreamOn(cluster, cfg) {
   };
 }
 
-async function pgBossSystem(pg, cfg) {
-  const boss = new PgBoss({ connectionString: pg.url, max: 16, schema: "pgboss" });
+async function pgBossSystem(pg, cfg, round) {
+  const boss = new PgBoss({ connectionString: pg.url, max: 16, schema: `pgboss${round}` });
   boss.on("error", () => {});
   await boss.start();
   await boss.createQueue("bench");
@@ -317,6 +326,30 @@ async function pgBossSystem(pg, cfg) {
   };
 }
 
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)];
+};
+
+/**
+ * One system's rounds as one result: each rate the median of the rounds'; latencies and CPU from
+ * the round whose SEND@64 rate is the median; the staleness probe from the round that ran it.
+ */
+function medianRound(rounds, id, label) {
+  const ok = rounds.filter((r) => r.id === id && !r.error);
+  if (ok.length === 0) return { id, label, error: rounds.find((r) => r.id === id)?.error ?? "not run" };
+  const byPar = [...ok].sort((a, b) => a.par.rate - b.par.rate);
+  const middle = byPar[Math.floor((byPar.length - 1) / 2)];
+  const rate = (metric) => median(ok.map((r) => r[metric].rate));
+  return {
+    ...middle,
+    seq: { ...middle.seq, rate: rate("seq") },
+    par: { ...middle.par, rate: rate("par") },
+    drain: { ...middle.drain, rate: rate("drain") },
+    staleness: ok.find((r) => r.staleness)?.staleness,
+  };
+}
+
 const fmt = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "n/a");
 
 export async function runClusterBench(base) {
@@ -325,6 +358,8 @@ export async function runClusterBench(base) {
     seq: env("BENCH_SEQ_MESSAGES", base.quick ? 200 : 1000),
     par: env("BENCH_MESSAGES", base.quick ? 2000 : 10000),
     phaseMs: base.phaseMs,
+    warmup: env("BENCH_CLUSTER_WARMUP", base.quick ? 0 : 2000),
+    rounds: env("BENCH_CLUSTER_ROUNDS", base.quick ? 1 : 3),
   };
   progress("cluster bench: starting a 3-node nats cluster and PostgreSQL");
   const [nats, pg] = await Promise.all([
@@ -332,35 +367,42 @@ export async function runClusterBench(base) {
     startPrivatePostgres({ fsync: true }),
   ]);
   pg.postmasterPid = Number(readFileSync(`${pg.dataDir}/postmaster.pid`, "utf8").split("\n")[0]);
+  const rounds = [];
   const results = [];
   try {
     const makers = [
-      ["mq9-1", "mq9 cluster, 1 node", () => mq9System(nats, pg, 1, cfg, 1)],
-      ["mq9-2", "mq9 cluster, 2 nodes", () => mq9System(nats, pg, 2, cfg, 1)],
-      ["mq9-3", "mq9 cluster, 3 nodes", () => mq9System(nats, pg, 3, cfg, 1)],
+      ["mq9-1", "mq9 cluster, 1 node", (round) => mq9System(nats, pg, 1, cfg, round)],
+      ["mq9-2", "mq9 cluster, 2 nodes", (round) => mq9System(nats, pg, 2, cfg, round)],
+      ["mq9-3", "mq9 cluster, 3 nodes", (round) => mq9System(nats, pg, 3, cfg, round)],
       ["jetstream", "JetStream R3 (3 nats-servers)", () => jetstreamSystem(cfg)],
-      ["pgboss", "pg-boss (same PostgreSQL)", () => pgBossSystem(pg, cfg)],
+      ["pgboss", "pg-boss (same PostgreSQL)", (round) => pgBossSystem(pg, cfg, round)],
     ];
     const wanted = (process.env.BENCH_CLUSTER_SYSTEMS ?? makers.map(([id]) => id).join(",")).split(",");
-    for (const [id, label, make] of makers) {
-      if (!wanted.includes(id)) continue;
-      let system;
-      try {
-        system = await make();
-        progress(`${label}: measuring`);
-        const figures = await measure(system, cfg);
-        if (system.staleness) {
-          progress(`${label}: REGISTER -> DISCOVER staleness`);
-          figures.staleness = await system.staleness();
+    const chosen = makers.filter(([id]) => wanted.includes(id));
+    // The systems take turns, each round starting with the next one, so a load that comes and goes
+    // on a shared machine falls on all of them; ratios are taken within a round.
+    for (let round = 0; round < cfg.rounds; round++) {
+      for (let k = 0; k < chosen.length; k++) {
+        const [id, label, make] = chosen[(k + round) % chosen.length];
+        let system;
+        try {
+          system = await make(round + 1);
+          progress(`${label}: measuring (round ${round + 1} of ${cfg.rounds})`);
+          const figures = await measure(system, cfg);
+          if (system.staleness && round === 0) {
+            progress(`${label}: REGISTER -> DISCOVER staleness`);
+            figures.staleness = await system.staleness();
+          }
+          rounds.push({ id, label, round, loadavg: os.loadavg()[0], ...figures });
+        } catch (err) {
+          rounds.push({ id, label, round, error: err.message });
+          progress(`not measured: ${err.message}`);
+        } finally {
+          await system?.close().catch(() => {});
         }
-        results.push({ label, ...figures });
-      } catch (err) {
-        results.push({ label, error: err.message });
-        progress(`not measured: ${err.message}`);
-      } finally {
-        await system?.close().catch(() => {});
       }
     }
+    for (const [id, label] of chosen) results.push(medianRound(rounds, id, label));
   } finally {
     await nats.stop();
     await pg.stop();
@@ -383,14 +425,31 @@ export async function runClusterBench(base) {
       `| ${r.label} | ${fmt(r.seq.rate)} (${r.seq.p50.toFixed(2)}) | ${fmt(r.par.rate)} (${r.par.p50.toFixed(2)} / ${r.par.p99.toFixed(2)}) | ${fmt(r.drain.rate)} |`,
     );
   }
-  const by = (label) => results.find((r) => r.label.startsWith(label) && !r.error);
-  const js = by("JetStream");
-  const boss = by("pg-boss");
-  lines.push("", "ratios (SEND@64, drain):");
-  for (const r of results.filter((x) => x.label.startsWith("mq9") && !x.error)) {
-    const ratio = (a, b) => (a && b ? `${(a / b).toFixed(2)}x` : "n/a");
+  if (cfg.rounds > 1) {
+    lines.push("", `each figure is the median of ${cfg.rounds} rounds; per round (load average at its end):`);
+    for (const r of results.filter((x) => !x.error)) {
+      const of = rounds.filter((x) => x.id === r.id && !x.error);
+      lines.push(
+        `  ${r.label}: SEND@64 ${of.map((x) => fmt(x.par.rate)).join(" / ")}; drain ${of.map((x) => fmt(x.drain.rate)).join(" / ")} (load ${of.map((x) => x.loadavg.toFixed(1)).join(" / ")})`,
+      );
+    }
+  }
+  lines.push(
+    "",
+    `ratios (SEND@64, drain)${cfg.rounds > 1 ? ", the median of the rounds' ratios (peers measured in the same round)" : ""}:`,
+  );
+  for (const r of results.filter((x) => x.id.startsWith("mq9") && !x.error)) {
+    const ratio = (peer, metric) => {
+      const each = [];
+      for (let round = 0; round < cfg.rounds; round++) {
+        const mine = rounds.find((x) => x.id === r.id && x.round === round && !x.error);
+        const theirs = rounds.find((x) => x.id === peer && x.round === round && !x.error);
+        if (mine && theirs) each.push(mine[metric].rate / theirs[metric].rate);
+      }
+      return each.length > 0 ? `${median(each).toFixed(2)}x` : "n/a";
+    };
     lines.push(
-      `  ${r.label}: SEND@64 ${ratio(r.par.rate, js?.par.rate)} JetStream R3, ${ratio(r.par.rate, boss?.par.rate)} pg-boss; drain ${ratio(r.drain.rate, js?.drain.rate)} JetStream R3, ${ratio(r.drain.rate, boss?.drain.rate)} pg-boss`,
+      `  ${r.label}: SEND@64 ${ratio("jetstream", "par")} JetStream R3, ${ratio("pgboss", "par")} pg-boss; drain ${ratio("jetstream", "drain")} JetStream R3, ${ratio("pgboss", "drain")} pg-boss`,
     );
   }
   const stale = results.filter((r) => r.staleness);

@@ -1,4 +1,5 @@
 import { freshSchema, postgresMissing, usePrivatePostgres } from "@mq9/testkit";
+import pg from "pg";
 import { describe, expect, it } from "vitest";
 import {
   POSTGRES_MIGRATIONS,
@@ -109,6 +110,75 @@ describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${
       const purged = await b.purgeExpired(T0 + 1000);
       expect(purged.mailboxes.sort()).toEqual(["tmp", "tmp2"]);
       await b.close();
+    });
+  });
+
+  describe("a claim and an ACK of one group", () => {
+    const T0 = 1_800_000_000_000;
+    const claim = { limit: 10, maxBytes: 1 << 20, start: { fromId: 0 }, reset: false, leaseMs: 30_000 };
+    /** A store with three messages claimed at T0, and a raw connection to the same schema. */
+    const claimedThree = async () => {
+      const schema = freshSchema();
+      const store = await PostgresStore.open({ url: db.pg.url, schema, poolSize: 4 });
+      await store.createMailbox({ address: "box", ttlSeconds: 0, desc: "", createdMs: T0 }, T0);
+      await store.append(
+        ["a", "b", "c"].map((p) => ({
+          mailbox: "box",
+          priority: "normal" as const,
+          payload: body(p),
+          sentMs: T0,
+        })),
+        T0,
+      );
+      const first = await store.claim("box", "g", { ...claim, nowMs: T0 });
+      const raw = new pg.Client({ connectionString: db.pg.url, options: `-c search_path=${schema}` });
+      await raw.connect();
+      return { store, raw, first };
+    };
+    /** Until some backend waits on a lock (the statement under test has reached the contended row). */
+    const someoneWaitsOnALock = async (raw: pg.Client) => {
+      for (;;) {
+        const { rows } = await raw.query(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+        );
+        if (rows[0].n > 0) return;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    };
+
+    it("an ACK does not wait for an uncommitted claim of its group", async () => {
+      const { store, raw, first } = await claimedThree();
+      await store.append([{ mailbox: "box", priority: "normal", payload: body("d"), sentMs: T0 }], T0);
+      await raw.query("BEGIN");
+      const next = await raw.query(
+        "SELECT msg_id FROM mq9_claim('box', 'g', 0, $1, false, 10, 1048576, $2)",
+        [T0, T0 + 30_000],
+      );
+      expect(next.rows.map((r) => Number(r.msg_id))).toEqual([3]);
+      // The claim above holds the group's row; the ACK of the earlier claim still commits.
+      expect(await store.ack("box", "g", first[2].id, T0)).toBe(true);
+      await raw.query("COMMIT");
+      expect(await store.groupStats("box", T0)).toEqual([{ name: "g", lag: 1, leased: 1 }]);
+      expect(await store.claim("box", "g", { ...claim, nowMs: T0 + 30_000 })).toHaveLength(1);
+      await raw.end();
+      await store.close();
+    });
+
+    it("an ACK committing while a claim takes its expired lease again: the claim does not redeliver it", async () => {
+      const { store, raw, first } = await claimedThree();
+      await raw.query("BEGIN");
+      expect(
+        (await raw.query("SELECT mq9_ack('box', 'g', $1, $2) AS ok", [first[1].id, T0])).rows[0].ok,
+      ).toBe(true);
+      // The leases ran out: the claim finds a and b expired in its snapshot, then waits on their rows.
+      const again = store.claim("box", "g", { ...claim, nowMs: T0 + 30_000 });
+      await someoneWaitsOnALock(raw);
+      await raw.query("COMMIT");
+      expect((await again).map((m) => new TextDecoder().decode(m.payload))).toEqual(["c"]);
+      expect(await store.ack("box", "g", first[0].id, T0 + 30_000)).toBe(true);
+      expect(await store.groupStats("box", T0 + 30_000)).toEqual([{ name: "g", lag: 1, leased: 1 }]);
+      await raw.end();
+      await store.close();
     });
   });
 

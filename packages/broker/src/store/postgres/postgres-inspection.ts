@@ -87,14 +87,15 @@ export class PostgresInspection implements StoreInspection {
       [nowMs, address],
     );
     if (boxes.length === 0) return undefined;
-    // Lag: live messages at or above the group's class cursors that the group has not ACKed.
+    // Lag: live messages the group has not been handed yet, and those it holds a lease row of
+    // (an ACK deletes its rows; see migration 6 in postgres-schema.ts).
     return this.query<GroupStats>(
       `SELECT g.name,
          (SELECT count(*)::int FROM messages m
            WHERE m.mbox = g.mbox AND ${LIVE_MESSAGE}
-             AND m.msg_id >= (CASE m.priority WHEN 0 THEN g.cursor0 WHEN 1 THEN g.cursor1 ELSE g.cursor2 END)
-             AND NOT EXISTS (SELECT 1 FROM deliveries d
-                             WHERE d.mbox = g.mbox AND d.grp = g.name AND d.msg_id = m.msg_id AND d.acked)) AS lag,
+             AND (m.msg_id > (CASE m.priority WHEN 0 THEN g.delivered0 WHEN 1 THEN g.delivered1 ELSE g.delivered2 END)
+                  OR EXISTS (SELECT 1 FROM deliveries d
+                             WHERE d.mbox = g.mbox AND d.msg_id = m.msg_id AND d.grp = g.name AND NOT d.acked))) AS lag,
          (SELECT count(*)::int FROM deliveries d
            WHERE d.mbox = g.mbox AND d.grp = g.name AND NOT d.acked AND d.lease_until_ms > $1) AS leased
        FROM groups g WHERE g.mbox = $2 ORDER BY g.name`,

@@ -302,6 +302,148 @@ $fn$;
 CREATE TRIGGER mailboxes_gone AFTER DELETE ON mailboxes REFERENCING OLD TABLE AS gone
   FOR EACH STATEMENT EXECUTE FUNCTION mq9_mailboxes_gone();
 `,
+  // ACKs without the group's lock, so a claim and an ACK of one group no longer wait for each
+  // other's commit. A message of a group is ACKed when it is below the class cursor, or at most
+  // the highest id handed out and without a lease row: an ACK deletes its claim's rows (it used to
+  // mark them and move the cursors under the group's lock). A claim still locks the group row, so
+  // two claims never hand out one lease; it takes an expired lease again only if the row is still
+  // there and still expired once it is locked, which is how it loses a race with an ACK.
+  `
+DELETE FROM deliveries WHERE acked;
+
+CREATE OR REPLACE FUNCTION mq9_claim(p_address text, p_group text, p_from bigint, p_now bigint, p_reset boolean,
+                                     p_limit integer, p_max_bytes bigint, p_lease_until bigint)
+RETURNS TABLE (msg_id bigint, priority smallint, msg_key text, tags jsonb, header bytea, payload bytea,
+               created_ms bigint, expires_ms bigint)
+LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+DECLARE
+  st record;
+  r record;
+  ids bigint[] := '{}';
+  ranks smallint[] := '{}';
+  places integer[] := '{}';
+  d bigint[];
+  bytes bigint := 0;
+  taken integer := 0;
+  cur_rank integer := -1;
+BEGIN
+  -- Creates the group, or locks its row: claims of one group take turns, cluster-wide.
+  INSERT INTO groups AS g (mbox, name, cursor0, cursor1, cursor2, delivered0, delivered1, delivered2, next_batch)
+  SELECT b.id, p_group, p_from, p_from, p_from, p_from - 1, p_from - 1, p_from - 1, 1 FROM mailboxes b
+  WHERE b.address = p_address AND (b.expires_ms IS NULL OR b.expires_ms > p_now)
+  ON CONFLICT (mbox, name) DO UPDATE SET
+    next_batch = g.next_batch + 1,
+    cursor0 = CASE WHEN p_reset THEN excluded.cursor0 ELSE g.cursor0 END,
+    cursor1 = CASE WHEN p_reset THEN excluded.cursor1 ELSE g.cursor1 END,
+    cursor2 = CASE WHEN p_reset THEN excluded.cursor2 ELSE g.cursor2 END,
+    delivered0 = CASE WHEN p_reset THEN excluded.delivered0 ELSE g.delivered0 END,
+    delivered1 = CASE WHEN p_reset THEN excluded.delivered1 ELSE g.delivered1 END,
+    delivered2 = CASE WHEN p_reset THEN excluded.delivered2 ELSE g.delivered2 END
+  RETURNING g.mbox, g.delivered0, g.delivered1, g.delivered2, g.next_batch - 1 AS batch INTO st;
+  IF NOT FOUND THEN RETURN; END IF;
+  IF p_reset THEN
+    DELETE FROM deliveries dl WHERE dl.mbox = st.mbox AND dl.grp = p_group;
+  END IF;
+  d := ARRAY[st.delivered0, st.delivered1, st.delivered2];
+  -- Past the highest id handed out, plus what an expired lease gave back.
+  FOR r IN
+    SELECT * FROM (
+      (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms, false AS again
+        FROM messages m
+        WHERE m.mbox = st.mbox AND m.priority = 0 AND m.msg_id > st.delivered0 AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+        ORDER BY m.msg_id LIMIT p_limit)
+      UNION ALL
+      (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms, false AS again
+        FROM messages m
+        WHERE m.mbox = st.mbox AND m.priority = 1 AND m.msg_id > st.delivered1 AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+        ORDER BY m.msg_id LIMIT p_limit)
+      UNION ALL
+      (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms, false AS again
+        FROM messages m
+        WHERE m.mbox = st.mbox AND m.priority = 2 AND m.msg_id > st.delivered2 AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+        ORDER BY m.msg_id LIMIT p_limit)
+      UNION ALL
+      (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms, true AS again
+        FROM deliveries dl JOIN messages m ON m.mbox = dl.mbox AND m.msg_id = dl.msg_id
+        WHERE dl.mbox = st.mbox AND dl.grp = p_group AND NOT dl.acked AND dl.lease_until_ms <= p_now
+          AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+        ORDER BY dl.priority, dl.msg_id LIMIT p_limit)
+    ) c ORDER BY c.priority, c.msg_id
+  LOOP
+    -- The byte budget as the SQLite store applies it: at least one message, and a class is not
+    -- started once the budget is spent.
+    EXIT WHEN taken >= p_limit;
+    IF r.priority <> cur_rank THEN
+      EXIT WHEN bytes > 0 AND bytes >= p_max_bytes;
+      cur_rank := r.priority;
+    END IF;
+    EXIT WHEN bytes > 0 AND bytes + octet_length(r.payload) > p_max_bytes;
+    IF r.again THEN
+      -- The ACK of that lease may have deleted its row since this loop's snapshot.
+      UPDATE deliveries dl SET batch = st.batch, pos = taken + 1, lease_until_ms = p_lease_until
+      WHERE dl.mbox = st.mbox AND dl.msg_id = r.msg_id AND dl.grp = p_group AND NOT dl.acked
+        AND dl.lease_until_ms <= p_now;
+      CONTINUE WHEN NOT FOUND;
+    ELSE
+      ids := ids || r.msg_id;
+      ranks := ranks || r.priority;
+      places := places || (taken + 1);
+      d[r.priority + 1] := greatest(d[r.priority + 1], r.msg_id);
+    END IF;
+    taken := taken + 1;
+    bytes := bytes + octet_length(r.payload);
+    msg_id := r.msg_id; priority := r.priority; msg_key := r.msg_key; tags := r.tags; header := r.header;
+    payload := r.payload; created_ms := r.created_ms; expires_ms := r.expires_ms;
+    RETURN NEXT;
+  END LOOP;
+  IF cardinality(ids) = 0 THEN RETURN; END IF;
+  INSERT INTO deliveries AS dl (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked)
+  SELECT st.mbox, p_group, t.id, t.rank, st.batch, t.pos, p_lease_until, false
+  FROM unnest(ids, ranks, places) AS t(id, rank, pos)
+  ON CONFLICT (mbox, msg_id, grp) DO UPDATE
+    SET batch = excluded.batch, pos = excluded.pos, lease_until_ms = excluded.lease_until_ms;
+  UPDATE groups g SET delivered0 = d[1], delivered1 = d[2], delivered2 = d[3]
+  WHERE g.mbox = st.mbox AND g.name = p_group;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION mq9_ack(p_address text, p_group text, p_msg_id bigint, p_now bigint)
+RETURNS boolean LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  st record;
+  target record;
+  rank smallint;
+  hit boolean;
+BEGIN
+  SELECT g.mbox, g.cursor0, g.cursor1, g.cursor2, g.delivered0, g.delivered1, g.delivered2 INTO st
+  FROM groups g JOIN mailboxes b ON b.id = g.mbox
+  WHERE b.address = p_address AND (b.expires_ms IS NULL OR b.expires_ms > p_now) AND g.name = p_group;
+  IF NOT FOUND THEN RETURN false; END IF;
+  -- Again when a claim took the lease anew between finding its row and deleting its claim's rows.
+  FOR attempt IN 1..3 LOOP
+    SELECT dl.batch, dl.pos INTO target FROM deliveries dl
+    WHERE dl.mbox = st.mbox AND dl.msg_id = p_msg_id AND dl.grp = p_group AND NOT dl.acked;
+    IF NOT FOUND THEN
+      -- No lease: ACKed already when the group was handed it, refused when it never was.
+      SELECT m.priority INTO rank FROM messages m WHERE m.mbox = st.mbox AND m.msg_id = p_msg_id;
+      IF FOUND THEN
+        RETURN p_msg_id <= (ARRAY[st.delivered0, st.delivered1, st.delivered2])[rank + 1];
+      END IF;
+      RETURN p_msg_id < least(st.cursor0, st.cursor1, st.cursor2);
+    END IF;
+    -- The message and every one before it in its claim.
+    WITH gone AS (
+      DELETE FROM deliveries dl
+      WHERE dl.mbox = st.mbox AND dl.grp = p_group AND NOT dl.acked AND dl.batch = target.batch AND dl.pos <= target.pos
+      RETURNING dl.msg_id)
+    SELECT coalesce(bool_or(gone.msg_id = p_msg_id), false) INTO hit FROM gone;
+    IF hit THEN RETURN true; END IF;
+  END LOOP;
+  RETURN true;
+END
+$fn$;
+`,
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

@@ -323,7 +323,10 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease {
     return rows.map(storedMessage);
   }
 
-  /** One round trip: mq9_ack (postgres-schema.ts), batch-aware, under the group's row lock. */
+  /**
+   * One round trip: mq9_ack (postgres-schema.ts), batch-aware. It deletes its claim's lease rows
+   * without the group's row lock, so it neither waits for nor holds up the group's next claim.
+   */
   async ack(mailbox: string, group: string, msgId: number, nowMs: number): Promise<boolean> {
     const { rows } = await this.call<{ acked: boolean }>("cannot acknowledge the message", {
       name: "mq9-ack",
