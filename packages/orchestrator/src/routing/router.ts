@@ -67,7 +67,11 @@ export interface RouterOptions {
   batch?: number;
   /** Longest wait of one FETCH of the router mailbox when it is empty (default 2 000). */
   pollTimeoutMs?: number;
-  /** Concurrent deliveries of the router mailbox's consumer (default 256). */
+  /**
+   * Concurrent deliveries of the router mailbox's consumer (default 1 024). Each delivery waits
+   * for its SEND to be stored, so this bounds the router's rate at concurrency / SEND latency;
+   * above the FETCH batch, the next FETCH goes out while the last batch's SENDs are in flight.
+   */
   concurrency?: number;
   /** Work in progress one agent may have before the router passes it over (0 = no limit, the default). */
   agentConcurrency?: number;
@@ -172,7 +176,7 @@ export class Router {
       deliver: "earliest",
       batch: this.options.batch ?? 256,
       maxWaitMs: this.options.pollTimeoutMs ?? 2_000,
-      concurrency: this.options.concurrency ?? 256,
+      concurrency: this.options.concurrency ?? 1_024,
       leaseMs: this.options.leaseMs ?? 5_000,
       // The envelope is the JSON payload; the headers only mirror it for plain mq9 tools.
       headerBytes: false,
