@@ -177,6 +177,9 @@ export class Router {
       batch: this.options.batch ?? 256,
       maxWaitMs: this.options.pollTimeoutMs ?? 2_000,
       concurrency: this.options.concurrency ?? 1_024,
+      // A FETCH waits until the broker has stored every SEND before it; under load that wait,
+      // not the routing, set the router's pace with one FETCH at a time.
+      fetches: 2,
       leaseMs: this.options.leaseMs ?? 5_000,
       // The envelope is the JSON payload; the headers only mirror it for plain mq9 tools.
       headerBytes: false,
