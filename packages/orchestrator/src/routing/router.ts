@@ -171,15 +171,18 @@ export class Router {
 
   /** Starts delivering what agents put in the router mailbox. */
   listen(): void {
+    const batch = this.options.batch ?? 256;
+    const concurrency = this.options.concurrency ?? 1_024;
     this.consumer = this.client.consume(this.names.router, (m) => this.take(m), {
       group: "router",
       deliver: "earliest",
-      batch: this.options.batch ?? 256,
+      batch,
       maxWaitMs: this.options.pollTimeoutMs ?? 2_000,
-      concurrency: this.options.concurrency ?? 1_024,
+      concurrency,
       // A FETCH waits until the broker has stored every SEND before it; under load that wait,
-      // not the routing, set the router's pace with one FETCH at a time.
-      fetches: 2,
+      // not the routing, set the router's pace with one FETCH at a time. A second one only
+      // where both batches find handler slots: messages waiting for a slot sit out their lease.
+      fetches: concurrency >= 2 * batch ? 2 : 1,
       leaseMs: this.options.leaseMs ?? 5_000,
       // The envelope is the JSON payload; the headers only mirror it for plain mq9 tools.
       headerBytes: false,
