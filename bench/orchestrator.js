@@ -1,9 +1,18 @@
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { Agent, createEnvelope, sendEnvelope } from "@mq9/agent";
 import { connect } from "@mq9/client";
-import { cpuTimes, freePort, makeTempDir, progress, removeTempDir, sleep, startMq9Serve } from "./proc.js";
+import {
+  cpuTimes,
+  freePort,
+  makeTempDir,
+  progress,
+  removeTempDir,
+  sleep,
+  startMq9Serve,
+  threadCpuTimes,
+} from "./proc.js";
 import { percentile } from "./stats.js";
 
 const CAPABILITY = "bench.echo";
@@ -242,6 +251,63 @@ async function oneByOne(producer, router, recorder, count) {
   }
 }
 
+/** Busy and idle jiffies of the whole machine so far (the first line of /proc/stat). */
+function machineTicks() {
+  try {
+    const fields = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+    const idle = fields[3] + fields[4];
+    return { idle, total: fields.reduce((a, b) => a + b, 0) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Requests mq9 serve answered so far, by operation, and their summed latency (s), from /metrics. */
+async function requestCounts(api) {
+  const text = await fetch(`${api}/metrics`)
+    .then((r) => r.text())
+    .catch(() => "");
+  const counts = new Map();
+  for (const line of text.split("\n")) {
+    const m = /^mq9_requests_total\{op="([^"]+)",outcome="ok"\} (\d+)/.exec(line);
+    if (m) counts.set(m[1], Number(m[2]));
+    const sum = /^mq9_request_duration_seconds_sum\{op="([^"]+)"\} ([\d.e+-]+)/.exec(line);
+    if (sum) counts.set(`${sum[1]} seconds`, Number(sum[2]));
+  }
+  return counts;
+}
+
+/** Per routed message: CPU µs of each busy thread of mq9 serve, and requests of each operation. */
+function perMessageDetail(threadsBefore, threadsAfter, requestsBefore, requestsAfter, pid, load) {
+  const lines = [];
+  const handled = load.handled;
+  if (threadsBefore && threadsAfter) {
+    const wallMs = load.seconds * 1000;
+    const busy = [...threadsAfter]
+      .map(([tid, t]) => {
+        const before = threadsBefore.get(tid);
+        return { tid, name: t.name, ms: t.ms - (before?.ms ?? 0), waitMs: t.waitMs - (before?.waitMs ?? 0) };
+      })
+      .filter((t) => t.ms > 0)
+      .sort((a, b) => b.ms - a.ms)
+      .map(
+        (t) =>
+          `${t.tid === String(pid) ? "main" : `${t.name}#${t.tid}`} ${Math.round((t.ms * 1000) / handled)}` +
+          ` (on a CPU ${Math.round((100 * t.ms) / wallMs)} %, waiting for one ${Math.round((100 * t.waitMs) / wallMs)} %)`,
+      );
+    lines.push(`mq9 serve CPU µs per routed message by thread: ${busy.join(", ")}`);
+  }
+  const delta = (key) => (requestsAfter.get(key) ?? 0) - (requestsBefore.get(key) ?? 0);
+  const ops = [...requestsAfter.keys()]
+    .filter((op) => !op.endsWith(" seconds") && delta(op) > 0)
+    .map((op) => {
+      const mean = (1000 * delta(`${op} seconds`)) / delta(op);
+      return `${op} ${(delta(op) / handled).toFixed(3)} (mean ${mean.toFixed(2)} ms)`;
+    });
+  if (ops.length > 0) lines.push(`requests per routed message: ${ops.join(", ")}`);
+  return lines;
+}
+
 const fmtMs = (v) => (Number.isFinite(v) ? v.toFixed(3) : "-");
 
 export async function runOrchestratorBench(cfg) {
@@ -278,6 +344,7 @@ export async function runOrchestratorBench(cfg) {
         "none",
         "--templates",
         templates,
+        ...(process.env.BENCH_ORCH_SERVE_ARGS ?? "").split(" ").filter(Boolean),
       ],
     });
     const url = `mq9://127.0.0.1:${port}`;
@@ -293,10 +360,18 @@ export async function runOrchestratorBench(cfg) {
     const router = "orch.router";
     progress(`orchestrator: warm-up, then ${messages} routed messages at ${inFlight} in flight`);
     await burst(producer, router, recorder, Math.min(1_000, messages), inFlight, cfg.phaseMs);
+    const requestsBefore = await requestCounts(api);
+    const threadsBefore = threadCpuTimes(server.pid);
+    const machineBefore = machineTicks();
+    const selfBefore = threadCpuTimes(process.pid)?.get(String(process.pid));
     const cpuBefore = cpuTimes(server.pid);
     const benchBefore = process.cpuUsage();
     const load = await burst(producer, router, recorder, messages, inFlight, cfg.phaseMs);
     const cpuAfter = cpuTimes(server.pid);
+    const threadsAfter = threadCpuTimes(server.pid);
+    const machineAfter = machineTicks();
+    const selfAfter = threadCpuTimes(process.pid)?.get(String(process.pid));
+    const requestsAfter = await requestCounts(api);
     const benchCpu = process.cpuUsage(benchBefore);
     const loaded = recorder.summary();
     const shares = agents.map((a) => a.stats.handled);
@@ -316,6 +391,20 @@ export async function runOrchestratorBench(cfg) {
         `mq9 serve CPU per routed message: ${perMessage(cpuAfter.mainMs - cpuBefore.mainMs)} µs on its main ` +
           `thread (the broker), ${perMessage(cpuAfter.allMs - cpuBefore.allMs)} µs in all its threads; ` +
           `this process (producer and agents): ${perMessage((benchCpu.user + benchCpu.system) / 1000)} µs`,
+      );
+      if (machineBefore && machineAfter) {
+        const idle = (machineAfter.idle - machineBefore.idle) / (machineAfter.total - machineBefore.total);
+        out.push(`the machine's CPUs were ${(100 * idle).toFixed(0)} % idle during the loaded run`);
+      }
+      if (selfBefore && selfAfter) {
+        const pct = (ms) => Math.round(ms / (10 * load.seconds));
+        out.push(
+          `this process's main thread (producer and agents): on a CPU ${pct(selfAfter.ms - selfBefore.ms)} %, ` +
+            `waiting for one ${pct(selfAfter.waitMs - selfBefore.waitMs)} % of the loaded run`,
+        );
+      }
+      out.push(
+        ...perMessageDetail(threadsBefore, threadsAfter, requestsBefore, requestsAfter, server.pid, load),
       );
     }
     out.push("");

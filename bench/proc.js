@@ -1,7 +1,7 @@
 // Child-process, port and temp-dir helpers for the benchmark.
 // Everything started here is tracked so it can be torn down on normal exit, on errors and on Ctrl-C.
 import { execFileSync, spawn } from "node:child_process";
-import { accessSync, constants, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { accessSync, constants, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -120,6 +120,35 @@ function statCpuMs(file) {
 export function cpuTimes(pid) {
   try {
     return { mainMs: statCpuMs(`/proc/${pid}/task/${pid}/stat`), allMs: statCpuMs(`/proc/${pid}/stat`) };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * CPU ms of each thread of a process, by thread id, with the thread's name (`comm`): what
+ * `cpuTimes` sums, split so that a worker thread and V8's platform threads show apart, and
+ * the ms each spent runnable but waiting for a CPU (taken by other processes).
+ * Undefined where /proc cannot be read.
+ */
+export function threadCpuTimes(pid) {
+  try {
+    const threads = new Map();
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const dir = `/proc/${pid}/task/${tid}`;
+      try {
+        // schedstat: ns on a CPU, ns runnable but waiting for one, timeslices.
+        const [, waitNs] = readFileSync(`${dir}/schedstat`, "utf8").split(" ").map(Number);
+        threads.set(tid, {
+          name: readFileSync(`${dir}/comm`, "utf8").trim(),
+          ms: statCpuMs(`${dir}/stat`),
+          waitMs: waitNs / 1e6,
+        });
+      } catch {
+        // The thread ended between the listing and the read.
+      }
+    }
+    return threads;
   } catch {
     return undefined;
   }

@@ -48,6 +48,7 @@ environment (defaults in brackets, quick-run defaults after the slash):
   BENCH_MQ9_CLI         our CLI entry point                              [packages/cli/dist/main.js]
   BENCH_ORCH_MESSAGES   --orchestrator: routed messages of the loaded run     [30000 / 3000]
   BENCH_ORCH_TASKS      --orchestrator: 0 skips the task phases (split, bulkhead)   [1]
+  BENCH_ORCH_SERVE_ARGS --orchestrator: extra flags of mq9 serve, e.g. "--poll-batch 512"   []
   BENCH_MQ9_NODE_ARGS   node flags for our broker (every bench), e.g. "--cpu-prof --cpu-prof-dir=DIR"   [none]
 `;
 

@@ -45,6 +45,12 @@ export interface ConsumeOptions {
   batch?: number;
   /** Handlers running at once (default 1; an async iterator always takes one at a time). */
   concurrency?: number;
+  /**
+   * FETCHes in flight at once (default 1; more needs a group and a handler). A FETCH waits for
+   * the broker to store what was sent before it, so one at a time caps a busy consumer at
+   * `batch` messages per FETCH latency; a second FETCH overlaps the first's wait.
+   */
+  fetches?: number;
   /** ACK after the handler returns (default true; needs a group). When false, call `message.ack()`. */
   autoAck?: boolean;
   /** Long-poll of each FETCH (default 2 000). */
@@ -102,7 +108,10 @@ function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
  */
 export class Consumer implements AsyncIterable<ConsumedMessage> {
   private readonly options: Required<
-    Omit<ConsumeOptions, "group" | "fromTime" | "fromId" | "leaseMs" | "retry" | "headerBytes" | "headerMap">
+    Omit<
+      ConsumeOptions,
+      "group" | "fromTime" | "fromId" | "leaseMs" | "retry" | "headerBytes" | "headerMap" | "fetches"
+    >
   > &
     Pick<ConsumeOptions, "group" | "fromTime" | "fromId" | "leaseMs" | "headerBytes" | "headerMap"> & {
       retry: Required<RetryOptions>;
@@ -120,6 +129,7 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
   private cursor: number | undefined;
   private onStop: (() => void) | undefined;
   private iterated = false;
+  private readonly fetches: number;
 
   constructor(
     private readonly source: ConsumerSource,
@@ -132,6 +142,13 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
     const concurrency = handler ? (options.concurrency ?? 1) : 1;
     if (!Number.isSafeInteger(batch) || batch < 1) throw badOption("batch", batch);
     if (!Number.isSafeInteger(concurrency) || concurrency < 1) throw badOption("concurrency", concurrency);
+    const fetches = options.fetches ?? 1;
+    if (!Number.isSafeInteger(fetches) || fetches < 1) throw badOption("fetches", fetches);
+    // Without a group two FETCHes would read the same messages (one cursor); an iterator takes one at a time.
+    if (fetches > 1 && (!options.group || !handler)) {
+      throw misuse("consume option fetches above 1 needs a group and a handler");
+    }
+    this.fetches = fetches;
     this.options = {
       group: options.group || undefined,
       deliver: options.deliver ?? "latest",
@@ -247,22 +264,33 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
 
   private async run(handler: MessageHandler): Promise<Error | undefined> {
     let failure: Error | undefined;
-    try {
-      while (this.state === "running") {
-        // Fetch only when a handler could start, so fetched messages do not sit out their lease.
-        if (!(await this.acquireSlot())) break;
-        this.releaseSlot();
-        const startedAt = performance.now();
-        const items = await this.fetchBatch();
-        // Messages that arrive while stopping are left alone; their lease brings them back.
-        if (this.state !== "running") break;
-        if (items.length > 0) await this.dispatch(items, handler, startedAt);
+    const fetchLoop = async () => {
+      try {
+        while (this.state === "running") {
+          // Fetch only when a handler could start, so fetched messages do not sit out their lease.
+          if (!(await this.acquireSlot())) break;
+          this.releaseSlot();
+          const startedAt = performance.now();
+          const items = await this.fetchBatch();
+          // Messages that arrive while stopping are left alone; their lease brings them back.
+          if (this.state !== "running") break;
+          if (items.length > 0) await this.dispatch(items, handler, startedAt);
+        }
+      } catch (err) {
+        failure ??= err instanceof Error ? err : new Error(String(err));
+        if (this.state === "running") {
+          this.state = "stopping";
+          this.onStop?.();
+          // The other loops may be waiting in a long-poll or for a slot: they end now too.
+          if (this.fetches > 1) {
+            this.abort.abort();
+            this.wakeSlotWaiters();
+          }
+        }
       }
-    } catch (err) {
-      failure = err instanceof Error ? err : new Error(String(err));
-      this.state = "stopping";
-      this.onStop?.();
-    }
+    };
+    // Each loop claims its own batches from the group, so their FETCHes never share a message.
+    await Promise.all(Array.from({ length: this.fetches }, fetchLoop));
     while (this.running.size > 0) await Promise.all(this.running);
     for (const acker of this.ackers) await acker.idle();
     const reason = new Mq9Error(

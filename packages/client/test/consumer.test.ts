@@ -220,6 +220,41 @@ describe("consume with a handler", () => {
     expect(await leftOver(client, box, "g")).toEqual([b]);
   });
 
+  it("with fetches: 2, two FETCHes are in flight at once and every message is handled once", async () => {
+    const { t } = await setup();
+    const proxy = await TcpProxy.start(t.port);
+    cleanups.push(() => proxy.close());
+    const client = await connect(proxy.url);
+    cleanups.push(() => client.close());
+    const box = await client.createMailbox({ name: boxName() });
+    const handled: number[] = [];
+    const consumer = client.consume(box, (message) => void handled.push(message.msgId), {
+      group: "g",
+      batch: 5,
+      concurrency: 20,
+      fetches: 2,
+      maxWaitMs: 1_000,
+      leaseMs: 5_000,
+    });
+    // Both loops wait in a long-poll on the empty mailbox.
+    await eventually(() => proxy.count(`$mq9.AI.MSG.FETCH.${box}`) === 2);
+    const sent: number[] = [];
+    for (let i = 0; i < 60; i++) sent.push(await client.send(box, `m${i}`));
+    await eventually(() => handled.length >= 60);
+    await consumer.stop();
+    expect([...handled].sort((a, b) => a - b)).toEqual(sent);
+    expect(await leftOver(client, box, "g")).toEqual([]);
+  });
+
+  it("fetches above 1 without a group is refused, and so is a count that is not a whole number", async () => {
+    const { client, box } = await setup();
+    expect(() => client.consume(box, () => {}, { fetches: 2 })).toThrow(/needs a group and a handler/);
+    expect(() => client.consume(box, { group: "g", fetches: 2 })).toThrow(/needs a group and a handler/);
+    expect(() => client.consume(box, () => {}, { group: "g", fetches: 0 })).toThrow(
+      /fetches must be a positive/,
+    );
+  });
+
   it("long-polls: an idle consumer sends a FETCH per wait, not a busy loop", async () => {
     const { t } = await setup();
     const proxy = await TcpProxy.start(t.port);

@@ -51,7 +51,7 @@ export interface OrchestratorOptions {
   pollBatch?: number;
   /** Longest wait (ms) of one FETCH when a mailbox is empty (default 2 000). */
   pollTimeoutMs?: number;
-  /** Messages the router mailbox's consumer handles at once (default 256). */
+  /** Messages the router mailbox's consumer handles at once (default 1 024). */
   routerConcurrency?: number;
   /** Share (0..1) of routed messages that get a log line (default 0.01); tasks and steps always do. */
   logSampleRate?: number;

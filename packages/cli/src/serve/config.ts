@@ -176,8 +176,11 @@ export const ServeConfigSchema = z
         pollBatch: positiveInt.default(256),
         /** Longest wait (ms) of one FETCH of an empty mailbox. */
         pollTimeoutMs: positiveInt.default(2_000),
-        /** Messages of the router mailbox handled at once. */
-        routerConcurrency: positiveInt.default(256),
+        /**
+         * Messages of the router mailbox handled at once: each waits for its SEND, so this over
+         * the SEND latency bounds the router's rate; above pollBatch, FETCHes overlap the SENDs.
+         */
+        routerConcurrency: positiveInt.default(1_024),
         /** Share (0..1) of routed messages with a log line (debug); tasks and steps always get one. */
         logSampleRate: z.number().min(0).max(1).default(0.01),
         webhooks: z
@@ -528,7 +531,7 @@ export const SETTINGS: Setting[] = [
     flag: "router-concurrency",
     env: "MQ9_ROUTER_CONCURRENCY",
     kind: "number",
-    help: "router messages handled at once (default 256)",
+    help: "router messages handled at once (default 1024)",
   },
   {
     path: ["orchestrator", "logSampleRate"],

@@ -67,7 +67,11 @@ export interface RouterOptions {
   batch?: number;
   /** Longest wait of one FETCH of the router mailbox when it is empty (default 2 000). */
   pollTimeoutMs?: number;
-  /** Concurrent deliveries of the router mailbox's consumer (default 256). */
+  /**
+   * Concurrent deliveries of the router mailbox's consumer (default 1 024). Each delivery waits
+   * for its SEND to be stored, so this bounds the router's rate at concurrency / SEND latency;
+   * above the FETCH batch, the next FETCH goes out while the last batch's SENDs are in flight.
+   */
   concurrency?: number;
   /** Work in progress one agent may have before the router passes it over (0 = no limit, the default). */
   agentConcurrency?: number;
@@ -167,12 +171,18 @@ export class Router {
 
   /** Starts delivering what agents put in the router mailbox. */
   listen(): void {
+    const batch = this.options.batch ?? 256;
+    const concurrency = this.options.concurrency ?? 1_024;
     this.consumer = this.client.consume(this.names.router, (m) => this.take(m), {
       group: "router",
       deliver: "earliest",
-      batch: this.options.batch ?? 256,
+      batch,
       maxWaitMs: this.options.pollTimeoutMs ?? 2_000,
-      concurrency: this.options.concurrency ?? 256,
+      concurrency,
+      // A FETCH waits until the broker has stored every SEND before it; under load that wait,
+      // not the routing, set the router's pace with one FETCH at a time. A second one only
+      // where both batches find handler slots: messages waiting for a slot sit out their lease.
+      fetches: concurrency >= 2 * batch ? 2 : 1,
       leaseMs: this.options.leaseMs ?? 5_000,
       // The envelope is the JSON payload; the headers only mirror it for plain mq9 tools.
       headerBytes: false,
