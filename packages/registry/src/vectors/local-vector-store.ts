@@ -383,11 +383,18 @@ export class LocalVectorStore implements VectorStore {
       }
       return;
     }
-    for (let i = 0; i < result.neighbors.length; i++) {
-      const label = result.neighbors[i];
-      const score = this.norms.score(query, label, 1 - result.distances[i]);
-      // Once `top` is full, a point's docs (all of this score) enter only above its floor.
-      points.forEachDoc(label, (id) => {
+    const { neighbors, distances } = result;
+    const scores = new Float64Array(neighbors.length);
+    for (let i = 0; i < neighbors.length; i++) {
+      scores[i] = this.norms.score(query, neighbors[i], 1 - distances[i]);
+    }
+    // Best exact score first: each doc then enters `top` at its end, and once `top` is full the
+    // first point at or below its floor ends the walk (no later one can enter).
+    const order = Array.from(scores.keys()).sort((a, b) => scores[b] - scores[a]);
+    for (const i of order) {
+      const score = scores[i];
+      if (score <= top.floor) break;
+      points.forEachDoc(neighbors[i], (id) => {
         if (score <= top.floor) return false;
         if (!accept || accept(id)) top.offer(id, this.agentOf.get(id)!, score);
         return true;
