@@ -674,7 +674,7 @@ async function partVectors(cfg, out) {
   if (keptDir === undefined) removeTempDir(dir);
   out.push("");
   out.push(
-    `${lancedb ? "LanceDB vector store (BENCH_REG_STORE=lancedb)" : "default vector store"} alone — ${total.toLocaleString("en-US")} skill vectors (${dims} dims; distinct blends of ${base.length} real card embeddings), ${lancedb ? "IVF_HNSW_SQ M=16 efC=100 efSearch=128 refine=5" : `HNSW M=16 efC=100 efSearch=128, ${centred ? "centred graph" : "raw graph (BENCH_REG_CENTRED=0)"}`} (${load()})`,
+    `${lancedb ? "LanceDB vector store (BENCH_REG_STORE=lancedb)" : "default vector store"} alone — ${total.toLocaleString("en-US")} skill vectors (${dims} dims; distinct blends of ${base.length} real card embeddings), ${lancedb ? "IVF_HNSW_SQ M=16 efC=100 efSearch=128 refine=5" : `HNSW M=16 efC=100 ef max(128, points / 2,000), every point the search kept scored exactly, ${centred ? "centred graph" : "raw graph (BENCH_REG_CENTRED=0)"}`} (${load()})`,
   );
   out.push(
     reused
