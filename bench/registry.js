@@ -582,7 +582,9 @@ async function partVectors(cfg, out) {
   const openS = (performance.now() - openStart) / 1000;
   const total = cfg.vectors;
   if (reused && (await store.count()) !== total)
-    throw new Error(`${keptDir} holds ${await store.count()} vectors, not ${total}: remove it or pick another folder`);
+    throw new Error(
+      `${keptDir} holds ${await store.count()} vectors, not ${total}: remove it or pick another folder`,
+    );
   progress(
     `vectors: ${reused ? "making" : "upserting"} ${total.toLocaleString("en-US")} vectors (${dims} dims)${reused ? `; the store in ${keptDir} holds them already` : ""}`,
   );
