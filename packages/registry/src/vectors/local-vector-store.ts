@@ -354,7 +354,8 @@ export class LocalVectorStore implements VectorStore {
   /**
    * Offers the docs of the nearest points to `top`. Each point stands for at
    * least one doc that passes `accept`, so `limit` points would be enough if
-   * the graph ranked them by the exact score.
+   * the graph ranked them by the exact score; it does not, so all the points
+   * the search kept are scored.
    */
   private searchIndex(
     vector: Float32Array,
@@ -364,12 +365,15 @@ export class LocalVectorStore implements VectorStore {
   ): void {
     const points = this.points;
     if (!this.index || !this.space || points.pointCount === 0) return;
-    // The graph ranks points by their similarity in its space: twice as many, scored exactly,
-    // keep a point that ranks a little lower there than by its exact score.
-    const k = Math.min(2 * limit, points.pointCount);
     // A larger graph needs a broader search for the same recall: past 256k points the breadth
     // grows with the size (500 at 1M), while the time per query stays far below the budget.
-    this.index.setEf(Math.max(this.efSearch, k, Math.ceil(points.pointCount / 2000)));
+    const ef = Math.max(this.efSearch, 2 * limit, Math.ceil(points.pointCount / 2000));
+    this.index.setEf(ef);
+    // The graph ranks points by their similarity in its space, which is not the exact score (the
+    // mean direction's share differs from point to point): every point the search kept is scored
+    // exactly, so one that ranks lower there than by its exact score is not lost. The search
+    // holds those ef points anyway; scoring them costs little beside finding them.
+    const k = Math.min(ef, points.pointCount);
     const query = this.space.project(vector);
     let result: { distances: number[]; neighbors: number[] };
     try {
@@ -383,11 +387,18 @@ export class LocalVectorStore implements VectorStore {
       }
       return;
     }
-    for (let i = 0; i < result.neighbors.length; i++) {
-      const label = result.neighbors[i];
-      const score = this.norms.score(query, label, 1 - result.distances[i]);
-      // Once `top` is full, a point's docs (all of this score) enter only above its floor.
-      points.forEachDoc(label, (id) => {
+    const { neighbors, distances } = result;
+    const scores = new Float64Array(neighbors.length);
+    for (let i = 0; i < neighbors.length; i++) {
+      scores[i] = this.norms.score(query, neighbors[i], 1 - distances[i]);
+    }
+    // Best exact score first: each doc then enters `top` at its end, and once `top` is full the
+    // first point at or below its floor ends the walk (no later one can enter).
+    const order = Array.from(scores.keys()).sort((a, b) => scores[b] - scores[a]);
+    for (const i of order) {
+      const score = scores[i];
+      if (score <= top.floor) break;
+      points.forEachDoc(neighbors[i], (id) => {
         if (score <= top.floor) return false;
         if (!accept || accept(id)) top.offer(id, this.agentOf.get(id)!, score);
         return true;
