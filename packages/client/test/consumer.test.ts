@@ -16,6 +16,17 @@ async function setup(): Promise<{ t: TestBroker; client: Mq9Client; box: string 
   return { t, client, box };
 }
 
+/** A client that reaches the broker through a proxy counting what it carries, and a fresh mailbox. */
+async function setupProxied(): Promise<{ proxy: TcpProxy; client: Mq9Client; box: string }> {
+  const { t } = await setup();
+  const proxy = await TcpProxy.start(t.port);
+  cleanups.push(() => proxy.close());
+  const client = await connect(proxy.url);
+  cleanups.push(() => client.close());
+  const box = await client.createMailbox({ name: boxName() });
+  return { proxy, client, box };
+}
+
 /** What is left for `group` once every lease has run out: nothing, if everything was ACKed. */
 async function leftOver(client: Mq9Client, box: string, group: string): Promise<number[]> {
   const messages = await client.fetch(box, { group, maxWaitMs: 0, leaseMs: 60_000 });
@@ -221,12 +232,7 @@ describe("consume with a handler", () => {
   });
 
   it("with fetches: 2, two FETCHes are in flight at once and every message is handled once", async () => {
-    const { t } = await setup();
-    const proxy = await TcpProxy.start(t.port);
-    cleanups.push(() => proxy.close());
-    const client = await connect(proxy.url);
-    cleanups.push(() => client.close());
-    const box = await client.createMailbox({ name: boxName() });
+    const { proxy, client, box } = await setupProxied();
     const handled: number[] = [];
     const consumer = client.consume(box, (message) => void handled.push(message.msgId), {
       group: "g",
@@ -256,12 +262,7 @@ describe("consume with a handler", () => {
   });
 
   it("long-polls: an idle consumer sends a FETCH per wait, not a busy loop", async () => {
-    const { t } = await setup();
-    const proxy = await TcpProxy.start(t.port);
-    cleanups.push(() => proxy.close());
-    const client = await connect(proxy.url);
-    cleanups.push(() => client.close());
-    const box = await client.createMailbox({ name: boxName() });
+    const { proxy, client, box } = await setupProxied();
     const consumer = client.consume(box, () => {}, { group: "g", maxWaitMs: 1_000 });
     await sleep(1_500);
     await consumer.stop();
