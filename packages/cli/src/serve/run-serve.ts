@@ -137,32 +137,6 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
     say(explainStartFailure(err, config));
     process.exit(1);
   }
-  const scheme = config.tls.cert ? "mq9s" : "mq9";
-  const http = broker.http;
-  if (broker.cluster) {
-    logger.info(
-      { node: broker.cluster.options.nodeId, nats: config.cluster.nats, httpPort: http?.port },
-      `mq9 cluster node ${broker.cluster.options.nodeId} ready: clients connect to ${config.cluster.nats.join(", ")}; HTTP on http://${http?.host}:${http?.port}`,
-    );
-  } else
-    logger.info(
-      {
-        host: broker.host,
-        port: broker.port,
-        httpPort: http?.port,
-        data: config.storage.data,
-        sync: config.storage.sync,
-      },
-      `mq9 broker ready on ${scheme}://${broker.host}:${broker.port}; HTTP on http://${http?.host}:${http?.port} (dashboard at /, /api/v1, /healthz, /metrics, /mcp, /a2a)`,
-    );
-  const users = config.auth.users;
-  if (users !== undefined && !broker.cluster) {
-    const admins = users.filter((u) => u.admin === true).length;
-    logger.info(
-      { users: users.length, admins },
-      `${users.length} users configured: clients are isolated (own replies and inboxes only, mailboxes and registrations belong to their creators); the HTTP routes take admin users only`,
-    );
-  }
   agentApps.start(broker.host, broker.port);
   // In a cluster, one node at a time runs the orchestrator (see OrchestratorLeadership).
   const shared = clustered?.store;
@@ -208,4 +182,31 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
   };
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("SIGTERM", () => stop("SIGTERM"));
+  // Ready only once a signal drains: whoever waits for this line may stop the broker at once.
+  const scheme = config.tls.cert ? "mq9s" : "mq9";
+  const http = broker.http;
+  if (broker.cluster) {
+    logger.info(
+      { node: broker.cluster.options.nodeId, nats: config.cluster.nats, httpPort: http?.port },
+      `mq9 cluster node ${broker.cluster.options.nodeId} ready: clients connect to ${config.cluster.nats.join(", ")}; HTTP on http://${http?.host}:${http?.port}`,
+    );
+  } else
+    logger.info(
+      {
+        host: broker.host,
+        port: broker.port,
+        httpPort: http?.port,
+        data: config.storage.data,
+        sync: config.storage.sync,
+      },
+      `mq9 broker ready on ${scheme}://${broker.host}:${broker.port}; HTTP on http://${http?.host}:${http?.port} (dashboard at /, /api/v1, /healthz, /metrics, /mcp, /a2a)`,
+    );
+  const users = config.auth.users;
+  if (users !== undefined && !broker.cluster) {
+    const admins = users.filter((u) => u.admin === true).length;
+    logger.info(
+      { users: users.length, admins },
+      `${users.length} users configured: clients are isolated (own replies and inboxes only, mailboxes and registrations belong to their creators); the HTTP routes take admin users only`,
+    );
+  }
 }
