@@ -1,4 +1,5 @@
 import { mkdirSync, renameSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { type Logger, StorageError, silentLogger } from "@mq9/broker";
@@ -6,6 +7,7 @@ import { TwoGenerationMap } from "@mq9/protocol";
 import Database from "better-sqlite3";
 import { CentredSpace, PointNorms } from "./centred-space.js";
 import { FlatVectors, TopK } from "./flat-vectors.js";
+import { chooseHnswBuild } from "./hnswlib-build.js";
 import { SharedPoints, sameVector, vectorHash } from "./shared-points.js";
 import type {
   VectorFilter,
@@ -43,12 +45,26 @@ interface Hnsw {
 }
 type HnswModule = { HierarchicalNSW: new (space: "ip" | "l2" | "cosine", dimensions: number) => Hnsw };
 
-async function importHnsw(): Promise<HnswModule | undefined> {
+interface LoadedHnsw {
+  module: HnswModule;
+  description: string;
+}
+
+async function importHnsw(): Promise<LoadedHnsw | undefined> {
+  const chosen = chooseHnswBuild();
+  if (chosen.specifier !== "hnswlib-node") {
+    try {
+      const module = createRequire(import.meta.url)(chosen.specifier) as HnswModule;
+      return { module, description: chosen.description };
+    } catch (err) {
+      chosen.description = `generic build (native build failed to load: ${(err as Error).message})`;
+    }
+  }
   // A variable specifier: hnswlib-node is optional; without it the store stays exact.
   const specifier = "hnswlib-node";
   try {
     const mod = (await import(specifier)) as HnswModule & { default?: HnswModule };
-    return mod.HierarchicalNSW ? mod : mod.default;
+    return { module: mod.HierarchicalNSW ? mod : mod.default!, description: chosen.description };
   } catch {
     return undefined;
   }
@@ -242,10 +258,13 @@ export class LocalVectorStore implements VectorStore {
   }
 
   private hnsw(): Promise<HnswModule | undefined> {
-    this.hnswModule ??= importHnsw().then((module) => {
-      if (!module)
+    this.hnswModule ??= importHnsw().then((loaded) => {
+      if (!loaded) {
         this.logger.warn("hnswlib-node is not installed: vector search stays exact (slow past ~100k skills)");
-      return module;
+        return undefined;
+      }
+      this.logger.info(`vector index: hnswlib ${loaded.description}`);
+      return loaded.module;
     });
     return this.hnswModule;
   }
