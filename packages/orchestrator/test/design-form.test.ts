@@ -61,6 +61,25 @@ describe("the design's template form", () => {
       "t.yaml:3:5: step 's': needs an 'agent', a 'capability', or mode merge with 'depends_on'",
     ]);
   });
+
+  it("a typo gets the name it most likely meant: a key, a mode, a step in depends_on", () => {
+    const typos = [
+      "task_type: t",
+      "steps:",
+      "  - id: summarize",
+      "    capability: x",
+      "    mode: pipline",
+      "  - id: m",
+      "    mode: merge",
+      "    depend_on: [summarize]",
+      "    depends_on: [sumarize]",
+    ].join("\n");
+    expect(problemsOf(typos)).toEqual([
+      "t.yaml:5:11: step 'summarize': 'mode' must be pipeline, fan_out, merge (got 'pipline'); did you mean 'pipeline'?",
+      "t.yaml:6:5: step 'm' depends on unknown step 'sumarize'; did you mean 'summarize'?",
+      "t.yaml:8:5: step 'm': unknown key 'depend_on'; did you mean 'depends_on'?",
+    ]);
+  });
 });
 
 /** Written as the design shows it: `handle_message`, and the context destructured. */

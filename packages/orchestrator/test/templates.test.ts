@@ -93,7 +93,7 @@ steps:
     when: "outputs.two.score >> 3"
 `;
     expect(problemsOf(text)).toEqual([
-      "t.yaml:2:1: template: unknown key 'stepz' (allowed: name, task_type, description, timeout, max_hops, steps)",
+      "t.yaml:2:1: template: unknown key 'stepz'; did you mean 'steps'?",
       "t.yaml:4:5: step 'one': give either 'agent' or 'capability', not both",
       "t.yaml:7:5: step 'two' depends on unknown step 'three'",
       "t.yaml:10:14: step 'two': 'timeout' must be a duration like 500ms, 30s or 2m",

@@ -1,3 +1,4 @@
+import { closestName } from "@mq9/protocol";
 import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument, type YAMLMap } from "yaml";
 import { ConditionError, compileCondition } from "./condition.js";
 import { topologicalOrder } from "./dag.js";
@@ -75,7 +76,9 @@ class Checker {
     for (const pair of map.items) {
       const key = isScalar(pair.key) ? String(pair.key.value) : "";
       if (!allowed.has(key)) {
-        this.report(pair.key as Node, `${where}: unknown key '${key}' (allowed: ${[...allowed].join(", ")})`);
+        const guess = closestName(key, allowed);
+        const hint = guess ? `; did you mean '${guess}'?` : ` (allowed: ${[...allowed].join(", ")})`;
+        this.report(pair.key as Node, `${where}: unknown key '${key}'${hint}`);
       }
     }
   }
@@ -133,9 +136,12 @@ function readMode(checker: Checker, map: YAMLMap, where: string): Mode | undefin
   const node = map.get("mode", true) as Node | undefined;
   if (node === undefined) return undefined;
   if (isScalar(node) && MODES.includes(node.value as Mode)) return node.value as Mode;
+  const got = isScalar(node) ? String(node.value) : undefined;
+  const guess = got === undefined ? undefined : closestName(got, MODES);
+  const hint = guess ? `; did you mean '${guess}'?` : "";
   checker.report(
     node,
-    `${where}: 'mode' must be ${MODES.join(", ")} (got '${String(isScalar(node) ? node.value : "a list or map")}')`,
+    `${where}: 'mode' must be ${MODES.join(", ")} (got '${got ?? "a list or map"}')${hint}`,
   );
   return undefined;
 }
@@ -300,8 +306,10 @@ function readTemplate(text: string, file: string): ParsedTemplate {
   });
   for (const step of steps) {
     for (const dep of step.dependsOn) {
-      if (!seen.has(dep))
-        checker.report(stepNodes.get(step.id), `step '${step.id}' depends on unknown step '${dep}'`);
+      if (seen.has(dep)) continue;
+      const guess = closestName(dep, seen.keys());
+      const hint = guess ? `; did you mean '${guess}'?` : "";
+      checker.report(stepNodes.get(step.id), `step '${step.id}' depends on unknown step '${dep}'${hint}`);
     }
   }
   if (checker.problems.length > 0) return { problems: checker.problems };
