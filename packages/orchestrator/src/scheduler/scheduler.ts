@@ -131,7 +131,11 @@ export class Scheduler {
     const logger = options.logger ?? namedStderrLogger("mq9 orchestrator");
     this.reportError = options.onError ?? ((error) => logger.warn(error.message));
     this.messageTtlS = options.messageTtlSeconds ?? 7 * 86_400;
-    this.admission = new TaskAdmission(options.maxTasksInFlight ?? 10_000, options.queueCapacity ?? 10_000);
+    this.admission = new TaskAdmission(
+      options.maxTasksInFlight ?? 10_000,
+      options.queueCapacity ?? 10_000,
+      this.now,
+    );
     this.inProgress = new WorkInProgress(options.router, this.now);
     this.workContext = {
       inbox: options.names.inbox,

@@ -2,6 +2,12 @@ import { OrchestratorError } from "../errors.js";
 import type { TaskRecord } from "./task-record.js";
 import { isTerminal } from "./task-state.js";
 
+/** Finishes remembered to tell the pace at which places free up. */
+const PACE_WINDOW = 16;
+/** Retry-After bounds: never "now", and never so late that a client gives up on a busy but moving queue. */
+const MIN_RETRY_AFTER_S = 1;
+const MAX_RETRY_AFTER_S = 60;
+
 /**
  * How many tasks run at once: up to `maxInFlight`, later ones wait in a queue (pending,
  * `queued`) of at most `capacity`, beyond which a submission is refused with QUEUE_FULL.
@@ -11,11 +17,17 @@ export class TaskAdmission {
   private readonly queue: TaskRecord[] = [];
   /** Started and not finished. */
   private running = 0;
+  /** When the last few tasks ended, oldest first. */
+  private readonly finishes: number[] = [];
+  private readonly since: number;
 
   constructor(
     private readonly maxInFlight: number,
     private readonly capacity: number,
-  ) {}
+    private readonly now: () => number = Date.now,
+  ) {
+    this.since = now();
+  }
 
   /** Whether a new task has to wait in the queue; throws QUEUE_FULL when the queue is full too. */
   mustQueue(): boolean {
@@ -24,10 +36,27 @@ export class TaskAdmission {
       throw new OrchestratorError(
         "QUEUE_FULL",
         `the orchestrator runs ${this.running} tasks (maxTasksInFlight ${this.maxInFlight}) and ${this.queue.length} wait (queueCapacity ${this.capacity}); try again later`,
-        { retryAfterSeconds: 1 },
+        { retryAfterSeconds: this.retryAfterSeconds() },
       );
     }
     return full;
+  }
+
+  /**
+   * When a refused submission may find room: a place frees when a task ends, so the mean
+   * gap between recent ends, or the time since the last one when that is longer (a queue
+   * that stopped moving should not be hammered every second).
+   */
+  retryAfterSeconds(): number {
+    const now = this.now();
+    const last = this.finishes.at(-1) ?? this.since;
+    let gapMs = now - last;
+    if (this.finishes.length >= 2) {
+      const mean = (last - this.finishes[0]) / (this.finishes.length - 1);
+      gapMs = Math.max(gapMs, mean);
+    }
+    const seconds = Math.ceil(gapMs / 1000);
+    return Math.min(MAX_RETRY_AFTER_S, Math.max(MIN_RETRY_AFTER_S, seconds));
   }
 
   /** Takes back what was stored: the queued tasks (oldest first) and the count of those running. */
@@ -59,6 +88,8 @@ export class TaskAdmission {
 
   /** A task ended: it frees its place, running or queued. */
   finished(record: TaskRecord): void {
+    this.finishes.push(this.now());
+    if (this.finishes.length > PACE_WINDOW) this.finishes.shift();
     if (!record.state.queued) {
       this.running = Math.max(0, this.running - 1);
     } else {
