@@ -144,6 +144,19 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
       result: { summary: "Agents talk.", keywords: ["agents", "mail"], quality_score: 0.92 },
     });
     expect(typeof res.body.task_id).toBe("string");
+    // Each test agent also answers its own name as `agent`: three inputs gave that field, the
+    // last one's value is kept, and the clash is said in the task and in a warning.
+    expect(res.body.result.agent).toBe("quality");
+    const clashes = { agent: ["summarize", "extract_keywords", "check_quality"] };
+    expect(res.body.steps.merge_result.merge_clashes).toEqual(clashes);
+    const warned = await until("the merge step's warning", () =>
+      served.logs().find((l) => l.task_id === res.body.task_id && l.step_id === "merge_result"),
+    );
+    expect(warned).toMatchObject({
+      level: 40,
+      msg: "orchestrator: step merge_result completed; inputs clashed on agent (the last kept)",
+      merge_clashes: clashes,
+    });
     // The SDK took the design's tags object, registered as "key:value" tags.
     const { body } = await http("GET", `${served.api}/api/agents`);
     const summarizer = body.agents.find((a: Json) => a.name === "summarizer");

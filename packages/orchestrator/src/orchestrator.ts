@@ -210,7 +210,11 @@ export class Orchestrator implements OrchestratorApi {
               ? step.finished_at - step.started_at
               : undefined;
           metrics.stepFinished(step.status, duration);
-          log("info", `step ${step.id} ${step.status}`, {
+          // A merge whose inputs gave one field twice lost a value: said out loud, by field name only.
+          const clashed = step.merge_clashes ? Object.keys(step.merge_clashes) : [];
+          const level = clashed.length > 0 ? "warn" : "info";
+          const clash = clashed.length > 0 ? `; inputs clashed on ${clashed.join(", ")} (the last kept)` : "";
+          log(level, `step ${step.id} ${step.status}${clash}`, {
             task_id: task.task_id,
             trace_id: task.trace_id,
             step_id: step.id,
@@ -219,6 +223,7 @@ export class Orchestrator implements OrchestratorApi {
             attempts: step.attempts,
             duration_ms: duration,
             error: step.error,
+            merge_clashes: step.merge_clashes,
           });
         },
         onFinished: (task) => {

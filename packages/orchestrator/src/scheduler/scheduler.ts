@@ -526,7 +526,9 @@ export class Scheduler {
           }
         }
         if (step.merge) {
-          st.output = mergeOutput(step, state);
+          const merged = mergeOutput(step, state);
+          st.output = merged.output;
+          if (merged.clashes) st.merge_clashes = merged.clashes;
           moveWork(st, "completed", now, `step '${step.id}'`);
           st.started_at = now;
           state.completed_order.push(step.id);

@@ -25,22 +25,36 @@ export function stepInput(step: StepTemplate, task: TaskState): unknown {
   return pick(task, step.dependsOn);
 }
 
+/** A merge step's output, and the fields that more than one input gave (see mergeOutput). */
+export interface MergeResult {
+  output: Record<string, unknown>;
+  /** Field -> the steps that gave it, in merge order; the last one's value was kept. */
+  clashes?: Record<string, string[]>;
+}
+
 /**
  * A merge step's output. By step (`merge: [a, b]`): `{ a: output, b: output }` of the listed
  * steps that completed. By fields (`mode: merge`): the fields of their object outputs in one
- * object, in the listed order (a later step's field wins a clash); an output that is not an
- * object is kept under its step's id.
+ * object, in the listed order; an output that is not an object is kept under its step's id.
+ * A field given by several inputs keeps the last one's value and is reported in `clashes`,
+ * so a lost value is never silent.
  */
-export function mergeOutput(step: StepTemplate, task: TaskState): Record<string, unknown> {
+export function mergeOutput(step: StepTemplate, task: TaskState): MergeResult {
   const byStep = pick(task, step.merge ?? []);
-  if (step.mergeStyle !== "fields") return byStep;
+  if (step.mergeStyle !== "fields") return { output: byStep };
   const merged: Record<string, unknown> = {};
+  const givers: Record<string, string[]> = {};
+  const give = (field: string, id: string, value: unknown) => {
+    merged[field] = value;
+    givers[field] = [...(givers[field] ?? []), id];
+  };
   for (const [id, output] of Object.entries(byStep)) {
-    if (typeof output === "object" && output !== null && !Array.isArray(output))
-      Object.assign(merged, output);
-    else merged[id] = output;
+    if (typeof output === "object" && output !== null && !Array.isArray(output)) {
+      for (const [field, value] of Object.entries(output)) give(field, id, value);
+    } else give(id, id, output);
   }
-  return merged;
+  const clashes = Object.fromEntries(Object.entries(givers).filter(([, ids]) => ids.length > 1));
+  return Object.keys(clashes).length > 0 ? { output: merged, clashes } : { output: merged };
 }
 
 /**

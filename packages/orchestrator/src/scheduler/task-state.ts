@@ -76,6 +76,8 @@ export interface StepState extends WorkState {
   /** Who did (or does) the work. */
   agent?: string;
   output?: unknown;
+  /** A `mode: merge` step: fields its inputs both gave -> those steps (the last one's value is kept). */
+  merge_clashes?: Record<string, string[]>;
 }
 
 export interface CompensationState extends WorkState {
