@@ -1,5 +1,6 @@
 // The orchestrator as a new user meets it: `mq9 serve` with templates, agents in processes
 // of their own (written as the design shows them), and the HTTP API, metrics and logs.
+import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -168,6 +169,25 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
       .at(-1);
     expect(reloaded).toMatchObject({ level: 30, msg: "orchestrator: templates reloaded: 6 task types" });
     expect(reloaded?.task_types).toContain("content_analysis");
+  });
+
+  it("POST /api/tasks takes the design's curl as printed: -d without a content type", () => {
+    const call = (body: string) =>
+      JSON.parse(
+        execFileSync("curl", ["-s", "-X", "POST", `${served.api}/api/tasks`, "-d", body], {
+          encoding: "utf8",
+        }),
+      );
+    const done = call('{"task_type":"content_analysis","payload":{"article_content":"Agents talk."}}');
+    expect(done).toMatchObject({
+      status: "completed",
+      result: { summary: "Agents talk.", quality_score: 0.92 },
+    });
+    // A body that is not JSON gets the API's own error, whatever its content type says.
+    expect(call("task_type=content_analysis")).toEqual({
+      error: "the request body is not JSON",
+      code: "INVALID_REQUEST",
+    });
   });
 
   it("shares work 3:1 by weight, at a trickle and at a burst", async () => {

@@ -8,6 +8,7 @@ import {
   OrchestratorError,
   type RouteRegistrar,
 } from "@mq9/orchestrator";
+import type { FastifyInstance } from "fastify";
 import { appConnection } from "./app-connection.js";
 import type { ServeConfig } from "./config.js";
 import { toError } from "./failure-converter.js";
@@ -43,6 +44,22 @@ export class ServeOrchestrator {
   /** Mounts /api/tasks, /api/traces, /api/agents, /api/dead-letters (503 until `start` is done). */
   routes = (app: RouteRegistrar): void => {
     mountOrchestratorApi(app, () => this.api);
+  };
+
+  /**
+   * The routes on serve's HTTP server. `curl -d '{…}'`, as the design prints the call,
+   * labels its JSON form-encoded: any body is read as text and parsed as JSON by the API,
+   * so such a call works and a body that is not JSON gets the API's own INVALID_REQUEST.
+   */
+  mountHttp = async (app: FastifyInstance): Promise<void> => {
+    await app.register(async (scope) => {
+      const asText = (_request: unknown, body: string | Buffer, done: (err: null, body: string) => void) =>
+        done(null, String(body));
+      scope.removeContentTypeParser("application/json");
+      scope.addContentTypeParser("application/json", { parseAs: "string" }, asText);
+      scope.addContentTypeParser("*", { parseAs: "string" }, asText);
+      this.routes(scope);
+    });
   };
 
   /**

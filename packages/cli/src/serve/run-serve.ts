@@ -85,7 +85,7 @@ function brokerOptions(
       allowedOrigins: http.allowedOrigins,
       routes: async (app: Parameters<ServeAgentApps["routes"]>[0], api: RestApi) => {
         await agentApps.routes(app);
-        if (orchestrator.enabled) await orchestrator.routes(app);
+        if (orchestrator.enabled) await orchestrator.mountHttp(app);
         // Loaded by serve alone: its schemas would cost every other command.
         const { mountOrchestratorRestRoutes } = await import("./rest-orchestrator.js");
         mountOrchestratorRestRoutes(api.router, orchestrator.enabled ? orchestrator.routes : undefined);
