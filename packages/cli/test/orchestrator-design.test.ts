@@ -388,6 +388,59 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
       return body.steps.work.status === "running" && body.steps.work.agent === "manual-agent";
     });
   }, 60_000);
+
+  it("mq9 agent register --manifest with a bad file says what to fix, exits 2, registers nothing", async () => {
+    const dir = tempDir();
+    const bad: [string, string, string][] = [
+      [
+        "typo.json",
+        '{"name":"bad-typo","capabilites":["x"]}',
+        "agent 'bad-typo': unknown key 'capabilites'; did you mean 'capabilities'?",
+      ],
+      [
+        "noname.json",
+        '{"capabilities":["x"]}',
+        "'name' is required: the agent's name, lowercase letters, digits, '.', '_' or '-' (at most 100)",
+      ],
+      [
+        "nocaps.json",
+        '{"name":"bad-nocaps"}',
+        `agent 'bad-nocaps': 'capabilities' is required: a list of what it does, e.g. ["summarize"]`,
+      ],
+      [
+        "endpoint.json",
+        '{"name":"bad-endpoint","capabilities":["x"],"endpoint":"agent/x"}',
+        "agent 'bad-endpoint': endpoint 'agent/x' is neither a mail address, mq9://host:port/<mail address>, nor a URL",
+      ],
+      [
+        "weight.json",
+        '{"name":"bad-weight","capabilities":["x"],"weight":0}',
+        "agent 'bad-weight': weight must be a number > 0",
+      ],
+      ["syntax.json", '{\n  "name": "bad-syntax",\n  capabilities: []\n}', ":3:3 is not JSON: "],
+    ];
+    for (const [file, text, message] of bad) {
+      writeFileSync(join(dir, file), text);
+      const reg = await runCli(["agent", "register", "--manifest", join(dir, file), "--server", server]);
+      expect(reg.code, file).toBe(2);
+      expect(reg.stdout, file).toBe("");
+      expect(reg.stderr, file).toContain(message);
+    }
+    const missing = await runCli([
+      "agent",
+      "register",
+      "--manifest",
+      join(dir, "none.json"),
+      "--server",
+      server,
+    ]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toBe(`mq9: cannot read ${join(dir, "none.json")}: no such file\n`);
+    for (const name of ["bad-typo", "bad-nocaps", "bad-endpoint", "bad-weight", "bad-syntax"]) {
+      const got = await runCli(["agent", "get", "--name", name, "--server", server]);
+      expect(got.stderr, name).toBe(`mq9: no agent is registered with name ${name}\n`);
+    }
+  });
 });
 
 describe("mq9 serve's orchestrator settings", () => {

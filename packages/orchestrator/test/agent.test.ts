@@ -1,6 +1,7 @@
 import { connect } from "@mq9/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  type AgentManifest,
   createEnvelope,
   type Envelope,
   ManifestError,
@@ -193,8 +194,28 @@ describe("agent SDK", () => {
       "agent 'ok': max_concurrency must be a whole number >= 1",
     );
     expect(() => resolveManifest({ name: "ok", capabilities: ["has space"] })).toThrow(
-      /capabilities must be a list of names/,
+      `agent 'ok': capability "has space" is not valid: use letters, digits, '_', '.', ':' or '-' (at most 100)`,
     );
+    const typo = { name: "ok", capabilites: ["x"] } as unknown as AgentManifest;
+    expect(() => resolveManifest(typo)).toThrow(
+      "agent 'ok': unknown key 'capabilites'; did you mean 'capabilities'?",
+    );
+    expect(() => resolveManifest({ capabilities: ["x"] } as unknown as AgentManifest)).toThrow(
+      "'name' is required: the agent's name, lowercase letters, digits, '.', '_' or '-' (at most 100)",
+    );
+    expect(() => resolveManifest({ name: "ok" } as AgentManifest)).toThrow(
+      `agent 'ok': 'capabilities' is required: a list of what it does, e.g. ["summarize"]`,
+    );
+    // An endpoint that names no mailbox and is no URL is a mistake, not a reason to use the default.
+    expect(() => resolveManifest({ name: "ok", capabilities: [], endpoint: "agent/ok" })).toThrow(
+      "agent 'ok': endpoint 'agent/ok' is neither a mail address, mq9://host:port/<mail address>, nor a URL",
+    );
+    expect(() => resolveManifest({ name: "ok", capabilities: [], endpoint: "mq9://h:1/bad name" })).toThrow(
+      "agent 'ok': endpoint 'mq9://h:1/bad name' does not end in a valid mail address",
+    );
+    expect(
+      resolveManifest({ name: "ok", capabilities: [], endpoint: "https://ok.example/a2a" }).mailbox,
+    ).toBe("agent.ok");
     expect(resolveManifest({ name: "ok", capabilities: ["a", "a"] })).toMatchObject({
       capabilities: ["a"],
       max_concurrency: 1,

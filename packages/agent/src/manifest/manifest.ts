@@ -1,4 +1,4 @@
-import { isValidMailAddress } from "@mq9/protocol";
+import { closestName, isValidMailAddress } from "@mq9/protocol";
 import { agentMailbox } from "../bus/names.js";
 
 /**
@@ -21,7 +21,8 @@ export interface AgentManifest {
   /**
    * Where the agent takes its mail (the design's manifest field): an mq9 mail address or
    * `mq9://host:port/<mail address>`, used as the mailbox when `mailbox` is not given; any
-   * other URL (an HTTP endpoint) is kept in the registration for people, not routed to.
+   * other URL (an HTTP endpoint) is kept in the registration for people, not routed to;
+   * anything else is refused.
    */
   endpoint?: string;
   /** Messages handled at once (default 1); the rest wait in the agent's own mailbox. */
@@ -53,18 +54,47 @@ export class ManifestError extends Error {
 const NAME = /^[a-z0-9][a-z0-9._-]{0,99}$/;
 const CAPABILITY = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$/;
 
+const MANIFEST_KEYS: readonly (keyof AgentManifest)[] = [
+  "name",
+  "capabilities",
+  "description",
+  "tags",
+  "endpoint",
+  "max_concurrency",
+  "weight",
+  "mailbox",
+];
+const NAME_RULE = "lowercase letters, digits, '.', '_' or '-' (at most 100)";
+const CAPABILITY_RULE = "letters, digits, '_', '.', ':' or '-' (at most 100)";
+
 /** Checks a manifest and fills in defaults; throws ManifestError saying what to fix. */
 export function resolveManifest(manifest: AgentManifest): ResolvedManifest {
-  if (typeof manifest !== "object" || manifest === null) throw new ManifestError("a manifest is an object");
-  const { name } = manifest;
-  if (typeof name !== "string" || !NAME.test(name)) {
-    throw new ManifestError(
-      `agent name '${String(name)}' is not valid: use lowercase letters, digits, '.', '_' or '-' (at most 100)`,
-    );
+  if (typeof manifest !== "object" || manifest === null || Array.isArray(manifest)) {
+    throw new ManifestError("a manifest is an object: {name, capabilities, ...}");
   }
-  if (!Array.isArray(manifest.capabilities) || manifest.capabilities.some((c) => !CAPABILITY.test(c))) {
+  const { name } = manifest;
+  const who = typeof name === "string" && NAME.test(name) ? `agent '${name}': ` : "";
+  // A misspelt key would otherwise be dropped, and its default used without a word.
+  for (const key of Object.keys(manifest)) {
+    if ((MANIFEST_KEYS as string[]).includes(key)) continue;
+    const guess = closestName(key, MANIFEST_KEYS);
+    const hint = guess ? `did you mean '${guess}'?` : `a manifest has ${MANIFEST_KEYS.join(", ")}`;
+    throw new ManifestError(`${who}unknown key '${key}'; ${hint}`);
+  }
+  if (name === undefined) throw new ManifestError(`'name' is required: the agent's name, ${NAME_RULE}`);
+  if (typeof name !== "string" || !NAME.test(name)) {
+    throw new ManifestError(`agent name '${String(name)}' is not valid: use ${NAME_RULE}`);
+  }
+  if (manifest.capabilities === undefined) {
+    throw new ManifestError(`${who}'capabilities' is required: a list of what it does, e.g. ["summarize"]`);
+  }
+  if (!Array.isArray(manifest.capabilities)) {
+    throw new ManifestError(`${who}'capabilities' must be a list of names, e.g. ["summarize"]`);
+  }
+  const badCapability = manifest.capabilities.find((c) => typeof c !== "string" || !CAPABILITY.test(c));
+  if (badCapability !== undefined) {
     throw new ManifestError(
-      `agent '${name}': capabilities must be a list of names (letters, digits, '_', '.', ':', '-')`,
+      `${who}capability ${JSON.stringify(badCapability)} is not valid: use ${CAPABILITY_RULE}`,
     );
   }
   const maxConcurrency = manifest.max_concurrency ?? 1;
@@ -119,9 +149,16 @@ function mailboxOfEndpoint(name: string, endpoint: unknown): string | undefined 
     throw new ManifestError(`agent '${name}': endpoint must be a mail address or a URL`);
   }
   if (isValidMailAddress(endpoint)) return endpoint;
-  const match = /^mq9s?:\/\/[^/]+\/(.+)$/.exec(endpoint);
-  if (match && isValidMailAddress(match[1])) return match[1];
-  return undefined;
+  const match = /^mq9s?:\/\/[^/]+\/(.*)$/.exec(endpoint);
+  if (match) {
+    if (isValidMailAddress(match[1])) return match[1];
+    throw new ManifestError(`agent '${name}': endpoint '${endpoint}' does not end in a valid mail address`);
+  }
+  // A mistyped mail address must not fall back to the default mailbox without a word.
+  if (/^[a-z][a-z0-9+.-]*:\/\/\S+$/i.test(endpoint)) return undefined;
+  throw new ManifestError(
+    `agent '${name}': endpoint '${endpoint}' is neither a mail address, mq9://host:port/<mail address>, nor a URL`,
+  );
 }
 
 /** The REGISTER body of an agent: an A2A-style card (skills = capabilities) plus the router's fields. */

@@ -41,18 +41,36 @@ async function readJsonObject(source: string): Promise<Record<string, unknown>> 
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
     text = Buffer.concat(chunks).toString("utf8");
   } else {
-    text = readFileSync(source, "utf8");
+    try {
+      text = readFileSync(source, "utf8");
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      const why =
+        code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a folder" : (err as Error).message;
+      throw new UsageError(`cannot read ${source}: ${why}`);
+    }
   }
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw new UsageError(`${source === "-" ? "stdin" : source} is not JSON: ${(err as Error).message}`);
+    const where = source === "-" ? "stdin" : source;
+    throw new UsageError(
+      `${where}${jsonErrorPosition(text, err as Error)} is not JSON: ${(err as Error).message}`,
+    );
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new UsageError(`${source === "-" ? "stdin" : source} must hold a JSON object`);
   }
   return value as Record<string, unknown>;
+}
+
+/** `:line:column` of a JSON.parse error that gives a position, so an editor can jump there. */
+function jsonErrorPosition(text: string, err: Error): string {
+  const at = /at position (\d+)/.exec(err.message);
+  if (!at) return "";
+  const before = text.slice(0, Number(at[1])).split("\n");
+  return `:${before.length}:${before.at(-1)!.length + 1}`;
 }
 
 /** A --min-score value: a number from 0 to 1. */
