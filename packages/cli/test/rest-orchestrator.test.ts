@@ -1,8 +1,9 @@
-import { cpSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   contentAnalysisTemplates as exampleTemplates,
   startContentAnalysisAgents as startAgents,
+  until,
 } from "@mq9/testkit";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -141,6 +142,48 @@ describe("the orchestrator's routes when it is off", () => {
       await check("GET", "/api/v1/templates", "/api/v1/templates", 503);
       // The broker's own routes work on.
       await check("GET", "/api/v1/mailboxes", "/api/v1/mailboxes", 200);
+    } finally {
+      served.child.kill("SIGTERM");
+      await served.exited;
+    }
+  });
+});
+
+describe("POST /api/v1/tasks beyond the queue", () => {
+  it("answers 429 QUEUE_FULL with Retry-After, as documented", async () => {
+    const templates = join(tempDir(), "templates");
+    mkdirSync(templates);
+    writeFileSync(
+      join(templates, "held.yaml"),
+      "task_type: held\nsteps:\n  - id: work\n    capability: nobody.yet\n    timeout: 60s\n",
+    );
+    const served = await spawnServe([
+      "--data",
+      tempDir(),
+      "--templates",
+      templates,
+      "--max-tasks-in-flight",
+      "1",
+      "--queue-capacity",
+      "1",
+    ]);
+    try {
+      const base = `http://127.0.0.1:${served.httpPort}`;
+      const document = (await (await fetch(`${base}/api/v1/openapi.json`)).json()) as Document;
+      const { check } = checker(base, document);
+      await until("the orchestrator to be up", async () => (await fetch(`${base}/api/v1/templates`)).ok);
+      const task = { task_type: "held", payload: {} };
+      await check("POST", "/api/v1/tasks", "/api/v1/tasks?async=true", 202, task);
+      await check("POST", "/api/v1/tasks", "/api/v1/tasks?async=true", 202, task);
+      const full = await check("POST", "/api/v1/tasks", "/api/v1/tasks?async=true", 429, task);
+      expect(full.code).toBe("QUEUE_FULL");
+      const res = await fetch(`${base}/api/v1/tasks?async=true`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(task),
+      });
+      expect(res.status).toBe(429);
+      expect(res.headers.get("retry-after")).toMatch(/^[1-9][0-9]?$/);
     } finally {
       served.child.kill("SIGTERM");
       await served.exited;

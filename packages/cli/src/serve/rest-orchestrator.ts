@@ -97,8 +97,19 @@ const OrchestratorAgent = z.looseObject({
 
 const queryInt = z.string().regex(/^\d+$/, "must be a whole number").transform(Number);
 
+/** Where the handler's headers go: the HTTP reply the REST router sends (Retry-After of a 429). */
+interface HeaderSink {
+  header(name: string, value: string): unknown;
+}
+
 /** The answer an existing orchestrator handler gave, caught instead of sent. */
-async function runHandler(handler: ApiHandler, params: unknown, query: unknown, body: unknown) {
+async function runHandler(
+  handler: ApiHandler,
+  params: unknown,
+  query: unknown,
+  body: unknown,
+  headers?: HeaderSink,
+) {
   let status = 200;
   let sent: unknown;
   const reply = {
@@ -108,6 +119,10 @@ async function runHandler(handler: ApiHandler, params: unknown, query: unknown, 
     },
     send(payload?: unknown) {
       sent = payload;
+      return reply;
+    },
+    header(name: string, value: string) {
+      headers?.header(name, value);
       return reply;
     },
   };
@@ -141,11 +156,12 @@ export function mountOrchestratorRestRoutes(
     get: (path, handler) => handlers.set(`GET ${path}`, handler),
     post: (path, handler) => handlers.set(`POST ${path}`, handler),
   });
-  const forward = (key: string) => (input: { params: unknown; query: unknown; body: unknown }) => {
-    const handler = handlers.get(key);
-    if (!handler) throw orchestratorOff();
-    return runHandler(handler, input.params, input.query, input.body);
-  };
+  const forward =
+    (key: string) => (input: { params: unknown; query: unknown; body: unknown }, headers?: HeaderSink) => {
+      const handler = handlers.get(key);
+      if (!handler) throw orchestratorOff();
+      return runHandler(handler, input.params, input.query, input.body, headers);
+    };
   // 502: the orchestrator could not get an answer from the broker.
   const errors = [400, 502, 503];
 
@@ -189,9 +205,11 @@ export function mountOrchestratorRestRoutes(
       200: { description: "finished", schema: Task },
       202: { description: "accepted and running (async, or not done within the wait)", schema: Submitted },
     },
-    errors,
+    // 429: the queue is full (QUEUE_FULL), with Retry-After.
+    errors: [...errors, 429],
     // The orchestrator's handler reads the query as given (its flags are text).
-    handler: async (input, request) => forward("POST /api/tasks")({ ...input, query: request.query }),
+    handler: async (input, request, reply) =>
+      forward("POST /api/tasks")({ ...input, query: request.query }, reply),
   });
 
   router.add({
