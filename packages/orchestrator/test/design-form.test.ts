@@ -67,14 +67,16 @@ describe("the design's template form", () => {
       "task_type: t",
       "steps:",
       "  - id: summarize",
-      "    capability: x",
+      "    capabilty: x",
       "    mode: pipline",
       "  - id: m",
       "    mode: merge",
       "    depend_on: [summarize]",
       "    depends_on: [sumarize]",
     ].join("\n");
+    // The misspelt capability is one problem, not also "needs an 'agent', a 'capability'…".
     expect(problemsOf(typos)).toEqual([
+      "t.yaml:4:5: step 'summarize': unknown key 'capabilty'; did you mean 'capability'?",
       "t.yaml:5:11: step 'summarize': 'mode' must be pipeline, fan_out, merge (got 'pipline'); did you mean 'pipeline'?",
       "t.yaml:6:5: step 'm' depends on unknown step 'sumarize'; did you mean 'summarize'?",
       "t.yaml:8:5: step 'm': unknown key 'depend_on'; did you mean 'depends_on'?",

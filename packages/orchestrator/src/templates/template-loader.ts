@@ -72,15 +72,19 @@ class Checker {
     return ms;
   }
 
-  unknownKeys(map: YAMLMap, allowed: Set<string>, where: string): void {
+  /** Reports each key not in `allowed`; returns the keys the misspelt ones most likely meant. */
+  unknownKeys(map: YAMLMap, allowed: Set<string>, where: string): Set<string> {
+    const meant = new Set<string>();
     for (const pair of map.items) {
       const key = isScalar(pair.key) ? String(pair.key.value) : "";
       if (!allowed.has(key)) {
         const guess = closestName(key, allowed);
+        if (guess) meant.add(guess);
         const hint = guess ? `; did you mean '${guess}'?` : ` (allowed: ${[...allowed].join(", ")})`;
         this.report(pair.key as Node, `${where}: unknown key '${key}'${hint}`);
       }
     }
+    return meant;
   }
 }
 
@@ -166,7 +170,7 @@ function readStep(
   const where = `step '${id}'`;
   if (!NAME.test(id))
     checker.report(node.get("id", true) as Node, `${where}: ids use letters, digits, '.', '_' and '-'`);
-  checker.unknownKeys(node, STEP_KEYS, where);
+  const meant = checker.unknownKeys(node, STEP_KEYS, where);
   const mode = readMode(checker, node, where);
   const explicit = checker.stringList(node, "depends_on", where);
   let merge = node.has("merge") ? checker.stringList(node, "merge", where) : undefined;
@@ -185,7 +189,9 @@ function readStep(
   }
   const work = performer(checker, node, where);
   if (merge && work) checker.report(node, `${where}: a merge step has no 'agent' or 'capability'`);
-  if (!merge && !work) {
+  // A misspelt 'capability' or 'agent' is reported once, as the typo it is.
+  const typoOfWork = meant.has("capability") || meant.has("agent");
+  if (!merge && !work && !typoOfWork) {
     checker.report(node, `${where}: needs an 'agent', a 'capability', or mode merge with 'depends_on'`);
   }
   if (merge && merge.length === 0 && mode !== "merge")
