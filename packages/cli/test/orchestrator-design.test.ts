@@ -389,6 +389,30 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
     });
   }, 60_000);
 
+  it("mq9 agent list shows a plain registration too: online, then offline after its ttl", async () => {
+    const reg = await runCli([
+      "agent",
+      "register",
+      "--name",
+      "plain-card",
+      "--mailbox",
+      "plain.card",
+      "--payload",
+      "an agent that registered without a manifest and never heartbeats",
+      "--ttl",
+      "2",
+      "--server",
+      server,
+    ]);
+    expect(reg.code, reg.stderr).toBe(0);
+    const listed = async (state: string) =>
+      new RegExp(`^plain-card\\s+${state}\\s`, "m").test(
+        (await runCli(["agent", "list", "--api", served.api])).stdout,
+      );
+    await until("agent list to show it online", () => listed("online"));
+    await until("agent list to show it offline once its ttl has passed", () => listed("offline"));
+  });
+
   it("mq9 agent register --manifest with a bad file says what to fix, exits 2, registers nothing", async () => {
     const dir = tempDir();
     const bad: [string, string, string][] = [
