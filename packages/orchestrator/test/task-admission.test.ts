@@ -12,8 +12,10 @@ function refusal(admission: TaskAdmission): number | undefined {
     admission.mustQueue();
   } catch (err) {
     expect(err).toBeInstanceOf(OrchestratorError);
-    expect((err as OrchestratorError).code).toBe("QUEUE_FULL");
-    return (err as OrchestratorError).retryAfterSeconds;
+    const { code, message, retryAfterSeconds } = err as OrchestratorError;
+    expect(code).toBe("QUEUE_FULL");
+    expect(message).toMatch(new RegExp(`; try again in ${retryAfterSeconds} s$`));
+    return retryAfterSeconds;
   }
   throw new Error("a full queue accepted a task");
 }

@@ -33,10 +33,11 @@ export class TaskAdmission {
   mustQueue(): boolean {
     const full = this.running >= this.maxInFlight;
     if (full && this.queue.length >= this.capacity) {
+      const retryAfterSeconds = this.retryAfterSeconds();
       throw new OrchestratorError(
         "QUEUE_FULL",
-        `the orchestrator runs ${this.running} tasks (maxTasksInFlight ${this.maxInFlight}) and ${this.queue.length} wait (queueCapacity ${this.capacity}); try again later`,
-        { retryAfterSeconds: this.retryAfterSeconds() },
+        `the orchestrator runs ${this.running} tasks (maxTasksInFlight ${this.maxInFlight}) and ${this.queue.length} wait (queueCapacity ${this.capacity}); try again in ${retryAfterSeconds} s`,
+        { retryAfterSeconds },
       );
     }
     return full;
