@@ -158,6 +158,12 @@ describe("the orchestrator of mq9 serve, as the design describes it", () => {
       msg: "orchestrator: step merge_result completed; inputs clashed on agent (the last kept)",
       merge_clashes: clashes,
     });
+    // mq9 task run says it too, on the merge step's line.
+    const run = await runCli(["task", "run", "content_analysis", "--payload", "{}", "--api", served.api]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(
+      /^ {2}merge_result {5}completed in [^;]+; inputs clashed on agent \(the last kept\)$/m,
+    );
     // The SDK took the design's tags object, registered as "key:value" tags.
     const { body } = await http("GET", `${served.api}/api/agents`);
     const summarizer = body.agents.find((a: Json) => a.name === "summarizer");

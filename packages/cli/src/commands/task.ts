@@ -48,7 +48,10 @@ function stepLine(step: StepState): string {
   const why = step.error && step.status !== "completed" ? `: ${step.error}` : "";
   // A step that waits for an agent says for what, as soon as it waits.
   const waits = step.status === "pending" && step.waiting ? `, waiting: ${step.waiting}` : "";
-  return `  ${step.id.padEnd(16)} ${step.status}${who}${took}${tries}${waits}${why}`;
+  const clashes = step.merge_clashes
+    ? `; inputs clashed on ${Object.keys(step.merge_clashes).join(", ")} (the last kept)`
+    : "";
+  return `  ${step.id.padEnd(16)} ${step.status}${who}${took}${tries}${waits}${why}${clashes}`;
 }
 
 function exitFor(task: TaskState): number {
