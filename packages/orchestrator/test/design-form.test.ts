@@ -81,6 +81,12 @@ describe("the design's template form", () => {
       "t.yaml:6:5: step 'm' depends on unknown step 'sumarize'; did you mean 'summarize'?",
       "t.yaml:8:5: step 'm': unknown key 'depend_on'; did you mean 'depends_on'?",
     ]);
+    // A condition names its steps too: the problem points at the condition, not at depends_on.
+    const when =
+      "task_type: t\nsteps:\n  - id: quality\n    capability: x\n  - id: pub\n    capability: y\n    when: outputs.qualty.score > 0.5\n";
+    expect(problemsOf(when)).toEqual([
+      "t.yaml:7:11: step 'pub': its 'when' reads unknown step 'qualty'; did you mean 'quality'?",
+    ]);
   });
 });
 

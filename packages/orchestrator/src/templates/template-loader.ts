@@ -315,7 +315,12 @@ function readTemplate(text: string, file: string): ParsedTemplate {
       if (seen.has(dep)) continue;
       const guess = closestName(dep, seen.keys());
       const hint = guess ? `; did you mean '${guess}'?` : "";
-      checker.report(stepNodes.get(step.id), `step '${step.id}' depends on unknown step '${dep}'${hint}`);
+      // A step the condition names is a dependency nobody wrote in depends_on: point at the condition.
+      const node = stepNodes.get(step.id) as YAMLMap;
+      if (step.when && compileCondition(step.when.source).steps.includes(dep)) {
+        const at = node.get("when", true) as Node;
+        checker.report(at, `step '${step.id}': its 'when' reads unknown step '${dep}'${hint}`);
+      } else checker.report(node, `step '${step.id}' depends on unknown step '${dep}'${hint}`);
     }
   }
   if (checker.problems.length > 0) return { problems: checker.problems };
