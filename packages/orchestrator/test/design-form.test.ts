@@ -81,6 +81,13 @@ describe("the design's template form", () => {
       "t.yaml:6:5: step 'm' depends on unknown step 'sumarize'; did you mean 'summarize'?",
       "t.yaml:8:5: step 'm': unknown key 'depend_on'; did you mean 'depends_on'?",
     ]);
+    // Inside retry and compensate too: one problem per typo.
+    const nested =
+      "task_type: t\nsteps:\n  - id: a\n    capability: x\n    retry: {cont: 2}\n    compensate: {capabilty: undo}\n";
+    expect(problemsOf(nested)).toEqual([
+      "t.yaml:5:13: step 'a' retry: unknown key 'cont'; did you mean 'count'?",
+      "t.yaml:6:18: step 'a' compensate: unknown key 'capabilty'; did you mean 'capability'?",
+    ]);
     // A condition names its steps too: the problem points at the condition, not at depends_on.
     const when =
       "task_type: t\nsteps:\n  - id: quality\n    capability: x\n  - id: pub\n    capability: y\n    when: outputs.qualty.score > 0.5\n";

@@ -107,10 +107,12 @@ function retryPolicy(checker: Checker, map: YAMLMap, where: string): RetryPolicy
     checker.report(node, `${where}: 'retry' must be a count or {count, backoff}`);
     return { count: 0, backoffMs: 0 };
   }
-  checker.unknownKeys(node, new Set(["count", "backoff"]), `${where} retry`);
+  const meant = checker.unknownKeys(node, new Set(["count", "backoff"]), `${where} retry`);
   const count = node.get("count", true) as Node | undefined;
   const value = isScalar(count) ? count.value : undefined;
-  if (!Number.isInteger(value) || (value as number) < 0) {
+  // A misspelt 'count' is reported once, as the typo it is.
+  const typo = count === undefined && meant.has("count");
+  if (!typo && (!Number.isInteger(value) || (value as number) < 0)) {
     checker.report(count ?? node, `${where}: 'retry.count' must be a whole number >= 0`);
   }
   return {
@@ -124,9 +126,11 @@ function compensation(checker: Checker, map: YAMLMap, where: string): Performer 
   if (node === undefined) return undefined;
   if (isScalar(node) && typeof node.value === "string" && node.value !== "") return { agent: node.value };
   if (isMap(node)) {
-    checker.unknownKeys(node, new Set(["agent", "capability"]), `${where} compensate`);
+    const meant = checker.unknownKeys(node, new Set(["agent", "capability"]), `${where} compensate`);
     const found = performer(checker, node, `${where} compensate`);
-    if (!found) checker.report(node, `${where}: 'compensate' needs an 'agent' or a 'capability'`);
+    if (!found && meant.size === 0) {
+      checker.report(node, `${where}: 'compensate' needs an 'agent' or a 'capability'`);
+    }
     return found;
   }
   checker.report(node, `${where}: 'compensate' must be an agent name or {agent} / {capability}`);
