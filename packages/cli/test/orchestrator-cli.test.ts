@@ -215,6 +215,22 @@ describe("mq9 templates check", () => {
     expect(ok.stdout).toContain("content-analysis");
   });
 
+  it("checks one template file as well as a folder; a path that is not there says so", async () => {
+    const folder = join(tempDir(), "templates");
+    mkdirSync(folder);
+    const file = join(folder, "design.yaml");
+    writeFileSync(file, DESIGN_TEMPLATE);
+    const one = await runCli(["templates", "check", file]);
+    expect(one.code).toBe(0);
+    expect(one.stdout).toBe(
+      `ok   content_analysis (${file}): summarize + extract_keywords + check_quality -> merge_result\n1 template ok, 0 problems\n`,
+    );
+    const missing = join(folder, "nowhere");
+    const none = await runCli(["templates", "check", missing]);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toBe(`${missing}: cannot read the templates folder: no such folder\n`);
+  });
+
   it("shows the steps that run at once joined by +, and what follows them after ->", async () => {
     const folder = join(tempDir(), "templates");
     mkdirSync(folder);

@@ -1,4 +1,5 @@
-import type { TaskTemplate } from "@mq9/orchestrator";
+import { readFileSync, statSync } from "node:fs";
+import type { TaskTemplate, TemplateProblem } from "@mq9/orchestrator";
 import type { Command } from "commander";
 import { ExitCode, usageExit } from "../shared/client-command.js";
 import { printJson, sayLine } from "../shared/output.js";
@@ -12,18 +13,23 @@ export function registerTemplates(program: Command): void {
     .exitOverride(usageExit);
   templates
     .command("check")
-    .description("validate every template of a folder; exits 1 when one has a problem")
+    .description("validate every template of a folder, or one template file; exits 1 when one has a problem")
     .argument(
-      "[folder]",
-      "templates folder (env MQ9_TEMPLATES)",
+      "[path]",
+      "templates folder or one template file (env MQ9_TEMPLATES)",
       process.env.MQ9_TEMPLATES ?? DEFAULT_TEMPLATES_FOLDER,
     )
     .option("--json", "machine-readable output (JSON)")
     .exitOverride(usageExit)
-    .addHelpText("after", "\nExamples:\n  mq9 templates check ./mq9-templates")
-    .action(async (folder: string, flags: { json?: boolean }) => {
-      const { formatProblem, loadTemplateFolder } = await import("@mq9/orchestrator");
-      const { templates: found, problems } = loadTemplateFolder(folder);
+    .addHelpText(
+      "after",
+      "\nExamples:\n  mq9 templates check ./mq9-templates\n  mq9 templates check ./mq9-templates/content_analysis.yaml",
+    )
+    .action(async (path: string, flags: { json?: boolean }) => {
+      const { formatProblem, loadTemplateFolder, parseTemplate } = await import("@mq9/orchestrator");
+      const { templates: found, problems } = statSync(path, { throwIfNoEntry: false })?.isFile()
+        ? oneFile(path, parseTemplate)
+        : loadTemplateFolder(path);
       if (flags.json) {
         printJson({
           ok: problems.length === 0,
@@ -41,6 +47,15 @@ export function registerTemplates(program: Command): void {
       }
       process.exitCode = problems.length === 0 ? ExitCode.ok : ExitCode.brokerError;
     });
+}
+
+/** One template file checked on its own, in the shape a folder's check gives. */
+function oneFile(
+  file: string,
+  parse: (text: string, file: string) => { template?: TaskTemplate; problems: TemplateProblem[] },
+): { templates: Map<string, TaskTemplate>; problems: TemplateProblem[] } {
+  const { template, problems } = parse(readFileSync(file, "utf8"), file);
+  return { templates: new Map(template ? [[template.name, template]] : []), problems };
 }
 
 /**

@@ -54,6 +54,8 @@ export interface TemplateProblem {
 }
 
 export function formatProblem(problem: TemplateProblem): string {
+  // Line 0: a problem of the file or folder as a whole, with no position in it.
+  if (problem.line === 0) return `${problem.file}: ${problem.message}`;
   return `${problem.file}:${problem.line}:${problem.column}: ${problem.message}`;
 }
 

@@ -16,12 +16,10 @@ export function loadTemplateFolder(folder: string): {
   try {
     names = readdirSync(folder).filter(isTemplateFile).sort();
   } catch (err) {
-    problems.push({
-      file: folder,
-      line: 0,
-      column: 0,
-      message: `cannot read the templates folder: ${(err as Error).message}`,
-    });
+    const code = (err as NodeJS.ErrnoException).code;
+    const why =
+      code === "ENOENT" ? "no such folder" : code === "ENOTDIR" ? "not a folder" : (err as Error).message;
+    problems.push({ file: folder, line: 0, column: 0, message: `cannot read the templates folder: ${why}` });
     return { templates, problems };
   }
   for (const name of names) {
