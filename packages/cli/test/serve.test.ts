@@ -134,7 +134,13 @@ describe("configuration", () => {
     const dir = tempDir();
     const unknown = join(dir, "unknown.json");
     writeFileSync(unknown, JSON.stringify({ server: { prot: 1 } }));
-    expect(() => loadServeConfig({ file: unknown })).toThrow(/server: Unrecognized key: "prot"/);
+    expect(() => loadServeConfig({ file: unknown })).toThrow(
+      `server: Unrecognized key: "prot" ('prot': did you mean 'port'?)`,
+    );
+    writeFileSync(unknown, JSON.stringify({ orchestrator: { pollBach: 3, zzz: 1 } }));
+    expect(() => loadServeConfig({ file: unknown })).toThrow(
+      `orchestrator: Unrecognized keys: "pollBach", "zzz" ('pollBach': did you mean 'pollBatch'?)`,
+    );
     const broken = join(dir, "broken.json");
     writeFileSync(broken, "{ nope");
     expect(() => loadServeConfig({ file: broken })).toThrow(/is not valid JSON/);

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { BrokerDefaults } from "@mq9/broker";
 import { UserDirectory } from "@mq9/broker/internal";
-import { Defaults } from "@mq9/protocol";
+import { closestName, Defaults } from "@mq9/protocol";
 import { z } from "zod";
 import { DEFAULT_TEMPLATES_FOLDER } from "../shared/templates-folder.js";
 import { CLUSTER_SETTINGS, ClusterConfigSchema } from "./cluster-config.js";
@@ -609,6 +609,20 @@ export interface ConfigSources {
 
 const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 
+/** "; did you mean 'pollBatch'?" for misspelt keys of a config file section, where one is close. */
+function keyHints(path: PropertyKey[], keys: string[]): string {
+  const known = new Set(
+    SETTINGS.filter((s) => s.path.length > path.length && path.every((p, i) => s.path[i] === p)).map(
+      (s) => s.path[path.length],
+    ),
+  );
+  const guesses = keys.flatMap((key) => {
+    const guess = closestName(key, known);
+    return guess ? [`'${key}': did you mean '${guess}'?`] : [];
+  });
+  return guesses.length > 0 ? ` (${guesses.join("; ")})` : "";
+}
+
 /** Merges file, then MQ9_* environment, then flags (flags win) and validates the result. */
 export function loadServeConfig(sources: ConfigSources): ServeConfig {
   const env = sources.env ?? {};
@@ -637,7 +651,8 @@ export function loadServeConfig(sources: ConfigSources): ServeConfig {
     const problems = parsed.error.issues.map((issue) => {
       const at = issue.path.join(".");
       const origin = origins.get(issue.path.slice(0, 2).join("."));
-      return `${at || "config"}: ${issue.message}${origin ? ` (${origin})` : ""}`;
+      const hint = issue.code === "unrecognized_keys" ? keyHints(issue.path, issue.keys) : "";
+      return `${at || "config"}: ${issue.message}${hint}${origin ? ` (${origin})` : ""}`;
     });
     throw new ConfigError(`invalid configuration: ${problems.join("; ")}`);
   }
