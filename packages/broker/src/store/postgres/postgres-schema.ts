@@ -444,6 +444,25 @@ BEGIN
 END
 $fn$;
 `,
+  // A claim commits without waiting for its WAL flush. Losing one in a crash only means its
+  // messages are delivered again, which at-least-once allows; an ACK still waits for its flush,
+  // which covers every claim committed before it, so nothing ACKed can outlive its claim's
+  // loss. The setting is made here, for the claim's own transaction, and not in a SET clause:
+  // PostgreSQL restores those when the function returns, before the commit that reads it.
+  `
+ALTER FUNCTION mq9_claim(text, text, bigint, bigint, boolean, integer, bigint, bigint) RENAME TO mq9_claim_leases;
+
+CREATE FUNCTION mq9_claim(p_address text, p_group text, p_from bigint, p_now bigint, p_reset boolean,
+                          p_limit integer, p_max_bytes bigint, p_lease_until bigint)
+RETURNS TABLE (msg_id bigint, priority smallint, msg_key text, tags jsonb, header bytea, payload bytea,
+               created_ms bigint, expires_ms bigint)
+LANGUAGE plpgsql VOLATILE AS $fn$
+BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
+  RETURN QUERY SELECT * FROM mq9_claim_leases(p_address, p_group, p_from, p_now, p_reset, p_limit, p_max_bytes, p_lease_until);
+END
+$fn$;
+`,
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;
