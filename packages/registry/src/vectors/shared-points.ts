@@ -9,6 +9,11 @@ export class SharedPoints {
   private readonly labelOf = new Map<number, number>();
   /** label → its docs: a number while the point has one, an array once shared */
   private readonly docsOf = new Map<number, number | number[]>();
+  /**
+   * label → its doc + 1 while it has exactly one, else 0: what a search's walk over its hits
+   * reads, from a dense array rather than the map (most points have one doc).
+   */
+  private loneDoc = new Float64Array(1024);
   /** vector hash → the label holding that vector; a different vector with the same hash gets a point of its own */
   private readonly labelByHash = new Map<number, number>();
   private readonly hashOf = new Map<number, number>();
@@ -59,9 +64,13 @@ export class SharedPoints {
   join(doc: number, label: number): void {
     this.labelOf.set(doc, label);
     const docs = this.docsOf.get(label);
-    if (docs === undefined) this.docsOf.set(label, doc);
-    else if (typeof docs === "number") this.docsOf.set(label, [docs, doc]);
-    else docs.push(doc);
+    if (docs === undefined) {
+      this.docsOf.set(label, doc);
+      this.setLone(label, doc + 1);
+    } else if (typeof docs === "number") {
+      this.docsOf.set(label, [docs, doc]);
+      this.setLone(label, 0);
+    } else docs.push(doc);
   }
 
   /** Puts `doc` on a new point for `vector`; returns the label to add to the index. */
@@ -82,10 +91,14 @@ export class SharedPoints {
     const docs = this.docsOf.get(label)!;
     if (typeof docs !== "number") {
       docs.splice(docs.indexOf(doc), 1);
-      if (docs.length === 1) this.docsOf.set(label, docs[0]);
+      if (docs.length === 1) {
+        this.docsOf.set(label, docs[0]);
+        this.setLone(label, docs[0] + 1);
+      }
       return undefined;
     }
     this.docsOf.delete(label);
+    this.setLone(label, 0);
     const hash = this.hashOf.get(label)!;
     this.hashOf.delete(label);
     if (this.labelByHash.get(hash) === label) this.labelByHash.delete(hash);
@@ -98,15 +111,20 @@ export class SharedPoints {
     return typeof docs === "number" ? docs : docs?.[0];
   }
 
-  /** Calls `visit` for each doc of the point until it returns false. */
-  forEachDoc(label: number, visit: (doc: number) => boolean): void {
-    const docs = this.docsOf.get(label);
-    if (docs === undefined) return;
-    if (typeof docs === "number") {
-      visit(docs);
-      return;
+  /** The point's docs: one doc as a number, several as an array (do not change it), none as undefined. */
+  docsOn(label: number): number | readonly number[] | undefined {
+    const lone = this.loneDoc[label];
+    return lone > 0 ? lone - 1 : this.docsOf.get(label);
+  }
+
+  private setLone(label: number, value: number): void {
+    if (label >= this.loneDoc.length) {
+      if (value === 0) return;
+      const grown = new Float64Array(Math.max(this.loneDoc.length * 2, label + 1));
+      grown.set(this.loneDoc);
+      this.loneDoc = grown;
     }
-    for (const doc of docs) if (!visit(doc)) return;
+    this.loneDoc[label] = value;
   }
 
   /** Whether some doc of the point passes `test`. */
