@@ -2,8 +2,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type RegistrySettings, registryFactory } from "@mq9/registry";
+import { freshSchema, postgresMissing, usePrivatePostgres } from "@mq9/testkit";
 import { type ConnectionOptions, connect, type NatsConnection, headers as natsHeaders } from "nats";
+import { describe } from "vitest";
 import { Broker, type BrokerOptions } from "../src/index.js";
+import { PostgresStore } from "../src/store/postgres/postgres-store.js";
 
 export type Body = Record<string, unknown> | string | Uint8Array | undefined;
 
@@ -83,4 +86,23 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
 export function texts(reply: Record<string, unknown>): string[] {
   const items = (reply.messages ?? []) as { payload: string }[];
   return items.map((m) => Buffer.from(m.payload, "base64").toString("utf8"));
+}
+
+/** Starts a test broker on one kind of store. */
+export type StartTestBroker = (options?: TestBrokerOptions) => Promise<TestBroker>;
+
+/**
+ * Declares a protocol suite twice: on the embedded store, and on the PostgreSQL store that cluster
+ * mode shares (a private server, a fresh schema per broker), where PostgreSQL is installed.
+ */
+export function onEachStore(suite: (startBroker: StartTestBroker) => void): void {
+  describe("embedded store", () => suite(startTestBroker));
+  const missing = postgresMissing();
+  describe.skipIf(missing !== undefined)(`PostgreSQL store${missing ? ` (skipped: ${missing})` : ""}`, () => {
+    const db = usePrivatePostgres();
+    suite(async (options = {}) => {
+      const store = await PostgresStore.open({ url: db.pg.url, schema: freshSchema(), poolSize: 4 });
+      return startTestBroker({ ...options, store });
+    });
+  });
 }

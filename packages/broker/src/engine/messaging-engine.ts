@@ -13,8 +13,10 @@ import {
 import { BrokerDefaults } from "../broker-defaults.js";
 import { type Logger, silentLogger } from "../logger.js";
 import { canReleaseLeases } from "../store/lease-release.js";
+import { servesOneTrip } from "../store/one-trip-requests.js";
 import type {
   AppendResult,
+  ClaimOptions,
   MailboxRecord,
   NewMessage,
   StartPosition,
@@ -170,16 +172,26 @@ export class MessagingEngine {
     signal?: AbortSignal,
     undelivered?: AbortSignal,
   ): Promise<StoredMessage[]> {
-    await this.requireMailbox(mailbox);
-    const limit = request.config?.num_msgs ?? Defaults.fetchNumMsgs;
-    if (limit === 0) return [];
     const group = request.group_name || undefined;
+    // A store that finds the mailbox and places a new group in its claim is asked once.
+    const oneTrip = group !== undefined && request.deliver !== "from_time" && servesOneTrip(this.store);
+    if (!oneTrip) await this.requireMailbox(mailbox);
+    const limit = request.config?.num_msgs ?? Defaults.fetchNumMsgs;
+    if (limit === 0) {
+      if (oneTrip) await this.requireMailbox(mailbox);
+      return [];
+    }
     const deadlineMs =
       this.now() + Math.min(request.config?.max_wait_ms ?? Defaults.fetchMaxWaitMs, this.maxWaitMs);
     const leaseMs = request.config?.lease_ms || this.leaseMs;
     let reset = group !== undefined && request.force_deliver === true;
-    const needsStart = group === undefined || reset || !(await this.store.hasGroup(mailbox, group));
-    const start = needsStart ? await this.resolveStart(mailbox, request) : { fromId: 0 };
+    const needsStart =
+      !oneTrip && (group === undefined || reset || !(await this.store.hasGroup(mailbox, group)));
+    const start = needsStart
+      ? await this.resolveStart(mailbox, request)
+      : { fromId: request.deliver === "from_id" ? (request.from_id ?? 0) : 0 };
+    const fromNext = oneTrip && (request.deliver ?? "latest") === "latest";
+    let checked = !oneTrip;
     let stopWaiting = () => {};
     const gone = new Promise<void>((resolve) => {
       stopWaiting = resolve;
@@ -194,9 +206,14 @@ export class MessagingEngine {
           const nowMs = this.now();
           const read = { limit, maxBytes: this.fetchMaxBytes, nowMs };
           const items = group
-            ? await this.store.claim(mailbox, group, { ...read, start, reset, leaseMs })
+            ? await this.claim(mailbox, group, { ...read, start, reset, leaseMs }, fromNext)
             : await this.store.read(mailbox, start, read);
           reset = false;
+          // Nothing claimed in one trip: an empty mailbox waits, a missing one is an error.
+          if (!checked && items.length === 0) {
+            await this.requireMailbox(mailbox);
+            checked = true;
+          }
           if (group && items.length > 0)
             this.giveBackIfUndelivered(mailbox, group, items, nowMs + leaseMs, undelivered);
           if (items.length > 0 || nowMs >= deadlineMs || this.closing) return items;
@@ -248,9 +265,25 @@ export class MessagingEngine {
   async ack(mailbox: string, request: AckRequest): Promise<void> {
     // Go and C# consume loops ACK with an empty group after stateless fetches.
     if (request.group_name === "") return;
-    await this.requireMailbox(mailbox);
+    const oneTrip = servesOneTrip(this.store);
+    if (!oneTrip) await this.requireMailbox(mailbox);
     const acked = await this.store.ack(mailbox, request.group_name, request.msg_id, this.now());
-    if (!acked) throw new Mq9Error("MESSAGE_NOT_FOUND", Errors.messageNotFound);
+    if (acked) return;
+    if (oneTrip) await this.requireMailbox(mailbox);
+    throw new Mq9Error("MESSAGE_NOT_FOUND", Errors.messageNotFound);
+  }
+
+  /** A group's claim; `fromNext`: a new group starts at the mailbox's next id, placed by the store. */
+  private claim(
+    mailbox: string,
+    group: string,
+    options: ClaimOptions,
+    fromNext: boolean,
+  ): Promise<StoredMessage[]> {
+    const store = this.store;
+    // The store places the new group: options.start is not used.
+    if (fromNext && servesOneTrip(store)) return store.claimFromNext(mailbox, group, options);
+    return store.claim(mailbox, group, options);
   }
 
   /** Live messages matching the filters: the most recent `limit`, oldest first. Touches no group. */

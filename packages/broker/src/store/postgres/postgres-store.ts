@@ -2,6 +2,7 @@ import { priorityRank } from "@mq9/protocol";
 import pg from "pg";
 import { type Logger, silentLogger } from "../../logger.js";
 import type { LeaseRelease } from "../lease-release.js";
+import type { OneTripRequests } from "../one-trip-requests.js";
 import { StorageError } from "../storage-error.js";
 import type {
   AppendResult,
@@ -122,7 +123,7 @@ export interface SharedDatabase {
  * never hold the same unexpired lease, whichever nodes they are on. Passes
  * test/store-conformance.ts against a real PostgreSQL.
  */
-export class PostgresStore implements Store, StoreInspection, LeaseRelease {
+export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneTripRequests {
   private readonly where: string;
   private readonly background: ClusterLock;
   private readonly inspection = new PostgresInspection(
@@ -304,23 +305,20 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease {
     return rows.length > 0;
   }
 
-  /** One round trip: mq9_claim (postgres-schema.ts) locks the group, picks, budgets and leases. */
-  async claim(mailbox: string, group: string, options: ClaimOptions): Promise<StoredMessage[]> {
-    const { rows } = await this.call<MessageRow>("cannot fetch messages", {
-      name: "mq9-claim",
-      text: "SELECT * FROM mq9_claim($1, $2, $3, $4, $5, $6, $7, $8)",
-      values: [
-        mailbox,
-        group,
-        options.start.fromId,
-        options.nowMs,
-        options.reset,
-        options.limit,
-        options.maxBytes,
-        options.nowMs + options.leaseMs,
-      ],
-    });
-    return rows.map(storedMessage);
+  /**
+   * One round trip: mq9_claim (postgres-schema.ts) finds the mailbox, locks the group, picks,
+   * budgets and leases; nothing when the mailbox is missing or expired.
+   */
+  claim(mailbox: string, group: string, options: ClaimOptions): Promise<StoredMessage[]> {
+    return this.claimAt(mailbox, group, options.start.fromId, options);
+  }
+
+  claimFromNext(
+    mailbox: string,
+    group: string,
+    options: Omit<ClaimOptions, "start">,
+  ): Promise<StoredMessage[]> {
+    return this.claimAt(mailbox, group, null, options);
   }
 
   /**
@@ -529,6 +527,30 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease {
     this.closed = true;
     await this.background.close();
     await this.pool.end();
+  }
+
+  /** A claim whose new group starts at `fromId`, or at the mailbox's next id when null. */
+  private async claimAt(
+    mailbox: string,
+    group: string,
+    fromId: number | null,
+    options: Omit<ClaimOptions, "start">,
+  ): Promise<StoredMessage[]> {
+    const { rows } = await this.call<MessageRow>("cannot fetch messages", {
+      name: "mq9-claim",
+      text: "SELECT * FROM mq9_claim($1, $2, $3, $4, $5, $6, $7, $8)",
+      values: [
+        mailbox,
+        group,
+        fromId,
+        options.nowMs,
+        options.reset,
+        options.limit,
+        options.maxBytes,
+        options.nowMs + options.leaseMs,
+      ],
+    });
+    return rows.map(storedMessage);
   }
 
   /**
