@@ -1,5 +1,6 @@
 // `npm run bench -- --cluster`: mq9 cluster mode against its peers, 1 KiB payloads, on this machine.
-// Systems, all measured in one run: mq9 with one, two and three nodes on one PostgreSQL behind a
+// Systems, all measured in one run: one mq9 broker on PostgreSQL with its own listener (no NATS
+// cluster); mq9 with one, two and three nodes on one PostgreSQL behind a
 // 3-node nats-server cluster; JetStream with an R3 file stream on a 3-node nats-server cluster;
 // pg-boss on the same PostgreSQL. Each: durable SEND one at a time and 64 in flight, then a
 // FETCH(100)+ACK drain of what was sent. Also CPU microseconds per message of every process, and
@@ -118,6 +119,7 @@ async function measure(system, cfg) {
   };
 }
 
+/** nodeCount 0: one broker on PostgreSQL with its own listener, no NATS cluster (the issue's (a)). */
 async function mq9System(nats, pg, nodeCount, cfg, run) {
   const nodes = [];
   try {
@@ -130,11 +132,12 @@ async function mq9System(nats, pg, nodeCount, cfg, run) {
 
 async function mq9On(nats, pg, nodeCount, cfg, run, nodes) {
   const schema = `bench_${nodeCount}n_${run}`;
-  for (let i = 0; i < nodeCount; i++) {
+  const standalone = nodeCount === 0;
+  for (let i = 0; i < Math.max(1, nodeCount); i++) {
     nodes.push(
       await startMq9Node({
         nodeId: `n${i + 1}`,
-        nats: [nats.urls[i % 3]],
+        nats: standalone ? undefined : [nats.urls[i % 3]],
         postgres: pg.url,
         // e.g. BENCH_MQ9_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the nodes.
         nodeArgs: (process.env.BENCH_MQ9_NODE_ARGS ?? "").split(" ").filter(Boolean),
@@ -151,15 +154,19 @@ async function mq9On(nats, pg, nodeCount, cfg, run, nodes) {
       }),
     );
   }
-  const clients = await Promise.all(nats.urls.map((url) => mq9Connect(url, { requestTimeoutMs: 15_000 })));
+  // Three client connections either way: one per nats-server, or three to the broker's own port.
+  const urls = standalone ? [0, 1, 2].map(() => `nats://127.0.0.1:${nodes[0].port}`) : nats.urls;
+  const clients = await Promise.all(urls.map((url) => mq9Connect(url, { requestTimeoutMs: 15_000 })));
   await clients[0].createMailbox({ name: "bench.q1" });
   const payload = cfg.payload;
   let pendingAck = Promise.resolve();
   return {
-    label: `mq9 cluster, ${nodeCount} node${nodeCount > 1 ? "s" : ""}`,
+    label: standalone
+      ? "mq9, 1 node on PostgreSQL (own listener)"
+      : `mq9 cluster, ${nodeCount} node${nodeCount > 1 ? "s" : ""}`,
     pids: () => ({
       ...Object.fromEntries(nodes.map((n) => [`mq9 ${n.nodeId}`, [n.pid]])),
-      ...Object.fromEntries(nats.servers.map((s) => [`nats ${s.name}`, [s.pid]])),
+      ...(standalone ? {} : Object.fromEntries(nats.servers.map((s) => [`nats ${s.name}`, [s.pid]]))),
       postgres: postgresPids(pg.postmasterPid),
     }),
     async send(lane) {
@@ -371,6 +378,7 @@ export async function runClusterBench(base) {
   const results = [];
   try {
     const makers = [
+      ["mq9-pg", "mq9, 1 node on PostgreSQL (own listener)", (round) => mq9System(nats, pg, 0, cfg, round)],
       ["mq9-1", "mq9 cluster, 1 node", (round) => mq9System(nats, pg, 1, cfg, round)],
       ["mq9-2", "mq9 cluster, 2 nodes", (round) => mq9System(nats, pg, 2, cfg, round)],
       ["mq9-3", "mq9 cluster, 3 nodes", (round) => mq9System(nats, pg, 3, cfg, round)],

@@ -12,26 +12,27 @@ export const MQ9_CLI = join(REPO_ROOT, "packages/cli/dist/main.js");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Starts a cluster node and resolves once its /healthz answers 200. Options: nodeId, nats (URLs),
- * postgres (URL), httpPort, args (extra flags), env, nodeArgs (node flags), dataDir, logFile
- * (a detached process that logs there and outlives this one).
- * Returns { nodeId, pid, httpPort, output(), kill(signal), stop(), exited }.
+ * Starts a cluster node and resolves once its /healthz answers 200. Options: nodeId, nats (URLs;
+ * without them, one broker on PostgreSQL with its own listener, on `port`), postgres (URL),
+ * httpPort, args (extra flags), env, nodeArgs (node flags), dataDir, logFile (a detached process
+ * that logs there and outlives this one).
+ * Returns { nodeId, pid, httpPort, port (without nats), output(), kill(signal), stop(), exited }.
  */
 export async function startMq9Node(options) {
   const httpPort = options.httpPort ?? (await freePort());
+  const port = options.nats ? undefined : (options.port ?? (await freePort()));
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), `mq9-node-${options.nodeId}-`));
   mkdirSync(dataDir, { recursive: true });
+  const attach = options.nats
+    ? ["--cluster", "--nats", options.nats.join(","), "--node-id", options.nodeId]
+    : ["--port", String(port)];
   const args = [
     ...(options.nodeArgs ?? []),
     MQ9_CLI,
     "serve",
-    "--cluster",
-    "--nats",
-    options.nats.join(","),
+    ...attach,
     "--postgres",
     options.postgres,
-    "--node-id",
-    options.nodeId,
     "--http-port",
     String(httpPort),
     "--data",
@@ -79,6 +80,7 @@ export async function startMq9Node(options) {
     nodeId: options.nodeId,
     pid: child.pid,
     httpPort,
+    port,
     dataDir,
     exited,
     output: () => output,

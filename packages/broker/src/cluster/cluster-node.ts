@@ -6,16 +6,10 @@ import type { BrokerMetrics } from "../http/broker-metrics.js";
 import type { Logger } from "../logger.js";
 import type { Mq9Service } from "../service/mq9-service.js";
 import type { Store } from "../store/store.js";
+import { DatabaseProbe } from "../transport/database-probe.js";
 import type { ClusterOptions } from "./cluster-options.js";
 import { connectToCluster, NatsAttachment } from "./nats-attachment.js";
 import { NatsNotifier } from "./nats-notifier.js";
-
-/** A store that can say whether its database answers (PostgresStore can). */
-interface PingableStore extends Store {
-  ping?(): Promise<boolean>;
-}
-
-const HEALTH_PROBE_MS = 2_000;
 
 function replyBytes(reply: ReplyPayload): Uint8Array | string {
   if (typeof reply === "string") return reply;
@@ -31,18 +25,18 @@ export class ClusterNode {
   /** This process's name in the cluster: the node id and a random suffix. */
   readonly instance: string;
   private readonly attachment: NatsAttachment;
-  private databaseUp = true;
-  private probe?: NodeJS.Timeout;
+  private readonly database: DatabaseProbe;
 
   constructor(
     readonly options: ClusterOptions,
     readonly connection: NatsConnection,
-    private readonly logger: Logger,
+    logger: Logger,
   ) {
     // Unique per process, so a node restarted under the same id never mistakes old news for its own.
     this.instance = `${options.nodeId}/${randomBytes(4).toString("hex")}`;
     this.notifier = new NatsNotifier(connection, this.instance, logger);
     this.attachment = new NatsAttachment(connection, options.queueGroup ?? "mq9", logger);
+    this.database = new DatabaseProbe(logger);
   }
 
   /** Hands every request of the queue group to the service, its reply back through NATS. */
@@ -61,7 +55,7 @@ export class ClusterNode {
   }
 
   /** Gauges of the node's links, and a periodic probe of the database for /healthz. */
-  watch(metrics: BrokerMetrics, store: PingableStore): void {
+  watch(metrics: BrokerMetrics, store: Store): void {
     const node = this;
     new Gauge({
       name: "mq9_cluster_nats_connected",
@@ -71,38 +65,22 @@ export class ClusterNode {
         this.set(node.attachment.connected ? 1 : 0);
       },
     });
-    new Gauge({
-      name: "mq9_cluster_database_up",
-      help: "1 while the shared database answered this node's last probe",
-      registers: [metrics.registry],
-      collect() {
-        this.set(node.databaseUp ? 1 : 0);
-      },
-    });
-    const ping = store.ping?.bind(store);
-    if (!ping) return;
-    const check = () => {
-      void ping().then((up) => {
-        if (up !== this.databaseUp) {
-          if (up) this.logger.info("postgres: the database answers again");
-          else this.logger.error("postgres: the database does not answer; requests fail until it is back");
-        }
-        this.databaseUp = up;
-      });
-    };
-    check();
-    this.probe = setInterval(check, HEALTH_PROBE_MS);
-    this.probe.unref();
+    this.database.watch(
+      store,
+      metrics,
+      "mq9_cluster_database_up",
+      "1 while the shared database answered this node's last probe",
+    );
   }
 
   health(): { ok: boolean; [detail: string]: unknown } {
     const natsUp = this.attachment.connected;
     const refused = this.attachment.refused;
     return {
-      ok: natsUp && refused === undefined && this.databaseUp,
+      ok: natsUp && refused === undefined && this.database.up,
       node: this.options.nodeId,
       nats: { connected: natsUp, server: this.attachment.server, ...(refused ? { refused } : {}) },
-      postgres: { up: this.databaseUp },
+      postgres: { up: this.database.up },
     };
   }
 
@@ -111,7 +89,7 @@ export class ClusterNode {
   }
 
   async close(timeoutMs = 5_000): Promise<void> {
-    clearInterval(this.probe);
+    this.database.close();
     await this.attachment.close(timeoutMs);
   }
 }

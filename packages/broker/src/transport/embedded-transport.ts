@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import { Defaults } from "@mq9/protocol";
 import { BrokerDefaults } from "../broker-defaults.js";
 import type { BrokerMetrics } from "../http/broker-metrics.js";
@@ -7,6 +8,7 @@ import type { Mq9Service } from "../service/mq9-service.js";
 import { SqliteStore } from "../store/sqlite-store.js";
 import type { Store } from "../store/store.js";
 import type { BrokerAddress, BrokerTransport, TransportHealth } from "./broker-transport.js";
+import { DatabaseProbe } from "./database-probe.js";
 import { ListenerBinding } from "./listener-binding.js";
 
 /** The embedded listener's settings, as BrokerOptions give them. */
@@ -18,6 +20,7 @@ export class EmbeddedTransport implements BrokerTransport {
   readonly defaultHttpHost: string;
   private readonly listener: NatsListener;
   private readonly maxPayload: number;
+  private readonly database: DatabaseProbe;
   private address?: BrokerAddress;
 
   /** Throws on settings the listener refuses (nothing is opened then). */
@@ -38,14 +41,20 @@ export class EmbeddedTransport implements BrokerTransport {
       serverName: "mq9",
       logger,
     });
+    this.database = new DatabaseProbe(logger);
   }
 
   get isolatesClients(): boolean {
     return this.listener.isolatesClients;
   }
 
-  get registryScope(): { maxPayload: number } {
-    return { maxPayload: this.maxPayload };
+  /**
+   * On a database server's store (PostgreSQL) the registry lives there too, under this process's
+   * name, as a cluster node's does; on SQLite it stays in the data directory.
+   */
+  get registryScope(): { maxPayload: number; node?: string } {
+    const node = DatabaseProbe.applies(this.store) ? `${hostname()}-${process.pid}` : undefined;
+    return { maxPayload: this.maxPayload, node };
   }
 
   connectionCount(): number {
@@ -54,12 +63,18 @@ export class EmbeddedTransport implements BrokerTransport {
 
   watch(metrics: BrokerMetrics, store: Store): void {
     if (store instanceof SqliteStore) metrics.watchStore(() => store.logStatus());
+    this.database.watch(store, metrics, "mq9_database_up", "1 while the database answered the last probe");
   }
 
   health(): TransportHealth {
+    const connections = this.listener.connectionCount;
+    if (DatabaseProbe.applies(this.store)) {
+      const up = this.database.up;
+      return { ok: up, connections, storage: up ? "ok" : "unavailable", postgres: { up } };
+    }
     // "full": writes fail for lack of space (reads go on); the broker recovers by itself.
     const storage = this.store instanceof SqliteStore ? this.store.storageState() : "ok";
-    return { ok: storage === "ok", connections: this.listener.connectionCount, storage };
+    return { ok: storage === "ok", connections, storage };
   }
 
   async serve(service: Mq9Service): Promise<BrokerAddress> {
@@ -76,6 +91,7 @@ export class EmbeddedTransport implements BrokerTransport {
   async stopReceiving(): Promise<void> {}
 
   close(drainTimeoutMs?: number): Promise<void> {
+    this.database.close();
     return this.listener.close({ drainTimeoutMs });
   }
 }

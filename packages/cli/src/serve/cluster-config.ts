@@ -5,7 +5,10 @@ const onOff = z
   .default(false)
   .transform((v) => v === true || v === "on" || v === "true");
 
-/** `mq9 serve --cluster`: the NATS cluster to attach to and the shared PostgreSQL. */
+/**
+ * `mq9 serve --cluster`: the NATS cluster to attach to and the shared PostgreSQL. `--postgres`
+ * alone: one broker, with its own listener, on the PostgreSQL store.
+ */
 export const ClusterConfigSchema = z
   .object({
     enabled: onOff,
@@ -32,7 +35,18 @@ export const ClusterConfigSchema = z
   .strict()
   .prefault({})
   .superRefine((cluster, ctx) => {
-    if (!cluster.enabled) return;
+    if (!cluster.enabled) {
+      // A broker of its own listens itself: a NATS cluster given without --cluster would be ignored.
+      if (cluster.nats.length > 0) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["nats"],
+          message:
+            "--nats is the NATS cluster of a cluster node: add --cluster (with --postgres), or leave --nats out to listen on --port",
+        });
+      }
+      return;
+    }
     if (cluster.nats.length === 0) {
       ctx.addIssue({
         code: "custom",
@@ -80,21 +94,21 @@ export const CLUSTER_SETTINGS: {
     flag: "postgres",
     env: "MQ9_POSTGRES",
     kind: "string",
-    help: "cluster mode: the shared PostgreSQL, postgres://user:password@host:5432/db",
+    help: "keep state in PostgreSQL, postgres://user:password@host:5432/db (alone: one broker on it; with --cluster: the store the nodes share)",
   },
   {
     path: ["cluster", "postgresSchema"],
     flag: "postgres-schema",
     env: "MQ9_POSTGRES_SCHEMA",
     kind: "string",
-    help: "cluster mode: PostgreSQL schema of mq9's tables",
+    help: "with --postgres: the schema of mq9's tables",
   },
   {
     path: ["cluster", "postgresPool"],
     flag: "postgres-pool",
     env: "MQ9_POSTGRES_POOL",
     kind: "number",
-    help: "cluster mode: PostgreSQL connections per node",
+    help: "with --postgres: PostgreSQL connections per broker",
   },
   {
     path: ["cluster", "nodeId"],

@@ -4,21 +4,23 @@ import { PostgresStore } from "@mq9/broker/internal";
 import type { ServeConfig } from "./config.js";
 
 /**
- * What `mq9 serve --cluster` adds to the broker's options: the shared PostgreSQL store (opened,
- * migrated) and the NATS cluster to attach to.
+ * What `mq9 serve --postgres` adds to the broker's options: the PostgreSQL store (opened,
+ * migrated), and with `--cluster` the NATS cluster to attach to; nothing without either.
  */
-export async function clusterBrokerOptions(
+export async function postgresBrokerOptions(
   config: ServeConfig,
   logger: Logger,
-): Promise<Pick<BrokerOptions, "store" | "cluster">> {
+): Promise<Pick<BrokerOptions, "store" | "cluster"> | undefined> {
   const cluster = config.cluster;
-  const nodeId = cluster.nodeId ?? `${hostname()}-${process.pid}`;
+  if (!cluster.enabled && cluster.postgres === undefined) return undefined;
   const store = await PostgresStore.open({
     url: cluster.postgres ?? "",
     schema: cluster.postgresSchema,
     poolSize: cluster.postgresPool,
     logger,
   });
+  if (!cluster.enabled) return { store };
+  const nodeId = cluster.nodeId ?? `${hostname()}-${process.pid}`;
   const tls =
     cluster.natsTlsCa || cluster.natsTlsCert
       ? { caFile: cluster.natsTlsCa, certFile: cluster.natsTlsCert, keyFile: cluster.natsTlsKey }

@@ -4,7 +4,7 @@ import { PostgresStore, type RestApi } from "@mq9/broker/internal";
 import { registryFactory } from "@mq9/registry";
 import { say } from "../shared/output.js";
 import { ServeAgentApps } from "./agent-apps.js";
-import { clusterBrokerOptions } from "./cluster.js";
+import { postgresBrokerOptions } from "./cluster.js";
 import { ConfigError, loadServeConfig, type ServeConfig } from "./config.js";
 import { ServeDashboard } from "./dashboard.js";
 import { createLogger } from "./logger.js";
@@ -129,16 +129,16 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
   const orchestrator = new ServeOrchestrator(config, logger);
   const agentApps = new ServeAgentApps(config);
   let broker: Broker;
-  let clustered: Awaited<ReturnType<typeof clusterBrokerOptions>> | undefined;
+  let clustered: Awaited<ReturnType<typeof postgresBrokerOptions>>;
   try {
-    clustered = config.cluster.enabled ? await clusterBrokerOptions(config, logger) : undefined;
+    clustered = await postgresBrokerOptions(config, logger);
     broker = await Broker.start({ ...brokerOptions(config, logger, orchestrator, agentApps), ...clustered });
   } catch (err) {
     say(explainStartFailure(err, config));
     process.exit(1);
   }
   agentApps.start(broker.host, broker.port);
-  // In a cluster, one node at a time runs the orchestrator (see OrchestratorLeadership).
+  // On PostgreSQL (a cluster, or brokers sharing it), one at a time runs the orchestrator.
   const shared = clustered?.store;
   const leadership =
     orchestrator.enabled && shared instanceof PostgresStore
@@ -196,8 +196,9 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
         host: broker.host,
         port: broker.port,
         httpPort: http?.port,
-        data: config.storage.data,
-        sync: config.storage.sync,
+        ...(clustered?.store instanceof PostgresStore
+          ? { store: `PostgreSQL (schema ${clustered.store.schema})` }
+          : { data: config.storage.data, sync: config.storage.sync }),
       },
       `mq9 broker ready on ${scheme}://${broker.host}:${broker.port}; HTTP on http://${http?.host}:${http?.port} (dashboard at /, /api/v1, /healthz, /metrics, /mcp, /a2a)`,
     );

@@ -1,0 +1,63 @@
+import { Gauge } from "prom-client";
+import type { BrokerMetrics } from "../http/broker-metrics.js";
+import type { Logger } from "../logger.js";
+import type { Store } from "../store/store.js";
+
+/** A store that can say whether its database answers (PostgresStore can). */
+interface PingableStore extends Store {
+  ping?(): Promise<boolean>;
+}
+
+const PROBE_INTERVAL_MS = 2_000;
+
+/**
+ * Asks a database-server store every two seconds whether its database answers, for /healthz and
+ * a gauge, and logs when that changes. A store in this process (SQLite) has nothing to probe.
+ */
+export class DatabaseProbe {
+  private answering = true;
+  private timer?: NodeJS.Timeout;
+
+  constructor(private readonly logger: Logger) {}
+
+  /** Whether `store` is one this probe watches. */
+  static applies(store: Store): boolean {
+    return typeof (store as PingableStore).ping === "function";
+  }
+
+  /** Whether the database answered the last probe (true before the first and for a local store). */
+  get up(): boolean {
+    return this.answering;
+  }
+
+  /** Starts probing, with the gauge `gaugeName` (1 while the database answers). */
+  watch(store: Store, metrics: BrokerMetrics, gaugeName: string, help: string): void {
+    const ping = (store as PingableStore).ping?.bind(store);
+    if (!ping) return;
+    const probe = this;
+    new Gauge({
+      name: gaugeName,
+      help,
+      registers: [metrics.registry],
+      collect() {
+        this.set(probe.answering ? 1 : 0);
+      },
+    });
+    const check = () => {
+      void ping().then((up) => {
+        if (up !== this.answering) {
+          if (up) this.logger.info("postgres: the database answers again");
+          else this.logger.error("postgres: the database does not answer; requests fail until it is back");
+        }
+        this.answering = up;
+      });
+    };
+    check();
+    this.timer = setInterval(check, PROBE_INTERVAL_MS);
+    this.timer.unref();
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+  }
+}

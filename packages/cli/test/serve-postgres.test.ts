@@ -1,0 +1,101 @@
+import { freshSchema, postgresMissing, usePrivatePostgres } from "@mq9/testkit";
+import { connect } from "nats";
+import { describe, expect, it } from "vitest";
+import { runCli, type ServeProcess, spawnServe, tempDir } from "./cli-harness.js";
+import { mq9Client, payloads, type Reply } from "./cluster-harness.js";
+
+const missing = postgresMissing();
+
+/** Stops a broker with SIGTERM, as a supervisor would; it must drain and exit 0. */
+async function stop(serve: ServeProcess): Promise<void> {
+  serve.child.kill("SIGTERM");
+  expect(await serve.exited).toBe(0);
+}
+
+/** Runs `body` against a client of `serve`, closing the client after. */
+async function withClient<T>(serve: ServeProcess, body: (via: ReturnType<typeof mq9Client>) => Promise<T>) {
+  const nc = await connect({ servers: `127.0.0.1:${serve.port}` });
+  try {
+    return await body(mq9Client(nc));
+  } finally {
+    await nc.close();
+  }
+}
+
+// `mq9 serve --postgres URL` without --cluster: one broker with its own listener, every piece of
+// state in PostgreSQL (so a host can be replaced, or the broker later joined by cluster nodes).
+describe.skipIf(missing !== undefined)(
+  `mq9 serve --postgres: one broker on PostgreSQL${missing ? ` (skipped: ${missing})` : ""}`,
+  () => {
+    const db = usePrivatePostgres();
+
+    it("keeps messages, group positions and registrations in PostgreSQL, not in its data folder", async () => {
+      const schema = freshSchema();
+      const flags = ["--postgres", db.pg.url, "--postgres-schema", schema, "--registry-embedder", "none"];
+      const first = await spawnServe([...flags, "--data", tempDir()]);
+      const ready =
+        first
+          .stdout()
+          .split("\n")
+          .find((line) => line.includes("broker ready")) ?? "";
+      expect(JSON.parse(ready).store).toBe(`PostgreSQL (schema ${schema})`);
+      const health = (await (await fetch(`http://127.0.0.1:${first.httpPort}/healthz`)).json()) as Reply;
+      expect(health).toMatchObject({ ok: true, postgres: { up: true } });
+      await withClient(first, async (via) => {
+        expect(await via("$mq9.AI.MAILBOX.CREATE", { name: "pg.box" })).toEqual({
+          error: "",
+          mail_address: "pg.box",
+        });
+        await via("$mq9.AI.MSG.SEND.pg.box", "m0");
+        await via("$mq9.AI.MSG.SEND.pg.box", "m1", { headers: { "mq9-priority": "urgent" } });
+        await via("$mq9.AI.MSG.SEND.pg.box", "m2");
+        const urgent = await via("$mq9.AI.MSG.FETCH.pg.box", {
+          group_name: "g",
+          deliver: "earliest",
+          config: { num_msgs: 1, max_wait_ms: 0 },
+        });
+        expect(payloads(urgent)).toEqual(["m1"]);
+        const [{ msg_id }] = urgent.messages as { msg_id: number }[];
+        expect(await via("$mq9.AI.MSG.ACK.pg.box", { group_name: "g", msg_id })).toEqual({ error: "" });
+        expect(
+          await via("$mq9.AI.AGENT.REGISTER", {
+            name: "pg-translator",
+            mailbox: "pg.box",
+            payload: "translates documents kept in PostgreSQL",
+            tags: ["language"],
+          }),
+        ).toEqual({ error: "" });
+      });
+      await stop(first);
+
+      // A fresh, empty data folder: whatever the second broker knows came from PostgreSQL.
+      const second = await spawnServe([...flags, "--data", tempDir()]);
+      await withClient(second, async (via) => {
+        const rest = await via("$mq9.AI.MSG.FETCH.pg.box", { group_name: "g", config: { max_wait_ms: 0 } });
+        expect(payloads(rest)).toEqual(["m0", "m2"]);
+        const found = await via("$mq9.AI.AGENT.DISCOVER", { tags: ["language"] });
+        expect((found.agents as { name: string }[]).map((agent) => agent.name)).toEqual(["pg-translator"]);
+      });
+      await stop(second);
+    });
+
+    it("refuses an unreachable database and a NATS cluster given without --cluster, saying why", async () => {
+      const unreachable = await runCli([
+        "serve",
+        "--postgres",
+        "postgres://mq9@127.0.0.1:1/mq9",
+        "--port",
+        "0",
+        "--http-port",
+        "0",
+        "--data",
+        tempDir(),
+      ]);
+      expect(unreachable.code).toBe(1);
+      expect(unreachable.stderr).toMatch(/cannot open the PostgreSQL store.*127\.0\.0\.1:1\/mq9/);
+      const natsAlone = await runCli(["serve", "--nats", "nats://127.0.0.1:4222", "--port", "0"]);
+      expect(natsAlone.code).toBe(2);
+      expect(natsAlone.stderr).toContain("--nats is the NATS cluster of a cluster node: add --cluster");
+    });
+  },
+);
