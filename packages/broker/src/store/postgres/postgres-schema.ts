@@ -498,17 +498,14 @@ BEGIN
   RETURNING g.delivered0, g.delivered1, g.delivered2, g.next_batch - 1 AS batch INTO st;
   RETURN QUERY
   WITH candidates AS (
-    (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms FROM messages m
-      WHERE m.mbox = box.id AND m.priority = 0 AND m.msg_id > st.delivered0 AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
-      ORDER BY m.msg_id LIMIT p_limit)
-    UNION ALL
-    (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms FROM messages m
-      WHERE m.mbox = box.id AND m.priority = 1 AND m.msg_id > st.delivered1 AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
-      ORDER BY m.msg_id LIMIT p_limit)
-    UNION ALL
-    (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms FROM messages m
-      WHERE m.mbox = box.id AND m.priority = 2 AND m.msg_id > st.delivered2 AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
-      ORDER BY m.msg_id LIMIT p_limit)),
+    -- Per class, the next messages past its highest id handed out.
+    SELECT picked.* FROM (VALUES (0::smallint, st.delivered0), (1::smallint, st.delivered1), (2::smallint, st.delivered2))
+      AS k(rank, past),
+    LATERAL (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms
+             FROM messages m
+             WHERE m.mbox = box.id AND m.priority = k.rank AND m.msg_id > k.past
+               AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+             ORDER BY m.msg_id LIMIT p_limit) picked),
   placed AS (
     SELECT c.*, row_number() OVER w AS pos,
            coalesce(sum(octet_length(c.payload)) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before,
