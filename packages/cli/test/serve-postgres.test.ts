@@ -79,7 +79,7 @@ describe.skipIf(missing !== undefined)(
       await stop(second);
     });
 
-    it("refuses an unreachable database and a NATS cluster given without --cluster, saying why", async () => {
+    it("refuses an unreachable database, and NATS cluster settings without --cluster, saying why", async () => {
       const unreachable = await runCli([
         "serve",
         "--postgres",
@@ -96,6 +96,17 @@ describe.skipIf(missing !== undefined)(
       const natsAlone = await runCli(["serve", "--nats", "nats://127.0.0.1:4222", "--port", "0"]);
       expect(natsAlone.code).toBe(2);
       expect(natsAlone.stderr).toContain("--nats is the NATS cluster of a cluster node: add --cluster");
+      const nodeFlags = await runCli([
+        "serve",
+        "--postgres",
+        db.pg.url,
+        "--nats-token",
+        "s3cret",
+        "--port",
+        "0",
+      ]);
+      expect(nodeFlags.code).toBe(2);
+      expect(nodeFlags.stderr).toContain("--nats-token is a cluster node's setting: add --cluster");
     });
   },
 );

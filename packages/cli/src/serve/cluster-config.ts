@@ -45,6 +45,15 @@ export const ClusterConfigSchema = z
             "--nats is the NATS cluster of a cluster node: add --cluster (with --postgres), or leave --nats out to listen on --port",
         });
       }
+      for (const key of NODE_ONLY) {
+        if (cluster[key] === undefined) continue;
+        const flag = CLUSTER_SETTINGS.find((setting) => setting.path[1] === key)?.flag ?? key;
+        ctx.addIssue({
+          code: "custom",
+          path: [key],
+          message: `--${flag} is a cluster node's setting: add --cluster (with --nats and --postgres), or leave it out`,
+        });
+      }
       return;
     }
     if (cluster.nats.length === 0) {
@@ -64,6 +73,18 @@ export const ClusterConfigSchema = z
   });
 
 export type ClusterConfig = z.infer<typeof ClusterConfigSchema>;
+
+/** Settings only a cluster node uses: refused without --cluster rather than ignored. */
+const NODE_ONLY = [
+  "nodeId",
+  "natsToken",
+  "natsUser",
+  "natsPassword",
+  "natsCreds",
+  "natsTlsCa",
+  "natsTlsCert",
+  "natsTlsKey",
+] as const;
 
 type ClusterKey = keyof z.output<typeof ClusterConfigSchema> & string;
 
