@@ -13,7 +13,7 @@ import {
 import { BrokerDefaults } from "../broker-defaults.js";
 import { type Logger, silentLogger } from "../logger.js";
 import { canReleaseLeases } from "../store/lease-release.js";
-import { servesOneTrip } from "../store/one-trip-requests.js";
+import { type OneTripRequests, servesOneTrip } from "../store/one-trip-requests.js";
 import type {
   AppendResult,
   ClaimOptions,
@@ -69,6 +69,8 @@ function sleep(ms: number): { done: Promise<void>; cancel(): void } {
  */
 export class MessagingEngine {
   readonly store: Store;
+  /** The store again when it serves group FETCHes and ACKs in one round trip each. */
+  private readonly oneTripStore?: OneTripRequests;
   private readonly notifier: Notifier;
   private readonly logger: Logger;
   private readonly now: () => number;
@@ -83,6 +85,7 @@ export class MessagingEngine {
 
   constructor(options: MessagingEngineOptions) {
     this.store = options.store;
+    if (servesOneTrip(this.store)) this.oneTripStore = this.store;
     this.notifier = options.notifier ?? new LocalNotifier();
     this.logger = options.logger ?? silentLogger;
     this.now = options.now ?? Date.now;
@@ -173,24 +176,22 @@ export class MessagingEngine {
     undelivered?: AbortSignal,
   ): Promise<StoredMessage[]> {
     const group = request.group_name || undefined;
-    // A store that finds the mailbox and places a new group in its claim is asked once.
-    const oneTrip = group !== undefined && request.deliver !== "from_time" && servesOneTrip(this.store);
-    if (!oneTrip) await this.requireMailbox(mailbox);
     const limit = request.config?.num_msgs ?? Defaults.fetchNumMsgs;
-    if (limit === 0) {
-      if (oneTrip) await this.requireMailbox(mailbox);
-      return [];
-    }
+    // A store that finds the mailbox and places a new group in its claim is asked once; a FETCH
+    // of nothing claims nothing, so it asks about the mailbox itself.
+    const oneTrip =
+      group !== undefined && limit > 0 && request.deliver !== "from_time" && this.oneTripStore !== undefined;
+    if (!oneTrip) await this.requireMailbox(mailbox);
+    if (limit === 0) return [];
     const deadlineMs =
       this.now() + Math.min(request.config?.max_wait_ms ?? Defaults.fetchMaxWaitMs, this.maxWaitMs);
     const leaseMs = request.config?.lease_ms || this.leaseMs;
     let reset = group !== undefined && request.force_deliver === true;
-    const needsStart =
-      !oneTrip && (group === undefined || reset || !(await this.store.hasGroup(mailbox, group)));
-    const start = needsStart
-      ? await this.resolveStart(mailbox, request)
-      : { fromId: request.deliver === "from_id" ? (request.from_id ?? 0) : 0 };
+    // In one trip, "latest" is placed by the store; earliest and from_id resolve without a query.
     const fromNext = oneTrip && (request.deliver ?? "latest") === "latest";
+    const needsStart =
+      !fromNext && (oneTrip || group === undefined || reset || !(await this.store.hasGroup(mailbox, group)));
+    const start = needsStart ? await this.resolveStart(mailbox, request) : { fromId: 0 };
     let checked = !oneTrip;
     let stopWaiting = () => {};
     const gone = new Promise<void>((resolve) => {
@@ -265,7 +266,7 @@ export class MessagingEngine {
   async ack(mailbox: string, request: AckRequest): Promise<void> {
     // Go and C# consume loops ACK with an empty group after stateless fetches.
     if (request.group_name === "") return;
-    const oneTrip = servesOneTrip(this.store);
+    const oneTrip = this.oneTripStore !== undefined;
     if (!oneTrip) await this.requireMailbox(mailbox);
     const acked = await this.store.ack(mailbox, request.group_name, request.msg_id, this.now());
     if (acked) return;
@@ -280,10 +281,9 @@ export class MessagingEngine {
     options: ClaimOptions,
     fromNext: boolean,
   ): Promise<StoredMessage[]> {
-    const store = this.store;
     // The store places the new group: options.start is not used.
-    if (fromNext && servesOneTrip(store)) return store.claimFromNext(mailbox, group, options);
-    return store.claim(mailbox, group, options);
+    if (fromNext && this.oneTripStore) return this.oneTripStore.claimFromNext(mailbox, group, options);
+    return this.store.claim(mailbox, group, options);
   }
 
   /** Live messages matching the filters: the most recent `limit`, oldest first. Touches no group. */
