@@ -26,7 +26,8 @@ export function run(
     child.stderr.on("data", (c) => {
       stderr += c;
     });
-    child.on("exit", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    // "close", not "exit": exit can come before the last output is read from the pipes.
+    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
     child.stdin.end(input);
   });
 }
