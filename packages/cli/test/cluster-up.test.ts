@@ -33,7 +33,8 @@ function run(script: string, env: NodeJS.ProcessEnv): Promise<{ code: number | n
     child.stderr.on("data", (chunk) => {
       output += chunk;
     });
-    child.on("exit", (code) => resolve({ code, output }));
+    // "close", not "exit": exit can come before the last output is read from the pipes.
+    child.on("close", (code) => resolve({ code, output }));
   });
 }
 

@@ -126,7 +126,14 @@ export function runBlock(
     child.on("exit", (code, signal) => {
       clearTimeout(timer);
       endGroup("SIGTERM");
-      resolve({ code: code ?? signal ?? -1, output, timedOut });
+      // Output may still sit in the pipes at exit: wait for them to close, briefly, since a
+      // straggler of the block's may hold them open until its SIGTERM lands.
+      const finish = () => resolve({ code: code ?? signal ?? -1, output, timedOut });
+      const grace = setTimeout(finish, 2_000);
+      child.once("close", () => {
+        clearTimeout(grace);
+        finish();
+      });
     });
   });
 }
