@@ -14,7 +14,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /**
  * Starts a cluster node and resolves once its /healthz answers 200. Options: nodeId, nats (URLs;
  * without them, one broker on PostgreSQL with its own listener, on `port`), postgres (URL),
- * httpPort, args (extra flags), env, nodeArgs (node flags), dataDir, logFile (a detached process
+ * httpPort, args (extra flags), env, nodeArgs (node flags), dataDir (its working folder), logFile (a detached process
  * that logs there and outlives this one).
  * Returns { nodeId, pid, httpPort, port (without nats), output(), kill(signal), stop(), exited }.
  */
@@ -35,8 +35,6 @@ export async function startMq9Node(options) {
     options.postgres,
     "--http-port",
     String(httpPort),
-    "--data",
-    dataDir,
     "--log-format",
     "json",
     ...(options.args ?? []),

@@ -109,13 +109,15 @@ describe.skipIf(missing !== undefined)(
       );
       const follower = nodes.find((n) => n !== leader) as Mq9NodeProcess;
       // The logs say which node does what: the leader runs the orchestrator, the other does not.
-      const RUNS = "this node now runs the orchestrator for the cluster";
+      const RUNS = "this broker now runs the orchestrator for every broker on this database";
       expect(leader.output()).toContain(RUNS);
       expect(follower.output()).not.toContain(RUNS);
       expect(await api(follower, "/tasks")).toMatchObject({ status: 503 });
       // One node at a time runs expiry too, and says so.
       const runsExpiry = () =>
-        nodes.filter((n) => n.output().includes("this node now runs expiry for the cluster"));
+        nodes.filter((n) =>
+          n.output().includes("this broker now runs expiry for every broker on this database"),
+        );
       await eventually(async () => runsExpiry().length > 0, 30_000, "a node to take the expiry lock");
       expect(runsExpiry()).toHaveLength(1);
       // The agent's registration reaches the leader's directory.

@@ -119,7 +119,7 @@ describe.skipIf(missing !== undefined)(`cluster node start${missing ? ` (skipped
       ["e1", "e2"].map((nodeId) => startNode({ nodeId, nats: nats.urls, postgres: pg.url })),
     );
     nodes.push(e1, e2);
-    const RUNS = "this node now runs expiry for the cluster";
+    const RUNS = "this broker now runs expiry for every broker on this database";
     const holders = () => [e1, e2].filter((n) => n.output().includes(RUNS));
     // (The node of the first test may hold it: stop it, so one of these two takes over.)
     await nodes[0].stop();

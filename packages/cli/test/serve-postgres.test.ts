@@ -29,10 +29,10 @@ describe.skipIf(missing !== undefined)(
   () => {
     const db = usePrivatePostgres();
 
-    it("keeps messages, group positions and registrations in PostgreSQL, not in its data folder", async () => {
+    it("keeps messages, group positions and registrations in PostgreSQL, where a second broker finds them", async () => {
       const schema = freshSchema();
       const flags = ["--postgres", db.pg.url, "--postgres-schema", schema, "--registry-embedder", "none"];
-      const first = await spawnServe([...flags, "--data", tempDir()]);
+      const first = await spawnServe(flags);
       const ready =
         first
           .stdout()
@@ -68,8 +68,8 @@ describe.skipIf(missing !== undefined)(
       });
       await stop(first);
 
-      // A fresh, empty data folder: whatever the second broker knows came from PostgreSQL.
-      const second = await spawnServe([...flags, "--data", tempDir()]);
+      // Nothing is kept on local disk (--data is refused): whatever it knows came from PostgreSQL.
+      const second = await spawnServe(flags);
       await withClient(second, async (via) => {
         const rest = await via("$mq9.AI.MSG.FETCH.pg.box", { group_name: "g", config: { max_wait_ms: 0 } });
         expect(payloads(rest)).toEqual(["m0", "m2"]);
@@ -79,7 +79,7 @@ describe.skipIf(missing !== undefined)(
       await stop(second);
     });
 
-    it("refuses an unreachable database, and NATS cluster settings without --cluster, saying why", async () => {
+    it("refuses an unreachable database, cluster settings without --cluster and SQLite settings, saying why", async () => {
       const unreachable = await runCli([
         "serve",
         "--postgres",
@@ -88,8 +88,6 @@ describe.skipIf(missing !== undefined)(
         "0",
         "--http-port",
         "0",
-        "--data",
-        tempDir(),
       ]);
       expect(unreachable.code).toBe(1);
       expect(unreachable.stderr).toMatch(/cannot open the PostgreSQL store.*127\.0\.0\.1:1\/mq9/);
@@ -107,6 +105,17 @@ describe.skipIf(missing !== undefined)(
       ]);
       expect(nodeFlags.code).toBe(2);
       expect(nodeFlags.stderr).toContain("--nats-token is a cluster node's setting: add --cluster");
+      // The SQLite store's settings would be ignored on PostgreSQL: both named, from flag or environment.
+      const sqliteOnly = await runCli(
+        ["serve", "--postgres", db.pg.url, "--data", tempDir(), "--port", "0"],
+        {
+          MQ9_STORAGE_SYNC: "full",
+        },
+      );
+      expect(sqliteOnly.code).toBe(2);
+      expect(sqliteOnly.stderr).toContain("--data is the SQLite store's folder: with --postgres");
+      expect(sqliteOnly.stderr).toContain("--sync sets how the SQLite store flushes");
+      expect(sqliteOnly.stderr).toContain("set by MQ9_STORAGE_SYNC=full");
     });
   },
 );

@@ -107,8 +107,9 @@ export const ServeConfigSchema = z
       .prefault({}),
     storage: z
       .object({
-        data: z.string().min(1).default(BrokerDefaults.dataDir),
-        sync: z.enum(["normal", "full"]).default("normal"),
+        // No defaults here: on PostgreSQL both are refused when given (see below), then filled.
+        data: z.string().min(1).optional(),
+        sync: z.enum(["normal", "full"]).optional(),
       })
       .strict()
       .prefault({}),
@@ -249,7 +250,30 @@ export const ServeConfigSchema = z
         ctx.addIssue({ code: "custom", path: ["auth", "users"], message: (err as Error).message });
       }
     }
-  });
+    // The SQLite store's settings would be ignored on PostgreSQL: refused, not silently dropped.
+    if (config.cluster.postgres !== undefined) {
+      if (config.storage.data !== undefined) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["storage", "data"],
+          message:
+            "--data is the SQLite store's folder: with --postgres everything is kept in PostgreSQL; leave --data out",
+        });
+      }
+      if (config.storage.sync !== undefined) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["storage", "sync"],
+          message:
+            "--sync sets how the SQLite store flushes: with --postgres durability is PostgreSQL's own (synchronous_commit, replication); leave --sync out",
+        });
+      }
+    }
+  })
+  .transform((config) => ({
+    ...config,
+    storage: { data: config.storage.data ?? BrokerDefaults.dataDir, sync: config.storage.sync ?? "normal" },
+  }));
 
 export type ServeConfig = z.infer<typeof ServeConfigSchema>;
 

@@ -35,7 +35,6 @@ export class OrchestratorLeadership {
     const attempt = async () => {
       if (this.stopped || this.running) return;
       if (!(await this.lock.held()) || this.stopped) return;
-      this.logger.info("orchestrator: this node holds the cluster lock and runs the orchestrator");
       this.running = start().catch((err: Error) => {
         this.logger.error({ err }, `the orchestrator did not start: ${err.message}`);
       });

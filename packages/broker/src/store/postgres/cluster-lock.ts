@@ -76,7 +76,9 @@ export class ClusterLock {
         [this.name],
       );
       const taken = rows[0]?.taken === true;
-      if (taken && !this.holding) this.logger.info(`this node now runs ${this.what} for the cluster`);
+      if (taken && !this.holding) {
+        this.logger.info(`this broker now runs ${this.what} for every broker on this database`);
+      }
       this.holding = taken;
       return taken;
     } catch {
@@ -89,7 +91,9 @@ export class ClusterLock {
     if (this.client !== client) return;
     const wasHolding = this.holding;
     if (wasHolding && !this.closed) {
-      this.logger.warn(`lost the connection holding the ${this.what} lock; another node takes over`);
+      this.logger.warn(
+        `lost the connection holding the ${this.what} lock; another broker on this database takes over`,
+      );
     }
     this.client = undefined;
     this.holding = false;
