@@ -104,6 +104,22 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       expect(bodies(await store.read("box", { fromId: 0 }, { ...read, maxBytes: 1 }))).toEqual(["c2"]);
     });
 
+    it("claim and read — the byte budget counts each payload's bytes, whatever its length", async () => {
+      // Lengths 0 to 4: every remainder of 3, so a store that keeps payloads encoded counts right.
+      for (const body of ["", "a", "bb", "ccc", "dddd"]) await send(body);
+      expect(bodies(await store.read("box", { fromId: 0 }, { ...read, maxBytes: 6 }))).toEqual([
+        "",
+        "a",
+        "bb",
+        "ccc",
+      ]);
+      expect(bodies(await store.claim("box", "g", { ...claim, maxBytes: 5 }))).toEqual(["", "a", "bb"]);
+      expect(bodies(await store.claim("box", "g", { ...claim, maxBytes: 6 }))).toEqual(["ccc"]);
+      // After the lease runs out the claim takes leases again, under the same budget.
+      const again = { ...claim, nowMs: T0 + 30_000, maxBytes: 3 };
+      expect(bodies(await store.claim("box", "g", again))).toEqual(["", "a", "bb"]);
+    });
+
     it("read — expired messages are hidden from their expiry time on", async () => {
       await send("short", { expiresMs: T0 + 1000 });
       await send("long");
