@@ -55,6 +55,12 @@ const userEntry = z
   .strict();
 const hostList = z.array(z.string().min(1));
 
+/** Why each SQLite store setting is refused with --postgres. */
+const SQLITE_ONLY_ON_POSTGRES = {
+  data: "--data is the SQLite store's folder: with --postgres everything is kept in PostgreSQL; leave --data out",
+  sync: "--sync sets how the SQLite store flushes: with --postgres durability is PostgreSQL's own (synchronous_commit, replication); leave --sync out",
+} as const;
+
 /** Everything `mq9 serve` can be told, with defaults; file, env (MQ9_*) and flags all feed it. */
 export const ServeConfigSchema = z
   .object({
@@ -252,21 +258,9 @@ export const ServeConfigSchema = z
     }
     // The SQLite store's settings would be ignored on PostgreSQL: refused, not silently dropped.
     if (config.cluster.postgres !== undefined) {
-      if (config.storage.data !== undefined) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["storage", "data"],
-          message:
-            "--data is the SQLite store's folder: with --postgres everything is kept in PostgreSQL; leave --data out",
-        });
-      }
-      if (config.storage.sync !== undefined) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["storage", "sync"],
-          message:
-            "--sync sets how the SQLite store flushes: with --postgres durability is PostgreSQL's own (synchronous_commit, replication); leave --sync out",
-        });
+      for (const key of ["data", "sync"] as const) {
+        if (config.storage[key] === undefined) continue;
+        ctx.addIssue({ code: "custom", path: ["storage", key], message: SQLITE_ONLY_ON_POSTGRES[key] });
       }
     }
   })
