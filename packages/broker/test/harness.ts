@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { type RegistrySettings, registryFactory } from "@mq9/registry";
 import { freshSchema, postgresMissing, usePrivatePostgres } from "@mq9/testkit";
 import { type ConnectionOptions, connect, type NatsConnection, headers as natsHeaders } from "nats";
-import { describe } from "vitest";
+import { afterAll, describe } from "vitest";
+import { findNatsServer, startNatsCluster } from "../../../scripts/local-cluster/nats-cluster.js";
 import { Broker, type BrokerOptions } from "../src/index.js";
 import { PostgresStore } from "../src/store/postgres/postgres-store.js";
 
@@ -60,24 +61,32 @@ export async function startTestBroker(options: TestBrokerOptions = {}): Promise<
     url,
     dataDir,
     client,
-    async request(subject, body, opts = {}) {
-      let hdrs: ReturnType<typeof natsHeaders> | undefined;
-      if (opts.headers) {
-        hdrs = natsHeaders();
-        for (const [k, v] of Object.entries(opts.headers)) hdrs.set(k, v);
-      }
-      const reply = await (opts.nc ?? nc).request(subject, encodeBody(body), {
-        timeout: opts.timeout ?? 10_000,
-        headers: hdrs,
-      });
-      return JSON.parse(new TextDecoder().decode(reply.data));
-    },
+    request: (subject, body, opts = {}) => requestJson(opts.nc ?? nc, subject, body, opts),
     async close() {
       await Promise.all(clients.map((c) => c.close().catch(() => {})));
       await broker.close();
       if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** An mq9 request with optional headers; the reply's JSON. */
+async function requestJson(
+  nc: NatsConnection,
+  subject: string,
+  body: Body,
+  opts: { headers?: Record<string, string>; timeout?: number },
+) {
+  let hdrs: ReturnType<typeof natsHeaders> | undefined;
+  if (opts.headers) {
+    hdrs = natsHeaders();
+    for (const [k, v] of Object.entries(opts.headers)) hdrs.set(k, v);
+  }
+  const reply = await nc.request(subject, encodeBody(body), {
+    timeout: opts.timeout ?? 10_000,
+    headers: hdrs,
+  });
+  return JSON.parse(new TextDecoder().decode(reply.data));
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -91,18 +100,116 @@ export function texts(reply: Record<string, unknown>): string[] {
 /** Starts a test broker on one kind of store. */
 export type StartTestBroker = (options?: TestBrokerOptions) => Promise<TestBroker>;
 
+/** Where a suite's brokers run: `cluster` for nodes behind nats-servers, which do not see their clients' sockets. */
+export interface BrokerPlacement {
+  cluster: boolean;
+}
+
 /**
- * Declares a protocol suite twice: on the embedded store, and on the PostgreSQL store that cluster
- * mode shares (a private server, a fresh schema per broker), where PostgreSQL is installed.
+ * Declares a protocol suite three times: on the embedded store; on the PostgreSQL store that
+ * cluster mode shares (a private server, a fresh schema per broker); and through two cluster
+ * nodes on that store, each attached to its own nats-server of a routed pair, where the clients
+ * connect to the nats-servers as agents do (NATS hands each request to either node).
  */
-export function onEachStore(suite: (startBroker: StartTestBroker) => void): void {
-  describe("embedded store", () => suite(startTestBroker));
+export function onEachStore(suite: (startBroker: StartTestBroker, where: BrokerPlacement) => void): void {
+  describe("embedded store", () => suite(startTestBroker, { cluster: false }));
   const missing = postgresMissing();
   describe.skipIf(missing !== undefined)(`PostgreSQL store${missing ? ` (skipped: ${missing})` : ""}`, () => {
     const db = usePrivatePostgres();
-    suite(async (options = {}) => {
-      const store = await PostgresStore.open({ url: db.pg.url, schema: freshSchema(), poolSize: 4 });
-      return startTestBroker({ ...options, store });
-    });
+    suite(
+      async (options = {}) => {
+        const store = await PostgresStore.open({ url: db.pg.url, schema: freshSchema(), poolSize: 4 });
+        return startTestBroker({ ...options, store });
+      },
+      { cluster: false },
+    );
   });
+  const noNats = findNatsServer() ? undefined : "not installed: nats-server (apt-get install nats-server)";
+  if (noNats && process.env.CI) throw new Error(`CI: ${noNats}`);
+  const noCluster = missing ?? noNats;
+  describe.skipIf(noCluster !== undefined)(
+    `two cluster nodes${noCluster ? ` (skipped: ${noCluster})` : ""}`,
+    () => {
+      const db = usePrivatePostgres();
+      const pairs = new NatsPairs();
+      afterAll(() => pairs.stop(), 60_000);
+      suite((options = {}) => startTestCluster(db.pg.url, pairs, options), { cluster: true });
+    },
+  );
+}
+
+/**
+ * Routed pairs of nats-servers, one per test cluster running at a time: two mq9 clusters on one
+ * NATS cluster would both answer every request, whatever their queue groups. A pair is started
+ * when every one started so far is in use, and serves the next test cluster once it is free.
+ */
+class NatsPairs {
+  private readonly pairs: { urls: string[]; stop(): Promise<void>; busy: boolean }[] = [];
+
+  async take(): Promise<{ urls: string[]; release(): void }> {
+    let pair = this.pairs.find((p) => !p.busy);
+    if (!pair) {
+      pair = { ...(await startNatsCluster({ size: 2 })), busy: false };
+      this.pairs.push(pair);
+    }
+    const taken = pair;
+    taken.busy = true;
+    return {
+      urls: taken.urls,
+      release: () => {
+        taken.busy = false;
+      },
+    };
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.pairs.map((p) => p.stop()));
+  }
+}
+
+/**
+ * Two brokers in cluster mode on one fresh schema, node a on the first nats-server of a pair and
+ * b on the second; the test's clients connect to the nats-servers, the first one to a's.
+ * `broker` is node a.
+ */
+async function startTestCluster(
+  postgresUrl: string,
+  pairs: NatsPairs,
+  options: TestBrokerOptions,
+): Promise<TestBroker> {
+  const schema = freshSchema();
+  const nats = await pairs.take();
+  const natsUrls = nats.urls;
+  const dataDir = tempDir();
+  const node = async (nodeId: string, server: string) =>
+    Broker.start({
+      dataDir,
+      sweepIntervalMs: 100,
+      ...options,
+      registry: undefined,
+      store: await PostgresStore.open({ url: postgresUrl, schema, poolSize: 4 }),
+      cluster: { servers: [server], nodeId },
+    });
+  const brokers = [await node("a", natsUrls[0]), await node("b", natsUrls[1])];
+  const clients: NatsConnection[] = [];
+  const client = async (credentials?: ConnectionOptions) => {
+    const nc = await connect({ servers: natsUrls[clients.length % natsUrls.length], ...credentials });
+    clients.push(nc);
+    return nc;
+  };
+  const nc = await client();
+  return {
+    broker: brokers[0],
+    nc,
+    url: natsUrls[0],
+    dataDir,
+    client,
+    request: (subject, body, opts = {}) => requestJson(opts.nc ?? nc, subject, body, opts),
+    async close() {
+      await Promise.all(clients.map((c) => c.close().catch(() => {})));
+      await Promise.all(brokers.map((b) => b.close()));
+      nats.release();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
 }
