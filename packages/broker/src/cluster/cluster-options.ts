@@ -10,6 +10,10 @@ export interface ClusterOptions {
   /** A NATS .creds file (JWT + nkey seed). */
   credsFile?: string;
   tls?: { caFile?: string; certFile?: string; keyFile?: string };
-  /** Queue group every node serves `$mq9.AI.>` in (default "mq9"); one per mq9 cluster. */
+  /**
+   * Queue group every node serves `$mq9.AI.>` in (default "mq9"). It does not keep two mq9
+   * clusters apart: NATS gives every queue group on a subject a copy of each request, so a second
+   * cluster needs a NATS account of its own.
+   */
   queueGroup?: string;
 }
