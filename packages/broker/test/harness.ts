@@ -102,6 +102,7 @@ export type StartTestBroker = (options?: TestBrokerOptions) => Promise<TestBroke
 
 /** Where a suite's brokers run: `cluster` for nodes behind nats-servers, which do not see their clients' sockets. */
 export interface BrokerPlacement {
+  store: "sqlite" | "postgres";
   cluster: boolean;
 }
 
@@ -112,7 +113,7 @@ export interface BrokerPlacement {
  * connect to the nats-servers as agents do (NATS hands each request to either node).
  */
 export function onEachStore(suite: (startBroker: StartTestBroker, where: BrokerPlacement) => void): void {
-  describe("embedded store", () => suite(startTestBroker, { cluster: false }));
+  describe("embedded store", () => suite(startTestBroker, { store: "sqlite", cluster: false }));
   const missing = postgresMissing();
   describe.skipIf(missing !== undefined)(`PostgreSQL store${missing ? ` (skipped: ${missing})` : ""}`, () => {
     const db = usePrivatePostgres();
@@ -121,7 +122,7 @@ export function onEachStore(suite: (startBroker: StartTestBroker, where: BrokerP
         const store = await PostgresStore.open({ url: db.pg.url, schema: freshSchema(), poolSize: 4 });
         return startTestBroker({ ...options, store });
       },
-      { cluster: false },
+      { store: "postgres", cluster: false },
     );
   });
   const noNats = findNatsServer() ? undefined : "not installed: nats-server (apt-get install nats-server)";
@@ -133,7 +134,10 @@ export function onEachStore(suite: (startBroker: StartTestBroker, where: BrokerP
       const db = usePrivatePostgres();
       const pairs = new NatsPairs();
       afterAll(() => pairs.stop(), 60_000);
-      suite((options = {}) => startTestCluster(db.pg.url, pairs, options), { cluster: true });
+      suite((options = {}) => startTestCluster(db.pg.url, pairs, options), {
+        store: "postgres",
+        cluster: true,
+      });
     },
   );
 }
@@ -186,7 +190,7 @@ async function startTestCluster(
       dataDir,
       sweepIntervalMs: 100,
       ...options,
-      registry: undefined,
+      registry: options.registry === false ? undefined : registryFactory(options.registry),
       store: await PostgresStore.open({ url: postgresUrl, schema, poolSize: 4 }),
       cluster: { servers: [server], nodeId },
     });
