@@ -119,7 +119,7 @@ function openEmbeddedStore(options: BrokerOptions, logger: Logger): SqliteStore 
 /** How requests reach this broker: the embedded listener, or a cluster's queue group. */
 async function openTransport(options: BrokerOptions, store: Store, logger: Logger): Promise<BrokerTransport> {
   if (options.cluster) {
-    return ClusterTransport.connect(options.cluster, logger, options.host ?? BrokerDefaults.host);
+    return ClusterTransport.connect(options.cluster, logger, options.host ?? BrokerDefaults.host, store);
   }
   return new EmbeddedTransport(
     {

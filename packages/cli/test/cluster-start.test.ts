@@ -73,6 +73,33 @@ describe.skipIf(missing !== undefined)(`cluster node start${missing ? ` (skipped
     expect(metrics).toMatch(/^mq9_cluster_database_up 1$/m);
   });
 
+  it("a node of another mq9 cluster on the same NATS account is refused at start; one of the same joins", async () => {
+    const home = await startNode({ nodeId: "home", nats: nats.urls, postgres: pg.url });
+    nodes.push(home);
+    // Another schema is another mq9 cluster: on this NATS account both would take every request.
+    const stranger = startNode({
+      nodeId: "stranger",
+      nats: nats.urls,
+      postgres: pg.url,
+      args: ["--postgres-schema", "elsewhere"],
+    });
+    await expect(stranger).rejects.toThrow(/exited during start/);
+    await expect(stranger).rejects.toThrow(
+      /another mq9 cluster already serves \$mq9\.AI\.> on this NATS account \(node [^)]*home[^)]*, on another database or schema\)/,
+    );
+    // The home cluster alone answers, and a second node of it joins.
+    const via = mq9Client(nc);
+    expect(await via("$mq9.AI.MAILBOX.CREATE", { name: "roll.call" })).toEqual({
+      error: "",
+      mail_address: "roll.call",
+    });
+    const neighbour = await startNode({ nodeId: "neighbour", nats: nats.urls, postgres: pg.url });
+    nodes.push(neighbour);
+    expect(neighbour.output()).not.toContain("another mq9 cluster");
+    // The expiry test below wants no node but the first test's holding the expiry lock.
+    await Promise.all([home.stop(), neighbour.stop()]);
+  });
+
   it("an unreachable PostgreSQL stops the start with where and why", async () => {
     const start = startMq9Node({
       nodeId: "no-db",

@@ -10,6 +10,7 @@ import { DatabaseProbe } from "../transport/database-probe.js";
 import type { ClusterOptions } from "./cluster-options.js";
 import { connectToCluster, NatsAttachment } from "./nats-attachment.js";
 import { NatsNotifier } from "./nats-notifier.js";
+import { RollCall } from "./roll-call.js";
 
 function replyBytes(reply: ReplyPayload): Uint8Array | string {
   if (typeof reply === "string") return reply;
@@ -26,17 +27,37 @@ export class ClusterNode {
   readonly instance: string;
   private readonly attachment: NatsAttachment;
   private readonly database: DatabaseProbe;
+  private rollCall?: RollCall;
 
   constructor(
     readonly options: ClusterOptions,
     readonly connection: NatsConnection,
-    logger: Logger,
+    private readonly logger: Logger,
   ) {
     // Unique per process, so a node restarted under the same id never mistakes old news for its own.
     this.instance = `${options.nodeId}/${randomBytes(4).toString("hex")}`;
     this.notifier = new NatsNotifier(connection, this.instance, logger);
     this.attachment = new NatsAttachment(connection, options.queueGroup ?? "mq9", logger);
     this.database = new DatabaseProbe(logger);
+  }
+
+  /**
+   * Answers roll calls with the name of this node's mq9 cluster (its schema's), after calling the
+   * roll itself: refused when a node of another mq9 cluster answers, since both would take every
+   * request of this NATS account.
+   */
+  async join(clusterId: string): Promise<void> {
+    this.rollCall = new RollCall(
+      this.connection,
+      { node: this.options.nodeId, cluster: clusterId },
+      this.logger,
+    );
+    const strangers = await this.rollCall.strangers();
+    if (strangers.length === 0) return;
+    const names = strangers.map((s) => s.node).join(", ");
+    throw new Error(
+      `another mq9 cluster already serves $mq9.AI.> on this NATS account (node ${names}, on another database or schema): both would store and answer every request. Give each mq9 cluster a NATS account or cluster of its own (docs/cluster.md), or give this node that cluster's --postgres and --postgres-schema`,
+    );
   }
 
   /** Hands every request of the queue group to the service, its reply back through NATS. */
@@ -89,6 +110,7 @@ export class ClusterNode {
   }
 
   async close(timeoutMs = 5_000): Promise<void> {
+    this.rollCall?.close();
     this.database.close();
     await this.attachment.close(timeoutMs);
   }

@@ -3,6 +3,7 @@ import type { ClusterOptions } from "../cluster/cluster-options.js";
 import type { BrokerMetrics } from "../http/broker-metrics.js";
 import type { Logger } from "../logger.js";
 import type { Mq9Service } from "../service/mq9-service.js";
+import { PostgresStore } from "../store/postgres/postgres-store.js";
 import type { Store } from "../store/store.js";
 import type { BrokerAddress, BrokerTransport, TransportHealth } from "./broker-transport.js";
 
@@ -21,9 +22,24 @@ export class ClusterTransport implements BrokerTransport {
     readonly defaultHttpHost: string,
   ) {}
 
-  /** Connects to the NATS cluster; not serving until serve(). */
-  static async connect(options: ClusterOptions, logger: Logger, httpHost: string): Promise<ClusterTransport> {
-    return new ClusterTransport(await startClusterNode(options, logger), options, logger, httpHost);
+  /**
+   * Connects to the NATS cluster and joins the roll call under the store's cluster name; not
+   * serving until serve().
+   */
+  static async connect(
+    options: ClusterOptions,
+    logger: Logger,
+    httpHost: string,
+    store: Store,
+  ): Promise<ClusterTransport> {
+    const node = await startClusterNode(options, logger);
+    try {
+      if (store instanceof PostgresStore) await node.join(await store.clusterId());
+    } catch (err) {
+      await node.close();
+      throw err;
+    }
+    return new ClusterTransport(node, options, logger, httpHost);
   }
 
   get notifier(): ClusterNode["notifier"] {

@@ -534,6 +534,15 @@ BEGIN
 END
 $fn$;
 `,
+  // Names the mq9 cluster this schema belongs to (a standby replica has the same name): a node
+  // answers other nodes' roll call with it, so a second mq9 cluster on one NATS account is found.
+  `
+CREATE TABLE mq9_cluster (
+  one boolean PRIMARY KEY DEFAULT true CHECK (one),
+  id text NOT NULL
+);
+INSERT INTO mq9_cluster (id) VALUES (md5(random()::text || clock_timestamp()::text));
+`,
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

@@ -470,6 +470,15 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
     });
   }
 
+  /** The name of the mq9 cluster whose state this schema holds, random and fixed at its creation. */
+  async clusterId(): Promise<string> {
+    const { rows } = await this.run<{ id: string }>("cannot read the cluster's name", {
+      text: "SELECT id FROM mq9_cluster",
+      values: [],
+    });
+    return rows[0].id;
+  }
+
   /**
    * This store's database for a higher layer's own tables in the same schema (the cluster's agent
    * registry, see @mq9/registry), over this store's pool. Close that user before the store.
