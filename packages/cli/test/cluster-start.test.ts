@@ -73,7 +73,7 @@ describe.skipIf(missing !== undefined)(`cluster node start${missing ? ` (skipped
     expect(metrics).toMatch(/^mq9_cluster_database_up 1$/m);
   });
 
-  it("a node of another mq9 cluster on the same NATS account is refused at start; one of the same joins", async () => {
+  it("a node of another mq9 cluster on the same NATS account is refused at start; one of the same joins, a namesake is warned of", async () => {
     const home = await startNode({ nodeId: "home", nats: nats.urls, postgres: pg.url });
     nodes.push(home);
     // Another schema is another mq9 cluster: on this NATS account both would take every request.
@@ -96,8 +96,23 @@ describe.skipIf(missing !== undefined)(`cluster node start${missing ? ` (skipped
     const neighbour = await startNode({ nodeId: "neighbour", nats: nats.urls, postgres: pg.url });
     nodes.push(neighbour);
     expect(neighbour.output()).not.toContain("another mq9 cluster");
+    // The serving node heard the stranger's call, and says so.
+    expect(home.output()).toContain(
+      "node stranger of another mq9 cluster (another database or schema) is starting on this NATS account",
+    );
+    // A second node under an id in use starts, and both it and the first say so.
+    const twin = await startNode({ nodeId: "home", nats: nats.urls, postgres: pg.url });
+    nodes.push(twin);
+    const SHARED = "another node of this mq9 cluster runs under the node id home";
+    expect(twin.output()).toContain(SHARED);
+    await eventually(
+      async () => home.output().includes(SHARED),
+      10_000,
+      "the first node to warn of its namesake",
+    );
+    expect(neighbour.output()).not.toContain(SHARED);
     // The expiry test below wants no node but the first test's holding the expiry lock.
-    await Promise.all([home.stop(), neighbour.stop()]);
+    await Promise.all([home.stop(), neighbour.stop(), twin.stop()]);
   });
 
   it("an unreachable PostgreSQL stops the start with where and why", async () => {

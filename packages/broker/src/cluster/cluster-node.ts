@@ -10,7 +10,7 @@ import { DatabaseProbe } from "../transport/database-probe.js";
 import type { ClusterOptions } from "./cluster-options.js";
 import { connectToCluster, NatsAttachment } from "./nats-attachment.js";
 import { NatsNotifier } from "./nats-notifier.js";
-import { RollCall } from "./roll-call.js";
+import { RollCall, sharedIdWarning } from "./roll-call.js";
 
 function replyBytes(reply: ReplyPayload): Uint8Array | string {
   if (typeof reply === "string") return reply;
@@ -44,15 +44,16 @@ export class ClusterNode {
   /**
    * Answers roll calls with the name of this node's mq9 cluster (its schema's), after calling the
    * roll itself: refused when a node of another mq9 cluster answers, since both would take every
-   * request of this NATS account.
+   * request of this NATS account; warned when a node of this one answers under the same id.
    */
   async join(clusterId: string): Promise<void> {
-    this.rollCall = new RollCall(
-      this.connection,
-      { node: this.options.nodeId, cluster: clusterId },
-      this.logger,
-    );
-    const strangers = await this.rollCall.strangers();
+    const self = { node: this.options.nodeId, instance: this.instance, cluster: clusterId };
+    this.rollCall = new RollCall(this.connection, self, this.logger);
+    const answers = await this.rollCall.call();
+    if (answers.some((a) => a.cluster === clusterId && a.node === self.node)) {
+      this.logger.warn(sharedIdWarning(self.node));
+    }
+    const strangers = answers.filter((a) => a.cluster !== clusterId);
     if (strangers.length === 0) return;
     const names = strangers.map((s) => s.node).join(", ");
     throw new Error(

@@ -12,9 +12,10 @@ const LISTEN_MS = 400;
 /** Time for the answer subscription to reach the other servers of the NATS cluster. */
 const INTEREST_MS = 100;
 
-/** A node as it answers a roll call: its id and the name of its mq9 cluster (its schema's). */
+/** A node as it calls and answers the roll: its id, its process and its mq9 cluster (its schema's name). */
 export interface NodeCall {
   node: string;
+  instance: string;
   cluster: string;
 }
 
@@ -22,9 +23,9 @@ export interface NodeCall {
  * Keeps two mq9 clusters off one NATS account. NATS gives every queue group on `$mq9.AI.>` its
  * own copy of each request, so nodes of a second cluster (another database or schema) would store
  * every SEND too and answer as well, whatever their queue group. Each node answers the roll call
- * with its cluster's name; a starting node calls the roll before it serves and is told who
- * answered with another name. Best effort: two clusters' first nodes starting in the same
- * moment miss each other.
+ * with its cluster's name; a starting node calls the roll before it serves and hears who answers.
+ * A node that hears the call of another cluster's node, or of a namesake in its own, says so in
+ * its log: two nodes starting in the same moment may miss each other's answers, not their calls.
  */
 export class RollCall {
   private readonly subscription: Subscription;
@@ -41,23 +42,29 @@ export class RollCall {
           logRefusedSubscription(logger, ROLL_CALL_SUBJECT, err, consequence);
           return;
         }
+        const caller = parseCall(msg.data);
+        if (caller && caller.instance !== self.instance) {
+          if (caller.cluster !== self.cluster) {
+            logger.error(
+              `node ${caller.node} of another mq9 cluster (another database or schema) is starting on this NATS account: both would store and answer every request; give each mq9 cluster a NATS account or cluster of its own (docs/cluster.md)`,
+            );
+          } else if (caller.node === self.node) {
+            logger.warn(sharedIdWarning(self.node));
+          }
+        }
         if (msg.reply) connection.publish(msg.reply, JSON.stringify(self));
       },
     });
   }
 
-  /** The nodes of other mq9 clusters on this NATS account that answer the roll call. */
-  async strangers(): Promise<NodeCall[]> {
+  /** Every other node on this NATS account that answers the roll call. */
+  async call(): Promise<NodeCall[]> {
     const answers: NodeCall[] = [];
     const inbox = `${ANSWER_PREFIX}.${randomBytes(6).toString("hex")}`;
     const listening = this.connection.subscribe(inbox, {
       callback: (err, msg) => {
-        if (err) return;
-        try {
-          answers.push(JSON.parse(Buffer.from(msg.data).toString("utf8")) as NodeCall);
-        } catch {
-          // Not a node's answer.
-        }
+        const answer = err ? undefined : parseCall(msg.data);
+        if (answer && answer.instance !== this.self.instance) answers.push(answer);
       },
     });
     try {
@@ -68,11 +75,32 @@ export class RollCall {
     } finally {
       listening.unsubscribe();
     }
-    return answers.filter((answer) => answer.cluster !== this.self.cluster);
+    return answers;
   }
 
   close(): void {
     if (!this.subscription.isClosed()) this.subscription.unsubscribe();
+  }
+}
+
+/** What to tell the operator of two nodes of one cluster under one id. */
+export function sharedIdWarning(node: string): string {
+  return `another node of this mq9 cluster runs under the node id ${node}: give each node its own --node-id (logs, /healthz and the NATS connection names tell nodes apart by it)`;
+}
+
+function parseCall(data: Uint8Array): NodeCall | undefined {
+  try {
+    const call = JSON.parse(Buffer.from(data).toString("utf8")) as Partial<NodeCall>;
+    if (
+      typeof call.node !== "string" ||
+      typeof call.instance !== "string" ||
+      typeof call.cluster !== "string"
+    ) {
+      return undefined;
+    }
+    return call as NodeCall;
+  } catch {
+    return undefined;
   }
 }
 
