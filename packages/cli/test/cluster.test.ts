@@ -425,6 +425,31 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
     await startNamed("a", 0);
   });
 
+  it("rolling restart — SIGTERM of a node under 64 SENDs and 8 long-polls in flight: every request is answered", async () => {
+    await viaA("$mq9.AI.MAILBOX.CREATE", { name: "rolling" });
+    // Long-polls waiting on an empty mailbox, some of them on b when it is told to stop.
+    await viaA("$mq9.AI.MAILBOX.CREATE", { name: "rolling.idle" });
+    const polls = Array.from({ length: 8 }, (_, i) =>
+      viaAny("$mq9.AI.MSG.FETCH.rolling.idle", {
+        group_name: `idle${i}`,
+        config: { max_wait_ms: 4_000 },
+      }).catch((err: Error) => ({ error: `(client) ${err.message}` })),
+    );
+    let stopped: Promise<void> | undefined;
+    const load = await sendLoad(viaA, "rolling", 1_500, 64, (acked) => {
+      if (acked >= 300 && !stopped) stopped = nodes.b.stop();
+    });
+    await stopped;
+    expect(stopped).toBeDefined();
+    // A node that is told to stop leaves the queue group and answers what it holds: no client sees it.
+    expect(load.errors).toEqual(new Map());
+    expect(load.acked.size).toBe(1_500);
+    expectStoredOnce(load.acked, await everything(viaA, "rolling"));
+    // The long-polls b held were answered too (empty), not left to the clients' timeout.
+    expect(await Promise.all(polls)).toEqual(polls.map(() => ({ error: "", messages: [] })));
+    await startNamed("b", 1);
+  });
+
   it("nats-server death — killing the server one node and some clients use, mid-load, loses nothing acked", async () => {
     await viaAny("$mq9.AI.MAILBOX.CREATE", { name: "routes" });
     const n3 = nats.servers[2];
