@@ -277,6 +277,27 @@ describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${
     await store.close();
   });
 
+  it("cluster name — one per schema, the same through every store on it, made again if deleted", async () => {
+    const schema = freshSchema();
+    const [a, b, other] = await Promise.all([
+      PostgresStore.open({ url: db.pg.url, schema, poolSize: 1 }),
+      PostgresStore.open({ url: db.pg.url, schema, poolSize: 1 }),
+      PostgresStore.open({ url: db.pg.url, schema: freshSchema(), poolSize: 1 }),
+    ]);
+    try {
+      const name = await a.clusterId();
+      expect(name).toMatch(/^[0-9a-f]{32}$/);
+      expect(await b.clusterId()).toBe(name);
+      expect(await other.clusterId()).not.toBe(name);
+      await db.pg.query(`DELETE FROM ${schema}.mq9_cluster`);
+      const renamed = await b.clusterId();
+      expect(renamed).toMatch(/^[0-9a-f]{32}$/);
+      expect(await a.clusterId()).toBe(renamed);
+    } finally {
+      await Promise.all([a.close(), b.close(), other.close()]);
+    }
+  });
+
   it("upgrade — a schema of format 4 keeps its messages, leases, ACKs and id counter", async () => {
     const T0 = 1_800_000_000_000;
     const schema = freshSchema();

@@ -97,8 +97,12 @@ describe.skipIf(missing !== undefined)(`cluster node start${missing ? ` (skipped
     nodes.push(neighbour);
     expect(neighbour.output()).not.toContain("another mq9 cluster");
     // The serving node heard the stranger's call, and says so.
-    expect(home.output()).toContain(
-      "node stranger of another mq9 cluster (another database or schema) is starting on this NATS account",
+    const HEARD =
+      "node stranger of another mq9 cluster (another database or schema) is starting on this NATS account";
+    await eventually(
+      async () => home.output().includes(HEARD),
+      10_000,
+      "the serving node to log the stranger",
     );
     // A second node under an id in use starts, and both it and the first say so.
     const twin = await startNode({ nodeId: "home", nats: nats.urls, postgres: pg.url });

@@ -470,10 +470,16 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
     });
   }
 
-  /** The name of the mq9 cluster whose state this schema holds, random and fixed at its creation. */
+  /**
+   * The name of the mq9 cluster whose state this schema holds, random and fixed at its creation
+   * (made again, once, should its row have been deleted).
+   */
   async clusterId(): Promise<string> {
     const { rows } = await this.run<{ id: string }>("cannot read the cluster's name", {
-      text: "SELECT id FROM mq9_cluster",
+      text: `WITH made AS (
+               INSERT INTO mq9_cluster (id) VALUES (md5(random()::text || clock_timestamp()::text))
+               ON CONFLICT (one) DO NOTHING RETURNING id)
+             SELECT id FROM made UNION ALL SELECT id FROM mq9_cluster`,
       values: [],
     });
     return rows[0].id;
