@@ -14,8 +14,8 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /**
  * Starts a cluster node and resolves once its /healthz answers 200. Options: nodeId, nats (URLs;
  * without them, one broker on PostgreSQL with its own listener, on `port`), postgres (URL),
- * httpPort, args (extra flags), env, nodeArgs (node flags), dataDir (its working folder), logFile (a detached process
- * that logs there and outlives this one).
+ * httpPort, args (extra flags), env, nodeArgs (node flags), dataDir (its working folder),
+ * logFile (a detached process that logs there and outlives this one).
  * Returns { nodeId, pid, httpPort, port (without nats), output(), kill(signal), stop(), exited }.
  */
 export async function startMq9Node(options) {

@@ -40,11 +40,21 @@ export function tempDir(prefix = "mq9-test-"): string {
 /** Broker options, with the agent registry's settings (default: on) or `false` for a broker without one. */
 export type TestBrokerOptions = Omit<BrokerOptions, "registry"> & { registry?: RegistrySettings | false };
 
+/** The registry a test broker gets: its settings (default: on), or none for `registry: false`. */
+function testRegistry(options: TestBrokerOptions) {
+  return options.registry === false ? undefined : registryFactory(options.registry);
+}
+
 /** Starts a real broker on a free port with a fresh data directory, plus one connected client. */
 export async function startTestBroker(options: TestBrokerOptions = {}): Promise<TestBroker> {
   const dataDir = options.dataDir ?? tempDir();
-  const registry = options.registry === false ? undefined : registryFactory(options.registry);
-  const broker = await Broker.start({ port: 0, dataDir, sweepIntervalMs: 100, ...options, registry });
+  const broker = await Broker.start({
+    port: 0,
+    dataDir,
+    sweepIntervalMs: 100,
+    ...options,
+    registry: testRegistry(options),
+  });
   const url = `127.0.0.1:${broker.port}`;
   const clients: NatsConnection[] = [];
   const client = async (credentials?: ConnectionOptions) => {
@@ -190,7 +200,7 @@ async function startTestCluster(
       dataDir,
       sweepIntervalMs: 100,
       ...options,
-      registry: options.registry === false ? undefined : registryFactory(options.registry),
+      registry: testRegistry(options),
       store: await PostgresStore.open({ url: postgresUrl, schema, poolSize: 4 }),
       cluster: { servers: [server], nodeId },
     });
