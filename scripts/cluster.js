@@ -72,7 +72,8 @@ async function up() {
   };
   writeFileSync(stateFile, JSON.stringify(state, null, 2));
   // For a shell: `. .mq9-cluster/env` points the mq9 CLI (and MQ9_POSTGRES users) at this cluster.
-  writeFileSync(join(dir, "env"), `export MQ9_SERVER=${nats.urls[0]}\nexport MQ9_POSTGRES=${pg.url}\n`);
+  const env = [`export MQ9_SERVER=${nats.urls[0]}`, `export MQ9_POSTGRES=${pg.url}`];
+  writeFileSync(join(dir, "env"), `${env.join("\n")}\n`);
   for (let i = 0; i < NODES; i++) {
     const nodeId = String.fromCharCode(97 + i);
     // Each node starts at "its" server; the client fails over to the others.
@@ -88,13 +89,15 @@ async function up() {
     state.nodes.push({ nodeId, pid: node.pid, http: `http://127.0.0.1:${node.httpPort}` });
     writeFileSync(stateFile, JSON.stringify(state, null, 2));
   }
+  // Node a's HTTP server: the CLI's --http (mq9 task …), and curl $MQ9_HTTP/api/v1/cluster.
+  writeFileSync(join(dir, "env"), `${[...env, `export MQ9_HTTP=${state.nodes[0].http}`].join("\n")}\n`);
   process.stdout.write(
     [
       "mq9 cluster is up:",
       `  NATS (clients connect here): ${nats.urls.join(",")}`,
       `  PostgreSQL: ${pg.url}`,
       ...state.nodes.map((n) => `  node ${n.nodeId}: ${n.http}/healthz (pid ${n.pid})`),
-      `  logs and data: ${dir} (. ${join(dir, "env")} sets MQ9_SERVER for the mq9 CLI)`,
+      `  logs and data: ${dir} (. ${join(dir, "env")} sets MQ9_SERVER and MQ9_HTTP for the mq9 CLI)`,
       "  stop it with: npm run cluster:down",
       "",
     ].join("\n"),

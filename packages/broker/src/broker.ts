@@ -215,7 +215,14 @@ export class Broker {
               return { ...health, ok: !closing && health.ok };
             },
           },
-          { service, engine, registry, connections: () => served.connectionCount(), version: "1.0.0" },
+          {
+            service,
+            engine,
+            registry,
+            connections: () => served.connectionCount(),
+            cluster: () => served.clusterView(),
+            version: "1.0.0",
+          },
         ));
         served.advertiseHttp(http.port);
       }

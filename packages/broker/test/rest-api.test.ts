@@ -36,6 +36,7 @@ describe("REST API v1 against its OpenAPI document", () => {
       "POST /api/v1/agents/discover",
       "GET /api/v1/metrics/summary",
       "GET /api/v1/stream",
+      "GET /api/v1/cluster",
     ]) {
       expect(keys).toContain(key);
     }
@@ -500,6 +501,14 @@ describe("REST API v1 against its OpenAPI document", () => {
       status: 200,
     });
     await c.check({ method: "GET", path: "/api/v1/auth", url: "/api/v1/auth", status: 200 });
+    // A broker of its own has no cluster to list (cluster.test.ts in the CLI covers the nodes).
+    const cluster = await c.check({
+      method: "GET",
+      path: "/api/v1/cluster",
+      url: "/api/v1/cluster",
+      status: 200,
+    });
+    expect(cluster.body).toEqual({ clustered: false, nodes: [] });
     await c.check({ method: "GET", path: "/api/v1/openapi.json", url: "/api/v1/openapi.json", status: 200 });
 
     const aborted = new AbortController();

@@ -83,6 +83,14 @@ describe.skipIf(missing !== undefined)(
       expect(code, output).toBe(0);
       expect(output).toMatch(/mq9 cluster is up:/);
       expect(output).toContain("hello from whichever node took it");
+      // Node a lists the three nodes, all up.
+      const roster = JSON.parse(/^\{"clustered".*$/m.exec(output)?.[0] ?? "{}");
+      expect(roster, output).toMatchObject({ clustered: true, node: "a" });
+      expect(roster.nodes.map((n: { node: string; state: string }) => `${n.node} ${n.state}`)).toEqual([
+        "a up",
+        "b up",
+        "c up",
+      ]);
       const pids = [...output.matchAll(/node [abc]: http:\/\/127\.0\.0\.1:\d+\/healthz \(pid (\d+)\)/g)].map(
         (m) => Number(m[1]),
       );

@@ -45,6 +45,21 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
     nodes[nodeId] = await startNode({ nodeId, nats: [nats.urls[server]], postgres: pg.url });
   };
 
+  interface Member {
+    node: string;
+    instance: string;
+    self: boolean;
+    state: string;
+    nats_server: string | null;
+    http_port: number | null;
+    duties: string[];
+  }
+  const roster = async (node: Mq9NodeProcess) => {
+    const res = await fetch(`http://127.0.0.1:${node.httpPort}/api/v1/cluster`);
+    expect(res.status).toBe(200);
+    return (await res.json()) as { clustered: boolean; cluster: string; node: string; nodes: Member[] };
+  };
+
   beforeAll(async () => {
     [nats, pg] = await Promise.all([startNats(3), startPostgres()]);
     await Promise.all([startNamed("a", 0), startNamed("b", 1), startNamed("c", 2)]);
@@ -165,6 +180,60 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
     );
   const servedBy = (before: Record<string, number>, after: Record<string, number>) =>
     Object.keys(after).filter((id) => after[id] > before[id]);
+
+  it("roster — every node lists every node, its nats-server and HTTP port, and who runs expiry", async () => {
+    const everyone = ["a", "b", "c"].map((id) => nodes[id]);
+    const views = await eventually(
+      async () => {
+        const all = await Promise.all(everyone.map(roster));
+        const settled = all.every(
+          (view) =>
+            view.nodes.length === 3 &&
+            view.nodes.every((m) => m.state === "up") &&
+            view.nodes.filter((m) => m.duties.includes("expiry")).length === 1,
+        );
+        return settled ? all : undefined;
+      },
+      20_000,
+      "every roster to list three nodes up, one of them running expiry",
+    );
+    const cluster = views[0].cluster;
+    for (const [i, view] of views.entries()) {
+      const self = everyone[i];
+      expect(view).toMatchObject({ clustered: true, cluster, node: self.nodeId });
+      // This node first, then the others by id.
+      expect(view.nodes.map((m) => [m.node, m.self])).toEqual([
+        [self.nodeId, true],
+        ...["a", "b", "c"].filter((id) => id !== self.nodeId).map((id) => [id, false]),
+      ]);
+      for (const member of view.nodes) {
+        const server = ["a", "b", "c"].indexOf(member.node);
+        expect(member.http_port).toBe(nodes[member.node].httpPort);
+        expect(member.nats_server).toBe(new URL(nats.urls[server]).host);
+      }
+    }
+    // Each node names the same holder of the cluster's expiry work.
+    const holders = views.map((view) => view.nodes.find((m) => m.duties.includes("expiry"))?.node);
+    expect(new Set(holders).size).toBe(1);
+    // News that is not JSON, or from another cluster, is ignored; a node's news lists it until it leaves.
+    const nc = conns[0];
+    const news = (node: string, extra = {}) =>
+      JSON.stringify({ node, instance: `${node}/1`, cluster, started_at: Date.now(), duties: [], ...extra });
+    nc.publish("_mq9.cluster.presence", "not json");
+    nc.publish("_mq9.cluster.presence", news("stranger", { cluster: "another" }));
+    nc.publish("_mq9.cluster.presence", news("z"));
+    await eventually(async () => (await roster(nodes.a)).nodes.some((m) => m.node === "z"));
+    expect((await roster(nodes.a)).nodes.map((m) => m.node)).toEqual(["a", "b", "c", "z"]);
+    nc.publish("_mq9.cluster.presence", news("z", { leaving: true }));
+    await eventually(async () => (await roster(nodes.a)).nodes.length === 3, 5_000, "z to leave");
+    const health = (await (await fetch(`http://127.0.0.1:${nodes.b.httpPort}/healthz`)).json()) as Record<
+      string,
+      unknown
+    >;
+    expect(health.nodes).toEqual({ up: 3, missing: 0 });
+    const metrics = await (await fetch(`http://127.0.0.1:${nodes.c.httpPort}/metrics`)).text();
+    expect(metrics).toMatch(/^mq9_cluster_nodes\{state="up"\} 3$/m);
+  });
 
   it("fetch — a long-poll on one node wakes on a SEND stored through another", async () => {
     await viaA("$mq9.AI.MAILBOX.CREATE", { name: "wake" });
@@ -376,11 +445,27 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
       expect(await leaders()).toBe(1);
       const [leader, follower] = (await tasksStatus(o1)) === 200 ? [o1, o2] : [o2, o1];
       expect(await tasksStatus(follower)).toBe(503);
+      // Every node's roster names the node that runs the orchestrator.
+      const runner = async () =>
+        (await roster(nodes.b)).nodes
+          .filter((m) => m.state === "up" && m.duties.includes("orchestrator"))
+          .map((m) => m.node)
+          .join();
+      await eventually(
+        async () => (await runner()) === leader.nodeId,
+        10_000,
+        "b's roster to name the leader",
+      );
       await leader.kill("SIGKILL");
       await eventually(
         async () => (await tasksStatus(follower)) === 200,
         60_000,
         "the other node to take over",
+      );
+      await eventually(
+        async () => (await runner()) === follower.nodeId,
+        10_000,
+        "b's roster to name the new one",
       );
     } finally {
       await Promise.all([o1.stop(), o2.stop()]);
@@ -422,7 +507,34 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
       return ids(reply).length > 0 ? reply : undefined;
     });
     expect(payloads(back)).toEqual(["l2", "l3", "l4"]);
+
+    // The other nodes report a missing once it has been silent for three presence intervals…
+    const killedInstance = await eventually(
+      async () => {
+        const a = (await roster(nodes.b)).nodes.find((m) => m.node === "a");
+        return a?.state === "missing" ? a.instance : undefined;
+      },
+      20_000,
+      "node b to report a missing",
+    );
+    await eventually(
+      async () =>
+        /node a has not been heard for \d+ s: it died or lost its NATS connection/.test(nodes.b.output()),
+      5_000,
+      "node b to log that a is missing",
+    );
+    // …and a restarted a takes its place in their rosters.
     await startNamed("a", 0);
+    const restarted = await eventually(
+      async () => {
+        const named = (await roster(nodes.c)).nodes.filter((m) => m.node === "a");
+        return named.length === 1 && named[0].state === "up" ? named[0] : undefined;
+      },
+      20_000,
+      "node c to list the restarted a alone",
+    );
+    expect(restarted.instance).not.toBe(killedInstance);
+    expect(nodes.c.output()).toMatch(/node a restarted/);
   });
 
   it("rolling restart — SIGTERM of a node under 64 SENDs and 8 long-polls in flight: every request is answered", async () => {
@@ -447,6 +559,13 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
     expectStoredOnce(load.acked, await everything(viaA, "rolling"));
     // The long-polls b held were answered too (empty), not left to the clients' timeout.
     expect(await Promise.all(polls)).toEqual(polls.map(() => ({ error: "", messages: [] })));
+    // b said it was leaving: the others dropped it at once instead of reporting it missing.
+    await eventually(
+      async () => !(await roster(nodes.a)).nodes.some((m) => m.node === "b"),
+      20_000,
+      "node a to drop b (a missing node would stay listed for a minute)",
+    );
+    expect(nodes.a.output()).toMatch(/node b left the cluster/);
     await startNamed("b", 1);
   });
 

@@ -5,12 +5,22 @@ import { Gauge } from "prom-client";
 import type { BrokerMetrics } from "../http/broker-metrics.js";
 import type { Logger } from "../logger.js";
 import type { Mq9Service } from "../service/mq9-service.js";
+import type { HeldDuties } from "../store/postgres/cluster-lock.js";
 import type { Store } from "../store/store.js";
 import { DatabaseProbe } from "../transport/database-probe.js";
+import { type ClusterMember, ClusterMembers, tally } from "./cluster-members.js";
 import type { ClusterOptions } from "./cluster-options.js";
 import { connectToCluster, NatsAttachment } from "./nats-attachment.js";
 import { NatsNotifier } from "./nats-notifier.js";
 import { RollCall, sharedIdWarning } from "./roll-call.js";
+
+/** The cluster as one node sees it: GET /api/v1/cluster. */
+export interface ClusterView {
+  /** The cluster's name (its schema's, made at the schema's creation). */
+  cluster: string;
+  node: string;
+  nodes: ClusterMember[];
+}
 
 function replyBytes(reply: ReplyPayload): Uint8Array | string {
   if (typeof reply === "string") return reply;
@@ -28,6 +38,10 @@ export class ClusterNode {
   private readonly attachment: NatsAttachment;
   private readonly database: DatabaseProbe;
   private rollCall?: RollCall;
+  private members?: ClusterMembers;
+  private clusterId?: string;
+  /** Where this node's HTTP server listens, for the roster. */
+  private httpPort?: number;
 
   constructor(
     readonly options: ClusterOptions,
@@ -46,9 +60,17 @@ export class ClusterNode {
    * roll itself: refused when a node of another mq9 cluster answers, since both would take every
    * request of this NATS account; warned when a node of this one answers under the same id.
    */
-  async join(clusterId: string): Promise<void> {
+  async join(clusterId: string, duties?: HeldDuties): Promise<void> {
     const self = { node: this.options.nodeId, instance: this.instance, cluster: clusterId };
+    this.clusterId = clusterId;
     this.rollCall = new RollCall(this.connection, self, this.logger);
+    this.members = new ClusterMembers(
+      this.connection,
+      self,
+      () => ({ natsServer: this.attachment.server, httpPort: this.httpPort, duties: duties?.list() ?? [] }),
+      this.logger,
+      this.options.presenceIntervalMs,
+    );
     const answers = await this.rollCall.call();
     if (answers.some((a) => a.cluster === clusterId && a.node === self.node)) {
       this.logger.warn(sharedIdWarning(self.node));
@@ -74,6 +96,18 @@ export class ClusterNode {
         (reply) => request.reply(replyBytes(reply)),
       );
     });
+    this.members?.start();
+  }
+
+  advertiseHttp(port: number): void {
+    this.httpPort = port;
+    this.members?.announce();
+  }
+
+  /** The nodes of the cluster as this node hears them; undefined before it joined one. */
+  view(): ClusterView | undefined {
+    if (!this.members || this.clusterId === undefined) return undefined;
+    return { cluster: this.clusterId, node: this.options.nodeId, nodes: this.members.list() };
   }
 
   /** Gauges of the node's links, and a periodic probe of the database for /healthz. */
@@ -87,6 +121,17 @@ export class ClusterNode {
         this.set(node.attachment.connected ? 1 : 0);
       },
     });
+    new Gauge({
+      name: "mq9_cluster_nodes",
+      help: "Nodes of the cluster this node hears (itself included), by state: up, or missing (silent for three presence intervals)",
+      labelNames: ["state"],
+      registers: [metrics.registry],
+      collect() {
+        const nodes = tally(node.members?.list() ?? []);
+        this.set({ state: "up" }, nodes.up);
+        this.set({ state: "missing" }, nodes.missing);
+      },
+    });
     this.database.watch(
       store,
       metrics,
@@ -98,19 +143,23 @@ export class ClusterNode {
   health(): { ok: boolean; [detail: string]: unknown } {
     const natsUp = this.attachment.connected;
     const refused = this.attachment.refused;
+    const nodes = this.members ? tally(this.members.list()) : undefined;
     return {
       ok: natsUp && refused === undefined && this.database.up,
       node: this.options.nodeId,
       nats: { connected: natsUp, server: this.attachment.server, ...(refused ? { refused } : {}) },
       postgres: { up: this.database.up },
+      ...(nodes ? { nodes } : {}),
     };
   }
 
-  stopReceiving(): Promise<void> {
-    return this.attachment.stopReceiving();
+  async stopReceiving(): Promise<void> {
+    this.members?.leave();
+    await this.attachment.stopReceiving();
   }
 
   async close(timeoutMs = 5_000): Promise<void> {
+    this.members?.leave();
     this.rollCall?.close();
     this.database.close();
     await this.attachment.close(timeoutMs);

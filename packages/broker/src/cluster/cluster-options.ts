@@ -16,4 +16,6 @@ export interface ClusterOptions {
    * cluster needs a NATS account of its own.
    */
   queueGroup?: string;
+  /** How often the node tells the others it is there (default 2 s); missing after three silent intervals. */
+  presenceIntervalMs?: number;
 }

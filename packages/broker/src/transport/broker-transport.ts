@@ -1,3 +1,4 @@
+import type { ClusterView } from "../cluster/cluster-node.js";
 import type { Notifier } from "../engine/notifier.js";
 import type { BrokerMetrics } from "../http/broker-metrics.js";
 import type { Mq9Service } from "../service/mq9-service.js";
@@ -37,6 +38,8 @@ export interface BrokerTransport {
   serve(service: Mq9Service): Promise<BrokerAddress>;
   /** Tells clients on which port the HTTP server listens, where the transport can. */
   advertiseHttp(port: number): void;
+  /** The cluster's nodes as this one hears them; undefined for a broker of its own. */
+  clusterView(): ClusterView | undefined;
   /** Takes no new requests (those in hand are still answered). */
   stopReceiving(): Promise<void>;
   /** Flushes replies (up to `drainTimeoutMs`, else the transport's default) and disconnects. */

@@ -1,4 +1,4 @@
-import { type ClusterNode, startClusterNode } from "../cluster/cluster-node.js";
+import { type ClusterNode, type ClusterView, startClusterNode } from "../cluster/cluster-node.js";
 import type { ClusterOptions } from "../cluster/cluster-options.js";
 import type { BrokerMetrics } from "../http/broker-metrics.js";
 import type { Logger } from "../logger.js";
@@ -34,7 +34,7 @@ export class ClusterTransport implements BrokerTransport {
   ): Promise<ClusterTransport> {
     const node = await startClusterNode(options, logger);
     try {
-      if (store instanceof PostgresStore) await node.join(await store.clusterId());
+      if (store instanceof PostgresStore) await node.join(await store.clusterId(), store.duties);
     } catch (err) {
       await node.close();
       throw err;
@@ -74,7 +74,14 @@ export class ClusterTransport implements BrokerTransport {
     return { host: first.hostname, port: Number(first.port || 4222) };
   }
 
-  advertiseHttp(): void {}
+  /** A node's HTTP port goes into its presence news, for the other nodes' rosters. */
+  advertiseHttp(port: number): void {
+    this.node.advertiseHttp(port);
+  }
+
+  clusterView(): ClusterView | undefined {
+    return this.node.view();
+  }
 
   stopReceiving(): Promise<void> {
     return this.node.stopReceiving();

@@ -1,5 +1,5 @@
 import type { Logger } from "@mq9/broker";
-import { ClusterLock, postgresError, withCheckedOutClient } from "@mq9/broker/internal";
+import { type ClusterLock, postgresError, withCheckedOutClient } from "@mq9/broker/internal";
 import type { AgentSelector } from "@mq9/protocol";
 import type pg from "pg";
 import type { VectorItem, VectorStore } from "../vectors/vector-store.js";
@@ -59,8 +59,8 @@ function vectorOf(bytes: Buffer): Float32Array {
 
 export interface PostgresRegistryStoreOptions {
   pool: pg.Pool;
-  /** For the expiry lock's own connection. */
-  clientConfig: pg.ClientConfig;
+  /** Makes the expiry lock (one purging node per cluster). */
+  clusterLock: (name: string, what: string) => ClusterLock;
   schema: string;
   /** This node's instance name: it embeds the docs of the REGISTERs it took. */
   node: string;
@@ -91,12 +91,7 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
   private constructor(private readonly options: PostgresRegistryStoreOptions) {
     super();
     this.lockName = `mq9:${options.schema}:registry`;
-    this.expiryLock = new ClusterLock(
-      options.clientConfig,
-      `mq9:${options.schema}:registry-expiry`,
-      options.logger,
-      "registry expiry",
-    );
+    this.expiryLock = options.clusterLock("registry-expiry", "registry expiry");
   }
 
   /** Loads the whole registry into memory and starts following its changes. */

@@ -211,6 +211,35 @@ export const MetricsSummary = z.object({
 
 export const MetricsHistory = z.object({ samples: z.array(MetricsSample) });
 
+export const ClusterNodeInfo = z
+  .object({
+    node: z.string().describe("the node's --node-id"),
+    instance: z.string().describe("the node id and a random suffix, new at each start"),
+    self: z.boolean().describe("whether this is the node that answered"),
+    state: z
+      .enum(["up", "missing"])
+      .describe(
+        "missing: not heard for three presence intervals (it died or lost NATS); dropped after thirty",
+      ),
+    started_at: z.number().int().describe("unix milliseconds"),
+    last_heard_ms: z.number().int().describe("milliseconds since its last presence news; 0 for this node"),
+    nats_server: z.string().nullable().describe("the nats-server it is connected to"),
+    http_port: z.number().int().nullable().describe("its HTTP server's port"),
+    duties: z
+      .array(z.string())
+      .describe("once-per-cluster works it holds the lock of now: expiry, registry-expiry, orchestrator"),
+  })
+  .meta({ id: "ClusterNode" });
+
+export const ClusterRoster = z.object({
+  clustered: z
+    .boolean()
+    .describe("false on a broker of its own (no --cluster): no other fields but nodes, empty"),
+  cluster: z.string().optional().describe("the cluster's name, made with its PostgreSQL schema"),
+  node: z.string().optional().describe("the answering node's id"),
+  nodes: z.array(ClusterNodeInfo).describe("this node first, then the others by node id"),
+});
+
 export const AuthInfo = z.object({
   required: z.boolean(),
   schemes: z

@@ -1,11 +1,12 @@
 import type { FastifyInstance } from "fastify";
+import type { ClusterView } from "../../cluster/cluster-node.js";
 import type { MessagingEngine } from "../../engine/messaging-engine.js";
 import type { Logger } from "../../logger.js";
 import type { Registry } from "../../registry.js";
 import type { Mq9Service } from "../../service/mq9-service.js";
 import type { BrokerMetrics } from "../broker-metrics.js";
 import { mountAgentRoutes } from "./agent-routes.js";
-import { AuthInfo, MetricsHistory, MetricsSummary } from "./api-schemas.js";
+import { AuthInfo, ClusterRoster, MetricsHistory, MetricsSummary } from "./api-schemas.js";
 import { mountMailboxRoutes } from "./mailbox-routes.js";
 import { MetricsSampler } from "./metrics-sampler.js";
 import { openApiDocument } from "./openapi-document.js";
@@ -17,6 +18,8 @@ export interface RestApiOptions {
   registry?: Registry;
   metrics: BrokerMetrics;
   connections: () => number;
+  /** The cluster's nodes as this one hears them; undefined on a broker of its own. */
+  cluster?: () => ClusterView | undefined;
   /** The HTTP schemes the broker's credentials travel in; empty when it has none. */
   auth: readonly ("bearer" | "basic")[];
   version: string;
@@ -95,6 +98,22 @@ export class RestApi {
         status: 200,
         body: { required: options.auth.length > 0, schemes: options.auth },
       }),
+    });
+
+    router.add({
+      method: "GET",
+      path: "/api/v1/cluster",
+      tag: "System",
+      summary:
+        "The cluster's nodes as this node hears them: state, NATS server, HTTP port, once-per-cluster duties",
+      responses: {
+        200: { description: "the roster; `clustered: false` on a broker of its own", schema: ClusterRoster },
+      },
+      errors: [],
+      handler: async () => {
+        const view = options.cluster?.();
+        return { status: 200, body: view ? { clustered: true, ...view } : { clustered: false, nodes: [] } };
+      },
     });
 
     router.add({

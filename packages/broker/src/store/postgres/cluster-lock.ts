@@ -1,6 +1,29 @@
 import pg from "pg";
 import type { Logger } from "../../logger.js";
 
+/** The once-per-cluster works (expiry, orchestrator…) whose locks this process holds now. */
+export class HeldDuties {
+  private readonly held = new Set<string>();
+
+  /** What a lock tells when it is taken or lost, listed under `duty`. */
+  of(duty: string): DutyHolder {
+    return {
+      holding: (holding) => {
+        if (holding) this.held.add(duty);
+        else this.held.delete(duty);
+      },
+    };
+  }
+
+  list(): string[] {
+    return [...this.held].sort();
+  }
+}
+
+export interface DutyHolder {
+  holding(holding: boolean): void;
+}
+
 /**
  * A PostgreSQL session-level advisory lock held on a connection of its own: whoever holds it
  * does the cluster's once-only background work. The server releases it when that connection
@@ -21,6 +44,7 @@ export class ClusterLock {
     private readonly name: string,
     private readonly logger: Logger,
     private readonly what: string,
+    private readonly duty?: DutyHolder,
   ) {}
 
   /** Whether this process holds the lock now, taking it when it is free. Never throws. */
@@ -54,7 +78,7 @@ export class ClusterLock {
     await this.connecting?.catch(() => {});
     const client = this.client;
     this.client = undefined;
-    this.holding = false;
+    this.setHolding(false);
     await client?.end().catch(() => {});
   }
 
@@ -79,7 +103,7 @@ export class ClusterLock {
       if (taken && !this.holding) {
         this.logger.info(`this broker now runs ${this.what} for every broker on this database`);
       }
-      this.holding = taken;
+      this.setHolding(taken);
       return taken;
     } catch {
       if (this.client) this.lost(this.client);
@@ -96,8 +120,13 @@ export class ClusterLock {
       );
     }
     this.client = undefined;
-    this.holding = false;
+    this.setHolding(false);
     if (wasHolding) for (const listener of this.lostListeners) listener();
     client.end().catch(() => {});
+  }
+
+  private setHolding(holding: boolean): void {
+    this.holding = holding;
+    this.duty?.holding(holding);
   }
 }

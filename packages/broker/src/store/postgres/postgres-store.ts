@@ -24,7 +24,7 @@ import type {
   StoreTotals,
 } from "../store-inspection.js";
 import { withCheckedOutClient } from "./checked-out-client.js";
-import { ClusterLock } from "./cluster-lock.js";
+import { ClusterLock, HeldDuties } from "./cluster-lock.js";
 import {
   insertMessages,
   MESSAGE_COLUMNS,
@@ -107,8 +107,8 @@ function describeUrl(url: string): string {
 /** A PostgreSQL database and schema shared with a higher layer (see PostgresStore.sharedDatabase). */
 export interface SharedDatabase {
   pool: pg.Pool;
-  /** For connections of its own (advisory locks). */
-  clientConfig: pg.ClientConfig;
+  /** A once-per-cluster lock of this schema (see PostgresStore.clusterLock). */
+  clusterLock: (name: string, what: string) => ClusterLock;
   schema: string;
   logger: Logger;
   /** Describes the database in errors (host:port/db). */
@@ -126,6 +126,8 @@ export interface SharedDatabase {
 export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneTripRequests {
   private readonly where: string;
   private readonly background: ClusterLock;
+  /** The once-per-cluster works this process does now, for the cluster's roster of nodes. */
+  readonly duties = new HeldDuties();
   private readonly inspection = new PostgresInspection(
     async (text, values) => (await this.run("cannot read the store", { text, values })).rows as never[],
     (body) => this.transaction("cannot purge the mailbox", body),
@@ -142,7 +144,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
     url: string,
   ) {
     this.where = describeUrl(url);
-    this.background = new ClusterLock(clientConfig, `mq9:${schema}:expiry`, logger, "expiry");
+    this.background = this.clusterLock("expiry", "expiry");
   }
 
   /** Connects, creates or migrates the schema, and returns the store; fails with a StorageError saying why. */
@@ -492,7 +494,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
   sharedDatabase(): SharedDatabase {
     return {
       pool: this.pool,
-      clientConfig: this.clientConfig,
+      clusterLock: (name, what) => this.clusterLock(name, what),
       schema: this.schema,
       logger: this.logger,
       where: this.where,
@@ -504,7 +506,8 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
    * holder at a time, released by PostgreSQL when the holder's connection ends.
    */
   clusterLock(name: string, what: string): ClusterLock {
-    return new ClusterLock(this.clientConfig, `mq9:${this.schema}:${name}`, this.logger, what);
+    const key = `mq9:${this.schema}:${name}`;
+    return new ClusterLock(this.clientConfig, key, this.logger, what, this.duties.of(name));
   }
 
   mailboxStats(nowMs: number, options: MailboxStatsOptions): Promise<MailboxStats[]> {

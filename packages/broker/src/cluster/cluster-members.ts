@@ -1,0 +1,239 @@
+import type { NatsConnection, Subscription } from "nats";
+import type { Logger } from "../logger.js";
+import { logRefusedSubscription } from "./refused-subscription.js";
+import type { NodeCall } from "./roll-call.js";
+
+/** Where each node of a cluster says, every interval, that it serves and what it does. */
+export const PRESENCE_SUBJECT = "_mq9.cluster.presence";
+
+/** How often a node says it is there, unless its options say otherwise. */
+export const PRESENCE_INTERVAL_MS = 2_000;
+/** Intervals without news after which a node is reported missing… */
+const MISSING_AFTER = 3;
+/** …and after which it is dropped from the roster. */
+const FORGOTTEN_AFTER = 30;
+
+/** What a node tells of itself that its call does not. */
+export interface NodeDetails {
+  /** The nats-server it is connected to now. */
+  natsServer?: string;
+  /** The port of its HTTP server (/healthz, /api, the dashboard), when it runs one. */
+  httpPort?: number;
+  /** The once-per-cluster works it does now (expiry, the orchestrator…). */
+  duties: string[];
+}
+
+interface NodeNews extends NodeCall {
+  started_at: number;
+  nats_server?: string;
+  http_port?: number;
+  duties: string[];
+  leaving?: boolean;
+}
+
+/** One node as the roster shows it. */
+export interface ClusterMember {
+  node: string;
+  instance: string;
+  /** The node that answers this roster. */
+  self: boolean;
+  /** `missing`: not heard for three intervals (dead, or cut off from NATS); dropped after thirty. */
+  state: "up" | "missing";
+  /** Unix milliseconds. */
+  started_at: number;
+  /** Milliseconds since its last news; 0 for this node. */
+  last_heard_ms: number;
+  nats_server: string | null;
+  http_port: number | null;
+  duties: string[];
+}
+
+interface Heard {
+  news: NodeNews;
+  at: number;
+  missing: boolean;
+}
+
+/**
+ * The nodes of this mq9 cluster as this node hears them: each node publishes its news on
+ * PRESENCE_SUBJECT every interval and when it leaves. A node that hears a newcomer answers with
+ * its own news at once, so a node that starts knows its peers within a round trip. Nodes of
+ * another cluster are not listed (the roll call refuses and logs them).
+ */
+export class ClusterMembers {
+  private readonly others = new Map<string, Heard>();
+  private readonly startedAt = Date.now();
+  private subscription?: Subscription;
+  private timer?: NodeJS.Timeout;
+  private left = false;
+
+  constructor(
+    private readonly connection: NatsConnection,
+    private readonly self: NodeCall,
+    private readonly details: () => NodeDetails,
+    private readonly logger: Logger,
+    private readonly intervalMs = PRESENCE_INTERVAL_MS,
+  ) {}
+
+  /** Listens to the other nodes and starts telling them of this one. */
+  start(): void {
+    if (this.subscription || this.left) return;
+    this.subscription = this.connection.subscribe(PRESENCE_SUBJECT, {
+      callback: (err, msg) => {
+        if (err) {
+          const consequence = "this node's roster of the cluster (/api/v1/cluster) lists itself only";
+          logRefusedSubscription(this.logger, PRESENCE_SUBJECT, err, consequence);
+          return;
+        }
+        const news = parseNews(msg.data);
+        if (news) this.heard(news);
+      },
+    });
+    this.announce();
+    this.timer = setInterval(() => {
+      this.announce();
+      this.sweep();
+    }, this.intervalMs);
+    this.timer.unref();
+  }
+
+  /** This node first, then the others by node id. */
+  list(now = Date.now()): ClusterMember[] {
+    const details = this.details();
+    const self: ClusterMember = {
+      node: this.self.node,
+      instance: this.self.instance,
+      self: true,
+      state: "up",
+      started_at: this.startedAt,
+      last_heard_ms: 0,
+      nats_server: details.natsServer ?? null,
+      http_port: details.httpPort ?? null,
+      duties: details.duties,
+    };
+    const others = [...this.others.values()]
+      .map(({ news, at }): ClusterMember => {
+        const silentMs = now - at;
+        return {
+          node: news.node,
+          instance: news.instance,
+          self: false,
+          state: silentMs > MISSING_AFTER * this.intervalMs ? "missing" : "up",
+          started_at: news.started_at,
+          last_heard_ms: silentMs,
+          nats_server: news.nats_server ?? null,
+          http_port: news.http_port ?? null,
+          duties: news.duties,
+        };
+      })
+      .sort((a, b) => a.node.localeCompare(b.node) || a.instance.localeCompare(b.instance));
+    return [self, ...others];
+  }
+
+  /**
+   * Tells the other nodes this one is going, so they drop it now rather than report it missing.
+   * The news goes out with the connection's drain at the node's close.
+   */
+  leave(): void {
+    if (this.left) return;
+    this.left = true;
+    clearInterval(this.timer);
+    if (!this.subscription) return;
+    this.subscription.unsubscribe();
+    this.publish({ leaving: true });
+  }
+
+  /** Tells the other nodes of this one now (its details changed), not only at the next interval. */
+  announce(): void {
+    if (!this.left) this.publish({});
+  }
+
+  private publish(extra: Partial<NodeNews>): void {
+    const details = this.details();
+    const news: NodeNews = {
+      ...this.self,
+      started_at: this.startedAt,
+      nats_server: details.natsServer,
+      http_port: details.httpPort,
+      duties: details.duties,
+      ...extra,
+    };
+    try {
+      this.connection.publish(PRESENCE_SUBJECT, JSON.stringify(news));
+    } catch {
+      // Closed or reconnecting: the next interval tells again.
+    }
+  }
+
+  private heard(news: NodeNews): void {
+    if (news.instance === this.self.instance || news.cluster !== this.self.cluster) return;
+    const known = this.others.get(news.instance);
+    if (news.leaving) {
+      if (known && this.others.delete(news.instance)) this.logger.info(`node ${news.node} left the cluster`);
+      return;
+    }
+    this.others.set(news.instance, { news, at: Date.now(), missing: false });
+    if (known?.missing) this.logger.info(`node ${news.node} is heard again`);
+    if (known) return;
+    const replaced = this.dropReplaced();
+    const where = news.nats_server ? ` (on nats-server ${news.nats_server})` : "";
+    this.logger.info(`node ${news.node} ${replaced ? "restarted" : "joined the cluster"}${where}`);
+    // The newcomer learns of this node now instead of at the next interval.
+    this.announce();
+  }
+
+  /**
+   * Drops the former processes of restarted nodes: a process silent for more than an interval
+   * and a half whose node id a later-started process announces. Two live processes under one id
+   * both keep announcing, so both stay listed. Returns whether any was dropped.
+   */
+  private dropReplaced(now = Date.now()): boolean {
+    const heard = [...this.others.values()];
+    const replaced = heard.filter(
+      (old) =>
+        now - old.at > 1.5 * this.intervalMs &&
+        heard.some(
+          (other) =>
+            other.news.node === old.news.node &&
+            other.news.started_at > old.news.started_at &&
+            other.at > old.at,
+        ),
+    );
+    for (const old of replaced) this.others.delete(old.news.instance);
+    return replaced.length > 0;
+  }
+
+  private sweep(now = Date.now()): void {
+    this.dropReplaced(now);
+    for (const [instance, heard] of this.others) {
+      const silentS = Math.round((now - heard.at) / 1000);
+      if (now - heard.at > FORGOTTEN_AFTER * this.intervalMs) {
+        this.others.delete(instance);
+        this.logger.warn(`node ${heard.news.node} dropped from the roster: not heard for ${silentS} s`);
+      } else if (!heard.missing && now - heard.at > MISSING_AFTER * this.intervalMs) {
+        heard.missing = true;
+        this.logger.warn(
+          `node ${heard.news.node} has not been heard for ${silentS} s: it died or lost its NATS connection; the other nodes take its requests, and its leases come back when they expire`,
+        );
+      }
+    }
+  }
+}
+
+/** How many of `nodes` are up and how many missing. */
+export function tally(nodes: readonly ClusterMember[]): { up: number; missing: number } {
+  const up = nodes.filter((n) => n.state === "up").length;
+  return { up, missing: nodes.length - up };
+}
+
+function parseNews(data: Uint8Array): NodeNews | undefined {
+  try {
+    const news = JSON.parse(Buffer.from(data).toString("utf8")) as Partial<NodeNews>;
+    const strings = [news.node, news.instance, news.cluster].every((v) => typeof v === "string");
+    if (!strings || typeof news.started_at !== "number") return undefined;
+    const duties = Array.isArray(news.duties) ? news.duties.filter((d) => typeof d === "string") : [];
+    return { ...(news as NodeNews), duties };
+  } catch {
+    return undefined;
+  }
+}
