@@ -1,5 +1,6 @@
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromiumMissing, launchChromium } from "./browser-harness.js";
 import {
   answered,
   clusterMissing,
@@ -234,6 +235,44 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
     const metrics = await (await fetch(`http://127.0.0.1:${nodes.c.httpPort}/metrics`)).text();
     expect(metrics).toMatch(/^mq9_cluster_nodes\{state="up"\} 3$/m);
   });
+
+  it.skipIf(chromiumMissing() !== undefined)(
+    "dashboard — every node's overview lists the nodes, their servers and who runs expiry",
+    async () => {
+      const browser = await launchChromium();
+      try {
+        const page = await browser.context.newPage();
+        await page.goto(`http://127.0.0.1:${nodes.c.httpPort}/`);
+        const table = page.locator('[data-testid="cluster-nodes"]');
+        await table.waitFor({ timeout: 20_000 });
+        await page
+          .locator('[data-testid="cluster-nodes"] tr[data-state="up"]')
+          .nth(2)
+          .waitFor({ timeout: 20_000 });
+        const rows = table.locator("tbody tr");
+        expect(await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-node")))).toEqual([
+          "c",
+          "a",
+          "b",
+        ]);
+        expect(await rows.first().textContent()).toContain("(this one)");
+        expect(await rows.first().textContent()).toContain(new URL(nats.urls[2]).host);
+        await table
+          .locator('td[data-col="duties"]', { hasText: "expiry" })
+          .first()
+          .waitFor({ timeout: 20_000 });
+        const duties = await table.locator('td[data-col="duties"]').allTextContents();
+        expect(duties.filter((d) => d.split(", ").includes("expiry"))).toHaveLength(1);
+        // Each node's port links to its own dashboard.
+        const links = await table
+          .locator("tbody a")
+          .evaluateAll((as) => as.map((a) => (a as HTMLAnchorElement).href));
+        expect(links).toEqual(["c", "a", "b"].map((id) => `http://127.0.0.1:${nodes[id].httpPort}/`));
+      } finally {
+        await browser.close();
+      }
+    },
+  );
 
   it("fetch — a long-poll on one node wakes on a SEND stored through another", async () => {
     await viaA("$mq9.AI.MAILBOX.CREATE", { name: "wake" });

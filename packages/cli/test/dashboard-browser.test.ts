@@ -245,8 +245,13 @@ describe.skipIf(missing !== undefined)("the dashboard of a broker with a token",
     await login.locator('[role="alert"]', { hasText: "refused" }).waitFor(WAIT);
     expect(await page.locator('[data-testid="figure-connections"]').count()).toBe(0);
     await login.locator('input[name="token"]').fill("s3cret");
+    const roster = page.waitForResponse((res) => res.url().endsWith("/api/v1/cluster"), WAIT);
     await login.locator('button[type="submit"]').click();
     await page.locator('[data-testid="figure-connections"]').waitFor(WAIT);
+    // A broker of its own has no cluster: the overview shows no nodes table.
+    expect(await (await roster).json()).toEqual({ clustered: false, nodes: [] });
+    await page.locator('[data-testid="figure-agents"]').waitFor(WAIT);
+    expect(await page.locator('[data-testid="cluster-nodes"]').count()).toBe(0);
     // With the orchestrator off, the tasks page says so.
     await page.goto(`${base}/#/tasks`);
     await page.locator('[role="alert"][data-code="ORCHESTRATOR_OFF"]').waitFor(WAIT);

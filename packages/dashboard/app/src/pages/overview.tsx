@@ -1,6 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { get, type MetricsSample } from "../api";
 import { Chart } from "../components/chart";
+import { ClusterNodes } from "../components/cluster-nodes";
 import { Failure } from "../components/notice";
 import { bytes, rate } from "../format";
 import { useLive, useLiveGet } from "../live";
@@ -18,7 +19,7 @@ function Figure({ label, value, id }: { label: string; value: string | number; i
   );
 }
 
-/** Connections, rates, what is stored, agents, tasks by state, and charts of the last minutes. */
+/** Connections, rates, what is stored, agents, a cluster's nodes, tasks by state, and charts of the last minutes. */
 export function Overview() {
   const { sample } = useLive();
   const [samples, setSamples] = useState<MetricsSample[]>([]);
@@ -57,6 +58,7 @@ export function Overview() {
       ) : (
         <div class="muted">waiting for the first sample…</div>
       )}
+      <ClusterNodes />
       <h3>Tasks by state</h3>
       <Failure error={tasks.error} />
       {tasks.data && (

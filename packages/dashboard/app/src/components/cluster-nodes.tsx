@@ -1,0 +1,75 @@
+import { age, duration } from "../format";
+import { useLiveGet } from "../live";
+
+interface ClusterNode {
+  node: string;
+  instance: string;
+  self: boolean;
+  state: "up" | "missing";
+  started_at: number;
+  last_heard_ms: number;
+  nats_server: string | null;
+  http_port: number | null;
+  duties: string[];
+}
+
+interface Roster {
+  clustered: boolean;
+  cluster?: string;
+  nodes: ClusterNode[];
+}
+
+/** A cluster node's roster (GET /api/v1/cluster): nothing on a broker of its own. */
+export function ClusterNodes() {
+  const roster = useLiveGet<Roster>("/api/v1/cluster");
+  if (!roster.data?.clustered) return null;
+  const { nodes } = roster.data;
+  const up = nodes.filter((n) => n.state === "up").length;
+  return (
+    <>
+      <h3>
+        Cluster nodes{" "}
+        <span class="muted">
+          {up === nodes.length ? `${up} up` : `${up} up, ${nodes.length - up} missing`}
+        </span>
+      </h3>
+      <table data-testid="cluster-nodes">
+        <thead>
+          <tr>
+            <th>node</th>
+            <th>state</th>
+            <th>nats-server</th>
+            <th>dashboard</th>
+            <th>runs</th>
+            <th>started</th>
+            <th>last heard</th>
+          </tr>
+        </thead>
+        <tbody>
+          {nodes.map((n) => (
+            <tr key={n.instance} data-node={n.node} data-state={n.state}>
+              <td>
+                {n.node}
+                {n.self && <span class="muted"> (this one)</span>}
+              </td>
+              <td>
+                <span class={`pill ${n.state === "up" ? "on" : "status-failed"}`}>{n.state}</span>
+              </td>
+              <td>{n.nats_server ?? "—"}</td>
+              <td>
+                {n.http_port === null ? (
+                  "—"
+                ) : (
+                  <a href={`${location.protocol}//${location.hostname}:${n.http_port}/`}>:{n.http_port}</a>
+                )}
+              </td>
+              <td data-col="duties">{n.duties.join(", ") || "—"}</td>
+              <td>{age(n.started_at)} ago</td>
+              <td>{n.self ? "—" : `${duration(n.last_heard_ms)} ago`}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </>
+  );
+}
