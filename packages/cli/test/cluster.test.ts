@@ -61,6 +61,13 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
     return (await res.json()) as { clustered: boolean; cluster: string; node: string; nodes: Member[] };
   };
 
+  /** Publishes a node's presence news as another node (or another cluster's) would. */
+  const announce = (node: string, cluster: string, extra = {}) =>
+    conns[0].publish(
+      "_mq9.cluster.presence",
+      JSON.stringify({ node, instance: `${node}/1`, cluster, started_at: Date.now(), duties: [], ...extra }),
+    );
+
   beforeAll(async () => {
     [nats, pg] = await Promise.all([startNats(3), startPostgres()]);
     await Promise.all([startNamed("a", 0), startNamed("b", 1), startNamed("c", 2)]);
@@ -216,24 +223,48 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
     // Each node names the same holder of the cluster's expiry work.
     const holders = views.map((view) => view.nodes.find((m) => m.duties.includes("expiry"))?.node);
     expect(new Set(holders).size).toBe(1);
-    // News that is not JSON, or from another cluster, is ignored; a node's news lists it until it leaves.
-    const nc = conns[0];
-    const news = (node: string, extra = {}) =>
-      JSON.stringify({ node, instance: `${node}/1`, cluster, started_at: Date.now(), duties: [], ...extra });
-    nc.publish("_mq9.cluster.presence", "not json");
-    nc.publish("_mq9.cluster.presence", news("stranger", { cluster: "another" }));
-    nc.publish("_mq9.cluster.presence", news("z"));
+    // News that is not JSON is ignored; a node's news lists it until it leaves.
+    conns[0].publish("_mq9.cluster.presence", "not json");
+    announce("z", cluster);
     await eventually(async () => (await roster(nodes.a)).nodes.some((m) => m.node === "z"));
     expect((await roster(nodes.a)).nodes.map((m) => m.node)).toEqual(["a", "b", "c", "z"]);
-    nc.publish("_mq9.cluster.presence", news("z", { leaving: true }));
+    announce("z", cluster, { leaving: true });
     await eventually(async () => (await roster(nodes.a)).nodes.length === 3, 5_000, "z to leave");
-    const health = (await (await fetch(`http://127.0.0.1:${nodes.b.httpPort}/healthz`)).json()) as Record<
-      string,
-      unknown
-    >;
-    expect(health.nodes).toEqual({ up: 3, missing: 0 });
+    const health = await fetch(`http://127.0.0.1:${nodes.b.httpPort}/healthz`);
+    expect(health.status).toBe(200);
+    expect(((await health.json()) as Record<string, unknown>).nodes).toEqual({ up: 3, missing: 0 });
     const metrics = await (await fetch(`http://127.0.0.1:${nodes.c.httpPort}/metrics`)).text();
     expect(metrics).toMatch(/^mq9_cluster_nodes\{state="up"\} 3$/m);
+  });
+
+  it("roster — a node of another mq9 cluster on the account turns every /healthz to 503 while it is heard", async () => {
+    // Two clusters starting in the same moment miss each other's roll call, not each other's news.
+    announce("intruder", "another-cluster");
+    const health = async (node: Mq9NodeProcess) => {
+      const res = await fetch(`http://127.0.0.1:${node.httpPort}/healthz`);
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    for (const node of [nodes.a, nodes.b, nodes.c]) {
+      const refused = await eventually(
+        async () => {
+          const h = await health(node);
+          return h.status === 503 ? h.body : undefined;
+        },
+        5_000,
+        `node ${node.nodeId} to answer 503`,
+      );
+      expect(refused.other_clusters).toEqual([{ node: "intruder", cluster: "another-cluster" }]);
+      expect(node.output()).toMatch(
+        /node intruder of another mq9 cluster \(another database or schema\) serves on this NATS account/,
+      );
+    }
+    expect((await roster(nodes.a)).nodes.map((m) => m.node)).toEqual(["a", "b", "c"]);
+    // Silent for three presence intervals, it no longer counts.
+    await eventually(
+      async () => (await health(nodes.b)).status === 200,
+      20_000,
+      "node b to be healthy again",
+    );
   });
 
   it.skipIf(chromiumMissing() !== undefined)(

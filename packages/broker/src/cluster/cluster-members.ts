@@ -62,6 +62,8 @@ interface Heard {
  */
 export class ClusterMembers {
   private readonly others = new Map<string, Heard>();
+  /** Nodes of other mq9 clusters on this NATS account, by instance. */
+  private readonly foreign = new Map<string, Heard>();
   private readonly startedAt = Date.now();
   private subscription?: Subscription;
   private timer?: NodeJS.Timeout;
@@ -165,8 +167,22 @@ export class ClusterMembers {
     }
   }
 
+  /**
+   * Nodes of other mq9 clusters heard on this NATS account in the last three intervals: each of
+   * them stores and answers every request too, so each SEND lands in two databases.
+   */
+  strangers(now = Date.now()): { node: string; cluster: string }[] {
+    return [...this.foreign.values()]
+      .filter((heard) => now - heard.at <= MISSING_AFTER * this.intervalMs && !heard.news.leaving)
+      .map(({ news }) => ({ node: news.node, cluster: news.cluster }));
+  }
+
   private heard(news: NodeNews): void {
-    if (news.instance === this.self.instance || news.cluster !== this.self.cluster) return;
+    if (news.instance === this.self.instance) return;
+    if (news.cluster !== this.self.cluster) {
+      this.heardStranger(news);
+      return;
+    }
     const known = this.others.get(news.instance);
     if (news.leaving) {
       if (known && this.others.delete(news.instance)) this.logger.info(`node ${news.node} left the cluster`);
@@ -179,6 +195,17 @@ export class ClusterMembers {
     const where = news.nats_server ? ` (on nats-server ${news.nats_server})` : "";
     this.logger.info(`node ${news.node} ${replaced ? "restarted" : "joined the cluster"}${where}`);
     // The newcomer learns of this node now instead of at the next interval.
+    this.announce();
+  }
+
+  /** Two clusters starting together miss each other's roll call, not each other's news. */
+  private heardStranger(news: NodeNews): void {
+    const first = !this.foreign.has(news.instance);
+    this.foreign.set(news.instance, { news, at: Date.now(), missing: false });
+    if (!first || news.leaving) return;
+    this.logger.error(
+      `node ${news.node} of another mq9 cluster (another database or schema) serves on this NATS account: both clusters store and answer every request; give each mq9 cluster a NATS account or cluster of its own (docs/cluster.md)`,
+    );
     this.announce();
   }
 
@@ -205,6 +232,9 @@ export class ClusterMembers {
 
   private sweep(now = Date.now()): void {
     this.dropReplaced(now);
+    for (const [instance, heard] of this.foreign) {
+      if (now - heard.at > FORGOTTEN_AFTER * this.intervalMs) this.foreign.delete(instance);
+    }
     for (const [instance, heard] of this.others) {
       const silentS = Math.round((now - heard.at) / 1000);
       if (now - heard.at > FORGOTTEN_AFTER * this.intervalMs) {

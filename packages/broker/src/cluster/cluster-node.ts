@@ -144,12 +144,14 @@ export class ClusterNode {
     const natsUp = this.attachment.connected;
     const refused = this.attachment.refused;
     const nodes = this.members ? tally(this.members.list()) : undefined;
+    const strangers = this.members?.strangers() ?? [];
     return {
-      ok: natsUp && refused === undefined && this.database.up,
+      ok: natsUp && refused === undefined && this.database.up && strangers.length === 0,
       node: this.options.nodeId,
       nats: { connected: natsUp, server: this.attachment.server, ...(refused ? { refused } : {}) },
       postgres: { up: this.database.up },
       ...(nodes ? { nodes } : {}),
+      ...(strangers.length > 0 ? { other_clusters: strangers } : {}),
     };
   }
 

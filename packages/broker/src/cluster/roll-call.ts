@@ -25,7 +25,8 @@ export interface NodeCall {
  * every SEND too and answer as well, whatever their queue group. Each node answers the roll call
  * with its cluster's name; a starting node calls the roll before it serves and hears who answers.
  * A node that hears the call of another cluster's node, or of a namesake in its own, says so in
- * its log: two nodes starting in the same moment may miss each other's answers, not their calls.
+ * its log: two nodes starting in the same moment may miss each other's answers, not their calls
+ * (and ClusterMembers hears their presence news afterwards).
  */
 export class RollCall {
   private readonly subscription: Subscription;
