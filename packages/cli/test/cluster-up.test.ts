@@ -83,7 +83,12 @@ describe.skipIf(missing !== undefined)(
       expect(code, output).toBe(0);
       expect(output).toMatch(/mq9 cluster is up:/);
       expect(output).toContain("hello from whichever node took it");
-      // Node a lists the three nodes, all up.
+      // mq9 cluster status and the API: node a lists the three nodes, all up.
+      expect(output).toMatch(/^cluster \S+: 3 nodes up, 0 missing, as node a hears them$/m);
+      expect(output).toMatch(/^NODE +STATE +NATS-SERVER +HTTP +RUNS +UP FOR +LAST HEARD$/m);
+      for (const id of ["a \\(this one\\)", "b", "c"]) {
+        expect(output).toMatch(new RegExp(`^${id} +up +127\\.0\\.0\\.1:\\d+ +\\d+ `, "m"));
+      }
       const roster = JSON.parse(/^\{"clustered".*$/m.exec(output)?.[0] ?? "{}");
       expect(roster, output).toMatchObject({ clustered: true, node: "a" });
       expect(roster.nodes.map((n: { node: string; state: string }) => `${n.node} ${n.state}`)).toEqual([

@@ -1,6 +1,7 @@
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromiumMissing, launchChromium } from "./browser-harness.js";
+import { runCli } from "./cli-harness.js";
 import {
   answered,
   clusterMissing,
@@ -235,6 +236,16 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
     expect(((await health.json()) as Record<string, unknown>).nodes).toEqual({ up: 3, missing: 0 });
     const metrics = await (await fetch(`http://127.0.0.1:${nodes.c.httpPort}/metrics`)).text();
     expect(metrics).toMatch(/^mq9_cluster_nodes\{state="up"\} 3$/m);
+    // mq9 cluster status: from a node's HTTP server; a nats-server cannot tell the CLI where that is.
+    const status = await runCli(["cluster", "status", "--http", `http://127.0.0.1:${nodes.b.httpPort}`]);
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(/^b \(this one\) +up +/m);
+    expect(status.stdout).toMatch(/^cluster \S+: 3 nodes up, 0 missing, as node b hears them$/m);
+    const viaNats = await runCli(["cluster", "status", "--server", nats.urls[0]]);
+    expect(viaNats.code).toBe(3);
+    expect(viaNats.stderr).toMatch(
+      /a cluster's nats-servers never name one: give a node's HTTP server with --http/,
+    );
   });
 
   it("roster — a node of another mq9 cluster on the account turns every /healthz to 503 while it is heard", async () => {

@@ -28,6 +28,7 @@ export const VERBS: readonly Verb[] = [
   { name: "templates", load: async () => (await import("./templates.js")).registerTemplates },
   { name: "models", load: async () => (await import("./models.js")).registerModels },
   { name: "mcp", load: async () => (await import("./mcp.js")).registerMcp },
+  { name: "cluster", load: async () => (await import("./cluster.js")).registerCluster },
 ];
 
 const VERSION_FLAGS = new Set(["-V", "--version"]);

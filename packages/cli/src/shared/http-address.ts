@@ -22,6 +22,8 @@ export interface HttpAddress {
   url: string;
   /** How it was found, for --verbose. */
   how: string;
+  /** Set when the port is a guess (the server names none): what to tell if nothing answers there. */
+  guess?: string;
   /** Credentials written in the --server URL (`token@host`), for a broker that guards its HTTP routes. */
   credentials?: { token?: string; user?: string; password?: string };
 }
@@ -94,6 +96,7 @@ export async function resolveHttpAddress(
   return {
     url: `http://${urlHost}:${Defaults.httpPort}`,
     how: `the broker at ${server} (${serverSaid}) names no HTTP port; trying the default ${Defaults.httpPort}`,
+    guess: `the server at ${server} names no HTTP port in its INFO, so the default ${Defaults.httpPort} was tried; a cluster's nats-servers never name one: give a node's HTTP server with --http (or MQ9_HTTP)`,
     credentials,
   };
 }

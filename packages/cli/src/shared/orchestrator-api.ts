@@ -129,8 +129,9 @@ export class HttpApi {
         : cause.startsWith("HPE_")
           ? "what answers there does not speak HTTP"
           : cause;
+      const hint = this.address.guess ?? "is 'mq9 serve' running there? (--server, --http)";
       throw new ApiError(
-        `cannot reach the broker's HTTP API at ${this.address.url} (${reason}); is 'mq9 serve' running there? (--server, --http)`,
+        `cannot reach the broker's HTTP API at ${this.address.url} (${reason}); ${hint}`,
         0,
         timedOut ? "TIMEOUT" : "NOT_CONNECTED",
       );
