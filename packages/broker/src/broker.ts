@@ -224,7 +224,7 @@ export class Broker {
             version: "1.0.0",
           },
         ));
-        served.advertiseHttp(http.port);
+        served.advertiseHttp(http.port, http.host);
       }
       engine.start();
       const broker = new Broker(address.host, address.port, engine, metrics, served, store, http, registry);

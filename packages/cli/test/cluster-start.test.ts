@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { hostname } from "node:os";
 import type { NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startMq9Node } from "../../../scripts/local-cluster/mq9-node.js";
@@ -117,6 +118,49 @@ describe.skipIf(missing !== undefined)(`cluster node start${missing ? ` (skipped
     expect(neighbour.output()).not.toContain(SHARED);
     // The expiry test below wants no node but the first test's holding the expiry lock.
     await Promise.all([home.stop(), neighbour.stop(), twin.stop()]);
+  });
+
+  it("a node's HTTP address in the rosters: its bound host, the machine's name on a wildcard bind, or --node-http-url", async () => {
+    const wild = await startNode({
+      nodeId: "wild",
+      nats: nats.urls,
+      postgres: pg.url,
+      args: ["--http-host", "0.0.0.0"],
+    });
+    nodes.push(wild);
+    const behind = await startNode({
+      nodeId: "behind",
+      nats: nats.urls,
+      postgres: pg.url,
+      args: ["--node-http-url", "https://behind.example:9443/"],
+    });
+    nodes.push(behind);
+    const urls = await eventually(
+      async () => {
+        const res = await fetch(`http://127.0.0.1:${wild.httpPort}/api/v1/cluster`);
+        const { nodes: listed } = (await res.json()) as {
+          nodes: { node: string; http_url: string | null }[];
+        };
+        const byNode = Object.fromEntries(listed.map((n) => [n.node, n.http_url]));
+        return byNode.behind ? byNode : undefined;
+      },
+      10_000,
+      "node wild to hear behind",
+    );
+    // (A node on 127.0.0.1, as cluster.test.ts's, is listed as http://127.0.0.1:<port>.)
+    expect(urls).toMatchObject({
+      wild: `http://${hostname()}:${wild.httpPort}`,
+      behind: "https://behind.example:9443",
+    });
+    await Promise.all([wild.stop(), behind.stop()]);
+    // Not a URL: refused at start, with what it should look like.
+    const bad = startNode({
+      nodeId: "bad",
+      nats: nats.urls,
+      postgres: pg.url,
+      args: ["--node-http-url", "n1:8332"],
+    });
+    await expect(bad).rejects.toThrow(/must be an http:\/\/ or https:\/\/ URL of a host and port/);
   });
 
   it("an unreachable PostgreSQL stops the start with where and why", async () => {

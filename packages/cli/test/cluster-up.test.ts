@@ -87,7 +87,9 @@ describe.skipIf(missing !== undefined)(
       expect(output).toMatch(/^cluster \S+: 3 nodes up, 0 missing, as node a hears them$/m);
       expect(output).toMatch(/^NODE +STATE +NATS-SERVER +HTTP +RUNS +UP FOR +LAST HEARD$/m);
       for (const id of ["a \\(this one\\)", "b", "c"]) {
-        expect(output).toMatch(new RegExp(`^${id} +up +127\\.0\\.0\\.1:\\d+ +\\d+ `, "m"));
+        expect(output).toMatch(
+          new RegExp(`^${id} +up +127\\.0\\.0\\.1:\\d+ +http://127\\.0\\.0\\.1:\\d+ `, "m"),
+        );
       }
       const roster = JSON.parse(/^\{"clustered".*$/m.exec(output)?.[0] ?? "{}");
       expect(roster, output).toMatchObject({ clustered: true, node: "a" });

@@ -54,6 +54,7 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
     state: string;
     nats_server: string | null;
     http_port: number | null;
+    http_url: string | null;
     duties: string[];
   }
   const roster = async (node: Mq9NodeProcess) => {
@@ -218,6 +219,7 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
       for (const member of view.nodes) {
         const server = ["a", "b", "c"].indexOf(member.node);
         expect(member.http_port).toBe(nodes[member.node].httpPort);
+        expect(member.http_url).toBe(`http://127.0.0.1:${nodes[member.node].httpPort}`);
         expect(member.nats_server).toBe(new URL(nats.urls[server]).host);
       }
     }

@@ -105,6 +105,11 @@ describe.skipIf(missing !== undefined)(
       ]);
       expect(nodeFlags.code).toBe(2);
       expect(nodeFlags.stderr).toContain("--nats-token is a cluster node's setting: add --cluster");
+      const advertised = await runCli(["serve", "--postgres", db.pg.url, "--port", "0"], {
+        MQ9_NODE_HTTP_URL: "http://n1.example:8332",
+      });
+      expect(advertised.code).toBe(2);
+      expect(advertised.stderr).toContain("--node-http-url is a cluster node's setting: add --cluster");
       // The SQLite store's settings would be ignored on PostgreSQL: both named, from flag or environment.
       const sqliteOnly = await runCli(
         ["serve", "--postgres", db.pg.url, "--data", tempDir(), "--port", "0"],

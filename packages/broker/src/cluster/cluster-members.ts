@@ -17,8 +17,10 @@ const FORGOTTEN_AFTER = 30;
 export interface NodeDetails {
   /** The nats-server it is connected to now. */
   natsServer?: string;
-  /** The port of its HTTP server (/healthz, /api, the dashboard), when it runs one. */
+  /** The port of its HTTP server (/healthz, /api, the dashboard), when it runs one… */
   httpPort?: number;
+  /** …and its URL as other hosts reach it. */
+  httpUrl?: string;
   /** The once-per-cluster works it does now (expiry, the orchestrator…). */
   duties: string[];
 }
@@ -27,6 +29,7 @@ interface NodeNews extends NodeCall {
   started_at: number;
   nats_server?: string;
   http_port?: number;
+  http_url?: string;
   duties: string[];
   leaving?: boolean;
 }
@@ -45,6 +48,7 @@ export interface ClusterMember {
   last_heard_ms: number;
   nats_server: string | null;
   http_port: number | null;
+  http_url: string | null;
   duties: string[];
 }
 
@@ -111,6 +115,7 @@ export class ClusterMembers {
       last_heard_ms: 0,
       nats_server: details.natsServer ?? null,
       http_port: details.httpPort ?? null,
+      http_url: details.httpUrl ?? null,
       duties: details.duties,
     };
     const others = [...this.others.values()]
@@ -125,6 +130,7 @@ export class ClusterMembers {
           last_heard_ms: silentMs,
           nats_server: news.nats_server ?? null,
           http_port: news.http_port ?? null,
+          http_url: news.http_url ?? null,
           duties: news.duties,
         };
       })
@@ -157,6 +163,7 @@ export class ClusterMembers {
       started_at: this.startedAt,
       nats_server: details.natsServer,
       http_port: details.httpPort,
+      http_url: details.httpUrl,
       duties: details.duties,
       ...extra,
     };

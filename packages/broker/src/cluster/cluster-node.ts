@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
 import type { ReplyPayload } from "@mq9/protocol";
 import type { NatsConnection } from "nats";
 import { Gauge } from "prom-client";
@@ -22,6 +23,12 @@ export interface ClusterView {
   nodes: ClusterMember[];
 }
 
+/** A bound HTTP address as another host reaches it: a wildcard bind by this machine's name. */
+function httpUrlOf(host: string, port: number): string {
+  const name = ["", "0.0.0.0", "::", "[::]"].includes(host) ? hostname() : host;
+  return `http://${name.includes(":") && !name.startsWith("[") ? `[${name}]` : name}:${port}`;
+}
+
 function replyBytes(reply: ReplyPayload): Uint8Array | string {
   if (typeof reply === "string") return reply;
   return Buffer.concat(reply.map((piece) => (typeof piece === "string" ? Buffer.from(piece) : piece)));
@@ -42,6 +49,7 @@ export class ClusterNode {
   private clusterId?: string;
   /** Where this node's HTTP server listens, for the roster. */
   private httpPort?: number;
+  private httpUrl?: string;
 
   constructor(
     readonly options: ClusterOptions,
@@ -67,7 +75,12 @@ export class ClusterNode {
     this.members = new ClusterMembers(
       this.connection,
       self,
-      () => ({ natsServer: this.attachment.server, httpPort: this.httpPort, duties: duties?.list() ?? [] }),
+      () => ({
+        natsServer: this.attachment.server,
+        httpPort: this.httpPort,
+        httpUrl: this.httpUrl,
+        duties: duties?.list() ?? [],
+      }),
       this.logger,
       this.options.presenceIntervalMs,
     );
@@ -99,8 +112,9 @@ export class ClusterNode {
     this.members?.start();
   }
 
-  advertiseHttp(port: number): void {
+  advertiseHttp(port: number, host: string): void {
     this.httpPort = port;
+    this.httpUrl = this.options.httpUrl ?? httpUrlOf(host, port);
     this.members?.announce();
   }
 

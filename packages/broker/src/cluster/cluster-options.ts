@@ -16,6 +16,11 @@ export interface ClusterOptions {
    * cluster needs a NATS account of its own.
    */
   queueGroup?: string;
+  /**
+   * The URL of this node's HTTP server as other nodes' rosters and dashboards show it; default
+   * http://<the HTTP server's host, or this machine's name when it binds every address>:<port>.
+   */
+  httpUrl?: string;
   /** How often the node tells the others it is there (default 2 s); missing after three silent intervals. */
   presenceIntervalMs?: number;
 }

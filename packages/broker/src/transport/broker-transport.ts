@@ -36,8 +36,8 @@ export interface BrokerTransport {
   health(): TransportHealth;
   /** Starts handing requests to `service`; resolves with where clients connect. */
   serve(service: Mq9Service): Promise<BrokerAddress>;
-  /** Tells clients on which port the HTTP server listens, where the transport can. */
-  advertiseHttp(port: number): void;
+  /** Tells clients (or a cluster's other nodes) where the HTTP server listens, where the transport can. */
+  advertiseHttp(port: number, host: string): void;
   /** The cluster's nodes as this one hears them; undefined for a broker of its own. */
   clusterView(): ClusterView | undefined;
   /** Takes no new requests (those in hand are still answered). */

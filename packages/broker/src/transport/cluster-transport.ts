@@ -74,9 +74,9 @@ export class ClusterTransport implements BrokerTransport {
     return { host: first.hostname, port: Number(first.port || 4222) };
   }
 
-  /** A node's HTTP port goes into its presence news, for the other nodes' rosters. */
-  advertiseHttp(port: number): void {
-    this.node.advertiseHttp(port);
+  /** A node's HTTP address goes into its presence news, for the other nodes' rosters. */
+  advertiseHttp(port: number, host: string): void {
+    this.node.advertiseHttp(port, host);
   }
 
   clusterView(): ClusterView | undefined {

@@ -12,6 +12,7 @@ interface ClusterNode {
   last_heard_ms: number;
   nats_server: string | null;
   http_port: number | null;
+  http_url: string | null;
   duties: string[];
 }
 
@@ -62,7 +63,7 @@ function printRoster(roster: Roster): void {
       n.self ? `${n.node} (this one)` : n.node,
       n.state,
       n.nats_server ?? "-",
-      n.http_port === null ? "-" : String(n.http_port),
+      n.http_url ?? "-",
       n.duties.join(",") || "-",
       duration(now - n.started_at),
       n.self ? "-" : `${duration(n.last_heard_ms)} ago`,

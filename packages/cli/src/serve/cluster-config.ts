@@ -23,6 +23,13 @@ export const ClusterConfigSchema = z
     postgresSchema: z.string().min(1).default("mq9"),
     postgresPool: z.number().int().positive().default(10),
     nodeId: z.string().min(1).optional(),
+    nodeHttpUrl: z
+      .string()
+      .regex(
+        /^https?:\/\/[^\s/]+\/?$/,
+        "must be an http:// or https:// URL of a host and port, like http://n1.example:8332",
+      )
+      .optional(),
     natsToken: z.string().min(1).optional(),
     natsUser: z.string().min(1).optional(),
     natsPassword: z.string().optional(),
@@ -77,6 +84,7 @@ export type ClusterConfig = z.infer<typeof ClusterConfigSchema>;
 /** Settings only a cluster node uses: refused without --cluster rather than ignored. */
 const NODE_ONLY = [
   "nodeId",
+  "nodeHttpUrl",
   "natsToken",
   "natsUser",
   "natsPassword",
@@ -137,6 +145,13 @@ export const CLUSTER_SETTINGS: {
     env: "MQ9_NODE_ID",
     kind: "string",
     help: "cluster mode: this node's name (default: the host name and process id)",
+  },
+  {
+    path: ["cluster", "nodeHttpUrl"],
+    flag: "node-http-url",
+    env: "MQ9_NODE_HTTP_URL",
+    kind: "string",
+    help: "cluster mode: this node's HTTP server as the other nodes' rosters and dashboards link to it (default: http://<--http-host, or the host name on a wildcard bind>:<--http-port>)",
   },
   {
     path: ["cluster", "natsToken"],

@@ -36,6 +36,7 @@ export async function postgresBrokerOptions(
       credsFile: cluster.natsCreds,
       tls,
       queueGroup: cluster.queueGroup,
+      httpUrl: cluster.nodeHttpUrl?.replace(/\/$/, ""),
     },
   };
 }

@@ -225,6 +225,12 @@ export const ClusterNodeInfo = z
     last_heard_ms: z.number().int().describe("milliseconds since its last presence news; 0 for this node"),
     nats_server: z.string().nullable().describe("the nats-server it is connected to"),
     http_port: z.number().int().nullable().describe("its HTTP server's port"),
+    http_url: z
+      .string()
+      .nullable()
+      .describe(
+        "its HTTP server as other hosts reach it (mq9 serve --node-http-url, else its bound host or machine name)",
+      ),
     duties: z
       .array(z.string())
       .describe("once-per-cluster works it holds the lock of now: expiry, registry-expiry, orchestrator"),

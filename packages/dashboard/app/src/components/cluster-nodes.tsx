@@ -10,6 +10,7 @@ interface ClusterNode {
   last_heard_ms: number;
   nats_server: string | null;
   http_port: number | null;
+  http_url: string | null;
   duties: string[];
 }
 
@@ -56,13 +57,7 @@ export function ClusterNodes() {
                 <span class={`pill ${n.state === "up" ? "on" : "status-failed"}`}>{n.state}</span>
               </td>
               <td>{n.nats_server ?? "—"}</td>
-              <td>
-                {n.http_port === null ? (
-                  "—"
-                ) : (
-                  <a href={`${location.protocol}//${location.hostname}:${n.http_port}/`}>:{n.http_port}</a>
-                )}
-              </td>
+              <td>{n.http_url === null ? "—" : <a href={`${n.http_url}/`}>{n.http_url}</a>}</td>
               <td data-col="duties">{n.duties.join(", ") || "—"}</td>
               <td>{age(n.started_at)} ago</td>
               <td>{n.self ? "—" : `${duration(n.last_heard_ms)} ago`}</td>
