@@ -530,6 +530,45 @@ describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${
     );
   });
 
+  it("a schema a newer mq9 migrates while the store serves: the store refuses and gives up its locks", async () => {
+    const schema = freshSchema();
+    const store = await PostgresStore.open({ url: db.pg.url, schema, poolSize: 2 });
+    const other = new pg.Client({ connectionString: db.pg.url });
+    await other.connect();
+    try {
+      const lock = store.clusterLock("orchestrator", "the orchestrator");
+      let lost = 0;
+      lock.onLost(() => lost++);
+      expect(await lock.held()).toBe(true);
+      expect(store.duties.list()).toEqual(["orchestrator"]);
+      expect(await store.getMailbox("box", Date.now())).toBeUndefined();
+      expect(await store.ping()).toBe(true);
+      expect(store.refusal()).toBeUndefined();
+
+      await db.pg.query(`UPDATE ${schema}.mq9_schema_version SET version = version + 1`);
+      expect(await store.ping()).toBe(true);
+      expect(store.refusal()).toMatch(
+        new RegExp(
+          `^the PostgreSQL schema ${schema} was migrated to format ${POSTGRES_SCHEMA_VERSION + 1} by a newer mq9 \\(this one runs format ${POSTGRES_SCHEMA_VERSION}\\)`,
+        ),
+      );
+      // Nothing is read or written by the old format's rules any more…
+      await expect(store.getMailbox("box", Date.now())).rejects.toMatchObject({ code: "STORE_FORMAT" });
+      await expect(store.promoteDue(Date.now())).rejects.toMatchObject({ code: "STORE_FORMAT" });
+      // …and the work its locks guarded stops here and is free for a newer broker.
+      expect(lost).toBe(1);
+      expect(store.duties.list()).toEqual([]);
+      expect(await lock.held()).toBe(false);
+      const { rows } = await other.query("SELECT pg_try_advisory_lock(hashtext($1)) AS taken", [
+        `mq9:${schema}:orchestrator`,
+      ]);
+      expect(rows[0].taken).toBe(true);
+    } finally {
+      await other.end();
+      await store.close();
+    }
+  });
+
   it("an unreachable database is a clear error naming where it looked", async () => {
     const url = db.pg.url.replace(`:${db.pg.port}/`, ":1/");
     await expect(PostgresStore.open({ url, schema: freshSchema() })).rejects.toMatchObject({

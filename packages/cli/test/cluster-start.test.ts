@@ -163,6 +163,59 @@ describe.skipIf(missing !== undefined)(`cluster node start${missing ? ` (skipped
     await expect(bad).rejects.toThrow(/must be an http:\/\/ or https:\/\/ URL of a host and port/);
   });
 
+  it("a node whose schema a newer mq9 migrated steps aside: leaves the queue group, refuses, gives up its duties", async () => {
+    // A cluster of its own (its schema, its nats-server): the one schema version it moves is its own.
+    const ownNats = await startNats(1);
+    const old = await startNode({
+      nodeId: "old",
+      nats: ownNats.urls,
+      postgres: pg.url,
+      args: ["--postgres-schema", "upgrading"],
+    });
+    const ownClient = await connectTo(ownNats.urls);
+    const via = mq9Client(ownClient);
+    expect(await via("$mq9.AI.MAILBOX.CREATE", { name: "up.grade" })).toMatchObject({ error: "" });
+    expect(await via("$mq9.AI.MSG.SEND.up.grade", "before")).toMatchObject({ error: "" });
+    const roster = async () =>
+      (await (await fetch(`http://127.0.0.1:${old.httpPort}/api/v1/cluster`)).json()) as {
+        nodes: { duties: string[] }[];
+      };
+    await eventually(
+      async () => (await roster()).nodes[0].duties.includes("expiry"),
+      10_000,
+      "old to run expiry",
+    );
+    // What a newer mq9 does at its start: migrate the schema to its format.
+    await pg.query("UPDATE upgrading.mq9_schema_version SET version = version + 1");
+    try {
+      const health = await eventually(
+        async () => {
+          const res = await fetch(`http://127.0.0.1:${old.httpPort}/healthz`);
+          return res.status === 503 ? ((await res.json()) as { postgres: { refused?: string } }) : undefined;
+        },
+        10_000,
+        "old's /healthz to answer 503",
+      );
+      expect(health.postgres.refused).toMatch(
+        /^the PostgreSQL schema upgrading was migrated to format \d+ by a newer mq9 \(this one runs format \d+\): this broker no longer serves it/,
+      );
+      expect(old.output()).toMatch(
+        /cluster node old stops taking requests: the PostgreSQL schema upgrading was migrated/,
+      );
+      // No longer in the queue group: NATS has no one to give the request to (the new nodes would take it).
+      await expect(via("$mq9.AI.MSG.SEND.up.grade", "after", { timeout: 2_000 })).rejects.toThrow(
+        /503|no responders/i,
+      );
+      // Its once-per-cluster work is free for the new nodes to take.
+      expect((await roster()).nodes[0].duties).toEqual([]);
+    } finally {
+      await pg.query("UPDATE upgrading.mq9_schema_version SET version = version - 1");
+      await ownClient.close();
+      await old.stop();
+      await ownNats.stop();
+    }
+  });
+
   it("an unreachable PostgreSQL stops the start with where and why", async () => {
     const start = startMq9Node({
       nodeId: "no-db",

@@ -146,6 +146,13 @@ export class ClusterNode {
         this.set({ state: "missing" }, nodes.missing);
       },
     });
+    // A node whose schema a newer mq9 migrated leaves the queue group: the new nodes take its requests.
+    this.database.onRefused(() => {
+      this.logger.error(
+        `cluster node ${this.options.nodeId} stops taking requests: ${this.database.refused}`,
+      );
+      void this.attachment.stopReceiving();
+    });
     this.database.watch(
       store,
       metrics,
@@ -160,10 +167,18 @@ export class ClusterNode {
     const nodes = this.members ? tally(this.members.list()) : undefined;
     const strangers = this.members?.strangers() ?? [];
     return {
-      ok: natsUp && refused === undefined && this.database.up && strangers.length === 0,
+      ok:
+        natsUp &&
+        refused === undefined &&
+        this.database.up &&
+        !this.database.refused &&
+        strangers.length === 0,
       node: this.options.nodeId,
       nats: { connected: natsUp, server: this.attachment.server, ...(refused ? { refused } : {}) },
-      postgres: { up: this.database.up },
+      postgres: {
+        up: this.database.up,
+        ...(this.database.refused ? { refused: this.database.refused } : {}),
+      },
       ...(nodes ? { nodes } : {}),
       ...(strangers.length > 0 ? { other_clusters: strangers } : {}),
     };

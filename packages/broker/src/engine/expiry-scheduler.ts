@@ -23,6 +23,9 @@ export class ExpiryScheduler {
 
   constructor(private readonly options: ExpirySchedulerOptions) {}
 
+  /** Why the last sweep failed; undefined after one that worked. */
+  private failure?: string;
+
   start(): void {
     this.stopped = false;
     this.runSoon(0);
@@ -66,8 +69,13 @@ export class ExpiryScheduler {
           "purged expired data",
         );
       }
+      if (this.failure !== undefined) logger.info("expiry sweeps work again");
+      this.failure = undefined;
     } catch (err) {
-      logger.error({ err }, "expiry sweep failed; retrying on the next sweep");
+      // Once per cause: a database that is away, or a schema a newer mq9 took over, fails every sweep.
+      const cause = (err as Error).message;
+      if (cause !== this.failure) logger.error({ err }, "expiry sweep failed; retrying on each sweep");
+      this.failure = cause;
     }
     const nextDue = await store.nextDueMs().catch(() => undefined);
     const untilSweep = sweepIntervalMs;

@@ -6,6 +6,8 @@ import type { Store } from "../store/store.js";
 /** A store that can say whether its database answers (PostgresStore can). */
 interface PingableStore extends Store {
   ping?(): Promise<boolean>;
+  /** Why the store refuses every request now (a newer mq9 migrated its schema). */
+  refusal?(): string | undefined;
 }
 
 const PROBE_INTERVAL_MS = 2_000;
@@ -16,6 +18,8 @@ const PROBE_INTERVAL_MS = 2_000;
  */
 export class DatabaseProbe {
   private answering = true;
+  private refusedFor?: string;
+  private readonly refusedListeners: (() => void)[] = [];
   private timer?: NodeJS.Timeout;
 
   constructor(private readonly logger: Logger) {}
@@ -30,9 +34,20 @@ export class DatabaseProbe {
     return this.answering;
   }
 
+  /** Why the store refuses every request, once it does (it logged why). */
+  get refused(): string | undefined {
+    return this.refusedFor;
+  }
+
+  /** Calls `listener` once, when the store starts refusing every request. */
+  onRefused(listener: () => void): void {
+    this.refusedListeners.push(listener);
+  }
+
   /** Starts probing, with the gauge `gaugeName` (1 while the database answers). */
   watch(store: Store, metrics: BrokerMetrics, gaugeName: string, help: string): void {
     const ping = (store as PingableStore).ping?.bind(store);
+    const refusal = (store as PingableStore).refusal?.bind(store);
     if (!ping) return;
     const probe = this;
     new Gauge({
@@ -50,6 +65,11 @@ export class DatabaseProbe {
           else this.logger.error("postgres: the database does not answer; requests fail until it is back");
         }
         this.answering = up;
+        const refused = refusal?.();
+        if (refused !== undefined && this.refusedFor === undefined) {
+          this.refusedFor = refused;
+          for (const listener of this.refusedListeners) listener();
+        }
       });
     };
     check();

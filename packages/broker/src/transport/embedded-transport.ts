@@ -70,7 +70,13 @@ export class EmbeddedTransport implements BrokerTransport {
     const connections = this.listener.connectionCount;
     if (DatabaseProbe.applies(this.store)) {
       const up = this.database.up;
-      return { ok: up, connections, storage: up ? "ok" : "unavailable", postgres: { up } };
+      const refused = this.database.refused;
+      return {
+        ok: up && !refused,
+        connections,
+        storage: up && !refused ? "ok" : "unavailable",
+        postgres: { up, ...(refused ? { refused } : {}) },
+      };
     }
     // "full": writes fail for lack of space (reads go on); the broker recovers by itself.
     const storage = this.store instanceof SqliteStore ? this.store.storageState() : "ok";

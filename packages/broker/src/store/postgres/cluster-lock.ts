@@ -72,6 +72,15 @@ export class ClusterLock {
     this.probe.unref();
   }
 
+  /**
+   * Gives the lock up for good, telling the listeners of onLost that it is gone (so the work it
+   * guarded stops here) and letting another broker take it.
+   */
+  surrender(): void {
+    if (this.client) this.lost(this.client);
+    void this.close();
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.probe);

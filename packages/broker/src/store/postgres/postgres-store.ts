@@ -38,6 +38,7 @@ import {
 import { isRetryable, postgresError } from "./postgres-errors.js";
 import { PostgresInspection } from "./postgres-inspection.js";
 import { migrate } from "./postgres-migrate.js";
+import { POSTGRES_SCHEMA_VERSION } from "./postgres-schema.js";
 
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:port/database` (libpq-style URL; `?sslmode=…` is honoured). */
@@ -128,6 +129,10 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
   private readonly background: ClusterLock;
   /** The once-per-cluster works this process does now, for the cluster's roster of nodes. */
   readonly duties = new HeldDuties();
+  /** Every once-per-cluster lock made through this store, given up when the schema moves on. */
+  private readonly locks: ClusterLock[] = [];
+  /** The format a newer mq9 migrated the schema to while this store served it. */
+  private migratedTo?: number;
   private readonly inspection = new PostgresInspection(
     async (text, values) => (await this.run("cannot read the store", { text, values })).rows as never[],
     (body) => this.transaction("cannot purge the mailbox", body),
@@ -507,7 +512,9 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
    */
   clusterLock(name: string, what: string): ClusterLock {
     const key = `mq9:${this.schema}:${name}`;
-    return new ClusterLock(this.clientConfig, key, this.logger, what, this.duties.of(name));
+    const lock = new ClusterLock(this.clientConfig, key, this.logger, what, this.duties.of(name));
+    this.locks.push(lock);
+    return lock;
   }
 
   mailboxStats(nowMs: number, options: MailboxStatsOptions): Promise<MailboxStats[]> {
@@ -531,13 +538,35 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
   }
 
   /** Whether the database answers; for /healthz. */
+  /**
+   * Whether the database answers; also notices a schema that a newer mq9 migrated since this
+   * store opened (see refusal).
+   */
   async ping(): Promise<boolean> {
     try {
-      await this.pool.query("SELECT 1");
+      const { rows } = await this.pool.query<{ version: number }>("SELECT version FROM mq9_schema_version");
+      const version = rows[0]?.version ?? POSTGRES_SCHEMA_VERSION;
+      if (version > POSTGRES_SCHEMA_VERSION && this.migratedTo === undefined) this.stepAside(version);
       return true;
     } catch {
       return false;
     }
+  }
+
+  /**
+   * Why this store refuses every request, once a newer mq9 migrated its schema: serving on by
+   * the old format's rules would disagree with the new nodes' claims and ACKs.
+   */
+  refusal(): string | undefined {
+    if (this.migratedTo === undefined) return undefined;
+    return `the PostgreSQL schema ${this.schema} was migrated to format ${this.migratedTo} by a newer mq9 (this one runs format ${POSTGRES_SCHEMA_VERSION}): this broker no longer serves it; stop it and start the new version (docs/cluster.md, Upgrading)`;
+  }
+
+  /** Refuses every request from now on and hands the once-per-cluster work to the new nodes. */
+  private stepAside(version: number): void {
+    this.migratedTo = version;
+    this.logger.error(`postgres: ${this.refusal()}`);
+    for (const lock of this.locks) lock.surrender();
   }
 
   async close(): Promise<void> {
@@ -715,5 +744,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
 
   private assertOpen(): void {
     if (this.closed) throw new StorageError("the PostgreSQL store is closed", "STORE_CLOSED");
+    const refusal = this.refusal();
+    if (refusal !== undefined) throw new StorageError(refusal, "STORE_FORMAT");
   }
 }
