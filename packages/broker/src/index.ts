@@ -30,6 +30,8 @@ export {
 } from "./auth/index.js";
 export { Broker, type BrokerHttpOptions, type BrokerOptions } from "./broker.js";
 export { BrokerDefaults } from "./broker-defaults.js";
+export type { ClusterMember } from "./cluster/cluster-members.js";
+export type { ClusterRoster, ClusterView } from "./cluster/cluster-node.js";
 export { type Logger, silentLogger } from "./logger.js";
 export type {
   DiscoverResult,

@@ -238,6 +238,14 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
     expect(((await health.json()) as Record<string, unknown>).nodes).toEqual({ up: 3, missing: 0 });
     const metrics = await (await fetch(`http://127.0.0.1:${nodes.c.httpPort}/metrics`)).text();
     expect(metrics).toMatch(/^mq9_cluster_nodes\{state="up"\} 3$/m);
+    // Every node reports each duty, 1 on the node that runs it: the cluster's sum is 1.
+    const expiryDuty = await Promise.all(
+      everyone.map(async (node) => {
+        const text = await (await fetch(`http://127.0.0.1:${node.httpPort}/metrics`)).text();
+        return Number(/^mq9_cluster_duty\{duty="expiry"\} (\d)$/m.exec(text)?.[1]);
+      }),
+    );
+    expect(expiryDuty.sort()).toEqual([0, 0, 1]);
     // mq9 cluster status: from a node's HTTP server; a nats-server cannot tell the CLI where that is.
     const status = await runCli(["cluster", "status", "--http", `http://127.0.0.1:${nodes.b.httpPort}`]);
     expect(status.code, status.stderr).toBe(0);

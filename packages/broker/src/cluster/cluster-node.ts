@@ -29,6 +29,9 @@ function httpUrlOf(host: string, port: number): string {
   return `http://${name.includes(":") && !name.startsWith("[") ? `[${name}]` : name}:${port}`;
 }
 
+/** GET /api/v1/cluster's answer: a node's view, or no cluster on a broker of its own. */
+export type ClusterRoster = ({ clustered: true } & ClusterView) | { clustered: false; nodes: [] };
+
 function replyBytes(reply: ReplyPayload): Uint8Array | string {
   if (typeof reply === "string") return reply;
   return Buffer.concat(reply.map((piece) => (typeof piece === "string" ? Buffer.from(piece) : piece)));
@@ -47,6 +50,7 @@ export class ClusterNode {
   private rollCall?: RollCall;
   private members?: ClusterMembers;
   private clusterId?: string;
+  private duties?: HeldDuties;
   /** Where this node's HTTP server listens, for the roster. */
   private httpPort?: number;
   private httpUrl?: string;
@@ -71,6 +75,7 @@ export class ClusterNode {
   async join(clusterId: string, duties?: HeldDuties): Promise<void> {
     const self = { node: this.options.nodeId, instance: this.instance, cluster: clusterId };
     this.clusterId = clusterId;
+    this.duties = duties;
     this.rollCall = new RollCall(this.connection, self, this.logger);
     this.members = new ClusterMembers(
       this.connection,
@@ -144,6 +149,16 @@ export class ClusterNode {
         const nodes = tally(node.members?.list() ?? []);
         this.set({ state: "up" }, nodes.up);
         this.set({ state: "missing" }, nodes.missing);
+      },
+    });
+    new Gauge({
+      name: "mq9_cluster_duty",
+      help: "1 while this node runs a once-per-cluster work (expiry, registry-expiry, orchestrator); the cluster's sum is 1 for each",
+      labelNames: ["duty"],
+      registers: [metrics.registry],
+      collect() {
+        const held = new Set(node.duties?.list());
+        for (const duty of node.duties?.all() ?? []) this.set({ duty }, held.has(duty) ? 1 : 0);
       },
     });
     // A node whose schema a newer mq9 migrated leaves the queue group: the new nodes take its requests.

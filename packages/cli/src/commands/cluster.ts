@@ -1,27 +1,8 @@
+import type { ClusterRoster as Roster } from "@mq9/broker";
 import type { Command } from "commander";
 import { ExitCode, usageExit } from "../shared/client-command.js";
 import { type ApiFlags, apiCommand, duration, withApi } from "../shared/orchestrator-api.js";
 import { printJson, printTable } from "../shared/output.js";
-
-/** One node of GET /api/v1/cluster. */
-interface ClusterNode {
-  node: string;
-  self: boolean;
-  state: "up" | "missing";
-  started_at: number;
-  last_heard_ms: number;
-  nats_server: string | null;
-  http_port: number | null;
-  http_url: string | null;
-  duties: string[];
-}
-
-interface Roster {
-  clustered: boolean;
-  cluster?: string;
-  node?: string;
-  nodes: ClusterNode[];
-}
 
 /** `mq9 cluster status`: a cluster's nodes as one node hears them, over its HTTP API. */
 export function registerCluster(program: Command): void {

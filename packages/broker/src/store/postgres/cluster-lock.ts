@@ -4,9 +4,11 @@ import type { Logger } from "../../logger.js";
 /** The once-per-cluster works (expiry, orchestrator…) whose locks this process holds now. */
 export class HeldDuties {
   private readonly held = new Set<string>();
+  private readonly known = new Set<string>();
 
   /** What a lock tells when it is taken or lost, listed under `duty`. */
   of(duty: string): DutyHolder {
+    this.known.add(duty);
     return {
       holding: (holding) => {
         if (holding) this.held.add(duty);
@@ -17,6 +19,11 @@ export class HeldDuties {
 
   list(): string[] {
     return [...this.held].sort();
+  }
+
+  /** Every duty a lock was made for, held or not. */
+  all(): string[] {
+    return [...this.known].sort();
   }
 }
 
