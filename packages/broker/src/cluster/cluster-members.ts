@@ -62,7 +62,7 @@ interface Heard {
  * The nodes of this mq9 cluster as this node hears them: each node publishes its news on
  * PRESENCE_SUBJECT every interval and when it leaves. A node that hears a newcomer answers with
  * its own news at once, so a node that starts knows its peers within a round trip. Nodes of
- * another cluster are not listed (the roll call refuses and logs them).
+ * another cluster are not listed: they are logged, and kept as strangers for /healthz.
  */
 export class ClusterMembers {
   private readonly others = new Map<string, Heard>();
@@ -268,8 +268,18 @@ function parseNews(data: Uint8Array): NodeNews | undefined {
     const news = JSON.parse(Buffer.from(data).toString("utf8")) as Partial<NodeNews>;
     const strings = [news.node, news.instance, news.cluster].every((v) => typeof v === "string");
     if (!strings || typeof news.started_at !== "number") return undefined;
-    const duties = Array.isArray(news.duties) ? news.duties.filter((d) => typeof d === "string") : [];
-    return { ...(news as NodeNews), duties };
+    // Any client allowed to publish here could send it: keep only fields of the right types.
+    return {
+      node: news.node as string,
+      instance: news.instance as string,
+      cluster: news.cluster as string,
+      started_at: news.started_at,
+      nats_server: typeof news.nats_server === "string" ? news.nats_server : undefined,
+      http_port: typeof news.http_port === "number" ? news.http_port : undefined,
+      http_url: typeof news.http_url === "string" ? news.http_url : undefined,
+      duties: Array.isArray(news.duties) ? news.duties.filter((d) => typeof d === "string") : [],
+      leaving: news.leaving === true,
+    };
   } catch {
     return undefined;
   }
