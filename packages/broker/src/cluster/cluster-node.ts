@@ -84,7 +84,7 @@ export class ClusterNode {
         natsServer: this.attachment.server,
         httpPort: this.httpPort,
         httpUrl: this.httpUrl,
-        duties: duties?.list() ?? [],
+        duties: this.duties?.list() ?? [],
       }),
       this.logger,
       this.options.presenceIntervalMs,
@@ -182,18 +182,10 @@ export class ClusterNode {
     const nodes = this.members ? tally(this.members.list()) : undefined;
     const strangers = this.members?.strangers() ?? [];
     return {
-      ok:
-        natsUp &&
-        refused === undefined &&
-        this.database.up &&
-        !this.database.refused &&
-        strangers.length === 0,
+      ok: natsUp && refused === undefined && this.database.serving && strangers.length === 0,
       node: this.options.nodeId,
       nats: { connected: natsUp, server: this.attachment.server, ...(refused ? { refused } : {}) },
-      postgres: {
-        up: this.database.up,
-        ...(this.database.refused ? { refused: this.database.refused } : {}),
-      },
+      postgres: this.database.report(),
       ...(nodes ? { nodes } : {}),
       ...(strangers.length > 0 ? { other_clusters: strangers } : {}),
     };

@@ -21,10 +21,10 @@ export class ExpiryScheduler {
   private running?: Promise<void>;
   private stopped = false;
 
-  constructor(private readonly options: ExpirySchedulerOptions) {}
-
   /** Why the last sweep failed; undefined after one that worked. */
   private failure?: string;
+
+  constructor(private readonly options: ExpirySchedulerOptions) {}
 
   start(): void {
     this.stopped = false;

@@ -29,14 +29,22 @@ export class DatabaseProbe {
     return typeof (store as PingableStore).ping === "function";
   }
 
-  /** Whether the database answered the last probe (true before the first and for a local store). */
-  get up(): boolean {
-    return this.answering;
-  }
-
   /** Why the store refuses every request, once it does (it logged why). */
   get refused(): string | undefined {
     return this.refusedFor;
+  }
+
+  /**
+   * Whether the store serves: its database answered the last probe (true before the first) and
+   * it does not refuse every request.
+   */
+  get serving(): boolean {
+    return this.answering && this.refusedFor === undefined;
+  }
+
+  /** What /healthz says of the database: whether it answers, and why the store refuses, if it does. */
+  report(): { up: boolean; refused?: string } {
+    return { up: this.answering, ...(this.refusedFor ? { refused: this.refusedFor } : {}) };
   }
 
   /** Calls `listener` once, when the store starts refusing every request. */

@@ -69,13 +69,12 @@ export class EmbeddedTransport implements BrokerTransport {
   health(): TransportHealth {
     const connections = this.listener.connectionCount;
     if (DatabaseProbe.applies(this.store)) {
-      const up = this.database.up;
-      const refused = this.database.refused;
+      const serving = this.database.serving;
       return {
-        ok: up && !refused,
+        ok: serving,
         connections,
-        storage: up && !refused ? "ok" : "unavailable",
-        postgres: { up, ...(refused ? { refused } : {}) },
+        storage: serving ? "ok" : "unavailable",
+        postgres: this.database.report(),
       };
     }
     // "full": writes fail for lack of space (reads go on); the broker recovers by itself.

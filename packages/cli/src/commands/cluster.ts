@@ -34,9 +34,10 @@ function printRoster(roster: Roster): void {
     return;
   }
   const missing = roster.nodes.filter((n) => n.state === "missing").length;
+  const up = roster.nodes.length - missing;
   const now = Date.now();
   process.stdout.write(
-    `cluster ${roster.cluster}: ${roster.nodes.length - missing} node${roster.nodes.length - missing === 1 ? "" : "s"} up, ${missing} missing, as node ${roster.node} hears them\n`,
+    `cluster ${roster.cluster}: ${up} node${up === 1 ? "" : "s"} up, ${missing} missing, as node ${roster.node} hears them\n`,
   );
   printTable(
     ["NODE", "STATE", "NATS-SERVER", "HTTP", "RUNS", "UP FOR", "LAST HEARD"],

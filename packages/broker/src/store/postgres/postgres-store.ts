@@ -537,7 +537,6 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
     return this.inspection.purgeMailbox(address, nowMs);
   }
 
-  /** Whether the database answers; for /healthz. */
   /**
    * Whether the database answers; also notices a schema that a newer mq9 migrated since this
    * store opened (see refusal).
