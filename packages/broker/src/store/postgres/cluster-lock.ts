@@ -83,9 +83,14 @@ export class ClusterLock {
    * Gives the lock up for good, telling the listeners of onLost that it is gone (so the work it
    * guarded stops here) and letting another broker take it.
    */
-  surrender(): void {
-    if (this.client) this.lost(this.client);
-    void this.close();
+  async surrender(): Promise<void> {
+    const client = this.client;
+    if (client && this.holding) {
+      // Unlocked before the listeners hear of it, so the lock is free by the time this resolves.
+      await client.query("SELECT pg_advisory_unlock(hashtext($1))", [this.name]).catch(() => {});
+    }
+    if (client) await this.lost(client);
+    await this.close();
   }
 
   async close(): Promise<void> {
@@ -102,8 +107,8 @@ export class ClusterLock {
     try {
       if (!this.client) {
         const client = new pg.Client({ ...this.config, keepAlive: true });
-        client.on("error", () => this.lost(client));
-        client.on("end", () => this.lost(client));
+        client.on("error", () => void this.lost(client));
+        client.on("end", () => void this.lost(client));
         await client.connect();
         if (this.closed) {
           await client.end();
@@ -122,12 +127,12 @@ export class ClusterLock {
       this.setHolding(taken);
       return taken;
     } catch {
-      if (this.client) this.lost(this.client);
+      if (this.client) void this.lost(this.client);
       return false;
     }
   }
 
-  private lost(client: pg.Client): void {
+  private async lost(client: pg.Client): Promise<void> {
     if (this.client !== client) return;
     const wasHolding = this.holding;
     if (wasHolding && !this.closed) {
@@ -138,7 +143,7 @@ export class ClusterLock {
     this.client = undefined;
     this.setHolding(false);
     if (wasHolding) for (const listener of this.lostListeners) listener();
-    client.end().catch(() => {});
+    await client.end().catch(() => {});
   }
 
   private setHolding(holding: boolean): void {

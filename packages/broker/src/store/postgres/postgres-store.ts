@@ -545,7 +545,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
     try {
       const { rows } = await this.pool.query<{ version: number }>("SELECT version FROM mq9_schema_version");
       const version = rows[0]?.version ?? POSTGRES_SCHEMA_VERSION;
-      if (version > POSTGRES_SCHEMA_VERSION && this.migratedTo === undefined) this.stepAside(version);
+      if (version > POSTGRES_SCHEMA_VERSION && this.migratedTo === undefined) await this.stepAside(version);
       return true;
     } catch {
       return false;
@@ -562,10 +562,10 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
   }
 
   /** Refuses every request from now on and hands the once-per-cluster work to the new nodes. */
-  private stepAside(version: number): void {
+  private async stepAside(version: number): Promise<void> {
     this.migratedTo = version;
     this.logger.error(`postgres: ${this.refusal()}`);
-    for (const lock of this.locks) lock.surrender();
+    await Promise.all(this.locks.map((lock) => lock.surrender()));
   }
 
   async close(): Promise<void> {
