@@ -91,6 +91,21 @@ describe.skipIf(missing !== undefined)(
       ]);
       expect(unreachable.code).toBe(1);
       expect(unreachable.stderr).toMatch(/cannot open the PostgreSQL store.*127\.0\.0\.1:1\/mq9/);
+      // It stops at start, so it does not promise to retry.
+      expect(unreachable.stderr).toContain("then start the broker again");
+      expect(unreachable.stderr).not.toContain("retries by itself");
+      const socketFolder = tempDir();
+      const noSocket = await runCli([
+        "serve",
+        "--postgres",
+        `postgres://mq9@/mq9?host=${socketFolder}`,
+        "--port",
+        "0",
+        "--http-port",
+        "0",
+      ]);
+      expect(noSocket.code).toBe(1);
+      expect(noSocket.stderr).toContain(`PostgreSQL at ${socketFolder}/mq9 is unavailable`);
       const natsAlone = await runCli(["serve", "--nats", "nats://127.0.0.1:4222", "--port", "0"]);
       expect(natsAlone.code).toBe(2);
       expect(natsAlone.stderr).toContain("--nats is the NATS cluster of a cluster node: add --cluster");

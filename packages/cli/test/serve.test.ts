@@ -149,4 +149,25 @@ describe("configuration", () => {
       /tls.cert and tls.key must be given together/,
     );
   });
+
+  it("refuses a --postgres that is not a postgres:// URL, and never prints a secret it refuses", () => {
+    // pg would read "localhost/mq9" as a path on a made-up host and fail at connect, obscurely.
+    expect(() => loadServeConfig({ flags: { postgres: "localhost/mq9" } })).toThrow(
+      "cluster.postgres: must be a postgres:// URL, like postgres://mq9:secret@db:5432/mq9",
+    );
+    for (const url of [
+      "postgres://mq9@/mq9?host=/var/run/postgresql",
+      "postgresql://mq9:pw@db:5432/mq9?sslmode=require",
+    ]) {
+      expect(loadServeConfig({ flags: { postgres: url } }).cluster.postgres).toBe(url);
+    }
+    const misspelt = () => loadServeConfig({ env: { MQ9_POSTGRES: "postgress://mq9:hunter2@db/mq9" } });
+    expect(misspelt).toThrow("(set by MQ9_POSTGRES=postgress://mq9:***@db/mq9)");
+    expect(misspelt).not.toThrow(/hunter2/);
+    const emptyPassword = () => loadServeConfig({ flags: { user: "ops", password: "" } });
+    expect(emptyPassword).toThrow("(set by --password (hidden))");
+    const nodeToken = () => loadServeConfig({ flags: { natsToken: "s3cret" } });
+    expect(nodeToken).toThrow("--nats-token is a cluster node's setting");
+    expect(nodeToken).not.toThrow(/s3cret/);
+  });
 });

@@ -19,7 +19,13 @@ export const ClusterConfigSchema = z
       .transform((v) =>
         v === undefined ? [] : (Array.isArray(v) ? v : v.split(",")).map((s) => s.trim()).filter(Boolean),
       ),
-    postgres: z.string().min(1).optional(),
+    postgres: z
+      .string()
+      .refine(
+        isPostgresUrl,
+        "must be a postgres:// URL, like postgres://mq9:secret@db:5432/mq9 (a Unix socket: postgres://mq9@/mq9?host=/var/run/postgresql)",
+      )
+      .optional(),
     postgresSchema: z.string().min(1).default("mq9"),
     postgresPool: z.number().int().positive().default(10),
     nodeId: z.string().min(1).optional(),
@@ -80,6 +86,11 @@ export const ClusterConfigSchema = z
   });
 
 export type ClusterConfig = z.infer<typeof ClusterConfigSchema>;
+
+/** pg reads anything else as a path relative to a made-up host, which fails later and obscurely. */
+function isPostgresUrl(value: string): boolean {
+  return /^postgres(ql)?:\/\/\S*$/.test(value);
+}
 
 /** Settings only a cluster node uses: refused without --cluster rather than ignored. */
 const NODE_ONLY = [

@@ -641,6 +641,12 @@ function keyHints(path: PropertyKey[], keys: string[]): string {
   return guesses.length > 0 ? ` (${guesses.join("; ")})` : "";
 }
 
+/** A setting's value as an error may print it: no secret, and no password inside a URL. */
+function shown(flag: string, value: string): string {
+  if (/password|token|secret/.test(flag)) return "(hidden)";
+  return value.replace(/(\/\/[^:/@\s]*:)[^@\s]*@/, "$1***@");
+}
+
 /** Merges file, then MQ9_* environment, then flags (flags win) and validates the result. */
 export function loadServeConfig(sources: ConfigSources): ServeConfig {
   const env = sources.env ?? {};
@@ -656,12 +662,12 @@ export function loadServeConfig(sources: ConfigSources): ServeConfig {
     const fromEnv = env[setting.env];
     if (fromEnv !== undefined && fromEnv !== "") {
       setIn(tree, setting.path, convert(setting, fromEnv, setting.env));
-      origins.set(at, `set by ${setting.env}=${fromEnv}`);
+      origins.set(at, `set by ${setting.env}=${shown(setting.flag, fromEnv)}`);
     }
     const fromFlag = sources.flags?.[camel(setting.flag)];
     if (fromFlag !== undefined) {
       setIn(tree, setting.path, convert(setting, String(fromFlag), `--${setting.flag}`));
-      origins.set(at, `set by --${setting.flag} ${String(fromFlag)}`);
+      origins.set(at, `set by --${setting.flag} ${shown(setting.flag, String(fromFlag))}`);
     }
   }
   const parsed = ServeConfigSchema.safeParse(tree);

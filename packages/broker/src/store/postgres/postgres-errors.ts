@@ -28,17 +28,31 @@ function isTimeout(err: Error): boolean {
   return /timeout|timed out/i.test(err.message) || (err as { code?: string }).code === "57014";
 }
 
+/** No server socket at a Unix-socket path: the server is not running there. */
+function isMissingSocket(code: string, err: Error): boolean {
+  return code === "ENOENT" && /\.s\.PGSQL\./.test(err.message);
+}
+
 /**
  * Maps a `pg` error to a StorageError saying what to do. `where` names the database without
- * its password (host:port/db), for the messages.
+ * its password (host:port/db), for the messages. `opening`: the broker is starting, and stops
+ * on this error rather than retrying.
  */
-export function postgresError(err: unknown, context: string, where: string): StorageError {
+export function postgresError(err: unknown, context: string, where: string, opening = false): StorageError {
   if (err instanceof StorageError) return err;
   const error = err instanceof Error ? err : new Error(String(err));
   const code = (error as { code?: string }).code ?? "";
-  if (UNREACHABLE.has(code) || isUnavailableState(code) || /Connection terminated/i.test(error.message)) {
+  if (
+    UNREACHABLE.has(code) ||
+    isUnavailableState(code) ||
+    isMissingSocket(code, error) ||
+    /Connection terminated/i.test(error.message)
+  ) {
+    const advice = opening
+      ? "check that the database is running and reachable, then start the broker again"
+      : "the broker retries by itself, check that the database is running and reachable";
     return new StorageError(
-      `${context}: PostgreSQL at ${where} is unavailable (${error.message}); the broker retries by itself, check that the database is running and reachable`,
+      `${context}: PostgreSQL at ${where} is unavailable (${error.message}); ${advice}`,
       "STORE_UNAVAILABLE",
       { cause: err },
     );

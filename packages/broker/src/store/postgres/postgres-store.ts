@@ -97,6 +97,12 @@ function isPlainBatch(batch: readonly NewMessage[]): boolean {
 
 /** Where the database is, for messages: host:port/database, never the password. */
 function describeUrl(url: string): string {
+  // A host= parameter (a Unix socket's folder) overrides the URL's host, as pg reads it.
+  const socket = /[?&]host=([^&]+)/.exec(url)?.[1];
+  if (socket) {
+    const database = /^postgres(?:ql)?:\/\/[^/]*(\/[^?]*)/.exec(url)?.[1] ?? "";
+    return `${decodeURIComponent(socket)}${database}`;
+  }
   try {
     const parsed = new URL(url);
     return `${parsed.hostname}:${parsed.port || "5432"}${parsed.pathname}`;
@@ -179,7 +185,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
       await withCheckedOutClient(pool, (client) => migrate(client, schema, logger));
     } catch (err) {
       await pool.end().catch(() => {});
-      throw postgresError(err, `cannot open the PostgreSQL store (schema ${schema})`, where);
+      throw postgresError(err, `cannot open the PostgreSQL store (schema ${schema})`, where, true);
     }
     return new PostgresStore(pool, clientConfig, schema, logger, options.url);
   }
