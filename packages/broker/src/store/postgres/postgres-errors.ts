@@ -42,6 +42,14 @@ export function postgresError(err: unknown, context: string, where: string, open
   if (err instanceof StorageError) return err;
   const error = err instanceof Error ? err : new Error(String(err));
   const code = (error as { code?: string }).code ?? "";
+  if (/unsupported startup parameter/i.test(error.message)) {
+    // PgBouncer's words (SQLSTATE 08P01): not a database that is down, so not "unavailable".
+    return new StorageError(
+      `${context}: a connection pooler at ${where} refused mq9's connection (${error.message}): mq9 sets its schema with the startup parameter options=-c search_path=… and holds session-level locks, so point --postgres at PostgreSQL itself, or at a pooler in session mode that passes that parameter on (docs/cluster.md, Sizing)`,
+      "STORE_CONFIG",
+      { cause: err },
+    );
+  }
   if (
     UNREACHABLE.has(code) ||
     isUnavailableState(code) ||
