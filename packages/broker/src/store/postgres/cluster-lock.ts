@@ -43,6 +43,9 @@ export class ClusterLock {
   private holding = false;
   private closed = false;
   private probe?: NodeJS.Timeout;
+  /** The server process of the session that took the lock: it must stay the same. */
+  private sessionPid?: number;
+  private toldShared = false;
   private readonly lostListeners: (() => void)[] = [];
 
   constructor(
@@ -74,7 +77,14 @@ export class ClusterLock {
     this.probe ??= setInterval(() => {
       const client = this.client;
       if (!this.holding || !client) return;
-      client.query("SELECT 1").catch(() => this.lost(client));
+      client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid").then(
+        ({ rows }) => {
+          if (rows[0]?.pid === this.sessionPid) return;
+          this.sharedSession("its statements now reach another PostgreSQL session");
+          void this.lost(client);
+        },
+        () => this.lost(client),
+      );
     }, probeMs);
     this.probe.unref();
   }
@@ -116,11 +126,22 @@ export class ClusterLock {
         }
         this.client = client;
       }
-      const { rows } = await this.client.query<{ taken: boolean }>(
-        "SELECT pg_try_advisory_lock(hashtext($1)) AS taken",
+      // One statement, so a pooler cannot put the look and the take on different sessions. A
+      // connection of our own that holds no lock holds no advisory lock at all: one it "holds"
+      // belongs to another client sharing the session, and taking ours there would succeed
+      // for both (session locks are re-entrant).
+      const { rows } = await this.client.query<{ others: number; taken: boolean; pid: number }>(
+        `WITH here AS MATERIALIZED (
+           SELECT count(*)::int AS others FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid())
+         SELECT others, CASE WHEN others = 0 THEN pg_try_advisory_lock(hashtext($1)) ELSE false END AS taken,
+                pg_backend_pid() AS pid
+         FROM here`,
         [this.name],
       );
+      if ((rows[0]?.others ?? 0) > 0)
+        this.sharedSession("its session holds advisory locks this broker never took");
       const taken = rows[0]?.taken === true;
+      if (taken) this.sessionPid = rows[0]?.pid;
       if (taken && !this.holding) {
         this.logger.info(`this broker now runs ${this.what} for every broker on this database`);
       }
@@ -137,13 +158,22 @@ export class ClusterLock {
     const wasHolding = this.holding;
     if (wasHolding && !this.closed) {
       this.logger.warn(
-        `lost the connection holding the ${this.what} lock; another broker on this database takes over`,
+        `lost the connection holding the lock for ${this.what}; another broker on this database takes over`,
       );
     }
     this.client = undefined;
     this.setHolding(false);
     if (wasHolding) for (const listener of this.lostListeners) listener();
     await client.end().catch(() => {});
+  }
+
+  /** A transaction-mode pooler hands one session to many clients: session locks mean nothing there. */
+  private sharedSession(sign: string): void {
+    if (this.toldShared) return;
+    this.toldShared = true;
+    this.logger.error(
+      `the lock connection for ${this.what} is not a PostgreSQL session of its own (${sign}): a transaction-mode pooler sits between mq9 and PostgreSQL, so this broker does not run ${this.what}; point --postgres at PostgreSQL itself or at a session-mode pooler (docs/cluster.md, Sizing)`,
+    );
   }
 
   private setHolding(holding: boolean): void {
