@@ -258,6 +258,32 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
     );
   });
 
+  it("roster — a node attaches to the first nats-server of its --nats list, as listed", async () => {
+    // Each list names every server, rotated: were the order shuffled, three nodes would all
+    // land where listed only one time in 27.
+    const listed = ["d", "e", "f"].map((nodeId, i) => ({
+      nodeId,
+      nats: [...nats.urls.slice(i), ...nats.urls.slice(0, i)],
+    }));
+    const extra = await Promise.all(listed.map((node) => startNode({ ...node, postgres: pg.url })));
+    try {
+      const view = await eventually(
+        async () => {
+          const now = await roster(nodes.a);
+          return now.nodes.filter((m) => ["d", "e", "f"].includes(m.node)).length === 3 ? now : undefined;
+        },
+        20_000,
+        "nodes d, e and f in a's roster",
+      );
+      for (const { nodeId, nats: urls } of listed) {
+        expect(view.nodes.find((m) => m.node === nodeId)?.nats_server).toBe(new URL(urls[0]).host);
+      }
+    } finally {
+      await Promise.all(extra.map((node) => node.stop()));
+    }
+    await eventually(async () => (await roster(nodes.a)).nodes.length === 3, 10_000, "d, e and f to leave");
+  });
+
   it("roster — a node of another mq9 cluster on the account turns every /healthz to 503 while it is heard", async () => {
     // Two clusters starting in the same moment miss each other's roll call, not each other's news.
     announce("intruder", "another-cluster");

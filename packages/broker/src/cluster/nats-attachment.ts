@@ -25,6 +25,8 @@ export function natsConnectOptions(options: ClusterOptions, purpose: string): Co
     reconnectTimeWait: 250,
     waitOnFirstConnect: false,
     pingInterval: 10_000,
+    // The order of --nats is the operator's: a node beside its own nats-server lists it first.
+    noRandomize: true,
   };
   if (options.token) connectOptions.token = options.token;
   if (options.user) {
