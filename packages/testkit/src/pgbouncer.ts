@@ -25,8 +25,11 @@ export interface PgBouncer {
   stop(): void;
 }
 
-/** The `postgres` user's ids when we are root: PgBouncer refuses to run as root. */
-function runAs(): { uid: number; gid: number } | undefined {
+/**
+ * The `postgres` user's ids when we are root (PgBouncer refuses to run as root, and the private
+ * PostgreSQL runs as that user), for the files they must own; undefined when we are not root.
+ */
+export function postgresOsUser(): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
   const id = (flag: string) => Number(execFileSync("id", [flag, "postgres"], { encoding: "utf8" }).trim());
   return { uid: id("-u"), gid: id("-g") };
@@ -74,7 +77,7 @@ export async function startPgBouncer(
     ].join("\n"),
   );
   writeFileSync(users, '"postgres" ""\n');
-  const user = runAs();
+  const user = postgresOsUser();
   if (user) for (const path of [dir, ini, users]) chownSync(path, user.uid, user.gid);
   const child: ChildProcess = spawn(PGBOUNCER, [ini], { stdio: "ignore", ...user });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));

@@ -28,6 +28,10 @@ function isTimeout(err: Error): boolean {
   return /timeout|timed out/i.test(err.message) || (err as { code?: string }).code === "57014";
 }
 
+/** Node's codes for a server certificate that does not verify (unknown CA, wrong name, expired). */
+const TLS_UNVERIFIED =
+  /^(UNABLE_TO_|SELF_SIGNED_CERT|DEPTH_ZERO_SELF_SIGNED_CERT|CERT_|ERR_TLS_CERT_ALTNAME_INVALID)/;
+
 /** No server socket at a Unix-socket path: the server is not running there. */
 function isMissingSocket(code: string, err: Error): boolean {
   return code === "ENOENT" && /\.s\.PGSQL\./.test(err.message);
@@ -47,6 +51,21 @@ export function postgresError(err: unknown, context: string, where: string, open
     return new StorageError(
       `${context}: a connection pooler at ${where} refused mq9's connection (${error.message}): mq9 sets its schema with the startup parameter options=-c search_path=… and holds session-level locks, so point --postgres at PostgreSQL itself, or at a pooler in session mode that passes that parameter on (docs/cluster.md, Sizing)`,
       "STORE_CONFIG",
+      { cause: err },
+    );
+  }
+  if (TLS_UNVERIFIED.test(code)) {
+    // pg verifies the certificate for sslmode=require too (libpq would not): the usual surprise.
+    return new StorageError(
+      `${context}: the TLS certificate of PostgreSQL at ${where} could not be verified (${error.message}); the driver checks it for every sslmode but no-verify: give the CA that signed it with sslrootcert=/path/to/ca.pem in --postgres (a managed service publishes its bundle), or sslmode=no-verify to encrypt without checking`,
+      "STORE_TLS",
+      { cause: err },
+    );
+  }
+  if (/does not support SSL/i.test(error.message)) {
+    return new StorageError(
+      `${context}: PostgreSQL at ${where} does not accept TLS connections (${error.message}); drop sslmode from --postgres, or turn ssl on in the server`,
+      "STORE_TLS",
       { cause: err },
     );
   }
