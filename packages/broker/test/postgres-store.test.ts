@@ -1,6 +1,7 @@
 import { freshSchema, postgresMissing, usePrivatePostgres } from "@mq9/testkit";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
+import { ClusterLock } from "../src/store/postgres/cluster-lock.js";
 import {
   POSTGRES_MIGRATIONS,
   POSTGRES_SCHEMA_VERSION,
@@ -8,6 +9,7 @@ import {
 } from "../src/store/postgres/postgres-schema.js";
 import { PostgresStore } from "../src/store/postgres/postgres-store.js";
 import type { Store } from "../src/store/store.js";
+import { captureLogger } from "./nats-harness.js";
 import { storeConformance } from "./store-conformance.js";
 
 const missing = postgresMissing();
@@ -566,6 +568,26 @@ describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${
     } finally {
       await other.end();
       await store.close();
+    }
+  });
+
+  it("a lock that cannot connect (the role's connections spent) says why once, and keeps trying", async () => {
+    await db.pg.query("CREATE ROLE mq9_lockless LOGIN CONNECTION LIMIT 0");
+    const logger = captureLogger();
+    const url = db.pg.url.replace("postgres@", "mq9_lockless@");
+    const lock = new ClusterLock({ connectionString: url }, "test:lockless", logger, "expiry");
+    try {
+      for (let i = 0; i < 3; i++) expect(await lock.held()).toBe(false);
+      const warnings = logger.entries
+        .filter((entry) => entry.level === "warn")
+        .map((entry) => String(entry.obj));
+      expect(warnings).toEqual([
+        `cannot take the lock for expiry: PostgreSQL at 127.0.0.1:${db.pg.port}${new URL(url).pathname} has no connection left for mq9 (too many connections for role "mq9_lockless"); each broker opens up to --postgres-pool connections plus one per once-per-cluster lock: lower --postgres-pool, or raise max_connections (or the role's CONNECTION LIMIT); another broker may run it, this one tries again`,
+      ]);
+      await db.pg.query("ALTER ROLE mq9_lockless CONNECTION LIMIT 1");
+      expect(await lock.held()).toBe(true);
+    } finally {
+      await lock.close();
     }
   });
 

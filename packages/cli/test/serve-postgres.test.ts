@@ -79,6 +79,19 @@ describe.skipIf(missing !== undefined)(
       await stop(second);
     });
 
+    it("a role out of connections: the start names the limit and what to change", async () => {
+      const database = new URL(db.pg.url).pathname.slice(1);
+      await db.pg.query("CREATE ROLE mq9_none LOGIN CONNECTION LIMIT 0");
+      await db.pg.query(`GRANT CREATE ON DATABASE ${database} TO mq9_none`);
+      const url = db.pg.url.replace("postgres@", "mq9_none@");
+      const none = await runCli(["serve", "--postgres", url, "--port", "0", "--http-port", "0"]);
+      expect(none.code).toBe(1);
+      expect(none.stderr).toContain(
+        'has no connection left for mq9 (too many connections for role "mq9_none")',
+      );
+      expect(none.stderr).toContain("lower --postgres-pool, or raise max_connections");
+    });
+
     it("refuses an unreachable database, cluster settings without --cluster and SQLite settings, saying why", async () => {
       const unreachable = await runCli([
         "serve",

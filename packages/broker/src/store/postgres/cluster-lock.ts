@@ -1,5 +1,6 @@
 import pg from "pg";
 import type { Logger } from "../../logger.js";
+import { describeDatabase, postgresError } from "./postgres-errors.js";
 
 /** The once-per-cluster works (expiry, orchestrator…) whose locks this process holds now. */
 export class HeldDuties {
@@ -46,6 +47,9 @@ export class ClusterLock {
   /** The server process of the session that took the lock: it must stay the same. */
   private sessionPid?: number;
   private toldShared = false;
+  /** The last failure told, so a lock that cannot connect says why once, not every second. */
+  private toldFailure?: string;
+  private readonly where: string;
   private readonly lostListeners: (() => void)[] = [];
 
   constructor(
@@ -55,7 +59,9 @@ export class ClusterLock {
     private readonly logger: Logger,
     private readonly what: string,
     private readonly duty?: DutyHolder,
-  ) {}
+  ) {
+    this.where = describeDatabase(config.connectionString ?? "");
+  }
 
   /** Whether this process holds the lock now, taking it when it is free. Never throws. */
   async held(): Promise<boolean> {
@@ -142,13 +148,19 @@ export class ClusterLock {
         this.sharedSession("its session holds advisory locks this broker never took");
       const taken = rows[0]?.taken === true;
       if (taken) this.sessionPid = rows[0]?.pid;
+      this.toldFailure = undefined;
       if (taken && !this.holding) {
         this.logger.info(`this broker now runs ${this.what} for every broker on this database`);
       }
       this.setHolding(taken);
       return taken;
-    } catch {
+    } catch (err) {
       if (this.client) void this.lost(this.client);
+      const why = postgresError(err, `cannot take the lock for ${this.what}`, this.where).message;
+      if (why !== this.toldFailure) {
+        this.toldFailure = why;
+        this.logger.warn(`${why}; another broker may run it, this one tries again`);
+      }
       return false;
     }
   }

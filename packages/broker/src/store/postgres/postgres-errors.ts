@@ -19,7 +19,6 @@ function isUnavailableState(code: string): boolean {
     code === "57P01" || // admin_shutdown
     code === "57P02" || // crash_shutdown
     code === "57P03" || // cannot_connect_now (starting up, recovering)
-    code === "53300" || // too_many_connections
     code === "25006" // read_only_sql_transaction: a standby after a failover that has not finished
   );
 }
@@ -35,6 +34,22 @@ const TLS_UNVERIFIED =
 /** No server socket at a Unix-socket path: the server is not running there. */
 function isMissingSocket(code: string, err: Error): boolean {
   return code === "ENOENT" && /\.s\.PGSQL\./.test(err.message);
+}
+
+/** Where the database is, for messages: host:port/database, never the password. */
+export function describeDatabase(url: string): string {
+  // A host= parameter (a Unix socket's folder) overrides the URL's host, as pg reads it.
+  const socket = /[?&]host=([^&]+)/.exec(url)?.[1];
+  if (socket) {
+    const database = /^postgres(?:ql)?:\/\/[^/]*(\/[^?]*)/.exec(url)?.[1] ?? "";
+    return `${decodeURIComponent(socket)}${database}`;
+  }
+  try {
+    const parsed = new URL(url);
+    return `${parsed.hostname}:${parsed.port || "5432"}${parsed.pathname}`;
+  } catch {
+    return "the configured database";
+  }
 }
 
 /**
@@ -59,6 +74,14 @@ export function postgresError(err: unknown, context: string, where: string, open
     return new StorageError(
       `${context}: the TLS certificate of PostgreSQL at ${where} could not be verified (${error.message}); the driver checks it for every sslmode but no-verify: give the CA that signed it with sslrootcert=/path/to/ca.pem in --postgres (a managed service publishes its bundle), or sslmode=no-verify to encrypt without checking`,
       "STORE_TLS",
+      { cause: err },
+    );
+  }
+  if (code === "53300") {
+    // too_many_connections: the server is up, its connection slots (or the role's) are spent.
+    return new StorageError(
+      `${context}: PostgreSQL at ${where} has no connection left for mq9 (${error.message}); each broker opens up to --postgres-pool connections plus one per once-per-cluster lock: lower --postgres-pool, or raise max_connections (or the role's CONNECTION LIMIT)`,
+      "STORE_UNAVAILABLE",
       { cause: err },
     );
   }

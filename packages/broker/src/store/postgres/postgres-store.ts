@@ -35,7 +35,7 @@ import {
   storedMessage,
   takeWithinBudget,
 } from "./message-rows.js";
-import { isRetryable, postgresError } from "./postgres-errors.js";
+import { describeDatabase, isRetryable, postgresError } from "./postgres-errors.js";
 import { PostgresInspection } from "./postgres-inspection.js";
 import { migrate } from "./postgres-migrate.js";
 import { POSTGRES_SCHEMA_VERSION } from "./postgres-schema.js";
@@ -95,22 +95,6 @@ function isPlainBatch(batch: readonly NewMessage[]): boolean {
   return true;
 }
 
-/** Where the database is, for messages: host:port/database, never the password. */
-function describeUrl(url: string): string {
-  // A host= parameter (a Unix socket's folder) overrides the URL's host, as pg reads it.
-  const socket = /[?&]host=([^&]+)/.exec(url)?.[1];
-  if (socket) {
-    const database = /^postgres(?:ql)?:\/\/[^/]*(\/[^?]*)/.exec(url)?.[1] ?? "";
-    return `${decodeURIComponent(socket)}${database}`;
-  }
-  try {
-    const parsed = new URL(url);
-    return `${parsed.hostname}:${parsed.port || "5432"}${parsed.pathname}`;
-  } catch {
-    return "the configured database";
-  }
-}
-
 /** A PostgreSQL database and schema shared with a higher layer (see PostgresStore.sharedDatabase). */
 export interface SharedDatabase {
   pool: pg.Pool;
@@ -154,7 +138,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
     private readonly logger: Logger,
     url: string,
   ) {
-    this.where = describeUrl(url);
+    this.where = describeDatabase(url);
     this.background = this.clusterLock("expiry", "expiry");
   }
 
@@ -180,7 +164,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
     const pool = new pg.Pool({ ...clientConfig, max: options.poolSize ?? 10, keepAlive: true });
     // An idle connection the server dropped: the pool replaces it, the next query reports it.
     pool.on("error", (err) => logger.warn({ err }, "postgres: an idle connection failed"));
-    const where = describeUrl(options.url);
+    const where = describeDatabase(options.url);
     try {
       await withCheckedOutClient(pool, (client) => migrate(client, schema, logger));
     } catch (err) {
