@@ -164,6 +164,8 @@ describe("configuration", () => {
     const misspelt = () => loadServeConfig({ env: { MQ9_POSTGRES: "postgress://mq9:hunter2@db/mq9" } });
     expect(misspelt).toThrow("(set by MQ9_POSTGRES=postgress://mq9:***@db/mq9)");
     expect(misspelt).not.toThrow(/hunter2/);
+    const atSign = () => loadServeConfig({ flags: { postgres: "postgress://mq9:p@ss@db/mq9" } });
+    expect(atSign).toThrow("(set by --postgres postgress://mq9:***@db/mq9)");
     const emptyPassword = () => loadServeConfig({ flags: { user: "ops", password: "" } });
     expect(emptyPassword).toThrow("(set by --password (hidden))");
     const nodeToken = () => loadServeConfig({ flags: { natsToken: "s3cret" } });

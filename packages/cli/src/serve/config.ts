@@ -644,7 +644,8 @@ function keyHints(path: PropertyKey[], keys: string[]): string {
 /** A setting's value as an error may print it: no secret, and no password inside a URL. */
 function shown(flag: string, value: string): string {
   if (/password|token|secret/.test(flag)) return "(hidden)";
-  return value.replace(/(\/\/[^:/@\s]*:)[^@\s]*@/, "$1***@");
+  // Up to the last "@": a password may hold one unencoded (p@ss), and masking more is harmless.
+  return value.replace(/(\/\/[^:/@\s]*:)\S*@/, "$1***@");
 }
 
 /** Merges file, then MQ9_* environment, then flags (flags win) and validates the result. */
