@@ -25,7 +25,7 @@ export function findPostgresBin() {
 }
 
 /** uid/gid to run the server as: ours, or the `postgres` user's when we are root. */
-async function serverUser() {
+export async function serverUser() {
   if (userInfo().uid !== 0) return undefined;
   const { stdout: uid } = await run("id", ["-u", "postgres"]).catch(() => {
     throw new Error(

@@ -8,7 +8,7 @@ import { runCli, spawnServe, tempDir } from "./cli-harness.js";
 const missing = postgresMissing();
 
 /** A CA and a certificate it signed for 127.0.0.1, in `dir`; the key readable by the server only. */
-function makeCertificates(dir: string): { ca: string; cert: string; key: string } {
+async function makeCertificates(dir: string): Promise<{ ca: string; cert: string; key: string }> {
   const at = (name: string) => join(dir, name);
   const openssl = (command: string) =>
     execFileSync("openssl", command.split(" "), { cwd: dir, stdio: "ignore" });
@@ -18,7 +18,7 @@ function makeCertificates(dir: string): { ca: string; cert: string; key: string 
   openssl(
     "x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.crt -days 2 -extfile ext.cnf",
   );
-  const user = postgresOsUser();
+  const user = await postgresOsUser();
   if (user) for (const name of ["", "server.crt", "server.key"]) chownSync(at(name), user.uid, user.gid);
   chmodSync(at("server.key"), 0o600);
   return { ca: at("ca.pem"), cert: at("server.crt"), key: at("server.key") };
@@ -49,7 +49,7 @@ describe.skipIf(missing !== undefined)(
       expect(plain.stderr).toContain("does not accept TLS connections");
       expect(plain.stderr).toContain("drop sslmode from --postgres, or turn ssl on in the server");
 
-      const files = makeCertificates(tempDir());
+      const files = await makeCertificates(tempDir());
       await db.pg.query(`ALTER SYSTEM SET ssl_cert_file = '${files.cert}'`);
       await db.pg.query(`ALTER SYSTEM SET ssl_key_file = '${files.key}'`);
       await db.pg.query("ALTER SYSTEM SET ssl = on");

@@ -35,11 +35,12 @@ export { eventually, sleep, until } from "./eventually.js";
 export { DESIGN_TEMPLATE } from "./fixtures.js";
 export { freePort } from "./free-port.js";
 export { boxName } from "./names.js";
-export { type PgBouncer, pgbouncerMissing, postgresOsUser, startPgBouncer } from "./pgbouncer.js";
+export { type PgBouncer, pgbouncerMissing, startPgBouncer } from "./pgbouncer.js";
 export {
   freshSchema,
   type PrivatePostgres,
   postgresMissing,
+  postgresOsUser,
   usePrivatePostgres,
 } from "./private-postgres.js";
 export { ensurePythonEnv, pythonMissing, skipWithoutPython, VENV } from "./python-env.js";

@@ -1,12 +1,12 @@
 // A real PgBouncer in front of a private PostgreSQL, for the tests of what mq9 does behind a pooler.
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { eventually } from "./eventually.js";
 import { freePort } from "./free-port.js";
-import type { PrivatePostgres } from "./private-postgres.js";
+import { type PrivatePostgres, postgresOsUser } from "./private-postgres.js";
 
 const PGBOUNCER = "/usr/sbin/pgbouncer";
 
@@ -23,16 +23,6 @@ export interface PgBouncer {
   /** The private PostgreSQL's URL with PgBouncer's port in place of the server's. */
   url: string;
   stop(): void;
-}
-
-/**
- * The `postgres` user's ids when we are root (PgBouncer refuses to run as root, and the private
- * PostgreSQL runs as that user), for the files they must own; undefined when we are not root.
- */
-export function postgresOsUser(): { uid: number; gid: number } | undefined {
-  if (process.getuid?.() !== 0) return undefined;
-  const id = (flag: string) => Number(execFileSync("id", [flag, "postgres"], { encoding: "utf8" }).trim());
-  return { uid: id("-u"), gid: id("-g") };
 }
 
 function listening(port: number): Promise<boolean> {
@@ -77,12 +67,11 @@ export async function startPgBouncer(
     ].join("\n"),
   );
   writeFileSync(users, '"postgres" ""\n');
-  const user = postgresOsUser();
+  const user = await postgresOsUser();
   if (user) for (const path of [dir, ini, users]) chownSync(path, user.uid, user.gid);
-  const child: ChildProcess = spawn(PGBOUNCER, [ini], { stdio: "ignore", ...user });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const child = spawn(PGBOUNCER, [ini], { stdio: "ignore", ...user });
   let gone = false;
-  void exited.then(() => {
+  child.once("exit", () => {
     gone = true;
   });
   await eventually(async () => {

@@ -20,12 +20,21 @@ export interface PrivatePostgres {
 interface PrivatePostgresScript {
   findPostgresBin(): string | undefined;
   startPrivatePostgres(options: { fsync?: boolean }): Promise<PrivatePostgres>;
+  serverUser(): Promise<{ uid: number; gid: number } | undefined>;
 }
 
 // The script is plain JavaScript shared with the benchmarks and `npm run cluster:up`.
 const script = (await import(
   pathToFileURL(join(repoRoot, "scripts/local-cluster/private-postgres.js")).href
 )) as PrivatePostgresScript;
+
+/**
+ * The `postgres` OS user's ids when we are root (the private PostgreSQL, and PgBouncer, run as
+ * that user), for the files they must own; undefined when we are not root.
+ */
+export function postgresOsUser(): Promise<{ uid: number; gid: number } | undefined> {
+  return script.serverUser();
+}
 
 /**
  * Why PostgreSQL tests cannot run here, or undefined when they can. With CI set a missing
