@@ -7,6 +7,7 @@ synchronous and runs its request on the connection's loop.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import base64
 import json
 import logging
@@ -50,7 +51,11 @@ class Broker:
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="mq9-broker", daemon=True)
         self._thread.start()
+        self._spawned: set = set()
         self.nc: Any = None
+        # Hermes may exit without ending the session: end the loop's tasks before Python
+        # destroys them half-run (it would print "Task was destroyed but it is pending!").
+        atexit.register(self.shutdown)
 
     # -- plumbing -----------------------------------------------------------
 
@@ -59,7 +64,11 @@ class Broker:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     def spawn(self, coro) -> "asyncio.Future":
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+        """Runs `coro` in the background on the loop; `shutdown` cancels it if it still runs."""
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        self._spawned.add(future)
+        future.add_done_callback(self._spawned.discard)
+        return future
 
     async def connect(self) -> None:
         """Connects once; a broker that cannot be reached (or refuses us) is an Mq9Error, not a retry loop."""
@@ -107,11 +116,31 @@ class Broker:
                 pass
             self.nc = None
 
+    async def _end_tasks(self) -> None:
+        """Cancels what `spawn` started, closes the connection, then cancels whatever is left."""
+        for future in list(self._spawned):
+            future.cancel()
+        await self.close()
+        current = asyncio.current_task()
+        rest = [task for task in asyncio.all_tasks() if task is not current]
+        for task in rest:
+            task.cancel()
+        await asyncio.gather(*rest, return_exceptions=True)
+
     def shutdown(self) -> None:
+        """Ends every task of the loop, then the loop and its thread; a second call does nothing."""
+        if self.loop.is_closed() or not self._thread.is_alive():
+            return
         try:
-            self.run(self.close(), 10)
+            self.run(self._end_tasks(), 10)
+        except Exception as err:
+            logger.debug("mq9: shutdown: %s", err)
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(5)
+            if not self._thread.is_alive():
+                self.loop.close()
+            atexit.unregister(self.shutdown)
 
     async def request(self, subject: str, body: Any = None, headers: Optional[dict] = None,
                       timeout: Optional[float] = None) -> dict:

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { connect, type Mq9Client } from "@mq9/client";
 import { A2AAgent, A2AClient } from "@mq9/client/a2a";
@@ -88,6 +88,8 @@ describe.skipIf(skipWithoutPython())("the native Hermes plugin, loaded by the re
     expect(unregistered).toEqual({ unregistered: true, mailbox: "hermes.loader" });
     expect(gone.agents).toEqual([]);
     expect(await run.exited).toBe(0);
+    // The session's end stops its inbox server and reply reader: nothing left half-run.
+    expect(run.stderr).not.toContain("Task was destroyed");
   }, 120_000);
 
   it("without a broker configured it loads, registers nothing and says nothing", async () => {
@@ -162,6 +164,31 @@ describe.skipIf(skipWithoutPython())("the native Hermes plugin, loaded by the re
     rmSync(home, { recursive: true, force: true });
   }, 120_000);
 
+  it("docs/hermes.md's MCP route: the tool name the page prints is the one Hermes registers and calls", async () => {
+    const page = readFileSync(join(REPO, "docs/hermes.md"), "utf8");
+    const route = page.slice(page.indexOf("## The MCP route"));
+    const block = /```yaml\n([\s\S]*?)```/.exec(route)?.[1];
+    const printed = /The tools appear in Hermes as `([^`]+)`/.exec(route)?.[1];
+    expect(block && printed, "the MCP route gives a config block and a tool name").toBeTruthy();
+    const config = join(tempHome(), "mcp.yaml");
+    writeFileSync(config, block as string);
+    const run = python(
+      py,
+      "hermes_agent_harness.py",
+      ["mcp", "--home", tempHome(), "--env-config", "--mcp-config", config, "--call", printed as string],
+      { ...env, MQ9_SERVER: broker.url },
+    );
+    running.push(run);
+    const discovered = await run.step("discovered");
+    expect(discovered.tools).toContain(printed);
+    const turn = await run.step("turn");
+    // Hermes hands an MCP result to the model inside an <untrusted_tool_result> block.
+    const text = turn.tool_result as string;
+    const result = JSON.parse(text.slice(text.indexOf("{"), text.lastIndexOf("}") + 1));
+    expect(Array.isArray(result.structuredContent.agents), text).toBe(true);
+    expect(await run.exited).toBe(0);
+  }, 180_000);
+
   // A is one Hermes session through both scenarios; B runs, stops, and starts again.
   let a: JsonLines;
 
@@ -210,6 +237,7 @@ describe.skipIf(skipWithoutPython())("the native Hermes plugin, loaded by the re
     // B's session ends: it unregisters, its inbox stays.
     await b.close();
     expect(b.lines.at(-1)).toMatchObject({ step: "stopped" });
+    expect(b.stderr).not.toContain("Task was destroyed");
   }, 600_000);
 
   it("B offline when A calls: the task waits in B's inbox, and A reads the result once B has started", async () => {

@@ -9,11 +9,14 @@ line per step on stdout:
   load    what the loader found, the tools in Hermes' registry, and each tool dispatched
   serve   a session: on_session_start, then serve until stdin closes, then on_session_finalize
   ask     a Hermes agent turn per --say line, the stub model calling the tool it names
+  mcp     Hermes' MCP client with --mcp-config appended to config.yaml: the tools it registers,
+          then a stub-model turn calling the tool named by --call (its JSON args from --query)
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -60,6 +63,12 @@ def setup_home(args) -> str:
     return url
 
 
+def collect_session_leftovers() -> None:
+    """Hermes' gateway lives on after a session ends: collect now what the session left, so that
+    a task it left pending shows ("Task was destroyed but it is pending!") before the test ends."""
+    gc.collect()
+
+
 def load_plugins():
     from hermes_cli.plugins import discover_plugins, get_plugin_manager
 
@@ -91,6 +100,7 @@ def cmd_load(args) -> None:
                             ("mq9_discover", {"mode": "text", "query": "re-registered"})):
         emit("dispatch", tool=name, args=tool_args, result=json.loads(registry.dispatch(name, tool_args)))
     invoke_hook("on_session_finalize", session_id="s1")
+    collect_session_leftovers()
     emit("finalized")
 
 
@@ -103,6 +113,7 @@ def cmd_serve(args) -> None:
     emit("serving", agent_id=args.agent_id)
     sys.stdin.read()  # until the test closes stdin
     invoke_hook("on_session_finalize", session_id="serve")
+    collect_session_leftovers()
     emit("stopped")
 
 
@@ -129,9 +140,31 @@ def cmd_ask(args) -> None:
     emit("stopped")
 
 
+def cmd_mcp(args) -> None:
+    url = setup_home(args)
+    with open(Path(args.home) / "config.yaml", "a") as config:
+        config.write("\n" + Path(args.mcp_config).read_text())
+    from run_agent import AIAgent
+    from tools.mcp_tool import discover_mcp_tools, shutdown_mcp_servers
+
+    try:
+        from tools.registry import registry
+
+        names = discover_mcp_tools()
+        toolsets = sorted({registry.get_toolset_for_tool(n) for n in names})
+        emit("discovered", tools=sorted(names), toolsets=toolsets)
+        agent = AIAgent(model="stub-model", base_url=url, api_key="stub", provider="custom", quiet_mode=True,
+                        skip_memory=True, skip_context_files=True, enabled_toolsets=toolsets, platform="cli")
+        result = agent.run_conversation(f"CALL_TOOL {args.call} {args.query or '{}'}")
+        calls = [m for m in result.get("messages", []) if m.get("role") == "tool"]
+        emit("turn", tool=args.call, tool_result=calls[-1]["content"] if calls else None)
+    finally:
+        shutdown_mcp_servers()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["load", "serve", "ask"])
+    parser.add_argument("command", choices=["load", "serve", "ask", "mcp"])
     parser.add_argument("--home", required=True)
     parser.add_argument("--server", default="")
     parser.add_argument("--agent-id", default="hermes.test")
@@ -140,10 +173,12 @@ def main() -> None:
     parser.add_argument("--toolsets", default="")
     parser.add_argument("--card", default="")
     parser.add_argument("--query", default="")
+    parser.add_argument("--mcp-config", default="", help="YAML with an mcp_servers block (mcp)")
+    parser.add_argument("--call", default="", help="the tool the stub model calls (mcp)")
     parser.add_argument("--env-config", action="store_true", help="configure by MQ9_* env, not settings")
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
-    {"load": cmd_load, "serve": cmd_serve, "ask": cmd_ask}[args.command](args)
+    {"load": cmd_load, "serve": cmd_serve, "ask": cmd_ask, "mcp": cmd_mcp}[args.command](args)
 
 
 if __name__ == "__main__":
