@@ -43,7 +43,14 @@ export {
   postgresOsUser,
   usePrivatePostgres,
 } from "./private-postgres.js";
-export { ensurePythonEnv, pythonMissing, skipWithoutPython, VENV } from "./python-env.js";
+export {
+  ensurePythonEnv,
+  type PythonEnvName,
+  pythonMissing,
+  skipWithoutPython,
+  VENV,
+  venvDir,
+} from "./python-env.js";
 export { randomHeaderBlocks } from "./random-header-blocks.js";
 export {
   contentAnalysisTemplates,

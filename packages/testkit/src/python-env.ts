@@ -1,5 +1,6 @@
-// The Python virtualenv of the tests that run real Python programs against mq9 (Hermes Agent,
-// the published Python clients), made from integrations/hermes/requirements-test.txt.
+// The Python virtualenvs of the tests that run real Python programs against mq9 (Hermes Agent,
+// the published Python clients). Each is made from one fully pinned requirements file; packages
+// whose versions conflict (a2a-sdk 0.3 and 1.x) get a venv each.
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -7,13 +8,27 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const repo = fileURLToPath(new URL("../../../", import.meta.url));
-const requirements = join(repo, "integrations/hermes/requirements-test.txt");
-/** The virtualenv, inside the repo (git-ignored), made once and reused while the requirements stay the same. */
-export const VENV = join(repo, ".cache/hermes-venv");
-const LOCK = `${VENV}.lock`;
-const STAMP = join(VENV, ".requirements-sha256");
 
-/** The interpreter the venv is made with: MQ9_TEST_PYTHON, else python3.11, else python3. */
+/** The venvs the tests may ask for, by name: where each lives and the requirements it is made from. */
+const ENVS = {
+  /** hermes-agent, a2a-sdk 1.x, mcp, nats-py, robustmq, langchain-mq9. */
+  hermes: { dir: ".cache/hermes-venv", requirements: "integrations/hermes/requirements-test.txt" },
+  /** a2a-sdk 0.3.x, whose client the v0.3 streaming tests run. */
+  "a2a-v03": { dir: ".cache/python-a2a-v03", requirements: "integrations/hermes/requirements-a2a-v03.txt" },
+} as const;
+
+/** The name of a test virtualenv: `hermes` (the default) or `a2a-v03`. */
+export type PythonEnvName = keyof typeof ENVS;
+
+/** Where a venv lives, inside the repo (git-ignored), made once and reused while its requirements stay the same. */
+export function venvDir(name: PythonEnvName = "hermes"): string {
+  return join(repo, ENVS[name].dir);
+}
+
+/** The default (hermes) virtualenv. */
+export const VENV = venvDir("hermes");
+
+/** The interpreter the venvs are made with: MQ9_TEST_PYTHON, else python3.11, else python3. */
 function basePython(): string | undefined {
   for (const candidate of [process.env.MQ9_TEST_PYTHON, "python3.11", "python3"]) {
     if (!candidate) continue;
@@ -23,73 +38,85 @@ function basePython(): string | undefined {
   return undefined;
 }
 
+const requirementsOf = (name: PythonEnvName) => join(repo, ENVS[name].requirements);
+const stampOf = (name: PythonEnvName) => join(venvDir(name), ".requirements-sha256");
+const requirementsHash = (name: PythonEnvName) =>
+  createHash("sha256")
+    .update(readFileSync(requirementsOf(name)))
+    .digest("hex");
+const readStamp = (name: PythonEnvName) =>
+  existsSync(stampOf(name)) ? readFileSync(stampOf(name), "utf8").trim() : "";
+const ready = (name: PythonEnvName) =>
+  existsSync(join(venvDir(name), "bin/python")) && readStamp(name) === requirementsHash(name);
+
 /** Why the Python tests cannot run here (no Python 3.11), or undefined when they can. */
-export function pythonMissing(): string | undefined {
-  if (existsSync(join(VENV, "bin/python")) && readStamp() === requirementsHash()) return undefined;
+export function pythonMissing(name: PythonEnvName = "hermes"): string | undefined {
+  if (ready(name)) return undefined;
   return basePython() ? undefined : "no Python >= 3.11 with venv on PATH (set MQ9_TEST_PYTHON)";
 }
 
 /** In CI a missing Python is a failure, elsewhere a stated skip. */
-export function skipWithoutPython(): boolean {
-  const missing = pythonMissing();
-  if (missing && process.env.CI) throw new Error(`the Hermes/Python tests need Python: ${missing}`);
-  if (missing) process.stderr.write(`skipping the Hermes/Python tests: ${missing}\n`);
+export function skipWithoutPython(name: PythonEnvName = "hermes"): boolean {
+  const missing = pythonMissing(name);
+  if (missing && process.env.CI) throw new Error(`the Python tests (${name} venv) need Python: ${missing}`);
+  if (missing) process.stderr.write(`skipping the Python tests (${name} venv): ${missing}\n`);
   return missing !== undefined;
 }
-
-const requirementsHash = () => createHash("sha256").update(readFileSync(requirements)).digest("hex");
-const readStamp = () => (existsSync(STAMP) ? readFileSync(STAMP, "utf8").trim() : "");
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * The venv's python, after creating the venv and installing the pinned requirements if
- * that was not done yet. Test files run in parallel: one installs under a lock directory,
- * the others wait for it.
+ * The python of the venv `name` (default `hermes`), after creating the venv and installing
+ * its pinned requirements if that was not done yet. Test files run in parallel: one installs
+ * under a lock directory (one per venv), the others wait for it.
  */
-export async function ensurePythonEnv(): Promise<string> {
-  const python = join(VENV, "bin/python");
-  const want = requirementsHash();
+export async function ensurePythonEnv(name: PythonEnvName = "hermes"): Promise<string> {
+  const venv = venvDir(name);
+  const lock = `${venv}.lock`;
+  const python = join(venv, "bin/python");
   for (;;) {
-    if (existsSync(python) && readStamp() === want) return python;
+    if (ready(name)) return python;
     // A fresh clone has no .cache yet: the lock directory needs its parent.
     mkdirSync(join(repo, ".cache"), { recursive: true });
     try {
-      mkdirSync(LOCK, { recursive: false });
+      mkdirSync(lock, { recursive: false });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
       // Someone else installs; a lock older than 20 minutes belongs to a run that died.
       let age = 0;
       try {
-        age = Date.now() - statSync(LOCK).mtimeMs;
+        age = Date.now() - statSync(lock).mtimeMs;
       } catch {
         // Gone already: its installer finished; look again.
       }
-      if (age > 20 * 60_000) rmSync(LOCK, { recursive: true, force: true });
+      if (age > 20 * 60_000) rmSync(lock, { recursive: true, force: true });
       await sleep(2_000);
       continue;
     }
     try {
-      if (existsSync(python) && readStamp() === want) return python;
-      install(want);
+      if (ready(name)) return python;
+      install(name);
       return python;
     } finally {
-      rmSync(LOCK, { recursive: true, force: true });
+      rmSync(lock, { recursive: true, force: true });
     }
   }
 }
 
-function install(hash: string): void {
+function install(name: PythonEnvName): void {
   const base = basePython();
   if (!base) throw new Error("cannot make the test virtualenv: no Python >= 3.11 with venv on PATH");
-  const log = (line: string) => process.stderr.write(`[hermes venv] ${line}\n`);
-  log(`creating ${VENV} with ${base} (once; later runs reuse it)`);
-  rmSync(VENV, { recursive: true, force: true });
+  const venv = venvDir(name);
+  const requirements = requirementsOf(name);
+  const hash = requirementsHash(name);
+  const log = (line: string) => process.stderr.write(`[${name} venv] ${line}\n`);
+  log(`creating ${venv} with ${base} (once; later runs reuse it)`);
+  rmSync(venv, { recursive: true, force: true });
   mkdirSync(join(repo, ".cache"), { recursive: true });
-  execFileSync(base, ["-m", "venv", VENV], { stdio: ["ignore", "inherit", "inherit"] });
+  execFileSync(base, ["-m", "venv", venv], { stdio: ["ignore", "inherit", "inherit"] });
   log(`pip install -r ${requirements} (about a minute)`);
   execFileSync(
-    join(VENV, "bin/python"),
+    join(venv, "bin/python"),
     [
       "-m",
       "pip",
@@ -103,6 +130,6 @@ function install(hash: string): void {
     ],
     { stdio: ["ignore", "inherit", "inherit"], timeout: 15 * 60_000 },
   );
-  writeFileSync(STAMP, `${hash}\n`);
+  writeFileSync(stampOf(name), `${hash}\n`);
   log("ready");
 }
