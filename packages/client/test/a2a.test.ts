@@ -15,7 +15,7 @@ import {
   writerCard,
 } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { A2AAgent, A2AClient, partsText } from "../src/a2a/index.js";
+import { A2AAgent, A2AClient, partsText, ReplyInbox, RpcChannel } from "../src/a2a/index.js";
 import { type Mq9Client, Mq9Error } from "../src/index.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: A2A wire JSON, read field by field
@@ -105,6 +105,49 @@ describe("A2A over mq9 mailboxes", () => {
     expect(events[3].artifactUpdate.append).toBe(true);
     expect(events.at(-1)!.task.status.state).toBe("TASK_STATE_COMPLETED");
     expect(artifactText(events.at(-1)!.task)).toBe("FR: GOOD MORNING");
+  });
+
+  it("stream in v0.3 over the mailbox — the events end with the final status-update, marked last", async () => {
+    const inbox = new ReplyInbox(callerSide, { replyGroup: "a2a.v03" });
+    const channel = new RpcChannel(callerSide, inbox);
+    const stream = async (mailbox: string, text: string) => {
+      const frames: Json[] = [];
+      const message = {
+        kind: "message",
+        messageId: crypto.randomUUID(),
+        role: "user",
+        parts: [{ kind: "text", text }],
+      };
+      for await (const reply of channel.call(
+        mailbox,
+        { jsonrpc: "2.0", method: "message/stream", params: { message } },
+        { timeoutMs: 20_000, version: "0.3" },
+      )) {
+        const result = reply.response.result as Json;
+        frames.push({
+          kind: result.kind,
+          state: result.status?.state,
+          final: result.final,
+          last: reply.last,
+        });
+      }
+      return frames;
+    };
+    try {
+      expect(await stream("translator", "good evening")).toEqual([
+        { kind: "task", state: "submitted", final: undefined, last: false },
+        { kind: "status-update", state: "working", final: false, last: false },
+        { kind: "artifact-update", state: undefined, final: undefined, last: false },
+        { kind: "artifact-update", state: undefined, final: undefined, last: false },
+        { kind: "status-update", state: "completed", final: true, last: true },
+      ]);
+      expect(await stream("python.coder", "write a script")).toEqual([
+        { kind: "task", state: "submitted", final: undefined, last: false },
+        { kind: "status-update", state: "input-required", final: true, last: true },
+      ]);
+    } finally {
+      await inbox.close();
+    }
   });
 
   it("multi-turn — input-required pauses the task, a follow-up with its taskId resumes it", async () => {

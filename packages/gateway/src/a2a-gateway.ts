@@ -2,6 +2,7 @@ import type { Mq9Client } from "@mq9/client";
 import {
   A2AClient,
   A2AError,
+  endsV03Stream,
   eventInfo,
   type JsonRpcResponse,
   ReplyInbox,
@@ -183,6 +184,7 @@ export async function mountA2AGateway(app: FastifyInstance, options: A2AGatewayO
             headers: extensions ? { "a2a-extensions": extensions } : undefined,
           };
           const withId = (response: JsonRpcResponse) => ({ ...response, id });
+          const v03 = version.split(".").slice(0, 2).join(".") === "0.3";
           const streaming = STREAMING.has(method);
           let params = body.params;
           let tracker: ReturnType<TaskMemory["track"]> | undefined;
@@ -199,6 +201,7 @@ export async function mountA2AGateway(app: FastifyInstance, options: A2AGatewayO
                 SENDS.has(method) && returnsImmediately(params),
                 withId,
                 request.params.agent,
+                v03,
               );
             }
             const contextId = typeof message.contextId === "string" ? message.contextId : undefined;
@@ -217,6 +220,7 @@ export async function mountA2AGateway(app: FastifyInstance, options: A2AGatewayO
             SENDS.has(method) && returnsImmediately(params),
             withId,
             request.params.agent,
+            v03,
           );
         },
       );
@@ -232,10 +236,11 @@ export async function mountA2AGateway(app: FastifyInstance, options: A2AGatewayO
     immediate: boolean,
     withId: (response: JsonRpcResponse) => Json,
     agent: string,
+    v03: boolean,
   ): Promise<FastifyReply> {
     const id = withId({ jsonrpc: "2.0", id: null }).id;
     try {
-      if (streaming) return await stream(reply, replies, withId, keepaliveMs);
+      if (streaming) return await stream(reply, replies, withId, keepaliveMs, v03);
       let last: JsonRpcResponse | undefined;
       for await (const r of replies) {
         last = r.response;
@@ -318,12 +323,15 @@ async function* repeatReplies(
  * Server-sent events, one JSON-RPC response per `data:` line, and an SSE comment whenever
  * the stream was idle for `keepaliveMs`. An error that comes before the first event and
  * within `keepaliveMs` is plain JSON; later, the stream has started and it is an event.
+ * A v0.3 stream closes after its final status-update: agents of mq9 0.x releases send the
+ * task after it, which v0.3 clients take for a second task; it is read and not passed on.
  */
 async function stream(
   reply: FastifyReply,
   replies: Replies,
   withId: (response: JsonRpcResponse) => Json,
   keepaliveMs: number,
+  v03: boolean,
 ): Promise<FastifyReply> {
   const pendingFirst = replies.next();
   let wait: NodeJS.Timeout | undefined;
@@ -355,7 +363,7 @@ async function stream(
   });
   let lastWrite = Date.now();
   const write = (text: string) => {
-    if (closed) return;
+    if (closed || raw.writableEnded) return;
     raw.write(text);
     lastWrite = Date.now();
   };
@@ -365,6 +373,19 @@ async function stream(
     },
     Math.max(50, Math.floor(keepaliveMs / 2)),
   );
+  const end = () => {
+    clearInterval(keepalive);
+    if (!raw.writableEnded) raw.end();
+  };
+  /** Writes one event; true when the stream is over after it. */
+  const event = (response: JsonRpcResponse): boolean => {
+    const info = v03 && !response.error ? eventInfo(response.result) : undefined;
+    const over = info !== undefined && endsV03Stream(info);
+    // The event a v0.3 stream closes after says so (older agents left it false at input-required).
+    if (over) (info.body as Json).final = true;
+    write(`data: ${JSON.stringify(withId(response))}\n\n`);
+    return over;
+  };
   try {
     if (!early) write(": keepalive\n\n");
     const first = early ?? (await pendingFirst);
@@ -373,10 +394,14 @@ async function stream(
         `data: ${JSON.stringify(withId(rpcError(null, RpcErrorCode.internal, "the agent sent no response") as JsonRpcResponse))}\n\n`,
       );
     } else {
-      write(`data: ${JSON.stringify(withId(first.value.response))}\n\n`);
+      let over = event(first.value.response);
+      if (over) end();
       for await (const r of replies) {
         if (closed) break;
-        write(`data: ${JSON.stringify(withId(r.response))}\n\n`);
+        // After the end the rest is still read, so that the call completes and its task is remembered.
+        if (over) continue;
+        over = event(r.response);
+        if (over) end();
       }
     }
   } catch (err) {
@@ -384,9 +409,8 @@ async function stream(
       `data: ${JSON.stringify(withId({ jsonrpc: "2.0", id: null, error: { code: RpcErrorCode.internal, message: failureText(err, "agent") } }))}\n\n`,
     );
   } finally {
-    clearInterval(keepalive);
+    end();
   }
-  raw.end();
   return reply;
 }
 

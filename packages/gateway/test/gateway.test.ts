@@ -1,7 +1,16 @@
 import { SendMessageRequest, Task } from "@a2a-js/sdk";
 import { ClientFactory } from "@a2a-js/sdk/client";
+import type { AgentExecutor, ExecutionEventBus, RequestContext } from "@a2a-js/sdk/server";
+import type { Mq9Client } from "@mq9/client";
 import { connect } from "@mq9/client";
-import { A2AAgent, partsText } from "@mq9/client/a2a";
+import {
+  A2AAgent,
+  A2AHeaders,
+  normalizeCard,
+  partsText,
+  TaskEvents,
+  withMailboxInterface,
+} from "@mq9/client/a2a";
 import {
   CoderExecutor,
   coderCard,
@@ -26,6 +35,59 @@ const request = (text: string, extra: Json = {}) =>
 const artifactText = (task: Json) =>
   (task.artifacts ?? []).flatMap((a: Json) => a.parts.map((p: Json) => partsText([p]))).join("");
 
+/** Ends its turn while still working, without a final status. */
+class QuitterExecutor implements AgentExecutor {
+  async execute(context: RequestContext, bus: ExecutionEventBus): Promise<void> {
+    const events = new TaskEvents(context, bus);
+    events.start();
+    events.working("on it");
+    events.finished();
+  }
+  async cancelTask(): Promise<void> {}
+}
+
+/**
+ * An agent as mq9 0.x released it, speaking the mailbox binding by hand: its v0.3 stream
+ * sends the stored task after the final status-update, marked last.
+ */
+function olderReleaseAgent(client: Mq9Client, mailbox: string) {
+  const encode = (body: unknown) => new TextEncoder().encode(JSON.stringify(body));
+  return client.consume(
+    mailbox,
+    async (message) => {
+      const request = message.json() as Json;
+      const h = message.headers;
+      const task = { kind: "task", id: "t-old", contextId: "c-old" };
+      const frames = [
+        { ...task, status: { state: "submitted" } },
+        {
+          kind: "status-update",
+          taskId: "t-old",
+          contextId: "c-old",
+          status: { state: "working" },
+          final: false,
+        },
+        {
+          kind: "status-update",
+          taskId: "t-old",
+          contextId: "c-old",
+          status: { state: "completed" },
+          final: true,
+        },
+        { ...task, status: { state: "completed" } },
+      ];
+      for (const [i, result] of frames.entries()) {
+        const headers: Record<string, string> = { [A2AHeaders.requestId]: h[A2AHeaders.requestId] };
+        if (i === frames.length - 1) headers[A2AHeaders.last] = "true";
+        await client.send(h[A2AHeaders.replyTo], encode({ jsonrpc: "2.0", id: request.id, result }), {
+          headers,
+        });
+      }
+    },
+    { group: "older.release", deliver: "earliest" },
+  );
+}
+
 describe("A2A HTTP gateway on the broker's HTTP server", () => {
   let t: TestBroker;
   let base: string;
@@ -41,6 +103,32 @@ describe("A2A HTTP gateway on the broker's HTTP server", () => {
     });
     return { status: response.status, body: (await response.json()) as Json };
   };
+
+  /** The `data:` frames of an event stream, parsed, in order; the stream has ended when this resolves. */
+  const sse = async (agent: string, body: Json, headers: Record<string, string> = {}) => {
+    const response = await fetch(`${base}/${agent}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "text/event-stream", ...headers },
+      body: JSON.stringify(body),
+    });
+    expect(response.headers.get("content-type")).toBe("text/event-stream");
+    const text = await response.text();
+    return text
+      .split("\n\n")
+      .filter((block) => block.startsWith("data: "))
+      .map((block) => JSON.parse(block.slice(6)) as Json);
+  };
+  const v03Message = (text: string) => ({
+    message: {
+      kind: "message",
+      messageId: crypto.randomUUID(),
+      role: "user",
+      parts: [{ kind: "text", text }],
+    },
+  });
+  /** kind, state and final of each v0.3 frame. */
+  const v03Frames = (frames: Json[]) =>
+    frames.map((f) => [f.result.kind, f.result.status?.state, f.result.final]);
 
   beforeAll(async () => {
     let url = "";
@@ -63,6 +151,11 @@ describe("A2A HTTP gateway on the broker's HTTP server", () => {
       }),
       await A2AAgent.start(client, { card: coderCard, executor: new CoderExecutor(), onError: () => {} }),
       await A2AAgent.start(client, { card: slowCard, executor: slow, onError: () => {} }),
+      await A2AAgent.start(client, {
+        card: { name: "Quitter", description: "Stops without a final status", skills: [] },
+        executor: new QuitterExecutor(),
+        onError: () => {},
+      }),
     );
   });
 
@@ -138,6 +231,105 @@ describe("A2A HTTP gateway on the broker's HTTP server", () => {
     expect(body.id).toBe(7);
     expect(body.result.kind).toBe("task");
     expect(body.result.status.state).toBe("completed");
+  });
+
+  it("v0.3 message/stream: the SDK's events, ending with the final status-update (no task after it)", async () => {
+    const frames = await sse("translator", {
+      jsonrpc: "2.0",
+      id: 9,
+      method: "message/stream",
+      params: v03Message("salut"),
+    });
+    expect(frames.map((f) => f.id)).toEqual([9, 9, 9, 9, 9]);
+    expect(v03Frames(frames)).toEqual([
+      ["task", "submitted", undefined],
+      ["status-update", "working", false],
+      ["artifact-update", undefined, undefined],
+      ["artifact-update", undefined, undefined],
+      ["status-update", "completed", true],
+    ]);
+    // At input-required the stream closes too, and its last event says so.
+    const asked = await sse("python.coder", {
+      jsonrpc: "2.0",
+      id: 10,
+      method: "message/stream",
+      params: v03Message("write a script"),
+    });
+    expect(v03Frames(asked)).toEqual([
+      ["task", "submitted", undefined],
+      ["status-update", "input-required", true],
+    ]);
+  });
+
+  it("v0.3 message/stream: a turn that ends without a final status ends with the task's status, final", async () => {
+    const frames = await sse("quitter", {
+      jsonrpc: "2.0",
+      id: 11,
+      method: "message/stream",
+      params: v03Message("go"),
+    });
+    expect(v03Frames(frames)).toEqual([
+      ["task", "submitted", undefined],
+      ["status-update", "working", false],
+      ["status-update", "working", true],
+    ]);
+  });
+
+  it("v1 SendStreamingMessage: the Task, its updates, the final status, then the task as stored", async () => {
+    const frames = await sse(
+      "translator",
+      {
+        jsonrpc: "2.0",
+        id: 12,
+        method: "SendStreamingMessage",
+        params: {
+          message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "salut" }] },
+        },
+      },
+      { "a2a-version": "1.0" },
+    );
+    const kinds = frames.map((f) => Object.keys(f.result)[0]);
+    expect(kinds).toEqual([
+      "task",
+      "statusUpdate",
+      "artifactUpdate",
+      "artifactUpdate",
+      "statusUpdate",
+      "task",
+    ]);
+    expect(frames[4].result.statusUpdate.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(frames[5].result.task.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(frames[5].result.task.id).toBe(frames[0].result.task.id);
+    expect(artifactText(frames[5].result.task)).toBe("FR: SALUT");
+  });
+
+  it("v0.3 message/stream from an agent of an older release: the task it sends after the final status-update is not passed on", async () => {
+    const client = await t.client();
+    const mailbox = "older.release";
+    await client.ensureMailbox({ name: mailbox, ttlSeconds: 0 });
+    const card = withMailboxInterface(
+      normalizeCard({ name: "Older Release", description: "mq9 0.x agent", skills: [] }),
+      `mq9://127.0.0.1/${mailbox}`,
+    );
+    await client.register({ name: card.name, mailbox, payload: card.description, agent_card: card, ttl: 0 });
+    await t.broker.registry!.indexed();
+    const consumer = olderReleaseAgent(client, mailbox);
+    try {
+      const frames = await sse(mailbox, {
+        jsonrpc: "2.0",
+        id: 13,
+        method: "message/stream",
+        params: v03Message("hi"),
+      });
+      expect(v03Frames(frames)).toEqual([
+        ["task", "submitted", undefined],
+        ["status-update", "working", false],
+        ["status-update", "completed", true],
+      ]);
+    } finally {
+      await consumer.stop();
+      await client.unregister({ mailbox });
+    }
   });
 
   it("bad input: malformed JSON, not JSON-RPC, unknown agent, oversize body, terminal task", async () => {

@@ -15,6 +15,7 @@ import {
   A2AHeaders,
   isLegacyMethod,
   isSendMethod,
+  isStreamingMethod,
   mailboxUrl,
   SUPPORTED_VERSIONS,
   streamingMethod,
@@ -22,6 +23,7 @@ import {
 import { MailboxTaskStore } from "./mailbox-task-store.js";
 import { releaseLongPolls } from "./release-long-polls.js";
 import {
+  endsV03Stream,
   eventInfo,
   isObject,
   type JsonObject,
@@ -324,16 +326,29 @@ export class A2AAgent {
       await this.reply(incoming, result as JsonRpcResponse, true);
       return;
     }
+    // A v0.3 stream closes after its own last event (a status-update marked final, or a
+    // Message): v0.3 clients take a Task after it for a second task (a2a-sdk 0.3 raises "Task
+    // is already set"). A v1 stream and every non-streaming send end with the task as stored
+    // (v1 §11.7: a stream MAY repeat a final Task snapshot), which a send answers with.
+    const ownEnd = legacy && isStreamingMethod(request.method);
     let taskId: string | undefined;
+    let ended = false;
     try {
       for await (const response of result) {
+        // The SDK's stream ends right after the event that ends it; nothing follows a last reply.
+        if (ended) continue;
         const info = eventInfo(response.result);
         taskId ??= info.taskId;
         if (response.error || info.type === "Message") {
           await this.reply(incoming, response, true, taskId);
           return;
         }
-        await this.reply(incoming, response, false, taskId);
+        if (ownEnd && endsV03Stream(info)) {
+          // The SDK leaves `final` false at input-required, yet the stream closes there.
+          (info.body as JsonObject).final = true;
+          ended = true;
+        }
+        await this.reply(incoming, response, ended, taskId);
       }
     } catch (err) {
       await this.reply(incoming, rpcError(id, RpcErrorCode.internal, (err as Error).message), true, taskId);
@@ -341,6 +356,7 @@ export class A2AAgent {
     } finally {
       if (send) this.processed++;
     }
+    if (ended) return;
     // Streams end at a terminal or interrupted state; the last word is the task as stored.
     if (!taskId) {
       await this.reply(incoming, rpcError(id, RpcErrorCode.internal, "the agent produced no task"), true);
@@ -351,8 +367,20 @@ export class A2AAgent {
       context,
     );
     const last = snapshot as JsonRpcResponse;
-    // GetTask answers with a bare Task; as a stream event (v1) it is wrapped as `{ task }`.
-    if (!legacy && last.result !== undefined) last.result = { task: last.result };
+    if (ownEnd && isObject(last.result)) {
+      // The executor finished the turn without a final status: the stream's end, told as the task's status.
+      const task = last.result;
+      last.result = {
+        kind: "status-update",
+        taskId: task.id,
+        contextId: task.contextId,
+        status: task.status,
+        final: true,
+      };
+    } else if (!legacy && last.result !== undefined) {
+      // GetTask answers with a bare Task; as a stream event (v1) it is wrapped as `{ task }`.
+      last.result = { task: last.result };
+    }
     await this.reply(incoming, last, true, taskId);
   }
 

@@ -26,6 +26,7 @@ export { TaskEvents, type TaskStateName } from "./task-events.js";
 export {
   type EventInfo,
   endsStream,
+  endsV03Stream,
   eventInfo,
   isTerminalState,
   type JsonObject,

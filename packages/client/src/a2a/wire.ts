@@ -142,6 +142,15 @@ export function eventInfo(result: unknown): EventInfo {
   return { type, body, taskId, contextId: str(body.contextId), state: v1State(status?.state) };
 }
 
+/**
+ * Whether a v0.3 stream closes after this event (other than a Message, which is a stream of its
+ * own): a status-update marked `final`, or one at a state after which streams end.
+ */
+export function endsV03Stream(info: EventInfo): boolean {
+  if (info.type !== "TaskStatusUpdateEvent") return false;
+  return (info.body as JsonObject).final === true || endsStream(info.state);
+}
+
 /** The text of a list of parts (v1 `{text}` or v0.3 `{kind:"text", text}`), joined by newlines. */
 export function partsText(parts: unknown): string {
   if (!Array.isArray(parts)) return "";
