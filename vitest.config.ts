@@ -10,6 +10,9 @@ export default defineConfig({
       "@mq9/protocol": src("protocol"),
       "@mq9/broker/internal": fileURLToPath(new URL("./packages/broker/src/internal.ts", import.meta.url)),
       "@mq9/broker": src("broker"),
+      "@mq9/registry/defaults": fileURLToPath(
+        new URL("./packages/registry/src/defaults.ts", import.meta.url),
+      ),
       "@mq9/registry": src("registry"),
       "@mq9/client/a2a": fileURLToPath(new URL("./packages/client/src/a2a/index.ts", import.meta.url)),
       "@mq9/client": src("client"),
@@ -18,6 +21,9 @@ export default defineConfig({
       "@mq9/mcp": src("mcp"),
       "@mq9/bridge": src("bridge"),
       "@mq9/gateway": src("gateway"),
+      "@mq9/orchestrator/defaults": fileURLToPath(
+        new URL("./packages/orchestrator/src/defaults.ts", import.meta.url),
+      ),
       "@mq9/orchestrator": src("orchestrator"),
       "@mq9/dashboard": src("dashboard"),
       "@mq9/testkit": src("testkit"),

@@ -135,11 +135,11 @@ describe("configuration", () => {
     const unknown = join(dir, "unknown.json");
     writeFileSync(unknown, JSON.stringify({ server: { prot: 1 } }));
     expect(() => loadServeConfig({ file: unknown })).toThrow(
-      `server: Unrecognized key: "prot" ('prot': did you mean 'port'?)`,
+      "server: unknown key 'prot'; did you mean 'port'?",
     );
     writeFileSync(unknown, JSON.stringify({ orchestrator: { pollBach: 3, zzz: 1 } }));
     expect(() => loadServeConfig({ file: unknown })).toThrow(
-      `orchestrator: Unrecognized keys: "pollBach", "zzz" ('pollBach': did you mean 'pollBatch'?)`,
+      "orchestrator: unknown key 'pollBach'; did you mean 'pollBatch'?; orchestrator: unknown key 'zzz'",
     );
     const broken = join(dir, "broken.json");
     writeFileSync(broken, "{ nope");

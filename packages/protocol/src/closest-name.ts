@@ -32,3 +32,12 @@ function editDistance(a: string, b: string): number {
   }
   return rows[a.length][b.length];
 }
+
+/**
+ * The suffix every "unknown name" error of mq9 ends with: `; did you mean 'x'?` when a name
+ * of `names` is close to `word` (see closestName), else nothing.
+ */
+export function didYouMean(word: string, names: Iterable<string>): string {
+  const guess = closestName(word, names);
+  return guess === undefined ? "" : `; did you mean '${guess}'?`;
+}

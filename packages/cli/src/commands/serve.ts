@@ -1,5 +1,6 @@
 import type { Command } from "commander";
-import { SETTINGS } from "../serve/config.js";
+import { SETTINGS } from "../serve/settings/serve-settings.js";
+import { flagSyntax, helpLine } from "../serve/settings/setting-text.js";
 
 /** `mq9 serve`: one flag per setting; the broker and its apps load only when it runs. */
 export function registerServe(program: Command): void {
@@ -8,12 +9,7 @@ export function registerServe(program: Command): void {
     .description("run the mq9 broker (embedded NATS-protocol listener + SQLite store)")
     .option("-c, --config <file>", "JSON config file (env MQ9_CONFIG); env MQ9_* and flags override it");
   for (const setting of SETTINGS) {
-    command.option(
-      setting.kind === "switch"
-        ? `--${setting.flag} [on|off]`
-        : `--${setting.flag} <${setting.kind === "number" ? "n" : setting.kind === "list" ? "list" : "value"}>`,
-      `${setting.help} (env ${setting.env})`,
-    );
+    if (setting.flag !== undefined) command.option(flagSyntax(setting), helpLine(setting));
   }
   command
     .addHelpText(

@@ -3,6 +3,7 @@
 import type { ConnectOptions } from "@mq9/client";
 import type { OrchestratorApi, WebhookConfig } from "@mq9/orchestrator";
 import type { Failure } from "./failure-converter.js";
+import type { ServeConfig } from "./settings/serve-settings.js";
 import { type CallMessage, defineApi, type ReplyMessage } from "./worker-calls.js";
 
 /** Every method of the orchestrator's HTTP API, forwarded to the worker; nothing else is callable. */
@@ -27,28 +28,16 @@ export interface OrchestratorWorkerData {
   connect: ConnectOptions;
   /** Absolute path of the templates folder. */
   templates: string;
-  /** Every other setting of `orchestrator` in the serve config (see config.ts), passed as they are. */
+  /** Every other setting of `orchestrator` in the serve config, passed as they are. */
   settings: OrchestratorSettings;
   webhooks: WebhookConfig[];
 }
 
-/** The orchestrator's settings of `mq9 serve` (config file, MQ9_* env, flags). */
-export interface OrchestratorSettings {
-  namespace: string;
-  intentThreshold: number;
-  traceBudget: number;
-  directoryRefreshMs: number;
-  retentionSeconds: number;
-  messageTtlSeconds: number;
-  memoryTtlSeconds: number;
-  maxTasksInFlight: number;
-  queueCapacity: number;
-  agentConcurrency: number;
-  pollBatch: number;
-  pollTimeoutMs: number;
-  routerConcurrency: number;
-  logSampleRate: number;
-}
+/**
+ * The orchestrator's settings of `mq9 serve` that its thread reads, as settings/serve-settings.ts
+ * declares them (the others — on/off, the templates folder, webhooks — the serve process reads).
+ */
+export type OrchestratorSettings = Omit<ServeConfig["orchestrator"], "enabled" | "templates" | "webhooks">;
 
 /** Serve process → worker. */
 export type ToWorker = CallMessage | { type: "close" };

@@ -15,10 +15,13 @@ import { toError } from "./failure-converter.js";
 import {
   type FromWorker,
   ORCHESTRATOR_API,
+  type OrchestratorSettings,
   type OrchestratorWorkerData,
   type ToWorker,
 } from "./orchestrator-calls.js";
 import { exportOrchestratorMetrics, type PromRegistry } from "./orchestrator-metrics.js";
+import { optionsFor } from "./settings/component-options.js";
+import { SETTINGS } from "./settings/serve-settings.js";
 import { CallForwarder } from "./worker-calls.js";
 
 /**
@@ -77,22 +80,7 @@ export class ServeOrchestrator {
       server: broker.server,
       connect: broker.options,
       templates: folder,
-      settings: {
-        namespace: settings.namespace,
-        intentThreshold: settings.intentThreshold,
-        traceBudget: settings.traceBudget,
-        directoryRefreshMs: settings.directoryRefreshMs,
-        retentionSeconds: settings.retentionSeconds,
-        messageTtlSeconds: settings.messageTtlSeconds,
-        memoryTtlSeconds: settings.memoryTtlSeconds,
-        maxTasksInFlight: settings.maxTasksInFlight,
-        queueCapacity: settings.queueCapacity,
-        agentConcurrency: settings.agentConcurrency,
-        pollBatch: settings.pollBatch,
-        pollTimeoutMs: settings.pollTimeoutMs,
-        routerConcurrency: settings.routerConcurrency,
-        logSampleRate: settings.logSampleRate,
-      },
+      settings: optionsFor("orchestrator", this.config, SETTINGS) as OrchestratorSettings,
       webhooks: settings.webhooks,
     };
     const worker = new Worker(new URL("./orchestrator-worker.js", import.meta.url), { workerData: data });

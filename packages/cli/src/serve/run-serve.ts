@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { Broker, type BrokerOptions, type Logger } from "@mq9/broker";
+import { Broker, type BrokerHttpOptions, type BrokerOptions, type Logger } from "@mq9/broker";
 import { PostgresStore, type RestApi } from "@mq9/broker/internal";
-import { registryFactory } from "@mq9/registry";
+import { type RegistrySettings, registryFactory } from "@mq9/registry";
 import { say } from "../shared/output.js";
 import { ServeAgentApps } from "./agent-apps.js";
 import { postgresBrokerOptions } from "./cluster.js";
@@ -10,6 +10,8 @@ import { ServeDashboard } from "./dashboard.js";
 import { createLogger } from "./logger.js";
 import { ServeOrchestrator } from "./orchestrator.js";
 import { OrchestratorLeadership } from "./orchestrator-leadership.js";
+import { optionsFor } from "./settings/component-options.js";
+import { SETTINGS } from "./settings/serve-settings.js";
 
 /** Turns a start failure into the one line a person needs to fix it. */
 function explainStartFailure(err: unknown, config: ServeConfig): string {
@@ -61,28 +63,14 @@ function brokerOptions(
   orchestrator: ServeOrchestrator,
   agentApps: ServeAgentApps,
 ): BrokerOptions {
-  const { server, http, auth, tls, storage, messaging, registry } = config;
+  const { auth, tls } = config;
+  const derived = optionsFor("broker", config, SETTINGS) as Partial<BrokerOptions>;
   return {
-    host: server.host,
-    port: server.port,
-    maxPayload: server.maxPayload,
-    maxConnections: server.maxConnections,
-    maxPendingBytes: server.maxPendingBytes,
-    pingIntervalMs: Math.round(server.pingInterval * 1000),
-    maxPingsOut: server.pingMax,
-    dataDir: storage.data,
-    sync: storage.sync,
+    ...derived,
     auth: brokerAuth(auth),
     tls: tls.cert && tls.key ? { certFile: tls.cert, keyFile: tls.key, caFile: tls.ca } : undefined,
-    leaseMs: messaging.leaseMs,
-    maxWaitMs: messaging.maxWaitMs,
-    fetchMaxBytes: messaging.fetchMaxBytes,
-    defaultMailboxTtlSeconds: messaging.defaultMailboxTtl,
     http: {
-      host: http.host,
-      port: http.port,
-      allowedHosts: http.allowedHosts,
-      allowedOrigins: http.allowedOrigins,
+      ...(derived.http as BrokerHttpOptions),
       routes: async (app: Parameters<ServeAgentApps["routes"]>[0], api: RestApi) => {
         await agentApps.routes(app);
         if (orchestrator.enabled) await orchestrator.mountHttp(app);
@@ -93,20 +81,7 @@ function brokerOptions(
       },
       openPath: ServeDashboard.openPath,
     },
-    registry: registryFactory({
-      embedder: registry.embedder,
-      vectorStore: registry.vectorStore,
-      modelDir: registry.modelDir,
-      staticTablePath: registry.staticTablePath,
-      onnx: { pooling: registry.pooling, queryPrefix: registry.queryPrefix },
-      defaultTtlS: registry.defaultTtl,
-      annThreshold: registry.annThreshold,
-      efSearch: registry.efSearch,
-      embedderWorkers: registry.embedderWorkers,
-      maxCardBytes: registry.maxCardBytes,
-      maxSkills: registry.maxSkills,
-      preloadEmbedder: registry.preload,
-    }),
+    registry: registryFactory(optionsFor("registry", config, SETTINGS) as RegistrySettings),
     logger,
   };
 }

@@ -1,0 +1,30 @@
+/**
+ * `@mq9/registry/defaults` — the agent registry's defaults, in one place: the registry applies
+ * them, and `mq9 serve` declares its settings with the same values. A subpath of its own, so
+ * that reading them loads no embedder or vector store.
+ *
+ * @example
+ * ```ts
+ * import { RegistryDefaults } from "@mq9/registry/defaults";
+ *
+ * console.log(RegistryDefaults.embedder); // "use"
+ * ```
+ */
+import { DEFAULT_REGISTRATION_LIMITS } from "@mq9/protocol";
+
+export const RegistryDefaults = {
+  /** Universal Sentence Encoder lite, built in. */
+  embedder: "use",
+  /** SQLite with an exact scan, HNSW past `annThreshold`. */
+  vectorStore: "local",
+  /** Seconds a registration without a ttl lives; 0 = until unregistered. */
+  defaultTtlSeconds: 0,
+  /** Skill vectors past which the local store searches an HNSW index instead of scanning. */
+  annThreshold: 2_000,
+  /** Largest agent card in bytes. */
+  maxCardBytes: DEFAULT_REGISTRATION_LIMITS.maxCardBytes,
+  /** Most skills one card may have. */
+  maxSkills: DEFAULT_REGISTRATION_LIMITS.maxSkills,
+  /** Load the embedder's model at start rather than at the first registration. */
+  preloadEmbedder: true,
+} as const;
