@@ -196,6 +196,14 @@ describe("mq9 task | trace | agent list | templates (against mq9 serve's orchest
 });
 
 describe("mq9 templates check", () => {
+  const designSchedule = [
+    "  1. summarize         parallel with: extract_keywords, check_quality",
+    "  2. extract_keywords  parallel with: summarize, check_quality",
+    "  3. check_quality     parallel with: summarize, extract_keywords",
+    "  4. merge_result      after: summarize, extract_keywords, check_quality",
+    "",
+  ].join("\n");
+
   it("reports every problem with file, line and column, and exits 1", async () => {
     const folder = join(tempDir(), "templates");
     mkdirSync(folder);
@@ -209,7 +217,9 @@ describe("mq9 templates check", () => {
     expect(result.stderr).toBe(
       `${join(folder, "bad.yaml")}:3:5: steps depend on each other in a cycle: a -> b -> a\n`,
     );
-    expect(result.stdout).toBe(`ok   good (${join(folder, "good.yaml")}): a\n1 template ok, 1 problem\n`);
+    expect(result.stdout).toBe(
+      `ok   good (${join(folder, "good.yaml")}): a\n  1. a  first\n1 template ok, 1 problem\n`,
+    );
     const ok = await runCli(["templates", "check", exampleTemplates]);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toContain("content-analysis");
@@ -223,7 +233,7 @@ describe("mq9 templates check", () => {
     const one = await runCli(["templates", "check", file]);
     expect(one.code).toBe(0);
     expect(one.stdout).toBe(
-      `ok   content_analysis (${file}): summarize + extract_keywords + check_quality -> merge_result\n1 template ok, 0 problems\n`,
+      `ok   content_analysis (${file}): summarize + extract_keywords + check_quality -> merge_result\n${designSchedule}1 template ok, 0 problems\n`,
     );
     const missing = join(folder, "nowhere");
     const none = await runCli(["templates", "check", missing]);
@@ -237,8 +247,74 @@ describe("mq9 templates check", () => {
     writeFileSync(join(folder, "design.yaml"), DESIGN_TEMPLATE);
     const result = await runCli(["templates", "check", folder]);
     expect(result.stdout).toBe(
-      `ok   content_analysis (${join(folder, "design.yaml")}): summarize + extract_keywords + check_quality -> merge_result\n1 template ok, 0 problems\n`,
+      `ok   content_analysis (${join(folder, "design.yaml")}): summarize + extract_keywords + check_quality -> merge_result\n${designSchedule}1 template ok, 0 problems\n`,
     );
+  });
+
+  it("says how it reads each step: no mode runs in parallel, pipeline after the step before, when and merge wait", async () => {
+    const folder = join(tempDir(), "templates");
+    mkdirSync(folder);
+    // The issue's template: "shout, then count" written without a mode runs both at once.
+    writeFileSync(
+      join(folder, "a.yaml"),
+      "name: shout-count\nsteps:\n  - id: shout\n    capability: shout\n  - id: count\n    capability: count\n",
+    );
+    writeFileSync(
+      join(folder, "b.yaml"),
+      "name: shout-then-count\nsteps:\n  - id: shout\n    capability: shout\n    mode: pipeline\n  - id: count\n    capability: count\n    mode: pipeline\n",
+    );
+    writeFileSync(
+      join(folder, "c.yaml"),
+      [
+        "name: dag",
+        "steps:",
+        "  - id: fetch",
+        "    capability: fetch",
+        "  - id: lint",
+        "    capability: lint",
+        "    mode: fan_out",
+        "  - id: summarize",
+        "    capability: summarize",
+        "    depends_on: fetch",
+        "  - id: publish",
+        "    capability: publish",
+        "    when: outputs.lint.ok == true",
+        "  - id: report",
+        "    mode: merge",
+        "    depends_on: [summarize, lint]",
+        "",
+      ].join("\n"),
+    );
+    const text = await runCli(["templates", "check", folder]);
+    expect(text.stderr).toBe("");
+    expect(text.code).toBe(0);
+    expect(text.stdout).toBe(
+      [
+        `ok   shout-count (${join(folder, "a.yaml")}): shout + count`,
+        "  1. shout  parallel with: count",
+        "  2. count  parallel with: shout",
+        `ok   shout-then-count (${join(folder, "b.yaml")}): shout -> count`,
+        "  1. shout  first",
+        "  2. count  after: shout",
+        `ok   dag (${join(folder, "c.yaml")}): fetch + lint -> summarize + publish -> report`,
+        "  1. fetch      parallel with: lint, publish",
+        "  2. lint       parallel with: fetch, summarize",
+        "  3. summarize  after: fetch; parallel with: lint, publish",
+        "  4. publish    after: lint; parallel with: fetch, summarize, report",
+        "  5. report     after: summarize, lint; parallel with: publish",
+        "3 templates ok, 0 problems",
+        "",
+      ].join("\n"),
+    );
+    const json = await runCli(["templates", "check", join(folder, "c.yaml"), "--json"]);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout).templates[0].schedule).toEqual([
+      { step: "fetch", after: [], parallel_with: ["lint", "publish"] },
+      { step: "lint", after: [], parallel_with: ["fetch", "summarize"] },
+      { step: "summarize", after: ["fetch"], parallel_with: ["lint", "publish"] },
+      { step: "publish", after: ["lint"], parallel_with: ["fetch", "summarize", "report"] },
+      { step: "report", after: ["summarize", "lint"], parallel_with: ["publish"] },
+    ]);
   });
 });
 

@@ -125,6 +125,7 @@ export {
   compileCondition,
 } from "./templates/condition.js";
 export { parseDuration } from "./templates/duration.js";
+export { type StepSchedule, stepSchedule } from "./templates/step-schedule.js";
 export {
   formatProblem,
   type Performer,

@@ -1,5 +1,5 @@
 import { readFileSync, statSync } from "node:fs";
-import type { TaskTemplate, TemplateProblem } from "@mq9/orchestrator";
+import type { StepSchedule, TaskTemplate, TemplateProblem } from "@mq9/orchestrator";
 import type { Command } from "commander";
 import { ExitCode, usageExit } from "../shared/client-command.js";
 import { printJson, sayLine } from "../shared/output.js";
@@ -23,22 +23,34 @@ export function registerTemplates(program: Command): void {
     .exitOverride(usageExit)
     .addHelpText(
       "after",
-      "\nExamples:\n  mq9 templates check ./mq9-templates\n  mq9 templates check ./mq9-templates/content_analysis.yaml",
+      "\nEach step is listed with what it waits for (after:) and what may run beside it (parallel with:);\na step without mode or depends_on does not wait for the step before it.\n\nExamples:\n  mq9 templates check ./mq9-templates\n  mq9 templates check ./mq9-templates/content_analysis.yaml",
     )
     .action(async (path: string, flags: { json?: boolean }) => {
-      const { formatProblem, loadTemplateFolder, parseTemplate } = await import("@mq9/orchestrator");
+      const { formatProblem, loadTemplateFolder, parseTemplate, stepSchedule } = await import(
+        "@mq9/orchestrator"
+      );
       const { templates: found, problems } = statSync(path, { throwIfNoEntry: false })?.isFile()
         ? oneFile(path, parseTemplate)
         : loadTemplateFolder(path);
       if (flags.json) {
         printJson({
           ok: problems.length === 0,
-          templates: [...found.values()].map((t) => ({ name: t.name, file: t.file, steps: t.order })),
+          templates: [...found.values()].map((t) => ({
+            name: t.name,
+            file: t.file,
+            steps: t.order,
+            schedule: stepSchedule(t).map((s) => ({
+              step: s.step,
+              after: s.after,
+              parallel_with: s.parallelWith,
+            })),
+          })),
           problems,
         });
       } else {
         for (const t of found.values()) {
           process.stdout.write(`ok   ${t.name} (${t.file}): ${stages(t)}\n`);
+          for (const line of scheduleLines(stepSchedule(t))) process.stdout.write(`  ${line}\n`);
         }
         for (const p of problems) sayLine(formatProblem(p));
         process.stdout.write(
@@ -73,4 +85,19 @@ function stages(template: TaskTemplate): string {
     byDepth[d].push(id);
   }
   return byDepth.map((group) => group.join(" + ")).join(" -> ");
+}
+
+/**
+ * One line per step, in the file's order: `2. count  after: shout; parallel with: log`.
+ * A step that neither waits nor has company is the whole task's start: `first`.
+ */
+function scheduleLines(schedule: StepSchedule[]): string[] {
+  const width = Math.max(...schedule.map((s) => s.step.length));
+  return schedule.map((s, index) => {
+    const parts = [
+      ...(s.after.length > 0 ? [`after: ${s.after.join(", ")}`] : []),
+      ...(s.parallelWith.length > 0 ? [`parallel with: ${s.parallelWith.join(", ")}`] : []),
+    ];
+    return `${index + 1}. ${s.step.padEnd(width)}  ${parts.length > 0 ? parts.join("; ") : "first"}`;
+  });
 }
