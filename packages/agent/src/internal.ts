@@ -18,6 +18,14 @@
 export { PRIORITY_HELP } from "./bus/envelope.js";
 export { preciseNow } from "./bus/envelope-io.js";
 export { loopViolation, SeenMessages, TraceBudget } from "./bus/loop-guard.js";
-export { controlMailbox, mailboxSafe, memoryKey, queryKey, replyKey, taskKey } from "./bus/names.js";
+export {
+  cancelKey,
+  controlMailbox,
+  mailboxSafe,
+  memoryKey,
+  queryKey,
+  replyKey,
+  taskKey,
+} from "./bus/names.js";
 export * from "./index.js";
 export { type ManifestRecord, ORCHESTRATED_TAG } from "./manifest/manifest.js";

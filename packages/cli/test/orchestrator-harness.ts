@@ -106,13 +106,17 @@ export interface AgentSpec {
   tags?: string[] | Record<string, string>;
   /** Write the count of messages handled to the trace's memory under this key. */
   remember?: string;
+  /** Lease of the messages the agent fetches (default the SDK's, 30 s). */
+  lease_ms?: number;
+  /** Print what the SDK logs, info included, on stdout as `log <message> <fields>`. */
+  log?: boolean;
 }
 
 /** Agents in a process of their own (fixtures/orchestrator-agents.mjs); resolves once registered. */
 export async function agents(
   server: string,
   list: AgentSpec[],
-): Promise<{ stop(): Promise<void>; output(): string }> {
+): Promise<{ stop(signal?: NodeJS.Signals): Promise<void>; output(): string }> {
   const child = spawn(process.execPath, [AGENTS, JSON.stringify({ server, agents: list })], {
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -130,8 +134,8 @@ export async function agents(
   });
   const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
   return {
-    stop: async () => {
-      child.kill("SIGTERM");
+    stop: async (signal: NodeJS.Signals = "SIGTERM") => {
+      child.kill(signal);
       await exited;
     },
     output: () => out,

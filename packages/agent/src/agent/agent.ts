@@ -12,7 +12,7 @@ import {
 } from "../bus/envelope.js";
 import { readEnvelope, sendEnvelope } from "../bus/envelope-io.js";
 import { SeenMessages } from "../bus/loop-guard.js";
-import { BusNames, controlMailbox, handledMailbox, replyKey } from "../bus/names.js";
+import { BusNames, cancelKey, controlMailbox, handledMailbox, replyKey } from "../bus/names.js";
 import { type Logger, namedStderrLogger } from "../logger.js";
 import {
   type AgentManifest,
@@ -116,6 +116,7 @@ export abstract class Agent {
   private readonly leaseMs: number;
   private readonly messageTtlSeconds: number;
   private readonly onError: (error: Error, message?: Envelope) => void;
+  private readonly logger: Logger;
   private deadLetters?: DeadLetters;
   private handledLog?: HandledLog;
   private handledCount = 0;
@@ -126,6 +127,7 @@ export abstract class Agent {
   private readonly dedupWindowMs: number;
   private boundHandler?: (message: Envelope, context: MessageContext) => unknown;
   private duplicateCount = 0;
+  private droppedCount = 0;
 
   constructor(manifest: AgentManifest, options: AgentOptions = {}) {
     this.manifest = resolveManifest(manifest);
@@ -137,6 +139,7 @@ export abstract class Agent {
     this.dedupWindowMs = (options.dedupWindowSeconds ?? 600) * 1000;
     this.trackSends = options.trackSends ?? true;
     const logger = options.logger ?? namedStderrLogger(`agent ${this.manifest.name}`);
+    this.logger = logger;
     this.onError =
       options.onError ??
       ((error, message) => logger.error(message ? { msg_id: message.msg_id } : {}, error.message));
@@ -165,9 +168,12 @@ export abstract class Agent {
     return this.running.size;
   }
 
-  /** Messages handled so far, and deliveries skipped because their msg_id was seen before. */
-  get stats(): { handled: number; duplicates: number } {
-    return { handled: this.handledCount, duplicates: this.duplicateCount };
+  /**
+   * Messages handled so far, deliveries skipped because their msg_id was seen before, and
+   * messages dropped unhandled because their work was canceled before they ran.
+   */
+  get stats(): { handled: number; duplicates: number; canceled: number } {
+    return { handled: this.handledCount, duplicates: this.duplicateCount, canceled: this.droppedCount };
   }
 
   /** Registers, starts heartbeats and consumes the inbox. `server` is a client or a broker URL. */
@@ -346,11 +352,20 @@ export abstract class Agent {
       this.duplicateCount++;
       return;
     }
-    if (
-      !this.seen.firstTime(message.msg_id) ||
-      this.canceled.has(message.msg_id) ||
-      (this.mayHaveBeenHandled(message, receivedAt) && (await this.handledBefore(message)))
-    ) {
+    if (!this.seen.firstTime(message.msg_id)) {
+      this.duplicateCount++;
+      return;
+    }
+    // A message that waited, or came from before this start, may have been canceled while
+    // the agent was down or busy with it (a restart forgets what it heard), or handled.
+    const [canceledBefore, handledBefore] = this.mayHaveBeenHandled(message, receivedAt)
+      ? await Promise.all([this.canceledBefore(message), this.handledBefore(message)])
+      : [false, false];
+    if (canceledBefore || this.canceled.has(message.msg_id)) {
+      this.drop(message);
+      return;
+    }
+    if (handledBefore) {
       this.duplicateCount++;
       return;
     }
@@ -422,6 +437,25 @@ export abstract class Agent {
     if (typeof target !== "string") return;
     this.canceled.firstTime(target);
     this.running.get(target)?.abort(new Error("canceled"));
+  }
+
+  /** Drops a message whose work was canceled: ACKed (by returning) and not handled. */
+  private drop(message: Envelope): void {
+    this.droppedCount++;
+    this.logger.info(
+      { msg_id: message.msg_id, task_id: message.task_id, step_id: message.step_id },
+      "canceled before it ran: dropped, not handled",
+    );
+  }
+
+  /** Whether this agent's control mailbox holds a cancel of the message (sent while it was down). */
+  private async canceledBefore(message: Envelope): Promise<boolean> {
+    const cancels = await this.requireClient()
+      .query(controlMailbox(this.manifest.mailbox), { key: cancelKey(message.msg_id) })
+      .catch(() => []);
+    if (cancels.length === 0) return false;
+    this.canceled.firstTime(message.msg_id);
+    return true;
   }
 
   /**

@@ -61,6 +61,11 @@ export const handledMailbox = (mailbox: string) => `${mailbox}.seen`;
 export const traceTag = (traceId: string) => `trace.${traceId}`;
 /** Compaction key of a query: one per msg_id, so a sent query is found again after a crash. */
 export const queryKey = (msgId: string) => `q.${msgId}`;
+/**
+ * Compaction key of a cancel in an agent's control mailbox: one per canceled msg_id, so an
+ * instance that was down when it was sent still finds it when the message reaches it.
+ */
+export const cancelKey = (msgId: string) => `c.${msgId}`;
 /** Compaction key of a reply: a duplicate reply to one query replaces the first. */
 export const replyKey = (inReplyTo: string) => `r.${inReplyTo}`;
 /** Compaction key of a task's state in the tasks mailbox. */

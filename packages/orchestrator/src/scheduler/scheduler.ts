@@ -1,5 +1,6 @@
 import {
   type BusNames,
+  cancelKey,
   controlMailbox,
   createEnvelope,
   type DeadLetters,
@@ -811,14 +812,17 @@ export class Scheduler {
       priority: "critical",
       task_id: record.state.task_id,
     });
-    sendEnvelope(this.options.client, controlMailbox(dispatch.mailbox), cancel, { ttl: 3_600 }).catch(
-      (err) => {
-        // An agent without a control mailbox (not built on the Agent SDK) cannot be told; its answer is ignored.
-        if (!(err instanceof Mq9Error) || err.code !== "MAILBOX_NOT_FOUND") {
-          this.report(new Error(`could not tell ${dispatch.agent} to cancel: ${(err as Error).message}`));
-        }
-      },
-    );
+    // Keyed and kept as long as the work it cancels, so an agent that was down when it was
+    // sent finds it when that work reaches it after a restart, and drops the work.
+    sendEnvelope(this.options.client, controlMailbox(dispatch.mailbox), cancel, {
+      key: cancelKey(dispatch.msg_id),
+      ttl: this.messageTtlS,
+    }).catch((err) => {
+      // An agent without a control mailbox (not built on the Agent SDK) cannot be told; its answer is ignored.
+      if (!(err instanceof Mq9Error) || err.code !== "MAILBOX_NOT_FOUND") {
+        this.report(new Error(`could not tell ${dispatch.agent} to cancel: ${(err as Error).message}`));
+      }
+    });
   }
 
   // ------------------------------------------------------------------------------ restart
