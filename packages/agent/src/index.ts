@@ -26,7 +26,7 @@
  *
  * @module
  */
-export { Agent, type AgentOptions, type MessageContext } from "./agent/agent.js";
+export { Agent, type AgentOptions, type AgentStopOptions, type MessageContext } from "./agent/agent.js";
 export { type DeadLetter, DeadLetters } from "./bus/dead-letters.js";
 export {
   type ChildFields,

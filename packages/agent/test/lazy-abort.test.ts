@@ -24,4 +24,17 @@ describe("LazyAbort", () => {
     expect(cancel.aborted).toBe(true);
     expect(cancel.signal).toBe(signal);
   });
+
+  it("the first abort's reason stays, whether or not the signal was read before", () => {
+    const early = new LazyAbort();
+    early.abort("canceled");
+    early.abort("stopped");
+    expect(early.reason).toBe("canceled");
+    expect(early.signal.reason).toBe("canceled");
+    const read = new LazyAbort();
+    expect(read.signal.aborted).toBe(false);
+    read.abort("canceled");
+    read.abort("stopped");
+    expect(read.reason).toBe("canceled");
+  });
 });

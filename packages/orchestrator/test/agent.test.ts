@@ -140,6 +140,47 @@ describe("agent SDK", () => {
     await first.stop();
   });
 
+  it("stop({ timeoutMs }) — a handler deaf to its abort signal holds stop no longer; its message comes back, un-ACKed", async () => {
+    const never = gate();
+    let signal: AbortSignal | undefined;
+    const warned: unknown[] = [];
+    const first = new FunctionAgent(
+      { name: "g-deaf", capabilities: [] },
+      async (_message, context) => {
+        signal = context.signal;
+        await never.promise;
+        return "from the stopped instance";
+      },
+      {
+        heartbeatMs: 100,
+        leaseMs: 1_000,
+        onError: () => {},
+        logger: { debug() {}, info() {}, warn: (fields) => warned.push(fields), error() {} },
+      },
+    );
+    await first.start(world.url);
+    const client = await world.client();
+    await client.createMailbox({ name: "g.deaf.replies" });
+    const message = query("g-deaf", "job", "g.deaf.replies");
+    await sendEnvelope(client, first.mailbox, message);
+    await until("the handler to run", () => signal !== undefined);
+    // Before the timeout existed this never resolved: stop waited for the handler for good.
+    await first.stop({ timeoutMs: 100 });
+    expect(signal?.aborted).toBe(true);
+    expect(signal?.reason).toMatchObject({ name: "AgentStopped" });
+    expect(warned).toEqual([{ running: 1, timeout_ms: 100 }]);
+    // Not ACKed: the next instance gets the message after its lease and answers it.
+    await world.agent({ name: "g-deaf", capabilities: [] }, () => "from the next instance", {
+      leaseMs: 1_000,
+    });
+    const replies = await until("the next instance's answer", async () => {
+      const found = await client.query("g.deaf.replies");
+      return found.length > 0 ? found : undefined;
+    });
+    expect(replies.map((r) => r.json<Envelope>().payload)).toEqual(["from the next instance"]);
+    never.open();
+  });
+
   it("a malformed message in an inbox goes to the dead letters with the reason; the agent keeps working", async () => {
     const handled: unknown[] = [];
     const agent = await world.agent({ name: "g-robust", capabilities: [] }, (m) => {

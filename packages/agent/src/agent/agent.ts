@@ -32,7 +32,10 @@ export interface AgentOptions {
   heartbeatMs?: number;
   /** Seconds without a heartbeat after which the agent counts as dead (default 5 heartbeats, at least 3 s). */
   ttlSeconds?: number;
-  /** Lease of fetched messages: a crashed agent's message is delivered again after it (default 30 000). */
+  /**
+   * Lease of fetched messages: a crashed agent's message is delivered again after it (default
+   * 30 000). Also how long `stop()` waits for running handlers unless told otherwise.
+   */
   leaseMs?: number;
   /** Seconds replies are kept in the asker's mailbox (default 7 days; traces are read from them). */
   messageTtlSeconds?: number;
@@ -53,6 +56,18 @@ export interface AgentOptions {
   logger?: Logger;
   /** A handler failure or a bad message; default: an error on `logger`. */
   onError?: (error: Error, message?: Envelope) => void;
+}
+
+/** Options of `Agent.stop`. */
+export interface AgentStopOptions {
+  /** Take the agent out of the registry as well (default false: it shows offline after its ttl). */
+  unregister?: boolean;
+  /**
+   * How long to wait for running handlers before aborting their signals and returning
+   * (default: the lease, `leaseMs`). Their messages are not ACKed: they come back after
+   * their lease, to this agent's next start or another instance.
+   */
+  timeoutMs?: number;
 }
 
 /** What a handler gets besides the message. */
@@ -225,17 +240,45 @@ export abstract class Agent {
     return this;
   }
 
-  /** Stops taking messages, lets running handlers finish, stops heartbeating. */
-  async stop(options: { unregister?: boolean } = {}): Promise<void> {
+  /**
+   * Stops taking messages and heartbeating, and waits for running handlers up to `timeoutMs`
+   * (default: the lease); then aborts their signals and returns without waiting further.
+   */
+  async stop(options: AgentStopOptions = {}): Promise<void> {
     if (this.stopped) return;
+    const timeoutMs = options.timeoutMs ?? this.leaseMs;
+    if (!Number.isFinite(timeoutMs) || timeoutMs < 0) {
+      throw new RangeError(`stop: timeoutMs must be a number of milliseconds >= 0, got ${timeoutMs}`);
+    }
     this.stopped = true;
     clearTimeout(this.heartbeatTimer);
     await this.heartbeatInFlight;
+    // The control mailbox is read until the handlers are done: a cancel still reaches them.
+    const abandoned = this.consumer !== undefined && !(await settlesWithin(this.consumer.stop(), timeoutMs));
+    if (abandoned) {
+      // A handler deaf to its signal may never end; past the lease its message is handed
+      // out again anyway, so stop waits no longer than that by default.
+      const left = this.running.size;
+      for (const cancel of this.running.values()) cancel.abort(new AgentStopped(this.manifest.name));
+      if (left > 0) {
+        this.logger.warn(
+          { running: left, timeout_ms: timeoutMs },
+          `stop: ${left} handler${left === 1 ? "" : "s"} still running after ${timeoutMs} ms; aborted them, their messages come back after their lease`,
+        );
+      }
+    }
     await this.control?.stop();
-    await this.consumer?.stop();
     await this.handledLog?.flush().catch((e: Error) => this.onError(e));
     if (options.unregister) await this.client?.unregister({ mailbox: this.manifest.mailbox }).catch(() => {});
-    if (this.ownsClient) await this.client?.close();
+    if (this.ownsClient && this.client) {
+      if (!abandoned) await this.client.close();
+      else {
+        // close() waits for the consumer, which waits for the handlers left running: the
+        // connection is closed under them instead, so nothing they return can be sent or ACKed.
+        void this.client.close().catch(() => {});
+        await this.client.nats.close();
+      }
+    }
   }
 
   /**
@@ -384,7 +427,11 @@ export abstract class Agent {
       this.running.delete(message.msg_id);
     }
     this.handledCount++;
-    if (cancel.aborted) return;
+    if (cancel.aborted) {
+      // Stopped under it: left un-ACKed (a throw), so the message comes back after its lease.
+      if (cancel.reason instanceof AgentStopped) throw cancel.reason;
+      return;
+    }
     if (failure) this.onError(failure, message);
     let answer: Envelope | undefined;
     if (message.reply_to && message.msg_type !== "result" && message.msg_type !== "error") {
@@ -486,5 +533,26 @@ export abstract class Agent {
       reply_to: fields.reply_to ?? this.manifest.mailbox,
     });
     return sendEnvelope(this.requireClient(), this.names.router, child, { ttl: this.messageTtlSeconds });
+  }
+}
+
+/** The abort reason of handlers still running when `stop()` gave up waiting for them. */
+class AgentStopped extends Error {
+  constructor(agent: string) {
+    super(`agent ${agent} stopped before this message was handled; it comes back after its lease`);
+    this.name = "AgentStopped";
+  }
+}
+
+/** Whether `promise` settles within `ms`; it is left running either way. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -4,27 +4,34 @@
  */
 export class LazyAbort {
   private controller?: AbortController;
-  private reason?: unknown;
+  private earlyReason?: unknown;
   private abortedEarly = false;
 
   get signal(): AbortSignal {
     if (!this.controller) {
       this.controller = new AbortController();
-      if (this.abortedEarly) this.controller.abort(this.reason);
+      if (this.abortedEarly) this.controller.abort(this.earlyReason);
     }
     return this.controller.signal;
+  }
+
+  /** Why it was aborted; undefined while it was not. */
+  get reason(): unknown {
+    return this.controller ? this.controller.signal.reason : this.earlyReason;
   }
 
   get aborted(): boolean {
     return this.controller ? this.controller.signal.aborted : this.abortedEarly;
   }
 
+  /** Aborts with `reason`; the first abort wins, as with an AbortController. */
   abort(reason: unknown): void {
     if (this.controller) {
       this.controller.abort(reason);
       return;
     }
+    if (this.abortedEarly) return;
     this.abortedEarly = true;
-    this.reason = reason;
+    this.earlyReason = reason;
   }
 }
