@@ -41,8 +41,10 @@ export interface RegistryContext {
   maxPayload?: number;
   /** The broker's message store: a cluster's registry lives in the same shared database. */
   store: Store;
-  /** In cluster mode, this node's instance name (it embeds the skills of the REGISTERs it takes). */
+  /** On a shared database, this process's instance name (it embeds the skills of the REGISTERs it takes). */
   node?: string;
+  /** In cluster mode: other nodes write the registry too, so reads first catch up with their changes. */
+  cluster?: boolean;
 }
 
 /** Opens the registry of a starting broker (e.g. `registryFactory(settings)` from `@mq9/registry`). */

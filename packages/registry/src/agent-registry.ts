@@ -201,6 +201,7 @@ export class AgentRegistry implements Registry {
     const now = this.now();
     let owner: string | undefined;
     if (caller !== undefined) {
+      await this.catchUp();
       const [existing] = await this.store.select({ mailbox: reg.mailbox }, now);
       if (existing !== undefined && existing.owner !== caller.name && !caller.admin) {
         throw new Mq9Error("PERMISSION_DENIED", Errors.notRegistrationOwner(reg.mailbox));
@@ -254,6 +255,7 @@ export class AgentRegistry implements Registry {
   private async ownSelector(selector: AgentSelector, caller: Principal | undefined): Promise<AgentSelector> {
     if (caller === undefined || caller.admin) return selector;
     if (selector.mailbox !== undefined) {
+      await this.catchUp();
       const [row] = await this.store.select({ mailbox: selector.mailbox }, this.now());
       if (row !== undefined && row.owner !== caller.name) {
         throw new Mq9Error("PERMISSION_DENIED", Errors.notRegistrationOwner(selector.mailbox));
@@ -262,8 +264,21 @@ export class AgentRegistry implements Registry {
     return { ...selector, owner: caller.name };
   }
 
+  /**
+   * Reads what other nodes of a cluster committed before a read, so that a client reads its own
+   * writes whichever node it asks; notes why not when the store could not in time. A store with
+   * no other writer has no catchUp, and this costs nothing.
+   */
+  private async catchUp(notes?: string[]): Promise<void> {
+    if (this.store.catchUp === undefined) return;
+    const behind = await this.store.catchUp();
+    if (behind !== undefined) notes?.push(behind);
+  }
+
   async discover(body: Uint8Array): Promise<DiscoverResult> {
     const request = unwrap(parseDiscoverRequest(body));
+    const notes: string[] = [];
+    await this.catchUp(notes);
     const filter: AgentFilter = {
       tags: request.tags,
       online: request.online,
@@ -276,7 +291,6 @@ export class AgentRegistry implements Registry {
     const need = offset + limit + 1;
     let ranked: RankedAgent[];
     let total: number | undefined;
-    const notes: string[] = [];
     let pending: number | undefined;
     if (request.semantic !== undefined) {
       const answer = await this.semanticAnswer(request, filter, now, need);
@@ -437,7 +451,12 @@ export class AgentRegistry implements Registry {
   private async waitForSmallBacklog(): Promise<number> {
     const pending = this.indexer!.pending;
     if (pending > 0 && pending <= QUERY_WAITS_FOR_SKILLS) await this.indexer!.caughtUp();
-    return this.indexer!.pending;
+    return this.pendingSkills();
+  }
+
+  /** Skills not searchable by meaning yet: embedding here, or (in a cluster) on the node that took their REGISTER. */
+  private pendingSkills(): number {
+    return (this.indexer?.pending ?? 0) + (this.store.awaitingVectors?.() ?? 0);
   }
 
   private semanticUnavailable(): string | undefined {
@@ -610,6 +629,7 @@ export class AgentRegistry implements Registry {
 
   /** One live agent's DISCOVER entry with its status, by mailbox (for the HTTP API); undefined when none. */
   async entryOf(mailbox: string): Promise<readonly Uint8Array[] | undefined> {
+    await this.catchUp();
     const [row] = await this.store.get([mailbox], this.now());
     if (!row) return undefined;
     return this.entry(row, unwrap(parseDiscoverRequest(Buffer.from('{"include_status":true}'))), Number.NaN);
@@ -619,7 +639,7 @@ export class AgentRegistry implements Registry {
   status(): RegistryStatus {
     return {
       embedding: this.indexer?.embedding ?? false,
-      pendingSkills: this.indexer?.pending ?? 0,
+      pendingSkills: this.indexer ? this.pendingSkills() : 0,
       vectors: this.vectors?.status?.(),
     };
   }

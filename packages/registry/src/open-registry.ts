@@ -162,9 +162,9 @@ async function clusterSettings(
   settings: RegistrySettings,
   context: RegistryContext,
 ): Promise<RegistrySettings> {
-  const { store, node } = context;
+  const { store, node, cluster } = context;
   if (!(store instanceof PostgresStore) || node === undefined || settings.store) return settings;
-  const shared = await PostgresRegistryStore.open({ ...store.sharedDatabase(), node });
+  const shared = await PostgresRegistryStore.open({ ...store.sharedDatabase(), node, soleWriter: !cluster });
   const semantic = settings.embedder !== "none" && typeof settings.vectorStore !== "object";
   const vectorStore = semantic
     ? shared.shareVectors(

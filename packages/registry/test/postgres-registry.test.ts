@@ -3,7 +3,7 @@ import { PostgresStore } from "@mq9/broker/internal";
 import { freshSchema, postgresMissing, usePrivatePostgres } from "@mq9/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AgentRegistry } from "../src/agent-registry.js";
-import { openRegistry } from "../src/open-registry.js";
+import { openRegistry, type RegistrySettings } from "../src/open-registry.js";
 import { PostgresRegistryStore } from "../src/store/postgres-registry-store.js";
 import { LocalVectorStore } from "../src/vectors/local-vector-store.js";
 
@@ -41,13 +41,17 @@ describe.skipIf(missing !== undefined)(`postgres registry${missing ? ` (skipped:
     opened.length = 0;
   });
 
-  const twoNodes = async (schema = freshSchema()) => {
+  const twoNodes = async (schema = freshSchema(), settings: RegistrySettings = { embedder: "none" }) => {
     const nodes: { store: PostgresStore; shared: PostgresRegistryStore; registry: AgentRegistry }[] = [];
     for (const node of ["a", "b"]) {
       const store = await PostgresStore.open({ url: db.pg.url, schema, poolSize: 4 });
       const shared = await PostgresRegistryStore.open({ ...store.sharedDatabase(), node });
+      const vectorStore =
+        settings.embedder === "none"
+          ? undefined
+          : shared.shareVectors(await LocalVectorStore.open({ dataDir: ":memory:" }));
       const registry = await openRegistry(
-        { embedder: "none", store: shared },
+        { ...settings, store: shared, vectorStore },
         { dataDir: ":memory:", logger: console, store },
       );
       opened.push(store, registry);
@@ -71,6 +75,56 @@ describe.skipIf(missing !== undefined)(`postgres registry${missing ? ` (skipped:
     expect(await names(b.registry, { tags: ["finance"] })).toEqual(["invoice-checker"]);
     await b.registry.unregister(json({ mailbox: "invoice.inbox" }));
     await eventually(async () => (await names(a.registry, {})).length === 0, "a to see it gone");
+  });
+
+  it("1,000 REGISTER→DISCOVER pairs on alternating nodes: each finds the agent at once by mailbox, name, tags and text", async () => {
+    const nodes = await twoNodes();
+    const misses: string[] = [];
+    for (let i = 0; i < 1_000; i++) {
+      const [writer, reader] = i % 2 === 0 ? nodes : [nodes[1], nodes[0]];
+      const name = `ryw-agent-${i}`;
+      const mailbox = `ryw.agent${i}.inbox`;
+      const word = `zq${i.toString(36)}word`;
+      await writer.registry.register(
+        json({ name, mailbox, payload: `handles ${word} requests`, tags: [`t${i}`] }),
+      );
+      const found = await Promise.all([
+        names(reader.registry, { mailbox }),
+        names(reader.registry, { name }),
+        names(reader.registry, { tags: [`t${i}`] }),
+        names(reader.registry, { text: word }),
+      ]);
+      for (const [by, hits] of ["mailbox", "name", "tags", "text"].map((by, k) => [by, found[k]] as const)) {
+        if (!hits.includes(name)) misses.push(`${name} by ${by}`);
+      }
+    }
+    expect(misses).toEqual([]);
+  }, 120_000);
+
+  it("a DISCOVER by meaning right after a REGISTER on another node finds the agent or says its skills are pending", async () => {
+    const nodes = await twoNodes(freshSchema(), { embedder: "static", threaded: false });
+    for (let i = 0; i < 20; i++) {
+      const [writer, reader] = i % 2 === 0 ? nodes : [nodes[1], nodes[0]];
+      const name = `meaning-${i}`;
+      await writer.registry.register(
+        json({ name, mailbox: `meaning.agent${i}.inbox`, payload: `translates invoices into language ${i}` }),
+      );
+      const reply = await reader.registry.discover(json({ semantic: "translate an invoice", limit: 100 }));
+      const found = reply.agents.some((pieces) =>
+        Buffer.concat(pieces.map((p) => Buffer.from(p)))
+          .toString()
+          .includes(`"${name}"`),
+      );
+      if (!found) expect(reply.pendingSkills ?? 0, `${name}: neither found nor pending`).toBeGreaterThan(0);
+    }
+    // Once the writers stored the vectors, every node finds every agent by meaning.
+    await eventually(async () => {
+      for (const node of nodes) {
+        const reply = await node.registry.discover(json({ semantic: "translate an invoice", limit: 100 }));
+        if (reply.agents.length !== 20 || reply.pendingSkills !== undefined) return false;
+      }
+      return true;
+    }, "every node to find every agent by meaning");
   });
 
   it("heartbeats through one node keep a registration alive on the other", async () => {

@@ -27,7 +27,7 @@ export interface BrokerTransport {
   /** True when users are configured and the service must check who owns what. */
   readonly isolatesClients: boolean;
   /** What the registry factory is told of the transport (see RegistryContext). */
-  readonly registryScope: { maxPayload?: number; node?: string };
+  readonly registryScope: { maxPayload?: number; node?: string; cluster?: boolean };
   /** The HTTP server's host when its options give none. */
   readonly defaultHttpHost: string;
   connectionCount(): number;

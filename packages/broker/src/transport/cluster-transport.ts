@@ -46,8 +46,8 @@ export class ClusterTransport implements BrokerTransport {
     return this.node.notifier;
   }
 
-  get registryScope(): { node: string } {
-    return { node: this.node.instance };
+  get registryScope(): { node: string; cluster: true } {
+    return { node: this.node.instance, cluster: true };
   }
 
   /** A node has no listener of its own: its clients are the cluster's. */

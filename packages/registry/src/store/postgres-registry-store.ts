@@ -12,6 +12,14 @@ import { type SkillDocRow, toStoredDoc } from "./skill-doc-row.js";
 const FOLLOW_INTERVAL_MS = 200;
 /** A doc whose node has not embedded it after this long is embedded by whichever node looks. */
 const ORPHAN_AFTER_MS = 60_000;
+/**
+ * How long a read waits for this node to catch up with the registry's newest committed change
+ * before it answers from what the node has (and says so): docs/cluster.md.
+ */
+export const CATCH_UP_MS = 2_000;
+/** The newest committed change: both columns are indexed, so two index probes. */
+const NEWEST_CHANGE = `SELECT greatest((SELECT max(change) FROM registry_agents),
+  (SELECT max(change) FROM registry_removals)) AS newest`;
 
 interface AgentDbRow {
   owner: string | null;
@@ -67,6 +75,11 @@ export interface PostgresRegistryStoreOptions {
   logger: Logger;
   /** Describes the database in errors (host:port/db). */
   where: string;
+  /**
+   * This process is the registry's only writer (one broker on PostgreSQL): what it reads in
+   * memory is already the newest, so reads need not catch up first. Default: other nodes write too.
+   */
+  soleWriter?: boolean;
 }
 
 /**
@@ -74,7 +87,9 @@ export interface PostgresRegistryStoreOptions {
  * rows in PostgreSQL; each node answers DISCOVER from its own in-memory indexes (registration index,
  * BM25, vectors) and follows the other nodes' changes every FOLLOW_INTERVAL_MS. Writes take
  * one advisory lock, so change numbers commit in order and "everything after n" misses nothing.
- * A doc's vector is computed by the node that took its REGISTER and stored with the doc;
+ * Before a read the registry calls catchUp(): the node reads the newest committed change number
+ * and, when it has not followed that far, follows now, so a client reads its own writes whichever
+ * node its next request reaches. A doc's vector is computed by the node that took its REGISTER and stored with the doc;
  * the other nodes load it. Expired registrations are purged by one node (an advisory lock).
  */
 export class PostgresRegistryStore extends IndexedRegistryReads implements RegistryStore {
@@ -83,6 +98,13 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
   private followed = 0;
   private timer?: NodeJS.Timeout;
   private following?: Promise<void>;
+  /** A follow queued behind the one in flight, for reads that arrived after that one began. */
+  private queued?: Promise<void>;
+  /** Docs followed from other nodes whose vectors are not stored yet (their node is embedding them). */
+  private readonly awaiting = new Set<number>();
+  /** Vectors read before shareVectors named where they go, and their loading there. */
+  private unshared: VectorItem[] = [];
+  private sharing?: Promise<void>;
   private closed = false;
   private vectors?: VectorStore;
   private readonly expiryLock: ClusterLock;
@@ -111,10 +133,14 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
    */
   shareVectors(local: VectorStore): VectorStore {
     this.vectors = local;
+    const loaded = this.unshared;
+    this.unshared = [];
+    if (loaded.length > 0) this.sharing = local.upsert(loaded);
     const registry = this;
     return {
       async upsert(items: VectorItem[]) {
         await local.upsert(items);
+        for (const item of items) registry.awaiting.delete(item.id);
         await registry.saveVectors(items);
       },
       query: (vector, filter, limit) => local.query(vector, filter, limit),
@@ -215,7 +241,36 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
     return touched.length;
   }
 
-  /** Read in memory; a registration another node wrote in the last moments may not be here yet. */
+  /**
+   * Follows the registry up to its newest committed change before a read: one indexed query when
+   * this node is up to date. Resolves to why it could not (the database failed, or it took more
+   * than CATCH_UP_MS), so the read answers from what the node has and says so.
+   */
+  async catchUp(): Promise<string | undefined> {
+    if (this.options.soleWriter || this.closed) return undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<string>((resolve) => {
+      timer = setTimeout(() => resolve(`it took more than ${CATCH_UP_MS / 1000} s`), CATCH_UP_MS);
+    });
+    const caughtUp = this.freshFollow().then(
+      () => this.sharing,
+      (err: Error) => err.message,
+    );
+    try {
+      const why = await Promise.race([caughtUp, late]);
+      if (why === undefined) return undefined;
+      return `this node could not read the registry's newest changes (${why}): the answer may miss what other nodes changed in the last moments`;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Skills this node has indexed whose vectors the node that took their REGISTER has not stored yet. */
+  awaitingVectors(): number {
+    return this.vectors ? this.awaiting.size : 0;
+  }
+
+  /** Read in memory, after catchUp(); a registration another node wrote in the last moments may not be here yet. */
   select(selector: AgentSelector, nowMs: number): Promise<AgentRow[]> {
     const rows: AgentRow[] = [];
     for (const entry of this.registrations.matching({}, nowMs)) {
@@ -282,6 +337,20 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
     await this.expiryLock.close();
   }
 
+  /**
+   * A follow that starts after this call: the one in flight may have read the newest change
+   * before a write the caller saw committed, so callers arriving meanwhile share the next one.
+   */
+  private freshFollow(): Promise<void> {
+    if (this.following === undefined) return this.follow();
+    const settled = () => {};
+    this.queued ??= this.following.then(settled, settled).then(() => {
+      this.queued = undefined;
+      return this.follow();
+    });
+    return this.queued;
+  }
+
   /** Reads the changes after the last one seen and applies them to the in-memory indexes. */
   private follow(): Promise<void> {
     if (this.closed) return Promise.resolve();
@@ -293,23 +362,31 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
 
   private async applyChanges(): Promise<void> {
     const after = this.followed;
-    const agents = await this.read<AgentDbRow>(
-      "SELECT * FROM registry_agents WHERE change > $1 ORDER BY change",
-      [after],
-    );
-    const removals = await this.read<{ mailbox: string; change: number }>(
-      "SELECT mailbox, change FROM registry_removals WHERE change > $1 ORDER BY change",
-      [after],
-    );
-    const reindex = agents.rows.filter((row) => row.docs_change > after).map((row) => row.mailbox);
-    const docs = new Map<string, DocDbRow[]>();
-    if (reindex.length > 0) {
-      const { rows } = await this.read<DocDbRow>(
-        `SELECT ${DOC_COLUMNS}, vector FROM registry_docs WHERE mailbox = ANY($1::text[]) ORDER BY id`,
-        [reindex],
+    const { rows } = await this.read<{ newest: number | null }>(NEWEST_CHANGE, []);
+    if ((rows[0]?.newest ?? 0) <= after) return;
+    // One snapshot: a change committed between two of these reads (a heartbeat moving a row's
+    // change number past the newest) would otherwise hide a row below it.
+    const { newest, agents, removals, docs } = await this.snapshot(async (c) => {
+      const position = await c.query<{ newest: number | null }>(NEWEST_CHANGE);
+      const agents = await c.query<AgentDbRow>(
+        "SELECT * FROM registry_agents WHERE change > $1 ORDER BY change",
+        [after],
       );
-      for (const row of rows) docs.set(row.mailbox, [...(docs.get(row.mailbox) ?? []), row]);
-    }
+      const removals = await c.query<{ mailbox: string; change: number }>(
+        "SELECT mailbox, change FROM registry_removals WHERE change > $1 ORDER BY change",
+        [after],
+      );
+      const reindex = agents.rows.filter((row) => row.docs_change > after).map((row) => row.mailbox);
+      const docs = new Map<string, DocDbRow[]>();
+      if (reindex.length > 0) {
+        const found = await c.query<DocDbRow>(
+          `SELECT ${DOC_COLUMNS}, vector FROM registry_docs WHERE mailbox = ANY($1::text[]) ORDER BY id`,
+          [reindex],
+        );
+        for (const row of found.rows) docs.set(row.mailbox, [...(docs.get(row.mailbox) ?? []), row]);
+      }
+      return { newest: position.rows[0]?.newest ?? 0, agents, removals, docs };
+    });
     type Event = { change: number; apply: () => Promise<void> | void };
     const events: Event[] = [
       ...removals.rows.map((r) => ({
@@ -343,18 +420,25 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
             own.map(toStoredDoc),
           );
           if (previous.length > 0) await this.vectors?.delete({ ids: previous });
-          const withVectors = own.filter((d) => d.vector);
-          if (withVectors.length > 0) {
-            await this.vectors?.upsert(
-              withVectors.map((d) => ({ id: d.id, agent: d.mailbox, vector: vectorOf(d.vector!) })),
-            );
-          }
+          for (const d of own) if (!d.vector) this.awaiting.add(d.id);
+          const items = own
+            .filter((d) => d.vector)
+            .map((d) => ({ id: d.id, agent: d.mailbox, vector: vectorOf(d.vector!) }));
+          if (items.length === 0) return;
+          if (this.vectors) await this.vectors.upsert(items);
+          else this.unshared.push(...items);
         },
       })),
     ].sort((a, b) => a.change - b.change);
     for (const event of events) await event.apply();
-    const last = events.length > 0 ? events[events.length - 1].change : after;
-    this.followed = Math.max(this.followed, last);
+    // The snapshot held every change up to its newest: none below it can appear later.
+    this.followed = Math.max(this.followed, newest);
+  }
+
+  /** Drops a registration from memory, and its docs from those awaiting vectors. */
+  protected override unindex(mailbox: string): void {
+    for (const id of this.registrations.get(mailbox)?.docIds ?? []) this.awaiting.delete(id);
+    super.unindex(mailbox);
   }
 
   /** Stores the vectors the indexer computed, and tells the other nodes (the docs changed). */
@@ -423,6 +507,25 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
   ): Promise<pg.QueryResult<R>> {
     try {
       return await this.options.pool.query<R>(text, values);
+    } catch (err) {
+      throw postgresError(err, "registry read failed", this.options.where);
+    }
+  }
+
+  /** Reads in one REPEATABLE READ snapshot. */
+  private async snapshot<T>(body: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    try {
+      return await withCheckedOutClient(this.options.pool, async (client) => {
+        await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+        try {
+          const result = await body(client);
+          await client.query("COMMIT");
+          return result;
+        } catch (err) {
+          await client.query("ROLLBACK").catch(() => {});
+          throw err;
+        }
+      });
     } catch (err) {
       throw postgresError(err, "registry read failed", this.options.where);
     }

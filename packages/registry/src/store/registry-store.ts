@@ -104,5 +104,13 @@ export interface RegistryStore {
   purgeExpired(nowMs: number): Promise<Removed>;
   /** Number of live registrations. */
   count(nowMs: number): Promise<number>;
+  /**
+   * Before a read, takes in the changes other processes committed (a cluster's registry, written
+   * by every node), within a bound; resolves to why it could not. A store whose process is the
+   * only writer leaves it out, and its reads cost nothing more.
+   */
+  catchUp?(): Promise<string | undefined>;
+  /** Skills indexed here whose vectors another process is computing (not yet searchable by meaning here). */
+  awaitingVectors?(): number;
   close(): Promise<void>;
 }
