@@ -12,7 +12,8 @@ export const MQ9_CLI = join(REPO_ROOT, "packages/cli/dist/main.js");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Starts a cluster node and resolves once its /healthz answers 200. Options: nodeId, nats (URLs;
+ * Starts a cluster node and resolves once its /healthz answers 200. Options: nodeId (none: the
+ * node's default id), nats (URLs;
  * without them, one broker on PostgreSQL with its own listener, on `port`), postgres (URL),
  * httpPort, args (extra flags), env, nodeArgs (node flags), dataDir (its working folder),
  * logFile (a detached process that logs there and outlives this one).
@@ -21,10 +22,15 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export async function startMq9Node(options) {
   const httpPort = options.httpPort ?? (await freePort());
   const port = options.nats ? undefined : (options.port ?? (await freePort()));
-  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), `mq9-node-${options.nodeId}-`));
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), `mq9-node-${options.nodeId ?? "default"}-`));
   mkdirSync(dataDir, { recursive: true });
   const attach = options.nats
-    ? ["--cluster", "--nats", options.nats.join(","), "--node-id", options.nodeId]
+    ? [
+        "--cluster",
+        "--nats",
+        options.nats.join(","),
+        ...(options.nodeId ? ["--node-id", options.nodeId] : []),
+      ]
     : ["--port", String(port)];
   const args = [
     ...(options.nodeArgs ?? []),

@@ -221,6 +221,7 @@ export class Broker {
             registry,
             connections: () => served.connectionCount(),
             cluster: () => served.clusterView(),
+            forgetClusterNode: (node) => served.forgetClusterNode(node),
             version: "1.0.0",
           },
         ));

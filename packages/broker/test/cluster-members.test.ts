@@ -22,7 +22,7 @@ describe("cluster roster (presence news)", () => {
     await broker.stop();
   });
 
-  const roster = async (node: string, intervalMs = INTERVAL_MS) => {
+  const roster = async (node: string, intervalMs = INTERVAL_MS, downRetentionMs?: number) => {
     const logger = captureLogger();
     const members = new ClusterMembers(
       await broker.nats(),
@@ -30,6 +30,7 @@ describe("cluster roster (presence news)", () => {
       () => ({ natsServer: "n1:4222", duties: node === "a" ? ["expiry"] : [] }),
       logger as unknown as Logger,
       intervalMs,
+      downRetentionMs,
     );
     members.start();
     rosters.push(members);
@@ -60,19 +61,52 @@ describe("cluster roster (presence news)", () => {
     a.members.leave();
   });
 
-  it("a silent node is missing after three intervals and dropped after thirty", async () => {
+  it("a silent node is missing after three intervals, then down since its last news, until any node forgets it", async () => {
     const c = await roster("c");
+    const f = await roster("f");
     news("quiet", "quiet/1");
-    await waitUntil(() => states(c.members).includes("quiet:up"));
+    await waitUntil(() => states(c.members).includes("quiet:up") && states(f.members).includes("quiet:up"));
     await waitUntil(() => states(c.members).includes("quiet:missing"), 2_000, "quiet to go missing");
     await waitUntil(
       () => c.logged().some((m) => m.startsWith("node quiet has not been heard for")),
       2_000,
       "the missing line",
     );
-    await waitUntil(() => c.members.list().length === 1, 5_000, "quiet to be dropped");
-    expect(c.logged().some((m) => m.startsWith("node quiet dropped from the roster"))).toBe(true);
+    await waitUntil(
+      () => states(c.members).includes("quiet:down") && states(f.members).includes("quiet:down"),
+      5_000,
+      "quiet to be down",
+    );
+    const quiet = c.members.list().find((m) => m.node === "quiet");
+    expect(quiet?.since).toBeLessThanOrEqual(Date.now() - (quiet?.last_heard_ms ?? 0));
+    await waitUntil(
+      () => c.logged().some((m) => m.startsWith("node quiet is down: not heard for")),
+      2_000,
+      "the down line",
+    );
+    // Only a node that is not up is forgotten: not a live peer, nor the node asked.
+    expect(c.members.forget("f")).toBe("up");
+    expect(c.members.forget("c")).toBe("self");
+    expect(c.members.forget("nobody")).toBe("unknown");
+    expect(states(c.members)).toEqual(["c:up", "f:up", "quiet:down"]);
+    expect(c.members.forget("quiet")).toBe("forgotten");
+    expect(states(c.members)).toEqual(["c:up", "f:up"]);
+    // The other nodes forget it too.
+    await waitUntil(() => states(f.members).length === 2, 2_000, "f to forget quiet");
+    expect(states(f.members)).toEqual(["f:up", "c:up"]);
+    expect(f.logged()).toContain("node quiet forgotten: dropped from the roster");
     c.members.leave();
+    f.members.leave();
+  });
+
+  it("a node that is down is dropped once its retention has passed", async () => {
+    const g = await roster("g", INTERVAL_MS, INTERVAL_MS * 40);
+    news("gone", "gone/1");
+    await waitUntil(() => states(g.members).includes("gone:down"), 5_000, "gone to be down");
+    await waitUntil(() => !states(g.members).includes("gone:down"), 5_000, "gone to be dropped");
+    expect(states(g.members)).toEqual(["g:up"]);
+    expect(g.logged().some((m) => m.startsWith("node gone dropped from the roster: down"))).toBe(true);
+    g.members.leave();
   });
 
   it("a restart under the same id replaces the silent process; two live ones under one id both stay", async () => {

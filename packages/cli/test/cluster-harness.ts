@@ -74,9 +74,11 @@ export const startPostgres = () => startPrivatePostgres() as Promise<PostgresPro
 export const LIGHT_NODE = ["--orchestrator", "off", "--registry-embedder", "none", "--log-level", "info"];
 
 export function startNode(options: {
-  nodeId: string;
+  /** Without one, the node's default id. */
+  nodeId?: string;
   nats: string[];
   postgres: string;
+  httpPort?: number;
   args?: string[];
 }): Promise<Mq9NodeProcess> {
   return startMq9Node({

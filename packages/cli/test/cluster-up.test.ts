@@ -84,7 +84,7 @@ describe.skipIf(missing !== undefined)(
       expect(output).toMatch(/mq9 cluster is up:/);
       expect(output).toContain("hello from whichever node took it");
       // mq9 cluster status and the API: node a lists the three nodes, all up.
-      expect(output).toMatch(/^cluster \S+: 3 nodes up, 0 missing, as node a hears them$/m);
+      expect(output).toMatch(/^cluster \S+: 3 nodes up, 0 missing, 0 down, as node a hears them$/m);
       expect(output).toMatch(/^NODE +STATE +NATS-SERVER +HTTP +RUNS +UP FOR +LAST HEARD$/m);
       for (const id of ["a \\(this one\\)", "b", "c"]) {
         expect(output).toMatch(

@@ -235,7 +235,7 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
     await eventually(async () => (await roster(nodes.a)).nodes.length === 3, 5_000, "z to leave");
     const health = await fetch(`http://127.0.0.1:${nodes.b.httpPort}/healthz`);
     expect(health.status).toBe(200);
-    expect(((await health.json()) as Record<string, unknown>).nodes).toEqual({ up: 3, missing: 0 });
+    expect(((await health.json()) as Record<string, unknown>).nodes).toEqual({ up: 3, missing: 0, down: 0 });
     const metrics = await (await fetch(`http://127.0.0.1:${nodes.c.httpPort}/metrics`)).text();
     expect(metrics).toMatch(/^mq9_cluster_nodes\{state="up"\} 3$/m);
     // Every node reports each duty, 1 on the node that runs it: the cluster's sum is 1.
@@ -250,7 +250,7 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
     const status = await runCli(["cluster", "status", "--http", `http://127.0.0.1:${nodes.b.httpPort}`]);
     expect(status.code, status.stderr).toBe(0);
     expect(status.stdout).toMatch(/^b \(this one\) +up +/m);
-    expect(status.stdout).toMatch(/^cluster \S+: 3 nodes up, 0 missing, as node b hears them$/m);
+    expect(status.stdout).toMatch(/^cluster \S+: 3 nodes up, 0 missing, 0 down, as node b hears them$/m);
     const viaNats = await runCli(["cluster", "status", "--server", nats.urls[0]]);
     expect(viaNats.code).toBe(3);
     expect(viaNats.stderr).toMatch(
@@ -680,7 +680,7 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
     await eventually(
       async () => !(await roster(nodes.a)).nodes.some((m) => m.node === "b"),
       20_000,
-      "node a to drop b (a missing node would stay listed for a minute)",
+      "node a to drop b (a silent node would stay listed as missing, then down)",
     );
     expect(nodes.a.output()).toMatch(/node b left the cluster/);
     await startNamed("b", 1);

@@ -10,8 +10,15 @@ export const PRESENCE_SUBJECT = "_mq9.cluster.presence";
 export const PRESENCE_INTERVAL_MS = 2_000;
 /** Intervals without news after which a node is reported missing… */
 const MISSING_AFTER = 3;
-/** …and after which it is dropped from the roster. */
-const FORGOTTEN_AFTER = 30;
+/** …and after which it is down: kept in the roster until forgotten, or DOWN_RETENTION_MS. */
+const DOWN_AFTER = 30;
+/** Intervals after which a node of another cluster, no longer heard, is no longer reported. */
+const STRANGER_FORGOTTEN_AFTER = 30;
+/** How long a node that is down stays in the roster unless an operator forgets it first. */
+export const DOWN_RETENTION_MS = 24 * 60 * 60 * 1000;
+
+/** What forget() did: `forgotten`, or why not. */
+export type ForgetOutcome = "forgotten" | "unknown" | "up" | "self";
 
 /** What a node tells of itself that its call does not. */
 export interface NodeDetails {
@@ -32,6 +39,8 @@ interface NodeNews extends NodeCall {
   http_url?: string;
   duties: string[];
   leaving?: boolean;
+  /** A node id the sender's operator forgot: every node drops it from its roster. */
+  forget?: string;
 }
 
 /** One node as the roster shows it. */
@@ -40,8 +49,13 @@ export interface ClusterMember {
   instance: string;
   /** The node that answers this roster. */
   self: boolean;
-  /** `missing`: not heard for three intervals (dead, or cut off from NATS); dropped after thirty. */
-  state: "up" | "missing";
+  /**
+   * `missing`: not heard for three intervals (dead, or cut off from NATS); `down` after thirty,
+   * kept until forgotten (`mq9 cluster forget`) or for DOWN_RETENTION_MS.
+   */
+  state: "up" | "missing" | "down";
+  /** Unix milliseconds of its last news, for a node that is missing or down. */
+  since?: number;
   /** Unix milliseconds. */
   started_at: number;
   /** Milliseconds since its last news; 0 for this node. */
@@ -56,6 +70,7 @@ interface Heard {
   news: NodeNews;
   at: number;
   missing: boolean;
+  down?: boolean;
 }
 
 /**
@@ -79,6 +94,7 @@ export class ClusterMembers {
     private readonly details: () => NodeDetails,
     private readonly logger: Logger,
     private readonly intervalMs = PRESENCE_INTERVAL_MS,
+    private readonly downRetentionMs = DOWN_RETENTION_MS,
   ) {}
 
   /** Listens to the other nodes and starts telling them of this one. */
@@ -121,11 +137,13 @@ export class ClusterMembers {
     const others = [...this.others.values()]
       .map(({ news, at }): ClusterMember => {
         const silentMs = now - at;
+        const state = this.stateAfter(silentMs);
         return {
           node: news.node,
           instance: news.instance,
           self: false,
-          state: silentMs > MISSING_AFTER * this.intervalMs ? "missing" : "up",
+          state,
+          ...(state === "up" ? {} : { since: at }),
           started_at: news.started_at,
           last_heard_ms: silentMs,
           nats_server: news.nats_server ?? null,
@@ -136,6 +154,37 @@ export class ClusterMembers {
       })
       .sort((a, b) => a.node.localeCompare(b.node) || a.instance.localeCompare(b.instance));
     return [self, ...others];
+  }
+
+  /**
+   * Drops a node that is no longer up (missing or down) from this roster and tells the other
+   * nodes to drop it too. A node that is up, or this one, is not forgotten.
+   */
+  forget(node: string, now = Date.now()): ForgetOutcome {
+    if (node === this.self.node) return "self";
+    const entries = [...this.others.values()].filter((heard) => heard.news.node === node);
+    if (entries.length === 0) return "unknown";
+    if (entries.some((heard) => this.stateAfter(now - heard.at) === "up")) return "up";
+    this.drop(node);
+    this.publish({ forget: node });
+    return "forgotten";
+  }
+
+  private stateAfter(silentMs: number): ClusterMember["state"] {
+    if (silentMs > DOWN_AFTER * this.intervalMs) return "down";
+    return silentMs > MISSING_AFTER * this.intervalMs ? "missing" : "up";
+  }
+
+  /** Forgets every process of `node` that is not up; returns how many. */
+  private drop(node: string, now = Date.now()): number {
+    let dropped = 0;
+    for (const [instance, heard] of this.others) {
+      if (heard.news.node !== node || this.stateAfter(now - heard.at) === "up") continue;
+      this.others.delete(instance);
+      dropped++;
+    }
+    if (dropped > 0) this.logger.info(`node ${node} forgotten: dropped from the roster`);
+    return dropped;
   }
 
   /**
@@ -190,6 +239,7 @@ export class ClusterMembers {
       this.heardStranger(news);
       return;
     }
+    if (news.forget !== undefined) this.drop(news.forget);
     const known = this.others.get(news.instance);
     if (news.leaving) {
       if (known && this.others.delete(news.instance)) this.logger.info(`node ${news.node} left the cluster`);
@@ -240,14 +290,21 @@ export class ClusterMembers {
   private sweep(now = Date.now()): void {
     this.dropReplaced(now);
     for (const [instance, heard] of this.foreign) {
-      if (now - heard.at > FORGOTTEN_AFTER * this.intervalMs) this.foreign.delete(instance);
+      if (now - heard.at > STRANGER_FORGOTTEN_AFTER * this.intervalMs) this.foreign.delete(instance);
     }
     for (const [instance, heard] of this.others) {
       const silentS = Math.round((now - heard.at) / 1000);
-      if (now - heard.at > FORGOTTEN_AFTER * this.intervalMs) {
+      const state = this.stateAfter(now - heard.at);
+      if (now - heard.at > this.downRetentionMs) {
         this.others.delete(instance);
-        this.logger.warn(`node ${heard.news.node} dropped from the roster: not heard for ${silentS} s`);
-      } else if (!heard.missing && now - heard.at > MISSING_AFTER * this.intervalMs) {
+        this.logger.warn(`node ${heard.news.node} dropped from the roster: down, not heard for ${silentS} s`);
+      } else if (state === "down" && !heard.down) {
+        heard.missing = true;
+        heard.down = true;
+        this.logger.warn(
+          `node ${heard.news.node} is down: not heard for ${silentS} s; it stays in the roster as down until it comes back under its node id, an operator forgets it (mq9 cluster forget ${heard.news.node}), or ${Math.round(this.downRetentionMs / 3_600_000)} h pass`,
+        );
+      } else if (!heard.missing && state !== "up") {
         heard.missing = true;
         this.logger.warn(
           `node ${heard.news.node} has not been heard for ${silentS} s: it died or lost its NATS connection; the other nodes take its requests, and its leases come back when they expire`,
@@ -257,10 +314,10 @@ export class ClusterMembers {
   }
 }
 
-/** How many of `nodes` are up and how many missing. */
-export function tally(nodes: readonly ClusterMember[]): { up: number; missing: number } {
-  const up = nodes.filter((n) => n.state === "up").length;
-  return { up, missing: nodes.length - up };
+/** How many of `nodes` are up, missing and down. */
+export function tally(nodes: readonly ClusterMember[]): { up: number; missing: number; down: number } {
+  const count = (state: ClusterMember["state"]) => nodes.filter((n) => n.state === state).length;
+  return { up: count("up"), missing: count("missing"), down: count("down") };
 }
 
 function parseNews(data: Uint8Array): NodeNews | undefined {
@@ -279,6 +336,7 @@ function parseNews(data: Uint8Array): NodeNews | undefined {
       http_url: typeof news.http_url === "string" ? news.http_url : undefined,
       duties: Array.isArray(news.duties) ? news.duties.filter((d) => typeof d === "string") : [],
       leaving: news.leaving === true,
+      forget: typeof news.forget === "string" ? news.forget : undefined,
     };
   } catch {
     return undefined;

@@ -9,7 +9,7 @@ import type { Mq9Service } from "../service/mq9-service.js";
 import type { HeldDuties } from "../store/postgres/cluster-lock.js";
 import type { Store } from "../store/store.js";
 import { DatabaseProbe } from "../transport/database-probe.js";
-import { type ClusterMember, ClusterMembers, tally } from "./cluster-members.js";
+import { type ClusterMember, ClusterMembers, type ForgetOutcome, tally } from "./cluster-members.js";
 import type { ClusterOptions } from "./cluster-options.js";
 import { connectToCluster, NatsAttachment } from "./nats-attachment.js";
 import { NatsNotifier } from "./nats-notifier.js";
@@ -88,6 +88,7 @@ export class ClusterNode {
       }),
       this.logger,
       this.options.presenceIntervalMs,
+      this.options.downRetentionMs,
     );
     const answers = await this.rollCall.call();
     if (answers.some((a) => a.cluster === clusterId && a.node === self.node)) {
@@ -129,6 +130,11 @@ export class ClusterNode {
     return { cluster: this.clusterId, node: this.options.nodeId, nodes: this.members.list() };
   }
 
+  /** Drops a node that is not up from every node's roster (DELETE /api/v1/cluster/nodes/:node). */
+  forget(node: string): ForgetOutcome {
+    return this.members?.forget(node) ?? "unknown";
+  }
+
   /** Gauges of the node's links, and a periodic probe of the database for /healthz. */
   watch(metrics: BrokerMetrics, store: Store): void {
     const node = this;
@@ -142,13 +148,14 @@ export class ClusterNode {
     });
     new Gauge({
       name: "mq9_cluster_nodes",
-      help: "Nodes of the cluster this node hears (itself included), by state: up, or missing (silent for three presence intervals)",
+      help: "Nodes of the cluster this node hears (itself included), by state: up, missing (silent for three presence intervals) or down (silent for thirty, kept until forgotten)",
       labelNames: ["state"],
       registers: [metrics.registry],
       collect() {
         const nodes = tally(node.members?.list() ?? []);
         this.set({ state: "up" }, nodes.up);
         this.set({ state: "missing" }, nodes.missing);
+        this.set({ state: "down" }, nodes.down);
       },
     });
     new Gauge({

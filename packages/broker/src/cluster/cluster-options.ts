@@ -23,4 +23,9 @@ export interface ClusterOptions {
   httpUrl?: string;
   /** How often the node tells the others it is there (default 2 s); missing after three silent intervals. */
   presenceIntervalMs?: number;
+  /**
+   * How long a node that is down (silent for thirty presence intervals) stays in the roster
+   * unless an operator forgets it first (default 24 h).
+   */
+  downRetentionMs?: number;
 }

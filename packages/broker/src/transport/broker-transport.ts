@@ -1,3 +1,4 @@
+import type { ForgetOutcome } from "../cluster/cluster-members.js";
 import type { ClusterView } from "../cluster/cluster-node.js";
 import type { Notifier } from "../engine/notifier.js";
 import type { BrokerMetrics } from "../http/broker-metrics.js";
@@ -40,6 +41,8 @@ export interface BrokerTransport {
   advertiseHttp(port: number, host: string): void;
   /** The cluster's nodes as this one hears them; undefined for a broker of its own. */
   clusterView(): ClusterView | undefined;
+  /** Forgets a cluster node that is not up; undefined on a broker of its own. */
+  forgetClusterNode(node: string): ForgetOutcome | undefined;
   /** Takes no new requests (those in hand are still answered). */
   stopReceiving(): Promise<void>;
   /** Flushes replies (up to `drainTimeoutMs`, else the transport's default) and disconnects. */

@@ -1,3 +1,4 @@
+import type { ForgetOutcome } from "../cluster/cluster-members.js";
 import { type ClusterNode, type ClusterView, startClusterNode } from "../cluster/cluster-node.js";
 import type { ClusterOptions } from "../cluster/cluster-options.js";
 import type { BrokerMetrics } from "../http/broker-metrics.js";
@@ -81,6 +82,10 @@ export class ClusterTransport implements BrokerTransport {
 
   clusterView(): ClusterView | undefined {
     return this.node.view();
+  }
+
+  forgetClusterNode(node: string): ForgetOutcome {
+    return this.node.forget(node);
   }
 
   stopReceiving(): Promise<void> {

@@ -92,6 +92,10 @@ export class EmbeddedTransport implements BrokerTransport {
     return undefined;
   }
 
+  forgetClusterNode(): undefined {
+    return undefined;
+  }
+
   advertiseHttp(port: number): void {
     // `mq9 task …` and other HTTP tools given only the broker's address find the HTTP port here.
     this.listener.advertise({ mq9_http_port: port });

@@ -11,7 +11,9 @@ export function registerCluster(program: Command): void {
     .description("a cluster's nodes (mq9 serve --cluster), over a node's HTTP API")
     .exitOverride(usageExit);
   apiCommand(cluster.command("status"))
-    .description("every node the given node hears: up or missing, its nats-server, HTTP port and duties")
+    .description(
+      "every node the given node hears: up, missing or down, its nats-server, HTTP port and duties",
+    )
     .addHelpText(
       "after",
       "\nA cluster's clients connect to nats-servers, which do not know mq9's HTTP port: give a node's\nHTTP server with --http (or MQ9_HTTP; npm run cluster:up's env file sets it).\n\nExamples:\n  mq9 cluster status --http http://n1:8080\n  mq9 cluster status --json",
@@ -24,6 +26,23 @@ export function registerCluster(program: Command): void {
         return ExitCode.ok;
       }),
     );
+  apiCommand(cluster.command("forget").argument("<node>", "the node id to forget"))
+    .description("drop a node that is down or missing from every node's roster (one that is up stays)")
+    .addHelpText(
+      "after",
+      "\nA node that died without saying goodbye stays in the roster as down, so that anyone who looks\nlater sees it is gone; forget it once it is not coming back (retired, or renamed). A node that\ncomes back under its node id replaces its own down entry by itself.\n\nExamples:\n  mq9 cluster forget n3 --http http://n1:8080",
+    )
+    .action((node: string, flags: ApiFlags) =>
+      withApi(flags, async (api) => {
+        const answer = await api.call<{ forgotten: string }>(
+          "DELETE",
+          `/api/v1/cluster/nodes/${encodeURIComponent(node)}`,
+        );
+        if (flags.json) printJson(answer);
+        else process.stdout.write(`node ${answer.forgotten} forgotten: no node lists it any more\n`);
+        return ExitCode.ok;
+      }),
+    );
 }
 
 function printRoster(roster: Roster): void {
@@ -33,17 +52,17 @@ function printRoster(roster: Roster): void {
     );
     return;
   }
-  const missing = roster.nodes.filter((n) => n.state === "missing").length;
-  const up = roster.nodes.length - missing;
+  const count = (state: string) => roster.nodes.filter((n) => n.state === state).length;
+  const up = count("up");
   const now = Date.now();
   process.stdout.write(
-    `cluster ${roster.cluster}: ${up} node${up === 1 ? "" : "s"} up, ${missing} missing, as node ${roster.node} hears them\n`,
+    `cluster ${roster.cluster}: ${up} node${up === 1 ? "" : "s"} up, ${count("missing")} missing, ${count("down")} down, as node ${roster.node} hears them\n`,
   );
   printTable(
     ["NODE", "STATE", "NATS-SERVER", "HTTP", "RUNS", "UP FOR", "LAST HEARD"],
     roster.nodes.map((n) => [
       n.self ? `${n.node} (this one)` : n.node,
-      n.state,
+      n.since === undefined ? n.state : `${n.state} since ${new Date(n.since).toISOString()}`,
       n.nats_server ?? "-",
       n.http_url ?? "-",
       n.duties.join(",") || "-",

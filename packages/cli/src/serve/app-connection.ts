@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
-import { hostname } from "node:os";
 import type { ConnectOptions } from "@mq9/client";
 import type { ServeConfig } from "./config.js";
+import { nodeIdOf } from "./node-id.js";
 
 /** Where and how an in-process app (MCP, A2A gateway, orchestrator) reaches the broker. */
 export interface AppConnection {
@@ -21,7 +21,7 @@ export interface AppConnection {
 export function appConnection(config: ServeConfig, host: string, port: number, name: string): AppConnection {
   const cluster = config.cluster;
   if (cluster.enabled) {
-    const options: ConnectOptions = { name: `${name}@${cluster.nodeId ?? `${hostname()}-${process.pid}`}` };
+    const options: ConnectOptions = { name: `${name}@${nodeIdOf(config)}` };
     if (cluster.natsToken) options.token = cluster.natsToken;
     if (cluster.natsUser) {
       options.user = cluster.natsUser;

@@ -1,7 +1,7 @@
-import { hostname } from "node:os";
 import type { BrokerOptions, Logger } from "@mq9/broker";
 import { PostgresStore } from "@mq9/broker/internal";
 import type { ServeConfig } from "./config.js";
+import { nodeIdOf } from "./node-id.js";
 
 /**
  * What `mq9 serve --postgres` adds to the broker's options: the PostgreSQL store (opened,
@@ -20,7 +20,7 @@ export async function postgresBrokerOptions(
     logger,
   });
   if (!cluster.enabled) return { store };
-  const nodeId = cluster.nodeId ?? `${hostname()}-${process.pid}`;
+  const nodeId = nodeIdOf(config);
   const tls =
     cluster.natsTlsCa || cluster.natsTlsCert
       ? { caFile: cluster.natsTlsCa, certFile: cluster.natsTlsCert, keyFile: cluster.natsTlsKey }
@@ -37,6 +37,7 @@ export async function postgresBrokerOptions(
       tls,
       queueGroup: cluster.queueGroup,
       httpUrl: cluster.nodeHttpUrl?.replace(/\/$/, ""),
+      downRetentionMs: cluster.downRetentionS * 1000,
     },
   };
 }

@@ -94,7 +94,11 @@ export class HttpApi {
    * broker that has just started answers NOT_READY until its orchestrator is up: that answer
    * is asked again for a while (STARTING_WAIT_MS) before it counts.
    */
-  async call<T = Record<string, unknown>>(method: "GET" | "POST", path: string, body?: unknown): Promise<T> {
+  async call<T = Record<string, unknown>>(
+    method: "GET" | "POST" | "DELETE",
+    path: string,
+    body?: unknown,
+  ): Promise<T> {
     const deadline = Date.now() + STARTING_WAIT_MS;
     for (;;) {
       try {
@@ -106,7 +110,7 @@ export class HttpApi {
     }
   }
 
-  private async callOnce<T>(method: "GET" | "POST", path: string, body?: unknown): Promise<T> {
+  private async callOnce<T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<T> {
     const url = new URL(path, `${this.address.url}/`);
     let response: Response;
     let text: string;

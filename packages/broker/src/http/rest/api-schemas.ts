@@ -217,10 +217,15 @@ export const ClusterNodeInfo = z
     instance: z.string().describe("the node id and a random suffix, new at each start"),
     self: z.boolean().describe("whether this is the node that answered"),
     state: z
-      .enum(["up", "missing"])
+      .enum(["up", "missing", "down"])
       .describe(
-        "missing: not heard for three presence intervals (it died or lost NATS); dropped after thirty",
+        "missing: not heard for three presence intervals (it died or lost NATS); down after thirty, kept until forgotten (DELETE /api/v1/cluster/nodes/{node}) or for 24 h",
       ),
+    since: z
+      .number()
+      .int()
+      .optional()
+      .describe("unix milliseconds of its last presence news, for a node that is missing or down"),
     started_at: z.number().int().describe("unix milliseconds"),
     last_heard_ms: z.number().int().describe("milliseconds since its last presence news; 0 for this node"),
     nats_server: z.string().nullable().describe("the nats-server it is connected to"),
@@ -245,6 +250,12 @@ export const ClusterRoster = z.object({
   node: z.string().optional().describe("the answering node's id"),
   nodes: z.array(ClusterNodeInfo).describe("this node first, then the others by node id"),
 });
+
+export const ClusterNodeParams = z.object({
+  node: z.string().min(1).max(256).describe("the node's --node-id"),
+});
+
+export const Forgotten = z.object({ forgotten: z.string().describe("the node id dropped from the roster") });
 
 export const AuthInfo = z.object({
   required: z.boolean(),

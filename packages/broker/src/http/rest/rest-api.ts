@@ -1,4 +1,5 @@
 import type { FastifyInstance } from "fastify";
+import type { ForgetOutcome } from "../../cluster/cluster-members.js";
 import type { ClusterView } from "../../cluster/cluster-node.js";
 import type { MessagingEngine } from "../../engine/messaging-engine.js";
 import type { Logger } from "../../logger.js";
@@ -6,7 +7,15 @@ import type { Registry } from "../../registry.js";
 import type { Mq9Service } from "../../service/mq9-service.js";
 import type { BrokerMetrics } from "../broker-metrics.js";
 import { mountAgentRoutes } from "./agent-routes.js";
-import { AuthInfo, ClusterRoster, MetricsHistory, MetricsSummary } from "./api-schemas.js";
+import { ApiError } from "./api-error.js";
+import {
+  AuthInfo,
+  ClusterNodeParams,
+  ClusterRoster,
+  Forgotten,
+  MetricsHistory,
+  MetricsSummary,
+} from "./api-schemas.js";
 import { mountMailboxRoutes } from "./mailbox-routes.js";
 import { MetricsSampler } from "./metrics-sampler.js";
 import { openApiDocument } from "./openapi-document.js";
@@ -20,6 +29,8 @@ export interface RestApiOptions {
   connections: () => number;
   /** The cluster's nodes as this one hears them; undefined on a broker of its own. */
   cluster?: () => ClusterView | undefined;
+  /** Forgets a cluster node that is not up; undefined on a broker of its own. */
+  forgetClusterNode?: (node: string) => ForgetOutcome | undefined;
   /** The HTTP schemes the broker's credentials travel in; empty when it has none. */
   auth: readonly ("bearer" | "basic")[];
   version: string;
@@ -113,6 +124,42 @@ export class RestApi {
       handler: async () => {
         const view = options.cluster?.();
         return { status: 200, body: view ? { clustered: true, ...view } : { clustered: false, nodes: [] } };
+      },
+    });
+
+    router.add({
+      method: "DELETE",
+      path: "/api/v1/cluster/nodes/:node",
+      tag: "System",
+      summary:
+        "Forget a node that is down or missing: every node drops it from its roster (one that is up stays)",
+      params: ClusterNodeParams,
+      responses: { 200: { description: "forgotten by every node that hears this one", schema: Forgotten } },
+      errors: [404, 409],
+      handler: async ({ params }) => {
+        const outcome = options.forgetClusterNode?.(params.node);
+        if (outcome === undefined) {
+          throw new ApiError(
+            404,
+            "NOT_CLUSTERED",
+            "this broker runs on its own (mq9 serve without --cluster): it has no cluster nodes to forget",
+          );
+        }
+        if (outcome === "unknown") {
+          throw new ApiError(
+            404,
+            "NODE_NOT_FOUND",
+            `no node ${params.node} in this node's roster: mq9 cluster status lists the nodes it hears`,
+          );
+        }
+        if (outcome === "self" || outcome === "up") {
+          throw new ApiError(
+            409,
+            "NODE_UP",
+            `node ${params.node} is up${outcome === "self" ? " (it is the node you asked)" : ""}: only a node that is down or missing can be forgotten; stop it first, or wait until it is reported missing`,
+          );
+        }
+        return { status: 200, body: { forgotten: params.node } };
       },
     });
 

@@ -504,9 +504,9 @@ export const SERVE_SETTINGS = {
     }),
     nodeId: setting({
       type: text(),
-      defaultText: "the host name and process id",
+      defaultText: "<host>-<HTTP port>, stable across restarts",
       flag: "node-id",
-      help: "cluster mode: this node's name",
+      help: "cluster mode: this node's name in the roster",
       reads: "cluster",
     }),
     nodeHttpUrl: setting({
@@ -558,6 +558,14 @@ export const SERVE_SETTINGS = {
       type: text(),
       flag: "nats-tls-key",
       help: "cluster mode: key (PEM) of --nats-tls-cert",
+      reads: "cluster",
+    }),
+    downRetentionS: setting({
+      type: whole(1),
+      default: 86_400,
+      unit: "seconds",
+      flag: "node-down-retention",
+      help: "cluster mode: how long a node that is down stays in the roster unless forgotten (mq9 cluster forget)",
       reads: "cluster",
     }),
     queueGroup: setting({

@@ -5,7 +5,7 @@ interface ClusterNode {
   node: string;
   instance: string;
   self: boolean;
-  state: "up" | "missing";
+  state: "up" | "missing" | "down";
   started_at: number;
   last_heard_ms: number;
   nats_server: string | null;
@@ -25,13 +25,15 @@ export function ClusterNodes() {
   const roster = useLiveGet<Roster>("/api/v1/cluster");
   if (!roster.data?.clustered) return null;
   const { nodes } = roster.data;
-  const up = nodes.filter((n) => n.state === "up").length;
+  const count = (state: ClusterNode["state"]) => nodes.filter((n) => n.state === state).length;
+  const up = count("up");
+  const others = (["missing", "down"] as const).filter((state) => count(state) > 0);
   return (
     <>
       <h3>
         Cluster nodes{" "}
         <span class="muted">
-          {up === nodes.length ? `${up} up` : `${up} up, ${nodes.length - up} missing`}
+          {[`${up} up`, ...others.map((state) => `${count(state)} ${state}`)].join(", ")}
         </span>
       </h3>
       <table data-testid="cluster-nodes">
