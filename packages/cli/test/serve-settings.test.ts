@@ -2,6 +2,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { DEFAULT_NAMESPACE } from "@mq9/agent";
+import { OrchestratorDefaults } from "@mq9/orchestrator/defaults";
 import { describe, expect, it } from "vitest";
 import { loadServeConfig } from "../src/serve/config.js";
 import { optionsFor } from "../src/serve/settings/component-options.js";
@@ -58,6 +60,10 @@ describe("the settings of mq9 serve, declared once", () => {
     expect(orchestrator).toMatchObject({ traceBudget: 7, namespace: "orch" });
     // Serve itself reads these: they are not the orchestrator thread's options.
     for (const key of ["enabled", "templates", "webhooks"]) expect(orchestrator).not.toHaveProperty(key);
+  });
+
+  it("the orchestrator's default namespace is the one agents address", () => {
+    expect(OrchestratorDefaults.namespace).toBe(DEFAULT_NAMESPACE);
   });
 
   it("a misspelt key of the config file is named, with the setting it is closest to", () => {

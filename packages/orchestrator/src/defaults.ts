@@ -11,7 +11,7 @@
  * ```
  */
 export const OrchestratorDefaults = {
-  /** Prefix of the orchestrator's mailboxes. */
+  /** Prefix of the orchestrator's mailboxes: the agent SDK's DEFAULT_NAMESPACE (a test keeps them equal). */
   namespace: "orch",
   /** Messages one trace may route before the rest are dead-lettered. */
   traceBudget: 1_000,

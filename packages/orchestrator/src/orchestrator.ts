@@ -1,5 +1,6 @@
 import { BusNames, type DeadLetter, DeadLetters, type Logger, namedStderrLogger } from "@mq9/agent/internal";
 import { connect, type Mq9Client } from "@mq9/client";
+import { OrchestratorDefaults } from "./defaults.js";
 import { OrchestratorError } from "./errors.js";
 import type { OrchestratorApi, TemplateSummary } from "./http/api-routes.js";
 import { type MetricsSnapshot, OrchestratorMetrics } from "./observability/orchestrator-metrics.js";
@@ -131,7 +132,7 @@ export class Orchestrator implements OrchestratorApi {
       const webhooks = new WebhookNotifier(options.webhooks ?? [], report);
       const deadLetters = new DeadLetters(client, names);
       const metrics = new OrchestratorMetrics();
-      const sampleRate = options.logSampleRate ?? 0.01;
+      const sampleRate = options.logSampleRate ?? OrchestratorDefaults.logSampleRate;
       let scheduler: Scheduler | undefined;
       const directory = new AgentDirectory(client, {
         refreshMs: options.directoryRefreshMs,

@@ -1,4 +1,5 @@
 import { bareMailbox, normalizeTag } from "./agent-registration.js";
+import { suggestion } from "./closest-name.js";
 import { Defaults } from "./defaults.js";
 import { Errors } from "./errors.js";
 import { BodyError, type JsonObject, type Parsed, parseWith, readJsonObject } from "./validate.js";
@@ -141,9 +142,8 @@ function rejectUnknownFields(obj: JsonObject): void {
   for (const field of Object.keys(obj)) {
     if ((DISCOVER_FIELDS as readonly string[]).includes(field)) continue;
     const guess = DISCOVER_TYPOS[field.toLowerCase()];
-    const hint = guess ? ` — did you mean '${guess}'?` : "";
     throw new BodyError(
-      `unknown field '${field}'${hint} (DISCOVER reads ${DISCOVER_FIELDS.map((f) => `'${f}'`).join(", ")})`,
+      `unknown field '${field}'${suggestion(guess)} (DISCOVER reads ${DISCOVER_FIELDS.map((f) => `'${f}'`).join(", ")})`,
     );
   }
 }

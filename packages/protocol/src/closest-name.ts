@@ -34,10 +34,14 @@ function editDistance(a: string, b: string): number {
 }
 
 /**
- * The suffix every "unknown name" error of mq9 ends with: `; did you mean 'x'?` when a name
- * of `names` is close to `word` (see closestName), else nothing.
+ * The suffix every "unknown name" error of mq9 ends with: `; did you mean 'x'?` for a guess,
+ * nothing without one.
  */
-export function didYouMean(word: string, names: Iterable<string>): string {
-  const guess = closestName(word, names);
+export function suggestion(guess: string | undefined): string {
   return guess === undefined ? "" : `; did you mean '${guess}'?`;
+}
+
+/** `suggestion` for the name of `names` closest to `word` (see closestName). */
+export function didYouMean(word: string, names: Iterable<string>): string {
+  return suggestion(closestName(word, names));
 }

@@ -41,7 +41,7 @@ export {
   parseReportRequest,
   parseUnregisterRequest,
 } from "./agent-requests.js";
-export { closestName, didYouMean } from "./closest-name.js";
+export { closestName, didYouMean, suggestion } from "./closest-name.js";
 export { Defaults } from "./defaults.js";
 export { Errors } from "./errors.js";
 export { headerBlockJson } from "./header-block-json.js";

@@ -86,7 +86,7 @@ describe("AGENT.* request validators", () => {
     expect(parseDiscoverRequest(body({ query: "x" }))).toMatchObject({
       ok: false,
       error: expect.stringMatching(
-        /^invalid AGENT\.DISCOVER payload: unknown field 'query' — did you mean 'text' or 'semantic'\?/,
+        /^invalid AGENT\.DISCOVER payload: unknown field 'query'; did you mean 'text' or 'semantic'\?/,
       ),
     });
     expect(parseDiscoverRequest(body({ min_score: 2 }))).toEqual({

@@ -22,6 +22,7 @@ import {
   parseUnregisterRequest,
   type RegistrationLimits,
 } from "@mq9/protocol";
+import { RegistryDefaults } from "./defaults.js";
 import type { Embedder } from "./embedding/embedder.js";
 import { EmbeddingIndexer } from "./embedding/embedding-indexer.js";
 import { QueryVectorCache } from "./embedding/query-vector-cache.js";
@@ -127,7 +128,7 @@ export class AgentRegistry implements Registry {
     this.store = options.store;
     this.logger = options.logger ?? silentLogger;
     this.now = options.now ?? Date.now;
-    this.defaultTtlS = options.defaultTtlS ?? 0;
+    this.defaultTtlS = options.defaultTtlS ?? RegistryDefaults.defaultTtlSeconds;
     this.limits = {
       maxCardBytes: options.limits?.maxCardBytes ?? DEFAULT_REGISTRATION_LIMITS.maxCardBytes,
       maxSkills: options.limits?.maxSkills ?? DEFAULT_REGISTRATION_LIMITS.maxSkills,

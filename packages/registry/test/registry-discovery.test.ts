@@ -59,7 +59,7 @@ describe("discovery — lookups, field checks, paging, tags, full-text syntax", 
       ["filter", "tags"],
     ]) {
       const reply = await discover({ [field]: "finance" });
-      expect(reply.error).toContain(`unknown field '${field}' — did you mean '${hint}'?`);
+      expect(reply.error).toContain(`unknown field '${field}'; did you mean '${hint}'?`);
       expect(reply.agents).toBeUndefined();
     }
     expect((await discover({ colour: "red" })).error).toMatch(

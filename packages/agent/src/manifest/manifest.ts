@@ -1,4 +1,4 @@
-import { closestName, isValidMailAddress } from "@mq9/protocol";
+import { didYouMean, isValidMailAddress } from "@mq9/protocol";
 import { agentMailbox } from "../bus/names.js";
 
 /**
@@ -77,9 +77,8 @@ export function resolveManifest(manifest: AgentManifest): ResolvedManifest {
   // A misspelt key would otherwise be dropped, and its default used without a word.
   for (const key of Object.keys(manifest)) {
     if ((MANIFEST_KEYS as string[]).includes(key)) continue;
-    const guess = closestName(key, MANIFEST_KEYS);
-    const hint = guess ? `did you mean '${guess}'?` : `a manifest has ${MANIFEST_KEYS.join(", ")}`;
-    throw new ManifestError(`${who}unknown key '${key}'; ${hint}`);
+    const hint = didYouMean(key, MANIFEST_KEYS) || `; a manifest has ${MANIFEST_KEYS.join(", ")}`;
+    throw new ManifestError(`${who}unknown key '${key}'${hint}`);
   }
   if (name === undefined) throw new ManifestError(`'name' is required: the agent's name, ${NAME_RULE}`);
   if (typeof name !== "string" || !NAME.test(name)) {

@@ -1,6 +1,7 @@
 import { type ManifestRecord, ORCHESTRATED_TAG } from "@mq9/agent/internal";
 import type { AgentEntry, Mq9Client } from "@mq9/client";
 import { agentInfoOf } from "@mq9/client";
+import { OrchestratorDefaults } from "../defaults.js";
 import { type AgentView, isAlive } from "./agent-view.js";
 
 export interface AgentDirectoryOptions {
@@ -99,7 +100,7 @@ export class AgentDirectory {
     private readonly client: Mq9Client,
     private readonly options: AgentDirectoryOptions = {},
   ) {
-    this.refreshMs = options.refreshMs ?? 1_000;
+    this.refreshMs = options.refreshMs ?? OrchestratorDefaults.directoryRefreshMs;
     this.fullRefreshMs = options.fullRefreshMs ?? 30_000;
     this.now = options.now ?? Date.now;
   }

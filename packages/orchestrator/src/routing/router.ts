@@ -11,6 +11,7 @@ import {
 } from "@mq9/agent/internal";
 import { type ConsumedMessage, type Consumer, type Mq9Client, Mq9Error } from "@mq9/client";
 import { Defaults } from "@mq9/protocol";
+import { OrchestratorDefaults } from "../defaults.js";
 import type { AgentDirectory } from "./agent-directory.js";
 import { type AgentView, isAlive } from "./agent-view.js";
 import { chooseForCapability } from "./capability-choice.js";
@@ -158,10 +159,10 @@ export class Router {
     private readonly deadLetters: DeadLetters,
     private readonly options: RouterOptions = {},
   ) {
-    this.ledger = new TraceLedger(options.traceBudget ?? 1_000);
+    this.ledger = new TraceLedger(options.traceBudget ?? OrchestratorDefaults.traceBudget);
     this.threshold = options.intentThreshold ?? Defaults.intentMinScore;
     this.now = options.now ?? Date.now;
-    this.messageTtlS = options.messageTtlSeconds ?? 7 * 86_400;
+    this.messageTtlS = options.messageTtlSeconds ?? OrchestratorDefaults.messageTtlSeconds;
   }
 
   /** Messages delivered and dead-lettered so far. */
@@ -171,13 +172,13 @@ export class Router {
 
   /** Starts delivering what agents put in the router mailbox. */
   listen(): void {
-    const batch = this.options.batch ?? 256;
-    const concurrency = this.options.concurrency ?? 1_024;
+    const batch = this.options.batch ?? OrchestratorDefaults.pollBatch;
+    const concurrency = this.options.concurrency ?? OrchestratorDefaults.routerConcurrency;
     this.consumer = this.client.consume(this.names.router, (m) => this.take(m), {
       group: "router",
       deliver: "earliest",
       batch,
-      maxWaitMs: this.options.pollTimeoutMs ?? 2_000,
+      maxWaitMs: this.options.pollTimeoutMs ?? OrchestratorDefaults.pollTimeoutMs,
       concurrency,
       // A FETCH waits until the broker has stored every SEND before it; under load that wait,
       // not the routing, set the router's pace with one FETCH at a time. A second one only
@@ -219,7 +220,7 @@ export class Router {
   /** Whether someone could take work for this performer now (no registry read: it is asked often). */
   couldTake(performer: { agent: string } | { capability: string }): boolean {
     if ("agent" in performer) return this.directory.get(performer.agent) !== undefined;
-    const limit = this.options.agentConcurrency ?? 0;
+    const limit = this.options.agentConcurrency ?? OrchestratorDefaults.agentConcurrency;
     return this.directory
       .withCapability(performer.capability)
       .some((a) => this.directory.isAlive(a) && (limit <= 0 || a.load < limit));
@@ -391,7 +392,12 @@ export class Router {
         envelope.msg_type === "query" && candidates.some(onPath)
           ? candidates.filter((a) => !onPath(a))
           : candidates;
-      return chooseForCapability(allowed, capability, this.now(), this.options.agentConcurrency ?? 0);
+      return chooseForCapability(
+        allowed,
+        capability,
+        this.now(),
+        this.options.agentConcurrency ?? OrchestratorDefaults.agentConcurrency,
+      );
     };
     let agent = pick();
     if (!agent) {
@@ -404,7 +410,7 @@ export class Router {
     if (looping.length > 0 && envelope.msg_type === "query") {
       return { reason: `cycle: ${[...envelope.path, looping[0].name].join(" -> ")}`, kind: "cycle" };
     }
-    const limit = this.options.agentConcurrency ?? 0;
+    const limit = this.options.agentConcurrency ?? OrchestratorDefaults.agentConcurrency;
     if (limit > 0 && this.directory.withCapability(capability).some((a) => this.directory.isAlive(a))) {
       return {
         reason: `every live agent with capability '${capability}' has ${limit} messages in progress (the per-agent limit)`,

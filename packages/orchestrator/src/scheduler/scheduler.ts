@@ -19,6 +19,7 @@ import {
   TraceMemory,
 } from "@mq9/agent/internal";
 import { type ConsumedMessage, type Consumer, type Mq9Client, Mq9Error } from "@mq9/client";
+import { OrchestratorDefaults } from "../defaults.js";
 import { OrchestratorError } from "../errors.js";
 import type { Router } from "../routing/router.js";
 import type { StepTemplate, TaskTemplate, TemplateProblem } from "../templates/task-template.js";
@@ -131,10 +132,10 @@ export class Scheduler {
     this.now = options.now ?? Date.now;
     const logger = options.logger ?? namedStderrLogger("mq9 orchestrator");
     this.reportError = options.onError ?? ((error) => logger.warn(error.message));
-    this.messageTtlS = options.messageTtlSeconds ?? 7 * 86_400;
+    this.messageTtlS = options.messageTtlSeconds ?? OrchestratorDefaults.messageTtlSeconds;
     this.admission = new TaskAdmission(
-      options.maxTasksInFlight ?? 10_000,
-      options.queueCapacity ?? 10_000,
+      options.maxTasksInFlight ?? OrchestratorDefaults.maxTasksInFlight,
+      options.queueCapacity ?? OrchestratorDefaults.queueCapacity,
       this.now,
     );
     this.inProgress = new WorkInProgress(options.router, this.now);
@@ -174,7 +175,7 @@ export class Scheduler {
       group: ORCHESTRATOR,
       deliver: "earliest",
       batch: this.options.pollBatch ?? 100,
-      maxWaitMs: this.options.pollTimeoutMs ?? 2_000,
+      maxWaitMs: this.options.pollTimeoutMs ?? OrchestratorDefaults.pollTimeoutMs,
       concurrency: 32,
       leaseMs: this.options.inboxLeaseMs ?? 5_000,
       onError: (error) => this.report(error),
@@ -228,7 +229,7 @@ export class Scheduler {
     if (template.source !== undefined) state.template_source = template.source;
     if (full) state.queued = true;
     const memoryTtlS = Math.max(
-      this.options.memoryTtlSeconds ?? 86_400,
+      this.options.memoryTtlSeconds ?? OrchestratorDefaults.memoryTtlSeconds,
       template.timeoutMs ? Math.ceil(template.timeoutMs / 1000) + 3_600 : 0,
     );
     await new TraceMemory(this.options.client, state.trace_id, {

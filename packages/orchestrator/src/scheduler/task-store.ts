@@ -1,9 +1,10 @@
 import { type BusNames, taskKey } from "@mq9/agent/internal";
 import type { Mq9Client } from "@mq9/client";
+import { OrchestratorDefaults } from "../defaults.js";
 import { isTerminal, type TaskState } from "./task-state.js";
 
-/** Default time a finished task's state is kept: a week. */
-export const DEFAULT_RETENTION_S = 7 * 86_400;
+/** Seconds a finished task's state is kept by default: a week (OrchestratorDefaults). */
+export const DEFAULT_RETENTION_S = OrchestratorDefaults.retentionSeconds;
 
 /**
  * Task state kept in mq9 itself: one mailbox, one message per task under the key

@@ -1,4 +1,4 @@
-import { closestName } from "@mq9/protocol";
+import { closestName, didYouMean, suggestion } from "@mq9/protocol";
 import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument, type YAMLMap } from "yaml";
 import { ConditionError, compileCondition } from "./condition.js";
 import { topologicalOrder } from "./dag.js";
@@ -80,7 +80,7 @@ class Checker {
       if (!allowed.has(key)) {
         const guess = closestName(key, allowed);
         if (guess) meant.add(guess);
-        const hint = guess ? `; did you mean '${guess}'?` : ` (allowed: ${[...allowed].join(", ")})`;
+        const hint = suggestion(guess) || ` (allowed: ${[...allowed].join(", ")})`;
         this.report(pair.key as Node, `${where}: unknown key '${key}'${hint}`);
       }
     }
@@ -145,8 +145,7 @@ function readMode(checker: Checker, map: YAMLMap, where: string): Mode | undefin
   if (node === undefined) return undefined;
   if (isScalar(node) && MODES.includes(node.value as Mode)) return node.value as Mode;
   const got = isScalar(node) ? String(node.value) : undefined;
-  const guess = got === undefined ? undefined : closestName(got, MODES);
-  const hint = guess ? `; did you mean '${guess}'?` : "";
+  const hint = got === undefined ? "" : didYouMean(got, MODES);
   checker.report(
     node,
     `${where}: 'mode' must be ${MODES.join(", ")} (got '${got ?? "a list or map"}')${hint}`,
@@ -317,8 +316,7 @@ function readTemplate(text: string, file: string): ParsedTemplate {
   for (const step of steps) {
     for (const dep of step.dependsOn) {
       if (seen.has(dep)) continue;
-      const guess = closestName(dep, seen.keys());
-      const hint = guess ? `; did you mean '${guess}'?` : "";
+      const hint = didYouMean(dep, seen.keys());
       // A step the condition names is a dependency nobody wrote in depends_on: point at the condition.
       const node = stepNodes.get(step.id) as YAMLMap;
       if (step.when && compileCondition(step.when.source).steps.includes(dep)) {

@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
 import { type Logger, StorageError, silentLogger } from "@mq9/broker";
+import { RegistryDefaults } from "../defaults.js";
 import type {
   VectorFilter,
   VectorHit,
@@ -188,7 +189,7 @@ export class LanceDbVectorStore implements VectorStore {
     this.lance = lance;
     this.arrow = arrow;
     this.db = db;
-    this.threshold = options.annThreshold ?? 2_000;
+    this.threshold = options.annThreshold ?? RegistryDefaults.annThreshold;
     this.m = options.hnsw?.m ?? 16;
     this.efConstruction = options.hnsw?.efConstruction ?? 100;
     // Wider than the default store's 64: the 8-bit distances need more candidates for the same recall.

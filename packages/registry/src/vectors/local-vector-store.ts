@@ -5,6 +5,7 @@ import { performance } from "node:perf_hooks";
 import { type Logger, StorageError, silentLogger } from "@mq9/broker";
 import { TwoGenerationMap } from "@mq9/protocol";
 import Database from "better-sqlite3";
+import { RegistryDefaults } from "../defaults.js";
 import { CentredSpace, PointNorms } from "./centred-space.js";
 import { FlatVectors, TopK } from "./flat-vectors.js";
 import { chooseHnswBuild } from "./hnswlib-build.js";
@@ -126,7 +127,7 @@ export class LocalVectorStore implements VectorStore {
   private constructor(options: LocalVectorStoreOptions) {
     this.memory = options.dataDir === ":memory:";
     this.indexFile = this.memory ? "" : join(options.dataDir, "vectors.hnsw");
-    this.threshold = options.annThreshold ?? 2_000;
+    this.threshold = options.annThreshold ?? RegistryDefaults.annThreshold;
     // 128 rather than 64: the found neighbours come closer to the exact ones, for more time per query.
     this.efSearch = options.hnsw?.efSearch ?? 128;
     this.exactFilterLimit = options.exactFilterLimit ?? 4096;
