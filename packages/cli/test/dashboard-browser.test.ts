@@ -173,6 +173,66 @@ describe.skipIf(missing !== undefined)(
       });
     });
 
+    it("links only to http(s) URLs: a javascript: URL in a roster entry or an agent card stays text", async () => {
+      const evil = "javascript:alert(document.cookie)";
+      // Any client on a cluster's NATS account can publish a node's presence news, its http_url
+      // included: the roster below is what such news makes a node answer.
+      const node = (name: string, http_url: string) => ({
+        node: name,
+        instance: `${name}-1`,
+        self: name === "n1",
+        state: "up",
+        started_at: Date.now(),
+        last_heard_ms: 0,
+        nats_server: "nats://127.0.0.1:4222",
+        http_port: 8332,
+        http_url,
+        duties: [],
+      });
+      await page.route("**/api/v1/cluster", (route) =>
+        route.fulfill({
+          json: {
+            clustered: true,
+            cluster: "c",
+            node: "n1",
+            nodes: [node("n1", "http://10.0.0.1:8332"), node("n2", evil), node("n3", " JavaScript:alert(1)")],
+          },
+        }),
+      );
+      await request(nc, "$mq9.AI.AGENT.REGISTER", {
+        name: "phisher",
+        mailbox: "web.phisher",
+        payload: "an agent card whose links run script",
+        url: evil,
+        documentationUrl: evil,
+        iconUrl: evil,
+        provider: { organization: "x", url: evil },
+      });
+      const unsafeLinks = () =>
+        page.evaluate(
+          () =>
+            Array.from(document.querySelectorAll("a[href]"))
+              .map((a) => a.getAttribute("href") ?? "")
+              .filter((href) => !/^(https?:\/\/|#)/i.test(href.trim())).length,
+        );
+      try {
+        await page.goto(`${base}/#/`);
+        const nodes = page.locator('[data-testid="cluster-nodes"]');
+        await nodes.locator('tr[data-node="n2"]', { hasText: evil }).waitFor(WAIT);
+        expect(await nodes.locator('tr[data-node="n1"] a').getAttribute("href")).toBe(
+          "http://10.0.0.1:8332/",
+        );
+        expect(await nodes.locator('tr[data-node="n2"] a').count()).toBe(0);
+        expect(await nodes.locator('tr[data-node="n3"] a').count()).toBe(0);
+        expect(await unsafeLinks()).toBe(0);
+        await page.goto(`${base}/#/agents/web.phisher`);
+        await page.locator('[data-testid="agent-card"]', { hasText: evil }).waitFor(WAIT);
+        expect(await unsafeLinks()).toBe(0);
+      } finally {
+        await page.unroute("**/api/v1/cluster");
+      }
+    });
+
     it("draws an orchestrated task's DAG turning completed, and its trace as a timeline", async () => {
       const agents = await startAgents(`mq9://127.0.0.1:${served.port}`, {
         heartbeatMs: 200,

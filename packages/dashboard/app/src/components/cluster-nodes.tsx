@@ -1,5 +1,6 @@
 import { age, duration } from "../format";
 import { useLiveGet } from "../live";
+import { WebLink } from "./web-link";
 
 interface ClusterNode {
   node: string;
@@ -59,7 +60,7 @@ export function ClusterNodes() {
                 <span class={`pill ${n.state === "up" ? "on" : "status-failed"}`}>{n.state}</span>
               </td>
               <td>{n.nats_server ?? "—"}</td>
-              <td>{n.http_url === null ? "—" : <a href={`${n.http_url}/`}>{n.http_url}</a>}</td>
+              <td>{n.http_url === null ? "—" : <WebLink href={n.http_url} />}</td>
               <td data-col="duties">{n.duties.join(", ") || "—"}</td>
               <td>{age(n.started_at)} ago</td>
               <td>{n.self ? "—" : `${duration(n.last_heard_ms)} ago`}</td>
