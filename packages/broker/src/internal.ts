@@ -22,6 +22,7 @@ export { LocalNotifier, type Notifier, type Watch } from "./engine/notifier.js";
 export { BrokerMetrics } from "./http/broker-metrics.js";
 export { HttpServer, type HttpServerOptions } from "./http/http-server.js";
 export { ApiError } from "./http/rest/api-error.js";
+export { queryInt } from "./http/rest/api-schemas.js";
 export type { RestApi, RestApiOptions } from "./http/rest/rest-api.js";
 export type { HttpMethod, RestRouter, RouteInput, RouteOutput, RouteSpec } from "./http/rest/rest-router.js";
 export * from "./index.js";

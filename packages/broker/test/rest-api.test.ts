@@ -379,6 +379,19 @@ describe("REST API v1 against its OpenAPI document", () => {
       status: 400,
       error: "invalid msg_id: abc",
     });
+    // Not a second subject token: `1.2` must not name message 2 of mailbox `<address>.1`.
+    await c.check({
+      method: "DELETE",
+      path: delPath,
+      url: `${url}/1.2`,
+      status: 400,
+      error: "invalid msg_id: 1.2",
+    });
+    // A method the path does not have: 405 with the methods it has.
+    const put = await fetch(`${base}${url}/1`, { method: "PUT" });
+    expect(put.status).toBe(405);
+    expect(put.headers.get("allow")).toBe("DELETE");
+    expect(await put.json()).toMatchObject({ code: "METHOD_NOT_ALLOWED" });
   });
 
   it("agents: list with heartbeat status, get one, discover by tag and text with scores", async () => {
@@ -431,6 +444,20 @@ describe("REST API v1 against its OpenAPI document", () => {
       path: "/api/v1/agents/{mailbox}",
       url: "/api/v1/agents/%20",
       status: 404,
+    });
+    await c.check({
+      method: "GET",
+      path: "/api/v1/agents/{mailbox}",
+      url: `/api/v1/agents/${"m".repeat(1025)}`,
+      status: 400,
+      error: /params.mailbox/,
+    });
+    await c.check({
+      method: "GET",
+      path: "/api/v1/agents/{mailbox}",
+      url: `/api/v1/agents/${"m".repeat(5000)}`,
+      status: 414,
+      error: /the URL is too long/,
     });
 
     const path = "/api/v1/agents/discover";
@@ -509,6 +536,23 @@ describe("REST API v1 against its OpenAPI document", () => {
       status: 200,
     });
     expect(cluster.body).toEqual({ clustered: false, nodes: [] });
+    const forget = "/api/v1/cluster/nodes/{node}";
+    await c.check({
+      method: "DELETE",
+      path: forget,
+      url: "/api/v1/cluster/nodes/n1",
+      status: 404,
+      error: /runs on its own/,
+    });
+    await c.check({
+      method: "DELETE",
+      path: forget,
+      url: `/api/v1/cluster/nodes/${"n".repeat(300)}`,
+      status: 400,
+      error: /params.node/,
+    });
+    // Forgetting a node that is down: cluster-roster.test.ts in the CLI, with real nodes.
+    c.covered.get(`DELETE ${forget}`)?.add(200);
     await c.check({ method: "GET", path: "/api/v1/openapi.json", url: "/api/v1/openapi.json", status: 200 });
 
     const aborted = new AbortController();

@@ -15,9 +15,14 @@ const ENVS = {
   hermes: { dir: ".cache/hermes-venv", requirements: "integrations/hermes/requirements-test.txt" },
   /** a2a-sdk 0.3.x, whose client the v0.3 streaming tests run. */
   "a2a-v03": { dir: ".cache/python-a2a-v03", requirements: "integrations/hermes/requirements-a2a-v03.txt" },
+  /** schemathesis, which fuzzes the REST API against its own OpenAPI document. */
+  schemathesis: {
+    dir: ".cache/python-schemathesis",
+    requirements: "packages/broker/test/requirements-schemathesis.txt",
+  },
 } as const;
 
-/** The name of a test virtualenv: `hermes` (the default) or `a2a-v03`. */
+/** The name of a test virtualenv: `hermes` (the default), `a2a-v03` or `schemathesis`. */
 export type PythonEnvName = keyof typeof ENVS;
 
 /** Where a venv lives, inside the repo (git-ignored), made once and reused while its requirements stay the same. */

@@ -1,4 +1,9 @@
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify, {
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from "fastify";
 import type { UserDirectory } from "../auth/index.js";
 import type { Principal } from "../auth/principal.js";
 import type { Logger } from "../logger.js";
@@ -30,6 +35,9 @@ export interface HttpServerOptions {
 
 const OPEN_PATHS = new Set(["/healthz", "/metrics"]);
 
+/** The longest path parameter the router reads (fastify's maxParamLength); a longer one gets 414. */
+export const MAX_PARAM_LENGTH = 4096;
+
 /** Who made each authenticated HTTP request: the REST API calls the engine as that user. */
 const requestUsers = new WeakMap<object, Principal>();
 
@@ -59,8 +67,25 @@ export class HttpServer {
   ) {}
 
   static async start(options: HttpServerOptions): Promise<HttpServer> {
-    // Mail addresses run to 128 characters (fastify's default limit for a path parameter is 100).
-    const app = Fastify({ logger: false, routerOptions: { maxParamLength: 512 } });
+    // Fastify's default limit for a path parameter is 100 characters; the REST API's parameters run
+    // longer (an agent's mailbox to 1024), and one just past their limit gets the API's own 400.
+    const app = Fastify({
+      logger: false,
+      routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+      // A URL the router cannot take (a parameter too long, bad percent-encoding): the REST API
+      // answers in its own error shape, as its OpenAPI document says; other routes as fastify does.
+      frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+        const status = error.statusCode ?? 400;
+        if (!request.url.startsWith("/api/v1/")) return reply.code(status).send(error);
+        const tooLong = error.code === "FST_ERR_MAX_PARAM_LENGTH";
+        return reply.code(status).send({
+          error: tooLong
+            ? `the URL is too long: a path parameter may have at most ${MAX_PARAM_LENGTH} characters`
+            : `invalid request: the URL cannot be read (${error.message})`,
+          code: tooLong ? "URI_TOO_LONG" : "INVALID_REQUEST",
+        });
+      },
+    });
     const guard = new HostGuard({
       boundHost: options.host,
       allowedHosts: options.allowedHosts,

@@ -1,4 +1,4 @@
-import { ApiError, type RestRouter } from "@mq9/broker/internal";
+import { ApiError, queryInt, type RestRouter } from "@mq9/broker/internal";
 import type { ApiHandler, RouteRegistrar } from "@mq9/orchestrator";
 import { z } from "zod";
 
@@ -95,8 +95,6 @@ const OrchestratorAgent = z.looseObject({
   load: z.number().optional(),
 });
 
-const queryInt = z.string().regex(/^\d+$/, "must be a whole number").transform(Number);
-
 /** Where the handler's headers go: the HTTP reply the REST router sends (Retry-After of a 429). */
 interface HeaderSink {
   header(name: string, value: string): unknown;
@@ -172,7 +170,7 @@ export function mountOrchestratorRestRoutes(
     summary: "List tasks, newest first",
     query: z.object({
       status: TASK_STATUS.optional(),
-      limit: queryInt.pipe(z.number().int().min(1)).optional().describe("default 100"),
+      limit: queryInt(1).optional().describe("default 100"),
     }),
     responses: { 200: { description: "tasks", schema: z.object({ tasks: z.array(TaskSummary) }) } },
     errors,
@@ -187,7 +185,9 @@ export function mountOrchestratorRestRoutes(
     query: z.object({
       async: z.enum(["true", "false", "1", "0", ""]).optional().describe("answer 202 at once"),
       wait: z.enum(["true", "false"]).optional().describe("wait=false is async=true"),
-      timeout_ms: queryInt.optional().describe("how long to wait (default 60 s); 202 when not done by then"),
+      timeout_ms: queryInt(0)
+        .optional()
+        .describe("how long to wait (default 60 s); 202 when not done by then"),
     }),
     body: z.object({
       task_type: z.string().min(1).describe("a template name"),
@@ -251,7 +251,7 @@ export function mountOrchestratorRestRoutes(
     tag: "Tasks",
     summary: "Undeliverable messages with their reasons",
     query: z.object({
-      limit: queryInt.pipe(z.number().int().min(1).max(100)).optional(),
+      limit: queryInt(1, 100).optional(),
       trace_id: z.string().optional(),
     }),
     responses: {

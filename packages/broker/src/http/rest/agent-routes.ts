@@ -2,7 +2,7 @@ import { Subjects } from "@mq9/protocol";
 import type { Registry } from "../../registry.js";
 import type { Mq9Service } from "../../service/mq9-service.js";
 import { ApiError } from "./api-error.js";
-import { AgentEntry, AgentListQuery, AgentParams, Agents, DiscoverBody } from "./api-schemas.js";
+import { AgentEntry, AgentListQuery, AgentParams, Agents, DiscoverBody, NOT_BLANK } from "./api-schemas.js";
 import { callMq9 } from "./mq9-call.js";
 import type { RestRouter } from "./rest-router.js";
 
@@ -37,7 +37,11 @@ function discoverRequest(body: {
   limit?: number;
   page?: number;
 }): Record<string, unknown> {
-  const query = body.query?.trim() || undefined;
+  // Blank as the document says it (NOT_BLANK), not as String.trim, which knows more spaces.
+  const query =
+    body.query !== undefined && NOT_BLANK.test(body.query)
+      ? body.query.replace(/^[ \t\n\r]+|[ \t\n\r]+$/g, "")
+      : undefined;
   const mode = body.mode ?? (query ? "text" : "tag");
   if (mode !== "tag" && !query) {
     throw new ApiError(

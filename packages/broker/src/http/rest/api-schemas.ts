@@ -1,4 +1,4 @@
-import { DELIVER_POLICIES, PRIORITIES } from "@mq9/protocol";
+import { DELIVER_POLICIES, MAIL_ADDRESS_MAX_LENGTH, PRIORITIES } from "@mq9/protocol";
 import { z } from "zod";
 
 /**
@@ -13,26 +13,51 @@ export const ErrorBody = z
   })
   .meta({ id: "Error" });
 
+/**
+ * The JSON Schema the document shows for a shape whose zod form says how it is read rather than
+ * what a client sends: a query-string number is text on the wire, and an integer to the client.
+ */
+export const documentedAs = new WeakMap<object, Record<string, unknown>>();
+
 const wholeSeconds = z.number().int().min(0);
-/** A query-string number: digits only, read as a whole number. */
-const queryInt = (min: number, max: number) =>
-  z
+/** A TTL or delay: at most 10^10 seconds (about 317 years), so its instant stays a whole number of milliseconds. */
+const durationSeconds = z.number().int().min(0).max(10_000_000_000);
+/** A query-string number: digits only, read as a whole number; documented as an integer. */
+export function queryInt(min: number, max: number = Number.MAX_SAFE_INTEGER) {
+  const schema = z
     .string()
     .regex(/^\d+$/, "must be a whole number")
     .transform(Number)
     .pipe(z.number().int().min(min).max(max));
+  documentedAs.set(schema, { type: "integer", minimum: min, maximum: max });
+  return schema;
+}
 const queryFlag = z.enum(["true", "false"]).transform((value) => value === "true");
 /** One header line's worth: no CR or LF, which would end it. */
 const headerText = z.string().regex(/^[^\r\n]*$/, "must not contain line breaks");
 
 export const Priority = z.enum(PRIORITIES).meta({ id: "Priority" });
 
+/** The mq9 rule for a mail_address (protocol mailAddressError): the broker refuses any other. */
+const MAIL_ADDRESS = "^[a-z0-9]+(\\.[a-z0-9]+)*$";
+const MAIL_ADDRESS_RULE =
+  "lowercase letters, digits and single dots, starting and ending with a letter or digit";
+
 export const AddressParams = z.object({
-  address: z.string().min(1).max(256).describe("the mailbox's mail_address"),
+  address: z
+    .string()
+    .min(1)
+    .max(MAIL_ADDRESS_MAX_LENGTH)
+    .regex(new RegExp(MAIL_ADDRESS), `must be a mail_address: ${MAIL_ADDRESS_RULE}`)
+    .describe("the mailbox's mail_address"),
 });
 
+/** A msg_id in a path: checked by the handler, which answers the protocol's own `invalid msg_id` text. */
+const msgIdToken = z.string().describe("the message's msg_id");
+documentedAs.set(msgIdToken, { type: "integer", minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
+
 export const MessageParams = AddressParams.extend({
-  msg_id: z.string().describe("the message's msg_id"),
+  msg_id: msgIdToken,
 });
 
 export const MailboxSummary = z
@@ -70,8 +95,15 @@ export const MailboxDetail = z.object({ mailbox: MailboxSummary, groups: z.array
 
 export const CreateMailbox = z
   .object({
-    name: z.string().optional().describe("the address; generated when absent"),
-    ttl: wholeSeconds.optional().describe("seconds; 0 = never expires; the broker's default when absent"),
+    name: z
+      .string()
+      // The engine checks the rule and answers the protocol's own error texts.
+      .meta({ pattern: MAIL_ADDRESS, minLength: 1, maxLength: MAIL_ADDRESS_MAX_LENGTH })
+      .optional()
+      .describe(
+        `the address (${MAIL_ADDRESS_RULE}, at most ${MAIL_ADDRESS_MAX_LENGTH}); generated when absent`,
+      ),
+    ttl: durationSeconds.optional().describe("seconds; 0 = never expires; the broker's default when absent"),
     desc: z.string().optional(),
   })
   .meta({ id: "CreateMailbox" });
@@ -97,30 +129,43 @@ export const MessageItem = z
 
 export const Messages = z.object({ messages: z.array(MessageItem) });
 
+/** A base64 payload's alphabet (the handler's test too). */
+export const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
 export const SendMessage = z
   .object({
     payload: z.string().describe("the message: text (UTF-8), or base64 when encoding is base64"),
     encoding: z.enum(["text", "base64"]).optional().describe("how payload is written (default text)"),
     priority: Priority.optional(),
     key: headerText.optional().describe("compaction key: a newer message with it replaces the older"),
-    ttl: wholeSeconds.optional().describe("message TTL in seconds; 0 = none"),
-    delay: wholeSeconds.optional().describe("deliver after this many seconds"),
+    ttl: durationSeconds.optional().describe("message TTL in seconds; 0 = none"),
+    delay: durationSeconds.optional().describe("deliver after this many seconds"),
     tags: z.array(headerText.regex(/^[^,]*$/, "must not contain commas")).optional(),
     headers: z.record(headerText, headerText).optional().describe("more header lines, stored as they are"),
   })
-  .meta({ id: "SendMessage" });
+  .meta({
+    id: "SendMessage",
+    // What the handler checks (mailbox-routes.ts): a base64 payload is base64.
+    anyOf: [
+      { properties: { encoding: { const: "text" } } },
+      {
+        properties: { encoding: { const: "base64" }, payload: { pattern: BASE64.source } },
+        required: ["encoding"],
+      },
+    ],
+  });
 
 export const Sent = z.object({ msg_id: z.number().int().describe("-1 for a delayed message") });
 
 export const PeekQuery = z.object({
   limit: queryInt(1, 100).optional().describe("at most this many (default 20)"),
-  from_id: queryInt(0, Number.MAX_SAFE_INTEGER).optional().describe("start at this msg_id"),
+  from_id: queryInt(0).optional().describe("start at this msg_id"),
 });
 
 export const QueryQuery = z.object({
   key: z.string().optional(),
   tags: z.string().optional().describe("comma-separated: messages carrying any of them"),
-  since: queryInt(0, Number.MAX_SAFE_INTEGER).optional().describe("unix seconds, exclusive"),
+  since: queryInt(0).optional().describe("unix seconds, exclusive"),
   limit: queryInt(0, 100).optional().describe("default 100"),
 });
 
@@ -164,7 +209,12 @@ export const AgentListQuery = z.object({
   page: queryInt(1, 1_000_000).optional(),
 });
 
-export const AgentParams = z.object({ mailbox: z.string().min(1).describe("the agent's mailbox") });
+export const AgentParams = z.object({
+  mailbox: z.string().min(1).max(1024).describe("the agent's mailbox"),
+});
+
+/** Not blank: a character other than a space, tab or line break (the handler's test too). */
+export const NOT_BLANK = /[^ \t\n\r]/;
 
 export const Agents = z.looseObject({
   agents: z.array(AgentEntry),
@@ -185,7 +235,17 @@ export const DiscoverBody = z
     limit: z.number().int().min(1).max(1000).optional(),
     page: z.number().int().min(1).optional(),
   })
-  .meta({ id: "DiscoverRequest" });
+  .meta({
+    id: "DiscoverRequest",
+    // What the handler checks (agent-routes.ts): a tag search needs a tag, the others a query.
+    anyOf: [
+      { properties: { mode: { const: "tag" }, tags: { minItems: 1 } }, required: ["tags"] },
+      {
+        properties: { mode: { enum: ["text", "semantic", "hybrid"] }, query: { pattern: NOT_BLANK.source } },
+        required: ["query"],
+      },
+    ],
+  });
 
 export const MetricsSample = z
   .object({

@@ -1,4 +1,4 @@
-import { encodeHeaderBlock, Headers, MQ9_PREFIX, Subjects } from "@mq9/protocol";
+import { encodeHeaderBlock, Headers, MQ9_PREFIX, parseMsgIdToken, Subjects } from "@mq9/protocol";
 import type { MessagingEngine } from "../../engine/messaging-engine.js";
 import type { Mq9Service } from "../../service/mq9-service.js";
 import { canInspect, type MailboxStats } from "../../store/store-inspection.js";
@@ -7,6 +7,7 @@ import {
   AckBody,
   Acked,
   AddressParams,
+  BASE64,
   Created,
   CreateMailbox,
   Deleted,
@@ -59,8 +60,6 @@ function sendHeader(body: {
   if (body.tags !== undefined && body.tags.length > 0) lines.push([Headers.tags, body.tags.join(",")]);
   return lines.length === 0 ? undefined : encodeHeaderBlock(lines);
 }
-
-const base64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** The answer of the routes beyond the protocol when the store cannot do them (it has no StoreInspection). */
 function inspectable(engine: MessagingEngine): MessagingEngine {
@@ -157,7 +156,7 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     responses: { 201: { description: "stored; durable once answered", schema: Sent } },
     errors: [400, 404],
     handler: async ({ params, body, principal }) => {
-      if (body.encoding === "base64" && !base64.test(body.payload)) {
+      if (body.encoding === "base64" && !BASE64.test(body.payload)) {
         throw new ApiError(400, "INVALID_REQUEST", "invalid request: body.payload: not base64");
       }
       const raw = Buffer.from(body.payload, body.encoding === "base64" ? "base64" : "utf8");
@@ -254,15 +253,12 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     params: MessageParams,
     responses: { 200: { description: "deleted", schema: Deleted } },
     errors: [400, 404],
-    handler: async ({ params, principal }) => ({
-      status: 200,
-      // The token as given: the engine answers a bad one with the protocol's `invalid msg_id` text.
-      body: await callMq9(
-        service,
-        `${MQ9_PREFIX}.MSG.DELETE.${params.address}.${params.msg_id}`,
-        {},
-        { principal },
-      ),
-    }),
+    handler: async ({ params, principal }) => {
+      // Checked before it becomes a subject token: `1.2` would name message 2 of mailbox `<address>.1`.
+      const msgId = parseMsgIdToken(params.msg_id);
+      if (!msgId.ok) throw new ApiError(400, "INVALID_REQUEST", msgId.error);
+      const subject = `${MQ9_PREFIX}.MSG.DELETE.${params.address}.${msgId.value}`;
+      return { status: 200, body: await callMq9(service, subject, {}, { principal }) };
+    },
   });
 }

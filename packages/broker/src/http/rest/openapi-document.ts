@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { ErrorBody } from "./api-schemas.js";
+import { MAX_PARAM_LENGTH } from "../http-server.js";
+import { documentedAs, ErrorBody } from "./api-schemas.js";
 import type { RestRouter } from "./rest-router.js";
 
 type JsonSchema = Record<string, unknown>;
@@ -10,23 +11,45 @@ const ERROR_TEXTS: Record<number, string> = {
   403: "refused: a user that is not an admin, or a Host or Origin outside the allow list",
   404: "no such mailbox, message or agent",
   409: "it exists already",
+  414: `a path parameter is longer than the ${MAX_PARAM_LENGTH} characters the broker reads`,
   501: "this broker's store cannot do it (a store without the inspection operations)",
   502: "a part of the broker did not get an answer it needed (the error says which)",
   503: "that part of the broker is off or not started (the error says which)",
 };
 
+/**
+ * A copy of `value` with each `{"$ref": "#/$defs/X"}` replaced by the definition it names: the
+ * document's parts are cut out of their converted schemas, where no `$defs` would follow them.
+ */
+function inlineDefs(value: unknown, defs: Record<string, unknown>): unknown {
+  if (Array.isArray(value)) return value.map((item) => inlineDefs(item, defs));
+  if (value === null || typeof value !== "object") return value;
+  const { $ref, ...rest } = value as JsonSchema;
+  const named = typeof $ref === "string" && $ref.startsWith("#/$defs/") ? $ref.slice(8) : undefined;
+  const own = Object.fromEntries(Object.entries(rest).map(([key, item]) => [key, inlineDefs(item, defs)]));
+  if (named === undefined) return $ref === undefined ? own : { $ref, ...own };
+  if (!(named in defs)) throw new Error(`OpenAPI document: no definition of ${named}`);
+  return { ...(inlineDefs(defs[named], defs) as JsonSchema), ...own };
+}
+
 function jsonSchema(schema: z.ZodType, io: "input" | "output"): JsonSchema {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, {
+  const converted = z.toJSONSchema(schema, {
     target: "draft-2020-12",
     io,
     unrepresentable: "any",
     reused: "inline",
-    // Ids name the shapes in the code; inlined, they would be read as JSON Schema's `$id`-like keyword.
     override: (ctx) => {
-      delete (ctx.jsonSchema as JsonSchema).id;
+      const json = ctx.jsonSchema as JsonSchema;
+      // Ids name the shapes in the code; left in, they would be read as JSON Schema's `$id`-like keyword.
+      delete json.id;
+      const shown = documentedAs.get(ctx.zodSchema);
+      if (shown === undefined) return;
+      for (const key of Object.keys(json)) if (key !== "description") delete json[key];
+      Object.assign(json, shown);
     },
   }) as JsonSchema;
-  return rest;
+  const { $schema: _schema, $defs = {}, ...rest } = converted;
+  return inlineDefs(rest, $defs as Record<string, unknown>) as JsonSchema;
 }
 
 /** Path and query parameters of an object schema, one OpenAPI parameter per property. */
@@ -69,7 +92,11 @@ export function openApiDocument(router: RestRouter, info: { version: string; aut
           : {}),
       };
     }
-    for (const status of [...new Set(route.errors)].sort()) {
+    // Every validated part can be refused; a path parameter past the router's limit gets 414.
+    const errors = [...route.errors];
+    if (route.params || route.query || route.body) errors.push(400);
+    if (route.path.includes(":")) errors.push(414);
+    for (const status of [...new Set(errors)].sort()) {
       responses[String(status)] = {
         description: ERROR_TEXTS[status] ?? "error",
         content: { "application/json": { schema: errorSchema } },

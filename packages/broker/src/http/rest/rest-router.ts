@@ -66,11 +66,56 @@ function parse<T extends z.ZodType>(schema: T | undefined, value: unknown, where
  */
 export class RestRouter {
   readonly routes: AnyRoute[] = [];
+  /** Each path's pattern and the methods it has. */
+  private readonly paths = new Map<string, { pattern: RegExp; params: number; methods: Set<string> }>();
 
-  constructor(private readonly app: FastifyInstance) {}
+  constructor(private readonly app: FastifyInstance) {
+    // A path of the API asked with a method it does not have gets 405 and the methods it has
+    // (RFC 9110), not the 404 of a path that does not exist. Before the body is read: a method
+    // fastify reads a body for would fail there first.
+    app.addHook("onRequest", async (request, reply) => {
+      if (!request.is404) return;
+      const path = request.url.split("?")[0];
+      const allowed = this.methodsAt(path);
+      if (allowed.length === 0) return;
+      return reply
+        .code(405)
+        .header("allow", allowed.join(", "))
+        .send({
+          error: `method ${request.method} is not allowed on ${path}: it answers ${allowed.join(", ")} (see /api/v1/openapi.json)`,
+          code: "METHOD_NOT_ALLOWED",
+        });
+    });
+  }
+
+  /**
+   * The methods of the route path `path` is read as (HEAD with GET, as fastify serves it), or
+   * none. A static segment wins over a parameter, as in fastify's router.
+   */
+  private methodsAt(path: string): string[] {
+    const matches = [...this.paths.values()].filter(({ pattern }) => pattern.test(path));
+    const fewest = Math.min(...matches.map(({ params }) => params));
+    const methods = new Set<string>();
+    for (const { params, methods: own } of matches) {
+      if (params === fewest) for (const method of own) methods.add(method);
+    }
+    if (methods.has("GET")) methods.add("HEAD");
+    return [...methods].sort();
+  }
 
   add<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(spec: RouteSpec<P, Q, B>): void {
     this.routes.push(spec);
+    let known = this.paths.get(spec.path);
+    if (!known) {
+      const parts = spec.path.split("/");
+      const pattern = parts
+        .map((part) => (part.startsWith(":") ? "[^/]+" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+        .join("/");
+      const params = parts.filter((part) => part.startsWith(":")).length;
+      known = { pattern: new RegExp(`^${pattern}$`), params, methods: new Set() };
+      this.paths.set(spec.path, known);
+    }
+    known.methods.add(spec.method);
     this.app.route({
       method: spec.method,
       url: spec.path,
