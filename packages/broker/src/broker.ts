@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { UserDirectory } from "./auth/index.js";
+import { AuthGuard } from "./auth/index.js";
 import { BrokerDefaults } from "./broker-defaults.js";
 import type { ClusterNode } from "./cluster/cluster-node.js";
 import type { ClusterOptions } from "./cluster/cluster-options.js";
@@ -82,7 +82,7 @@ async function startHttp(
   // Loaded with the HTTP server only: its schemas cost every other user of this package (the CLI's commands).
   const { REST_OPEN_PATHS, RestApi } = await import("./http/rest/rest-api.js");
   let restApi: RestApi | undefined;
-  const challenge = parts.users?.httpChallenge ?? "";
+  const challenge = parts.auth?.users.httpChallenge ?? "";
   const schemes = [
     ...(challenge.includes("Bearer") ? (["bearer"] as const) : []),
     ...(challenge.includes("Basic") ? (["basic"] as const) : []),
@@ -117,7 +117,12 @@ function openEmbeddedStore(options: BrokerOptions, logger: Logger): SqliteStore 
 }
 
 /** How requests reach this broker: the embedded listener, or a cluster's queue group. */
-async function openTransport(options: BrokerOptions, store: Store, logger: Logger): Promise<BrokerTransport> {
+async function openTransport(
+  options: BrokerOptions,
+  store: Store,
+  logger: Logger,
+  authGuard: AuthGuard | undefined,
+): Promise<BrokerTransport> {
   if (options.cluster) {
     return ClusterTransport.connect(options.cluster, logger, options.host ?? BrokerDefaults.host, store);
   }
@@ -130,6 +135,7 @@ async function openTransport(options: BrokerOptions, store: Store, logger: Logge
       maxPendingBytes: options.maxPendingBytes,
       auth: options.auth,
       authThrottle: options.authThrottle,
+      authGuard,
       tls: options.tls,
       pingIntervalMs: options.pingIntervalMs,
       maxPingsOut: options.maxPingsOut,
@@ -174,7 +180,9 @@ export class Broker {
     let transport: BrokerTransport | undefined;
     let registry: Registry | undefined;
     try {
-      transport = await openTransport(options, store, logger);
+      // One guard for both ports: a guesser is slowed on the HTTP port by failures on the NATS port too.
+      const authGuard = AuthGuard.from(options.auth, options.authThrottle, logger);
+      transport = await openTransport(options, store, logger, authGuard);
       const engine = new MessagingEngine({
         store,
         notifier: options.notifier ?? transport.notifier,
@@ -197,6 +205,7 @@ export class Broker {
         ...served.registryScope,
       });
       if (registry) metrics.watchRegistry(registry);
+      if (authGuard) metrics.watchAuth(authGuard);
       const service = new Mq9Service(engine, logger, metrics, registry, served.isolatesClients);
       const address = await served.serve(service);
       let closing = false;
@@ -208,7 +217,7 @@ export class Broker {
           {
             host: options.http.host ?? served.defaultHttpHost,
             metrics,
-            users: UserDirectory.from(options.auth),
+            auth: authGuard,
             logger,
             health: () => {
               const health = served.health();

@@ -28,7 +28,8 @@ describe("nats listener — failed authentications are throttled", () => {
       // The k-th attempt waits for k-1 earlier failures: 150 ms each (a lower bound only).
       expect(attempts[4]).toBeGreaterThanOrEqual(4 * 150 - 20);
       expect(attempts[2]).toBeGreaterThanOrEqual(2 * 150 - 20);
-      // The right credentials still get in, after the same wait: a guesser learns nothing sooner.
+      // The right token still gets in, after the same wait: all tokens share one name ("token"), so a
+      // guesser learns nothing sooner. Names that did not fail are checked at once (auth-guessers.test.ts).
       const { ms, result } = await timed(() => s.nats({ token: "right-token" }));
       expect(result.status).toBe("fulfilled");
       expect(ms).toBeGreaterThanOrEqual(5 * 150 - 20);

@@ -1,9 +1,16 @@
-export { AuthThrottle, type AuthThrottleOptions } from "./auth-throttle.js";
+export { AuthCounts, AuthGuard, type AuthOutcome, type AuthRefusal } from "./auth-guard.js";
+export { AuthThrottle, type AuthThrottleOptions, type AuthTransport } from "./auth-throttle.js";
+export { CheckPool, CheckShed } from "./check-pool.js";
 export { ClientPermissions } from "./client-permissions.js";
 export { Permissions, type SubscribeDecision } from "./permissions.js";
 export type { Principal } from "./principal.js";
 export { patternCovers, patternsOverlap } from "./subject-pattern.js";
-export { type AuthenticatedUser, type ConnectCredentials, UserDirectory } from "./user-directory.js";
+export {
+  type AuthenticatedUser,
+  type ConnectCredentials,
+  type PasswordCheckCounts,
+  UserDirectory,
+} from "./user-directory.js";
 export {
   AGENT_PERMISSIONS,
   type AuthOptions,

@@ -1,6 +1,7 @@
-import { createHash, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import bcrypt from "bcryptjs";
 import { fromPublic } from "nkeys.js";
+import { CheckPool } from "./check-pool.js";
 import { Permissions } from "./permissions.js";
 import type { Principal } from "./principal.js";
 import { type AuthOptions, permissionsOf, type UserOptions } from "./user-options.js";
@@ -25,9 +26,18 @@ interface Entry extends AuthenticatedUser {
   readonly passwordHash?: string;
 }
 
-const BCRYPT = /^\$2[abxy]?\$\d\d\$/;
+const BCRYPT = /^\$2[abxy]?\$(\d\d)\$/;
 /** Successful bcrypt checks remembered, so that reconnects do not pay the hash again. */
 const MAX_REMEMBERED = 4096;
+
+/** What a password was checked against: a user's own secret, or the stand-in for a name that has none. */
+export type PasswordCheckAgainst = "user" | "dummy";
+
+/** Password checks made so far, by hash kind and by what they were checked against. */
+export type PasswordCheckCounts = Record<"bcrypt" | "plain", Record<PasswordCheckAgainst, number>>;
+
+/** Compared when a name has no plain password, so that the comparison is made all the same. */
+const DUMMY_DIGEST = createHash("sha256").update(randomBytes(32)).digest();
 
 function digest(text: string): Buffer {
   return createHash("sha256").update(text).digest();
@@ -51,6 +61,14 @@ export class UserDirectory {
   private readonly byName = new Map<string, Entry>();
   private readonly byNkey = new Map<string, Entry>();
   private readonly remembered = new Set<string>();
+  /** A bcrypt hash no password matches, of the highest cost configured; undefined without bcrypt users. */
+  private dummyHash: string | undefined;
+  /** Bcrypt checks run here, a few at a time; see CheckPool. */
+  readonly pool = new CheckPool();
+  readonly passwordChecks: PasswordCheckCounts = {
+    bcrypt: { user: 0, dummy: 0 },
+    plain: { user: 0, dummy: 0 },
+  };
 
   private constructor(
     /** True when a list of users was configured: ownership and inbox isolation apply. */
@@ -73,6 +91,10 @@ export class UserDirectory {
       return directory;
     }
     if (!single) return undefined;
+    // The listener's own wording, since this may be the first to see the options.
+    if (auth.user !== undefined && auth.password === undefined) refuse("user needs password as well");
+    if (auth.password === "") refuse("password is empty; an empty password is refused");
+    if (auth.token === "") refuse("token is empty; an empty token is refused");
     // One shared secret: whoever has it may do everything (either form is accepted when both are set).
     const directory = new UserDirectory(false);
     if (auth.user !== undefined)
@@ -118,6 +140,14 @@ export class UserDirectory {
       passwordHash: user.password !== undefined && BCRYPT.test(user.password) ? user.password : undefined,
     };
     this.byName.set(name, entry);
+    const cost = entry.passwordHash === undefined ? undefined : BCRYPT.exec(entry.passwordHash)?.[1];
+    if (
+      cost !== undefined &&
+      (this.dummyHash === undefined || cost > (BCRYPT.exec(this.dummyHash)?.[1] ?? ""))
+    ) {
+      // A salt of that cost and a hash part no bcrypt output has: comparing costs what a real check does.
+      this.dummyHash = `${bcrypt.genSaltSync(Number(cost))}${".".repeat(31)}`;
+    }
     if (user.token !== undefined) {
       const tokenDigest = digest(user.token);
       if (this.byToken.some((t) => sameDigest(t.digest, tokenDigest))) {
@@ -138,11 +168,15 @@ export class UserDirectory {
 
   /**
    * The user the credentials prove, or undefined. A promise only when a bcrypt hash has to be
-   * checked for the first time; every other check answers at once.
+   * checked; every other check answers at once. A failed password check costs the same whether the
+   * name is unknown, has a plain password or a bcrypt hash: with bcrypt users configured, every
+   * failure runs one bcrypt check of their cost (against a dummy hash when the name has none).
+   * Bcrypt checks wait in `pool` by `rank` (lower first) and reject with CheckShed when dropped.
    */
   authenticate(
     creds: ConnectCredentials,
     nonce: string | undefined,
+    rank = 1,
   ): AuthenticatedUser | undefined | Promise<AuthenticatedUser | undefined> {
     if (typeof creds.nkey === "string" && creds.nkey !== "") return this.byNkeySignature(creds, nonce);
     if (typeof creds.auth_token === "string") {
@@ -153,19 +187,32 @@ export class UserDirectory {
       if (found !== undefined) return found;
     }
     if (typeof creds.user !== "string" || typeof creds.pass !== "string") return undefined;
+    const pass = creds.pass;
     const entry = this.byName.get(creds.user);
-    if (entry?.password !== undefined) {
-      return sameDigest(digest(entry.password), digest(creds.pass)) ? entry : undefined;
-    }
     const hash = entry?.passwordHash;
-    if (entry === undefined || hash === undefined) return undefined;
-    const key = `${creds.user}\u0000${digest(`${hash}\u0000${creds.pass}`).toString("hex")}`;
-    if (this.remembered.has(key)) return entry;
-    return bcrypt.compare(creds.pass, hash).then((ok) => {
-      if (!ok) return undefined;
-      if (this.remembered.size >= MAX_REMEMBERED) this.remembered.clear();
-      this.remembered.add(key);
-      return entry;
+    if (entry !== undefined && hash !== undefined) {
+      const key = `${creds.user}\u0000${digest(`${hash}\u0000${pass}`).toString("hex")}`;
+      if (this.remembered.has(key)) return entry;
+      return this.bcrypt(pass, hash, "user", rank).then((ok) => {
+        if (!ok) return undefined;
+        if (this.remembered.size >= MAX_REMEMBERED) this.remembered.clear();
+        this.remembered.add(key);
+        return entry;
+      });
+    }
+    const plain = entry?.password;
+    this.passwordChecks.plain[plain === undefined ? "dummy" : "user"]++;
+    const ok = sameDigest(plain === undefined ? DUMMY_DIGEST : digest(plain), digest(pass));
+    if (ok && entry !== undefined) return entry;
+    const dummy = this.dummyHash;
+    if (dummy === undefined) return undefined;
+    return this.bcrypt(pass, dummy, "dummy", rank).then(() => undefined);
+  }
+
+  private bcrypt(pass: string, hash: string, against: PasswordCheckAgainst, rank: number): Promise<boolean> {
+    return this.pool.run(rank, () => {
+      this.passwordChecks.bcrypt[against]++;
+      return bcrypt.compare(pass, hash);
     });
   }
 

@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Registry as MetricsRegistry } from "prom-client";
+import type { AuthGuard } from "../auth/index.js";
 import type { Registry } from "../registry.js";
 import type { RequestObserver } from "../service/request-observer.js";
 import type { StoreLogStatus } from "../store/sqlite-store.js";
@@ -84,6 +85,57 @@ export class BrokerMetrics implements RequestObserver {
     );
     gauge("mq9_registry_index_building", "1 while the approximate vector index is being built", () =>
       registry.status().vectors?.building ? 1 : 0,
+    );
+  }
+
+  /** Counters of refused and throttled sign-ins and of password checks, on both ports. */
+  watchAuth(guard: AuthGuard): void {
+    const counts = guard.counts;
+    const checks = guard.users.passwordChecks;
+    // The guard keeps the counts; the counters show them.
+    new Counter({
+      name: "mq9_auth_failures_total",
+      help: "sign-ins refused for wrong credentials (reason invalid) or none (reason missing), by transport",
+      labelNames: ["transport", "reason"],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [key, n] of counts.failures) {
+          const [transport, reason] = key.split(" ");
+          this.inc({ transport, reason }, n);
+        }
+      },
+    });
+    new Counter({
+      name: "mq9_auth_throttled_total",
+      help: "sign-ins of failing names that waited their turn (outcome delayed) or were refused unchecked (outcome refused), by transport",
+      labelNames: ["transport", "outcome"],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [key, n] of counts.throttled) {
+          const [transport, outcome] = key.split(" ");
+          this.inc({ transport, outcome }, n);
+        }
+      },
+    });
+    new Counter({
+      name: "mq9_auth_password_checks_total",
+      help: "password checks run, by hash (bcrypt or plain) and by what they ran against (a user's secret, or the dummy that stands in for an unknown name or a failure)",
+      labelNames: ["hash", "against"],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const hash of ["bcrypt", "plain"] as const) {
+          for (const against of ["user", "dummy"] as const)
+            this.inc({ hash, against }, checks[hash][against]);
+        }
+      },
+    });
+    this.gauge(
+      "mq9_auth_checks_queued",
+      "bcrypt checks waiting for their turn",
+      () => guard.users.pool.queued,
     );
   }
 

@@ -4,7 +4,7 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from "fastify";
-import type { UserDirectory } from "../auth/index.js";
+import type { AuthGuard, ConnectCredentials } from "../auth/index.js";
 import type { Principal } from "../auth/principal.js";
 import type { Logger } from "../logger.js";
 import type { BrokerMetrics } from "./broker-metrics.js";
@@ -20,11 +20,12 @@ export interface HttpServerOptions {
   /** Adds the routes of higher layers (A2A gateway, MCP, orchestrator API, dashboard). */
   routes?: (app: FastifyInstance) => void | Promise<void>;
   /**
-   * The broker's users: when set, every route but /healthz and /metrics requires the credentials of
-   * one of them (a token as Bearer, user and password as Basic). With several users configured, only
+   * Checks the broker's users: when set, every route but /healthz and /metrics requires the
+   * credentials of one of them (a token as Bearer, user and password as Basic), throttled as on the
+   * NATS port (the broker shares one guard between both). With several users configured, only
    * admins are let in, since the HTTP apps act on the broker with rights of their own.
    */
-  users?: UserDirectory;
+  auth?: AuthGuard;
   /** Paths served without credentials (the dashboard's page and scripts, which hold no data). */
   openPath?: (path: string) => boolean;
   /** DNS-rebinding protection; see HostGuardOptions. */
@@ -46,16 +47,16 @@ export function principalOf(request: object): Principal | undefined {
   return requestUsers.get(request);
 }
 
-/** The user the Authorization header proves: undefined when it proves none. */
-async function userOf(header: string | undefined, users: UserDirectory) {
+/** The credentials an Authorization header carries: undefined when it carries none. */
+function credentialsOf(header: string | undefined): ConnectCredentials | undefined {
   if (!header) return undefined;
   const [scheme, value = ""] = header.split(" ", 2);
-  if (scheme.toLowerCase() === "bearer") return users.authenticate({ auth_token: value }, undefined);
+  if (scheme.toLowerCase() === "bearer") return { auth_token: value };
   if (scheme.toLowerCase() !== "basic") return undefined;
   const decoded = Buffer.from(value, "base64").toString();
   const colon = decoded.indexOf(":");
   if (colon < 0) return undefined;
-  return users.authenticate({ user: decoded.slice(0, colon), pass: decoded.slice(colon + 1) }, undefined);
+  return { user: decoded.slice(0, colon), pass: decoded.slice(colon + 1) };
 }
 
 /** The broker's one HTTP server: /healthz, /metrics, and whatever `routes` mounts. */
@@ -103,13 +104,26 @@ export class HttpServer {
         return reply.code(403).send({ error: refusal });
       });
     }
-    const users = options.users;
-    if (users !== undefined) {
+    const auth = options.auth;
+    if (auth !== undefined) {
+      const users = auth.users;
       // Without this, the HTTP port would be a way around the broker's own authentication.
       app.addHook("onRequest", async (request, reply) => {
         const path = request.url.split("?")[0];
         if (OPEN_PATHS.has(path) || options.openPath?.(path)) return;
-        const user = await userOf(request.headers.authorization, users);
+        const creds = credentialsOf(request.headers.authorization);
+        const ip = request.ip.replace(/^::ffff:/, "");
+        const outcome = await auth.check("http", ip, creds ?? {}, undefined);
+        if (outcome.refusal === "throttled") {
+          const seconds = Math.max(1, Math.ceil((outcome.retryAfterMs ?? 1000) / 1000));
+          return reply
+            .code(429)
+            .header("retry-after", String(seconds))
+            .send({
+              error: `too many failed authentications from this address: try again in ${seconds} s with the right token (Bearer) or user and password (Basic)`,
+            });
+        }
+        const user = outcome.user;
         if (user !== undefined && (!users.multiUser || user.principal.admin)) {
           requestUsers.set(request, user.principal);
           return;

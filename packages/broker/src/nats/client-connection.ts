@@ -2,10 +2,10 @@ import type { Socket } from "node:net";
 import { type SecureContext, TLSSocket } from "node:tls";
 import {
   type AuthenticatedUser,
-  type AuthThrottle,
+  type AuthGuard,
+  type AuthOutcome,
   ClientPermissions,
   type Principal,
-  type UserDirectory,
 } from "../auth/index.js";
 import {
   errLine,
@@ -35,9 +35,8 @@ const CLOSE_GRACE_MS = 2000;
 export interface ConnectionHost {
   readonly options: ResolvedOptions;
   readonly router: SubscriptionRouter;
-  /** Undefined when clients need no credentials. */
-  readonly users: UserDirectory | undefined;
-  readonly throttle: AuthThrottle;
+  /** Checks credentials; undefined when clients need no credentials. */
+  readonly guard: AuthGuard | undefined;
   /** Set when clients are isolated from each other (users configured). */
   readonly inboxes: InboxClaims | undefined;
   /** A valid client publish, to hand to the service or route to subscribers. */
@@ -204,46 +203,43 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
   }
 
   /**
-   * Checks the first CONNECT's credentials. At once when it can; when the address is being throttled
-   * or a bcrypt hash needs checking, the input behind the CONNECT is held until the answer.
+   * Checks the first CONNECT's credentials. At once when it can; when a failing name waits its turn
+   * or a bcrypt hash needs checking, the input behind the CONNECT is held until the answer. A turn
+   * is never waited for longer than half the auth timeout (see AuthThrottle).
    */
   private authenticate(opts: ConnectOptions): void {
-    const users = this.host.users;
-    if (users === undefined) {
+    const guard = this.host.guard;
+    if (guard === undefined) {
       this.admit(opts, undefined);
       return;
     }
-    const delayMs = this.host.throttle.delayFor(this.remoteIp);
-    const result = delayMs === 0 ? users.authenticate(opts, this.nonce) : undefined;
-    if (delayMs === 0 && !(result instanceof Promise)) {
-      this.settle(opts, result);
+    const maxWaitMs = Math.floor(this.host.options.authTimeoutMs / 2);
+    const outcome = guard.check("nats", this.remoteIp, opts, this.nonce, maxWaitMs);
+    if (!(outcome instanceof Promise)) {
+      this.settle(opts, outcome);
       return;
     }
     this.authenticating = true;
     this.parser.pause();
     this.socket.pause();
-    const wait = new Promise<void>((resolve) => setTimeout(resolve, delayMs).unref());
-    void wait
-      .then(() => (delayMs === 0 ? result : users.authenticate(opts, this.nonce)))
-      .then(
-        (user) => this.settle(opts, user),
-        (err) => {
-          this.log.error({ err, clientId: this.id }, "nats: checking credentials failed");
-          this.settle(opts, undefined);
-        },
-      );
+    void outcome.then(
+      (result) => this.settle(opts, result),
+      (err) => {
+        this.log.error({ err, clientId: this.id }, "nats: checking credentials failed");
+        this.settle(opts, { refusal: "invalid" });
+      },
+    );
   }
 
-  private settle(opts: ConnectOptions, user: AuthenticatedUser | undefined): void {
+  private settle(opts: ConnectOptions, outcome: AuthOutcome): void {
     this.authenticating = false;
     if (this.closed) return;
-    if (user === undefined) {
-      const name = typeof opts.user === "string" ? opts.user : undefined;
-      this.host.throttle.failed(this.remoteIp, name);
-      this.close("authorization violation", ProtocolError.AuthorizationViolation);
+    if (outcome.user === undefined) {
+      // nats-server's one answer to every refusal; the log and the metrics tell a throttled one apart.
+      this.close(`authorization violation (${outcome.refusal})`, ProtocolError.AuthorizationViolation);
       return;
     }
-    this.admit(opts, user);
+    this.admit(opts, outcome.user);
     this.socket.resume();
     this.parser.resume();
   }
@@ -361,7 +357,7 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
 
   /** Before CONNECT, only servers without auth accept operations (telnet-style use). */
   private admitted(): boolean {
-    if (this.connected || this.host.users === undefined) return !this.closed;
+    if (this.connected || this.host.guard === undefined) return !this.closed;
     this.close("operation before CONNECT", ProtocolError.AuthorizationViolation);
     return false;
   }

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { createServer, type Server, type Socket } from "node:net";
 import { createSecureContext } from "node:tls";
-import { AuthThrottle, type Principal, UserDirectory } from "../auth/index.js";
+import { AuthGuard, type Principal, type UserDirectory } from "../auth/index.js";
 import { ClientConnection, type ConnectionHost, type TlsSetup } from "./client-connection.js";
 import { errLine, ProtocolError } from "./errors.js";
 import { InboxClaims } from "./inbox-claims.js";
@@ -61,15 +61,16 @@ export class NatsListener {
 
   constructor(options?: NatsListenerOptions) {
     this.options = resolveOptions(options);
-    this.users = UserDirectory.from(this.options.auth);
+    const guard =
+      options?.authGuard ?? AuthGuard.from(this.options.auth, this.options.authThrottle, this.options.logger);
+    this.users = guard?.users;
     const inboxes = this.users?.multiUser ? new InboxClaims() : undefined;
     this.router.inboxes = inboxes;
     // Connections see the listener only through this narrow interface.
     this.host = {
       options: this.options,
       router: this.router,
-      users: this.users,
-      throttle: new AuthThrottle(this.options.logger, this.options.authThrottle),
+      guard,
       inboxes,
       clientPublish: (from, subject, reply, header, body) =>
         this.clientPublish(from, subject, reply, header, body),

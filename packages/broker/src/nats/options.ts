@@ -1,5 +1,5 @@
 import { Defaults } from "@mq9/protocol";
-import type { AuthOptions, AuthThrottleOptions, Principal } from "../auth/index.js";
+import type { AuthGuard, AuthOptions, AuthThrottleOptions, Principal } from "../auth/index.js";
 import { BrokerDefaults } from "../broker-defaults.js";
 import { type Logger, silentLogger } from "../logger.js";
 
@@ -39,6 +39,11 @@ export interface NatsListenerOptions {
   auth?: AuthOptions;
   /** How failed authentications slow down later attempts from the same address. */
   authThrottle?: AuthThrottleOptions;
+  /**
+   * Checks credentials instead of one built from `auth` and `authThrottle`: the broker shares its
+   * guard with its HTTP server, so a guesser is slowed on both ports alike.
+   */
+  authGuard?: AuthGuard;
   /** PEM files; when set every client must upgrade to TLS after INFO. `caFile` turns on client-certificate verification. */
   tls?: { certFile: string; keyFile: string; caFile?: string };
   /** Advertised in INFO as server_name; defaults to the generated server id. */
