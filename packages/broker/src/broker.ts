@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { AuthGuard } from "./auth/index.js";
+import { checkStoredOwners } from "./auth/stored-owners.js";
 import { BrokerDefaults } from "./broker-defaults.js";
 import type { ClusterNode } from "./cluster/cluster-node.js";
 import type { ClusterOptions } from "./cluster/cluster-options.js";
@@ -206,6 +207,9 @@ export class Broker {
       });
       if (registry) metrics.watchRegistry(registry);
       if (authGuard) metrics.watchAuth(authGuard);
+      if (served.isolatesClients) {
+        await checkStoredOwners(authGuard?.users, store, registry, logger);
+      }
       const service = new Mq9Service(engine, logger, metrics, registry, served.isolatesClients);
       const address = await served.serve(service);
       let closing = false;

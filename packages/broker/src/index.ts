@@ -35,6 +35,8 @@ export type { ClusterRoster, ClusterView } from "./cluster/cluster-node.js";
 export { type Logger, silentLogger } from "./logger.js";
 export type {
   DiscoverResult,
+  MailboxStanding,
+  OwnedRegistrations,
   Registry,
   RegistryContext,
   RegistryFactory,

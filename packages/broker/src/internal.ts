@@ -16,7 +16,7 @@
  * @module
  */
 
-export { UserDirectory } from "./auth/index.js";
+export { foldName, tokenUserName, UserDirectory } from "./auth/index.js";
 export { MessagingEngine, type MessagingEngineOptions } from "./engine/messaging-engine.js";
 export { LocalNotifier, type Notifier, type Watch } from "./engine/notifier.js";
 export { BrokerMetrics } from "./http/broker-metrics.js";

@@ -10,12 +10,13 @@ import type { Store } from "./store/store.js";
 export interface Registry {
   /**
    * REGISTER. With `caller` (users configured) the registration belongs to that user;
-   * `mayUseMailbox` vets the advertised mailbox and throws when the caller may not.
+   * `standing` tells what the caller is to the advertised mailbox: its creator takes over a
+   * registration of it someone else made, another user's mailbox is refused.
    */
   register(
     body: Uint8Array,
     caller?: Principal,
-    mayUseMailbox?: (mailbox: string) => Promise<void>,
+    standing?: (mailbox: string) => Promise<MailboxStanding>,
   ): Promise<void>;
   /** UNREGISTER; with `caller`, only the caller's own registrations. */
   unregister(body: Uint8Array, caller?: Principal): Promise<void>;
@@ -24,11 +25,26 @@ export interface Registry {
   discover(body: Uint8Array): Promise<DiscoverResult>;
   /** One live agent's DISCOVER entry with its status, by mailbox; undefined when none. */
   entryOf(mailbox: string): Promise<readonly Uint8Array[] | undefined>;
+  /** Every owner of live registrations, with at most `examples` of each one's mailboxes (checked at start). */
+  owners(examples: number): Promise<OwnedRegistrations[]>;
   /** How far the background work is (exposed as metrics). */
   status(): RegistryStatus;
   /** Resolves once every stored skill is searchable by meaning (for tests and benchmarks). */
   indexed(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * What a user is to a mailbox it advertises: `creator` (it created the live mailbox), `allowed`
+ * (a grant, or no such mailbox yet), or `foreign` (another user's).
+ */
+export type MailboxStanding = "creator" | "allowed" | "foreign";
+
+/** The live registrations of one owner: how many, and the first few mailboxes in order. */
+export interface OwnedRegistrations {
+  owner: string;
+  count: number;
+  mailboxes: string[];
 }
 
 /** What the broker hands the registry it is given: where to keep its data, and the broker's own parts. */

@@ -1,6 +1,8 @@
 import {
   type DiscoverResult,
   type Logger,
+  type MailboxStanding,
+  type OwnedRegistrations,
   type Principal,
   type Registry,
   type RegistryStatus,
@@ -184,12 +186,12 @@ export class AgentRegistry implements Registry {
   /**
    * REGISTER: stores (or replaces) the registration; its skills are embedded in the background.
    * With `caller` (users configured) a registration belongs to the user that made it: another user
-   * may neither replace it nor take its name, and `mayUseMailbox` vets the advertised mailbox.
+   * may neither replace it nor take its name, and `standing` vets the advertised mailbox (its creator takes a registration of it over).
    */
   async register(
     body: Uint8Array,
     caller?: Principal,
-    mayUseMailbox?: (mailbox: string) => Promise<void>,
+    standing?: (mailbox: string) => Promise<MailboxStanding>,
   ): Promise<void> {
     const reg = unwrap(parseRegisterRequest(body, this.limits));
     const invalid = mailAddressError(reg.mailbox);
@@ -204,18 +206,28 @@ export class AgentRegistry implements Registry {
     if (caller !== undefined) {
       await this.catchUp();
       const [existing] = await this.store.select({ mailbox: reg.mailbox }, now);
-      if (existing !== undefined && existing.owner !== caller.name && !caller.admin) {
+      const mailboxStanding = caller.admin ? "allowed" : ((await standing?.(reg.mailbox)) ?? "allowed");
+      // The mailbox's creator takes over a registration of it that another user made.
+      if (
+        existing !== undefined &&
+        existing.owner !== caller.name &&
+        !caller.admin &&
+        mailboxStanding !== "creator"
+      ) {
         throw new Mq9Error("PERMISSION_DENIED", Errors.notRegistrationOwner(reg.mailbox));
       }
       if (!caller.admin) {
-        const namesakes = await this.store.select({ name: reg.name }, now);
+        // Names that differ only in case or Unicode form are one name across users.
+        const namesakes = await this.store.namesakes(reg.name, now);
         if (namesakes.some((row) => row.owner !== caller.name && row.mailbox !== reg.mailbox)) {
           throw new Mq9Error("PERMISSION_DENIED", Errors.agentNameTaken(reg.name));
         }
-        await mayUseMailbox?.(reg.mailbox);
+        if (mailboxStanding === "foreign") {
+          throw new Mq9Error("PERMISSION_DENIED", Errors.registerForeignMailbox(reg.mailbox));
+        }
       }
       // An admin changing someone's registration leaves it theirs.
-      owner = existing?.owner ?? caller.name;
+      owner = caller.admin ? (existing?.owner ?? caller.name) : caller.name;
     }
     const row: AgentRow = {
       owner,
@@ -629,6 +641,10 @@ export class AgentRegistry implements Registry {
   }
 
   /** One live agent's DISCOVER entry with its status, by mailbox (for the HTTP API); undefined when none. */
+  owners(examples: number): Promise<OwnedRegistrations[]> {
+    return this.store.owners(this.now(), examples);
+  }
+
   async entryOf(mailbox: string): Promise<readonly Uint8Array[] | undefined> {
     await this.catchUp();
     const [row] = await this.store.get([mailbox], this.now());

@@ -3,12 +3,13 @@ export { AuthThrottle, type AuthThrottleOptions, type AuthTransport } from "./au
 export { CheckPool, CheckShed } from "./check-pool.js";
 export { ClientPermissions } from "./client-permissions.js";
 export { Permissions, type SubscribeDecision } from "./permissions.js";
-export type { Principal } from "./principal.js";
+export { foldName, type Principal } from "./principal.js";
 export { patternCovers, patternsOverlap } from "./subject-pattern.js";
 export {
   type AuthenticatedUser,
   type ConnectCredentials,
   type PasswordCheckCounts,
+  tokenUserName,
   UserDirectory,
 } from "./user-directory.js";
 export {

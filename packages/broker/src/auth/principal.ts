@@ -9,3 +9,11 @@ export interface Principal {
   /** Mail-address patterns (NATS wildcards over the dot-separated name): read and manage as an owner. */
   readonly mailboxGrants: readonly string[];
 }
+
+/**
+ * The form in which two names count as one (user names, agent names): Unicode NFKC, then lower
+ * case, so that `Translator` and `translator`, or a full-width `Ａ` and `A`, are not two owners.
+ */
+export function foldName(name: string): string {
+  return name.normalize("NFKC").toLowerCase();
+}

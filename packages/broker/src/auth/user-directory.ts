@@ -3,7 +3,7 @@ import bcrypt from "bcryptjs";
 import { fromPublic } from "nkeys.js";
 import { CheckPool } from "./check-pool.js";
 import { Permissions } from "./permissions.js";
-import type { Principal } from "./principal.js";
+import { foldName, type Principal } from "./principal.js";
 import { type AuthOptions, permissionsOf, type UserOptions } from "./user-options.js";
 
 /** The credentials fields of a CONNECT. */
@@ -47,6 +47,16 @@ function sameDigest(a: Buffer, b: Buffer): boolean {
   return timingSafeEqual(a, b);
 }
 
+/**
+ * The name of a token user configured without `user`: derived from the token, so that it stays
+ * the same when the users list is edited around it (a name from the list position would pass the
+ * user's mailboxes to whoever takes that position). Domain-separated and cut to 64 bits; it still
+ * confirms a guess of a short token, so such users should be given a `user` name.
+ */
+export function tokenUserName(token: string): string {
+  return `token-${createHash("sha256").update(`mq9 token user\u0000${token}`).digest("hex").slice(0, 16)}`;
+}
+
 function refuse(message: string): never {
   throw new RangeError(`auth: ${message}`);
 }
@@ -69,6 +79,9 @@ export class UserDirectory {
     bcrypt: { user: 0, dummy: 0 },
     plain: { user: 0, dummy: 0 },
   };
+  /** Each user name by its folded form: two names that fold alike would read as one owner. */
+  private readonly foldedNames = new Map<string, string>();
+  private namelessTokens = 0;
 
   private constructor(
     /** True when a list of users was configured: ownership and inbox isolation apply. */
@@ -114,6 +127,16 @@ export class UserDirectory {
     return schemes.join(", ");
   }
 
+  /** Whether a user of this name is configured. */
+  has(name: string): boolean {
+    return this.byName.has(name);
+  }
+
+  /** True when some token user has no `user` name (its name is derived from its token). */
+  get hasNamelessTokenUsers(): boolean {
+    return this.namelessTokens > 0;
+  }
+
   /** True when some user signs in with an NKey: INFO must then carry a nonce. */
   get wantsNonce(): boolean {
     return this.byNkey.size > 0;
@@ -128,8 +151,16 @@ export class UserDirectory {
     }
     if (user.token !== undefined && user.token === "") refuse(`${where} has an empty token`);
     if (user.password !== undefined && !user.user) refuse(`${where} has a password but no user name`);
-    const name = user.user ?? user.nkey ?? (user.token !== undefined ? `token-user-${index}` : "");
+    const name = user.user ?? user.nkey ?? (user.token !== undefined ? tokenUserName(user.token) : "");
     if (this.byName.has(name)) refuse(`${where}: the user name ${JSON.stringify(name)} is given twice`);
+    const folded = foldName(name);
+    const lookalike = this.foldedNames.get(folded);
+    if (lookalike !== undefined) {
+      refuse(
+        `${where}: the user names ${JSON.stringify(lookalike)} and ${JSON.stringify(name)} differ only in case or Unicode form; give one another name`,
+      );
+    }
+    this.foldedNames.set(folded, name);
     const admin = user.admin === true;
     const options = permissionsOf(user.permissions) ?? (admin ? undefined : defaults);
     const permissions = options === undefined ? undefined : new Permissions(options, `${where}.permissions`);
@@ -148,6 +179,7 @@ export class UserDirectory {
       // A salt of that cost and a hash part no bcrypt output has: comparing costs what a real check does.
       this.dummyHash = `${bcrypt.genSaltSync(Number(cost))}${".".repeat(31)}`;
     }
+    if (user.token !== undefined && user.user === undefined) this.namelessTokens++;
     if (user.token !== undefined) {
       const tokenDigest = digest(user.token);
       if (this.byToken.some((t) => sameDigest(t.digest, tokenDigest))) {

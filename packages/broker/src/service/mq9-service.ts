@@ -168,7 +168,7 @@ export class Mq9Service {
         await this.agents().register(
           request.payload,
           owner,
-          owner && ((mailbox) => ownership!.mayRegister(owner, mailbox)),
+          owner && ((mailbox) => ownership!.standing(owner, mailbox)),
         );
         return {};
       }

@@ -2,6 +2,7 @@ import { Errors, Mq9Error } from "@mq9/protocol";
 import type { Principal } from "../auth/principal.js";
 import type { MessagingEngine } from "../engine/messaging-engine.js";
 import { subjectMatches } from "../nats/subject.js";
+import type { MailboxStanding } from "../registry.js";
 
 /**
  * Who may read and manage a mailbox when users are configured: the user that created it, users the
@@ -23,14 +24,15 @@ export class MailboxOwnership {
     throw new Mq9Error("PERMISSION_DENIED", Errors.notMailboxOwner(address, op));
   }
 
-  /** Whether `caller` may advertise this mailbox in a registration (its own, granted, or not created yet). */
-  async mayRegister(caller: Principal, address: string): Promise<void> {
-    try {
-      await this.check(caller, address, "register it");
-    } catch (err) {
-      if (err instanceof Mq9Error)
-        throw new Mq9Error("PERMISSION_DENIED", Errors.registerForeignMailbox(address));
-      throw err;
-    }
+  /**
+   * What `caller` is to a mailbox it advertises in a registration: its creator, allowed (a grant,
+   * or no such mailbox yet), or foreign. The creator wins a registration of its mailbox that
+   * another user made before the mailbox existed (or after an earlier one of that name expired).
+   */
+  async standing(caller: Principal, address: string): Promise<MailboxStanding> {
+    const mailbox = await this.engine.mailbox(address);
+    if (mailbox !== undefined && mailbox.owner === caller.name) return "creator";
+    if (mailbox === undefined || caller.admin) return "allowed";
+    return caller.mailboxGrants.some((pattern) => subjectMatches(pattern, address)) ? "allowed" : "foreign";
   }
 }

@@ -3,7 +3,14 @@ import type Database from "better-sqlite3";
 import type { GroupClaims } from "./group-claims.js";
 import { RANKS } from "./message-reads.js";
 import type { MailboxRow, StatsStatements } from "./sqlite-statements.js";
-import type { GroupStats, MailboxStats, MailboxStatsOptions, StoreTotals } from "./store-inspection.js";
+import type {
+  GroupStats,
+  MailboxStats,
+  MailboxStatsOptions,
+  OwnedMailboxes,
+  StoreTotals,
+} from "./store-inspection.js";
+import { ownersOf } from "./store-inspection.js";
 
 /**
  * The counts the dashboard and the REST API show of the embedded store (the read half of
@@ -16,6 +23,19 @@ export class SqliteStats {
     private readonly stmt: StatsStatements,
     private readonly claims: GroupClaims,
   ) {}
+
+  mailboxOwners(nowMs: number, examples: number): OwnedMailboxes[] {
+    const rows = this.db
+      .prepare<[number, number], { owner: string; address: string; n: number }>(
+        `SELECT owner, address, n FROM (
+           SELECT owner, address, count(*) OVER (PARTITION BY owner) AS n,
+                  row_number() OVER (PARTITION BY owner ORDER BY address) AS r
+           FROM mailboxes WHERE owner IS NOT NULL AND (expires_ms IS NULL OR expires_ms > ?))
+         WHERE r <= ? ORDER BY owner, address`,
+      )
+      .all(nowMs, examples);
+    return ownersOf(rows);
+  }
 
   mailboxStats(nowMs: number, options: MailboxStatsOptions): MailboxStats[] {
     const match = options.exact ? "address = ?" : "instr(address, ?) > 0";

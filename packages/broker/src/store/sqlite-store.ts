@@ -42,6 +42,7 @@ import type {
   GroupStats,
   MailboxStats,
   MailboxStatsOptions,
+  OwnedMailboxes,
   StoreInspection,
   StoreTotals,
 } from "./store-inspection.js";
@@ -448,6 +449,10 @@ export class SqliteStore implements Store, StoreInspection {
 
   async totals(nowMs: number): Promise<StoreTotals> {
     return this.pacer.turn(() => this.stats.totals(nowMs));
+  }
+
+  async mailboxOwners(nowMs: number, examples: number): Promise<OwnedMailboxes[]> {
+    return this.pacer.turn(() => this.stats.mailboxOwners(nowMs, examples));
   }
 
   async groupStats(address: string, nowMs: number): Promise<GroupStats[] | undefined> {

@@ -36,6 +36,24 @@ export interface GroupStats {
   leased: number;
 }
 
+/** The live mailboxes of one owner: how many, and the first few addresses in order. */
+export interface OwnedMailboxes {
+  owner: string;
+  count: number;
+  addresses: string[];
+}
+
+/** Rows of (owner, address, count), sorted by owner, grouped per owner. */
+export function ownersOf(rows: readonly { owner: string; address: string; n: number }[]): OwnedMailboxes[] {
+  const owners: OwnedMailboxes[] = [];
+  for (const row of rows) {
+    const last = owners.at(-1);
+    if (last?.owner === row.owner) last.addresses.push(row.address);
+    else owners.push({ owner: row.owner, count: Number(row.n), addresses: [row.address] });
+  }
+  return owners;
+}
+
 /**
  * Read and admin operations beyond the mq9 protocol (which has no LIST or mailbox DELETE),
  * for the HTTP API. A Store may offer them; the engine answers a clear error when it does not.
@@ -47,6 +65,8 @@ export interface StoreInspection {
   totals(nowMs: number): Promise<StoreTotals>;
   /** The groups of a live mailbox; undefined when there is no such mailbox. */
   groupStats(address: string, nowMs: number): Promise<GroupStats[] | undefined>;
+  /** Every owner of live mailboxes, with at most `examples` of each one's addresses (checked at start). */
+  mailboxOwners(nowMs: number, examples: number): Promise<OwnedMailboxes[]>;
   /** Deletes a live mailbox with its messages and groups; false when there is none. */
   deleteMailbox(address: string, nowMs: number): Promise<boolean>;
   /** Deletes every message of a live mailbox (it and its groups stay); undefined when there is none. */

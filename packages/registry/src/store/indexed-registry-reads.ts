@@ -1,3 +1,4 @@
+import type { OwnedRegistrations } from "@mq9/broker";
 import { Bm25Index } from "../search/bm25-index.js";
 import { searchTerms } from "../search/text-search.js";
 import { RegistrationIndex } from "./registration-index.js";
@@ -63,6 +64,19 @@ export abstract class IndexedRegistryReads {
 
   candidates(filter: AgentFilter, nowMs: number): Promise<Set<string>> {
     return Promise.resolve(new Set(this.registrations.matching(filter, nowMs).map((entry) => entry.mailbox)));
+  }
+
+  namesakes(name: string, nowMs: number): Promise<AgentRow[]> {
+    return Promise.resolve(
+      this.registrations
+        .namesakes(name)
+        .filter((entry) => this.registrations.isLive(entry, nowMs))
+        .map((entry) => entry.record),
+    );
+  }
+
+  owners(nowMs: number, examples: number): Promise<OwnedRegistrations[]> {
+    return Promise.resolve(this.registrations.userOwners(nowMs, examples));
   }
 
   count(nowMs: number): Promise<number> {

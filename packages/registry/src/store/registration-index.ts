@@ -1,3 +1,4 @@
+import { foldName } from "@mq9/broker/internal";
 import { forEachOwner, hasOwner, TagBitmaps } from "../search/tag-bitmaps.js";
 import { LiveCount } from "./live-count.js";
 import type { AgentFilter, AgentRow } from "./registry-store.js";
@@ -34,6 +35,7 @@ function before(a: IndexedRegistration, b: IndexedRegistration): boolean {
  */
 export class RegistrationIndex {
   private readonly byMailbox = new Map<string, IndexedRegistration>();
+  /** By folded name (foldName): an exact name's entries are among them. */
   private readonly byName = new Map<string, Set<IndexedRegistration>>();
   private readonly byOwner: (IndexedRegistration | undefined)[] = [];
   private readonly freeOwners: number[] = [];
@@ -60,10 +62,11 @@ export class RegistrationIndex {
       record,
     };
     this.byMailbox.set(entry.mailbox, entry);
-    let named = this.byName.get(entry.name);
+    const folded = foldName(entry.name);
+    let named = this.byName.get(folded);
     if (!named) {
       named = new Set();
-      this.byName.set(entry.name, named);
+      this.byName.set(folded, named);
     }
     named.add(entry);
     this.byOwner[entry.owner] = entry;
@@ -77,15 +80,40 @@ export class RegistrationIndex {
     const entry = this.byMailbox.get(mailbox);
     if (!entry) return undefined;
     this.byMailbox.delete(mailbox);
-    const named = this.byName.get(entry.name);
+    const folded = foldName(entry.name);
+    const named = this.byName.get(folded);
     named?.delete(entry);
-    if (named?.size === 0) this.byName.delete(entry.name);
+    if (named?.size === 0) this.byName.delete(folded);
     this.byOwner[entry.owner] = undefined;
     this.freeOwners.push(entry.owner);
     for (const tag of entry.tags) this.tagBits.remove(tag, entry.owner);
     this.ordered.splice(this.position(entry), 1);
     this.live.removed(entry.expiresMs);
     return entry;
+  }
+
+  /** Entries whose name is `name` up to case and Unicode form (foldName), live or not. */
+  namesakes(name: string): IndexedRegistration[] {
+    return [...(this.byName.get(foldName(name)) ?? [])];
+  }
+
+  /** Every user that owns live registrations, with at most `examples` of its mailboxes, in order. */
+  userOwners(nowMs: number, examples: number): { owner: string; count: number; mailboxes: string[] }[] {
+    const owners = new Map<string, { owner: string; count: number; mailboxes: string[] }>();
+    for (const entry of this.byMailbox.values()) {
+      const owner = entry.record.owner;
+      if (owner === undefined || !this.isLive(entry, nowMs)) continue;
+      let found = owners.get(owner);
+      if (found === undefined) {
+        found = { owner, count: 0, mailboxes: [] };
+        owners.set(owner, found);
+      }
+      found.count++;
+      found.mailboxes.push(entry.mailbox);
+    }
+    return [...owners.values()]
+      .sort((a, b) => (a.owner < b.owner ? -1 : 1))
+      .map((o) => ({ ...o, mailboxes: o.mailboxes.sort().slice(0, examples) }));
   }
 
   get(mailbox: string): IndexedRegistration | undefined {
@@ -145,7 +173,7 @@ export class RegistrationIndex {
       const entry = this.byMailbox.get(filter.mailbox);
       return entry ? [entry] : [];
     }
-    if (filter.name !== undefined) return [...(this.byName.get(filter.name) ?? [])];
+    if (filter.name !== undefined) return this.namesakes(filter.name).filter((e) => e.name === filter.name);
     return undefined;
   }
 

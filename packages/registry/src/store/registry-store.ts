@@ -1,3 +1,4 @@
+import type { OwnedRegistrations } from "@mq9/broker";
 import type { AgentSelector } from "@mq9/protocol";
 
 /** One registration as stored. Times are unix milliseconds. */
@@ -104,6 +105,10 @@ export interface RegistryStore {
   purgeExpired(nowMs: number): Promise<Removed>;
   /** Number of live registrations. */
   count(nowMs: number): Promise<number>;
+  /** Live registrations whose name is `name` up to case and Unicode form (NFKC, lower case). */
+  namesakes(name: string, nowMs: number): Promise<AgentRow[]>;
+  /** Every user that owns live registrations, with at most `examples` of its mailboxes. */
+  owners(nowMs: number, examples: number): Promise<OwnedRegistrations[]>;
   /**
    * Before a read, takes in the changes other processes committed (a cluster's registry, written
    * by every node), within a bound; resolves to why it could not. A store whose process is the

@@ -4,9 +4,11 @@ import type {
   GroupStats,
   MailboxStats,
   MailboxStatsOptions,
+  OwnedMailboxes,
   StoreInspection,
   StoreTotals,
 } from "../store-inspection.js";
+import { ownersOf } from "../store-inspection.js";
 
 type Query = <R extends pg.QueryResultRow>(text: string, values: unknown[]) => Promise<R[]>;
 type Transaction = <T>(body: (c: pg.PoolClient) => Promise<T>) => Promise<T>;
@@ -69,6 +71,18 @@ export class PostgresInspection implements StoreInspection {
         groups: row.groups,
       };
     });
+  }
+
+  async mailboxOwners(nowMs: number, examples: number): Promise<OwnedMailboxes[]> {
+    const rows = await this.query<{ owner: string; address: string; n: number }>(
+      `SELECT owner, address, n FROM (
+         SELECT b.owner, b.address, count(*) OVER (PARTITION BY b.owner)::int AS n,
+                row_number() OVER (PARTITION BY b.owner ORDER BY b.address) AS r
+         FROM mailboxes b WHERE b.owner IS NOT NULL AND ${LIVE_BOX}) o
+       WHERE r <= $2 ORDER BY owner, address`,
+      [nowMs, examples],
+    );
+    return ownersOf(rows);
   }
 
   async totals(nowMs: number): Promise<StoreTotals> {

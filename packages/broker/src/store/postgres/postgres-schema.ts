@@ -543,6 +543,11 @@ CREATE TABLE mq9_cluster (
 );
 INSERT INTO mq9_cluster (id) VALUES (md5(random()::text || clock_timestamp()::text));
 `,
+  // Who created each mailbox (the user name; NULL without users configured), as in SQLite: without
+  // it a user could not read its own mailboxes on PostgreSQL, and no owner survived a restart.
+  `
+ALTER TABLE mailboxes ADD COLUMN owner text;
+`,
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

@@ -20,6 +20,7 @@ import type {
   GroupStats,
   MailboxStats,
   MailboxStatsOptions,
+  OwnedMailboxes,
   StoreInspection,
   StoreTotals,
 } from "../store-inspection.js";
@@ -67,6 +68,7 @@ interface MailboxRow {
   description: string;
   created_ms: number;
   expires_ms: number | null;
+  owner: string | null;
 }
 
 /** int8 columns arrive as numbers: every id and time we keep fits in 2^53. */
@@ -182,8 +184,8 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
         [record.address, nowMs],
       );
       const inserted = await c.query(
-        `INSERT INTO mailboxes (address, ttl_s, description, created_ms, expires_ms, next_id)
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (address) DO NOTHING RETURNING id`,
+        `INSERT INTO mailboxes (address, ttl_s, description, created_ms, expires_ms, next_id, owner)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (address) DO NOTHING RETURNING id`,
         [
           record.address,
           record.ttlSeconds,
@@ -191,6 +193,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
           record.createdMs,
           record.expiresMs ?? null,
           old.rows[0]?.next_id ?? 0,
+          record.owner ?? null,
         ],
       );
       return inserted.rowCount === 1;
@@ -211,6 +214,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
       desc: row.description,
       createdMs: row.created_ms,
       expiresMs: row.expires_ms ?? undefined,
+      owner: row.owner ?? undefined,
     };
   }
 
@@ -517,6 +521,10 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
 
   groupStats(address: string, nowMs: number): Promise<GroupStats[] | undefined> {
     return this.inspection.groupStats(address, nowMs);
+  }
+
+  mailboxOwners(nowMs: number, examples: number): Promise<OwnedMailboxes[]> {
+    return this.inspection.mailboxOwners(nowMs, examples);
   }
 
   deleteMailbox(address: string, nowMs: number): Promise<boolean> {

@@ -1,0 +1,160 @@
+import { Subjects } from "@mq9/protocol";
+import { freshSchema, postgresMissing, usePrivatePostgres } from "@mq9/testkit";
+import { describe, expect, it } from "vitest";
+import type { UserOptions } from "../src/index.js";
+import { PostgresStore } from "../src/store/postgres/postgres-store.js";
+import { startTestBroker, type TestBroker, type TestBrokerOptions, tempDir, texts } from "./harness.js";
+
+/** Starts a broker on the same data (a data directory, or a PostgreSQL schema) each time. */
+type Restartable = (options: TestBrokerOptions) => Promise<TestBroker>;
+
+function identitySuite(restartable: () => Restartable): void {
+  it("a token user keeps its mailboxes when the users list is edited around it", async () => {
+    const start = restartable();
+    const first = { token: "first-token-0123456789" };
+    const second = { token: "second-token-0123456789" };
+    const third = { token: "third-token-0123456789" };
+    const before: UserOptions[] = [first, second, { user: "root", token: "root-token", admin: true }];
+    let t = await start({ auth: { users: before } });
+    const secondNc = await t.client({ token: second.token });
+    const made = await t.request(Subjects.mailboxCreate, { name: "second.private" }, { nc: secondNc });
+    expect(made.error).toBe("");
+    expect((await t.request(Subjects.send("second.private"), "for second only")).error).toBe("");
+    await t.close();
+    // The first user leaves and a new one joins at the end: nobody else moves into second's place.
+    const after: UserOptions[] = [second, third, { user: "root", token: "root-token", admin: true }];
+    t = await start({ auth: { users: after } });
+    try {
+      const newcomer = await t.client({ token: third.token });
+      const stolen = await t.request(Subjects.query("second.private"), {}, { nc: newcomer });
+      expect(stolen.error).toMatch(/^permission denied: mailbox second\.private belongs to another user/);
+      const owner = await t.client({ token: second.token });
+      expect(texts(await t.request(Subjects.query("second.private"), {}, { nc: owner }))).toEqual([
+        "for second only",
+      ]);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it("mailboxes of a positional token-user-N name stop the start until the administrator names it", async () => {
+    const start = restartable();
+    const legacy = { token: "legacy-token-0123456789" };
+    // What an older mq9 named the nameless token user at position 1.
+    let t = await start({
+      auth: { users: [{ token: "other-token-0123" }, { ...legacy, user: "token-user-1" }] },
+    });
+    const nc = await t.client({ token: legacy.token });
+    expect((await t.request(Subjects.mailboxCreate, { name: "legacy.box" }, { nc })).error).toBe("");
+    expect((await t.request(Subjects.send("legacy.box"), "old")).error).toBe("");
+    await t.close();
+    await expect(start({ auth: { users: [{ token: "other-token-0123" }, legacy] } })).rejects.toThrow(
+      /^auth: token-user-1 owns 1 mailbox \(legacy\.box\)\. .*Add "user": "token-user-1"/,
+    );
+    t = await start({
+      auth: { users: [{ token: "other-token-0123" }, { ...legacy, user: "token-user-1" }] },
+    });
+    try {
+      const owner = await t.client({ token: legacy.token });
+      expect(texts(await t.request(Subjects.query("legacy.box"), {}, { nc: owner }))).toEqual(["old"]);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it("agent names that differ only in case are one name across users", async () => {
+    const users: UserOptions[] = [
+      { user: "alice", password: "alice-pw" },
+      { user: "bob", password: "bob-pw" },
+    ];
+    const t = await restartable()({ auth: { users } });
+    try {
+      const bob = await t.client({ user: "bob", pass: "bob-pw" });
+      await t.request(Subjects.mailboxCreate, { name: "alice.agent" });
+      await t.request(Subjects.mailboxCreate, { name: "bob.agent" }, { nc: bob });
+      expect(
+        (await t.request(Subjects.agentRegister, { mailbox: "alice.agent", name: "Translator" })).error,
+      ).toBe("");
+      for (const name of ["translator", "TRANSLATOR", "\uff34ranslator"]) {
+        const taken = await t.request(Subjects.agentRegister, { mailbox: "bob.agent", name }, { nc: bob });
+        expect(taken.error).toBe(
+          `permission denied: the agent name '${name}' is registered by another user; choose another name`,
+        );
+      }
+    } finally {
+      await t.close();
+    }
+  });
+
+  it("a registration made before its mailbox exists does not lock out the mailbox's creator", async () => {
+    const users: UserOptions[] = [
+      { user: "carol", password: "carol-pw" },
+      { user: "mallory", password: "mallory-pw" },
+    ];
+    const t = await restartable()({ auth: { users } });
+    try {
+      const mallory = await t.client({ user: "mallory", pass: "mallory-pw" });
+      const early = { mailbox: "carol.desk", name: "carol", description: "not carol" };
+      expect((await t.request(Subjects.agentRegister, early, { nc: mallory })).error).toBe("");
+      expect((await t.request(Subjects.mailboxCreate, { name: "carol.desk" })).error).toBe("");
+      const card = { mailbox: "carol.desk", name: "carol-agent", description: "carol's agent" };
+      expect((await t.request(Subjects.agentRegister, card)).error).toBe("");
+      const found = await t.request<{ agents: { name: string; description: string }[] }>(
+        Subjects.agentDiscover,
+        {
+          mailbox: "carol.desk",
+        },
+      );
+      expect(found.agents.map((a) => a.description)).toEqual(["carol's agent"]);
+      // It is carol's now: the early registrant may neither change nor REPORT it.
+      const back = await t.request(Subjects.agentRegister, early, { nc: mallory });
+      expect(back.error).toMatch(
+        /^permission denied: the registration of carol\.desk belongs to another user/,
+      );
+      const report = await t.request(
+        Subjects.agentReport,
+        { mailbox: "carol.desk", status: "x" },
+        { nc: mallory },
+      );
+      expect(report.error).toMatch(/^permission denied/);
+    } finally {
+      await t.close();
+    }
+  });
+}
+
+describe("user names", () => {
+  it("two users whose names differ only in case or Unicode form are refused at start", async () => {
+    for (const lookalike of ["Alice", "\uff21lice"]) {
+      const users: UserOptions[] = [
+        { user: "alice", password: "a-secret" },
+        { user: lookalike, password: "b-secret" },
+      ];
+      await expect(startTestBroker({ auth: { users }, registry: false })).rejects.toThrow(
+        `users[1] (${lookalike}): the user names "alice" and "${lookalike}" differ only in case`,
+      );
+    }
+  });
+});
+
+describe("stable identities (embedded store)", () => {
+  identitySuite(() => {
+    const dataDir = tempDir();
+    return (options) => startTestBroker({ ...options, dataDir, registry: { embedder: "none" } });
+  });
+});
+
+const missing = postgresMissing();
+describe.skipIf(missing !== undefined)(
+  `stable identities (PostgreSQL${missing ? `, skipped: ${missing}` : ""})`,
+  () => {
+    const db = usePrivatePostgres();
+    identitySuite(() => {
+      const schema = freshSchema();
+      return async (options) => {
+        const store = await PostgresStore.open({ url: db.pg.url, schema, poolSize: 2 });
+        return startTestBroker({ ...options, store, registry: { embedder: "none" } });
+      };
+    });
+  },
+);
