@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { AuthGuard } from "./auth/index.js";
 import { checkStoredOwners } from "./auth/stored-owners.js";
@@ -36,6 +37,8 @@ export interface BrokerOptions {
   auth?: NatsListenerOptions["auth"];
   authThrottle?: NatsListenerOptions["authThrottle"];
   tls?: NatsListenerOptions["tls"];
+  /** With users: how long a reply inbox stays bound to its user after its connection closed (docs/security.md). */
+  inboxGraceMs?: number;
   /** Liveness: how often idle clients are pinged (nats-server's ping_interval). */
   pingIntervalMs?: number;
   /** Liveness: unanswered PINGs before a client is closed as stale (nats-server's ping_max). */
@@ -138,6 +141,9 @@ async function openTransport(
       authThrottle: options.authThrottle,
       authGuard,
       tls: options.tls,
+      inboxGraceMs: options.inboxGraceMs,
+      // The embedded store's directory keeps the inboxes bound to users across a restart.
+      inboxFile: options.store ? undefined : join(options.dataDir ?? BrokerDefaults.dataDir, "inboxes.json"),
       pingIntervalMs: options.pingIntervalMs,
       maxPingsOut: options.maxPingsOut,
     },

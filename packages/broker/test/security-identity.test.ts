@@ -1,9 +1,11 @@
 import { Subjects } from "@mq9/protocol";
-import { freshSchema, postgresMissing, usePrivatePostgres } from "@mq9/testkit";
+import { freshSchema, postgresMissing, until, usePrivatePostgres } from "@mq9/testkit";
+import type { Msg } from "nats";
 import { describe, expect, it } from "vitest";
 import type { UserOptions } from "../src/index.js";
 import { PostgresStore } from "../src/store/postgres/postgres-store.js";
 import { startTestBroker, type TestBroker, type TestBrokerOptions, tempDir, texts } from "./harness.js";
+import { RawClient } from "./nats-harness.js";
 
 /** Starts a broker on the same data (a data directory, or a PostgreSQL schema) each time. */
 type Restartable = (options: TestBrokerOptions) => Promise<TestBroker>;
@@ -121,7 +123,91 @@ function identitySuite(restartable: () => Restartable): void {
       await t.close();
     }
   });
+
+  it("a reply inbox whose connection dropped stays its user's: another user cannot claim it", async () => {
+    const t = await restartable()({ auth: { users: INBOX_USERS }, registry: false });
+    try {
+      const connected = t.broker.connectionCount;
+      const alice = await t.client({ reconnect: false });
+      alice.subscribe("_INBOX.dropped.*");
+      await alice.flush();
+      await alice.close();
+      await until("the closed connection is gone", () => t.broker.connectionCount === connected || undefined);
+      const mallory = await rawAs(t.broker.port, { user: "mallory", pass: "mallory-pw" });
+      expect(await subscribeRaw(mallory, "_INBOX.dropped.*")).toContain(
+        `-ERR 'Permissions Violation for Subscription to "_INBOX.dropped.*"'`,
+      );
+      // Alice, back on a new connection, has it again, and the replies on their way reach her.
+      const back = await t.client();
+      const got: string[] = [];
+      back.subscribe("_INBOX.dropped.*", { callback: (_err, msg) => got.push(decode(msg)) });
+      await back.flush();
+      mallory.send("PUB _INBOX.dropped.1 12\r\nwelcome back\r\nPING\r\n");
+      await mallory.waitFor(/(PONG[\s\S]*){3}/);
+      await back.flush();
+      expect(got).toEqual(["welcome back"]);
+      mallory.destroy();
+    } finally {
+      await t.close();
+    }
+  });
 }
+
+const INBOX_USERS: UserOptions[] = [
+  { user: "alice", password: "alice-pw", permissions: "agent" },
+  { user: "mallory", password: "mallory-pw", permissions: "all" },
+];
+
+const decode = (msg: Msg) => new TextDecoder().decode(msg.data);
+
+/** A raw protocol client that is past CONNECT with the given credentials. */
+async function rawAs(port: number, credentials: Record<string, string>): Promise<RawClient> {
+  const raw = await RawClient.connect(port);
+  await raw.waitFor("INFO");
+  raw.send(`CONNECT ${JSON.stringify({ verbose: false, ...credentials })}\r\nPING\r\n`);
+  await raw.waitFor("PONG");
+  return raw;
+}
+
+/** Sends a SUB and a PING; the text received up to the PONG that answers it. */
+async function subscribeRaw(raw: RawClient, subject: string): Promise<string> {
+  const pongs = (raw.text.match(/PONG/g) ?? []).length;
+  raw.send(`SUB ${subject} 1\r\nPING\r\n`);
+  await raw.waitFor(new RegExp(`(PONG[\\s\\S]*){${pongs + 1}}`));
+  return raw.text;
+}
+
+describe("reply inboxes across a restart (embedded store)", () => {
+  it("an inbox stays bound to its user across a restart, before its owner reconnects", async () => {
+    const dataDir = tempDir();
+    const options = { auth: { users: INBOX_USERS }, registry: false as const, dataDir };
+    let t = await startTestBroker(options);
+    const alice = await t.client({ reconnect: false });
+    alice.subscribe("_INBOX.kept.*");
+    await alice.flush();
+    await t.close();
+    t = await startTestBroker({ ...options, port: Number(t.url.split(":")[1]) });
+    try {
+      const mallory = await rawAs(t.broker.port, { user: "mallory", pass: "mallory-pw" });
+      expect(await subscribeRaw(mallory, "_INBOX.kept.>")).toContain(
+        `-ERR 'Permissions Violation for Subscription to "_INBOX.kept.>"'`,
+      );
+      const back = await t.client();
+      const got: string[] = [];
+      back.subscribe("_INBOX.kept.*", { callback: (_err, msg) => got.push(decode(msg)) });
+      await back.flush();
+      // A reply on its way to alice reaches her, and not the user who tried to claim her inbox.
+      mallory.send("PUB _INBOX.kept.7 5\r\nreply\r\nPING\r\n");
+      await mallory.waitFor(/(PONG[\s\S]*){3}/);
+      await back.flush();
+      expect(got).toEqual(["reply"]);
+      expect(mallory.text).not.toMatch(/^H?MSG /m);
+      mallory.destroy();
+    } finally {
+      await t.close();
+    }
+  });
+});
 
 describe("user names", () => {
   it("two users whose names differ only in case or Unicode form are refused at start", async () => {

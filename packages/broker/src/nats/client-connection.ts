@@ -310,7 +310,7 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
     const inboxes = this.host.inboxes;
     const inboxId = inboxes === undefined ? undefined : inboxIdOf(subject);
     if (inboxId !== undefined && inboxId !== "*" && inboxId !== ">") {
-      if (!inboxes!.claim(inboxId, this)) {
+      if (!inboxes!.claim(inboxId, this, this.principal?.name ?? "")) {
         this.log.info(
           { clientId: this.id, ip: this.remoteIp, user: this.principal?.name, subject },
           "nats: refused a subscription to another client's reply inbox",
@@ -487,7 +487,8 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
     clearTimeout(this.authTimer);
     for (const sub of this.subs.values()) {
       this.host.router.remove(sub);
-      if (sub.inboxId !== undefined) this.host.inboxes?.release(sub.inboxId, this);
+      // The client may come back (reconnect): its inboxes stay its user's for a while.
+      if (sub.inboxId !== undefined) this.host.inboxes?.release(sub.inboxId, this, true);
     }
     this.subs.clear();
     this.host.connectionClosed(this);

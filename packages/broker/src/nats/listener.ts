@@ -4,6 +4,7 @@ import { createSecureContext } from "node:tls";
 import { AuthGuard, type Principal, type UserDirectory } from "../auth/index.js";
 import { ClientConnection, type ConnectionHost, type TlsSetup } from "./client-connection.js";
 import { errLine, ProtocolError } from "./errors.js";
+import { InboxBindingsFile } from "./inbox-bindings-file.js";
 import { InboxClaims } from "./inbox-claims.js";
 import { generateNonce, generateServerId, InfoBuilder, type ServerInfo } from "./info.js";
 import {
@@ -58,14 +59,21 @@ export class NatsListener {
   private closing: Promise<void> | undefined;
   private socketsDrained: (() => void) | undefined;
   private readonly host: ConnectionHost;
+  private readonly inboxes: InboxClaims | undefined;
+  /** Keeps the inboxes bound to users across a restart. */
+  private inboxFile: InboxBindingsFile | undefined;
 
   constructor(options?: NatsListenerOptions) {
     this.options = resolveOptions(options);
     const guard =
       options?.authGuard ?? AuthGuard.from(this.options.auth, this.options.authThrottle, this.options.logger);
     this.users = guard?.users;
-    const inboxes = this.users?.multiUser ? new InboxClaims() : undefined;
+    const inboxes = this.users?.multiUser ? new InboxClaims(this.options.inboxGraceMs) : undefined;
     this.router.inboxes = inboxes;
+    this.inboxes = inboxes;
+    if (inboxes !== undefined && this.options.inboxFile !== undefined) {
+      this.inboxFile = new InboxBindingsFile(this.options.inboxFile, inboxes, this.options.logger);
+    }
     // Connections see the listener only through this narrow interface.
     this.host = {
       options: this.options,
@@ -152,6 +160,7 @@ export class NatsListener {
       tlsVerify: this.tls?.verifyClients ?? false,
     };
     this.info = new InfoBuilder(this.infoFields);
+    this.inboxFile?.start();
     this.pingTimer = setInterval(() => this.pingAll(), this.options.pingIntervalMs);
     this.pingTimer.unref();
     this.options.logger.info({ host, port: bound, tls: this.tls !== undefined }, "nats: listening");
@@ -229,6 +238,8 @@ export class NatsListener {
     const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
     for (const conn of [...this.clients.values()]) conn.close("listener closing");
     for (const socket of this.refused) socket.destroy();
+    // Every connection's inboxes are now in their grace: kept for the clients' return.
+    await this.inboxFile?.close();
     if (this.sockets.size > 0) {
       let timer: NodeJS.Timeout | undefined;
       await new Promise<void>((resolve) => {
@@ -344,6 +355,7 @@ export class NatsListener {
 
   private pingAll(): void {
     for (const conn of this.clients.values()) conn.pingTick();
+    this.inboxes?.sweep();
   }
 }
 

@@ -2,6 +2,7 @@ import { Defaults } from "@mq9/protocol";
 import type { AuthGuard, AuthOptions, AuthThrottleOptions, Principal } from "../auth/index.js";
 import { BrokerDefaults } from "../broker-defaults.js";
 import { type Logger, silentLogger } from "../logger.js";
+import { DEFAULT_INBOX_GRACE_MS } from "./inbox-claims.js";
 
 export type { Logger };
 
@@ -44,6 +45,13 @@ export interface NatsListenerOptions {
    * guard with its HTTP server, so a guesser is slowed on both ports alike.
    */
   authGuard?: AuthGuard;
+  /**
+   * With `auth.users`: how long a reply inbox whose connection closed stays bound to its user, so
+   * that no other user can claim it before the client reconnects. Default 120 000 ms.
+   */
+  inboxGraceMs?: number;
+  /** With `auth.users`: the file that keeps the bound inboxes across a restart (none: memory only). */
+  inboxFile?: string;
   /** PEM files; when set every client must upgrade to TLS after INFO. `caFile` turns on client-certificate verification. */
   tls?: { certFile: string; keyFile: string; caFile?: string };
   /** Advertised in INFO as server_name; defaults to the generated server id. */
@@ -83,10 +91,14 @@ export interface ResolvedOptions {
   authTimeoutMs: number;
   auth?: AuthOptions;
   authThrottle?: AuthThrottleOptions;
+  inboxGraceMs: number;
+  inboxFile?: string;
   tls?: { certFile: string; keyFile: string; caFile?: string };
   serverName?: string;
   logger: Logger;
 }
+
+export { DEFAULT_INBOX_GRACE_MS };
 
 /** Liveness defaults (the reason for the values is in BrokerDefaults). */
 export const DEFAULT_PING_INTERVAL_MS = BrokerDefaults.pingIntervalMs;
@@ -128,6 +140,8 @@ export function resolveOptions(options: NatsListenerOptions = {}): ResolvedOptio
     authTimeoutMs: positive("authTimeoutMs", options.authTimeoutMs, 2000),
     auth: hasAuth ? auth : undefined,
     authThrottle: options.authThrottle,
+    inboxGraceMs: positive("inboxGraceMs", options.inboxGraceMs, DEFAULT_INBOX_GRACE_MS, true),
+    inboxFile: options.inboxFile,
     tls: options.tls,
     serverName: options.serverName,
     logger: options.logger ?? silentLogger,
