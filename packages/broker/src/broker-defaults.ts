@@ -27,4 +27,9 @@ export const BrokerDefaults = {
   fetchMaxBytes: 8 * 1024 * 1024,
   /** Mailbox TTL in seconds when CREATE gives none; 0 = never expires. */
   defaultMailboxTtlSeconds: 0,
+  /**
+   * How long a SEND's idempotency key (mq9-msg-id, Nats-Msg-Id) is remembered: a repeat within it
+   * stores nothing. JetStream's default duplicate window; a client's retries fit in it.
+   */
+  dedupWindowMs: 120_000,
 } as const;

@@ -47,6 +47,8 @@ export interface BrokerOptions {
   maxWaitMs?: number;
   fetchMaxBytes?: number;
   defaultMailboxTtlSeconds?: number;
+  /** How long a SEND's idempotency key is remembered (default BrokerDefaults.dedupWindowMs). */
+  dedupWindowMs?: number;
   sweepIntervalMs?: number;
   /**
    * Opens the agent registry (AGENT.* subjects), e.g. `registryFactory(settings)` from
@@ -198,6 +200,7 @@ export class Broker {
         maxWaitMs: options.maxWaitMs,
         fetchMaxBytes: options.fetchMaxBytes,
         defaultMailboxTtlSeconds: options.defaultMailboxTtlSeconds,
+        dedupWindowMs: options.dedupWindowMs,
         sweepIntervalMs: options.sweepIntervalMs,
       });
       const served = transport;

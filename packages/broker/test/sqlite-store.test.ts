@@ -42,7 +42,7 @@ describe("sqlite store files", () => {
     raw.pragma("user_version = 1");
     raw.close();
     expect(() => new SqliteStore({ dataDir: dir })).toThrow(
-      /written by another mq9 version \(format 1, this one reads 4\)/,
+      /written by another mq9 version \(format 1, this one reads 5\)/,
     );
   });
 });
@@ -144,7 +144,7 @@ describe("sqlite store: a write that fails changes nothing", () => {
     }
   });
 
-  it("upgrades a version 3 store to 4: mailboxes keep their messages and gain an owner column", async () => {
+  it("upgrades a version 3 store to the current one: mailboxes keep their messages and gain an owner column", async () => {
     const dir = mkdtempSync(join(tmpdir(), "mq9-store-"));
     let store = new SqliteStore({ dataDir: dir });
     await store.createMailbox({ address: "old.box", ttlSeconds: 0, desc: "", createdMs: 1 }, 1);
@@ -173,7 +173,9 @@ describe("sqlite store: a write that fails changes nothing", () => {
       await store.close();
     }
     const check = new Database(join(dir, "mq9.db"), { readonly: true });
-    expect(check.pragma("user_version", { simple: true })).toBe(4);
+    expect(check.pragma("user_version", { simple: true })).toBe(5);
+    // Version 5's step: the idempotency keys' table.
+    expect(check.prepare("SELECT count(*) AS n FROM send_keys").get()).toEqual({ n: 0 });
     check.close();
   });
 });

@@ -364,6 +364,69 @@ export function storeConformance(name: string, factory: StoreFactory): void {
         [3, "fourth", undefined, [], undefined],
       ]);
     });
+    const keyed = (key: string, untilMs = T0 + 60_000): Partial<NewMessage> => ({ dedup: { key, untilMs } });
+
+    it("idempotency key — a repeat within the window stores nothing and answers the original id", async () => {
+      const [first] = await store.append([message("box", "a", keyed("k1"))], T0);
+      expect(first).toEqual({ id: 0 });
+      const [again] = await store.append([message("box", "a", keyed("k1"))], T0 + 59_999);
+      expect(again).toEqual({ id: 0, duplicate: true });
+      // Within one batch too, the first message with the key is the one stored.
+      const batch = await store.append(
+        [message("box", "b", keyed("k2")), message("box", "b", keyed("k2")), message("box", "c")],
+        T0,
+      );
+      expect(batch).toEqual([{ id: 1 }, { id: 1, duplicate: true }, { id: 2 }]);
+      expect(bodies(await store.read("box", { fromId: 0 }, read))).toEqual(["a", "b", "c"]);
+      expect(await store.nextMessageId("box")).toBe(3);
+    });
+
+    it("idempotency key — per mailbox; a delayed repeat answers -1; a missing mailbox remembers nothing", async () => {
+      await store.createMailbox({ address: "other", ttlSeconds: 0, desc: "", createdMs: T0 }, T0);
+      const results = await store.append(
+        [
+          message("box", "a", keyed("k")),
+          message("other", "a", keyed("k")),
+          message("nope", "a", keyed("k")),
+          message("box", "later", { ...keyed("d"), dueMs: T0 + 1000 }),
+        ],
+        T0,
+      );
+      // Ids are the store's to choose across mailboxes: the other mailbox's message is stored, no repeat.
+      expect(results[0]).toEqual({ id: 0 });
+      expect(results[1]).toEqual({ id: expect.any(Number) });
+      expect(results.slice(2)).toEqual([{ missingMailbox: true }, { id: -1 }]);
+      expect(await store.append([message("box", "later", { ...keyed("d"), dueMs: T0 + 1000 })], T0)).toEqual([
+        { id: -1, duplicate: true },
+      ]);
+      expect(await store.promoteDue(T0 + 1000)).toEqual(["box"]);
+      expect(bodies(await store.read("box", { fromId: 0 }, { ...read, nowMs: T0 + 1000 }))).toEqual([
+        "a",
+        "later",
+      ]);
+    });
+
+    it("idempotency key — once its window has passed (and been swept) the key stores a new message", async () => {
+      await store.append([message("box", "a", keyed("k", T0 + 1000))], T0);
+      await store.purgeExpired(T0 + 999);
+      expect(await store.append([message("box", "a", keyed("k", T0 + 1999))], T0 + 999)).toEqual([
+        { id: 0, duplicate: true },
+      ]);
+      // At its end the window is over, before any sweep…
+      expect(await store.append([message("box", "b", keyed("k", T0 + 2000))], T0 + 1000)).toEqual([
+        { id: 1 },
+      ]);
+      // …and after one, the key's new window holds.
+      await store.purgeExpired(T0 + 1500);
+      expect(await store.append([message("box", "b", keyed("k", T0 + 2500))], T0 + 1500)).toEqual([
+        { id: 1, duplicate: true },
+      ]);
+      await store.purgeExpired(T0 + 2000);
+      expect(await store.append([message("box", "c", keyed("k", T0 + 3000))], T0 + 2000)).toEqual([
+        { id: 2 },
+      ]);
+    });
+
     if (factory.reopen) {
       const reopen = factory.reopen;
       it("restart — messages, ids, groups and acks survive a reopen", async () => {
@@ -376,6 +439,16 @@ export function storeConformance(name: string, factory: StoreFactory): void {
         expect(await send("d")).toBe(3);
         expect(bodies(await store.claim("box", "g", claim))).toEqual(["c", "d"]);
         expect(await store.promoteDue(T0 + 1000)).toEqual(["box"]);
+      });
+
+      it("restart — an idempotency key is remembered across a reopen, until its window ends", async () => {
+        await store.append([message("box", "a", keyed("k"))], T0);
+        await send("b");
+        store = await reopen(store);
+        expect(await store.append([message("box", "a", keyed("k"))], T0 + 1000)).toEqual([
+          { id: 0, duplicate: true },
+        ]);
+        expect(await store.append([message("box", "a", keyed("k"))], T0 + 60_000)).toEqual([{ id: 2 }]);
       });
 
       it("restart — what was leased and not ACKed comes back, an out-of-order ACK does not", async () => {

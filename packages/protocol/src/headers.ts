@@ -5,6 +5,10 @@ export const Headers = {
   delay: "mq9-delay",
   ttl: "mq9-ttl",
   tags: "mq9-tags",
+  /** Idempotency key: a repeat of a SEND with it, within the broker's dedup window, stores nothing. */
+  msgId: "mq9-msg-id",
+  /** The same, by the name nats users know from JetStream; mq9-msg-id wins when both are given. */
+  natsMsgId: "nats-msg-id",
   /** Conventions of A2A over mq9; opaque to the broker. */
   replyTo: "mq9-reply-to",
   a2aMethod: "mq9-a2a-method",

@@ -23,6 +23,8 @@ export interface MailboxCreateReply extends Mq9Reply {
 export interface SendReply extends Mq9Reply {
   /** -1 for a delayed message, which gets its real id when it becomes due. */
   msg_id: number;
+  /** True when the SEND repeated an idempotency key within the dedup window: nothing was stored, `msg_id` is the original's. */
+  duplicate?: boolean;
 }
 
 export type DeliverPolicy = "earliest" | "latest" | "from_time" | "from_id";

@@ -8,6 +8,7 @@ export const MQ9_ERROR_CODES = [
   "UNKNOWN_SUBJECT",
   "AGENT_NOT_FOUND",
   "PERMISSION_DENIED",
+  "OUTCOME_UNKNOWN",
   "TIMEOUT",
   "NOT_CONNECTED",
   "INTERNAL",
@@ -31,6 +32,7 @@ const codeByText: [RegExp, Mq9ErrorCode][] = [
   [/^unrecognized mq9 subject/, "UNKNOWN_SUBJECT"],
   [/^agent not found$/, "AGENT_NOT_FOUND"],
   [/^permission denied/, "PERMISSION_DENIED"],
+  [/^outcome unknown/, "OUTCOME_UNKNOWN"],
   [/^internal error/, "INTERNAL"],
 ];
 
@@ -56,7 +58,8 @@ export class Mq9Error extends Error {
     this.name = "Mq9Error";
     this.code = code;
     this.retryable =
-      options?.retryable ?? (code === "TIMEOUT" || code === "NOT_CONNECTED" || code === "INTERNAL");
+      options?.retryable ??
+      (code === "TIMEOUT" || code === "NOT_CONNECTED" || code === "INTERNAL" || code === "OUTCOME_UNKNOWN");
   }
 
   /**

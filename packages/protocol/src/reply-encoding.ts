@@ -17,9 +17,13 @@ export type ReplyBody = Mq9Reply & {
 /** A reply's JSON as a transport writes it out: text, or pieces (text or UTF-8 bytes) in order. */
 export type ReplyPayload = string | readonly (string | Uint8Array)[];
 
-/** The reply of a stored SEND: `msg_id` -1 for a delayed message. The client reads this exact form fastest. */
-export function encodeSendReply(msgId: number): string {
-  return `{"error":"","msg_id":${msgId}}`;
+/**
+ * The reply of a stored SEND: `msg_id` -1 for a delayed message. The client reads this exact form
+ * fastest. `duplicate`: the SEND repeated an idempotency key within the window, nothing was stored,
+ * and `msg_id` is the original's.
+ */
+export function encodeSendReply(msgId: number, duplicate = false): string {
+  return duplicate ? `{"error":"","msg_id":${msgId},"duplicate":true}` : `{"error":"","msg_id":${msgId}}`;
 }
 
 /** A failure as the broker answers it: the unchanged text and, as an mq9 extension, its code. */

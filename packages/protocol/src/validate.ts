@@ -205,7 +205,12 @@ export interface ParsedSendOptions {
   delaySeconds?: number;
   ttlSeconds?: number;
   tags?: string[];
+  /** The idempotency key (`mq9-msg-id`, or `Nats-Msg-Id`). */
+  msgId?: string;
 }
+
+/** Longest idempotency key: keys are kept in an index, and a UUID or a hash needs far less. */
+export const MAX_MSG_ID_LENGTH = 256;
 
 const wholeSeconds = /^\d+$/;
 
@@ -216,6 +221,19 @@ function secondsHeader(headers: Map<string, string>, name: string): number | und
     throw new BodyError(Errors.invalidHeader(name, raw, "a non-negative whole number of seconds"));
   }
   return Number(raw);
+}
+
+/** The idempotency key of a SEND: mq9-msg-id, else Nats-Msg-Id; an empty one is none. */
+function msgIdHeader(headers: Map<string, string>): string | undefined {
+  const name = headers.has(Headers.msgId) ? Headers.msgId : Headers.natsMsgId;
+  const raw = headers.get(name);
+  if (raw === undefined || raw === "") return undefined;
+  if (raw.length > MAX_MSG_ID_LENGTH) {
+    throw new BodyError(
+      Errors.invalidHeader(name, `${raw.slice(0, 32)}…`, `at most ${MAX_MSG_ID_LENGTH} characters`),
+    );
+  }
+  return raw;
 }
 
 /** Reads the mq9-* SEND headers (already lowercased by `parseHeaderBlock`). */
@@ -238,6 +256,7 @@ export function parseSendOptions(headers: Map<string, string> | undefined): Pars
         delaySeconds: secondsHeader(headers, Headers.delay) || undefined,
         ttlSeconds: secondsHeader(headers, Headers.ttl) || undefined,
         tags: tags && tags.length > 0 ? tags : undefined,
+        msgId: msgIdHeader(headers),
       };
     },
     (reason) => reason,

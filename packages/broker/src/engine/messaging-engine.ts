@@ -14,6 +14,7 @@ import { BrokerDefaults } from "../broker-defaults.js";
 import { type Logger, silentLogger } from "../logger.js";
 import { canReleaseLeases } from "../store/lease-release.js";
 import { type OneTripRequests, servesOneTrip } from "../store/one-trip-requests.js";
+import { isOutcomeUnknown } from "../store/storage-error.js";
 import type {
   AppendResult,
   ClaimOptions,
@@ -36,8 +37,11 @@ import { LocalNotifier, type Notifier } from "./notifier.js";
 import { SendBatcher } from "./send-batcher.js";
 import { readSendHeaders } from "./send-headers.js";
 
-/** Told once a SEND is committed: its msg_id (-1 when delayed), or why it was not stored. */
-export type SendDone = (err: unknown, msgId?: number) => void;
+/**
+ * Told once a SEND is committed: its msg_id (-1 when delayed), or why it was not stored;
+ * `duplicate` when its idempotency key was taken and the msg_id is the original's.
+ */
+export type SendDone = (err: unknown, msgId?: number, duplicate?: boolean) => void;
 
 export interface MessagingEngineOptions {
   store: Store;
@@ -52,7 +56,15 @@ export interface MessagingEngineOptions {
   fetchMaxBytes?: number;
   /** TTL in seconds for mailboxes created without one; 0 = never expire. */
   defaultMailboxTtlSeconds?: number;
+  /** How long a SEND's idempotency key is remembered (a repeat within it stores nothing). */
+  dedupWindowMs?: number;
   sweepIntervalMs?: number;
+}
+
+/** The wire's error for a SEND whose commit may or may not have happened. */
+function outcomeUnknown(err: unknown): Mq9Error {
+  const reason = err instanceof Error ? err.message : String(err);
+  return new Mq9Error("OUTCOME_UNKNOWN", Errors.outcomeUnknown(reason), { cause: err });
 }
 
 function sleep(ms: number): { done: Promise<void>; cancel(): void } {
@@ -78,6 +90,7 @@ export class MessagingEngine {
   private readonly maxWaitMs: number;
   private readonly fetchMaxBytes: number;
   private readonly defaultMailboxTtlSeconds: number;
+  private readonly dedupWindowMs: number;
   private readonly batcher: SendBatcher;
   private readonly expiry: ExpiryScheduler;
   private closing = false;
@@ -94,6 +107,7 @@ export class MessagingEngine {
     this.fetchMaxBytes = options.fetchMaxBytes ?? BrokerDefaults.fetchMaxBytes;
     this.defaultMailboxTtlSeconds =
       options.defaultMailboxTtlSeconds ?? BrokerDefaults.defaultMailboxTtlSeconds;
+    this.dedupWindowMs = options.dedupWindowMs ?? BrokerDefaults.dedupWindowMs;
     this.batcher = new SendBatcher(this.store, (batch, results) => this.committed(batch, results), this.now);
     this.expiry = new ExpiryScheduler({
       store: this.store,
@@ -143,7 +157,7 @@ export class MessagingEngine {
       done(new Mq9Error("INVALID_REQUEST", options.error));
       return;
     }
-    const { priority, key, tags, delaySeconds, ttlSeconds } = options.value;
+    const { priority, key, tags, delaySeconds, ttlSeconds, msgId } = options.value;
     const now = this.now();
     const message: NewMessage = {
       mailbox,
@@ -155,11 +169,12 @@ export class MessagingEngine {
       sentMs: now,
       dueMs: delaySeconds ? now + delaySeconds * 1000 : undefined,
       expiresMs: ttlSeconds ? now + ttlSeconds * 1000 : undefined,
+      dedup: msgId === undefined ? undefined : { key: msgId, untilMs: now + this.dedupWindowMs },
     };
     this.batcher.append(message, (err, result) => {
-      if (err !== undefined) done(err);
+      if (err !== undefined) done(isOutcomeUnknown(err) ? outcomeUnknown(err) : err);
       else if (result === undefined || "missingMailbox" in result) done(this.missing(mailbox));
-      else done(undefined, result.id);
+      else done(undefined, result.id, result.duplicate === true);
     });
   }
 
@@ -389,7 +404,7 @@ export class MessagingEngine {
     const woken = new Set<string>();
     batch.forEach((message, i) => {
       const result = results[i];
-      if ("missingMailbox" in result) return;
+      if ("missingMailbox" in result || result.duplicate) return;
       if (message.dueMs !== undefined) this.expiry.delayedStored(message.dueMs);
       else woken.add(message.mailbox);
     });

@@ -1,7 +1,15 @@
 import { Headers, parseHeaderBlock } from "@mq9/protocol";
 
 /** The headers SEND interprets; every other header is stored, never read. */
-const OPTION_NAMES = [Headers.priority, Headers.key, Headers.delay, Headers.ttl, Headers.tags];
+const OPTION_NAMES = [
+  Headers.priority,
+  Headers.key,
+  Headers.delay,
+  Headers.ttl,
+  Headers.tags,
+  Headers.msgId,
+  Headers.natsMsgId,
+];
 const OPTION_BYTES = OPTION_NAMES.map((name) => Buffer.from(name, "latin1"));
 
 const CR = 0x0d;
@@ -41,7 +49,7 @@ function optionsOf(all: Map<string, string>): Map<string, string> {
 
 /**
  * The SEND options among a header block's headers (`mq9-priority`, `mq9-key`,
- * `mq9-delay`, `mq9-ttl`, `mq9-tags`), read as `parseHeaderBlock` reads them.
+ * `mq9-delay`, `mq9-ttl`, `mq9-tags`, `mq9-msg-id`, `nats-msg-id`), read as `parseHeaderBlock` reads them.
  * An ASCII block is scanned in place and only those headers become strings;
  * a SEND carries many other headers (A2A, the orchestrator's envelope) that the
  * broker only stores.

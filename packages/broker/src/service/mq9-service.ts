@@ -82,11 +82,11 @@ export class Mq9Service {
       return;
     }
     const started = performance.now();
-    const done = (err: unknown, msgId?: number) => {
+    const done = (err: unknown, msgId?: number, duplicate?: boolean) => {
       const failed = err !== undefined;
       this.observer?.observe(command.op, failed, (performance.now() - started) / 1000);
       respond(
-        failed ? JSON.stringify(this.errorReply(err, request)) : encodeSendReply(msgId as number),
+        failed ? JSON.stringify(this.errorReply(err, request)) : encodeSendReply(msgId as number, duplicate),
         true,
       );
     };
@@ -136,12 +136,12 @@ export class Mq9Service {
       }
       case "msg.send": {
         const { mailAddress } = command;
-        const msgId = await new Promise<number | undefined>((resolve, reject) =>
-          engine.send(mailAddress, request.payload, request.header, (err, id) =>
-            err === undefined ? resolve(id) : reject(err),
+        const sent = await new Promise<{ msg_id?: number; duplicate?: true }>((resolve, reject) =>
+          engine.send(mailAddress, request.payload, request.header, (err, id, duplicate) =>
+            err === undefined ? resolve(duplicate ? { msg_id: id, duplicate } : { msg_id: id }) : reject(err),
           ),
         );
-        return { msg_id: msgId };
+        return sent;
       }
       case "msg.fetch": {
         const fetch = unwrap(parseFetchRequest(request.payload));

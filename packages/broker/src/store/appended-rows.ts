@@ -10,6 +10,8 @@ export interface AppendedRow {
   createdMs: number;
   expiresMs: number | null;
   dueMs: number | null;
+  /** The SEND's idempotency key and until when it is remembered (see NewMessage.dedup). */
+  dedup?: { key: string; untilMs: number };
   /** Where the header and payload sit in the message log, once the row's record is written there. */
   located?: SpanLocation;
 }
@@ -26,6 +28,11 @@ export interface SpanLocation {
 
 const FIXED = 8 + 4 + 1 + 8 + 8 + 8;
 const NULL_LENGTH = 0xffffffff;
+/**
+ * Set in a row's priority byte when the row carries an idempotency key: its length-prefixed bytes
+ * and the float64 end of its window follow the tags. Records of rows without one read as before.
+ */
+const HAS_DEDUP = 0x80;
 
 /** Encoded rows, with views of each row's payload and header inside `bytes`. */
 export interface EncodedRows {
@@ -53,6 +60,7 @@ export function encodeAppendedRows(
   // Keys and tags are rare: their bytes are made only for the rows that have them.
   let keys: (Buffer | null)[] | undefined;
   let tags: (Buffer | null)[] | undefined;
+  let dedups: (Buffer | null)[] | undefined;
   let size = headroom + 4 + n * (FIXED + 16);
   for (let i = 0; i < n; i++) {
     const row = rows[i];
@@ -67,6 +75,12 @@ export function encodeAppendedRows(
       tags ??= new Array<Buffer | null>(n).fill(null);
       tags[i] = tag;
       size += tag.length;
+    }
+    if (row.dedup !== undefined) {
+      const dedup = Buffer.from(row.dedup.key);
+      dedups ??= new Array<Buffer | null>(n).fill(null);
+      dedups[i] = dedup;
+      size += 4 + dedup.length + 8;
     }
     size += (row.header?.length ?? 0) + row.payload.length;
   }
@@ -94,13 +108,18 @@ export function encodeAppendedRows(
     const row = rows[i];
     view.setFloat64(at, row.id, true);
     view.setUint32(at + 8, row.mbox, true);
-    view.setUint8(at + 12, row.priority);
+    view.setUint8(at + 12, row.dedup === undefined ? row.priority : row.priority | HAS_DEDUP);
     view.setFloat64(at + 13, row.createdMs, true);
     view.setFloat64(at + 21, row.expiresMs ?? Number.NaN, true);
     view.setFloat64(at + 29, row.dueMs ?? Number.NaN, true);
     at += FIXED;
     bytes(keys === undefined ? null : keys[i]);
     bytes(tags === undefined ? null : tags[i]);
+    if (row.dedup !== undefined && dedups !== undefined) {
+      bytes(dedups[i]);
+      view.setFloat64(at, row.dedup.untilMs, true);
+      at += 8;
+    }
     spans[i] = at;
     headers[i] = bytes(row.header);
     payloads[i] = bytes(row.payload) as Buffer;
@@ -129,16 +148,23 @@ export function decodeAppendedRows(body: Buffer): (AppendedRow & { spanAt: numbe
   for (let i = 0; i < count; i++) {
     const id = number(body.readDoubleLE, 8);
     const mbox = number(body.readUInt32LE, 4);
-    const priority = number(body.readUInt8, 1);
+    const flagged = number(body.readUInt8, 1);
+    const priority = flagged & ~HAS_DEDUP;
     const createdMs = number(body.readDoubleLE, 8);
     const expiresMs = orNull(number(body.readDoubleLE, 8));
     const dueMs = orNull(number(body.readDoubleLE, 8));
     const key = bytes()?.toString() ?? null;
     const tags = bytes()?.toString() ?? null;
+    let dedup: AppendedRow["dedup"];
+    if (flagged & HAS_DEDUP) {
+      const dedupKey = bytes()?.toString() ?? "";
+      dedup = { key: dedupKey, untilMs: number(body.readDoubleLE, 8) };
+    }
     const spanAt = at;
     const header = bytes();
     const payload = bytes() ?? Buffer.alloc(0);
-    rows.push({ id, mbox, priority, key, tags, header, payload, createdMs, expiresMs, dueMs, spanAt });
+    const row = { id, mbox, priority, key, tags, header, payload, createdMs, expiresMs, dueMs, spanAt };
+    rows.push(dedup === undefined ? row : { ...row, dedup });
   }
   return rows;
 }

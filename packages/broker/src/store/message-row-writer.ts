@@ -102,6 +102,7 @@ export class MessageRowWriter {
   private readonly deleteMessage;
   private readonly deleteDeliveriesOf;
   private readonly insertDelayed;
+  private readonly rememberKey;
   /** Bound values of the shared insert, reused so a batch allocates one array. */
   private readonly values: unknown[] = [];
 
@@ -124,6 +125,10 @@ export class MessageRowWriter {
     this.insertDelayed = db.prepare(
       "INSERT INTO delayed (mbox, due_ms, priority, msg_key, tags, header, payload, expires_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     );
+    // A key whose window passed is taken over by the new message (see SendKeys).
+    this.rememberKey = db.prepare(
+      "INSERT OR REPLACE INTO send_keys (mbox, id_key, msg_id, until_ms) VALUES (?, ?, ?, ?)",
+    );
   }
 
   /**
@@ -138,6 +143,7 @@ export class MessageRowWriter {
   writePacked({ packed, others }: PackedRows): void {
     this.insertPacked(packed);
     for (const row of others) {
+      if (row.dedup !== undefined) this.rememberKey.run(row.mbox, row.dedup.key, row.id, row.dedup.untilMs);
       if (row.dueMs === null) {
         this.insertMessage(valuesOf(row), row.id, row.createdMs, row.located);
         continue;

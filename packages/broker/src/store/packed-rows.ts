@@ -16,7 +16,7 @@ export interface PackedRows {
 }
 
 /**
- * Splits rows into the plain ones (keyless, due now, in the log, without tags), packed as
+ * Splits rows into the plain ones (keyless, due now, in the log, without tags or idempotency key), packed as
  * numbers that cross to a worker thread without being copied, and the others, in order.
  */
 export function packRows(rows: readonly AppendedRow[]): PackedRows {
@@ -125,5 +125,11 @@ function packRow(into: Float64Array, at: number, row: AppendedRow): void {
 }
 
 function isPackable(row: AppendedRow): boolean {
-  return row.key === null && row.dueMs === null && row.tags === null && row.located !== undefined;
+  return (
+    row.key === null &&
+    row.dueMs === null &&
+    row.tags === null &&
+    row.dedup === undefined &&
+    row.located !== undefined
+  );
 }

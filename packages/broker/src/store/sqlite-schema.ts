@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 
 /** Bumped whenever the layout below changes incompatibly. */
-export const SQLITE_SCHEMA_VERSION = 4;
+export const SQLITE_SCHEMA_VERSION = 5;
 
 /**
  * Version 3 keeps a SEND's header and payload in the message log (seg, seg_at, seg_len) instead
@@ -11,6 +11,22 @@ export const SQLITE_MIGRATE_2_TO_3 = `
 ALTER TABLE messages ADD COLUMN seg INTEGER;
 ALTER TABLE messages ADD COLUMN seg_at INTEGER;
 ALTER TABLE messages ADD COLUMN seg_len INTEGER;
+`;
+
+/**
+ * Version 5 remembers SENDs' idempotency keys (mq9-msg-id, Nats-Msg-Id) until their window ends:
+ * a repeat then stores nothing. Its log records may carry such a key (see encodeAppendedRows),
+ * which an older version would misread, hence a new version.
+ */
+export const SQLITE_SEND_KEYS = `
+CREATE TABLE IF NOT EXISTS send_keys (
+  mbox INTEGER NOT NULL,
+  id_key TEXT NOT NULL,
+  msg_id INTEGER NOT NULL,
+  until_ms INTEGER NOT NULL,
+  PRIMARY KEY (mbox, id_key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS send_keys_by_expiry ON send_keys(until_ms);
 `;
 
 /** Adds a column unless the table has it already (a file made by a later layout and marked older). */
@@ -24,6 +40,8 @@ export const SQLITE_MIGRATIONS: Readonly<Record<number, (db: Database.Database) 
   2: (db) => db.exec(SQLITE_MIGRATE_2_TO_3),
   // Version 4 records who created each mailbox (the user name; NULL without users configured).
   3: (db) => addColumn(db, "mailboxes", "owner", "TEXT"),
+  // Version 5: SENDs' idempotency keys (SQLITE_SEND_KEYS).
+  4: (db) => db.exec(SQLITE_SEND_KEYS),
 };
 
 /**
@@ -106,4 +124,4 @@ CREATE TABLE IF NOT EXISTS deliveries (
   acked INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (mbox, grp, msg_id)
 ) WITHOUT ROWID;
-`;
+${SQLITE_SEND_KEYS}`;

@@ -139,8 +139,16 @@ export interface StatsStatements {
  * with its parameter and row types spelled out (statements built per request, such as
  * QUERY's filters, are prepared where they are built).
  */
+/** SENDs' idempotency keys (see SendKeys); the row writer writes them with the rows. */
+export interface SendKeyStatements {
+  /** Deletes the keys whose window has ended. */
+  expire: Statement<[nowMs: number]>;
+  removeOf: Statement<[mbox: number]>;
+}
+
 export interface SqliteStatements {
   transaction: TransactionStatements;
+  sendKeys: SendKeyStatements;
   mailboxes: MailboxStatements;
   messages: MessageStatements;
   groups: GroupStatements;
@@ -160,6 +168,10 @@ const UNACKED = `SELECT ${MESSAGE_READ_COLUMNS} FROM messages m
 export function prepareStatements(db: Database.Database): SqliteStatements {
   return {
     transaction: { begin: db.prepare("BEGIN"), commit: db.prepare("COMMIT") },
+    sendKeys: {
+      expire: db.prepare("DELETE FROM send_keys WHERE until_ms <= ?"),
+      removeOf: db.prepare("DELETE FROM send_keys WHERE mbox = ?"),
+    },
     mailboxes: {
       byAddress: db.prepare("SELECT * FROM mailboxes WHERE address = ?"),
       byId: db.prepare("SELECT * FROM mailboxes WHERE id = ?"),

@@ -21,6 +21,7 @@ import type { CorruptRecordError } from "./record-checks.js";
 import { RECORD_HEADER } from "./record-framing.js";
 import { RecordSlab } from "./record-slab.js";
 import { SegmentCompactor } from "./segment-compactor.js";
+import { SendKeys } from "./send-keys.js";
 import { openSqliteDatabase } from "./sqlite-database.js";
 import { type MailboxRow, prepareStatements, type SqliteStatements } from "./sqlite-statements.js";
 import { SqliteStats } from "./sqlite-stats.js";
@@ -150,6 +151,8 @@ export class SqliteStore implements Store, StoreInspection {
   private readonly compactor?: SegmentCompactor;
   /** Held open for the store's life: a second broker on the same directory is refused. */
   private readonly ownerLock?: Database.Database;
+  /** Idempotency keys of SENDs within their window (see SendKeys). */
+  private readonly sendKeys = new SendKeys();
   /** Memory for the log records SENDs are encoded into. */
   private readonly records = new RecordSlab();
   private corruptRecords = 0;
@@ -214,6 +217,7 @@ export class SqliteStore implements Store, StoreInspection {
     );
     this.stats = new SqliteStats(db, this.stmt.stats, this.claims);
     this.ids = new MessageIds(db, this.stmt.messages, this.pacer, this.health.noteFailure);
+    this.sendKeys.load(db, Date.now());
   }
 
   /** The message log's size and the rows still to be written to SQLite; undefined in memory. */
@@ -267,9 +271,17 @@ export class SqliteStore implements Store, StoreInspection {
     await this.ids.ensure(batch.length);
     let next = this.ids.next;
     const rows: AppendedRow[] = [];
+    // Keys first taken by this batch: by mailbox id and key, the id they stand for.
+    let batchKeys: Map<string, number> | undefined;
     const outcome = batch.map((message): AppendResult => {
       const box = this.mailboxes.live(message.mailbox, nowMs);
       if (!box) return { missingMailbox: true };
+      const dedup = message.dedup;
+      if (dedup !== undefined) {
+        const original =
+          this.sendKeys.lookup(box.id, dedup.key, nowMs) ?? batchKeys?.get(`${box.id}\u0000${dedup.key}`);
+        if (original !== undefined) return { id: original, duplicate: true };
+      }
       const row: AppendedRow = {
         id: message.dueMs !== undefined ? -1 : next++,
         mbox: box.id,
@@ -282,6 +294,11 @@ export class SqliteStore implements Store, StoreInspection {
         expiresMs: message.expiresMs ?? null,
         dueMs: message.dueMs ?? null,
       };
+      if (dedup !== undefined) {
+        row.dedup = dedup;
+        batchKeys ??= new Map();
+        batchKeys.set(`${box.id}\u0000${dedup.key}`, row.id);
+      }
       rows.push(row);
       return { id: row.id };
     });
@@ -301,6 +318,11 @@ export class SqliteStore implements Store, StoreInspection {
       throw StorageError.from(err, "cannot store the message");
     }
     this.ids.advanceTo(next);
+    // Only once the record is in the log: a SEND that failed leaves its key free for the retry.
+    if (batchKeys !== undefined) {
+      for (const row of rows)
+        if (row.dedup) this.sendKeys.remember(row.mbox, row.dedup.key, row.id, row.dedup.untilMs);
+    }
     // Delayed ones are not readable until they are due.
     this.reads.stored(rows.filter((row) => row.dueMs === null));
     this.pacer.appended(rows);
@@ -438,6 +460,8 @@ export class SqliteStore implements Store, StoreInspection {
         const expiredMessages = this.stmt.messages.expire.all(nowMs);
         this.released(expiredMessages);
         const messages = expiredMessages.length;
+        this.stmt.sendKeys.expire.run(nowMs);
+        this.sendKeys.sweep(nowMs);
         return { mailboxes: expired.map((row) => row.address), messages };
       });
     });
@@ -546,6 +570,8 @@ export class SqliteStore implements Store, StoreInspection {
     this.stmt.delayed.removeOf.run(row.id);
     this.stmt.groups.removeOf.run(row.id);
     this.stmt.groups.removeDeliveriesOf.run(row.id);
+    this.stmt.sendKeys.removeOf.run(row.id);
+    this.sendKeys.forgetMailbox(row.id);
     this.mailboxes.remove(row);
     this.reads.forgetMailbox(row.id);
     this.claims.forgetMailbox(row.id);

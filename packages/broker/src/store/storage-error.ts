@@ -45,6 +45,17 @@ export class StorageError extends Error {
   }
 }
 
+/** The code of a StorageError for a commit whose outcome is not known (see isOutcomeUnknown). */
+export const OUTCOME_UNKNOWN = "STORE_OUTCOME_UNKNOWN";
+
+/**
+ * Whether a write failed after its commit was sent and no answer came back (the database's
+ * connection was lost): it may have been stored. Only an idempotency key makes a retry safe.
+ */
+export function isOutcomeUnknown(err: unknown): boolean {
+  return err instanceof StorageError && err.code === OUTCOME_UNKNOWN;
+}
+
 const OUT_OF_SPACE = new Set(["ENOSPC", "EFBIG", "EDQUOT", "SQLITE_FULL", "STORE_FULL"]);
 
 /** Whether a write failed for lack of space (a full disk, a quota, a file-size limit). */

@@ -26,6 +26,11 @@ export interface NewMessage {
   /** Set for a delayed message: it joins the mailbox (and gets its id) at this time. */
   dueMs?: number;
   expiresMs?: number;
+  /**
+   * The SEND's idempotency key and until when it is remembered: while it is, another message with
+   * the key in this mailbox is not stored, and gets this one's id (see AppendResult).
+   */
+  dedup?: { key: string; untilMs: number };
 }
 
 export interface StoredMessage {
@@ -39,8 +44,12 @@ export interface StoredMessage {
   expiresMs?: number;
 }
 
-/** Outcome of one message of an append batch: its id (-1 when delayed) or the missing mailbox. */
-export type AppendResult = { id: number } | { missingMailbox: true };
+/**
+ * Outcome of one message of an append batch: its id (-1 when delayed) or the missing mailbox.
+ * `duplicate`: its idempotency key was taken within the window; nothing was stored and `id` is
+ * the original's.
+ */
+export type AppendResult = { id: number; duplicate?: true } | { missingMailbox: true };
 
 /** Where a consumer starts, already resolved to a msg_id (every id >= it is eligible). */
 export interface StartPosition {
@@ -89,7 +98,12 @@ export interface Store {
   createMailbox(record: MailboxRecord, nowMs: number): Promise<boolean>;
   /** The live mailbox, or undefined when it never existed or has expired. */
   getMailbox(address: string, nowMs: number): Promise<MailboxRecord | undefined>;
-  /** Stores a batch in one commit, in order, applying key compaction; delayed messages get id -1. */
+  /**
+   * Stores a batch in one commit, in order, applying key compaction; delayed messages get id -1.
+   * A message whose idempotency key (`dedup`) the mailbox remembers, or an earlier one of the
+   * batch carries, is not stored. Fails with a StorageError; one with `outcomeUnknown` set when
+   * the commit may have happened all the same (see isOutcomeUnknown).
+   */
   append(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]>;
   /** The id the next message of the mailbox will get. */
   nextMessageId(mailbox: string): Promise<number>;
@@ -116,7 +130,10 @@ export interface Store {
   promoteDue(nowMs: number): Promise<string[]>;
   /** The earliest due time of a waiting delayed message. */
   nextDueMs(): Promise<number | undefined>;
-  /** Deletes expired mailboxes (with their messages, delayed messages and groups) and expired messages. */
+  /**
+   * Deletes expired mailboxes (with their messages, delayed messages and groups), expired messages
+   * and the idempotency keys whose window has passed.
+   */
   purgeExpired(nowMs: number): Promise<PurgeResult>;
   close(): Promise<void>;
   /**

@@ -1,4 +1,4 @@
-import { StorageError } from "../storage-error.js";
+import { OUTCOME_UNKNOWN, StorageError } from "../storage-error.js";
 
 /** Network-level failures: the server is not there (or went away mid-request). */
 const UNREACHABLE = new Set([
@@ -136,6 +136,26 @@ export function postgresError(err: unknown, context: string, where: string, open
     );
   }
   return new StorageError(`${context}: ${error.message}`, "STORAGE_FAILED", { cause: err });
+}
+
+/**
+ * Whether a statement that failed surely changed nothing: the server answered it with an ERROR,
+ * which rolls its transaction back. A lost connection, a FATAL (the server shutting down) or a
+ * client-side timeout leave open whether a COMMIT sent before them went through.
+ */
+export function failedOnServer(err: unknown): boolean {
+  const { severity, code } = err as { severity?: string; code?: string };
+  return severity === "ERROR" && !isUnavailableState(code ?? "");
+}
+
+/** The StorageError of a commit sent to PostgreSQL that got no answer: it may have happened. */
+export function outcomeUnknownError(err: unknown, context: string, where: string): StorageError {
+  const error = err instanceof Error ? err : new Error(String(err));
+  return new StorageError(
+    `${context}: PostgreSQL at ${where} did not answer its commit (${error.message})`,
+    OUTCOME_UNKNOWN,
+    { cause: err },
+  );
 }
 
 /** Whether a failed transaction may simply be run again (a serialization failure or deadlock). */

@@ -548,6 +548,19 @@ INSERT INTO mq9_cluster (id) VALUES (md5(random()::text || clock_timestamp()::te
   `
 ALTER TABLE mailboxes ADD COLUMN owner text;
 `,
+  // The idempotency keys of SENDs (mq9-msg-id, Nats-Msg-Id), written in the SEND's transaction: a
+  // repeat before until_ms stores nothing and is answered with msg_id (-1 for a delayed message).
+  // Swept with expiry, and gone with their mailbox.
+  `
+CREATE TABLE send_keys (
+  mbox bigint NOT NULL REFERENCES mailboxes (id) ON DELETE CASCADE,
+  id_key text NOT NULL,
+  msg_id bigint NOT NULL,
+  until_ms bigint NOT NULL,
+  PRIMARY KEY (mbox, id_key)
+);
+CREATE INDEX send_keys_by_expiry ON send_keys (until_ms);
+`,
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

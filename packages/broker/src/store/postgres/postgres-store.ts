@@ -36,7 +36,13 @@ import {
   storedMessage,
   takeWithinBudget,
 } from "./message-rows.js";
-import { describeDatabase, isRetryable, postgresError } from "./postgres-errors.js";
+import {
+  describeDatabase,
+  failedOnServer,
+  isRetryable,
+  outcomeUnknownError,
+  postgresError,
+} from "./postgres-errors.js";
 import { PostgresInspection } from "./postgres-inspection.js";
 import { migrate } from "./postgres-migrate.js";
 import { POSTGRES_SCHEMA_VERSION } from "./postgres-schema.js";
@@ -87,15 +93,19 @@ function named(text: string, names: readonly string[]): string {
   });
 }
 
-/** One mailbox, no keys, nothing delayed: what appendPlain takes. */
+/** One mailbox, no keys, no idempotency keys, nothing delayed: what appendPlain takes. */
 function isPlainBatch(batch: readonly NewMessage[]): boolean {
   const mailbox = batch[0]?.mailbox;
   if (mailbox === undefined) return false;
   for (const m of batch) {
-    if (m.mailbox !== mailbox || m.key !== undefined || m.dueMs !== undefined) return false;
+    if (m.mailbox !== mailbox || m.key !== undefined || m.dueMs !== undefined || m.dedup !== undefined)
+      return false;
   }
   return true;
 }
+
+/** A mailbox's idempotency key, as one string. */
+const keyOf = (mailbox: string, key: string) => `${mailbox}\u0000${key}`;
 
 /** A PostgreSQL database and schema shared with a higher layer (see PostgresStore.sharedDatabase). */
 export interface SharedDatabase {
@@ -220,44 +230,137 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
 
   async append(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
     if (isPlainBatch(batch)) return this.appendPlain(batch, nowMs);
-    // Ids each mailbox must hand out (delayed messages take theirs when they are due).
-    const counts = new Map<string, number>();
-    for (const m of batch)
-      counts.set(m.mailbox, (counts.get(m.mailbox) ?? 0) + (m.dueMs === undefined ? 1 : 0));
-    return this.transaction("cannot store the message", async (c) => {
-      const boxes = await this.lockForAppend(c, counts, nowMs);
-      const next = new Map<string, number>();
-      for (const [address, box] of boxes) next.set(address, box.first);
-      const rows: MessageInsert[] = [];
-      const delayed: (MessageInsert & { dueMs: number })[] = [];
-      const outcome = batch.map((m): AppendResult => {
-        const box = boxes.get(m.mailbox);
-        if (!box) return { missingMailbox: true };
-        const row: MessageInsert = {
-          mbox: box.id,
-          id: -1,
-          priority: priorityRank[m.priority],
-          key: m.key ?? null,
-          tags: m.tags ? JSON.stringify(m.tags) : null,
-          header: m.header ?? null,
-          payload: m.payload,
-          createdMs: m.sentMs,
-          expiresMs: m.expiresMs ?? null,
-        };
-        if (m.dueMs !== undefined) {
-          delayed.push({ ...row, dueMs: m.dueMs });
-          return { id: -1 };
-        }
-        const id = next.get(m.mailbox) ?? 0;
-        next.set(m.mailbox, id + 1);
-        row.id = id;
-        rows.push(row);
-        return { id };
-      });
-      if (rows.length > 0) await insertMessages(c, rows);
-      if (delayed.length > 0) await this.insertDelayed(c, delayed);
-      return outcome;
+    const keyed = batch.some((m) => m.dedup !== undefined);
+    return this.transaction(
+      "cannot store the message",
+      async (c) => {
+        // The ids that keys of the batch already stand for; the batch's mailboxes stay locked, so
+        // no other SEND with one of those keys commits meanwhile.
+        const taken = keyed ? await this.takenKeys(c, batch, nowMs) : new Map<string, number>();
+        const repeats = new Map<number, number>();
+        // Ids each mailbox must hand out (delayed messages and repeats take none now).
+        const counts = new Map<string, number>();
+        batch.forEach((m, i) => {
+          // A repeat takes no id, but its mailbox must still be found live.
+          counts.set(m.mailbox, counts.get(m.mailbox) ?? 0);
+          if (m.dedup !== undefined) {
+            const key = keyOf(m.mailbox, m.dedup.key);
+            const original = taken.get(key);
+            if (original !== undefined) {
+              repeats.set(i, original);
+              return;
+            }
+            // A later message of the batch with the key repeats this one; -2 until it has its id.
+            taken.set(key, -2);
+          }
+          counts.set(m.mailbox, (counts.get(m.mailbox) ?? 0) + (m.dueMs === undefined ? 1 : 0));
+        });
+        const boxes = await this.lockForAppend(c, counts, nowMs);
+        const next = new Map<string, number>();
+        for (const [address, box] of boxes) next.set(address, box.first);
+        const rows: MessageInsert[] = [];
+        const delayed: (MessageInsert & { dueMs: number })[] = [];
+        const keys: { mbox: number; key: string; id: number; untilMs: number }[] = [];
+        const outcome = batch.map((m, i): AppendResult => {
+          const box = boxes.get(m.mailbox);
+          if (!box) return { missingMailbox: true };
+          const repeated = repeats.get(i);
+          if (repeated !== undefined) {
+            // Within the batch: the original is the first message with the key.
+            const id =
+              repeated === -2
+                ? (keys.find((k) => k.mbox === box.id && k.key === m.dedup?.key)?.id ?? -1)
+                : repeated;
+            return { id, duplicate: true };
+          }
+          const row: MessageInsert = {
+            mbox: box.id,
+            id: -1,
+            priority: priorityRank[m.priority],
+            key: m.key ?? null,
+            tags: m.tags ? JSON.stringify(m.tags) : null,
+            header: m.header ?? null,
+            payload: m.payload,
+            createdMs: m.sentMs,
+            expiresMs: m.expiresMs ?? null,
+          };
+          if (m.dueMs !== undefined) delayed.push({ ...row, dueMs: m.dueMs });
+          else {
+            row.id = next.get(m.mailbox) ?? 0;
+            next.set(m.mailbox, row.id + 1);
+            rows.push(row);
+          }
+          if (m.dedup) keys.push({ mbox: box.id, key: m.dedup.key, id: row.id, untilMs: m.dedup.untilMs });
+          return { id: row.id };
+        });
+        if (rows.length > 0) await insertMessages(c, rows);
+        if (delayed.length > 0) await this.insertDelayed(c, delayed);
+        if (keys.length > 0) await this.insertKeys(c, keys, nowMs);
+        return outcome;
+      },
+      true,
+    );
+  }
+
+  /**
+   * Locks the batch's mailboxes (in id order), then reads which of its idempotency keys they
+   * remember: by keyOf, the msg_id each stands for. Read after the lock, so a SEND with the same
+   * key that held it has committed, and is seen.
+   */
+  private async takenKeys(
+    c: pg.PoolClient,
+    batch: readonly NewMessage[],
+    nowMs: number,
+  ): Promise<Map<string, number>> {
+    const addresses = [...new Set(batch.map((m) => m.mailbox))];
+    await c.query({
+      name: "mq9-lock-mailboxes",
+      text: "SELECT id FROM mailboxes WHERE address = ANY($1::text[]) ORDER BY id FOR UPDATE",
+      values: [addresses],
     });
+    const keyed = batch.filter((m) => m.dedup !== undefined);
+    const { rows } = await c.query<{ address: string; id_key: string; msg_id: number }>({
+      name: "mq9-taken-keys",
+      text: `SELECT b.address, k.id_key, k.msg_id
+             FROM unnest($1::text[], $2::text[]) AS q(address, id_key)
+             JOIN mailboxes b ON b.address = q.address
+             JOIN send_keys k ON k.mbox = b.id AND k.id_key = q.id_key
+             WHERE k.until_ms > $3`,
+      values: [keyed.map((m) => m.mailbox), keyed.map((m) => m.dedup?.key), nowMs],
+    });
+    return new Map(rows.map((row) => [keyOf(row.address, row.id_key), row.msg_id]));
+  }
+
+  /**
+   * Remembers the batch's idempotency keys, taking over keys whose window has passed. A key that
+   * is still live fails the transaction (the lock in takenKeys should make that impossible):
+   * storing the message a second time would be worse than an error.
+   */
+  private async insertKeys(
+    c: pg.PoolClient,
+    keys: readonly { mbox: number; key: string; id: number; untilMs: number }[],
+    nowMs: number,
+  ): Promise<void> {
+    const { rowCount } = await c.query({
+      name: "mq9-insert-send-keys",
+      text: `INSERT INTO send_keys (mbox, id_key, msg_id, until_ms)
+             SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[])
+             ON CONFLICT (mbox, id_key) DO UPDATE SET msg_id = excluded.msg_id, until_ms = excluded.until_ms
+             WHERE send_keys.until_ms <= $5`,
+      values: [
+        keys.map((k) => k.mbox),
+        keys.map((k) => k.key),
+        keys.map((k) => k.id),
+        keys.map((k) => k.untilMs),
+        nowMs,
+      ],
+    });
+    if (rowCount !== keys.length) {
+      throw new StorageError(
+        "an idempotency key of the batch was taken meanwhile; nothing was stored",
+        "STORAGE_FAILED",
+      );
+    }
   }
 
   async nextMessageId(mailbox: string): Promise<number> {
@@ -467,6 +570,11 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
          SELECT count(*)::int AS n FROM gone`,
         [nowMs],
       );
+      await c.query({
+        name: "mq9-sweep-send-keys",
+        text: "DELETE FROM send_keys WHERE until_ms <= $1",
+        values: [nowMs],
+      });
       return { mailboxes: boxes.rows.map((r) => r.address), messages: messages.rows[0]?.n ?? 0 };
     });
   }
@@ -605,7 +713,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
    * payloads and headers as one binary parameter each, cut by offset and length.
    */
   private async appendPlain(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
-    const { rows: first } = await this.run<{ first: number }>("cannot store the message", {
+    const { rows: first } = await this.commitOne<{ first: number }>("cannot store the message", {
       name: "mq9-append-plain",
       text: `WITH box AS (
                UPDATE mailboxes SET next_id = next_id + $2
@@ -696,6 +804,34 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
     }
   }
 
+  /**
+   * One statement that is its own transaction (its commit is implied), telling a failure before it
+   * was sent, or one the server answered, from one after it was sent with no answer: the statement
+   * may then have committed, and the StorageError says the outcome is unknown.
+   */
+  private async commitOne<R extends pg.QueryResultRow>(
+    context: string,
+    config: pg.QueryConfig,
+  ): Promise<pg.QueryResult<R>> {
+    this.assertOpen();
+    let sent = false;
+    try {
+      return await withCheckedOutClient(this.pool, async (client, markBroken) => {
+        sent = true;
+        try {
+          return await client.query<R>(config);
+        } catch (err) {
+          // A statement still running after a client-side timeout: the connection is not reused.
+          if (!failedOnServer(err)) markBroken(err as Error);
+          throw err;
+        }
+      });
+    } catch (err) {
+      if (sent && !failedOnServer(err)) throw outcomeUnknownError(err, context, this.where);
+      throw postgresError(err, context, this.where);
+    }
+  }
+
   /** One statement that is its own transaction, run again on a deadlock or serialization failure. */
   private async call<R extends pg.QueryResultRow>(
     context: string,
@@ -712,26 +848,45 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
     }
   }
 
-  /** Runs `body` in one transaction (again, on a deadlock); answered only once COMMIT returned. */
-  private async transaction<T>(context: string, body: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  /**
+   * Runs `body` in one transaction (again, on a deadlock); answered only once COMMIT returned.
+   * `commitMayBeUnknown`: a COMMIT sent that got no answer (a lost connection, a server shutting
+   * down, a timeout) fails with the outcome unknown, which a SEND must say, rather than as a
+   * failure that changed nothing.
+   */
+  private async transaction<T>(
+    context: string,
+    body: (client: pg.PoolClient) => Promise<T>,
+    commitMayBeUnknown = false,
+  ): Promise<T> {
     this.assertOpen();
     for (let attempt = 1; ; attempt++) {
       let client: pg.PoolClient | undefined;
+      let committing = false;
       try {
         return await withCheckedOutClient(this.pool, async (checkedOut, markBroken) => {
           client = checkedOut;
           try {
             await checkedOut.query("BEGIN");
             const result = await body(checkedOut);
+            committing = true;
             await checkedOut.query("COMMIT");
             return result;
           } catch (err) {
+            if (committing && !failedOnServer(err)) {
+              // Whatever the COMMIT did, this connection is not given to the next caller.
+              markBroken(err as Error);
+              throw err;
+            }
             // A connection that could not even roll back is not given to the next caller.
             await checkedOut.query("ROLLBACK").catch(markBroken);
             throw err;
           }
         });
       } catch (err) {
+        if (committing && commitMayBeUnknown && !failedOnServer(err)) {
+          throw outcomeUnknownError(err, context, this.where);
+        }
         // A failed check-out is not retried: only a transaction that ran can have deadlocked.
         if (client !== undefined && attempt < DEADLOCK_RETRIES && isRetryable(err)) continue;
         throw postgresError(err, context, this.where);

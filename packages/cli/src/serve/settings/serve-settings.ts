@@ -239,6 +239,14 @@ export const SERVE_SETTINGS = {
       reads: "broker",
       option: "defaultMailboxTtlSeconds",
     }),
+    dedupWindowMs: setting({
+      type: whole(1),
+      default: BrokerDefaults.dedupWindowMs,
+      unit: "milliseconds",
+      flag: "dedup-window-ms",
+      help: "how long a SEND's idempotency key (mq9-msg-id, Nats-Msg-Id) is remembered: a repeat within it stores nothing",
+      reads: "broker",
+    }),
   },
   registry: {
     embedder: setting({
