@@ -140,13 +140,22 @@ export async function answered(node: Mq9NodeProcess, op: string): Promise<number
  * A TCP proxy on loopback whose connections can be cut, as a crashed client host or a pulled
  * cable would (cut(): both sides reset, no new connection taken), or moved to another port, as
  * a virtual IP or DNS name follows a database's new primary (switchTo(): open connections reset,
- * new ones go to the new port).
+ * new ones go to the new port). muteRepliesAfter(marker) drops what the server sends once a
+ * client has sent those bytes, while requests still reach it, as a link that fails one way: with
+ * PostgreSQL's "COMMIT\0", that COMMIT is done and never answered.
  */
-export async function tcpProxy(
-  port: number,
-): Promise<{ port: number; url: string; cut(): void; switchTo(port: number): void; close(): Promise<void> }> {
+export async function tcpProxy(port: number): Promise<{
+  port: number;
+  url: string;
+  cut(): void;
+  switchTo(port: number): void;
+  muteRepliesAfter(marker: string): void;
+  close(): Promise<void>;
+}> {
   const sockets = new Set<Socket>();
   let target = port;
+  let muted = false;
+  let armed: Buffer | undefined;
   const server = createServer((client) => {
     const upstream = tcpConnect(target, "127.0.0.1");
     const pair = [client, upstream];
@@ -159,7 +168,16 @@ export async function tcpProxy(
         for (const other of pair) if (!other.destroyed) other.resetAndDestroy();
       });
     }
-    client.pipe(upstream).pipe(client);
+    client.on("data", (chunk: Buffer) => {
+      upstream.write(chunk);
+      if (armed !== undefined && chunk.includes(armed)) {
+        muted = true;
+        armed = undefined;
+      }
+    });
+    upstream.on("data", (chunk: Buffer) => {
+      if (!muted) client.write(chunk);
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port: proxyPort } = server.address() as { port: number };
@@ -175,7 +193,12 @@ export async function tcpProxy(
     },
     switchTo(next: number) {
       target = next;
+      muted = false;
+      armed = undefined;
       resetAll();
+    },
+    muteRepliesAfter(marker: string) {
+      armed = Buffer.from(marker);
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -13,6 +13,7 @@ import {
   Subjects,
 } from "@mq9/protocol";
 import type { NatsConnection } from "nats";
+import { pause, retryDelay } from "./backoff.js";
 import { ConnectionWatcher } from "./connection-watcher.js";
 import { type ConsumeOptions, Consumer, type ConsumerSource, type MessageHandler } from "./consumer.js";
 import { Heartbeat, type HeartbeatOptions } from "./heartbeat.js";
@@ -30,7 +31,13 @@ import {
   queryBody,
 } from "./request-bodies.js";
 import { RequestMux } from "./request-mux.js";
-import { type EncodedHeaders, type SendOptions, sendHeaders } from "./send-options.js";
+import {
+  type EncodedHeaders,
+  type SendOptions,
+  type SendRetryOptions,
+  sendHeaders,
+  sendRetryOf,
+} from "./send-options.js";
 
 /** Options of an Mq9Client built on a NATS connection you opened yourself. */
 export interface Mq9ClientOptions {
@@ -114,6 +121,10 @@ export class Mq9Client {
    * resolves with its msg_id once the broker has stored it; -1 when it is delayed.
    */
   send(target: string, payload: Payload, options?: SendOptions): Promise<number> {
+    const retried = sendRetryOf(options);
+    if (retried !== undefined) {
+      return this.sendRetried(target, payload, { ...options, idempotencyKey: retried.key }, retried.retry);
+    }
     // Not async: SEND is the hot path, and this way it costs one promise, the request's own.
     let subject: string;
     let body: Uint8Array;
@@ -131,6 +142,36 @@ export class Mq9Client {
       { timeoutMs: this.requestTimeoutMs, headers, atOnce: true },
       readReply.send,
     );
+  }
+
+  /**
+   * A send with an idempotency key, tried again while it fails for a reason that may pass (its
+   * outcome unknown, a timeout, a lost connection, the broker's store down): the key makes each
+   * retry store nothing when an earlier attempt was stored after all.
+   */
+  private async sendRetried(
+    target: string,
+    payload: Payload,
+    options: SendOptions,
+    retry: Required<SendRetryOptions>,
+  ): Promise<number> {
+    const once = { ...options, retry: false };
+    const until = performance.now() + retry.withinMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.send(target, payload, once);
+      } catch (err) {
+        const again =
+          err instanceof Mq9Error &&
+          err.retryable &&
+          attempt + 1 < retry.attempts &&
+          this.closing === undefined;
+        if (!again) throw err;
+        const delay = retryDelay(attempt, retry);
+        if (performance.now() + delay >= until) throw err;
+        await pause(delay, { wake: this.watcher.connected ? undefined : this.watcher.changed() });
+      }
+    }
   }
 
   /** Fetches the next messages: critical first, then urgent, then normal, FIFO within each. */

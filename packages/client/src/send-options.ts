@@ -18,6 +18,50 @@ export interface SendOptions {
   tags?: readonly string[];
   /** Further headers, e.g. `mq9-reply-to`; stored and returned with the message. */
   headers?: Readonly<Record<string, string>>;
+  /**
+   * Idempotency key (the `mq9-msg-id` header): the broker stores a SEND with a key it has seen in
+   * this mailbox within its dedup window (default 2 minutes) only once, and answers a repeat with
+   * the first one's msg_id. With a key, send() retries by itself (see `retry`).
+   */
+  idempotencyKey?: string;
+  /**
+   * Retry a SEND whose outcome is not known (OUTCOME_UNKNOWN, a timeout, a lost connection) or
+   * that failed for a passing reason, without storing it twice: `true` (or retry options) makes
+   * one idempotency key for the send when none is given; `false` never retries. Default: retry
+   * when an `idempotencyKey` is given. Retries stop after `withinMs` (default 60 000), well inside
+   * the broker's dedup window, after which a retry could store the message again.
+   */
+  retry?: boolean | SendRetryOptions;
+}
+
+/** How send() retries (see SendOptions.retry). */
+export interface SendRetryOptions {
+  /** Attempts in all, the first included (default 10). */
+  attempts?: number;
+  /** First pause; it doubles on every failure (default 100). */
+  initialDelayMs?: number;
+  /** Longest pause (default 5 000). */
+  maxDelayMs?: number;
+  /** No attempt starts this long after the first one (default 60 000). */
+  withinMs?: number;
+}
+
+export const DEFAULT_SEND_RETRY: Required<SendRetryOptions> = {
+  attempts: 10,
+  initialDelayMs: 100,
+  maxDelayMs: 5_000,
+  withinMs: 60_000,
+};
+
+/** The idempotency key and retry plan of a send, or undefined when it is not retried. */
+export function sendRetryOf(
+  options: SendOptions | undefined,
+): { key: string; retry: Required<SendRetryOptions> } | undefined {
+  const retry = options?.retry;
+  if (options === undefined || retry === false) return undefined;
+  if (retry === undefined && options.idempotencyKey === undefined) return undefined;
+  const key = options.idempotencyKey ?? crypto.randomUUID();
+  return { key, retry: { ...DEFAULT_SEND_RETRY, ...(typeof retry === "object" ? retry : {}) } };
 }
 
 function seconds(name: string, value: number): string {
@@ -64,7 +108,7 @@ function badHeader(why: string): Mq9Error {
  */
 export function sendHeaders(options: SendOptions | undefined): EncodedHeaders | undefined {
   if (!options) return undefined;
-  const { priority, key, tags, headers } = options;
+  const { priority, key, tags, headers, idempotencyKey } = options;
   const delay = options.delaySeconds ?? options.delay;
   const ttl = options.ttlSeconds ?? options.ttl;
   if (
@@ -73,7 +117,8 @@ export function sendHeaders(options: SendOptions | undefined): EncodedHeaders | 
     delay === undefined &&
     ttl === undefined &&
     tags === undefined &&
-    headers === undefined
+    headers === undefined &&
+    idempotencyKey === undefined
   ) {
     return undefined;
   }
@@ -84,6 +129,10 @@ export function sendHeaders(options: SendOptions | undefined): EncodedHeaders | 
   if (delay !== undefined) h.set(Headers.delay, seconds("delaySeconds", delay));
   if (ttl !== undefined) h.set(Headers.ttl, seconds("ttlSeconds", ttl));
   if (tags !== undefined && tags.length > 0) h.set(Headers.tags, tags.join(","));
+  if (idempotencyKey !== undefined) {
+    if (idempotencyKey === "") throw badHeader("idempotencyKey must not be empty");
+    h.set(Headers.msgId, idempotencyKey);
+  }
   let text = "NATS/1.0";
   for (const [name, value] of h) {
     checkName(name);
