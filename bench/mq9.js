@@ -107,6 +107,9 @@ export async function startWith({ payload, drainBatch }, { permissions }) {
     // Like JetStream's m.ack(), the ACK is not waited for before the next FETCH: it travels
     // ahead of that FETCH on the same connection. Its reply is checked one batch later.
     let pendingAck = Promise.resolve();
+    // Idempotency keys unique per SEND, as a client that retries safely sends them.
+    const keyPrefix = `bench-${process.pid}-${Date.now().toString(36)}-`;
+    let keyed = 0;
 
     return {
       output: () => server.output(),
@@ -114,6 +117,14 @@ export async function startWith({ payload, drainBatch }, { permissions }) {
       async send() {
         const msgId = await client.send(MAILBOX, payload);
         if (typeof msgId !== "number") throw new Error(`SEND resolved without a msg_id: ${msgId}`);
+      },
+      /** SEND with an idempotency key (mq9-msg-id): the broker remembers it for its dedup window. */
+      async sendKeyed() {
+        const msgId = await client.send(MAILBOX, payload, {
+          idempotencyKey: keyPrefix + keyed++,
+          retry: false,
+        });
+        if (typeof msgId !== "number") throw new Error(`keyed SEND resolved without a msg_id: ${msgId}`);
       },
       async drainOnce() {
         const messages = await client.fetch(MAILBOX, fetchOptions);

@@ -127,6 +127,7 @@ async function startSystem(mod, cfg) {
     durability: mod.durability,
     seqRounds: [],
     parRounds: [],
+    keyedRounds: [],
     sent: 0,
   };
   progress(`${mod.label}: starting`);
@@ -181,6 +182,15 @@ async function sendRound(entry, cfg, round) {
     r.seqRounds.push(seq);
     r.parRounds.push(par);
     r.sent += seq.count + par.count;
+    // A system that takes idempotency keys (ours): the same window with a key on every SEND.
+    if (sys.sendKeyed) {
+      progress(
+        `${mod.label}: round ${round}: SEND x${cfg.messages} with idempotency keys, ${cfg.concurrency} in flight`,
+      );
+      const keyed = await measureSend(() => sys.sendKeyed(), sendOptions(cfg, cfg.messages, cfg.concurrency));
+      r.keyedRounds.push(keyed);
+      r.sent += keyed.count;
+    }
   });
 }
 
@@ -203,6 +213,7 @@ async function drainAndClose(entry, cfg) {
   if (!sys) return;
   r.seq = medianRound(r.seqRounds);
   r.par = medianRound(r.parRounds);
+  r.keyed = medianRound(r.keyedRounds);
   await guarded(entry, async () => {
     progress(`${mod.label}: drain ${r.sent} messages, FETCH(${cfg.drainBatch}) + ACK`);
     await sys.prepareDrain?.();
@@ -321,6 +332,14 @@ function report(cfg, results, machine, totalMs) {
     if (r.par?.truncated) notes.push(`SEND@${c} stopped after ${r.par.count} msgs (time cap)`);
     if (r.parRounds.length > 1) {
       notes.push(`SEND@${c} rounds ${r.parRounds.map((p) => fmtRate(p.rate)).join(" / ")} msg/s`);
+    }
+    if (r.keyed) {
+      const share = Number.isFinite(r.par?.rate)
+        ? ` (${Math.round((100 * r.keyed.rate) / r.par.rate)}% of keyless)`
+        : "";
+      notes.push(
+        `SEND@${c} with idempotency keys ${fmtRate(r.keyed.rate)} msg/s${share}, p50 ${fmtMs(r.keyed.p50)} ms, p99 ${fmtMs(r.keyed.p99)} ms`,
+      );
     }
     if (r.drain) notes.push(`drained ${r.drain.count} msgs in ${r.drain.batches} batches`);
     if (r.drain?.truncated) notes.push("drain stopped early (time cap)");
