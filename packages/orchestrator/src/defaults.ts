@@ -1,7 +1,7 @@
 /**
- * `@mq9/orchestrator/defaults` — the orchestrator's defaults, in one place: the orchestrator
- * applies them, and `mq9 serve` declares its settings with the same values. A subpath of its
- * own, so that reading them loads nothing else of the orchestrator.
+ * `@mq9/orchestrator/defaults` — the orchestrator's defaults and the names its settings take,
+ * in one place: the orchestrator applies them, and `mq9 serve` declares its settings with the
+ * same values. A subpath of its own, so that reading them loads nothing else of the orchestrator.
  *
  * @example
  * ```ts
@@ -38,3 +38,15 @@ export const OrchestratorDefaults = {
   /** Share of routed messages with a debug log line. */
   logSampleRate: 0.01,
 } as const;
+
+/** What a webhook can be told about. */
+export const WEBHOOK_EVENTS = [
+  "task_completed",
+  "task_failed",
+  "task_timeout",
+  "task_canceled",
+  "agent_dead",
+  "loop_detected",
+] as const;
+
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];

@@ -1,24 +1,9 @@
 import { createHmac, randomUUID, timingSafeEqual } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { namedStderrLogger } from "@mq9/agent";
+import { WEBHOOK_EVENTS, type WebhookEvent } from "../defaults.js";
 
-/** What a webhook can be told about. */
-export type WebhookEvent =
-  | "task_completed"
-  | "task_failed"
-  | "task_timeout"
-  | "task_canceled"
-  | "agent_dead"
-  | "loop_detected";
-
-export const WEBHOOK_EVENTS: readonly WebhookEvent[] = [
-  "task_completed",
-  "task_failed",
-  "task_timeout",
-  "task_canceled",
-  "agent_dead",
-  "loop_detected",
-];
+export { WEBHOOK_EVENTS, type WebhookEvent };
 
 export interface WebhookConfig {
   url: string;

@@ -513,31 +513,33 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
   }
 
   /** Reads in one REPEATABLE READ snapshot. */
-  private async snapshot<T>(body: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-    try {
-      return await withCheckedOutClient(this.options.pool, async (client) => {
-        await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-        try {
-          const result = await body(client);
-          await client.query("COMMIT");
-          return result;
-        } catch (err) {
-          await client.query("ROLLBACK").catch(() => {});
-          throw err;
-        }
-      });
-    } catch (err) {
-      throw postgresError(err, "registry read failed", this.options.where);
-    }
+  private snapshot<T>(body: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    return this.transaction(
+      "registry read failed",
+      ["BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"],
+      body,
+    );
   }
 
   /** A registry write: one transaction holding the registry's advisory lock (change numbers in commit order). */
-  private async write<T>(context: string, body: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+  private write<T>(context: string, body: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    return this.transaction(
+      context,
+      ["BEGIN", { text: "SELECT pg_advisory_xact_lock(hashtext($1))", values: [this.lockName] }],
+      body,
+    );
+  }
+
+  /** Runs `body` in a transaction opened by `begin`; rolled back on any error, which is mapped to ours. */
+  private async transaction<T>(
+    context: string,
+    begin: (string | pg.QueryConfig)[],
+    body: (c: pg.PoolClient) => Promise<T>,
+  ): Promise<T> {
     try {
       return await withCheckedOutClient(this.options.pool, async (client) => {
         try {
-          await client.query("BEGIN");
-          await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [this.lockName]);
+          for (const statement of begin) await client.query(statement);
           const result = await body(client);
           await client.query("COMMIT");
           return result;

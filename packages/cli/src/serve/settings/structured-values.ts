@@ -1,4 +1,5 @@
 // The config file's structured settings: users with permissions, and webhooks.
+import { WEBHOOK_EVENTS } from "@mq9/orchestrator/defaults";
 import { z } from "zod";
 
 const WHOLE_ABOVE_ZERO = "must be a whole number above 0";
@@ -53,15 +54,6 @@ const userEntry = z
 
 /** Several users, each with a password, token or nkey and permissions (docs/security.md). */
 export const users = z.array(userEntry);
-
-const WEBHOOK_EVENTS = [
-  "task_completed",
-  "task_failed",
-  "task_timeout",
-  "task_canceled",
-  "agent_dead",
-  "loop_detected",
-] as const;
 
 /** The orchestrator's webhooks: a URL, the events it wants, and how hard to try. */
 export const webhooks = z.array(
