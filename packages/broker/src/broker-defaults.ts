@@ -32,4 +32,10 @@ export const BrokerDefaults = {
    * stores nothing. JetStream's default duplicate window; a client's retries fit in it.
    */
   dedupWindowMs: 120_000,
+  /**
+   * With users: how long a reply inbox whose connection went away stays its user's. The longest
+   * wait of a request is far shorter (nats.js: seconds; a FETCH long-poll: at most a minute), and a
+   * client reconnecting after a broker restart comes back within it.
+   */
+  inboxGraceMs: 120_000,
 } as const;

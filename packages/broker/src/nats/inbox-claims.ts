@@ -1,13 +1,10 @@
+import { BrokerDefaults } from "../broker-defaults.js";
 import type { Subscriber } from "./subscription.js";
 
 const PREFIX = "_INBOX.";
 
-/**
- * How long an inbox whose owner's connection went away stays its user's: the longest wait of a
- * request is far shorter (nats.js: seconds; an mq9 FETCH long-poll: at most a minute), and a
- * client reconnecting after a broker restart comes back within it.
- */
-export const DEFAULT_INBOX_GRACE_MS = 120_000;
+/** How long an inbox whose owner's connection went away stays its user's (see BrokerDefaults). */
+export const DEFAULT_INBOX_GRACE_MS: number = BrokerDefaults.inboxGraceMs;
 
 /**
  * The inbox id of a subject: its second token when the subject starts with `_INBOX.` (`abc` of

@@ -155,6 +155,14 @@ export const SERVE_SETTINGS = {
       reads: "broker",
       option: false,
     }),
+    inboxGraceMs: setting({
+      type: whole(0),
+      default: BrokerDefaults.inboxGraceMs,
+      unit: "milliseconds",
+      flag: "inbox-grace-ms",
+      help: "with users: how long a reply inbox whose connection closed stays bound to its user (docs/security.md)",
+      reads: "broker",
+    }),
     defaultPermissions: setting({
       type: structured(permissions, "permissions (file only)"),
       help: "permissions of users that name none (docs/security.md)",
