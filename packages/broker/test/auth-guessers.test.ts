@@ -107,6 +107,51 @@ describe("auth — a guesser is slowed, honest clients from the same address are
     ).toBeGreaterThan(0);
   });
 
+  it("NATS: clients whose own name is being guessed keep connecting once they have signed in", async () => {
+    t = await startTestBroker({ auth: { users }, registry: false });
+    const server = t.url;
+    const deadline = Date.now() + 20_000;
+    const admin = { user: "admin", pass: "admin-secret" };
+    const bot = { token: "bot-token-0123456789abcdef" };
+    // Both sign in once before the guessing starts, from the guesser's own address.
+    for (const creds of [admin, bot])
+      await (await connect({ servers: server, reconnect: false, ...creds })).close();
+    let honestDone = false;
+    // Wrong passwords for admin and wrong tokens: the very names the honest clients use.
+    const guesser = hammer(
+      8,
+      deadline,
+      () => honestDone,
+      async (i) => {
+        const creds = i % 2 === 0 ? { user: "admin", pass: `guess-${i}` } : { token: `guess-${i}` };
+        const nc = await connect({ servers: server, reconnect: false, ...creds });
+        await nc.close();
+      },
+    );
+    await until(() => guesser.tally.refused >= 20, deadline);
+    const refused: string[] = [];
+    let admitted = 0;
+    for (let round = 0; round < 8 && Date.now() < deadline; round++) {
+      const attempts = await Promise.allSettled(
+        [admin, bot].map(async (creds) => {
+          const nc = await connect({ servers: server, reconnect: false, ...creds });
+          await nc.flush();
+          await nc.close();
+        }),
+      );
+      for (const a of attempts) {
+        if (a.status === "fulfilled") admitted++;
+        else refused.push(String(a.reason));
+      }
+    }
+    honestDone = true;
+    await guesser.done;
+    expect(refused).toEqual([]);
+    expect(admitted).toBe(16);
+    expect(guesser.tally.admitted).toBe(0);
+    expect(await counter(t.broker, "mq9_auth_throttled_total", { transport: "nats" })).toBeGreaterThan(0);
+  });
+
   it("NATS: a guesser that tries many user names does not keep out clients that signed in before", async () => {
     t = await startTestBroker({ auth: { users }, registry: false });
     const server = t.url;

@@ -3,6 +3,7 @@ import { AuthThrottle, type AuthThrottleOptions, type AuthTransport } from "./au
 import { CheckShed } from "./check-pool.js";
 import { type AuthenticatedUser, type ConnectCredentials, UserDirectory } from "./user-directory.js";
 import type { AuthOptions } from "./user-options.js";
+import { VerifiedCredentials } from "./verified-credentials.js";
 
 /** Why an attempt was refused: wrong credentials, none at all, or throttled before they were checked. */
 export type AuthRefusal = "invalid" | "missing" | "throttled";
@@ -47,6 +48,7 @@ function nameOf(creds: ConnectCredentials): string | undefined {
  */
 export class AuthGuard {
   readonly counts = new AuthCounts();
+  private readonly verified = new VerifiedCredentials();
 
   constructor(
     readonly users: UserDirectory,
@@ -80,10 +82,18 @@ export class AuthGuard {
       this.counts.failed(transport, "missing");
       return { refusal: "missing" };
     }
+    // A credential that verified before comes in at once, even while its name is being guessed.
+    const known = this.verified.recall(creds);
+    if (known !== undefined) {
+      this.throttle.succeeded(ip, name);
+      return { user: known };
+    }
     const admission = this.throttle.admit(ip, name, maxWaitMs);
     if (admission.shed) return this.shed(transport, ip, admission.retryAfterMs);
-    const settle = (user: AuthenticatedUser | undefined): AuthOutcome =>
-      this.settle(transport, ip, name, user);
+    const settle = (user: AuthenticatedUser | undefined): AuthOutcome => {
+      if (user !== undefined) this.verified.remember(creds, user);
+      return this.settle(transport, ip, name, user);
+    };
     const refused = (err: unknown): AuthOutcome => {
       if (err instanceof CheckShed) return this.shed(transport, ip, this.throttle.maxWaitMs);
       throw err;
