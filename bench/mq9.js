@@ -118,7 +118,7 @@ export async function startWith({ payload, drainBatch }, { permissions }) {
         const msgId = await client.send(MAILBOX, payload);
         if (typeof msgId !== "number") throw new Error(`SEND resolved without a msg_id: ${msgId}`);
       },
-      /** SEND with an idempotency key (mq9-msg-id): the broker remembers it for its dedup window. */
+      /** SEND with an idempotency key (mq9-idempotency-key): the broker remembers it for its dedup window. */
       async sendKeyed() {
         const msgId = await client.send(MAILBOX, payload, {
           idempotencyKey: keyPrefix + keyed++,

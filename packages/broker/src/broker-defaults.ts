@@ -28,7 +28,7 @@ export const BrokerDefaults = {
   /** Mailbox TTL in seconds when CREATE gives none; 0 = never expires. */
   defaultMailboxTtlSeconds: 0,
   /**
-   * How long a SEND's idempotency key (mq9-msg-id, Nats-Msg-Id) is remembered: a repeat within it
+   * How long a SEND's idempotency key (mq9-idempotency-key, Nats-Msg-Id) is remembered: a repeat within it
    * stores nothing. JetStream's default duplicate window; a client's retries fit in it.
    */
   dedupWindowMs: 120_000,

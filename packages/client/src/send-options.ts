@@ -19,7 +19,7 @@ export interface SendOptions {
   /** Further headers, e.g. `mq9-reply-to`; stored and returned with the message. */
   headers?: Readonly<Record<string, string>>;
   /**
-   * Idempotency key (the `mq9-msg-id` header): the broker stores a SEND with a key it has seen in
+   * Idempotency key (the `mq9-idempotency-key` header): the broker stores a SEND with a key it has seen in
    * this mailbox within its dedup window (default 2 minutes) only once, and answers a repeat with
    * the first one's msg_id. With a key, send() retries by itself (see `retry`).
    */
@@ -131,7 +131,7 @@ export function sendHeaders(options: SendOptions | undefined): EncodedHeaders | 
   if (tags !== undefined && tags.length > 0) h.set(Headers.tags, tags.join(","));
   if (idempotencyKey !== undefined) {
     if (idempotencyKey === "") throw badHeader("idempotencyKey must not be empty");
-    h.set(Headers.msgId, idempotencyKey);
+    h.set(Headers.idempotencyKey, idempotencyKey);
   }
   let text = "NATS/1.0";
   for (const [name, value] of h) {

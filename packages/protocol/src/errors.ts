@@ -23,7 +23,7 @@ export const Errors = {
   emptyRegistration: "payload must not be empty",
   internal: (what: string) => `internal error: ${what}`,
   outcomeUnknown: (reason: string) =>
-    `outcome unknown: the message may or may not be stored (${reason}); send it again with the same mq9-msg-id header and it is stored once`,
+    `outcome unknown: the message may or may not be stored (${reason}); send it again with the same mq9-idempotency-key header and it is stored once`,
   notMailboxOwner: (address: string, op: string) =>
     `permission denied: mailbox ${address} belongs to another user; only its owner may ${op} (others may only SEND to it)`,
   notRegistrationOwner: (mailbox: string) =>

@@ -5,9 +5,13 @@ export const Headers = {
   delay: "mq9-delay",
   ttl: "mq9-ttl",
   tags: "mq9-tags",
-  /** Idempotency key: a repeat of a SEND with it, within the broker's dedup window, stores nothing. */
-  msgId: "mq9-msg-id",
-  /** The same, by the name nats users know from JetStream; mq9-msg-id wins when both are given. */
+  /**
+   * Idempotency key: a repeat of a SEND with it, within the broker's dedup window, stores nothing.
+   * Not `mq9-msg-id`: the orchestrator's envelopes carry their own message id under that name,
+   * and an envelope handed to the router again must reach it (its loop guard counts on that).
+   */
+  idempotencyKey: "mq9-idempotency-key",
+  /** The same, by the name nats users know from JetStream; mq9-idempotency-key wins when both are given. */
   natsMsgId: "nats-msg-id",
   /** Conventions of A2A over mq9; opaque to the broker. */
   replyTo: "mq9-reply-to",

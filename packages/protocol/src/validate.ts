@@ -205,7 +205,7 @@ export interface ParsedSendOptions {
   delaySeconds?: number;
   ttlSeconds?: number;
   tags?: string[];
-  /** The idempotency key (`mq9-msg-id`, or `Nats-Msg-Id`). */
+  /** The idempotency key (`mq9-idempotency-key`, or `Nats-Msg-Id`). */
   msgId?: string;
 }
 
@@ -223,9 +223,9 @@ function secondsHeader(headers: Map<string, string>, name: string): number | und
   return Number(raw);
 }
 
-/** The idempotency key of a SEND: mq9-msg-id, else Nats-Msg-Id; an empty one is none. */
+/** The idempotency key of a SEND: mq9-idempotency-key, else Nats-Msg-Id; an empty one is none. */
 function msgIdHeader(headers: Map<string, string>): string | undefined {
-  const name = headers.has(Headers.msgId) ? Headers.msgId : Headers.natsMsgId;
+  const name = headers.has(Headers.idempotencyKey) ? Headers.idempotencyKey : Headers.natsMsgId;
   const raw = headers.get(name);
   if (raw === undefined || raw === "") return undefined;
   if (raw.length > MAX_MSG_ID_LENGTH) {

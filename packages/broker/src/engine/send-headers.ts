@@ -7,7 +7,7 @@ const OPTION_NAMES = [
   Headers.delay,
   Headers.ttl,
   Headers.tags,
-  Headers.msgId,
+  Headers.idempotencyKey,
   Headers.natsMsgId,
 ];
 const OPTION_BYTES = OPTION_NAMES.map((name) => Buffer.from(name, "latin1"));
@@ -49,7 +49,7 @@ function optionsOf(all: Map<string, string>): Map<string, string> {
 
 /**
  * The SEND options among a header block's headers (`mq9-priority`, `mq9-key`,
- * `mq9-delay`, `mq9-ttl`, `mq9-tags`, `mq9-msg-id`, `nats-msg-id`), read as `parseHeaderBlock` reads them.
+ * `mq9-delay`, `mq9-ttl`, `mq9-tags`, `mq9-idempotency-key`, `nats-msg-id`), read as `parseHeaderBlock` reads them.
  * An ASCII block is scanned in place and only those headers become strings;
  * a SEND carries many other headers (A2A, the orchestrator's envelope) that the
  * broker only stores.

@@ -14,7 +14,7 @@ ALTER TABLE messages ADD COLUMN seg_len INTEGER;
 `;
 
 /**
- * Version 5 remembers SENDs' idempotency keys (mq9-msg-id, Nats-Msg-Id) until their window ends:
+ * Version 5 remembers SENDs' idempotency keys (mq9-idempotency-key, Nats-Msg-Id) until their window ends:
  * a repeat then stores nothing. Its log records may carry such a key (see encodeAppendedRows),
  * which an older version would misread, hence a new version.
  */

@@ -548,7 +548,7 @@ INSERT INTO mq9_cluster (id) VALUES (md5(random()::text || clock_timestamp()::te
   `
 ALTER TABLE mailboxes ADD COLUMN owner text;
 `,
-  // The idempotency keys of SENDs (mq9-msg-id, Nats-Msg-Id), written in the SEND's transaction: a
+  // The idempotency keys of SENDs (mq9-idempotency-key, Nats-Msg-Id), written in the SEND's transaction: a
   // repeat before until_ms stores nothing and is answered with msg_id (-1 for a delayed message).
   // Swept with expiry, and gone with their mailbox.
   `

@@ -252,7 +252,7 @@ export const SERVE_SETTINGS = {
       default: BrokerDefaults.dedupWindowMs,
       unit: "milliseconds",
       flag: "dedup-window-ms",
-      help: "how long a SEND's idempotency key (mq9-msg-id, Nats-Msg-Id) is remembered: a repeat within it stores nothing",
+      help: "how long a SEND's idempotency key (mq9-idempotency-key, Nats-Msg-Id) is remembered: a repeat within it stores nothing",
       reads: "broker",
     }),
   },
