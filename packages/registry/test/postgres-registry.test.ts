@@ -5,7 +5,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { AgentRegistry } from "../src/agent-registry.js";
 import { openRegistry, type RegistrySettings } from "../src/open-registry.js";
 import { PostgresRegistryStore } from "../src/store/postgres-registry-store.js";
+import type { RegistryStore } from "../src/store/registry-store.js";
 import { LocalVectorStore } from "../src/vectors/local-vector-store.js";
+import { registryStoreConformance } from "./registry-store-conformance.js";
 
 const missing = postgresMissing();
 const user = (name: string, admin = false): Principal => ({ name, admin, mailboxGrants: [] });
@@ -39,6 +41,29 @@ describe.skipIf(missing !== undefined)(`postgres registry${missing ? ` (skipped:
   afterEach(async () => {
     for (const thing of opened.reverse()) await thing.close();
     opened.length = 0;
+  });
+
+  // One node's store; reopened as a new process would: a new pool on the same schema.
+  const databases = new WeakMap<RegistryStore, { store: PostgresStore; schema: string }>();
+  const openShared = async (schema: string) => {
+    const store = await PostgresStore.open({ url: db.pg.url, schema, poolSize: 4 });
+    const shared = await PostgresRegistryStore.open({ ...store.sharedDatabase(), node: "a" });
+    databases.set(shared, { store, schema });
+    return shared;
+  };
+  const closeShared = async (shared: RegistryStore) => {
+    await shared.close();
+    await databases.get(shared)!.store.close();
+  };
+  registryStoreConformance("postgres", {
+    open: () => openShared(freshSchema()),
+    async reopen(previous) {
+      await closeShared(previous);
+      return openShared(databases.get(previous)!.schema);
+    },
+    close: closeShared,
+    // The vectors are stored with the docs, through the registry's share of the local store.
+    vectors: (store, local) => (store as PostgresRegistryStore).shareVectors(local),
   });
 
   const twoNodes = async (schema = freshSchema(), settings: RegistrySettings = { embedder: "none" }) => {

@@ -274,10 +274,9 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
   select(selector: AgentSelector, nowMs: number): Promise<AgentRow[]> {
     const rows: AgentRow[] = [];
     for (const entry of this.registrations.matching({}, nowMs)) {
-      if (
-        entry.mailbox === selector.mailbox ||
-        (selector.name !== undefined && entry.name === selector.name)
-      ) {
+      const named =
+        entry.mailbox === selector.mailbox || (selector.name !== undefined && entry.name === selector.name);
+      if (named && (selector.owner === undefined || entry.record.owner === selector.owner)) {
         rows.push(entry.record);
       }
     }
