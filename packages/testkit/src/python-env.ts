@@ -20,9 +20,14 @@ const ENVS = {
     dir: ".cache/python-schemathesis",
     requirements: "packages/broker/test/requirements-schemathesis.txt",
   },
+  /** Hugging Face tokenizers and sentencepiece: the references the registry's tokenizers are checked against. */
+  tokenizers: {
+    dir: ".cache/python-tokenizers",
+    requirements: "packages/registry/test/requirements-tokenizers.txt",
+  },
 } as const;
 
-/** The name of a test virtualenv: `hermes` (the default), `a2a-v03` or `schemathesis`. */
+/** The name of a test virtualenv: `hermes` (the default), `a2a-v03`, `schemathesis` or `tokenizers`. */
 export type PythonEnvName = keyof typeof ENVS;
 
 /** Where a venv lives, inside the repo (git-ignored), made once and reused while its requirements stay the same. */

@@ -6,6 +6,26 @@ export type SentencePiece = [piece: string, logProbability: number];
 /** The word-boundary mark sentencepiece puts before every word. */
 const WORD_START = "\u2581";
 
+/**
+ * sentencepiece's default normalization (nmt_nfkc) beyond NFKC: these control characters are
+ * dropped, and these invisible separators (and a literal word mark) become spaces.
+ */
+const DROPPED = /[\u0001-\u0008\u000b\u000e-\u001f\u007f\u008f\u009f]/g;
+const SPACES = /[\t\n\f\r\u061c\u1680\u200b\u200c\u200e\u200f\u2028\u2029\u2581\ufeff\ufffd]/g;
+/** The one character nmt_nfkc keeps that NFKC would change (to "~"). */
+const FULLWIDTH_TILDE = "\uff5e";
+
+/** Text as sentencepiece's nmt_nfkc rule normalizes it, before whitespace is collapsed. */
+function nmtNfkc(text: string): string {
+  const nfkc = text.includes(FULLWIDTH_TILDE)
+    ? text
+        .split(FULLWIDTH_TILDE)
+        .map((part) => part.normalize("NFKC"))
+        .join(FULLWIDTH_TILDE)
+    : text.normalize("NFKC");
+  return nfkc.replace(DROPPED, "").replace(SPACES, " ");
+}
+
 /** What an unknown character costs in the segmentation: worse than any real piece. */
 const UNKNOWN_PENALTY = -100;
 
@@ -13,7 +33,8 @@ const UNKNOWN_PENALTY = -100;
  * Splits text into the pieces of a sentencepiece unigram vocabulary (the most
  * probable segmentation, found by dynamic programming over the text's UTF-16
  * units). A character no piece covers becomes the unknown id, which the
- * caller can skip.
+ * caller can skip. Text is normalized as sentencepiece's nmt_nfkc rule does; checked against
+ * sentencepiece itself in tokenizer-reference.test.ts.
  */
 export class SentencePieceTokenizer {
   readonly unknownId = 0;
@@ -48,7 +69,7 @@ export class SentencePieceTokenizer {
 
   /** Piece ids of `text`, unknown characters as `unknownId` (one per run of them). */
   encode(text: string): number[] {
-    const normalized = text.normalize("NFKC").trim();
+    const normalized = nmtNfkc(text).trim();
     if (normalized === "") return [];
     if (!this.piecesStayInWords)
       return this.segment(`${WORD_START}${normalized.replace(/\s+/g, WORD_START)}`);

@@ -10,17 +10,28 @@ export interface WordPieceOptions {
   maxCharsPerWord?: number;
 }
 
-const isPunctuation = (ch: string) => /[\p{P}\p{S}]/u.test(ch);
+/** BERT's punctuation: ASCII punctuation and Unicode's (P*); other symbols (€, emoji) belong to words. */
+const isPunctuation = (ch: string) => /[!-/:-@[-`{-~]|\p{P}/u.test(ch);
+/** Dropped by BERT's text cleaning: NUL, U+FFFD and control, format, private-use and surrogate character but tab, LF and CR. */
+const isDropped = (ch: string) =>
+  ch !== "\t" && ch !== "\n" && ch !== "\r" && /[\ufffd\p{Cc}\p{Cf}\p{Co}\p{Cs}]/u.test(ch);
+const isWhitespace = (ch: string) => /\p{White_Space}/u.test(ch);
+/** The CJK blocks BERT splits into one token per character (those of Hugging Face tokenizers). */
 const isCjk = (cp: number) =>
   (cp >= 0x4e00 && cp <= 0x9fff) ||
   (cp >= 0x3400 && cp <= 0x4dbf) ||
   (cp >= 0x20000 && cp <= 0x2a6df) ||
+  (cp >= 0x2a700 && cp <= 0x2b73f) ||
+  (cp >= 0x2b740 && cp <= 0x2b81f) ||
+  (cp >= 0x2b920 && cp <= 0x2ceaf) ||
   (cp >= 0xf900 && cp <= 0xfaff) ||
   (cp >= 0x2f800 && cp <= 0x2fa1f);
 
 /**
- * BERT's tokenizer: basic splitting (whitespace, punctuation, CJK), optional
- * lowercasing and accent stripping, then greedy longest-match WordPiece.
+ * BERT's tokenizer as Hugging Face tokenizers runs it (BertNormalizer, BertPreTokenizer,
+ * WordPiece): text cleaning, CJK characters apart, optional accent stripping and lowercasing,
+ * splitting at whitespace and punctuation, then greedy longest-match WordPiece. Checked against
+ * that library in tokenizer-reference.test.ts.
  */
 export class WordPieceTokenizer {
   readonly cls: number;
@@ -79,9 +90,18 @@ export class WordPieceTokenizer {
   }
 
   private basicTokens(text: string): string[] {
-    let clean = text.normalize("NFC");
-    if (this.options.lowercase) clean = clean.toLowerCase();
+    // BertNormalizer, in its order; it applies no other Unicode normalization.
+    let clean = "";
+    for (const ch of text) {
+      if (isDropped(ch)) continue;
+      if (isWhitespace(ch)) clean += " ";
+      else if (isCjk(ch.codePointAt(0)!)) clean += ` ${ch} `;
+      else clean += ch;
+    }
     if (this.options.stripAccents) clean = clean.normalize("NFD").replace(/\p{Mn}/gu, "");
+    // Character by character: a final capital sigma lowers to σ, not to the word-final ς.
+    if (this.options.lowercase) clean = clean.replace(/\u03a3/g, "\u03c3").toLowerCase();
+    // BertPreTokenizer: words between spaces, each punctuation character a token of its own.
     const tokens: string[] = [];
     let current = "";
     const flush = () => {
@@ -89,10 +109,8 @@ export class WordPieceTokenizer {
       current = "";
     };
     for (const ch of clean) {
-      const cp = ch.codePointAt(0)!;
-      if (cp === 0 || cp === 0xfffd || (/\p{Cc}/u.test(ch) && !/\s/.test(ch))) continue;
-      if (/\s/u.test(ch)) flush();
-      else if (isPunctuation(ch) || isCjk(cp)) {
+      if (ch === " ") flush();
+      else if (isPunctuation(ch)) {
         flush();
         tokens.push(ch);
       } else current += ch;
