@@ -57,7 +57,8 @@ export interface BrokerOptions {
   registry?: RegistryFactory;
   /**
    * Cluster mode: serve `$mq9.AI.>` from these NATS servers (a queue group shared with the other
-   * nodes) instead of the embedded listener; needs a shared `store` (PostgresStore).
+   * nodes) instead of the embedded listener; needs a shared `store` (`capabilities.shared`:
+   * PostgresStore).
    */
   cluster?: ClusterOptions;
   /** The HTTP server (/healthz, /metrics, routes of higher layers); off unless given. */
@@ -182,7 +183,7 @@ export class Broker {
    */
   static async start(options: BrokerOptions = {}): Promise<Broker> {
     const logger = options.logger ?? silentLogger;
-    if (options.cluster && !options.store) {
+    if (options.cluster && !options.store?.capabilities.shared) {
       throw new Error("cluster mode needs a shared store: pass a PostgresStore (--postgres)");
     }
     const store = options.store ?? openEmbeddedStore(options, logger);
@@ -211,7 +212,7 @@ export class Broker {
         sync: options.sync,
         logger,
         sweepIntervalMs: options.sweepIntervalMs,
-        store,
+        sharedDatabase: store.sharedDatabase(),
         ...served.registryScope,
       });
       if (registry) metrics.watchRegistry(registry);

@@ -43,5 +43,6 @@ export type {
   RegistryStatus,
   VectorIndexStatus,
 } from "./registry.js";
+export type { SharedDatabase } from "./store/shared-database.js";
 export type { SyncMode } from "./store/sqlite-store.js";
 export { StorageError } from "./store/storage-error.js";

@@ -32,11 +32,7 @@ export type { RequestObserver } from "./service/request-observer.js";
 export { withCheckedOutClient } from "./store/postgres/checked-out-client.js";
 export { ClusterLock } from "./store/postgres/cluster-lock.js";
 export { postgresError } from "./store/postgres/postgres-errors.js";
-export {
-  PostgresStore,
-  type PostgresStoreOptions,
-  type SharedDatabase,
-} from "./store/postgres/postgres-store.js";
+export { PostgresStore, type PostgresStoreOptions } from "./store/postgres/postgres-store.js";
 export { SqliteStore, type SqliteStoreOptions } from "./store/sqlite-store.js";
 export type {
   AppendResult,
@@ -47,8 +43,11 @@ export type {
   ReadOptions,
   StartPosition,
   Store,
+  StoreCapabilities,
   StoredMessage,
+  StoreHealth,
   StoreQuery,
+  StoreWatchOptions,
 } from "./store/store.js";
 export type {
   GroupStats,

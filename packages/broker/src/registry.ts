@@ -1,6 +1,6 @@
 import type { Principal } from "./auth/principal.js";
 import type { Logger } from "./logger.js";
-import type { Store } from "./store/store.js";
+import type { SharedDatabase } from "./store/shared-database.js";
 
 /**
  * The agent registry as the broker sees it: the AGENT.* requests (bodies as they came), the
@@ -55,8 +55,11 @@ export interface RegistryContext {
   sweepIntervalMs?: number;
   /** The transport's max payload: DISCOVER replies are kept within it. */
   maxPayload?: number;
-  /** The broker's message store: a cluster's registry lives in the same shared database. */
-  store: Store;
+  /**
+   * The database the broker's store shares with other brokers (a cluster's, or one broker's on
+   * PostgreSQL): the registry then lives in it too. Undefined on a store of one process (SQLite).
+   */
+  sharedDatabase?: SharedDatabase;
   /** On a shared database, this process's instance name (it embeds the skills of the REGISTERs it takes). */
   node?: string;
   /** In cluster mode: other nodes write the registry too, so reads first catch up with their changes. */

@@ -1,5 +1,7 @@
 import type { Priority } from "@mq9/protocol";
+import { Registry as MetricsRegistry } from "prom-client";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { silentLogger } from "../src/logger.js";
 import type { NewMessage, Store } from "../src/store/store.js";
 
 export interface StoreFactory {
@@ -41,6 +43,19 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       return result.id;
     };
     const bodies = (messages: { payload: Uint8Array }[]) => messages.map((m) => decode(m.payload));
+
+    it("seam — capabilities, description, health and shared database agree; watch adds gauges", async () => {
+      expect(typeof store.capabilities.shared).toBe("boolean");
+      expect(typeof store.capabilities.appendsElsewhere).toBe("boolean");
+      expect(store.describe()).toMatch(/\S/);
+      expect(store.health()).toMatchObject({ ok: true, storage: "ok" });
+      // A shared store gives the cluster its database; a store of one process has none to give.
+      expect(store.sharedDatabase() !== undefined).toBe(store.capabilities.shared);
+      const metrics = new MetricsRegistry();
+      store.watch({ metrics, logger: silentLogger, cluster: false });
+      expect(await metrics.getMetricsAsJSON()).not.toEqual([]);
+      expect(store.health()).toMatchObject({ ok: true, storage: "ok" });
+    });
 
     it("mailboxes — create refuses a live duplicate and reads back", async () => {
       expect(await store.createMailbox({ address: "box", ttlSeconds: 0, desc: "", createdMs: T0 }, T0)).toBe(

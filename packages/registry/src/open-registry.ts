@@ -2,7 +2,6 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import type { RegistryContext, RegistryFactory } from "@mq9/broker";
-import { PostgresStore } from "@mq9/broker/internal";
 import { AgentRegistry, type AgentRegistryOptions } from "./agent-registry.js";
 import type { Embedder } from "./embedding/embedder.js";
 import type { EmbedderSpec } from "./embedding/embedder-factory.js";
@@ -155,16 +154,16 @@ function openVectorStore(settings: RegistrySettings, context: RegistryContext): 
 }
 
 /**
- * In a cluster on PostgreSQL, the registry lives in the same database (every node answers over
- * all of it) and its vectors in each node's memory, loaded from there.
+ * On a shared database (a cluster's, or one broker's on PostgreSQL), the registry lives in it
+ * too (every node answers over all of it) and its vectors in each node's memory, loaded from there.
  */
 async function clusterSettings(
   settings: RegistrySettings,
   context: RegistryContext,
 ): Promise<RegistrySettings> {
-  const { store, node, cluster } = context;
-  if (!(store instanceof PostgresStore) || node === undefined || settings.store) return settings;
-  const shared = await PostgresRegistryStore.open({ ...store.sharedDatabase(), node, soleWriter: !cluster });
+  const { sharedDatabase, node, cluster } = context;
+  if (sharedDatabase?.kind !== "postgres" || node === undefined || settings.store) return settings;
+  const shared = await PostgresRegistryStore.open({ ...sharedDatabase, node, soleWriter: !cluster });
   const semantic = settings.embedder !== "none" && typeof settings.vectorStore !== "object";
   const vectorStore = semantic
     ? shared.shareVectors(

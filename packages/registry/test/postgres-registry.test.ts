@@ -77,7 +77,7 @@ describe.skipIf(missing !== undefined)(`postgres registry${missing ? ` (skipped:
           : shared.shareVectors(await LocalVectorStore.open({ dataDir: ":memory:" }));
       const registry = await openRegistry(
         { ...settings, store: shared, vectorStore },
-        { dataDir: ":memory:", logger: console, store },
+        { dataDir: ":memory:", logger: console, sharedDatabase: store.sharedDatabase() },
       );
       opened.push(store, registry);
       nodes.push({ store, shared, registry });

@@ -7,8 +7,7 @@ import type { BrokerMetrics } from "../http/broker-metrics.js";
 import type { Logger } from "../logger.js";
 import type { Mq9Service } from "../service/mq9-service.js";
 import type { HeldDuties } from "../store/postgres/cluster-lock.js";
-import type { Store } from "../store/store.js";
-import { DatabaseProbe } from "../transport/database-probe.js";
+import type { Store, StoreHealth } from "../store/store.js";
 import { type ClusterMember, ClusterMembers, type ForgetOutcome, tally } from "./cluster-members.js";
 import type { ClusterOptions } from "./cluster-options.js";
 import { connectToCluster, NatsAttachment } from "./nats-attachment.js";
@@ -29,6 +28,9 @@ function httpUrlOf(host: string, port: number): string {
   return `http://${name.includes(":") && !name.startsWith("[") ? `[${name}]` : name}:${port}`;
 }
 
+/** A node's health before Broker.start had it watch its store. */
+const NOT_WATCHED: StoreHealth = { ok: true, storage: "ok" };
+
 /** GET /api/v1/cluster's answer: a node's view, or no cluster on a broker of its own. */
 export type ClusterRoster = ({ clustered: true } & ClusterView) | { clustered: false; nodes: [] };
 
@@ -46,7 +48,8 @@ export class ClusterNode {
   /** This process's name in the cluster: the node id and a random suffix. */
   readonly instance: string;
   private readonly attachment: NatsAttachment;
-  private readonly database: DatabaseProbe;
+  /** The shared store, once watched: its health is part of the node's. */
+  private store?: Store;
   private rollCall?: RollCall;
   private members?: ClusterMembers;
   private clusterId?: string;
@@ -64,7 +67,6 @@ export class ClusterNode {
     this.instance = `${options.nodeId}/${randomBytes(4).toString("hex")}`;
     this.notifier = new NatsNotifier(connection, this.instance, logger);
     this.attachment = new NatsAttachment(connection, options.queueGroup ?? "mq9", logger);
-    this.database = new DatabaseProbe(logger);
   }
 
   /**
@@ -135,8 +137,9 @@ export class ClusterNode {
     return this.members?.forget(node) ?? "unknown";
   }
 
-  /** Gauges of the node's links, and a periodic probe of the database for /healthz. */
+  /** Gauges of the node's links, and the shared store's watch of its database for /healthz. */
   watch(metrics: BrokerMetrics, store: Store): void {
+    this.store = store;
     const node = this;
     new Gauge({
       name: "mq9_cluster_nats_connected",
@@ -168,19 +171,16 @@ export class ClusterNode {
         for (const duty of node.duties?.all() ?? []) this.set({ duty }, held.has(duty) ? 1 : 0);
       },
     });
-    // A node whose schema a newer mq9 migrated leaves the queue group: the new nodes take its requests.
-    this.database.onRefused(() => {
-      this.logger.error(
-        `cluster node ${this.options.nodeId} stops taking requests: ${this.database.refused}`,
-      );
-      void this.attachment.stopReceiving();
+    store.watch({
+      metrics: metrics.registry,
+      logger: this.logger,
+      cluster: true,
+      // A node whose schema a newer mq9 migrated leaves the queue group: the new nodes take its requests.
+      onRefused: (why) => {
+        this.logger.error(`cluster node ${this.options.nodeId} stops taking requests: ${why}`);
+        void this.attachment.stopReceiving();
+      },
     });
-    this.database.watch(
-      store,
-      metrics,
-      "mq9_cluster_database_up",
-      "1 while the shared database answered this node's last probe",
-    );
   }
 
   health(): { ok: boolean; [detail: string]: unknown } {
@@ -188,11 +188,13 @@ export class ClusterNode {
     const refused = this.attachment.refused;
     const nodes = this.members ? tally(this.members.list()) : undefined;
     const strangers = this.members?.strangers() ?? [];
+    // The store's own details (PostgreSQL's `postgres`); whether it serves is part of `ok`.
+    const { ok: storeOk, storage: _storage, ...store } = this.store?.health() ?? NOT_WATCHED;
     return {
-      ok: natsUp && refused === undefined && this.database.serving && strangers.length === 0,
+      ok: natsUp && refused === undefined && storeOk && strangers.length === 0,
       node: this.options.nodeId,
       nats: { connected: natsUp, server: this.attachment.server, ...(refused ? { refused } : {}) },
-      postgres: this.database.report(),
+      ...store,
       ...(nodes ? { nodes } : {}),
       ...(strangers.length > 0 ? { other_clusters: strangers } : {}),
     };
@@ -206,7 +208,6 @@ export class ClusterNode {
   async close(timeoutMs = 5_000): Promise<void> {
     this.members?.leave();
     this.rollCall?.close();
-    this.database.close();
     await this.attachment.close(timeoutMs);
   }
 }

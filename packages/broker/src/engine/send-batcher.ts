@@ -53,13 +53,13 @@ export class SendBatcher {
     while (committing) {
       const { messages, dones, results, err } = await committing;
       // A store that appends elsewhere gets what queued meanwhile before these callers are answered.
-      if (this.store.appendsElsewhere) committing = this.commitNext();
+      if (this.store.capabilities.appendsElsewhere) committing = this.commitNext();
       if (err !== undefined) for (const done of dones) done(err);
       else if (results) {
         for (let i = 0; i < dones.length; i++) dones[i](undefined, results[i]);
         this.onCommitted(messages, results);
       }
-      if (!this.store.appendsElsewhere) committing = this.commitNext();
+      if (!this.store.capabilities.appendsElsewhere) committing = this.commitNext();
     }
     this.flushing = false;
     const waiters = this.drainWaiters;

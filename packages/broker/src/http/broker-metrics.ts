@@ -2,7 +2,6 @@ import { Counter, collectDefaultMetrics, Gauge, Registry as MetricsRegistry } fr
 import type { AuthGuard } from "../auth/index.js";
 import type { Registry } from "../registry.js";
 import type { RequestObserver } from "../service/request-observer.js";
-import type { StoreLogStatus } from "../store/sqlite-store.js";
 import { RequestMetrics } from "./request-metrics.js";
 
 /** Prometheus metrics of one broker, in a registry of its own (several brokers may share a process). */
@@ -20,44 +19,6 @@ export class BrokerMetrics implements RequestObserver {
       registers: [this.registry],
       collect() {
         this.set(connections());
-      },
-    });
-  }
-
-  /** Gauges of the message log: how big it is, and how far SQLite is behind it. */
-  watchStore(status: () => StoreLogStatus | undefined): void {
-    const gauge = this.gauge;
-    gauge("mq9_store_log_segments", "segment files of the message log", () => status()?.segments ?? 0);
-    gauge(
-      "mq9_store_log_message_bytes",
-      "header and payload bytes of stored messages in the message log",
-      () => status()?.messageBytes ?? 0,
-    );
-    gauge(
-      "mq9_store_rows_waiting",
-      "SENDs in the message log whose rows are not in SQLite yet",
-      () => status()?.rowsWaiting ?? 0,
-    );
-    gauge("mq9_store_log_bytes", "bytes of the message log's segment files", () => status()?.logBytes ?? 0);
-    gauge("mq9_store_wal_bytes", "bytes of the SQLite WAL file", () => status()?.walBytes ?? 0);
-    gauge(
-      "mq9_store_db_free_bytes",
-      "unused pages in the SQLite database file, in bytes",
-      () => status()?.dbFreeBytes ?? 0,
-    );
-    gauge(
-      "mq9_store_reclaimable_bytes",
-      "bytes on disk holding nothing live (dead log bytes, the WAL, free database pages), given back on the reclaim schedule",
-      () => status()?.reclaimableBytes ?? 0,
-    );
-    new Counter({
-      name: "mq9_store_corrupt_records_total",
-      help: "records of the message log whose bytes did not match their checksum (their messages are not served)",
-      registers: [this.registry],
-      collect() {
-        // The store keeps the count; the counter shows it.
-        this.reset();
-        this.inc(status()?.corruptRecords ?? 0);
       },
     });
   }

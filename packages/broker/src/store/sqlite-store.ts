@@ -36,8 +36,11 @@ import type {
   ReadOptions,
   StartPosition,
   Store,
+  StoreCapabilities,
   StoredMessage,
+  StoreHealth,
   StoreQuery,
+  StoreWatchOptions,
 } from "./store.js";
 import type {
   GroupStats,
@@ -47,35 +50,15 @@ import type {
   StoreInspection,
   StoreTotals,
 } from "./store-inspection.js";
+import { type StoreLogStatus, watchStoreLog } from "./store-log-gauges.js";
 
 export type { StorageState } from "./storage-health.js";
+export type { StoreLogStatus } from "./store-log-gauges.js";
 
 export type SyncMode = "normal" | "full";
 
 /** Free bytes SENDs leave to SQLite (see StorageHealth); below it the store counts as full. */
 const DEFAULT_RESERVE_BYTES = 8 * 1024 * 1024;
-
-/** What `/metrics` shows of the message log. */
-export interface StoreLogStatus {
-  segments: number;
-  /** Header and payload bytes of the stored messages (deleted ones' bytes are not counted). */
-  messageBytes: number;
-  /** SENDs in the log whose rows are not in SQLite yet. */
-  rowsWaiting: number;
-  /** Records of the message log found corrupt since the store opened. */
-  corruptRecords: number;
-  /** Bytes of the message log's segment files. */
-  logBytes: number;
-  /** Bytes of the SQLite WAL file. */
-  walBytes: number;
-  /** Unused pages in the SQLite database file, in bytes (reused, or returned by incremental vacuum). */
-  dbFreeBytes: number;
-  /**
-   * Bytes on disk that hold nothing live and are given back on the reclaim schedule: segment
-   * bytes past the live messages, the WAL, and free database pages.
-   */
-  reclaimableBytes: number;
-}
 
 export interface SqliteStoreOptions {
   /** Folder that holds `mq9.db`; created when missing. Use ":memory:" for a throw-away store. */
@@ -130,7 +113,7 @@ const DEFAULT_RECENT_MESSAGE_BYTES = 4 * 1024 * 1024;
  * - `ids` (MessageIds): the msg_id sequence and its committed reservation;
  * - `upkeep` (DiskUpkeep): WAL checkpoints, vacuum; it runs `compactor` (SegmentCompactor),
  *   which deletes or compacts the log segments no row needs;
- * - `health` (StorageHealth): whether there is room to write;
+ * - `space` (StorageHealth): whether there is room to write;
  * - `mailboxes` (MailboxRows), `stats` (SqliteStats), `stmt` (the statement catalogue).
  */
 export class SqliteStore implements Store, StoreInspection {
@@ -143,7 +126,7 @@ export class SqliteStore implements Store, StoreInspection {
   private readonly reads: MessageReads;
   private readonly claims: GroupClaims;
   private readonly ids: MessageIds;
-  private readonly health: StorageHealth;
+  private readonly space: StorageHealth;
   private readonly stats: SqliteStats;
   /** Where SENDs are made durable and their payloads kept (absent for an in-memory store). */
   private readonly log?: MessageLog;
@@ -156,6 +139,10 @@ export class SqliteStore implements Store, StoreInspection {
   /** Memory for the log records SENDs are encoded into. */
   private readonly records = new RecordSlab();
   private corruptRecords = 0;
+  /** Where it is, for describe(). */
+  private readonly where: string;
+  /** Owned by this process alone; appends on this thread. */
+  readonly capabilities: StoreCapabilities = { shared: false, appendsElsewhere: false };
 
   constructor(options: SqliteStoreOptions) {
     const synchronous = options.sync === "full" ? "FULL" : "NORMAL";
@@ -164,7 +151,8 @@ export class SqliteStore implements Store, StoreInspection {
     this.db = db;
     this.ownerLock = opened.ownerLock;
     const inMemory = file === ":memory:";
-    this.health = new StorageHealth(
+    this.where = inMemory ? "in memory" : `in ${options.dataDir}`;
+    this.space = new StorageHealth(
       inMemory ? undefined : options.dataDir,
       options.reserveBytes ?? DEFAULT_RESERVE_BYTES,
     );
@@ -186,7 +174,7 @@ export class SqliteStore implements Store, StoreInspection {
       hooks: {
         afterCommit: () => this.upkeep.afterCommit(),
         afterWorkerCommit: () => this.upkeep.afterWorkerCommit(),
-        onFailure: this.health.noteFailure,
+        onFailure: this.space.noteFailure,
       },
     });
     this.upkeep = new DiskUpkeep(
@@ -216,7 +204,7 @@ export class SqliteStore implements Store, StoreInspection {
       this.pacer,
     );
     this.stats = new SqliteStats(db, this.stmt.stats, this.claims);
-    this.ids = new MessageIds(db, this.stmt.messages, this.pacer, this.health.noteFailure);
+    this.ids = new MessageIds(db, this.stmt.messages, this.pacer, this.space.noteFailure);
     this.sendKeys.load(db, Date.now());
   }
 
@@ -241,7 +229,27 @@ export class SqliteStore implements Store, StoreInspection {
    * otherwise. Looked at on each /healthz, so an idle broker recovers too.
    */
   storageState(): StorageState {
-    return this.health.state(this.pacer.stalledBy !== undefined);
+    return this.space.state(this.pacer.stalledBy !== undefined);
+  }
+
+  describe(): string {
+    return `SQLite ${this.where}`;
+  }
+
+  /** "full" (not ok) while writes fail for lack of space; reads go on, and it recovers by itself. */
+  health(): StoreHealth {
+    const storage = this.storageState();
+    return { ok: storage === "ok", storage };
+  }
+
+  /** Gauges of the message log; nothing runs for them but their reads at each scrape. */
+  watch(options: StoreWatchOptions): void {
+    watchStoreLog(options.metrics, () => this.logStatus());
+  }
+
+  /** One process owns the store: there is nothing to share. */
+  sharedDatabase(): undefined {
+    return undefined;
   }
 
   async createMailbox(record: MailboxRecord, nowMs: number): Promise<boolean> {
@@ -311,10 +319,10 @@ export class SqliteStore implements Store, StoreInspection {
       row.header = encoded.headers[i];
     });
     try {
-      this.health.checkRoomFor(encoded.bytes.length);
+      this.space.checkRoomFor(encoded.bytes.length);
       this.log?.append(rows, encoded);
     } catch (err) {
-      this.health.noteFailure(err);
+      this.space.noteFailure(err);
       throw StorageError.from(err, "cannot store the message");
     }
     this.ids.advanceTo(next);

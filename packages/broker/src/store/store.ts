@@ -1,4 +1,7 @@
 import type { Priority } from "@mq9/protocol";
+import type { Registry as MetricsRegistry } from "prom-client";
+import type { Logger } from "../logger.js";
+import type { SharedDatabase } from "./shared-database.js";
 
 /** A mailbox as the store keeps it. */
 export interface MailboxRecord {
@@ -88,12 +91,79 @@ export interface PurgeResult {
 }
 
 /**
+ * What a store is and can do, as data: the layers above branch on these, never on a store's
+ * class (test/store-seam.test.ts fails on an `instanceof` of a store outside `store/`).
+ */
+export interface StoreCapabilities {
+  /**
+   * Several brokers may serve the same state at once (a database server's store): cluster mode
+   * needs such a store, and sharedDatabase() then gives the layers above the same database.
+   */
+  readonly shared: boolean;
+  /**
+   * append() does its work in another process (a database server): the next batch is then
+   * handed over before the callers of the last one are answered, so the two overlap. A store
+   * that appends on this thread says false (it would hold those answers back).
+   */
+  readonly appendsElsewhere: boolean;
+}
+
+/** What /healthz says of a store (the transport adds its own details). */
+export interface StoreHealth {
+  /** False while the store cannot serve what it should (writes, or every request). */
+  ok: boolean;
+  /**
+   * "full": writes fail for lack of space, reads go on, the store recovers by itself;
+   * "unavailable": the database does not answer, or the store refuses every request.
+   */
+  storage: "ok" | "full" | "unavailable";
+  /** Details of the store's own, under its name (PostgreSQL: `postgres: { up, refused? }`). */
+  [detail: string]: unknown;
+}
+
+/** What a store is told when a broker starts watching it (see Store.watch). */
+export interface StoreWatchOptions {
+  /** Where the store's gauges go: the broker's /metrics. */
+  metrics: MetricsRegistry;
+  /** Told when what the store watches changes (its database stops or starts answering). */
+  logger: Logger;
+  /** The broker is a node of a cluster: gauges of the shared database are named so. */
+  cluster: boolean;
+  /**
+   * Called once, should the store start refusing every request (a newer mq9 migrated its
+   * schema): a cluster node then leaves its queue group, so the new nodes take its requests.
+   */
+  onRefused?: (why: string) => void;
+}
+
+/**
  * Where mailboxes, messages and consumer-group state live. Every method is
  * atomic. Ids of one mailbox start at 0, grow in send order across all
  * priorities, are never reused, and become visible in increasing order.
  * Implementations pass test/store-conformance.ts.
+ *
+ * Besides the messaging methods, a store tells the broker what it is (`capabilities`,
+ * `describe`), how it is (`health`, `watch`) and, when it is shared, the database a cluster
+ * shares (`sharedDatabase`): the transports, the registry and the CLI ask these, so a new store
+ * gets health, metrics and cluster join by implementing them. See CONTRIBUTING.md, "Adding a store".
  */
 export interface Store {
+  /** What the store is and can do; fixed for its life. */
+  readonly capabilities: StoreCapabilities;
+  /** What the store is, for logs: "SQLite in ./mq9-data", "PostgreSQL (schema mq9)". */
+  describe(): string;
+  /** Whether the store serves now, as /healthz shows it; cheap (looked at on each request of it). */
+  health(): StoreHealth;
+  /**
+   * Starts what the store watches itself by (a database server's store probes whether its
+   * database answers) and adds its gauges to `options.metrics`; close() stops it.
+   */
+  watch(options: StoreWatchOptions): void;
+  /**
+   * The database the brokers sharing this store share, for a cluster's join and once-per-cluster
+   * locks and for higher layers' tables (the registry); undefined unless `capabilities.shared`.
+   */
+  sharedDatabase(): SharedDatabase | undefined;
   /** Creates a mailbox; false when a live one with that address exists (an expired one is replaced). */
   createMailbox(record: MailboxRecord, nowMs: number): Promise<boolean>;
   /** The live mailbox, or undefined when it never existed or has expired. */
@@ -136,10 +206,4 @@ export interface Store {
    */
   purgeExpired(nowMs: number): Promise<PurgeResult>;
   close(): Promise<void>;
-  /**
-   * True when append() does its work in another process (a database server): the next batch is
-   * then handed over before the callers of the last one are answered, so the two overlap. A store
-   * that appends on this thread leaves it unset (it would hold those answers back).
-   */
-  readonly appendsElsewhere?: boolean;
 }

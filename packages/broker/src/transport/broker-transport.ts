@@ -32,7 +32,7 @@ export interface BrokerTransport {
   /** The HTTP server's host when its options give none. */
   readonly defaultHttpHost: string;
   connectionCount(): number;
-  /** Adds the transport's gauges (and those of the store it knows how to watch). */
+  /** Adds the transport's gauges, and starts the store's watch of itself (Store.watch). */
   watch(metrics: BrokerMetrics, store: Store): void;
   health(): TransportHealth;
   /** Starts handing requests to `service`; resolves with where clients connect. */

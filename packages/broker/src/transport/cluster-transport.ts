@@ -4,7 +4,6 @@ import type { ClusterOptions } from "../cluster/cluster-options.js";
 import type { BrokerMetrics } from "../http/broker-metrics.js";
 import type { Logger } from "../logger.js";
 import type { Mq9Service } from "../service/mq9-service.js";
-import { PostgresStore } from "../store/postgres/postgres-store.js";
 import type { Store } from "../store/store.js";
 import type { BrokerAddress, BrokerTransport, TransportHealth } from "./broker-transport.js";
 
@@ -24,8 +23,8 @@ export class ClusterTransport implements BrokerTransport {
   ) {}
 
   /**
-   * Connects to the NATS cluster and joins the roll call under the store's cluster name; not
-   * serving until serve().
+   * Connects to the NATS cluster and joins the roll call under the name of the cluster whose
+   * state the shared store holds; not serving until serve().
    */
   static async connect(
     options: ClusterOptions,
@@ -35,7 +34,8 @@ export class ClusterTransport implements BrokerTransport {
   ): Promise<ClusterTransport> {
     const node = await startClusterNode(options, logger);
     try {
-      if (store instanceof PostgresStore) await node.join(await store.clusterId(), store.duties);
+      const shared = store.sharedDatabase();
+      if (shared) await node.join(await shared.clusterId(), shared.duties);
     } catch (err) {
       await node.close();
       throw err;

@@ -5,10 +5,8 @@ import type { BrokerMetrics } from "../http/broker-metrics.js";
 import type { Logger } from "../logger.js";
 import { NatsListener, type NatsListenerOptions } from "../nats/index.js";
 import type { Mq9Service } from "../service/mq9-service.js";
-import { SqliteStore } from "../store/sqlite-store.js";
 import type { Store } from "../store/store.js";
 import type { BrokerAddress, BrokerTransport, TransportHealth } from "./broker-transport.js";
-import { DatabaseProbe } from "./database-probe.js";
 import { ListenerBinding } from "./listener-binding.js";
 
 /** The embedded listener's settings, as BrokerOptions give them. */
@@ -20,13 +18,13 @@ export class EmbeddedTransport implements BrokerTransport {
   readonly defaultHttpHost: string;
   private readonly listener: NatsListener;
   private readonly maxPayload: number;
-  private readonly database: DatabaseProbe;
+  private readonly logger: Logger;
   private address?: BrokerAddress;
 
   /** Throws on settings the listener refuses (nothing is opened then). */
   constructor(
     options: EmbeddedTransportOptions,
-    /** Its storage state is part of the health. */
+    /** Its health is part of the broker's. */
     private readonly store: Store,
     logger: Logger,
   ) {
@@ -41,7 +39,7 @@ export class EmbeddedTransport implements BrokerTransport {
       serverName: "mq9",
       logger,
     });
-    this.database = new DatabaseProbe(logger);
+    this.logger = logger;
   }
 
   get isolatesClients(): boolean {
@@ -49,11 +47,11 @@ export class EmbeddedTransport implements BrokerTransport {
   }
 
   /**
-   * On a database server's store (PostgreSQL) the registry lives there too, under this process's
+   * On a shared store (PostgreSQL) the registry lives in its database too, under this process's
    * name, as a cluster node's does; on SQLite it stays in the data directory.
    */
   get registryScope(): { maxPayload: number; node?: string } {
-    const node = DatabaseProbe.applies(this.store) ? `${hostname()}-${process.pid}` : undefined;
+    const node = this.store.capabilities.shared ? `${hostname()}-${process.pid}` : undefined;
     return { maxPayload: this.maxPayload, node };
   }
 
@@ -62,24 +60,13 @@ export class EmbeddedTransport implements BrokerTransport {
   }
 
   watch(metrics: BrokerMetrics, store: Store): void {
-    if (store instanceof SqliteStore) metrics.watchStore(() => store.logStatus());
-    this.database.watch(store, metrics, "mq9_database_up", "1 while the database answered the last probe");
+    store.watch({ metrics: metrics.registry, logger: this.logger, cluster: false });
   }
 
+  /** The store's health, with the listener's connections. */
   health(): TransportHealth {
-    const connections = this.listener.connectionCount;
-    if (DatabaseProbe.applies(this.store)) {
-      const serving = this.database.serving;
-      return {
-        ok: serving,
-        connections,
-        storage: serving ? "ok" : "unavailable",
-        postgres: this.database.report(),
-      };
-    }
-    // "full": writes fail for lack of space (reads go on); the broker recovers by itself.
-    const storage = this.store instanceof SqliteStore ? this.store.storageState() : "ok";
-    return { ok: storage === "ok", connections, storage };
+    const { ok, ...store } = this.store.health();
+    return { ok, connections: this.listener.connectionCount, ...store };
   }
 
   async serve(service: Mq9Service): Promise<BrokerAddress> {
@@ -104,7 +91,6 @@ export class EmbeddedTransport implements BrokerTransport {
   async stopReceiving(): Promise<void> {}
 
   close(drainTimeoutMs?: number): Promise<void> {
-    this.database.close();
     return this.listener.close({ drainTimeoutMs });
   }
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { Broker, type BrokerHttpOptions, type BrokerOptions, type Logger } from "@mq9/broker";
-import { PostgresStore, type RestApi } from "@mq9/broker/internal";
+import type { RestApi } from "@mq9/broker/internal";
 import { type RegistrySettings, registryFactory } from "@mq9/registry";
 import { say } from "../shared/output.js";
 import { ServeAgentApps } from "./agent-apps.js";
@@ -113,10 +113,10 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
     process.exit(1);
   }
   agentApps.start(broker.host, broker.port);
-  // On PostgreSQL (a cluster, or brokers sharing it), one at a time runs the orchestrator.
-  const shared = clustered?.store;
+  // On a shared store (a cluster, or brokers sharing PostgreSQL), one at a time runs the orchestrator.
+  const shared = clustered?.store?.sharedDatabase();
   const leadership =
-    orchestrator.enabled && shared instanceof PostgresStore
+    orchestrator.enabled && shared
       ? new OrchestratorLeadership(
           shared.clusterLock("orchestrator", "the orchestrator"),
           orchestrator,
@@ -171,8 +171,8 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
         host: broker.host,
         port: broker.port,
         httpPort: http?.port,
-        ...(clustered?.store instanceof PostgresStore
-          ? { store: `PostgreSQL (schema ${clustered.store.schema})` }
+        ...(clustered?.store
+          ? { store: clustered.store.describe() }
           : { data: config.storage.data, sync: config.storage.sync }),
       },
       `mq9 broker ready on ${scheme}://${broker.host}:${broker.port}; HTTP on http://${http?.host}:${http?.port} (dashboard at /, /api/v1, /healthz, /metrics, /mcp, /a2a)`,

@@ -3,6 +3,7 @@ import pg from "pg";
 import { type Logger, silentLogger } from "../../logger.js";
 import type { LeaseRelease } from "../lease-release.js";
 import type { OneTripRequests } from "../one-trip-requests.js";
+import type { SharedDatabase } from "../shared-database.js";
 import { StorageError } from "../storage-error.js";
 import type {
   AppendResult,
@@ -13,8 +14,11 @@ import type {
   ReadOptions,
   StartPosition,
   Store,
+  StoreCapabilities,
   StoredMessage,
+  StoreHealth,
   StoreQuery,
+  StoreWatchOptions,
 } from "../store.js";
 import type {
   GroupStats,
@@ -26,6 +30,7 @@ import type {
 } from "../store-inspection.js";
 import { withCheckedOutClient } from "./checked-out-client.js";
 import { ClusterLock, HeldDuties } from "./cluster-lock.js";
+import { DatabaseProbe } from "./database-probe.js";
 import {
   insertMessages,
   MESSAGE_COLUMNS,
@@ -107,17 +112,6 @@ function isPlainBatch(batch: readonly NewMessage[]): boolean {
 /** A mailbox's idempotency key, as one string. */
 const keyOf = (mailbox: string, key: string) => `${mailbox}\u0000${key}`;
 
-/** A PostgreSQL database and schema shared with a higher layer (see PostgresStore.sharedDatabase). */
-export interface SharedDatabase {
-  pool: pg.Pool;
-  /** A once-per-cluster lock of this schema (see PostgresStore.clusterLock). */
-  clusterLock: (name: string, what: string) => ClusterLock;
-  schema: string;
-  logger: Logger;
-  /** Describes the database in errors (host:port/db). */
-  where: string;
-}
-
 /**
  * The shared store for clusters: every mailbox, message, group, lease and ACK is a row in
  * PostgreSQL, so any number of brokers can serve the same mailboxes. Each method is one
@@ -139,9 +133,14 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
     async (text, values) => (await this.run("cannot read the store", { text, values })).rows as never[],
     (body) => this.transaction("cannot purge the mailbox", body),
   );
+  /** Whether the database answers, for /healthz (started by watch). */
+  private readonly probe = new DatabaseProbe(
+    () => this.ping(),
+    () => this.refusal(),
+  );
   private closed = false;
-  /** Appends are statements on the database server: the engine overlaps the next with its replies. */
-  readonly appendsElsewhere = true;
+  /** Shared by a cluster; appends are statements on the database server, overlapped with replies. */
+  readonly capabilities: StoreCapabilities = { shared: true, appendsElsewhere: true };
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -595,11 +594,15 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
   }
 
   /**
-   * This store's database for a higher layer's own tables in the same schema (the cluster's agent
-   * registry, see @mq9/registry), over this store's pool. Close that user before the store.
+   * This store's database for the layers above: the cluster's name and locks, and their own
+   * tables in the same schema (the agent registry, see @mq9/registry) over this store's pool.
+   * Close those users before the store.
    */
   sharedDatabase(): SharedDatabase {
     return {
+      kind: "postgres",
+      clusterId: () => this.clusterId(),
+      duties: this.duties,
       pool: this.pool,
       clusterLock: (name, what) => this.clusterLock(name, what),
       schema: this.schema,
@@ -643,6 +646,21 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
     return this.inspection.purgeMailbox(address, nowMs);
   }
 
+  describe(): string {
+    return `PostgreSQL (schema ${this.schema})`;
+  }
+
+  /** As of the last probe (see watch): unavailable while the database does not answer or the store refuses. */
+  health(): StoreHealth {
+    const serving = this.probe.serving;
+    return { ok: serving, storage: serving ? "ok" : "unavailable", postgres: this.probe.report() };
+  }
+
+  /** Probes the database every two seconds (a gauge, and logs when it stops or starts answering). */
+  watch(options: StoreWatchOptions): void {
+    this.probe.watch(options);
+  }
+
   /**
    * Whether the database answers; also notices a schema that a newer mq9 migrated since this
    * store opened (see refusal).
@@ -677,6 +695,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.probe.close();
     await this.background.close();
     await this.pool.end();
   }
