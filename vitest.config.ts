@@ -24,6 +24,7 @@ export default defineConfig({
       "@mq9/orchestrator/defaults": fileURLToPath(
         new URL("./packages/orchestrator/src/defaults.ts", import.meta.url),
       ),
+      "@mq9/orchestrator/api": fileURLToPath(new URL("./packages/orchestrator/src/api.ts", import.meta.url)),
       "@mq9/orchestrator": src("orchestrator"),
       "@mq9/dashboard": src("dashboard"),
       "@mq9/testkit": src("testkit"),

@@ -1,99 +1,17 @@
 import { ApiError, queryInt, type RestRouter } from "@mq9/broker/internal";
 import type { ApiHandler, RouteRegistrar } from "@mq9/orchestrator";
+import {
+  DeadLetterSchema as DeadLetter,
+  OrchestratorAgentSchema as OrchestratorAgent,
+  SubmittedSchema as Submitted,
+  TaskStatusSchema as TASK_STATUS,
+  TaskSchema as Task,
+  TaskSummarySchema as TaskSummary,
+  TemplateSchema as Template,
+  TemplateProblemSchema as TemplateProblem,
+  TraceSchema as Trace,
+} from "@mq9/orchestrator/api";
 import { z } from "zod";
-
-const TASK_STATUS = z.enum([
-  "pending",
-  "dispatching",
-  "running",
-  "completed",
-  "failed",
-  "timeout",
-  "canceled",
-]);
-const STEP_STATUS = z.enum([...TASK_STATUS.options, "skipped"]);
-
-const TaskSummary = z
-  .looseObject({
-    task_id: z.string(),
-    task_type: z.string(),
-    trace_id: z.string(),
-    status: TASK_STATUS,
-    created_at: z.number().describe("unix milliseconds"),
-    finished_at: z.number().optional(),
-    error: z.string().optional(),
-    steps: z.record(z.string(), STEP_STATUS).describe("each step's status"),
-  })
-  .meta({ id: "TaskSummary" });
-
-const Task = z
-  .looseObject({
-    task_id: z.string(),
-    task_type: z.string(),
-    trace_id: z.string(),
-    status: TASK_STATUS,
-    payload: z.unknown(),
-    result: z.unknown().optional(),
-    error: z.string().optional(),
-    created_at: z.number(),
-    updated_at: z.number(),
-    finished_at: z.number().optional(),
-    order: z.array(z.string()).describe("step ids in the order the template runs them"),
-    steps: z.record(
-      z.string(),
-      z.looseObject({ id: z.string(), status: STEP_STATUS, agent: z.string().optional() }),
-    ),
-  })
-  .meta({ id: "Task" });
-
-const Submitted = z.looseObject({ task_id: z.string(), trace_id: z.string(), status: TASK_STATUS });
-
-const TraceEntry = z.looseObject({
-  msg_id: z.string(),
-  msg_type: z.string(),
-  source: z.string(),
-  target: z.string(),
-  mailbox: z.string(),
-  hops: z.number(),
-  sent_at: z.number().describe("unix milliseconds"),
-  offset_ms: z.number().describe("milliseconds since the trace's first message"),
-  step_id: z.string().optional(),
-  dead_reason: z.string().optional(),
-});
-
-const Trace = z
-  .looseObject({
-    trace_id: z.string(),
-    started_at: z.number(),
-    duration_ms: z.number(),
-    messages: z.array(TraceEntry),
-  })
-  .meta({ id: "Trace" });
-
-const DeadLetter = z.looseObject({ reason: z.string(), at: z.number(), id: z.number().optional() });
-
-const Template = z
-  .looseObject({
-    name: z.string(),
-    description: z.string(),
-    file: z.string().optional(),
-    steps: z.array(z.looseObject({ id: z.string(), depends_on: z.array(z.string()).optional() })),
-  })
-  .meta({ id: "Template" });
-
-const TemplateProblem = z.object({
-  file: z.string(),
-  line: z.number().int(),
-  column: z.number().int(),
-  message: z.string(),
-});
-
-const OrchestratorAgent = z.looseObject({
-  name: z.string(),
-  mailbox: z.string(),
-  alive: z.boolean(),
-  load: z.number().optional(),
-});
 
 /** Where the handler's headers go: the HTTP reply the REST router sends (Retry-After of a 429). */
 interface HeaderSink {

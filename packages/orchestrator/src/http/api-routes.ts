@@ -5,7 +5,13 @@ import { OrchestratorError } from "../errors.js";
 import type { MetricsSnapshot } from "../observability/orchestrator-metrics.js";
 import type { DirectoryEntry } from "../routing/agent-directory.js";
 import type { SubmitOptions } from "../scheduler/scheduler.js";
-import { isTerminal, TASK_STATUSES, type TaskState, type TaskStatus } from "../scheduler/task-state.js";
+import {
+  isTerminal,
+  type StepStatus,
+  TASK_STATUSES,
+  type TaskState,
+  type TaskStatus,
+} from "../scheduler/task-state.js";
 import type { TemplateProblem } from "../templates/task-template.js";
 import type { TraceView } from "../trace/trace-reader.js";
 
@@ -36,7 +42,29 @@ export interface TemplateSummary {
   name: string;
   description: string;
   file?: string;
-  steps: Record<string, unknown>[];
+  steps: TemplateStepSummary[];
+}
+
+/** One step of a listed template: who performs it (agent or capability; neither for a merge) and what it waits for. */
+export interface TemplateStepSummary {
+  id: string;
+  depends_on: string[];
+  agent?: string;
+  capability?: string;
+  /** A merge step: the steps whose outputs it combines. */
+  merge?: string[];
+}
+
+/** A task as GET /api/tasks lists it: its state and each step's, without payloads. */
+export interface TaskSummary {
+  task_id: string;
+  task_type: string;
+  trace_id: string;
+  status: TaskStatus;
+  created_at: number;
+  finished_at?: number;
+  error?: string;
+  steps: Record<string, StepStatus>;
 }
 
 /**
@@ -100,7 +128,7 @@ function milliseconds(value: unknown, name: string, fallback: number): number {
   return Math.min(n, MAX_WAIT_MS);
 }
 
-function summary(task: TaskState): Record<string, unknown> {
+function summary(task: TaskState): TaskSummary {
   return {
     task_id: task.task_id,
     task_type: task.task_type,

@@ -1,19 +1,7 @@
 import type { Priority } from "@mq9/protocol";
 
 /** Where a task is: `pending → dispatching → running → completed | failed | timeout | canceled`. */
-export type TaskStatus =
-  | "pending"
-  | "dispatching"
-  | "running"
-  | "completed"
-  | "failed"
-  | "timeout"
-  | "canceled";
-
-/** Where a step is: the task's states, plus `skipped` (its `when` was false). */
-export type StepStatus = TaskStatus | "skipped";
-
-export const TASK_STATUSES: readonly TaskStatus[] = [
+export const TASK_STATUSES = [
   "pending",
   "dispatching",
   "running",
@@ -21,7 +9,12 @@ export const TASK_STATUSES: readonly TaskStatus[] = [
   "failed",
   "timeout",
   "canceled",
-];
+] as const;
+
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+
+/** Where a step is: the task's states, plus `skipped` (its `when` was false). */
+export type StepStatus = TaskStatus | "skipped";
 
 const TERMINAL = new Set<StepStatus>(["completed", "failed", "timeout", "canceled", "skipped"]);
 
