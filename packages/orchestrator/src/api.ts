@@ -16,7 +16,12 @@
  * @module
  */
 export type { DeadLetter, Envelope } from "@mq9/agent/internal";
-export type { TaskSummary, TemplateStepSummary, TemplateSummary } from "./http/api-routes.js";
+export type {
+  TaskSubmitted,
+  TaskSummary,
+  TemplateStepSummary,
+  TemplateSummary,
+} from "./http/api-routes.js";
 export {
   DeadLetterSchema,
   OrchestratorAgentSchema,

@@ -72,6 +72,9 @@ export {
   type OrchestratorApi,
   type OrchestratorSource,
   type RouteRegistrar,
+  type TaskSubmitted,
+  type TaskSummary,
+  type TemplateStepSummary,
   type TemplateSummary,
 } from "./http/api-routes.js";
 export {

@@ -1,5 +1,12 @@
 import { readFileSync } from "node:fs";
-import type { StepState, TaskState } from "@mq9/orchestrator";
+import {
+  isTerminal,
+  type StepState,
+  TASK_STATUSES,
+  type TaskState,
+  type TaskSubmitted,
+  type TaskSummary,
+} from "@mq9/orchestrator/api";
 import type { Command } from "commander";
 import { ExitCode, integer, UsageError, usageExit } from "../shared/client-command.js";
 import { type ApiFlags, apiCommand, duration, type HttpApi, withApi } from "../shared/orchestrator-api.js";
@@ -17,8 +24,6 @@ interface ListFlags extends ApiFlags {
   status?: string;
   limit?: number;
 }
-
-const FINISHED = new Set(["completed", "failed", "timeout", "canceled"]);
 
 function readPayload(flags: RunFlags): unknown {
   if (flags.payload !== undefined && flags.payloadFile !== undefined) {
@@ -89,7 +94,7 @@ async function follow(api: HttpApi, flags: RunFlags, taskId: string): Promise<Ta
         }
       }
     }
-    if (FINISHED.has(task.status) || Date.now() > deadline) return task;
+    if (isTerminal(task.status) || Date.now() > deadline) return task;
     await new Promise((resolve) => setTimeout(resolve, 150));
   }
 }
@@ -126,7 +131,7 @@ Examples:
         // Asynchronous: the command follows the steps itself (the API waits by default).
         const body: Record<string, unknown> = { task_type: type, payload: readPayload(flags), async: true };
         if (flags.priority !== undefined) body.priority = flags.priority;
-        const started = await api.call<{ task_id: string; trace_id: string }>("POST", "/api/tasks", body);
+        const started = await api.call<TaskSubmitted>("POST", "/api/tasks", body);
         if (!flags.wait) {
           if (flags.json) printJson(started);
           else process.stdout.write(`started task ${started.task_id} (trace ${started.trace_id})\n`);
@@ -136,7 +141,7 @@ Examples:
         const done = await follow(api, flags, started.task_id);
         if (flags.json) {
           printJson(done);
-        } else if (!FINISHED.has(done.status)) {
+        } else if (!isTerminal(done.status)) {
           process.stdout.write(`still ${done.status}; follow it with: mq9 task show ${done.task_id}\n`);
         } else {
           const took =
@@ -145,7 +150,7 @@ Examples:
           if (done.error) process.stdout.write(`error: ${done.error}\n`);
           if (done.result !== undefined) process.stdout.write(`${JSON.stringify(done.result, null, 2)}\n`);
         }
-        return FINISHED.has(done.status) ? exitFor(done) : ExitCode.ok;
+        return isTerminal(done.status) ? exitFor(done) : ExitCode.ok;
       }),
     );
 
@@ -163,14 +168,17 @@ Examples:
 
   apiCommand(task.command("list"))
     .description("recent tasks, newest first")
-    .option("--status <status>", "only pending, dispatching, running, completed, failed, timeout or canceled")
+    .option(
+      "--status <status>",
+      `only ${TASK_STATUSES.slice(0, -1).join(", ")} or ${TASK_STATUSES[TASK_STATUSES.length - 1]}`,
+    )
     .option("-n, --limit <n>", "at most this many (default 100)", integer("--limit", 1))
     .action((flags: ListFlags) =>
       withApi(flags, async (api) => {
         const query = new URLSearchParams();
         if (flags.status) query.set("status", flags.status);
         if (flags.limit) query.set("limit", String(flags.limit));
-        const { tasks } = await api.call<{ tasks: (TaskState & { steps: Record<string, string> })[] }>(
+        const { tasks } = await api.call<{ tasks: TaskSummary[] }>(
           "GET",
           `/api/tasks${query.size > 0 ? `?${query}` : ""}`,
         );

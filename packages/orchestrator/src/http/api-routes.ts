@@ -55,6 +55,9 @@ export interface TemplateStepSummary {
   merge?: string[];
 }
 
+/** POST /api/tasks's answer when it does not wait for the task (202). */
+export type TaskSubmitted = Pick<TaskState, "task_id" | "trace_id" | "status">;
+
 /** A task as GET /api/tasks lists it: its state and each step's, without payloads. */
 export interface TaskSummary {
   task_id: string;
@@ -205,7 +208,12 @@ export function mountOrchestratorApi(app: RouteRegistrar, source: OrchestratorSo
         traceId: body.trace_id as string | undefined,
       });
       if (asynchronous) {
-        return reply.code(202).send({ task_id: task.task_id, trace_id: task.trace_id, status: task.status });
+        const submitted: TaskSubmitted = {
+          task_id: task.task_id,
+          trace_id: task.trace_id,
+          status: task.status,
+        };
+        return reply.code(202).send(submitted);
       }
       const done = await o.wait(task.task_id, waitMs);
       return reply.code(isTerminal(done.status) ? 200 : 202).send(done);

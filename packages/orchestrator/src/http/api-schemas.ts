@@ -3,7 +3,7 @@ import { z } from "zod";
 import { TASK_STATUSES, type TaskState } from "../scheduler/task-state.js";
 import type { TemplateProblem } from "../templates/task-template.js";
 import type { TraceView } from "../trace/trace-reader.js";
-import type { TaskSummary, TemplateSummary } from "./api-routes.js";
+import type { TaskSubmitted, TaskSummary, TemplateSummary } from "./api-routes.js";
 
 /**
  * The shapes of the orchestrator's HTTP answers, as the REST API v1 documents them (`mq9 serve`
@@ -117,7 +117,7 @@ type Describes<Schema extends z.ZodType, Sent extends Named<z.output<Schema>>> =
 export type SchemaChecks = [
   Describes<typeof TaskSchema, TaskState>,
   Describes<typeof TaskSummarySchema, TaskSummary>,
-  Describes<typeof SubmittedSchema, Pick<TaskState, "task_id" | "trace_id" | "status">>,
+  Describes<typeof SubmittedSchema, TaskSubmitted>,
   Describes<typeof TraceSchema, TraceView>,
   Describes<typeof DeadLetterSchema, DeadLetter>,
   Describes<typeof TemplateSchema, TemplateSummary>,
