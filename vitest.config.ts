@@ -9,6 +9,7 @@ export default defineConfig({
     alias: {
       "@mq9/protocol": src("protocol"),
       "@mq9/broker/internal": fileURLToPath(new URL("./packages/broker/src/internal.ts", import.meta.url)),
+      "@mq9/broker/api": fileURLToPath(new URL("./packages/broker/src/api.ts", import.meta.url)),
       "@mq9/broker": src("broker"),
       "@mq9/registry/defaults": fileURLToPath(
         new URL("./packages/registry/src/defaults.ts", import.meta.url),

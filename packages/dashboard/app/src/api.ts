@@ -1,4 +1,5 @@
 /** The dashboard's client of the broker's REST API v1: credentials, JSON calls, the live stream. */
+import type { AuthInfo, MetricsSample } from "@mq9/broker/api";
 
 export type Credentials =
   | { scheme: "bearer"; token: string }
@@ -81,21 +82,8 @@ export async function api<T>(method: string, path: string, body?: unknown, signa
 export const get = <T>(path: string, signal?: AbortSignal) => api<T>("GET", path, undefined, signal);
 
 /** What the login page needs: whether the broker wants credentials, and which. */
-export async function authInfo(): Promise<{ required: boolean; schemes: ("bearer" | "basic")[] }> {
+export async function authInfo(): Promise<AuthInfo> {
   return get("/api/v1/auth");
-}
-
-export interface MetricsSample {
-  at: number;
-  connections: number;
-  sends_per_s: number;
-  fetches_per_s: number;
-  errors_per_s: number;
-  messages: number;
-  bytes: number;
-  mailboxes: number;
-  agents: number | null;
-  agents_online: number | null;
 }
 
 /**

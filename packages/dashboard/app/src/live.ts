@@ -1,6 +1,7 @@
+import type { MetricsSample } from "@mq9/broker/api";
 import { createContext } from "preact";
 import { useContext, useEffect, useState } from "preact/hooks";
-import { ApiFailure, get, type MetricsSample } from "./api";
+import { ApiFailure, get } from "./api";
 
 /** The live stream's state shared by every page: the latest sample and a counter that moves with it. */
 export interface Live {

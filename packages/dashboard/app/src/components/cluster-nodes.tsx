@@ -1,29 +1,11 @@
+import type { ClusterNode, ClusterRoster } from "@mq9/broker/api";
 import { age, duration } from "../format";
 import { useLiveGet } from "../live";
 import { WebLink } from "./web-link";
 
-interface ClusterNode {
-  node: string;
-  instance: string;
-  self: boolean;
-  state: "up" | "missing" | "down";
-  started_at: number;
-  last_heard_ms: number;
-  nats_server: string | null;
-  http_port: number | null;
-  http_url: string | null;
-  duties: string[];
-}
-
-interface Roster {
-  clustered: boolean;
-  cluster?: string;
-  nodes: ClusterNode[];
-}
-
 /** A cluster node's roster (GET /api/v1/cluster): nothing on a broker of its own. */
 export function ClusterNodes() {
-  const roster = useLiveGet<Roster>("/api/v1/cluster");
+  const roster = useLiveGet<ClusterRoster>("/api/v1/cluster");
   if (!roster.data?.clustered) return null;
   const { nodes } = roster.data;
   const count = (state: ClusterNode["state"]) => nodes.filter((n) => n.state === state).length;

@@ -1,15 +1,5 @@
+import type { MessageItem } from "@mq9/broker/api";
 import { useState } from "preact/hooks";
-
-export interface WireMessage {
-  msg_id: number;
-  payload: string;
-  priority: string;
-  header: number[] | null;
-  headers?: Record<string, string>;
-  key?: string;
-  tags?: string[];
-  create_time: number;
-}
 
 function decode(base64: string): Uint8Array {
   const text = atob(base64);
@@ -30,12 +20,12 @@ function hexDump(bytes: Uint8Array): string {
 }
 
 /** The UTF-8 text of a payload, a readable hint for the start of a payload in the list. */
-export function payloadText(message: WireMessage): string {
+export function payloadText(message: MessageItem): string {
   return new TextDecoder().decode(decode(message.payload));
 }
 
 /** One message as text, JSON or hex, with its headers, key and tags. */
-export function PayloadView({ message }: { message: WireMessage }) {
+export function PayloadView({ message }: { message: MessageItem }) {
   const bytes = decode(message.payload);
   const text = new TextDecoder().decode(bytes);
   let json: string | undefined;

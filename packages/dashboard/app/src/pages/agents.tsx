@@ -1,23 +1,20 @@
+import type { AgentEntry } from "@mq9/broker/api";
 import { useState } from "preact/hooks";
 import { type ApiFailure, api } from "../api";
 import { Failure, Loading } from "../components/notice";
 import { age } from "../format";
 import { useLiveGet } from "../live";
 
-export interface AgentEntry {
-  name: string;
-  mailbox: string;
-  online?: boolean;
-  _last_seen?: number;
-  _status?: unknown;
-  _score?: number;
-  tags?: string[];
-  skills?: { name?: string; id?: string }[];
-  agent_card?: { skills?: { name?: string; id?: string }[]; description?: string };
-  [field: string]: unknown;
-}
+type Skill = { name?: string; id?: string };
 
-function skillsOf(agent: AgentEntry): string {
+/** A registry entry, with the fields of the registered body (an AgentCard) that this page reads. */
+type RegisteredAgent = AgentEntry & {
+  tags?: string[];
+  skills?: Skill[];
+  agent_card?: { skills?: Skill[]; description?: string };
+};
+
+function skillsOf(agent: RegisteredAgent): string {
   const skills = agent.skills ?? agent.agent_card?.skills ?? [];
   return skills
     .map((s) => s.name ?? s.id ?? "")
@@ -26,7 +23,7 @@ function skillsOf(agent: AgentEntry): string {
 }
 
 /** The load an agent's last REPORT gave, in whichever field it used. */
-function loadOf(agent: AgentEntry): string {
+function loadOf(agent: RegisteredAgent): string {
   const status = agent._status as Record<string, unknown> | null | undefined;
   if (!status || typeof status !== "object") return "—";
   const load = status.load ?? status.in_flight ?? status.report_info;
@@ -37,7 +34,7 @@ function Discovery({ onPick }: { onPick: (mailbox: string) => void }) {
   const [mode, setMode] = useState("text");
   const [query, setQuery] = useState("");
   const [tags, setTags] = useState("");
-  const [result, setResult] = useState<{ agents: AgentEntry[]; warning?: string }>();
+  const [result, setResult] = useState<{ agents: RegisteredAgent[]; warning?: string }>();
   const [error, setError] = useState<ApiFailure>();
   const run = async (event: Event) => {
     event.preventDefault();
@@ -111,8 +108,8 @@ function Discovery({ onPick }: { onPick: (mailbox: string) => void }) {
 
 /** The registry: who is online, their last heartbeat, load, tags and skills; discovery; the raw card. */
 export function Agents({ selected }: { selected?: string }) {
-  const list = useLiveGet<{ agents: AgentEntry[] }>("/api/v1/agents?limit=500");
-  const card = useLiveGet<AgentEntry>(
+  const list = useLiveGet<{ agents: RegisteredAgent[] }>("/api/v1/agents?limit=500");
+  const card = useLiveGet<RegisteredAgent>(
     selected ? `/api/v1/agents/${encodeURIComponent(selected)}` : undefined,
   );
   const pick = (mailbox: string) => {

@@ -1,15 +1,10 @@
+import type { MailboxDetail, Messages, Purged, Sent } from "@mq9/broker/api";
 import { useState } from "preact/hooks";
 import { type ApiFailure, api } from "../api";
 import { Failure, Loading } from "../components/notice";
-import { PayloadView, payloadText, type WireMessage } from "../components/payload";
+import { PayloadView, payloadText } from "../components/payload";
 import { age, bytes, ttl } from "../format";
 import { useLiveGet } from "../live";
-import type { MailboxSummary } from "./mailboxes";
-
-interface Detail {
-  mailbox: MailboxSummary;
-  groups: { name: string; lag: number; leased: number }[];
-}
 
 function SendForm({ address, onSent }: { address: string; onSent: () => void }) {
   const [payload, setPayload] = useState("");
@@ -24,16 +19,12 @@ function SendForm({ address, onSent }: { address: string; onSent: () => void }) 
         .split(",")
         .map((t) => t.trim())
         .filter(Boolean);
-      const reply = await api<{ msg_id: number }>(
-        "POST",
-        `/api/v1/mailboxes/${encodeURIComponent(address)}/messages`,
-        {
-          payload,
-          priority,
-          ...(key ? { key } : {}),
-          ...(tagList.length ? { tags: tagList } : {}),
-        },
-      );
+      const reply = await api<Sent>("POST", `/api/v1/mailboxes/${encodeURIComponent(address)}/messages`, {
+        payload,
+        priority,
+        ...(key ? { key } : {}),
+        ...(tagList.length ? { tags: tagList } : {}),
+      });
       setResult(`sent: msg_id ${reply.msg_id}`);
       onSent();
     } catch (err) {
@@ -70,8 +61,8 @@ function SendForm({ address, onSent }: { address: string; onSent: () => void }) 
 /** One mailbox: depth, groups, its messages peeked (never consumed), send, purge, delete. */
 export function Mailbox({ address }: { address: string }) {
   const base = `/api/v1/mailboxes/${encodeURIComponent(address)}`;
-  const detail = useLiveGet<Detail>(base);
-  const peek = useLiveGet<{ messages: WireMessage[] }>(`${base}/peek?limit=100`);
+  const detail = useLiveGet<MailboxDetail>(base);
+  const peek = useLiveGet<Messages>(`${base}/peek?limit=100`);
   const [selected, setSelected] = useState<number>();
   const [notice, setNotice] = useState<string>();
   const chosen = peek.data?.messages.find((m) => m.msg_id === selected);
@@ -83,7 +74,7 @@ export function Mailbox({ address }: { address: string }) {
     if (!window.confirm(question)) return;
     try {
       if (what === "purge") {
-        const reply = await api<{ purged: number }>("POST", `${base}/purge`);
+        const reply = await api<Purged>("POST", `${base}/purge`);
         setNotice(`purged ${reply.purged} messages`);
         peek.reload();
       } else {

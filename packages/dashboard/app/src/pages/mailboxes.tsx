@@ -1,26 +1,13 @@
+import type { MailboxList } from "@mq9/broker/api";
 import { useState } from "preact/hooks";
 import { Failure, Loading } from "../components/notice";
 import { age, bytes, ttl } from "../format";
 import { useLiveGet } from "../live";
 
-export interface MailboxSummary {
-  mail_address: string;
-  desc: string;
-  ttl: number;
-  created_at: number;
-  expires_at: number | null;
-  depth: { critical: number; urgent: number; normal: number };
-  messages: number;
-  bytes: number;
-  oldest_at: number | null;
-  delayed: number;
-  groups: number;
-}
-
 /** Every mailbox with its depth per priority, searchable by address. */
 export function Mailboxes() {
   const [search, setSearch] = useState("");
-  const list = useLiveGet<{ mailboxes: MailboxSummary[] }>(
+  const list = useLiveGet<MailboxList>(
     `/api/v1/mailboxes?limit=500${search ? `&search=${encodeURIComponent(search)}` : ""}`,
   );
   return (

@@ -1,14 +1,12 @@
+import type { MetricsHistory, MetricsSample } from "@mq9/broker/api";
+import type { TaskSummary } from "@mq9/orchestrator/api";
 import { useEffect, useState } from "preact/hooks";
-import { get, type MetricsSample } from "../api";
+import { get } from "../api";
 import { Chart } from "../components/chart";
 import { ClusterNodes } from "../components/cluster-nodes";
 import { Failure } from "../components/notice";
 import { bytes, rate } from "../format";
 import { useLive, useLiveGet } from "../live";
-
-interface TaskList {
-  tasks: { status: string }[];
-}
 
 function Figure({ label, value, id }: { label: string; value: string | number; id: string }) {
   return (
@@ -24,7 +22,7 @@ export function Overview() {
   const { sample } = useLive();
   const [samples, setSamples] = useState<MetricsSample[]>([]);
   useEffect(() => {
-    get<{ samples: MetricsSample[] }>("/api/v1/metrics/history").then(
+    get<MetricsHistory>("/api/v1/metrics/history").then(
       (history) => setSamples((now) => (now.length === 0 ? history.samples : now)),
       () => {},
     );
@@ -32,7 +30,7 @@ export function Overview() {
   useEffect(() => {
     if (sample) setSamples((now) => [...now.filter((s) => s.at < sample.at), sample].slice(-300));
   }, [sample]);
-  const tasks = useLiveGet<TaskList>("/api/v1/tasks?limit=1000");
+  const tasks = useLiveGet<{ tasks: TaskSummary[] }>("/api/v1/tasks?limit=1000");
   const byState = new Map<string, number>();
   for (const task of tasks.data?.tasks ?? []) byState.set(task.status, (byState.get(task.status) ?? 0) + 1);
   const now = sample ?? samples[samples.length - 1];

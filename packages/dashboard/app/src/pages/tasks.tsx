@@ -1,60 +1,15 @@
+import type {
+  DeadLetter,
+  TaskState,
+  TaskSummary,
+  TemplateProblem,
+  TemplateSummary,
+  TraceView,
+} from "@mq9/orchestrator/api";
 import { Dag } from "../components/dag";
 import { Failure, Loading } from "../components/notice";
 import { duration, time } from "../format";
 import { useLiveGet } from "../live";
-
-interface TaskSummary {
-  task_id: string;
-  task_type: string;
-  trace_id: string;
-  status: string;
-  created_at: number;
-  finished_at?: number;
-  error?: string;
-}
-
-interface TaskState extends TaskSummary {
-  order: string[];
-  steps: Record<string, { id: string; status: string; agent?: string; attempts?: number; error?: string }>;
-  compensation_status?: string;
-  result?: unknown;
-}
-
-export interface Template {
-  name: string;
-  description: string;
-  file?: string;
-  steps: {
-    id: string;
-    depends_on?: string[];
-    agent?: string;
-    capability?: string;
-    [field: string]: unknown;
-  }[];
-  error?: string;
-  errors?: unknown;
-}
-
-interface TraceEntry {
-  msg_id: string;
-  msg_type: string;
-  source: string;
-  target: string;
-  mailbox: string;
-  hops: number;
-  sent_at: number;
-  offset_ms: number;
-  step_id?: string;
-  dead_reason?: string;
-}
-
-interface DeadLetter {
-  reason: string;
-  at: number;
-  id?: number;
-  envelope?: { msg_type?: string; source?: string; target?: string; trace_id?: string };
-  raw?: string;
-}
 
 /** Tasks with state, template and duration; dead letters with their reasons. */
 export function Tasks() {
@@ -119,9 +74,7 @@ export function Tasks() {
 
 /** The trace as a timeline: one row per message, placed by its time since the first. */
 function Timeline({ traceId }: { traceId: string }) {
-  const trace = useLiveGet<{ duration_ms: number; messages: TraceEntry[] }>(
-    `/api/v1/traces/${encodeURIComponent(traceId)}`,
-  );
+  const trace = useLiveGet<TraceView>(`/api/v1/traces/${encodeURIComponent(traceId)}`);
   if (trace.error) return <Failure error={trace.error} />;
   if (!trace.data) return <Loading />;
   const span = Math.max(trace.data.duration_ms, 1);
@@ -154,7 +107,7 @@ function Timeline({ traceId }: { traceId: string }) {
 /** One task: its template's DAG colored by each step's state (live), and its trace. */
 export function Task({ id }: { id: string }) {
   const task = useLiveGet<TaskState>(`/api/v1/tasks/${encodeURIComponent(id)}`);
-  const templates = useLiveGet<{ templates: Template[] }>("/api/v1/templates");
+  const templates = useLiveGet<{ templates: TemplateSummary[] }>("/api/v1/templates");
   const t = task.data;
   const template = templates.data?.templates.find((x) => x.name === t?.task_type);
   const steps =
@@ -208,10 +161,9 @@ export function Task({ id }: { id: string }) {
 
 /** The loaded templates, each as its DAG, with load errors where they are. */
 export function Templates() {
-  const list = useLiveGet<{
-    templates: Template[];
-    problems?: { file: string; line: number; column: number; message: string }[];
-  }>("/api/v1/templates");
+  const list = useLiveGet<{ templates: TemplateSummary[]; problems?: TemplateProblem[] }>(
+    "/api/v1/templates",
+  );
   return (
     <section>
       <h2>Templates</h2>
@@ -235,12 +187,11 @@ export function Templates() {
             {template.description}{" "}
             {template.file && <span title={template.file}>({template.file.split("/").pop()})</span>}
           </div>
-          {template.error && <div class="notice">{template.error}</div>}
           <Dag
             steps={template.steps.map((s) => ({
               id: s.id,
               dependsOn: s.depends_on ?? [],
-              detail: String(s.agent ?? s.capability ?? s.intent ?? (s.merge ? "merge" : "")),
+              detail: s.agent ?? s.capability ?? (s.merge ? "merge" : ""),
             }))}
           />
         </div>
