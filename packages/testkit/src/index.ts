@@ -59,3 +59,4 @@ export {
   type SampleAgentOptions,
   startContentAnalysisAgents,
 } from "./sample-agents.js";
+export { runSchemathesis, type SchemathesisOptions, type SchemathesisRun } from "./schemathesis.js";
