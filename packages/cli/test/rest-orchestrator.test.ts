@@ -100,7 +100,7 @@ describe("the orchestrator's routes in the REST API v1 (mq9 serve)", () => {
       payload: { text: "x." },
     });
     await check("POST", "/api/v1/tasks", "/api/v1/tasks", 400, { payload: {} });
-    const unknown = await check("POST", "/api/v1/tasks", "/api/v1/tasks", 400, { task_type: "nope" });
+    const unknown = await check("POST", "/api/v1/tasks", "/api/v1/tasks", 404, { task_type: "nope" });
     expect(unknown).toEqual({
       code: "UNKNOWN_TASK_TYPE",
       error: "unknown task type 'nope'; known types: content-analysis",

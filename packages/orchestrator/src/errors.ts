@@ -9,7 +9,8 @@ export type OrchestratorErrorCode =
   | "QUEUE_FULL";
 
 const HTTP_STATUS: Record<OrchestratorErrorCode, number> = {
-  UNKNOWN_TASK_TYPE: 400,
+  // The request is well formed; what it names is not there (as a task id that is not there).
+  UNKNOWN_TASK_TYPE: 404,
   TASK_NOT_FOUND: 404,
   TASK_FINISHED: 409,
   TRACE_NOT_FOUND: 404,

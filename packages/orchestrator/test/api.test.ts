@@ -246,7 +246,8 @@ describe("HTTP API and webhooks", () => {
 
   it("bad input — unknown task type, missing fields, bad JSON, bad status, unknown or finished task", async () => {
     const unknown = await http("POST", `${world.api}/api/tasks`, { task_type: "nope", payload: {} });
-    expect(unknown.status).toBe(400);
+    // 404: the request is well formed, what it names is not there (no template of that name).
+    expect(unknown.status).toBe(404);
     expect(unknown.body).toEqual({
       code: "UNKNOWN_TASK_TYPE",
       error: "unknown task type 'nope'; known types: orphan, review",

@@ -100,6 +100,8 @@ export function mountOrchestratorRestRoutes(
     path: "/api/v1/tasks",
     tag: "Tasks",
     summary: "Submit a task (a template run); answers once it is done, or at once with async",
+    description:
+      "task_type names a loaded template (GET /api/v1/templates); a name no template has answers 404 UNKNOWN_TASK_TYPE, whose error lists the known ones. Templates load and reload while the broker runs, so the document cannot list them.",
     query: z.object({
       async: z.enum(["true", "false", "1", "0", ""]).optional().describe("answer 202 at once"),
       wait: z.enum(["true", "false"]).optional().describe("wait=false is async=true"),
@@ -108,7 +110,7 @@ export function mountOrchestratorRestRoutes(
         .describe("how long to wait (default 60 s); 202 when not done by then"),
     }),
     body: z.object({
-      task_type: z.string().min(1).describe("a template name"),
+      task_type: z.string().min(1).describe("a template's name; 404 when none has it"),
       payload: z.unknown().optional(),
       priority: z
         .enum(["critical", "urgent", "normal", "deferred"])
@@ -123,8 +125,8 @@ export function mountOrchestratorRestRoutes(
       200: { description: "finished", schema: Task },
       202: { description: "accepted and running (async, or not done within the wait)", schema: Submitted },
     },
-    // 429: the queue is full (QUEUE_FULL), with Retry-After.
-    errors: [...errors, 429],
+    // 404: no template has that name (UNKNOWN_TASK_TYPE); 429: the queue is full (QUEUE_FULL), with Retry-After.
+    errors: [...errors, 404, 429],
     // The orchestrator's handler reads the query as given (its flags are text).
     handler: async (input, request, reply) =>
       forward("POST /api/tasks")({ ...input, query: request.query }, reply),

@@ -9,7 +9,7 @@ const ERROR_TEXTS: Record<number, string> = {
   400: "bad input: the error says which field and why; nothing changed",
   401: "authentication required (the broker's token as Bearer, or user and password as Basic)",
   403: "refused: a user that is not an admin, or a Host or Origin outside the allow list",
-  404: "no such mailbox, message or agent",
+  404: "not found: the error says what is not there",
   409: "it exists already",
   414: `a path parameter is longer than the ${MAX_PARAM_LENGTH} characters the broker reads`,
   501: "this broker's store cannot do it (a store without the inspection operations)",
