@@ -47,7 +47,7 @@ describe.skipIf(skipWithoutPython("schemathesis"))(
     });
 
     it("every check passes: no failure, no error", { timeout: 10 * 60_000 }, async () => {
-      const run = await runSchemathesis(`${served.api}/api/v1/openapi.json`, { maxExamples: 25 });
+      const run = await runSchemathesis(`${served.api}/api/v1/openapi.json`, { maxExamples: 40 });
       expect(run.code, run.output).toBe(0);
     });
   },
