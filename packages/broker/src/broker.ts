@@ -1,4 +1,3 @@
-import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { AuthGuard } from "./auth/index.js";
 import { checkStoredOwners } from "./auth/stored-owners.js";
@@ -145,8 +144,6 @@ async function openTransport(
       authGuard,
       tls: options.tls,
       inboxGraceMs: options.inboxGraceMs,
-      // The embedded store's directory keeps the inboxes bound to users across a restart.
-      inboxFile: options.store ? undefined : join(options.dataDir ?? BrokerDefaults.dataDir, "inboxes.json"),
       pingIntervalMs: options.pingIntervalMs,
       maxPingsOut: options.maxPingsOut,
     },

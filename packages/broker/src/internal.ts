@@ -29,6 +29,7 @@ export * from "./index.js";
 export { NatsListener, type NatsListenerOptions } from "./nats/index.js";
 export { type Mq9Request, Mq9Service } from "./service/mq9-service.js";
 export type { RequestObserver } from "./service/request-observer.js";
+export type { InboxBinding, InboxBindingsStore } from "./store/inbox-bindings.js";
 export { withCheckedOutClient } from "./store/postgres/checked-out-client.js";
 export { ClusterLock } from "./store/postgres/cluster-lock.js";
 export { postgresError } from "./store/postgres/postgres-errors.js";

@@ -151,6 +151,35 @@ function identitySuite(restartable: () => Restartable): void {
       await t.close();
     }
   });
+  it("a reply inbox stays bound to its user across a restart, before its owner reconnects", async () => {
+    const start = restartable();
+    const options = { auth: { users: INBOX_USERS }, registry: false as const };
+    let t = await start(options);
+    const alice = await t.client({ reconnect: false });
+    alice.subscribe("_INBOX.kept.*");
+    await alice.flush();
+    await t.close();
+    t = await start({ ...options, port: t.broker.port });
+    try {
+      const mallory = await rawAs(t.broker.port, { user: "mallory", pass: "mallory-pw" });
+      expect(await subscribeRaw(mallory, "_INBOX.kept.>")).toContain(
+        `-ERR 'Permissions Violation for Subscription to "_INBOX.kept.>"'`,
+      );
+      const back = await t.client();
+      const got: string[] = [];
+      back.subscribe("_INBOX.kept.*", { callback: (_err, msg) => got.push(decode(msg)) });
+      await back.flush();
+      // A reply on its way to alice reaches her, and not the user who tried to claim her inbox.
+      mallory.send("PUB _INBOX.kept.7 5\r\nreply\r\nPING\r\n");
+      await mallory.waitFor(/(PONG[\s\S]*){3}/);
+      await back.flush();
+      expect(got).toEqual(["reply"]);
+      expect(mallory.text).not.toMatch(/^H?MSG /m);
+      mallory.destroy();
+    } finally {
+      await t.close();
+    }
+  });
 }
 
 const INBOX_USERS: UserOptions[] = [
@@ -176,38 +205,6 @@ async function subscribeRaw(raw: RawClient, subject: string): Promise<string> {
   await raw.waitFor(new RegExp(`(PONG[\\s\\S]*){${pongs + 1}}`));
   return raw.text;
 }
-
-describe("reply inboxes across a restart (embedded store)", () => {
-  it("an inbox stays bound to its user across a restart, before its owner reconnects", async () => {
-    const dataDir = tempDir();
-    const options = { auth: { users: INBOX_USERS }, registry: false as const, dataDir };
-    let t = await startTestBroker(options);
-    const alice = await t.client({ reconnect: false });
-    alice.subscribe("_INBOX.kept.*");
-    await alice.flush();
-    await t.close();
-    t = await startTestBroker({ ...options, port: Number(t.url.split(":")[1]) });
-    try {
-      const mallory = await rawAs(t.broker.port, { user: "mallory", pass: "mallory-pw" });
-      expect(await subscribeRaw(mallory, "_INBOX.kept.>")).toContain(
-        `-ERR 'Permissions Violation for Subscription to "_INBOX.kept.>"'`,
-      );
-      const back = await t.client();
-      const got: string[] = [];
-      back.subscribe("_INBOX.kept.*", { callback: (_err, msg) => got.push(decode(msg)) });
-      await back.flush();
-      // A reply on its way to alice reaches her, and not the user who tried to claim her inbox.
-      mallory.send("PUB _INBOX.kept.7 5\r\nreply\r\nPING\r\n");
-      await mallory.waitFor(/(PONG[\s\S]*){3}/);
-      await back.flush();
-      expect(got).toEqual(["reply"]);
-      expect(mallory.text).not.toMatch(/^H?MSG /m);
-      mallory.destroy();
-    } finally {
-      await t.close();
-    }
-  });
-});
 
 describe("user names", () => {
   it("two users whose names differ only in case or Unicode form are refused at start", async () => {

@@ -490,6 +490,30 @@ export function storeConformance(name: string, factory: StoreFactory): void {
         store = await reopen(store);
         expect(await send("c")).toBe(3);
       });
+
+      it("restart — the reply inboxes bound to users survive a reopen; a save replaces the last", async () => {
+        // A store that keeps nothing across a restart keeps no inboxes either (they live in memory).
+        const kept = store.inboxBindings();
+        if (kept === undefined) return;
+        expect(await kept.load()).toEqual([]);
+        await kept.save([
+          { id: "a1", user: "alice" },
+          { id: "b1", user: "bob" },
+        ]);
+        await kept.save([
+          { id: "a1", user: "alice" },
+          { id: "a2", user: "alice" },
+        ]);
+        store = await reopen(store);
+        const after = store.inboxBindings();
+        const byId = (x: { id: string }, y: { id: string }) => x.id.localeCompare(y.id);
+        expect((await after?.load())?.sort(byId)).toEqual([
+          { id: "a1", user: "alice" },
+          { id: "a2", user: "alice" },
+        ]);
+        await after?.save([]);
+        expect(await after?.load()).toEqual([]);
+      });
     }
   });
 }

@@ -1,4 +1,5 @@
 import { BrokerDefaults } from "../broker-defaults.js";
+import type { InboxBinding } from "../store/inbox-bindings.js";
 import type { Subscriber } from "./subscription.js";
 
 const PREFIX = "_INBOX.";
@@ -14,12 +15,6 @@ export function inboxIdOf(subject: string): string | undefined {
   if (!subject.startsWith(PREFIX)) return undefined;
   const end = subject.indexOf(".", PREFIX.length);
   return subject.slice(PREFIX.length, end < 0 ? subject.length : end);
-}
-
-/** An inbox and the user it is bound to, as kept across a restart. */
-export interface InboxBinding {
-  id: string;
-  user: string;
 }
 
 interface Claim {

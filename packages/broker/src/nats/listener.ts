@@ -4,7 +4,7 @@ import { createSecureContext } from "node:tls";
 import { AuthGuard, type Principal, type UserDirectory } from "../auth/index.js";
 import { ClientConnection, type ConnectionHost, type TlsSetup } from "./client-connection.js";
 import { errLine, ProtocolError } from "./errors.js";
-import { InboxBindingsFile } from "./inbox-bindings-file.js";
+import { InboxBindingsKeeper } from "./inbox-bindings-keeper.js";
 import { InboxClaims } from "./inbox-claims.js";
 import { generateNonce, generateServerId, InfoBuilder, type ServerInfo } from "./info.js";
 import {
@@ -60,8 +60,8 @@ export class NatsListener {
   private socketsDrained: (() => void) | undefined;
   private readonly host: ConnectionHost;
   private readonly inboxes: InboxClaims | undefined;
-  /** Keeps the inboxes bound to users across a restart. */
-  private inboxFile: InboxBindingsFile | undefined;
+  /** Keeps the inboxes bound to users across a restart, in the store. */
+  private readonly inboxKeeper: InboxBindingsKeeper | undefined;
 
   constructor(options?: NatsListenerOptions) {
     this.options = resolveOptions(options);
@@ -71,8 +71,8 @@ export class NatsListener {
     const inboxes = this.users?.multiUser ? new InboxClaims(this.options.inboxGraceMs) : undefined;
     this.router.inboxes = inboxes;
     this.inboxes = inboxes;
-    if (inboxes !== undefined && this.options.inboxFile !== undefined) {
-      this.inboxFile = new InboxBindingsFile(this.options.inboxFile, inboxes, this.options.logger);
+    if (inboxes !== undefined && this.options.inboxBindings !== undefined) {
+      this.inboxKeeper = new InboxBindingsKeeper(this.options.inboxBindings, inboxes, this.options.logger);
     }
     // Connections see the listener only through this narrow interface.
     this.host = {
@@ -130,6 +130,8 @@ export class NatsListener {
     if (this.closing !== undefined) throw new Error("NatsListener was closed; create a new one");
     const { host, port, tls } = this.options;
     if (tls !== undefined) this.tls = await loadTls(tls);
+    // Before any client can claim an inbox: the ones bound before a restart are their users' first.
+    await this.inboxKeeper?.restore();
     // allowHalfOpen: a client that ends its side still gets what was queued for it before we close.
     const server = createServer({ allowHalfOpen: true, noDelay: true }, (socket) => this.accept(socket));
     this.server = server;
@@ -160,7 +162,7 @@ export class NatsListener {
       tlsVerify: this.tls?.verifyClients ?? false,
     };
     this.info = new InfoBuilder(this.infoFields);
-    this.inboxFile?.start();
+    this.inboxKeeper?.start();
     this.pingTimer = setInterval(() => this.pingAll(), this.options.pingIntervalMs);
     this.pingTimer.unref();
     this.options.logger.info({ host, port: bound, tls: this.tls !== undefined }, "nats: listening");
@@ -239,7 +241,7 @@ export class NatsListener {
     for (const conn of [...this.clients.values()]) conn.close("listener closing");
     for (const socket of this.refused) socket.destroy();
     // Every connection's inboxes are now in their grace: kept for the clients' return.
-    await this.inboxFile?.close();
+    await this.inboxKeeper?.close();
     if (this.sockets.size > 0) {
       let timer: NodeJS.Timeout | undefined;
       await new Promise<void>((resolve) => {

@@ -2,6 +2,7 @@ import { Defaults } from "@mq9/protocol";
 import type { AuthGuard, AuthOptions, AuthThrottleOptions, Principal } from "../auth/index.js";
 import { BrokerDefaults } from "../broker-defaults.js";
 import { type Logger, silentLogger } from "../logger.js";
+import type { InboxBindingsStore } from "../store/inbox-bindings.js";
 import { DEFAULT_INBOX_GRACE_MS } from "./inbox-claims.js";
 
 export type { Logger };
@@ -50,8 +51,8 @@ export interface NatsListenerOptions {
    * that no other user can claim it before the client reconnects. Default 120 000 ms.
    */
   inboxGraceMs?: number;
-  /** With `auth.users`: the file that keeps the bound inboxes across a restart (none: memory only). */
-  inboxFile?: string;
+  /** With `auth.users`: where the bound inboxes are kept across a restart (none: memory only). */
+  inboxBindings?: InboxBindingsStore;
   /** PEM files; when set every client must upgrade to TLS after INFO. `caFile` turns on client-certificate verification. */
   tls?: { certFile: string; keyFile: string; caFile?: string };
   /** Advertised in INFO as server_name; defaults to the generated server id. */
@@ -92,7 +93,7 @@ export interface ResolvedOptions {
   auth?: AuthOptions;
   authThrottle?: AuthThrottleOptions;
   inboxGraceMs: number;
-  inboxFile?: string;
+  inboxBindings?: InboxBindingsStore;
   tls?: { certFile: string; keyFile: string; caFile?: string };
   serverName?: string;
   logger: Logger;
@@ -141,7 +142,7 @@ export function resolveOptions(options: NatsListenerOptions = {}): ResolvedOptio
     auth: hasAuth ? auth : undefined,
     authThrottle: options.authThrottle,
     inboxGraceMs: positive("inboxGraceMs", options.inboxGraceMs, DEFAULT_INBOX_GRACE_MS, true),
-    inboxFile: options.inboxFile,
+    inboxBindings: options.inboxBindings,
     tls: options.tls,
     serverName: options.serverName,
     logger: options.logger ?? silentLogger,

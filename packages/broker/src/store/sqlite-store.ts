@@ -1,10 +1,13 @@
 import { unlinkSync } from "node:fs";
+import { join } from "node:path";
 import { priorityRank } from "@mq9/protocol";
 import type Database from "better-sqlite3";
 import { type AppendedRow, encodeAppendedRows } from "./appended-rows.js";
 import { CommitPacer } from "./commit-pacer.js";
 import { DiskUpkeep } from "./disk-upkeep.js";
 import { GroupClaims } from "./group-claims.js";
+import type { InboxBindingsStore } from "./inbox-bindings.js";
+import { InboxBindingsFile } from "./inbox-bindings-file.js";
 import { isLive, MailboxRows, mailboxRecordOf } from "./mailbox-rows.js";
 import { MessageIds } from "./message-ids.js";
 import { MessageLog } from "./message-log.js";
@@ -141,6 +144,8 @@ export class SqliteStore implements Store, StoreInspection {
   private corruptRecords = 0;
   /** Where it is, for describe(). */
   private readonly where: string;
+  /** `inboxes.json` in the data directory (absent for an in-memory store). */
+  private readonly inboxes?: InboxBindingsFile;
   /** Owned by this process alone; appends on this thread. */
   readonly capabilities: StoreCapabilities = { shared: false, appendsElsewhere: false };
 
@@ -152,6 +157,7 @@ export class SqliteStore implements Store, StoreInspection {
     this.ownerLock = opened.ownerLock;
     const inMemory = file === ":memory:";
     this.where = inMemory ? "in memory" : `in ${options.dataDir}`;
+    if (!inMemory) this.inboxes = new InboxBindingsFile(join(options.dataDir, "inboxes.json"));
     this.space = new StorageHealth(
       inMemory ? undefined : options.dataDir,
       options.reserveBytes ?? DEFAULT_RESERVE_BYTES,
@@ -250,6 +256,11 @@ export class SqliteStore implements Store, StoreInspection {
   /** One process owns the store: there is nothing to share. */
   sharedDatabase(): undefined {
     return undefined;
+  }
+
+  /** In `inboxes.json` beside `mq9.db`, as before they were the store's (existing directories keep theirs). */
+  inboxBindings(): InboxBindingsStore | undefined {
+    return this.inboxes;
   }
 
   async createMailbox(record: MailboxRecord, nowMs: number): Promise<boolean> {

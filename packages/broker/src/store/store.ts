@@ -1,6 +1,7 @@
 import type { Priority } from "@mq9/protocol";
 import type { Registry as MetricsRegistry } from "prom-client";
 import type { Logger } from "../logger.js";
+import type { InboxBindingsStore } from "./inbox-bindings.js";
 import type { SharedDatabase } from "./shared-database.js";
 
 /** A mailbox as the store keeps it. */
@@ -143,9 +144,10 @@ export interface StoreWatchOptions {
  * Implementations pass test/store-conformance.ts.
  *
  * Besides the messaging methods, a store tells the broker what it is (`capabilities`,
- * `describe`), how it is (`health`, `watch`) and, when it is shared, the database a cluster
- * shares (`sharedDatabase`): the transports, the registry and the CLI ask these, so a new store
- * gets health, metrics and cluster join by implementing them. See CONTRIBUTING.md, "Adding a store".
+ * `describe`), how it is (`health`, `watch`), where the reply inboxes bound to users are kept
+ * (`inboxBindings`) and, when it is shared, the database a cluster shares (`sharedDatabase`):
+ * the transports, the registry and the CLI ask these, so a new store gets health, metrics,
+ * inboxes that survive a restart and cluster join by implementing them. See CONTRIBUTING.md, "Adding a store".
  */
 export interface Store {
   /** What the store is and can do; fixed for its life. */
@@ -164,6 +166,12 @@ export interface Store {
    * locks and for higher layers' tables (the registry); undefined unless `capabilities.shared`.
    */
   sharedDatabase(): SharedDatabase | undefined;
+  /**
+   * Where the embedded listener keeps the reply inboxes bound to users across a restart (see
+   * InboxBindingsStore); undefined when the store keeps nothing across one (SQLite in memory), and
+   * the bindings then live in memory only. A cluster's nodes do not ask: nats-server has the inboxes.
+   */
+  inboxBindings(): InboxBindingsStore | undefined;
   /** Creates a mailbox; false when a live one with that address exists (an expired one is replaced). */
   createMailbox(record: MailboxRecord, nowMs: number): Promise<boolean>;
   /** The live mailbox, or undefined when it never existed or has expired. */

@@ -10,7 +10,8 @@ import type { BrokerAddress, BrokerTransport, TransportHealth } from "./broker-t
 import { ListenerBinding } from "./listener-binding.js";
 
 /** The embedded listener's settings, as BrokerOptions give them. */
-export type EmbeddedTransportOptions = Omit<NatsListenerOptions, "serverName" | "logger">;
+/** The bound reply inboxes are kept where the store keeps them (Store.inboxBindings). */
+export type EmbeddedTransportOptions = Omit<NatsListenerOptions, "serverName" | "logger" | "inboxBindings">;
 
 /** A broker of its own: the embedded NATS-protocol listener, clients connect to it. */
 export class EmbeddedTransport implements BrokerTransport {
@@ -37,6 +38,7 @@ export class EmbeddedTransport implements BrokerTransport {
       port: options.port ?? Defaults.port,
       maxPayload: this.maxPayload,
       serverName: "mq9",
+      inboxBindings: store.inboxBindings(),
       logger,
     });
     this.logger = logger;

@@ -561,6 +561,15 @@ CREATE TABLE send_keys (
 );
 CREATE INDEX send_keys_by_expiry ON send_keys (until_ms);
 `,
+  // The reply inboxes bound to users (with users configured, on a broker of its own: a cluster's
+  // inboxes are nats-server's), so that after a restart no other user claims one before its owner
+  // reconnects. The broker replaces the whole set when it changes; inboxes whose grace ended leave it.
+  `
+CREATE TABLE inbox_bindings (
+  id text PRIMARY KEY,
+  username text NOT NULL
+);
+`,
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

@@ -1,6 +1,7 @@
 import { priorityRank } from "@mq9/protocol";
 import pg from "pg";
 import { type Logger, silentLogger } from "../../logger.js";
+import type { InboxBinding, InboxBindingsStore } from "../inbox-bindings.js";
 import type { LeaseRelease } from "../lease-release.js";
 import type { OneTripRequests } from "../one-trip-requests.js";
 import type { SharedDatabase } from "../shared-database.js";
@@ -139,6 +140,25 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
     () => this.refusal(),
   );
   private closed = false;
+  /** The bound reply inboxes, in the table inbox_bindings. */
+  private readonly inboxes: InboxBindingsStore = {
+    load: async () => {
+      const { rows } = await this.run<{ id: string; username: string }>(
+        "cannot read the bound reply inboxes",
+        { text: "SELECT id, username FROM inbox_bindings" },
+      );
+      return rows.map((row): InboxBinding => ({ id: row.id, user: row.username }));
+    },
+    save: (bindings) =>
+      this.transaction("cannot save the bound reply inboxes", async (c) => {
+        await c.query("DELETE FROM inbox_bindings");
+        if (bindings.length === 0) return;
+        await c.query(
+          "INSERT INTO inbox_bindings (id, username) SELECT * FROM unnest($1::text[], $2::text[])",
+          [bindings.map((b) => b.id), bindings.map((b) => b.user)],
+        );
+      }),
+  };
   /** Shared by a cluster; appends are statements on the database server, overlapped with replies. */
   readonly capabilities: StoreCapabilities = { shared: true, appendsElsewhere: true };
 
@@ -598,6 +618,11 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
    * tables in the same schema (the agent registry, see @mq9/registry) over this store's pool.
    * Close those users before the store.
    */
+  /** In the table inbox_bindings of the schema. */
+  inboxBindings(): InboxBindingsStore {
+    return this.inboxes;
+  }
+
   sharedDatabase(): SharedDatabase {
     return {
       kind: "postgres",
