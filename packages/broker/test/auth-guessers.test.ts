@@ -44,6 +44,15 @@ function hammer(
   return { tally, done: Promise.all(loops) };
 }
 
+/** Eight loops of wrong admin passwords and wrong tokens against `server`, from 127.0.0.1. */
+function guessAdminAndTokens(server: string, deadline: number, stop: () => boolean) {
+  return hammer(8, deadline, stop, async (i) => {
+    const creds = i % 2 === 0 ? { user: "admin", pass: `guess-${i}` } : { token: `guess-${i}` };
+    const nc = await connect({ servers: server, reconnect: false, ...creds });
+    await nc.close();
+  });
+}
+
 async function until(check: () => boolean, deadline: number): Promise<void> {
   while (!check() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
 }
@@ -61,16 +70,7 @@ describe("auth — a guesser is slowed, honest clients from the same address are
     const deadline = Date.now() + 20_000;
     let honestDone = false;
     // Wrong passwords for the admin and wrong tokens, eight at a time, from the same address.
-    const guesser = hammer(
-      8,
-      deadline,
-      () => honestDone,
-      async (i) => {
-        const creds = i % 2 === 0 ? { user: "admin", pass: `guess-${i}` } : { token: `guess-${i}` };
-        const nc = await connect({ servers: server, reconnect: false, ...creds });
-        await nc.close();
-      },
-    );
+    const guesser = guessAdminAndTokens(server, deadline, () => honestDone);
     await until(() => guesser.tally.refused >= 20, deadline);
     expect(guesser.tally.refused).toBeGreaterThanOrEqual(20);
 
@@ -118,16 +118,7 @@ describe("auth — a guesser is slowed, honest clients from the same address are
       await (await connect({ servers: server, reconnect: false, ...creds })).close();
     let honestDone = false;
     // Wrong passwords for admin and wrong tokens: the very names the honest clients use.
-    const guesser = hammer(
-      8,
-      deadline,
-      () => honestDone,
-      async (i) => {
-        const creds = i % 2 === 0 ? { user: "admin", pass: `guess-${i}` } : { token: `guess-${i}` };
-        const nc = await connect({ servers: server, reconnect: false, ...creds });
-        await nc.close();
-      },
-    );
+    const guesser = guessAdminAndTokens(server, deadline, () => honestDone);
     await until(() => guesser.tally.refused >= 20, deadline);
     const refused: string[] = [];
     let admitted = 0;
