@@ -27,7 +27,7 @@ export type { RestApi, RestApiOptions } from "./http/rest/rest-api.js";
 export type { HttpMethod, RestRouter, RouteInput, RouteOutput, RouteSpec } from "./http/rest/rest-router.js";
 export * from "./index.js";
 export { NatsListener, type NatsListenerOptions } from "./nats/index.js";
-export { type Mq9Request, Mq9Service } from "./service/mq9-service.js";
+export { Mq9Service } from "./service/mq9-service.js";
 export type { RequestObserver } from "./service/request-observer.js";
 export type { InboxBinding, InboxBindingsStore } from "./store/inbox-bindings.js";
 export { withCheckedOutClient } from "./store/postgres/checked-out-client.js";
@@ -57,3 +57,4 @@ export type {
   StoreInspection,
   StoreTotals,
 } from "./store/store-inspection.js";
+export type { Mq9Request, Mq9RequestHandler, Mq9Respond } from "./transport/mq9-request.js";

@@ -115,13 +115,8 @@ test("fuzz — random and mutated protocol from many sockets never breaks the se
   const started = await startListener({ maxPayload: 4096, maxControlLine: 512, authTimeoutMs: 500 });
   s = started;
   const { int, script, rand } = generator(prng(seed));
-  // The service path too: its replies go back through listener.reply to fuzzed reply subjects.
-  started.listener.setService(
-    (subject) => subject.startsWith("$mq9.AI"),
-    (req) => {
-      if (req.reply !== undefined) started.listener.reply(req.reply, req.payload, true);
-    },
-  );
+  // The service path too: its replies go back to fuzzed reply subjects.
+  started.listener.setService({ answer: (req, respond) => respond([req.payload], true) });
   try {
     const healthy = await started.nats();
     healthy.subscribe("fuzz.echo", { callback: (_e, m) => m.respond(m.data) });
@@ -203,13 +198,9 @@ test("fuzz — an authenticated multi-user listener: no fuzzer sees another clie
   });
   s = started;
   const { int, script } = generator(rand, () => choices[Math.floor(rand() * choices.length)]);
-  started.listener.setService(
-    (subject) => subject.startsWith("$mq9.AI"),
-    (req) => {
-      if (req.reply === undefined) return;
-      started.listener.reply(req.reply, `ANSWER-${sc.decode(req.payload)}`, true, req.clientId);
-    },
-  );
+  started.listener.setService({
+    answer: (req, respond) => respond(`ANSWER-${sc.decode(req.payload)}`, true),
+  });
   try {
     const healthy = await started.nats({ token: "healthy-token" });
     const responder = await started.nats({ token: "healthy-token" });

@@ -1,6 +1,6 @@
 import { type Msg, type NatsConnection, headers as natsHeaders, StringCodec } from "nats";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import type { ServiceRequest } from "../src/nats/index.js";
+import type { Mq9Request } from "../src/transport/mq9-request.js";
 import { type Started, sleep, startListener, waitUntil } from "./nats-harness.js";
 
 const sc = StringCodec();
@@ -155,22 +155,19 @@ describe("nats pub/sub with the nats client", () => {
 });
 
 describe("nats listener — service interception", () => {
-  test("setService takes matching publishes away from subscribers and its reply reaches nc.request()", async () => {
-    const seen: ServiceRequest[] = [];
-    s.listener.setService(
-      (subject) => subject.startsWith("$mq9.AI"),
-      (req) => {
+  test("setService takes $mq9.AI publishes away from subscribers and its reply reaches nc.request()", async () => {
+    const seen: Mq9Request[] = [];
+    s.listener.setService({
+      answer(req, respond) {
         // Keep copies: the handler contract only promises the bytes are not changed later.
         seen.push({
           ...req,
           payload: Uint8Array.from(req.payload),
           header: req.header && Uint8Array.from(req.header),
         });
-        if (req.reply !== undefined) {
-          s.listener.publish(req.reply, sc.encode(`echo:${sc.decode(req.payload)}`));
-        }
+        respond(`echo:${sc.decode(req.payload)}`, false);
       },
-    );
+    });
     const [client, snoop] = [await s.nats(), await s.nats()];
     const snooped = collect(snoop, ">");
     await snoop.flush();
@@ -186,25 +183,28 @@ describe("nats listener — service interception", () => {
     // The snoop sees the replies on _INBOX (routed) but never the $mq9.AI requests themselves.
     expect(snooped.filter((m) => m.startsWith("$mq9"))).toEqual([]);
     expect(seen.map((r) => r.subject)).toEqual(["$mq9.AI.MAILBOX.CREATE", "$mq9.AI.MSG.SEND.box"]);
-    expect(seen[0].reply).toMatch(/^_INBOX\./);
     expect(seen[0].header).toBeUndefined();
+    expect(seen[0].principal).toBeUndefined();
     const rawHeader = Buffer.from(seen[1].header ?? []).toString();
     expect(rawHeader.startsWith("NATS/1.0\r\n")).toBe(true);
     expect(rawHeader).toContain("mq9-priority: critical\r\n");
     expect(rawHeader.endsWith("\r\n\r\n")).toBe(true);
     expect(sc.decode(seen[1].payload)).toBe("hi");
-    expect(seen[0].clientId).toBe(seen[1].clientId);
+    // One signal per connection, aborted when it closes (a long-poll on its behalf then stops).
+    expect(seen[0].signal).toBe(seen[1].signal);
+    expect(seen[0].signal?.aborted).toBe(false);
+    await client.close();
+    await waitUntil(() => seen[0].signal?.aborted === true);
   });
 
   test("a throwing service handler does not break the publishing connection", async () => {
-    s.listener.setService(
-      (subject) => subject === "svc.boom",
-      () => {
+    s.listener.setService({
+      answer() {
         throw new Error("handler bug");
       },
-    );
+    });
     const nc = await s.nats();
-    nc.publish("svc.boom", sc.encode("x"));
+    nc.publish("$mq9.AI.BOOM", sc.encode("x"));
     await nc.flush();
     const got = collect(nc, "still.works");
     await nc.flush();

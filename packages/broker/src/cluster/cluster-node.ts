@@ -5,9 +5,9 @@ import type { NatsConnection } from "nats";
 import { Gauge } from "prom-client";
 import type { BrokerMetrics } from "../http/broker-metrics.js";
 import type { Logger } from "../logger.js";
-import type { Mq9Service } from "../service/mq9-service.js";
 import type { HeldDuties } from "../store/postgres/cluster-lock.js";
 import type { Store, StoreHealth } from "../store/store.js";
+import type { Mq9RequestHandler } from "../transport/mq9-request.js";
 import { type ClusterMember, ClusterMembers, type ForgetOutcome, tally } from "./cluster-members.js";
 import type { ClusterOptions } from "./cluster-options.js";
 import { connectToCluster, NatsAttachment } from "./nats-attachment.js";
@@ -105,9 +105,9 @@ export class ClusterNode {
   }
 
   /** Hands every request of the queue group to the service, its reply back through NATS. */
-  serve(service: Mq9Service): void {
+  serve(handler: Mq9RequestHandler): void {
     this.attachment.serve((request) => {
-      service.answer(
+      handler.answer(
         {
           subject: request.subject,
           header: request.header,

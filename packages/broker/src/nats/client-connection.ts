@@ -107,6 +107,8 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
   private authenticated: AuthenticatedUser | undefined;
   /** Undefined when the user may publish and subscribe to anything. */
   private perms: ClientPermissions | undefined;
+  /** Made at the first service request: most connections never need one. */
+  private gone: AbortController | undefined;
 
   constructor(
     readonly id: number,
@@ -127,6 +129,15 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
   /** Who the client authenticated as (undefined when the listener needs no credentials). */
   get principal(): Principal | undefined {
     return this.authenticated?.principal;
+  }
+
+  /** Aborted when the connection closes: what waits on the client's behalf (a long-poll FETCH) stops. */
+  get signal(): AbortSignal {
+    if (this.gone === undefined) {
+      this.gone = new AbortController();
+      if (this.closed) this.gone.abort();
+    }
+    return this.gone.signal;
   }
 
   private get log() {
@@ -492,6 +503,7 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
     }
     this.subs.clear();
     this.host.connectionClosed(this);
+    this.gone?.abort();
     this.log.debug(
       { clientId: this.id, ip: this.remoteIp, name: this.name, reason },
       "nats: connection closed",

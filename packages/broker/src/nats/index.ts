@@ -1,2 +1,2 @@
 export { NatsListener } from "./listener.js";
-export type { Logger, NatsListenerOptions, ServiceHandler, ServiceRequest } from "./options.js";
+export type { Logger, NatsListenerOptions } from "./options.js";

@@ -1,18 +1,15 @@
 import { readFile } from "node:fs/promises";
 import { createServer, type Server, type Socket } from "node:net";
 import { createSecureContext } from "node:tls";
+import { isMq9Subject } from "@mq9/protocol";
 import { AuthGuard, type Principal, type UserDirectory } from "../auth/index.js";
+import type { Mq9Request, Mq9RequestHandler } from "../transport/mq9-request.js";
 import { ClientConnection, type ConnectionHost, type TlsSetup } from "./client-connection.js";
 import { errLine, ProtocolError } from "./errors.js";
 import { InboxBindingsKeeper } from "./inbox-bindings-keeper.js";
 import { InboxClaims } from "./inbox-claims.js";
 import { generateNonce, generateServerId, InfoBuilder, type ServerInfo } from "./info.js";
-import {
-  type NatsListenerOptions,
-  type ResolvedOptions,
-  resolveOptions,
-  type ServiceHandler,
-} from "./options.js";
+import { type NatsListenerOptions, type ResolvedOptions, resolveOptions } from "./options.js";
 import { type OutboundBody, OutboundMessage } from "./outbound-message.js";
 import { isWellFormedSubject } from "./subject.js";
 import { SubscriptionRouter } from "./subscription-router.js";
@@ -26,9 +23,9 @@ export type { Principal };
 export type OutboundPayload = Uint8Array | string | readonly (string | Uint8Array)[];
 
 /**
- * The embedded NATS-protocol server. Any NATS client can connect, subscribe and publish; publishes
- * whose subject the service claims (see setService) go to the service handler instead of to
- * subscribers, and the service answers through `reply`.
+ * The embedded NATS-protocol server. Any NATS client can connect, subscribe and publish; once a
+ * service is set (setService), publishes on `$mq9.AI.*` go to it instead of to subscribers, and
+ * its replies to the requests' reply subjects.
  */
 export class NatsListener {
   private readonly options: ResolvedOptions;
@@ -38,13 +35,7 @@ export class NatsListener {
   private info: InfoBuilder | undefined;
   private infoFields: ServerInfo | undefined;
   private tls: TlsSetup | undefined;
-  private service:
-    | {
-        matches: (subject: string) => boolean;
-        handler: ServiceHandler;
-        clientGone?: (clientId: number) => void;
-      }
-    | undefined;
+  private service: Mq9RequestHandler | undefined;
   /** Connections taking part in routing, by client id. */
   private readonly clients = new Map<number, ClientConnection>();
   private readonly users: UserDirectory | undefined;
@@ -85,7 +76,6 @@ export class NatsListener {
       scheduleFlush: (conn, prompt) => this.scheduleFlush(conn, prompt),
       connectionClosed: (conn) => {
         this.clients.delete(conn.id);
-        this.service?.clientGone?.(conn.id);
       },
       socketClosed: (conn) => {
         this.sockets.delete(conn);
@@ -95,15 +85,12 @@ export class NatsListener {
   }
 
   /**
-   * Publishes whose subject satisfies `matches` go to `handler` instead of to subscribers;
-   * `clientGone` hears of each connection that closed, so work on its behalf can stop.
+   * Hands publishes on `$mq9.AI.*` to `service` from now on: each request carries its client's
+   * principal and a signal aborted when the client's connection closes, and its reply goes to the
+   * request's reply subject (only to the requester's own subscriptions when clients are isolated).
    */
-  setService(
-    matches: (subject: string) => boolean,
-    handler: ServiceHandler,
-    clientGone?: (clientId: number) => void,
-  ): void {
-    this.service = { matches, handler, clientGone };
+  setService(service: Mq9RequestHandler): void {
+    this.service = service;
   }
 
   /**
@@ -204,9 +191,9 @@ export class NatsListener {
    * reply is made while its request's socket read is handled (see scheduleFlush). With clients
    * isolated, only the requester's own subscriptions (`requesterId`) get the reply.
    */
-  reply(to: string, payload: OutboundPayload, prompt: boolean, requesterId?: number): void {
+  private reply(to: string, payload: OutboundPayload, prompt: boolean, requesterId: number): void {
     let only: ClientConnection | undefined;
-    if (this.users?.multiUser && requesterId !== undefined) {
+    if (this.users?.multiUser) {
       only = this.clients.get(requesterId);
       if (only === undefined) return;
     }
@@ -296,15 +283,17 @@ export class NatsListener {
     body: Buffer,
   ): void {
     const service = this.service;
-    if (service?.matches(subject)) {
+    if (service !== undefined && isMq9Subject(subject)) {
+      const request: Mq9Request = {
+        subject,
+        header,
+        payload: body,
+        signal: from.signal,
+        principal: from.principal,
+      };
       try {
-        service.handler({
-          subject,
-          reply,
-          header,
-          payload: body,
-          clientId: from.id,
-          principal: from.principal,
+        service.answer(request, (answer, prompt) => {
+          if (reply) this.reply(reply, answer, prompt, from.id);
         });
       } catch (err) {
         this.options.logger.error({ err, subject, clientId: from.id }, "nats: service handler threw");

@@ -1,5 +1,5 @@
 import { Defaults } from "@mq9/protocol";
-import type { AuthGuard, AuthOptions, AuthThrottleOptions, Principal } from "../auth/index.js";
+import type { AuthGuard, AuthOptions, AuthThrottleOptions } from "../auth/index.js";
 import { BrokerDefaults } from "../broker-defaults.js";
 import { type Logger, silentLogger } from "../logger.js";
 import type { InboxBindingsStore } from "../store/inbox-bindings.js";
@@ -59,25 +59,6 @@ export interface NatsListenerOptions {
   serverName?: string;
   logger?: Logger;
 }
-
-/** One publish addressed to the service (see NatsListener.setService). */
-export interface ServiceRequest {
-  subject: string;
-  /** Undefined when published without a reply subject. */
-  reply?: string;
-  /**
-   * The raw header block exactly as sent with HPUB ("NATS/1.0\r\n...\r\n\r\n"); undefined for PUB.
-   * Like `payload`, a view into a socket read buffer that the listener never writes to again; copy
-   * it if you keep it beyond the call, since a view pins the whole read buffer (up to 64 KiB).
-   */
-  header?: Uint8Array;
-  payload: Uint8Array;
-  clientId: number;
-  /** Who the client authenticated as; undefined when the listener needs no credentials. */
-  principal?: Principal;
-}
-
-export type ServiceHandler = (request: ServiceRequest) => void;
 
 /** Options after defaults were applied; internal to the listener. */
 export interface ResolvedOptions {

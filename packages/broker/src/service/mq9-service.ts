@@ -13,28 +13,14 @@ import {
   parseMq9Subject,
   parseQueryRequest,
   type ReplyBody,
-  type ReplyPayload,
 } from "@mq9/protocol";
 import type { Principal } from "../auth/principal.js";
 import type { MessagingEngine } from "../engine/messaging-engine.js";
 import type { Logger } from "../logger.js";
 import type { Registry } from "../registry.js";
+import type { Mq9Request, Mq9RequestHandler, Mq9Respond } from "../transport/mq9-request.js";
 import { MailboxOwnership } from "./ownership.js";
 import type { RequestObserver } from "./request-observer.js";
-
-/** One mq9 request as any transport hands it over. */
-export interface Mq9Request {
-  subject: string;
-  /** Raw NATS header block, when the request had headers. */
-  header?: Uint8Array;
-  payload: Uint8Array;
-  /** Aborted when the requester is gone: a FETCH then stops waiting and claims nothing. */
-  signal?: AbortSignal;
-  /** Aborted after the reply when it found no one to take it: a FETCH then gives its leases back. */
-  undelivered?: AbortSignal;
-  /** Who asked, when users are configured (see Mq9ServiceOptions.isolated). */
-  principal?: Principal;
-}
 
 /**
  * Waits for the next turn of the event loop. A DISCOVER takes a few hundred microseconds and
@@ -52,10 +38,10 @@ function unwrap<T>(parsed: Parsed<T>): T {
 }
 
 /**
- * Decodes an mq9 request, calls one engine method and builds the JSON reply.
- * Transport-neutral: the embedded listener and the cluster attachment both use it.
+ * Decodes an mq9 request, calls one engine method and builds the JSON reply. Transport-neutral:
+ * every transport calls it as its Mq9RequestHandler, the REST API through handle().
  */
-export class Mq9Service {
+export class Mq9Service implements Mq9RequestHandler {
   /** Set when users are configured: reads of a mailbox and changes of a registration need their owner. */
   private readonly ownership: MailboxOwnership | undefined;
 
@@ -75,7 +61,7 @@ export class Mq9Service {
    * answered in the run of microtasks that follows the socket read it came in (`prompt` true);
    * every other request through handle(), answered when its work is done.
    */
-  answer(request: Mq9Request, respond: (reply: ReplyPayload, prompt: boolean) => void): void {
+  answer(request: Mq9Request, respond: Mq9Respond): void {
     const command = parseMq9Subject(request.subject);
     if (command?.op !== "msg.send") {
       void this.handle(request, command).then((reply) => respond(encodeReply(reply), false));

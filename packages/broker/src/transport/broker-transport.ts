@@ -2,8 +2,8 @@ import type { ForgetOutcome } from "../cluster/cluster-members.js";
 import type { ClusterView } from "../cluster/cluster-node.js";
 import type { Notifier } from "../engine/notifier.js";
 import type { BrokerMetrics } from "../http/broker-metrics.js";
-import type { Mq9Service } from "../service/mq9-service.js";
 import type { Store } from "../store/store.js";
+import type { Mq9RequestHandler } from "./mq9-request.js";
 
 /** Where a broker's clients connect. */
 export interface BrokerAddress {
@@ -20,7 +20,8 @@ export interface TransportHealth {
 /**
  * How requests reach a broker's service: the embedded NATS-protocol listener, or a queue group
  * of an existing NATS cluster. Broker.start builds the same engine, registry, service and HTTP
- * server over either.
+ * server over either. A transport turns what it receives into Mq9Requests (mq9-request.ts) for
+ * the handler that serve() is given, and sends the handler's replies back.
  */
 export interface BrokerTransport {
   /** Wakes long-polls (across nodes, in a cluster); undefined: the engine's own, in-process. */
@@ -35,8 +36,8 @@ export interface BrokerTransport {
   /** Adds the transport's gauges, and starts the store's watch of itself (Store.watch). */
   watch(metrics: BrokerMetrics, store: Store): void;
   health(): TransportHealth;
-  /** Starts handing requests to `service`; resolves with where clients connect. */
-  serve(service: Mq9Service): Promise<BrokerAddress>;
+  /** Starts handing requests to `handler`; resolves with where clients connect. */
+  serve(handler: Mq9RequestHandler): Promise<BrokerAddress>;
   /** Tells clients (or a cluster's other nodes) where the HTTP server listens, where the transport can. */
   advertiseHttp(port: number, host: string): void;
   /** The cluster's nodes as this one hears them; undefined for a broker of its own. */

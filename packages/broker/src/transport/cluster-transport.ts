@@ -3,9 +3,9 @@ import { type ClusterNode, type ClusterView, startClusterNode } from "../cluster
 import type { ClusterOptions } from "../cluster/cluster-options.js";
 import type { BrokerMetrics } from "../http/broker-metrics.js";
 import type { Logger } from "../logger.js";
-import type { Mq9Service } from "../service/mq9-service.js";
 import type { Store } from "../store/store.js";
 import type { BrokerAddress, BrokerTransport, TransportHealth } from "./broker-transport.js";
+import type { Mq9RequestHandler } from "./mq9-request.js";
 
 /**
  * One node of a cluster: requests come from a queue group of an existing NATS cluster (see
@@ -64,8 +64,8 @@ export class ClusterTransport implements BrokerTransport {
     return this.node.health();
   }
 
-  async serve(service: Mq9Service): Promise<BrokerAddress> {
-    this.node.serve(service);
+  async serve(handler: Mq9RequestHandler): Promise<BrokerAddress> {
+    this.node.serve(handler);
     const { nodeId, queueGroup, servers } = this.options;
     this.logger.info(
       { node: nodeId, servers },

@@ -4,10 +4,9 @@ import { BrokerDefaults } from "../broker-defaults.js";
 import type { BrokerMetrics } from "../http/broker-metrics.js";
 import type { Logger } from "../logger.js";
 import { NatsListener, type NatsListenerOptions } from "../nats/index.js";
-import type { Mq9Service } from "../service/mq9-service.js";
 import type { Store } from "../store/store.js";
 import type { BrokerAddress, BrokerTransport, TransportHealth } from "./broker-transport.js";
-import { ListenerBinding } from "./listener-binding.js";
+import type { Mq9RequestHandler } from "./mq9-request.js";
 
 /** The embedded listener's settings, as BrokerOptions give them. */
 /** The bound reply inboxes are kept where the store keeps them (Store.inboxBindings). */
@@ -71,8 +70,9 @@ export class EmbeddedTransport implements BrokerTransport {
     return { ok, connections: this.listener.connectionCount, ...store };
   }
 
-  async serve(service: Mq9Service): Promise<BrokerAddress> {
-    ListenerBinding.attach(this.listener, service);
+  /** The listener builds each request from a client's publish (see NatsListener.setService). */
+  async serve(handler: Mq9RequestHandler): Promise<BrokerAddress> {
+    this.listener.setService(handler);
     this.address = await this.listener.listen();
     return this.address;
   }
