@@ -267,7 +267,7 @@ export class Broker {
     return this.transport.connectionCount();
   }
 
-  /** Set in cluster mode: the node's NATS attachment. */
+  /** Set in cluster mode: this process as a node of the cluster. */
   get cluster(): ClusterNode | undefined {
     return this.transport instanceof ClusterTransport ? this.transport.node : undefined;
   }

@@ -1,16 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import type { ReplyPayload } from "@mq9/protocol";
 import type { NatsConnection } from "nats";
 import { Gauge } from "prom-client";
 import type { BrokerMetrics } from "../http/broker-metrics.js";
 import type { Logger } from "../logger.js";
 import type { HeldDuties } from "../store/postgres/cluster-lock.js";
 import type { Store, StoreHealth } from "../store/store.js";
-import type { Mq9RequestHandler } from "../transport/mq9-request.js";
+import { connectToCluster } from "./cluster-connection.js";
 import { type ClusterMember, ClusterMembers, type ForgetOutcome, tally } from "./cluster-members.js";
 import type { ClusterOptions } from "./cluster-options.js";
-import { connectToCluster, NatsAttachment } from "./nats-attachment.js";
 import { NatsNotifier } from "./nats-notifier.js";
 import { RollCall, sharedIdWarning } from "./roll-call.js";
 
@@ -34,20 +32,15 @@ const NOT_WATCHED: StoreHealth = { ok: true, storage: "ok" };
 /** GET /api/v1/cluster's answer: a node's view, or no cluster on a broker of its own. */
 export type ClusterRoster = ({ clustered: true } & ClusterView) | { clustered: false; nodes: [] };
 
-function replyBytes(reply: ReplyPayload): Uint8Array | string {
-  if (typeof reply === "string") return reply;
-  return Buffer.concat(reply.map((piece) => (typeof piece === "string" ? Buffer.from(piece) : piece)));
-}
-
 /**
- * What makes a broker a cluster node: its NATS connection, the queue-group attachment that
- * feeds it requests, the notifier that wakes long-polls across nodes, and its health.
+ * What makes a broker a cluster node: its NATS connection, its place in the cluster (roll call,
+ * presence, once-per-cluster duties), the notifier that wakes long-polls across nodes, and its
+ * health. Requests reach it through the transport (transport/queue-group-requests.ts).
  */
 export class ClusterNode {
   readonly notifier: NatsNotifier;
   /** This process's name in the cluster: the node id and a random suffix. */
   readonly instance: string;
-  private readonly attachment: NatsAttachment;
   /** The shared store, once watched: its health is part of the node's. */
   private store?: Store;
   private rollCall?: RollCall;
@@ -66,7 +59,16 @@ export class ClusterNode {
     // Unique per process, so a node restarted under the same id never mistakes old news for its own.
     this.instance = `${options.nodeId}/${randomBytes(4).toString("hex")}`;
     this.notifier = new NatsNotifier(connection, this.instance, logger);
-    this.attachment = new NatsAttachment(connection, options.queueGroup ?? "mq9", logger);
+  }
+
+  /** Whether the connection to a nats-server is up right now. */
+  get connected(): boolean {
+    return !this.connection.isClosed() && !this.connection.isDraining() && this.connection.info !== undefined;
+  }
+
+  /** The server this node is connected to now. */
+  get server(): string | undefined {
+    return this.connection.getServer() || undefined;
   }
 
   /**
@@ -83,7 +85,7 @@ export class ClusterNode {
       this.connection,
       self,
       () => ({
-        natsServer: this.attachment.server,
+        natsServer: this.server,
         httpPort: this.httpPort,
         httpUrl: this.httpUrl,
         duties: this.duties?.list() ?? [],
@@ -104,19 +106,8 @@ export class ClusterNode {
     );
   }
 
-  /** Hands every request of the queue group to the service, its reply back through NATS. */
-  serve(handler: Mq9RequestHandler): void {
-    this.attachment.serve((request) => {
-      handler.answer(
-        {
-          subject: request.subject,
-          header: request.header,
-          payload: request.payload,
-          undelivered: request.undelivered,
-        },
-        (reply) => request.reply(replyBytes(reply)),
-      );
-    });
+  /** Starts telling the other nodes of this one, once it takes requests. */
+  start(): void {
     this.members?.start();
   }
 
@@ -137,7 +128,7 @@ export class ClusterNode {
     return this.members?.forget(node) ?? "unknown";
   }
 
-  /** Gauges of the node's links, and the shared store's watch of its database for /healthz. */
+  /** Gauges of the node's links; the shared store's health becomes part of the node's. */
   watch(metrics: BrokerMetrics, store: Store): void {
     this.store = store;
     const node = this;
@@ -146,7 +137,7 @@ export class ClusterNode {
       help: "1 while this node is connected to a nats-server of the cluster",
       registers: [metrics.registry],
       collect() {
-        this.set(node.attachment.connected ? 1 : 0);
+        this.set(node.connected ? 1 : 0);
       },
     });
     new Gauge({
@@ -171,21 +162,11 @@ export class ClusterNode {
         for (const duty of node.duties?.all() ?? []) this.set({ duty }, held.has(duty) ? 1 : 0);
       },
     });
-    store.watch({
-      metrics: metrics.registry,
-      logger: this.logger,
-      cluster: true,
-      // A node whose schema a newer mq9 migrated leaves the queue group: the new nodes take its requests.
-      onRefused: (why) => {
-        this.logger.error(`cluster node ${this.options.nodeId} stops taking requests: ${why}`);
-        void this.attachment.stopReceiving();
-      },
-    });
   }
 
-  health(): { ok: boolean; [detail: string]: unknown } {
-    const natsUp = this.attachment.connected;
-    const refused = this.attachment.refused;
+  /** The node's health; `refused`: why the nats-servers refuse it requests, when they do. */
+  health(refused: string | undefined): { ok: boolean; [detail: string]: unknown } {
+    const natsUp = this.connected;
     const nodes = this.members ? tally(this.members.list()) : undefined;
     const strangers = this.members?.strangers() ?? [];
     // The store's own details (PostgreSQL's `postgres`); whether it serves is part of `ok`.
@@ -193,26 +174,27 @@ export class ClusterNode {
     return {
       ok: natsUp && refused === undefined && storeOk && strangers.length === 0,
       node: this.options.nodeId,
-      nats: { connected: natsUp, server: this.attachment.server, ...(refused ? { refused } : {}) },
+      nats: { connected: natsUp, server: this.server, ...(refused ? { refused } : {}) },
       ...store,
       ...(nodes ? { nodes } : {}),
       ...(strangers.length > 0 ? { other_clusters: strangers } : {}),
     };
   }
 
-  async stopReceiving(): Promise<void> {
+  /** Tells the other nodes this one is going (it takes no more requests). */
+  leave(): void {
     this.members?.leave();
-    await this.attachment.stopReceiving();
   }
 
-  async close(timeoutMs = 5_000): Promise<void> {
+  /** Leaves the cluster and closes the connection, flushing what is queued on it. */
+  async close(): Promise<void> {
     this.members?.leave();
     this.rollCall?.close();
-    await this.attachment.close(timeoutMs);
+    if (!this.connection.isClosed()) await this.connection.drain().catch(() => this.connection.close());
   }
 }
 
-/** Connects to the NATS cluster and returns the node (not serving until serve()). */
+/** Connects to the NATS cluster and returns the node (taking no requests: see ClusterTransport). */
 export async function startClusterNode(options: ClusterOptions, logger: Logger): Promise<ClusterNode> {
   if (options.servers.length === 0)
     throw new Error("cluster mode needs at least one NATS server URL (--nats)");

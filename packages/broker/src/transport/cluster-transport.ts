@@ -6,21 +6,26 @@ import type { Logger } from "../logger.js";
 import type { Store } from "../store/store.js";
 import type { BrokerAddress, BrokerTransport, TransportHealth } from "./broker-transport.js";
 import type { Mq9RequestHandler } from "./mq9-request.js";
+import { QueueGroupRequests } from "./queue-group-requests.js";
 
 /**
- * One node of a cluster: requests come from a queue group of an existing NATS cluster (see
- * cluster/cluster-node.ts); clients connect to the cluster's nats-servers.
+ * One node of a cluster: requests come from a queue group of an existing NATS cluster
+ * (QueueGroupRequests), over the connection of the node (cluster/cluster-node.ts: roll call,
+ * presence, notifier); clients connect to the cluster's nats-servers.
  */
 export class ClusterTransport implements BrokerTransport {
   /** A node's service is not told who asked (the cluster's nats-servers check permissions). */
   readonly isolatesClients = false;
+  private readonly requests: QueueGroupRequests;
 
   private constructor(
     readonly node: ClusterNode,
     private readonly options: ClusterOptions,
     private readonly logger: Logger,
     readonly defaultHttpHost: string,
-  ) {}
+  ) {
+    this.requests = new QueueGroupRequests(node.connection, options.queueGroup ?? "mq9", logger);
+  }
 
   /**
    * Connects to the NATS cluster and joins the roll call under the name of the cluster whose
@@ -58,14 +63,25 @@ export class ClusterTransport implements BrokerTransport {
 
   watch(metrics: BrokerMetrics, store: Store): void {
     this.node.watch(metrics, store);
+    store.watch({
+      metrics: metrics.registry,
+      logger: this.logger,
+      cluster: true,
+      // A node whose schema a newer mq9 migrated leaves the queue group: the new nodes take its requests.
+      onRefused: (why) => {
+        this.logger.error(`cluster node ${this.options.nodeId} stops taking requests: ${why}`);
+        void this.requests.stopReceiving();
+      },
+    });
   }
 
   health(): TransportHealth {
-    return this.node.health();
+    return this.node.health(this.requests.refused);
   }
 
   async serve(handler: Mq9RequestHandler): Promise<BrokerAddress> {
-    this.node.serve(handler);
+    this.requests.serve(handler);
+    this.node.start();
     const { nodeId, queueGroup, servers } = this.options;
     this.logger.info(
       { node: nodeId, servers },
@@ -89,10 +105,14 @@ export class ClusterTransport implements BrokerTransport {
   }
 
   stopReceiving(): Promise<void> {
-    return this.node.stopReceiving();
+    this.node.leave();
+    return this.requests.stopReceiving();
   }
 
-  close(drainTimeoutMs?: number): Promise<void> {
-    return this.node.close(drainTimeoutMs);
+  /** Answers the requests in hand (up to `drainTimeoutMs`), then leaves and disconnects. */
+  async close(drainTimeoutMs?: number): Promise<void> {
+    this.node.leave();
+    await this.requests.close(drainTimeoutMs);
+    await this.node.close();
   }
 }

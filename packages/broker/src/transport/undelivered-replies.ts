@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { NatsConnection, Subscription } from "nats";
+import { logRefusedSubscription } from "../cluster/refused-subscription.js";
 import type { Logger } from "../logger.js";
-import { logRefusedSubscription } from "./refused-subscription.js";
 
 /** Subjects the no-responders answers come back on: `<prefix>.<node token>.<seq>`. */
 export const UNDELIVERED_PREFIX = "_mq9.cluster.undelivered";
