@@ -33,6 +33,7 @@ export default defineConfig({
   },
   test: {
     include: ["packages/*/test/**/*.test.ts", "integrations/*/test/**/*.test.ts"],
+    globalSetup: ["./vitest.global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",

@@ -557,6 +557,11 @@ async function partBroker(cfg, out, kind) {
 async function partVectors(cfg, out) {
   const { LanceDbVectorStore, LocalVectorStore, ThreadedEmbedder, UseEmbedder } = await import(REGISTRY);
   const lancedb = process.env.BENCH_REG_STORE === "lancedb";
+  if (lancedb) {
+    // LanceDB is optional: a default install leaves it out; the tests' pinned copy serves here.
+    const { ensureOptionalNodePackages } = await import("../packages/testkit/dist/optional-node.js");
+    await ensureOptionalNodePackages();
+  }
   const { pool, queries } = await skillPool();
   const texts = [...new Set(pool.map((p) => `${p.name}. ${p.description}. ${p.tags.join(" ")}`))];
   progress(`vectors: embedding ${texts.length} real skill texts with the default embedder`);

@@ -34,6 +34,7 @@ export { withCheckedOutClient } from "./store/postgres/checked-out-client.js";
 export { ClusterLock } from "./store/postgres/cluster-lock.js";
 export { postgresError } from "./store/postgres/postgres-errors.js";
 export { PostgresStore, type PostgresStoreOptions } from "./store/postgres/postgres-store.js";
+export { SqliteDriver } from "./store/sqlite-driver.js";
 export { SqliteStore, type SqliteStoreOptions } from "./store/sqlite-store.js";
 export type {
   AppendResult,

@@ -61,6 +61,13 @@ export function shellBlocks(file: string, text: string): ShellBlock[] {
   return blocks;
 }
 
+/** The shell block of a page that holds `command`, as printed. */
+export function shellBlockWith(file: string, page: string, command: string): string {
+  const block = shellBlocks(file, page).find((b) => b.script.includes(command));
+  if (!block) throw new Error(`${file} has no shell block with '${command}'`);
+  return block.script;
+}
+
 function skipReason(file: string, lines: string[], fence: number): string | undefined {
   for (let j = fence - 1; j >= 0; j--) {
     const line = lines[j].trim();

@@ -1,45 +1,12 @@
-import { execFile } from "node:child_process";
 import { appendFileSync, existsSync, readFileSync, rmSync } from "node:fs";
-import { delimiter, join, sep } from "node:path";
-import { promisify } from "node:util";
+import { delimiter, join } from "node:path";
 import { Broker } from "@mq9/broker";
 import { ensurePythonEnv, skipWithoutPython, VENV } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tempDir } from "./cli-harness.js";
-import { shellBlocks } from "./doc-blocks.js";
+import { shellBlockWith } from "./doc-blocks.js";
 import { REPO_ROOT } from "./doc-examples.js";
-
-const exec = promisify(execFile);
-
-/**
- * The environment of a user's shell: without the npm_* settings `npm test` hands its scripts
- * (prefix, local prefix …) and without the node_modules/.bin folders npm puts on PATH, where this
- * checkout's own `mq9` would be found instead of the clone's.
- */
-function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!name.toLowerCase().startsWith("npm_") && !name.startsWith("MQ9_")) env[name] = value;
-  }
-  env.PATH = userPath();
-  return { ...env, ...extra };
-}
-
-function userPath(): string {
-  return (process.env.PATH ?? "")
-    .split(delimiter)
-    .filter((dir) => !dir.includes(`node_modules${sep}.bin`))
-    .join(delimiter);
-}
-
-async function sh(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = cleanEnv()) {
-  try {
-    return await exec(command, args, { cwd, env, maxBuffer: 64 * 1024 * 1024 });
-  } catch (err) {
-    const { stdout, stderr } = err as { stdout?: string; stderr?: string };
-    throw new Error(`${command} ${args.join(" ")} failed in ${cwd}:\n${stdout ?? ""}\n${stderr ?? ""}`);
-  }
-}
+import { cleanEnv, sh, userPath } from "./user-shell.js";
 
 /** The first fenced block in `lang` after the heading `heading` of a Markdown page, as printed. */
 function blockAfter(page: string, heading: string, lang: string): string {
@@ -48,13 +15,6 @@ function blockAfter(page: string, heading: string, lang: string): string {
   const block = new RegExp("```" + lang + "\\n([\\s\\S]*?)```").exec(page.slice(from));
   if (!block) throw new Error(`no ${lang} block after '${heading}'`);
   return block[1];
-}
-
-/** The shell block of a page that holds `command`, as printed. */
-function shellBlockWith(file: string, page: string, command: string): string {
-  const block = shellBlocks(file, page).find((b) => b.script.includes(command));
-  if (!block) throw new Error(`${file} has no shell block with '${command}'`);
-  return block.script;
 }
 
 const version = JSON.parse(readFileSync(join(REPO_ROOT, "packages/cli/package.json"), "utf8")).version;

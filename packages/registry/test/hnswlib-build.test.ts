@@ -23,7 +23,7 @@ type Module = { HierarchicalNSW: new (space: "ip", dimensions: number) => Index 
 const nativeBuilt = existsSync(nativeAddonPath) && existsSync(nativeManifestPath);
 
 describe("the hnswlib build the vector store loads", () => {
-  it("npm run build leaves either a native build or the reason it skipped one", () => {
+  it("npm run build:hnsw-native leaves either a native build or the reason it skipped one", () => {
     if (nativeBuilt) return;
     expect(readFileSync(nativeSkippedPath, "utf8").trim()).not.toBe("");
   });

@@ -35,6 +35,7 @@ export { eventually, sleep, until } from "./eventually.js";
 export { DESIGN_TEMPLATE } from "./fixtures.js";
 export { freePort } from "./free-port.js";
 export { boxName } from "./names.js";
+export { ensureOptionalNodePackages, node22, optionalNodePackages } from "./optional-node.js";
 export { type PgBouncer, pgbouncerMissing, startPgBouncer } from "./pgbouncer.js";
 export {
   freshSchema,

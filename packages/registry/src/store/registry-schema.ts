@@ -1,4 +1,4 @@
-import type Database from "better-sqlite3";
+import type { SqliteDriver as Database } from "@mq9/broker/internal";
 
 /** Bumped whenever the layout below changes; `user_version` of registry.db. */
 export const REGISTRY_SCHEMA_VERSION = 2;

@@ -1,8 +1,8 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { StorageError } from "@mq9/broker";
+import { SqliteDriver as Database } from "@mq9/broker/internal";
 import type { AgentSelector } from "@mq9/protocol";
-import Database from "better-sqlite3";
 import { IndexedRegistryReads } from "./indexed-registry-reads.js";
 import { expiryOf } from "./registration-index.js";
 import { openRegistrySchema } from "./registry-schema.js";

@@ -1,0 +1,202 @@
+// What a user who never clones the repository gets: the packages as npm installs them from a
+// registry (ours served from freshly packed tarballs, the @mq9 scope only), with README.md's
+// commands as printed, outside the checkout; then a broker from that install and an application
+// on the SDK.
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { delimiter, join } from "node:path";
+import { freePort, node22 } from "@mq9/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tempDir } from "./cli-harness.js";
+import { shellBlockWith } from "./doc-blocks.js";
+import { docExample, REPO_ROOT } from "./doc-examples.js";
+import { cleanEnv, sh, userPath } from "./user-shell.js";
+
+const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+const installBlock = shellBlockWith("README.md", readme, "npm install -g @mq9/cli\nmq9 serve");
+const sdkBlock = shellBlockWith("README.md", readme, "npm install @mq9/client");
+const hello = docExample("README.md", "hello-mjs");
+
+/** What a default install must not bring: the optional parts and their model chains. */
+const OPTIONAL = [
+  "onnxruntime-node",
+  "onnxruntime-web",
+  "hnswlib-node",
+  "@lancedb",
+  "apache-arrow",
+  "@huggingface",
+];
+
+/** Every package folder under a node_modules tree, by name (`@scope/name` for scoped ones). */
+function installedNames(dir: string, found = new Set<string>()): Set<string> {
+  const modules = join(dir, "node_modules");
+  if (!existsSync(modules)) return found;
+  for (const entry of readdirSync(modules)) {
+    if (entry.startsWith(".")) continue;
+    const scoped = entry.startsWith("@");
+    found.add(entry);
+    const packages = scoped ? readdirSync(join(modules, entry)).map((name) => `${entry}/${name}`) : [entry];
+    for (const name of packages) {
+      found.add(name);
+      installedNames(join(modules, name), found);
+    }
+  }
+  return found;
+}
+
+/** npm's lines that are not its notices about third-party install scripts. */
+const warnings = (output: string) =>
+  output.split("\n").filter((line) => /^npm (warn|WARN)/.test(line) && !/install-scripts/.test(line));
+
+describe("the packed packages, installed as README.md says", () => {
+  const root = tempDir("mq9-packaged-");
+  const prefix = join(root, "prefix");
+  // The user's own npm config stays (the machine's may say where node-gyp finds Node's headers).
+  let scope: NodeJS.ProcessEnv = {};
+  let registry: ChildProcess | undefined;
+  let serve: ChildProcess | undefined;
+  let server = "";
+  let log = "";
+
+  beforeAll(async () => {
+    // The tarballs of this checkout's current build (`npm test` built it), into <root>/release,
+    // served by `npm run release:registry` as the @mq9 scope's registry: the user's npm config.
+    const release = join(root, "release");
+    await sh(process.execPath, ["scripts/pack.js", "--no-build", "--out", release], REPO_ROOT);
+    registry = spawn(process.execPath, ["scripts/release-registry.js", "--dir", release, "--port", "0"], {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    const url = await new Promise<string>((resolve, reject) => {
+      let said = "";
+      registry?.stdout?.on("data", (chunk) => {
+        said += chunk;
+        const served = / at (http:\/\/127\.0\.0\.1:\d+\/)/.exec(said);
+        if (served) resolve(served[1]);
+      });
+      registry?.once("exit", (code) => reject(new Error(`release-registry exited with ${code}: ${said}`)));
+    });
+    scope = {
+      "npm_config_@mq9:registry": url,
+      npm_config_update_notifier: "false",
+      npm_config_fund: "false",
+    };
+  }, 600_000);
+
+  afterAll(async () => {
+    for (const child of [serve, registry]) {
+      if (child && child.exitCode === null) {
+        child.kill("SIGTERM");
+        await new Promise((resolve) => child.once("exit", resolve));
+      }
+    }
+    rmSync(root, { recursive: true, force: true });
+  }, 120_000);
+
+  it("npm install -g @mq9/cli gives a mq9 whose serve answers and serves the dashboard", async () => {
+    const userEnv = cleanEnv({ ...scope, npm_config_prefix: prefix });
+    const install = installBlock.split("\n").find((line) => line.startsWith("npm install -g"));
+    if (!install) throw new Error("README.md's install block has no npm install -g line");
+    const installed = await sh("bash", ["-e", "-c", install], root, userEnv);
+    const output = installed.stdout + installed.stderr;
+    expect(warnings(output), output).toEqual([]);
+    expect(output).not.toContain("EBADENGINE");
+
+    const names = installedNames(join(prefix, "lib"));
+    expect(names.has("@mq9/cli")).toBe(true);
+    expect(OPTIONAL.filter((name) => names.has(name))).toEqual([]);
+
+    // `mq9 serve` as printed, from the installed bin, on free ports given through its env settings.
+    const [port, httpPort] = [await freePort(), await freePort()];
+    const serveLine = installBlock.split("\n").find((line) => line.startsWith("mq9 serve"));
+    if (!serveLine) throw new Error("README.md's install block has no mq9 serve line");
+    const cwd = join(root, "server");
+    mkdirSync(cwd);
+    serve = spawn("bash", ["-c", `exec ${serveLine}`], {
+      cwd,
+      env: cleanEnv({
+        PATH: `${join(prefix, "bin")}${delimiter}${userPath()}`,
+        MQ9_PORT: String(port),
+        MQ9_HTTP_PORT: String(httpPort),
+      }),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    await new Promise<void>((resolve, reject) => {
+      const seen = (chunk: Buffer) => {
+        log += chunk;
+        if (/broker ready on/.test(log)) resolve();
+      };
+      serve?.stdout?.on("data", seen);
+      serve?.stderr?.on("data", seen);
+      serve?.once("exit", (code) => reject(new Error(`mq9 serve exited with ${code}:\n${log}`)));
+    });
+    server = `mq9://127.0.0.1:${port}`;
+    // The installed mq9 is the one on PATH: it runs from the prefix, not the checkout.
+    const onPath = cleanEnv({ PATH: `${join(prefix, "bin")}${delimiter}${userPath()}` });
+    expect((await sh("sh", ["-c", "command -v mq9"], cwd, onPath)).stdout.trim()).toBe(
+      join(prefix, "bin", "mq9"),
+    );
+    const dashboard = await fetch(`http://127.0.0.1:${httpPort}/`);
+    expect(dashboard.status).toBe(200);
+    expect(await dashboard.text()).toMatch(/<html/i);
+  }, 900_000);
+
+  it("an application installs the SDK and sends, fetches and discovers, with types", async () => {
+    if (!server) throw new Error("the install test before this one did not start a broker");
+    const app = join(root, "app");
+    mkdirSync(app);
+    writeFileSync(join(app, "hello.mjs"), hello);
+    const env = cleanEnv({ ...scope, MQ9_SERVER: server });
+    const run = await sh("bash", ["-e", "-o", "pipefail", "-c", sdkBlock], app, env);
+    expect(warnings(run.stdout + run.stderr)).toEqual([]);
+    expect(run.stdout).toContain("hello from an application");
+    expect(run.stdout).toContain("[ 'hello' ]");
+    const names = installedNames(app);
+    expect(names.has("@mq9/client") && names.has("@mq9/protocol")).toBe(true);
+    expect(names.has("@mq9/broker")).toBe(false);
+
+    // Its types: the same program as TypeScript, checked against the installed declarations.
+    writeFileSync(join(app, "hello.mts"), hello);
+    const tsc = join(REPO_ROOT, "node_modules/typescript/bin/tsc");
+    const types = join(REPO_ROOT, "node_modules/@types");
+    const checked = await sh(
+      process.execPath,
+      [
+        tsc,
+        "--noEmit",
+        "--strict",
+        "--module",
+        "nodenext",
+        "--target",
+        "es2022",
+        "--typeRoots",
+        types,
+        "--types",
+        "node",
+        "hello.mts",
+      ],
+      app,
+    );
+    expect(checked.stdout + checked.stderr).toBe("");
+
+    // @mq9/agent beside it, with nothing else of ours.
+    await sh("npm", ["install", "@mq9/agent"], app, env);
+    expect(installedNames(app).has("@mq9/broker")).toBe(false);
+    const agent = await sh(
+      process.execPath,
+      ["--input-type=module", "-e", "const m = await import('@mq9/agent'); console.log(typeof m.Agent)"],
+      app,
+      env,
+    );
+    expect(agent.stdout.trim()).toBe("function");
+
+    // The same program on Node.js 22 (the test's pinned copy; linux-x64 only).
+    const node = node22();
+    if (node) {
+      const on22 = await sh(node, ["hello.mjs"], app, env);
+      expect(on22.stdout).toContain("hello from an application");
+    } else if (process.platform === "linux" && process.arch === "x64") {
+      throw new Error("the pinned Node.js 22 of packages/testkit/optional-node is not installed");
+    }
+  }, 600_000);
+});
