@@ -1,10 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { OrchestratorError } from "../src/errors.js";
-import { TaskAdmission } from "../src/scheduler/task-admission.js";
-import type { TaskRecord } from "../src/scheduler/task-record.js";
+import { type AdmittedTask, TaskAdmission } from "../src/scheduler/task-admission.js";
 
-/** A task record as far as admission reads it. */
-const task = (): TaskRecord => ({ state: { status: "running" } }) as unknown as TaskRecord;
+/** A task as far as admission reads it. */
+const task = (): AdmittedTask => ({ state: { status: "running" } }) as unknown as AdmittedTask;
 
 /** The Retry-After of the QUEUE_FULL a full admission throws. */
 function refusal(admission: TaskAdmission): number | undefined {

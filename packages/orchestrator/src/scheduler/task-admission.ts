@@ -1,6 +1,5 @@
 import { OrchestratorError } from "../errors.js";
-import type { TaskRecord } from "./task-record.js";
-import { isTerminal } from "./task-state.js";
+import { isTerminal, type TaskState } from "./task-state.js";
 
 /** Finishes remembered to tell the pace at which places free up. */
 const PACE_WINDOW = 16;
@@ -8,13 +7,18 @@ const PACE_WINDOW = 16;
 const MIN_RETRY_AFTER_S = 1;
 const MAX_RETRY_AFTER_S = 60;
 
+/** A task as admission reads it. */
+export interface AdmittedTask {
+  readonly state: TaskState;
+}
+
 /**
  * How many tasks run at once: up to `maxInFlight`, later ones wait in a queue (pending,
  * `queued`) of at most `capacity`, beyond which a submission is refused with QUEUE_FULL.
  */
-export class TaskAdmission {
+export class TaskAdmission<T extends AdmittedTask = AdmittedTask> {
   /** Accepted tasks not started yet, oldest first. */
-  private readonly queue: TaskRecord[] = [];
+  private readonly queue: T[] = [];
   /** Started and not finished. */
   private running = 0;
   /** When the last few tasks ended, oldest first. */
@@ -61,13 +65,13 @@ export class TaskAdmission {
   }
 
   /** Takes back what was stored: the queued tasks (oldest first) and the count of those running. */
-  restore(queued: TaskRecord[], running: number): void {
+  restore(queued: T[], running: number): void {
     this.queue.push(...[...queued].sort((a, b) => a.state.created_at - b.state.created_at));
     this.running = running;
   }
 
-  enqueue(record: TaskRecord): void {
-    this.queue.push(record);
+  enqueue(task: T): void {
+    this.queue.push(task);
   }
 
   /** A task starts without waiting. */
@@ -76,25 +80,25 @@ export class TaskAdmission {
   }
 
   /** The next queued task that may start now (counted as running), if any. */
-  next(): TaskRecord | undefined {
+  next(): T | undefined {
     while (this.running < this.maxInFlight && this.queue.length > 0) {
-      const record = this.queue.shift()!;
-      if (isTerminal(record.state.status)) continue;
+      const task = this.queue.shift()!;
+      if (isTerminal(task.state.status)) continue;
       this.running++;
-      record.state.queued = undefined;
-      return record;
+      task.state.queued = undefined;
+      return task;
     }
     return undefined;
   }
 
   /** A task ended: it frees its place, running or queued. */
-  finished(record: TaskRecord): void {
+  finished(task: T): void {
     this.finishes.push(this.now());
     if (this.finishes.length > PACE_WINDOW) this.finishes.shift();
-    if (!record.state.queued) {
+    if (!task.state.queued) {
       this.running = Math.max(0, this.running - 1);
     } else {
-      const at = this.queue.indexOf(record);
+      const at = this.queue.indexOf(task);
       if (at >= 0) this.queue.splice(at, 1);
     }
   }

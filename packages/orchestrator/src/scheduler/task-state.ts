@@ -1,3 +1,4 @@
+// The light entry @mq9/orchestrator/api loads this file: it imports nothing at run time.
 import type { Priority } from "@mq9/protocol";
 
 /** Where a task is: `pending → dispatching → running → completed | failed | timeout | canceled`. */
@@ -161,3 +162,6 @@ export function moveWork(work: WorkState, to: StepStatus, now: number, label: st
     work.retry_at = undefined;
   }
 }
+
+/** A copy of a task's state that later changes do not reach (what the API and listeners get). */
+export const snapshot = (state: TaskState): TaskState => structuredClone(state);

@@ -1,7 +1,7 @@
 import { createEnvelope, type Envelope } from "@mq9/agent/internal";
-import type { Performer, RetryPolicy, StepTemplate } from "../templates/task-template.js";
+import type { Performer, RetryPolicy, StepTemplate, TaskTemplate } from "../templates/task-template.js";
 import { stepInput } from "./step-io.js";
-import type { TaskRecord } from "./task-record.js";
+import type { TaskState } from "./task-state.js";
 import type { WorkRef } from "./task-timers.js";
 
 /** The `source` of every envelope the scheduler sends. */
@@ -18,6 +18,12 @@ export interface WorkSpec {
   envelope(msgId: string, createdAtMs: number, target: string): Envelope;
 }
 
+/** A task as specs read it: its state and the template version it runs. */
+export interface SpecSource {
+  readonly state: TaskState;
+  readonly template: TaskTemplate | undefined;
+}
+
 /** What work specs need from the scheduler's configuration. */
 export interface WorkContext {
   /** Where answers go: the orchestrator's inbox. */
@@ -27,11 +33,7 @@ export interface WorkContext {
 }
 
 /** The spec of step `id` of a task with a template. */
-export function stepSpec(
-  task: Pick<TaskRecord, "state" | "template">,
-  id: string,
-  context: WorkContext,
-): WorkSpec {
+export function stepSpec(task: SpecSource, id: string, context: WorkContext): WorkSpec {
   const step = templateStep(task, id);
   const performer = step.performer!;
   return {
@@ -58,11 +60,7 @@ export function stepSpec(
 }
 
 /** The spec of the task's compensation number `index` (compensations run newest step first). */
-export function compensationSpec(
-  task: Pick<TaskRecord, "state" | "template">,
-  index: number,
-  context: WorkContext,
-): WorkSpec {
+export function compensationSpec(task: SpecSource, index: number, context: WorkContext): WorkSpec {
   const compensation = task.state.compensations[index];
   const step = task.template?.steps.find((s) => s.id === compensation.step_id);
   if (!step?.compensate) {
@@ -100,7 +98,7 @@ export function compensationSpec(
 }
 
 /** What stands in a task's template for step `id`; the caller knows it is there. */
-function templateStep(task: Pick<TaskRecord, "template">, id: string): StepTemplate {
+function templateStep(task: Pick<SpecSource, "template">, id: string): StepTemplate {
   return task.template!.steps.find((s) => s.id === id)!;
 }
 
@@ -115,11 +113,7 @@ interface WorkMessage {
 }
 
 /** The envelope of one attempt, answered to `replyTo` (the orchestrator's inbox). */
-function workEnvelope(
-  task: Pick<TaskRecord, "state" | "template">,
-  m: WorkMessage,
-  replyTo: string,
-): Envelope {
+function workEnvelope(task: SpecSource, m: WorkMessage, replyTo: string): Envelope {
   const envelope = createEnvelope({
     msg_type: m.type,
     source: ORCHESTRATOR,
