@@ -3,16 +3,19 @@ import { connect, type Mq9Client } from "@mq9/client";
 import { OrchestratorDefaults } from "./defaults.js";
 import { OrchestratorError } from "./errors.js";
 import type { OrchestratorApi, TemplateSummary } from "./http/api-routes.js";
+import { OrchestratorEvents, type OrchestratorLog } from "./observability/orchestrator-events.js";
 import { type MetricsSnapshot, OrchestratorMetrics } from "./observability/orchestrator-metrics.js";
 import { AgentDirectory, type DirectoryEntry } from "./routing/agent-directory.js";
-import { LOOP_KINDS, Router } from "./routing/router.js";
+import { Router } from "./routing/router.js";
 import { Scheduler, type SubmitOptions, type TemplateLookup } from "./scheduler/scheduler.js";
 import { TASK_STATUSES, type TaskState, type TaskStatus } from "./scheduler/task-state.js";
 import { TaskStore } from "./scheduler/task-store.js";
 import { formatProblem, type TemplateProblem } from "./templates/task-template.js";
 import { TemplateSet } from "./templates/template-set.js";
 import { TraceReader, type TraceView } from "./trace/trace-reader.js";
-import { type WebhookConfig, type WebhookEvent, WebhookNotifier } from "./webhooks/webhook-notifier.js";
+import { type WebhookConfig, WebhookNotifier } from "./webhooks/webhook-notifier.js";
+
+export type { OrchestratorLog } from "./observability/orchestrator-events.js";
 
 export interface OrchestratorOptions {
   /** A connected client (not closed by the orchestrator), or … */
@@ -60,25 +63,11 @@ export interface OrchestratorOptions {
   log?: OrchestratorLog;
 }
 
-/** A log line of the orchestrator: level, message and metadata fields (ids, agent, durations). */
-export type OrchestratorLog = (
-  level: "debug" | "info" | "warn",
-  message: string,
-  fields: Record<string, unknown>,
-) => void;
-
 /** A problem reporter that logs each problem as a warning. */
 const warnOn =
   (logger: Logger) =>
   (error: Error): void =>
     logger.warn(error.message);
-
-const STATUS_EVENT: Partial<Record<TaskStatus, WebhookEvent>> = {
-  completed: "task_completed",
-  failed: "task_failed",
-  timeout: "task_timeout",
-  canceled: "task_canceled",
-};
 
 /**
  * The orchestrator: routing, task templates, the scheduler and traces, written against
@@ -102,152 +91,31 @@ export class Orchestrator implements OrchestratorApi {
   /** Connects, creates its mailboxes, reads the registry, resumes unfinished tasks and starts routing. */
   static async start(options: OrchestratorOptions = {}): Promise<Orchestrator> {
     const report = options.onError ?? warnOn(options.logger ?? namedStderrLogger("mq9 orchestrator"));
+    const log: OrchestratorLog = options.log ?? (() => {});
     const client = options.client ?? (await connect(options.server, { name: "mq9-orchestrator" }));
     const names = new BusNames(options.namespace);
-    const log: OrchestratorLog = options.log ?? (() => {});
-    let ownedTemplates: TemplateSet | undefined;
-    let templates: TemplateLookup;
-    if (typeof options.templates === "string") {
-      ownedTemplates = new TemplateSet({
-        folder: options.templates,
-        watch: options.watchTemplates ?? true,
-        onProblems: (problems) => {
-          for (const p of problems) report(new Error(`template problem: ${formatProblem(p)}`));
-        },
-        // A folder made or changed after the start says what it brought.
-        onReload: (types) =>
-          log("info", `templates reloaded: ${types.length} task type${types.length === 1 ? "" : "s"}`, {
-            templates: options.templates,
-            task_types: types,
-          }),
-      });
-      templates = ownedTemplates;
-    } else {
-      templates = options.templates ?? { get: () => undefined, names: () => [] };
-    }
+    const start: StartContext = { client, names, options, report, log };
+    const templates = openTemplates(start);
     try {
-      for (const mailbox of [names.inbox, names.router, names.tasks, names.deadLetters]) {
-        await client.ensureMailbox({ name: mailbox });
-      }
+      await ensureMailboxes(start);
       const webhooks = new WebhookNotifier(options.webhooks ?? [], report);
       const deadLetters = new DeadLetters(client, names);
       const metrics = new OrchestratorMetrics();
-      const sampleRate = options.logSampleRate ?? OrchestratorDefaults.logSampleRate;
+      const events = new OrchestratorEvents(
+        metrics,
+        log,
+        webhooks,
+        options.logSampleRate ?? OrchestratorDefaults.logSampleRate,
+      );
       let scheduler: Scheduler | undefined;
-      const directory = new AgentDirectory(client, {
-        refreshMs: options.directoryRefreshMs,
-        onRefresh: () => scheduler?.wakeWaiting(),
-        onDeath: (agent) =>
-          webhooks.notify("agent_dead", {
-            name: agent.name,
-            mailbox: agent.mailbox,
-            last_seen: agent.lastSeenMs,
-            capabilities: agent.capabilities,
-          }),
-        onError: report,
-      });
-      await directory.start();
-      const router = new Router(client, names, directory, deadLetters, {
-        intentThreshold: options.intentThreshold,
-        traceBudget: options.traceBudget,
-        messageTtlSeconds: options.messageTtlSeconds,
-        agentConcurrency: options.agentConcurrency,
-        batch: options.pollBatch,
-        pollTimeoutMs: options.pollTimeoutMs,
-        concurrency: options.routerConcurrency,
-        onRouted: (layer, envelope, agent) => {
-          metrics.dispatched(layer);
-          if (sampleRate > 0 && Math.random() < sampleRate) {
-            log("debug", `routed ${envelope.msg_type} by ${layer}`, {
-              trace_id: envelope.trace_id,
-              msg_id: envelope.msg_id,
-              source: envelope.source,
-              agent: agent.name,
-              hops: envelope.hops,
-              layer,
-            });
-          }
-        },
-        onDeadLetter: (letter, kind) => {
-          metrics.deadLetter(kind);
-          const envelope = letter.envelope;
-          const fields = {
-            kind,
-            reason: letter.reason,
-            trace_id: envelope?.trace_id,
-            msg_id: envelope?.msg_id,
-            source: envelope?.source,
-            target: envelope?.target,
-            path: envelope?.path,
-            hops: envelope?.hops,
-          };
-          if (!LOOP_KINDS.has(kind)) {
-            log("warn", `dead letter (${kind}): ${letter.reason}`, fields);
-            return;
-          }
-          metrics.loopStopped(kind);
-          log("warn", `loop guard stopped a message (${kind}): ${letter.reason}`, fields);
-          webhooks.notify("loop_detected", fields);
-        },
-        onError: report,
-      });
-      scheduler = new Scheduler({
-        client,
-        names,
-        templates,
-        router,
-        store: new TaskStore(client, names, options.retentionSeconds),
-        retentionSeconds: options.retentionSeconds,
-        deadLetters,
-        memoryTtlSeconds: options.memoryTtlSeconds,
-        messageTtlSeconds: options.messageTtlSeconds,
-        maxTasksInFlight: options.maxTasksInFlight,
-        queueCapacity: options.queueCapacity,
-        pollBatch: options.pollBatch,
-        pollTimeoutMs: options.pollTimeoutMs,
-        onStep: (task, step) => {
-          const duration =
-            step.finished_at !== undefined && step.started_at !== undefined
-              ? step.finished_at - step.started_at
-              : undefined;
-          metrics.stepFinished(step.status, duration);
-          // A merge whose inputs gave one field twice lost a value: said out loud, by field name only.
-          const clashed = step.merge_clashes ? Object.keys(step.merge_clashes) : [];
-          const level = clashed.length > 0 ? "warn" : "info";
-          const clash = clashed.length > 0 ? `; inputs clashed on ${clashed.join(", ")} (the last kept)` : "";
-          log(level, `step ${step.id} ${step.status}${clash}`, {
-            task_id: task.task_id,
-            trace_id: task.trace_id,
-            step_id: step.id,
-            agent: step.agent,
-            status: step.status,
-            attempts: step.attempts,
-            duration_ms: duration,
-            error: step.error,
-            merge_clashes: step.merge_clashes,
-          });
-        },
-        onFinished: (task) => {
-          metrics.taskFinished(task);
-          log(task.status === "completed" ? "info" : "warn", `task ${task.task_id} ${task.status}`, {
-            task_id: task.task_id,
-            task_type: task.task_type,
-            trace_id: task.trace_id,
-            status: task.status,
-            duration_ms: (task.finished_at ?? task.updated_at) - task.created_at,
-            error: task.error,
-          });
-          const event = STATUS_EVENT[task.status];
-          if (event) webhooks.notify(event, task);
-        },
-        onError: report,
-      });
-      await scheduler.start();
+      const directory = await startDirectory(start, events, () => scheduler?.wakeWaiting());
+      const router = newRouter(start, directory, deadLetters, events);
+      scheduler = await startScheduler(start, templates.lookup, router, deadLetters, events);
       router.listen();
       return new Orchestrator(
         client,
         names,
-        templates,
+        templates.lookup,
         directory,
         router,
         scheduler,
@@ -255,10 +123,10 @@ export class Orchestrator implements OrchestratorApi {
         webhooks,
         new TraceReader(client, names, deadLetters),
         metrics,
-        { client: options.client === undefined, templates: ownedTemplates },
+        { client: options.client === undefined, templates: templates.owned },
       );
     } catch (err) {
-      ownedTemplates?.close();
+      templates.owned?.close();
       if (options.client === undefined) await client.close();
       throw err;
     }
@@ -373,4 +241,116 @@ export class Orchestrator implements OrchestratorApi {
     this.owned.templates?.close();
     if (this.owned.client) await this.client.close();
   }
+}
+
+// ------------------------------------------------------------------------------ the steps of start
+
+/** What every step of start shares. */
+interface StartContext {
+  client: Mq9Client;
+  names: BusNames;
+  options: OrchestratorOptions;
+  report: (error: Error) => void;
+  log: OrchestratorLog;
+}
+
+/** Where the templates are looked up, and the watched folder the orchestrator closes, if it opened one. */
+interface OpenedTemplates {
+  lookup: TemplateLookup;
+  owned?: TemplateSet;
+}
+
+/** The task templates: a folder (watched), or the lookup given. */
+function openTemplates({ options, report, log }: StartContext): OpenedTemplates {
+  if (typeof options.templates !== "string") {
+    return { lookup: options.templates ?? { get: () => undefined, names: () => [] } };
+  }
+  const owned = new TemplateSet({
+    folder: options.templates,
+    watch: options.watchTemplates ?? true,
+    onProblems: (problems) => {
+      for (const p of problems) report(new Error(`template problem: ${formatProblem(p)}`));
+    },
+    // A folder made or changed after the start says what it brought.
+    onReload: (types) =>
+      log("info", `templates reloaded: ${types.length} task type${types.length === 1 ? "" : "s"}`, {
+        templates: options.templates,
+        task_types: types,
+      }),
+  });
+  return { lookup: owned, owned };
+}
+
+/** The orchestrator's own mailboxes: its inbox, the router's, the task store's and the dead letters'. */
+async function ensureMailboxes({ client, names }: StartContext): Promise<void> {
+  for (const mailbox of [names.inbox, names.router, names.tasks, names.deadLetters]) {
+    await client.ensureMailbox({ name: mailbox });
+  }
+}
+
+/** The registry view, read once before anything is routed, then refreshed. */
+async function startDirectory(
+  { client, options, report }: StartContext,
+  events: OrchestratorEvents,
+  onRefresh: () => void,
+): Promise<AgentDirectory> {
+  const directory = new AgentDirectory(client, {
+    refreshMs: options.directoryRefreshMs,
+    onRefresh,
+    onDeath: events.agentDied,
+    onError: report,
+  });
+  await directory.start();
+  return directory;
+}
+
+/** The router; it listens on its mailbox once the scheduler has started. */
+function newRouter(
+  { client, names, options, report }: StartContext,
+  directory: AgentDirectory,
+  deadLetters: DeadLetters,
+  events: OrchestratorEvents,
+): Router {
+  return new Router(client, names, directory, deadLetters, {
+    intentThreshold: options.intentThreshold,
+    traceBudget: options.traceBudget,
+    messageTtlSeconds: options.messageTtlSeconds,
+    agentConcurrency: options.agentConcurrency,
+    batch: options.pollBatch,
+    pollTimeoutMs: options.pollTimeoutMs,
+    concurrency: options.routerConcurrency,
+    onRouted: events.routed,
+    onDeadLetter: events.deadLetter,
+    onError: report,
+  });
+}
+
+/** The scheduler, with its stored tasks resumed and its inbox taken. */
+async function startScheduler(
+  { client, names, options, report }: StartContext,
+  templates: TemplateLookup,
+  router: Router,
+  deadLetters: DeadLetters,
+  events: OrchestratorEvents,
+): Promise<Scheduler> {
+  const scheduler = new Scheduler({
+    client,
+    names,
+    templates,
+    router,
+    store: new TaskStore(client, names, options.retentionSeconds),
+    retentionSeconds: options.retentionSeconds,
+    deadLetters,
+    memoryTtlSeconds: options.memoryTtlSeconds,
+    messageTtlSeconds: options.messageTtlSeconds,
+    maxTasksInFlight: options.maxTasksInFlight,
+    queueCapacity: options.queueCapacity,
+    pollBatch: options.pollBatch,
+    pollTimeoutMs: options.pollTimeoutMs,
+    onStep: events.stepEnded,
+    onFinished: events.taskEnded,
+    onError: report,
+  });
+  await scheduler.start();
+  return scheduler;
 }
