@@ -102,7 +102,9 @@ export function alreadyFinished(task: TaskState): OrchestratorError {
  * One task and every move it makes. The scheduler (the loop, admission, the waiting list)
  * asks a run to go on, take a reply, cancel or resume; each request runs in the task's own
  * chain, one at a time, and ends with `settle`, which carries the task as far as it can go,
- * persists it and tells the listeners. A new transition belongs here, next to its siblings.
+ * persists it and tells the listeners. A new transition belongs here, next to its siblings:
+ * progress (settle, advance, compensations), dispatch, outcomes (a reply, a failed attempt,
+ * an early end), restart and timers. The moves a state may make are in task-state.ts.
  */
 export class TaskRun {
   readonly state: TaskState;
