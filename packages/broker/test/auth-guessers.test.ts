@@ -66,7 +66,7 @@ describe("auth — a guesser is slowed, honest clients from the same address are
 
   it("NATS: honest clients keep connecting from 127.0.0.1 while a guesser there hammers", async () => {
     t = await startTestBroker({ auth: { users }, registry: false });
-    const server = t.url;
+    const server = t.servers[0];
     const deadline = Date.now() + 20_000;
     let honestDone = false;
     // Wrong passwords for the admin and wrong tokens, eight at a time, from the same address.
@@ -109,7 +109,7 @@ describe("auth — a guesser is slowed, honest clients from the same address are
 
   it("NATS: clients whose own name is being guessed keep connecting once they have signed in", async () => {
     t = await startTestBroker({ auth: { users }, registry: false });
-    const server = t.url;
+    const server = t.servers[0];
     const deadline = Date.now() + 20_000;
     const admin = { user: "admin", pass: "admin-secret" };
     const bot = { token: "bot-token-0123456789abcdef" };
@@ -145,7 +145,7 @@ describe("auth — a guesser is slowed, honest clients from the same address are
 
   it("NATS: a guesser that tries many user names does not keep out clients that signed in before", async () => {
     t = await startTestBroker({ auth: { users }, registry: false });
-    const server = t.url;
+    const server = t.servers[0];
     const deadline = Date.now() + 20_000;
     // Both sign in from this address before the guessing starts (the harness's client is agent).
     await (await connect({ servers: server, reconnect: false, token: "bot-token-0123456789abcdef" })).close();
@@ -239,19 +239,19 @@ describe("auth — a guesser is slowed, honest clients from the same address are
     const before = { user: await checks("user"), dummy: await checks("dummy") };
 
     await expect(
-      connect({ servers: t.url, reconnect: false, user: "nobody", pass: "whatever" }),
+      connect({ servers: t.servers[0], reconnect: false, user: "nobody", pass: "whatever" }),
     ).rejects.toThrow(/Authorization/);
     expect(await checks("dummy")).toBe(before.dummy + 1);
 
-    await expect(connect({ servers: t.url, reconnect: false, user: "admin", pass: "wrong" })).rejects.toThrow(
-      /Authorization/,
-    );
+    await expect(
+      connect({ servers: t.servers[0], reconnect: false, user: "admin", pass: "wrong" }),
+    ).rejects.toThrow(/Authorization/);
     expect(await checks("user")).toBe(before.user + 1);
 
     // A known name with a plain password that fails pays the same bcrypt check: no kind of name answers sooner.
-    await expect(connect({ servers: t.url, reconnect: false, user: "ops", pass: "wrong" })).rejects.toThrow(
-      /Authorization/,
-    );
+    await expect(
+      connect({ servers: t.servers[0], reconnect: false, user: "ops", pass: "wrong" }),
+    ).rejects.toThrow(/Authorization/);
     expect(await checks("dummy")).toBe(before.dummy + 2);
 
     const res = await fetch(`http://127.0.0.1:${t.broker.http?.port}/api/v1/mailboxes`, {

@@ -55,7 +55,7 @@ describe("broker HTTP server", () => {
   });
 
   it("INFO tells NATS clients where the HTTP server is (mq9_http_port); without HTTP it says nothing", async () => {
-    const nc = await t.client();
+    const nc = await t.nats();
     expect((nc.info as unknown as Record<string, unknown>).mq9_http_port).toBe(t.broker.http!.port);
     const bare = await startTestBroker();
     try {

@@ -28,7 +28,7 @@ onEachStore((startBroker) => {
     });
 
     it("keeps serving every client and loses nothing after a burst of bad requests", async () => {
-      const other = await t.client();
+      const other = await t.nats();
       const bad = [
         t.request(Subjects.fetch("bad.safe"), "{{{"),
         t.request(Subjects.ack("bad.safe"), "[]"),

@@ -161,7 +161,7 @@ onEachStore((startBroker, where) =>
     it("competing members of one group never receive the same leased message", async () => {
       const b = await box();
       for (let i = 0; i < 40; i++) await send(b, `job${i}`);
-      const clients = await Promise.all([t.client(), t.client(), t.client(), t.client()]);
+      const clients = await Promise.all([t.nats(), t.nats(), t.nats(), t.nats()]);
       const batches = await Promise.all(
         clients.map((nc) =>
           fetch(
@@ -182,7 +182,7 @@ onEachStore((startBroker, where) =>
     // long-poll whose client's socket was cut").
     it.skipIf(where.cluster)("a long-poll of a client that disconnected claims nothing", async () => {
       const b = await box();
-      const leaving = await t.client();
+      const leaving = await t.nats();
       const pending = fetch(
         b,
         { group_name: "g", deliver: "earliest", config: { max_wait_ms: 4000 } },
@@ -207,7 +207,7 @@ onEachStore((startBroker, where) =>
       expect(texts(first)).toEqual(["retry me"]);
       expect(texts(await fetch(b, { group_name: "g" }))).toEqual([]);
       await sleep(300);
-      const other = await t.client();
+      const other = await t.nats();
       expect(texts(await fetch(b, { group_name: "g" }, other))).toEqual(["retry me"]);
     });
 

@@ -16,7 +16,7 @@ onEachStore((startBroker) => {
     afterAll(() => t.close());
 
     it("300 DISCOVERs, each right after its REGISTER from another connection, find the agent by mailbox, name and text", async () => {
-      const other = await t.client();
+      const other = await t.nats();
       const misses: string[] = [];
       for (let i = 0; i < 300; i++) {
         const name = `reads-${i}`;

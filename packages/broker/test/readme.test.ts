@@ -29,7 +29,7 @@ describe("README", () => {
     mkdirSync(dir, { recursive: true });
     writeFileSync(`${dir}/quickstart.mjs`, readmeExample("quickstart"));
     const { stdout } = await promisify(execFile)(process.execPath, [`${dir}/quickstart.mjs`], {
-      env: { ...process.env, MQ9_SERVER: t.url },
+      env: { ...process.env, MQ9_SERVER: t.servers[0] },
     });
     expect(stdout.trim().split("\n")).toEqual(["urgent the build is red", "normal write the report"]);
   });

@@ -1,9 +1,15 @@
 import { Subjects } from "@mq9/protocol";
-import { freshSchema, postgresMissing, until, usePrivatePostgres } from "@mq9/testkit";
+import {
+  connected,
+  freshSchema,
+  postgresMissing,
+  startPostgresBroker,
+  until,
+  usePrivatePostgres,
+} from "@mq9/testkit";
 import type { Msg } from "nats";
 import { describe, expect, it } from "vitest";
 import type { UserOptions } from "../src/index.js";
-import { PostgresStore } from "../src/store/postgres/postgres-store.js";
 import { startTestBroker, type TestBroker, type TestBrokerOptions, tempDir, texts } from "./harness.js";
 import { RawClient } from "./nats-harness.js";
 
@@ -18,7 +24,7 @@ function identitySuite(restartable: () => Restartable): void {
     const third = { token: "third-token-0123456789" };
     const before: UserOptions[] = [first, second, { user: "root", token: "root-token", admin: true }];
     let t = await start({ auth: { users: before } });
-    const secondNc = await t.client({ token: second.token });
+    const secondNc = await t.nats({ token: second.token });
     const made = await t.request(Subjects.mailboxCreate, { name: "second.private" }, { nc: secondNc });
     expect(made.error).toBe("");
     expect((await t.request(Subjects.send("second.private"), "for second only")).error).toBe("");
@@ -27,10 +33,10 @@ function identitySuite(restartable: () => Restartable): void {
     const after: UserOptions[] = [second, third, { user: "root", token: "root-token", admin: true }];
     t = await start({ auth: { users: after } });
     try {
-      const newcomer = await t.client({ token: third.token });
+      const newcomer = await t.nats({ token: third.token });
       const stolen = await t.request(Subjects.query("second.private"), {}, { nc: newcomer });
       expect(stolen.error).toMatch(/^permission denied: mailbox second\.private belongs to another user/);
-      const owner = await t.client({ token: second.token });
+      const owner = await t.nats({ token: second.token });
       expect(texts(await t.request(Subjects.query("second.private"), {}, { nc: owner }))).toEqual([
         "for second only",
       ]);
@@ -46,7 +52,7 @@ function identitySuite(restartable: () => Restartable): void {
     let t = await start({
       auth: { users: [{ token: "other-token-0123" }, { ...legacy, user: "token-user-1" }] },
     });
-    const nc = await t.client({ token: legacy.token });
+    const nc = await t.nats({ token: legacy.token });
     expect((await t.request(Subjects.mailboxCreate, { name: "legacy.box" }, { nc })).error).toBe("");
     expect((await t.request(Subjects.send("legacy.box"), "old")).error).toBe("");
     await t.close();
@@ -57,7 +63,7 @@ function identitySuite(restartable: () => Restartable): void {
       auth: { users: [{ token: "other-token-0123" }, { ...legacy, user: "token-user-1" }] },
     });
     try {
-      const owner = await t.client({ token: legacy.token });
+      const owner = await t.nats({ token: legacy.token });
       expect(texts(await t.request(Subjects.query("legacy.box"), {}, { nc: owner }))).toEqual(["old"]);
     } finally {
       await t.close();
@@ -71,7 +77,7 @@ function identitySuite(restartable: () => Restartable): void {
     ];
     const t = await restartable()({ auth: { users } });
     try {
-      const bob = await t.client({ user: "bob", pass: "bob-pw" });
+      const bob = await t.nats({ user: "bob", pass: "bob-pw" });
       await t.request(Subjects.mailboxCreate, { name: "alice.agent" });
       await t.request(Subjects.mailboxCreate, { name: "bob.agent" }, { nc: bob });
       expect(
@@ -95,7 +101,7 @@ function identitySuite(restartable: () => Restartable): void {
     ];
     const t = await restartable()({ auth: { users } });
     try {
-      const mallory = await t.client({ user: "mallory", pass: "mallory-pw" });
+      const mallory = await t.nats({ user: "mallory", pass: "mallory-pw" });
       const early = { mailbox: "carol.desk", name: "carol", description: "not carol" };
       expect((await t.request(Subjects.agentRegister, early, { nc: mallory })).error).toBe("");
       expect((await t.request(Subjects.mailboxCreate, { name: "carol.desk" })).error).toBe("");
@@ -128,7 +134,7 @@ function identitySuite(restartable: () => Restartable): void {
     const t = await restartable()({ auth: { users: INBOX_USERS }, registry: false });
     try {
       const connected = t.broker.connectionCount;
-      const alice = await t.client({ reconnect: false });
+      const alice = await t.nats({ reconnect: false });
       alice.subscribe("_INBOX.dropped.*");
       await alice.flush();
       await alice.close();
@@ -138,7 +144,7 @@ function identitySuite(restartable: () => Restartable): void {
         `-ERR 'Permissions Violation for Subscription to "_INBOX.dropped.*"'`,
       );
       // Alice, back on a new connection, has it again, and the replies on their way reach her.
-      const back = await t.client();
+      const back = await t.nats();
       const got: string[] = [];
       back.subscribe("_INBOX.dropped.*", { callback: (_err, msg) => got.push(decode(msg)) });
       await back.flush();
@@ -155,7 +161,7 @@ function identitySuite(restartable: () => Restartable): void {
     const start = restartable();
     const options = { auth: { users: INBOX_USERS }, registry: false as const };
     let t = await start(options);
-    const alice = await t.client({ reconnect: false });
+    const alice = await t.nats({ reconnect: false });
     alice.subscribe("_INBOX.kept.*");
     await alice.flush();
     await t.close();
@@ -165,7 +171,7 @@ function identitySuite(restartable: () => Restartable): void {
       expect(await subscribeRaw(mallory, "_INBOX.kept.>")).toContain(
         `-ERR 'Permissions Violation for Subscription to "_INBOX.kept.>"'`,
       );
-      const back = await t.client();
+      const back = await t.nats();
       const got: string[] = [];
       back.subscribe("_INBOX.kept.*", { callback: (_err, msg) => got.push(decode(msg)) });
       await back.flush();
@@ -234,10 +240,14 @@ describe.skipIf(missing !== undefined)(
     const db = usePrivatePostgres();
     identitySuite(() => {
       const schema = freshSchema();
-      return async (options) => {
-        const store = await PostgresStore.open({ url: db.pg.url, schema, poolSize: 2 });
-        return startTestBroker({ ...options, store, registry: { embedder: "none" } });
-      };
+      return (options) =>
+        connected(
+          startPostgresBroker(
+            db.pg.url,
+            { ...options, registry: { embedder: "none" } },
+            { schema, poolSize: 2 },
+          ),
+        );
     });
   },
 );

@@ -49,8 +49,8 @@ describe("isolation between clients (several users)", () => {
   beforeAll(async () => {
     t = await startTestBroker({ auth: { users: USERS }, registry: { embedder: "none" } });
     alice = t.nc;
-    bob = await t.client({ token: "bob-token" });
-    root = await t.client({ token: "root-token" });
+    bob = await t.nats({ token: "bob-token" });
+    root = await t.nats({ token: "root-token" });
   });
   afterAll(async () => {
     await t.close();
@@ -71,7 +71,7 @@ describe("isolation between clients (several users)", () => {
     expect(texts(fetched)).toEqual(["secret payload"]);
     expect(texts(await as(alice)(Subjects.query(box), {}))).toEqual(["secret payload"]);
     // A request between clients: its reply goes to the requester's inbox, and only there.
-    const responder = await t.client({ token: "root-token" });
+    const responder = await t.nats({ token: "root-token" });
     responder.subscribe("svc.echo", { callback: (_err, msg) => msg.respond(msg.data) });
     await responder.flush();
     const echoed = await root.request("svc.echo", encodeBody("private answer"), { timeout: 5000 });
@@ -114,7 +114,7 @@ describe("isolation between clients (several users)", () => {
   });
 
   it("an inbox freed by its owner can be taken by another connection", async () => {
-    const first = await t.client({ token: "bob-token" });
+    const first = await t.nats({ token: "bob-token" });
     const sub = first.subscribe("_INBOX.reused.*");
     await first.flush();
     const raw = await rawAs(t.broker.port, { auth_token: "root-token" });
@@ -158,7 +158,7 @@ describe("isolation between clients (several users)", () => {
   it("a mailboxes grant lets a user read mailboxes it did not create", async () => {
     await as(root)(Subjects.mailboxCreate, { name: "shared.inbox" });
     await as(root)(Subjects.send("shared.inbox"), "for the team");
-    const erin = await t.client({ user: "erin", pass: "erin-pw" });
+    const erin = await t.nats({ user: "erin", pass: "erin-pw" });
     expect(texts(await as(erin)(Subjects.query("shared.inbox"), {}))).toEqual(["for the team"]);
     expect((await as(erin)(Subjects.query("alice.private"), {})).error).toMatch(/^permission denied/);
   });
@@ -260,12 +260,12 @@ describe("isolation between clients (several users)", () => {
       registry: false,
     });
     try {
-      const ok = await hashed.client({ token: undefined, user: "hash", pass: "hash-pw" });
+      const ok = await hashed.nats({ token: undefined, user: "hash", pass: "hash-pw" });
       expect(ok.isClosed()).toBe(false);
       await expect(
-        hashed.client({ token: undefined, user: "hash", pass: "wrong", reconnect: false }),
+        hashed.nats({ token: undefined, user: "hash", pass: "wrong", reconnect: false }),
       ).rejects.toThrow(/Authorization/i);
-      const signer = await hashed.client({
+      const signer = await hashed.nats({
         token: undefined,
         user: undefined,
         pass: undefined,
@@ -279,7 +279,7 @@ describe("isolation between clients (several users)", () => {
       expect(reply.error).toBe("");
       const other = nkeys.createUser();
       await expect(
-        hashed.client({
+        hashed.nats({
           token: undefined,
           user: undefined,
           pass: undefined,
@@ -304,7 +304,7 @@ describe("ownership survives a restart", () => {
     await t.close();
     t = await startTestBroker(options);
     try {
-      const bob = await t.client({ token: "bob-token" });
+      const bob = await t.nats({ token: "bob-token" });
       expect((await t.request(Subjects.query("kept.box"), {}, { nc: bob })).error).toMatch(
         /^permission denied/,
       );
@@ -322,7 +322,7 @@ describe("without users (single-tenant), behaviour is as before", () => {
   it("a shared token lets every client read everything and > sees replies", async () => {
     const t = await startTestBroker({ auth: { token: "shared" }, registry: false });
     try {
-      const other = await t.client();
+      const other = await t.nats();
       const { seen } = spy(other);
       await other.flush();
       await t.request(Subjects.mailboxCreate, { name: "open.box" });
@@ -370,7 +370,7 @@ describe("the REST API with several users", () => {
       // The mailbox is root's: alice may send to it over NATS but not read it; root may.
       expect((await t.request(Subjects.send("rest.box"), "via nats")).error).toBe("");
       expect((await t.request(Subjects.query("rest.box"), {})).error).toMatch(/^permission denied/);
-      const root = await t.client({ token: "root-token" });
+      const root = await t.nats({ token: "root-token" });
       expect(texts(await t.request(Subjects.query("rest.box"), {}, { nc: root }))).toEqual(["via nats"]);
     } finally {
       await t.close();

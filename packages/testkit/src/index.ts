@@ -29,19 +29,48 @@ export {
   WriterExecutor,
   writerCard,
 } from "./a2a-agents.js";
-export { startBroker, type TestBroker } from "./broker.js";
+export {
+  type ConnectedTestBroker,
+  connected,
+  type PostgresPlacement,
+  startBroker,
+  startBrokerCluster,
+  startPostgresBroker,
+  type TestBroker,
+  type TestBrokerOptions,
+} from "./broker.js";
+export {
+  BROKER_KINDS,
+  type BrokerKind,
+  type BrokerPlacement,
+  brokerKindMissing,
+  onEachBrokerKind,
+  type StartTestBroker,
+  useTestBrokers,
+} from "./broker-kinds.js";
 export { MQ9_CLI, SERVE_ON_FREE_PORTS } from "./cli.js";
 export { eventually, sleep, until } from "./eventually.js";
 export { DESIGN_TEMPLATE } from "./fixtures.js";
 export { freePort } from "./free-port.js";
+export { type Body, encodeBody, type Mq9RequestOptions, mq9Request, texts } from "./mq9-requests.js";
 export { boxName } from "./names.js";
+export {
+  type NatsServer,
+  NatsServerPool,
+  type NatsServers,
+  type NatsServersOptions,
+  natsServerMissing,
+  startNatsServers,
+} from "./nats-servers.js";
 export { ensureOptionalNodePackages, node22, optionalNodePackages } from "./optional-node.js";
 export { type PgBouncer, pgbouncerMissing, startPgBouncer } from "./pgbouncer.js";
 export {
   freshSchema,
+  type PostgresStandby,
   type PrivatePostgres,
   postgresMissing,
   postgresOsUser,
+  startPrivatePostgres,
   usePrivatePostgres,
 } from "./private-postgres.js";
 export {

@@ -5,12 +5,23 @@ import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll } from "vitest";
 import { repoRoot } from "./sample-agents.js";
 
+/** A streaming-replication standby of a private PostgreSQL. */
+export interface PostgresStandby {
+  url: string;
+  port: number;
+  query(sql: string): Promise<string>;
+  promote(): Promise<void>;
+  kill(): Promise<void>;
+}
+
 export interface PrivatePostgres {
   url: string;
   port: number;
   host: string;
   dataDir: string;
+  /** Runs SQL through psql as the superuser, in `db` (default the one of `url`). */
   query(sql: string, db?: string): Promise<string>;
+  startStandby(options?: { synchronous?: boolean }): Promise<PostgresStandby>;
   start(): Promise<void>;
   pause(): Promise<void>;
   kill(): Promise<void>;
@@ -47,11 +58,16 @@ export function postgresMissing(): string | undefined {
   return reason;
 }
 
+/** Starts a private PostgreSQL on a free port; the caller stops it. */
+export function startPrivatePostgres(options: { fsync?: boolean } = {}): Promise<PrivatePostgres> {
+  return script.startPrivatePostgres(options);
+}
+
 /** Starts a private PostgreSQL before the file's tests and stops it after them. */
 export function usePrivatePostgres(options: { fsync?: boolean } = {}): { readonly pg: PrivatePostgres } {
   const holder: { pg?: PrivatePostgres } = {};
   beforeAll(async () => {
-    holder.pg = await script.startPrivatePostgres(options);
+    holder.pg = await startPrivatePostgres(options);
   }, 120_000);
   afterAll(async () => {
     await holder.pg?.stop();
