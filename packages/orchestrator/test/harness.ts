@@ -1,11 +1,9 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Agent, type AgentManifest, type AgentOptions, type Envelope, type MessageContext } from "@mq9/agent";
-import { Broker, type BrokerOptions } from "@mq9/broker";
-import { connect, type Mq9Client } from "@mq9/client";
-import { registryFactory } from "@mq9/registry";
-import { until } from "@mq9/testkit";
+import type { Broker } from "@mq9/broker";
+import type { Mq9Client } from "@mq9/client";
+import { startBroker, type TestBroker, type TestBrokerOptions, until } from "@mq9/testkit";
 import { mountOrchestratorApi, Orchestrator, type OrchestratorOptions } from "../src/index.js";
 
 export { until };
@@ -32,6 +30,8 @@ export const FAST_AGENT: AgentOptions = { heartbeatMs: 100, ttlSeconds: 2, onErr
 
 export interface World {
   broker: Broker;
+  /** The test broker the world runs on (`@mq9/testkit`). */
+  testBroker: TestBroker;
   url: string;
   dataDir: string;
   templatesDir: string;
@@ -47,35 +47,46 @@ export interface World {
   close(): Promise<void>;
 }
 
-/** A real broker on random ports with a fresh data dir and templates folder; nothing is mocked. */
+/**
+ * A real embedded broker (the testkit's, without an embedder) and a templates folder in its
+ * data dir; the orchestrator's HTTP API is mounted with `http: true`. Nothing is mocked.
+ */
 export async function startWorld(
-  options: { http?: boolean; broker?: BrokerOptions; templates?: Record<string, string> } = {},
+  options: { http?: boolean; broker?: TestBrokerOptions; templates?: Record<string, string> } = {},
 ): Promise<World> {
-  const dataDir = mkdtempSync(join(tmpdir(), "mq9-orch-"));
-  const templatesDir = join(dataDir, "templates");
+  let orchestrator: Orchestrator | undefined;
+  const t = await startBroker({
+    registry: { embedder: "none" },
+    http: options.http
+      ? { port: 0, routes: (app) => mountOrchestratorApi(app, () => orchestrator) }
+      : undefined,
+    ...options.broker,
+  });
+  const templatesDir = join(t.dataDir, "templates");
   mkdirSync(templatesDir);
   for (const [file, yaml] of Object.entries(options.templates ?? {}))
     writeFileSync(join(templatesDir, file), yaml);
   const agents: Agent[] = [];
-  const clients: Mq9Client[] = [];
   const world: World = {
-    broker: undefined as unknown as Broker,
-    url: "",
-    dataDir,
+    broker: t.broker,
+    testBroker: t,
+    url: t.url,
+    dataDir: t.dataDir,
     templatesDir,
-    api: "",
+    api: t.broker.http ? `http://127.0.0.1:${t.broker.http.port}` : "",
     template(file, yaml) {
       writeFileSync(join(templatesDir, file), yaml);
     },
     async startOrchestrator(extra = {}) {
-      world.orchestrator = await Orchestrator.start({
+      orchestrator = await Orchestrator.start({
         server: world.url,
         templates: templatesDir,
         directoryRefreshMs: 100,
         onError: () => {},
         ...extra,
       });
-      return world.orchestrator;
+      world.orchestrator = orchestrator;
+      return orchestrator;
     },
     async agent(manifest, handler, agentOptions) {
       const agent = new FunctionAgent(manifest, handler, { ...FAST_AGENT, ...agentOptions });
@@ -83,31 +94,13 @@ export async function startWorld(
       await agent.start(world.url);
       return agent;
     },
-    async client() {
-      const client = await connect(world.url);
-      clients.push(client);
-      return client;
-    },
+    client: () => t.client(),
     async close() {
       await Promise.all(agents.map((a) => a.stop().catch(() => {})));
       await world.orchestrator?.close().catch(() => {});
-      await Promise.all(clients.map((c) => c.close().catch(() => {})));
-      await world.broker.close();
-      rmSync(dataDir, { recursive: true, force: true });
+      await t.close();
     },
   };
-  world.broker = await Broker.start({
-    port: 0,
-    dataDir,
-    sweepIntervalMs: 100,
-    registry: registryFactory({ embedder: "none" }),
-    http: options.http
-      ? { port: 0, routes: (app) => mountOrchestratorApi(app, () => world.orchestrator) }
-      : undefined,
-    ...options.broker,
-  });
-  world.url = `mq9://127.0.0.1:${world.broker.port}`;
-  if (world.broker.http) world.api = `http://127.0.0.1:${world.broker.http.port}`;
   return world;
 }
 

@@ -1,4 +1,3 @@
-import { registryFactory } from "@mq9/registry";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createEnvelope, type Envelope, type Orchestrator, sendEnvelope } from "../src/index.js";
 import { gate, startWorld, until, type World } from "./harness.js";
@@ -168,7 +167,7 @@ describe("router — intent", () => {
 
   beforeAll(async () => {
     // The default embedder (Universal Sentence Encoder lite) for real semantic discovery.
-    world = await startWorld({ broker: { registry: registryFactory({ preloadEmbedder: true }) } });
+    world = await startWorld({ broker: { registry: { preloadEmbedder: true } } });
     orchestrator = await world.startOrchestrator();
   }, 120_000);
   afterAll(() => world.close());
