@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { MQ9_CLI as CLI, SERVE_ON_FREE_PORTS } from "@mq9/testkit";
+import { MQ9_CLI as CLI, spawnServe } from "@mq9/testkit";
 
 export const PYTHON_DIR = fileURLToPath(new URL("./python/", import.meta.url));
 export const REPO = fileURLToPath(new URL("../../../", import.meta.url));
@@ -115,34 +115,14 @@ export interface Mq9Serve {
 /** `mq9 serve` started by name from PATH, on free ports, with a fresh data directory. */
 export async function mq9Serve(env: NodeJS.ProcessEnv, extra: string[] = []): Promise<Mq9Serve> {
   const data = mkdtempSync(join(tmpdir(), "mq9-hermes-data-"));
-  const child = spawn("mq9", [...SERVE_ON_FREE_PORTS, "--data", data, ...extra], {
-    env,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  let err = "";
-  child.stderr!.on("data", (c) => {
-    err += c;
-  });
-  const ready = await new Promise<{ port: number; httpPort: number }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`mq9 serve not ready in 20 s: ${err}`)), 20_000);
-    child.stdout!.on("data", (chunk) => {
-      out += chunk;
-      for (const line of out.split("\n")) {
-        if (!line.includes("broker ready")) continue;
-        clearTimeout(timer);
-        resolve(JSON.parse(line));
-      }
-    });
-    child.on("exit", (code) => reject(new Error(`mq9 serve exited (${code}): ${err}`)));
-  });
+  const served = await spawnServe(["--data", data, ...extra], { env, command: ["mq9"] });
   return {
-    url: `mq9://127.0.0.1:${ready.port}`,
-    http: `http://127.0.0.1:${ready.httpPort}`,
-    port: ready.port,
+    url: `mq9://127.0.0.1:${served.port}`,
+    http: `http://127.0.0.1:${served.httpPort}`,
+    port: served.port,
     async close() {
-      child.kill("SIGTERM");
-      await new Promise((resolve) => child.once("exit", resolve));
+      served.child.kill("SIGTERM");
+      await served.exited;
       rmSync(data, { recursive: true, force: true });
     },
   };

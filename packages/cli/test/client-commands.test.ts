@@ -1,29 +1,25 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Broker } from "@mq9/broker";
 import { NatsListener } from "@mq9/broker/internal";
-import { connect, type Mq9Client } from "@mq9/client";
-import { registryFactory } from "@mq9/registry";
+import type { Mq9Client } from "@mq9/client";
+import { startBroker, type TestBroker } from "@mq9/testkit";
 import { connect as natsConnect, nkeys } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tempDir } from "./cli-harness.js";
 import { jsonLines, run, start } from "./cli-run.js";
 
-let broker: Broker;
+let broker: TestBroker;
 let env: NodeJS.ProcessEnv;
 let sdk: Mq9Client;
 let n = 0;
 const box = (prefix = "cli") => `${prefix}.${process.pid}.${++n}`;
 
 beforeAll(async () => {
-  broker = await Broker.start({ port: 0, dataDir: tempDir(), registry: registryFactory() });
-  env = { MQ9_SERVER: `mq9://127.0.0.1:${broker.port}` };
-  sdk = await connect(env.MQ9_SERVER);
+  broker = await startBroker();
+  env = { MQ9_SERVER: broker.url };
+  sdk = await broker.client();
 });
-afterAll(async () => {
-  await sdk.close();
-  await broker.close();
-});
+afterAll(() => broker.close());
 
 const mq9 = (args: string[], input?: string | Uint8Array) => run(args, env, input);
 
@@ -355,13 +351,12 @@ describe("connection, exit codes and help", () => {
 describe("NKey sign-in", () => {
   it("--nkey-seed <file> or MQ9_NKEY_SEED signs in as the NKey user; a wrong seed exits 3", async () => {
     const pair = nkeys.createUser();
-    const secured = await Broker.start({
-      port: 0,
-      dataDir: tempDir(),
+    const secured = await startBroker({
+      registry: false,
       auth: { users: [{ nkey: pair.getPublicKey(), permissions: "agent" }] },
     });
     try {
-      const server = { MQ9_SERVER: `mq9://127.0.0.1:${secured.port}` };
+      const server = { MQ9_SERVER: secured.url };
       const dir = tempDir();
       const seedFile = join(dir, "agent.nk");
       writeFileSync(seedFile, `${new TextDecoder().decode(pair.getSeed())}\n`);

@@ -1,10 +1,8 @@
 import { execFile } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { promisify } from "node:util";
-import { Broker } from "@mq9/broker";
-import { registryFactory } from "@mq9/registry";
+import { startBroker, type TestBroker } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tempDir } from "./cli-harness.js";
 import { jsonLines, run } from "./cli-run.js";
 import { docExample, REPO_ROOT, shellWords } from "./doc-examples.js";
 
@@ -35,11 +33,11 @@ describe("docs/client.md", () => {
   });
 
   describe("quick starts run against a real broker", () => {
-    let broker: Broker;
+    let broker: TestBroker;
     let server: string;
     beforeAll(async () => {
-      broker = await Broker.start({ port: 0, dataDir: tempDir(), registry: registryFactory() });
-      server = `mq9://127.0.0.1:${broker.port}`;
+      broker = await startBroker();
+      server = broker.url;
     });
     afterAll(() => broker.close());
 

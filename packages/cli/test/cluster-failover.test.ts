@@ -1,40 +1,42 @@
+import {
+  brokerKindMissing,
+  type NatsServers,
+  type PostgresStandby,
+  type PrivatePostgres,
+  startNatsServers,
+  startPrivatePostgres,
+} from "@mq9/testkit";
 import type { NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  clusterMissing,
   connectTo,
   eventually,
   everything,
   expectStoredOnce,
   type Mq9NodeProcess,
   mq9Client,
-  type NatsClusterProcesses,
-  type PostgresProcess,
-  type PostgresStandby,
   payloads,
   sendLoad,
-  startNats,
   startNode,
-  startPostgres,
   tcpProxy,
 } from "./cluster-harness.js";
 
-const missing = clusterMissing();
+const missing = brokerKindMissing("cluster");
 
 // A primary PostgreSQL with a synchronous streaming-replication standby (pg_basebackup), and two
 // mq9 nodes that reach the database through one address: a TCP proxy standing in for the
 // virtual IP, DNS name, PgBouncer or managed-service endpoint that follows the primary. The
 // primary dies mid-load, the standby is promoted and the address moves to it, the nodes run on.
 describe.skipIf(missing !== undefined)(`cluster failover${missing ? ` (skipped: ${missing})` : ""}`, () => {
-  let nats: NatsClusterProcesses;
-  let pg: PostgresProcess;
+  let nats: NatsServers;
+  let pg: PrivatePostgres;
   let standby: PostgresStandby;
   let database: Awaited<ReturnType<typeof tcpProxy>>;
   const nodes: Mq9NodeProcess[] = [];
   let nc: NatsConnection;
 
   beforeAll(async () => {
-    [nats, pg] = await Promise.all([startNats(1), startPostgres()]);
+    [nats, pg] = await Promise.all([startNatsServers({ size: 1 }), startPrivatePostgres()]);
     standby = await pg.startStandby({ synchronous: true });
     database = await tcpProxy(pg.port);
     const url = `postgres://postgres@127.0.0.1:${database.port}/mq9`;

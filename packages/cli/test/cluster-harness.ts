@@ -1,49 +1,11 @@
-// A real cluster for tests: routed nats-servers, a private PostgreSQL and `mq9 serve --cluster`
-// processes (scripts/local-cluster/), plus plain `nats` clients speaking the mq9 protocol.
+// `mq9 serve --cluster` processes (scripts/local-cluster/mq9-node.js) for the CLI's cluster tests,
+// plus plain `nats` clients speaking the mq9 protocol. The nats-servers and the private PostgreSQL
+// they join come from @mq9/testkit (startNatsServers, startPrivatePostgres).
 import { createServer, type Socket, connect as tcpConnect } from "node:net";
-import { connect, type NatsConnection, headers as natsHeaders } from "nats";
+import { type Body, mq9Request } from "@mq9/testkit";
+import { connect, type NatsConnection } from "nats";
 import { expect } from "vitest";
 import { startMq9Node } from "../../../scripts/local-cluster/mq9-node.js";
-import { findNatsServer, startNatsCluster } from "../../../scripts/local-cluster/nats-cluster.js";
-import { findPostgresBin, startPrivatePostgres } from "../../../scripts/local-cluster/private-postgres.js";
-
-export interface NatsServerProcess {
-  name: string;
-  url: string;
-  port: number;
-  monitorPort: number;
-  start(): void;
-  kill(): Promise<void>;
-  stop(): Promise<void>;
-}
-
-export interface NatsClusterProcesses {
-  servers: NatsServerProcess[];
-  urls: string[];
-  waitForRoutes(timeoutMs?: number): Promise<void>;
-  stop(): Promise<void>;
-}
-
-/** A streaming-replication standby of a private PostgreSQL. */
-export interface PostgresStandby {
-  url: string;
-  port: number;
-  query(sql: string): Promise<string>;
-  promote(): Promise<void>;
-  kill(): Promise<void>;
-}
-
-export interface PostgresProcess {
-  url: string;
-  port: number;
-  /** Runs SQL through psql as the superuser, in `database` (default the one of `url`). */
-  query(sql: string, database?: string): Promise<string>;
-  startStandby(options?: { synchronous?: boolean }): Promise<PostgresStandby>;
-  start(): Promise<void>;
-  pause(): Promise<void>;
-  kill(): Promise<void>;
-  stop(): Promise<void>;
-}
 
 export interface Mq9NodeProcess {
   nodeId: string;
@@ -54,21 +16,6 @@ export interface Mq9NodeProcess {
   stop(): Promise<void>;
   exited: Promise<{ code: number | null; signal: string | null }>;
 }
-
-/** Why the cluster tests cannot run here; with CI set, a missing binary fails instead. */
-export function clusterMissing(): string | undefined {
-  const missing = [
-    findNatsServer() ? undefined : "nats-server (apt-get install nats-server)",
-    findPostgresBin() ? undefined : "PostgreSQL (apt-get install postgresql-15)",
-  ].filter(Boolean);
-  if (missing.length === 0) return undefined;
-  const reason = `not installed: ${missing.join(", ")}`;
-  if (process.env.CI) throw new Error(`CI: ${reason}`);
-  return reason;
-}
-
-export const startNats = (size = 3) => startNatsCluster({ size }) as Promise<NatsClusterProcesses>;
-export const startPostgres = () => startPrivatePostgres() as Promise<PostgresProcess>;
 
 /** Flags that keep a test node light: no orchestrator, no embedder model to load. */
 export const LIGHT_NODE = ["--orchestrator", "off", "--registry-embedder", "none", "--log-level", "info"];
@@ -91,23 +38,11 @@ export type Reply = Record<string, unknown> & { error: string };
 
 /** A plain `nats` client speaking mq9: one request, the parsed JSON reply. */
 export function mq9Client(nc: NatsConnection) {
-  return async (
+  return (
     subject: string,
     body: unknown = {},
     options: { headers?: Record<string, string>; timeout?: number } = {},
-  ): Promise<Reply> => {
-    let h: ReturnType<typeof natsHeaders> | undefined;
-    if (options.headers) {
-      h = natsHeaders();
-      for (const [k, v] of Object.entries(options.headers)) h.set(k, v);
-    }
-    const data =
-      body instanceof Uint8Array
-        ? body
-        : new TextEncoder().encode(typeof body === "string" ? body : JSON.stringify(body));
-    const msg = await nc.request(subject, data, { timeout: options.timeout ?? 5_000, headers: h });
-    return JSON.parse(new TextDecoder().decode(msg.data)) as Reply;
-  };
+  ): Promise<Reply> => mq9Request(nc, subject, body as Body, { timeout: 5_000, ...options });
 }
 
 export function connectTo(servers: string[]): Promise<NatsConnection> {

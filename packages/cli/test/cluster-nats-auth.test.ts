@@ -2,6 +2,12 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect as mq9Connect } from "@mq9/client";
+import {
+  brokerKindMissing,
+  type PrivatePostgres,
+  startNatsServers,
+  startPrivatePostgres,
+} from "@mq9/testkit";
 import { connect, credsAuthenticator, type NatsConnection } from "nats";
 import {
   Algorithms,
@@ -17,26 +23,21 @@ import {
 } from "nats-jwt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startMq9Node } from "../../../scripts/local-cluster/mq9-node.js";
-import { startNatsCluster } from "../../../scripts/local-cluster/nats-cluster.js";
 import { expectAppsServe, WITH_ORCHESTRATOR } from "./cluster-apps.js";
 import {
   answered,
-  clusterMissing,
   eventually,
   ids,
   LIGHT_NODE,
   type Mq9NodeProcess,
   mq9Client,
-  type NatsClusterProcesses,
-  type PostgresProcess,
   payloads,
   type Reply,
   startNode,
-  startPostgres,
 } from "./cluster-harness.js";
 import { REPO_ROOT } from "./doc-examples.js";
 
-const missing = clusterMissing();
+const missing = brokerKindMissing("cluster");
 
 /** The nats-server permission block of docs/cluster.md, as printed there. */
 function documentedPermissions(): string {
@@ -58,7 +59,7 @@ const PERMISSION_VIOLATION = /permissions[ _]violation/i;
 describe.skipIf(missing !== undefined)(
   `cluster on an authorizing NATS${missing ? ` (skipped: ${missing})` : ""}`,
   () => {
-    let pg: PostgresProcess;
+    let pg: PrivatePostgres;
     const stops: (() => Promise<void>)[] = [];
     const nodes: Mq9NodeProcess[] = [];
     const conns: NatsConnection[] = [];
@@ -66,7 +67,7 @@ describe.skipIf(missing !== undefined)(
 
     beforeAll(async () => {
       dir = mkdtempSync(join(tmpdir(), "mq9-nats-auth-"));
-      pg = await startPostgres();
+      pg = await startPrivatePostgres();
     }, 240_000);
 
     afterAll(async () => {
@@ -78,7 +79,7 @@ describe.skipIf(missing !== undefined)(
     }, 120_000);
 
     const startNats = async (size: number, config: string) => {
-      const nats = (await startNatsCluster({ size, config })) as NatsClusterProcesses;
+      const nats = await startNatsServers({ size, config });
       stops.push(() => nats.stop());
       return nats;
     };

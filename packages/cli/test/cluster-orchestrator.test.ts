@@ -2,19 +2,17 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, type Envelope } from "@mq9/agent";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  clusterMissing,
-  eventually,
-  type Mq9NodeProcess,
-  type NatsClusterProcesses,
-  type PostgresProcess,
-  startNats,
-  startNode,
-  startPostgres,
-} from "./cluster-harness.js";
+  brokerKindMissing,
+  type NatsServers,
+  type PrivatePostgres,
+  startNatsServers,
+  startPrivatePostgres,
+} from "@mq9/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually, type Mq9NodeProcess, startNode } from "./cluster-harness.js";
 
-const missing = clusterMissing();
+const missing = brokerKindMissing("cluster");
 
 const TEMPLATE = `name: counting
 description: one slow step per task, to count how often each is dispatched
@@ -51,8 +49,8 @@ class CountingAgent extends Agent {
 describe.skipIf(missing !== undefined)(
   `orchestrator in a cluster${missing ? ` (skipped: ${missing})` : ""}`,
   () => {
-    let nats: NatsClusterProcesses;
-    let pg: PostgresProcess;
+    let nats: NatsServers;
+    let pg: PrivatePostgres;
     let agent: CountingAgent;
     const nodes: Mq9NodeProcess[] = [];
     const templates = mkdtempSync(join(tmpdir(), "mq9-cluster-templates-"));
@@ -60,7 +58,7 @@ describe.skipIf(missing !== undefined)(
     beforeAll(async () => {
       mkdirSync(templates, { recursive: true });
       writeFileSync(join(templates, "counting.yaml"), TEMPLATE);
-      [nats, pg] = await Promise.all([startNats(2), startPostgres()]);
+      [nats, pg] = await Promise.all([startNatsServers({ size: 2 }), startPrivatePostgres()]);
       nodes.push(
         ...(await Promise.all(
           ["o1", "o2"].map((nodeId, i) =>

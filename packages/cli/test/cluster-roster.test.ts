@@ -1,19 +1,17 @@
 import { hostname } from "node:os";
-import { freePort } from "@mq9/testkit";
+import {
+  brokerKindMissing,
+  freePort,
+  type NatsServers,
+  type PrivatePostgres,
+  startNatsServers,
+  startPrivatePostgres,
+} from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./cli-harness.js";
-import {
-  clusterMissing,
-  eventually,
-  type Mq9NodeProcess,
-  type NatsClusterProcesses,
-  type PostgresProcess,
-  startNats,
-  startNode,
-  startPostgres,
-} from "./cluster-harness.js";
+import { eventually, type Mq9NodeProcess, startNode } from "./cluster-harness.js";
 
-const missing = clusterMissing();
+const missing = brokerKindMissing("cluster");
 
 interface Member {
   node: string;
@@ -25,8 +23,8 @@ interface Member {
 // A node that dies stays in the roster until an operator forgets it, and a node started without
 // --node-id comes back under the same id (its host and HTTP port), replacing its own entry.
 describe.skipIf(missing !== undefined)(`cluster roster${missing ? ` (skipped: ${missing})` : ""}`, () => {
-  let nats: NatsClusterProcesses;
-  let pg: PostgresProcess;
+  let nats: NatsServers;
+  let pg: PrivatePostgres;
   let a: Mq9NodeProcess;
   const started: Mq9NodeProcess[] = [];
 
@@ -46,7 +44,7 @@ describe.skipIf(missing !== undefined)(`cluster roster${missing ? ` (skipped: ${
   };
 
   beforeAll(async () => {
-    [nats, pg] = await Promise.all([startNats(2), startPostgres()]);
+    [nats, pg] = await Promise.all([startNatsServers({ size: 2 }), startPrivatePostgres()]);
     a = await start({ nodeId: "a", server: 0 });
   }, 120_000);
   afterAll(async () => {

@@ -2,20 +2,17 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import {
+  brokerKindMissing,
+  type NatsServers,
+  type PrivatePostgres,
+  startNatsServers,
+  startPrivatePostgres,
+} from "@mq9/testkit";
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startNatsCluster } from "../../../scripts/local-cluster/nats-cluster.js";
 import { expectAppsServe, WITH_ORCHESTRATOR } from "./cluster-apps.js";
-import {
-  clusterMissing,
-  type Mq9NodeProcess,
-  mq9Client,
-  type NatsClusterProcesses,
-  type PostgresProcess,
-  payloads,
-  startNode,
-  startPostgres,
-} from "./cluster-harness.js";
+import { type Mq9NodeProcess, mq9Client, payloads, startNode } from "./cluster-harness.js";
 
 function opensslMissing(): string | undefined {
   try {
@@ -28,7 +25,7 @@ function opensslMissing(): string | undefined {
   }
 }
 
-const missing = clusterMissing() ?? opensslMissing();
+const missing = brokerKindMissing("cluster") ?? opensslMissing();
 
 /** A throw-away CA, a server certificate for 127.0.0.1 signed by it, and a client certificate. */
 function makeCertificates(dir: string) {
@@ -89,9 +86,9 @@ describe.skipIf(missing !== undefined)(
   () => {
     let dir: string;
     let certs: ReturnType<typeof makeCertificates>;
-    let pg: PostgresProcess;
-    let mutual: NatsClusterProcesses;
-    let tokenOnly: NatsClusterProcesses;
+    let pg: PrivatePostgres;
+    let mutual: NatsServers;
+    let tokenOnly: NatsServers;
     const nodes: Mq9NodeProcess[] = [];
     const conns: NatsConnection[] = [];
 
@@ -107,8 +104,8 @@ describe.skipIf(missing !== undefined)(
 }
 `;
       [pg, mutual, tokenOnly] = await Promise.all([
-        startPostgres(),
-        startNatsCluster({
+        startPrivatePostgres(),
+        startNatsServers({
           size: 1,
           config: `${tls(true)}authorization {
   users = [
@@ -117,11 +114,11 @@ describe.skipIf(missing !== undefined)(
   ]
 }
 `,
-        }) as Promise<NatsClusterProcesses>,
-        startNatsCluster({
+        }),
+        startNatsServers({
           size: 1,
           config: `${tls(false)}authorization { token: "cluster-token" }\n`,
-        }) as Promise<NatsClusterProcesses>,
+        }),
       ]);
     }, 240_000);
 

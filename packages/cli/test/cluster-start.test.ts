@@ -1,24 +1,25 @@
 import { execFileSync } from "node:child_process";
 import { hostname } from "node:os";
+import {
+  brokerKindMissing,
+  type NatsServers,
+  type PrivatePostgres,
+  startNatsServers,
+  startPrivatePostgres,
+} from "@mq9/testkit";
 import type { NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startMq9Node } from "../../../scripts/local-cluster/mq9-node.js";
-import { startNatsCluster } from "../../../scripts/local-cluster/nats-cluster.js";
 import {
-  clusterMissing,
   connectTo,
   eventually,
   LIGHT_NODE,
   type Mq9NodeProcess,
   mq9Client,
-  type NatsClusterProcesses,
-  type PostgresProcess,
-  startNats,
   startNode,
-  startPostgres,
 } from "./cluster-harness.js";
 
-const missing = clusterMissing();
+const missing = brokerKindMissing("cluster");
 
 /** TCP ports process `pid` listens on (ss, from iproute2). */
 function listeningPorts(pid: number): number[] {
@@ -36,13 +37,13 @@ function listeningPorts(pid: number): number[] {
 // What a node does at its start and with the cluster's background work: no embedded listener, a
 // clear refusal when PostgreSQL cannot be reached, and expiry that goes on when its node dies.
 describe.skipIf(missing !== undefined)(`cluster node start${missing ? ` (skipped: ${missing})` : ""}`, () => {
-  let nats: NatsClusterProcesses;
-  let pg: PostgresProcess;
+  let nats: NatsServers;
+  let pg: PrivatePostgres;
   const nodes: Mq9NodeProcess[] = [];
   let nc: NatsConnection;
 
   beforeAll(async () => {
-    [nats, pg] = await Promise.all([startNats(1), startPostgres()]);
+    [nats, pg] = await Promise.all([startNatsServers({ size: 1 }), startPrivatePostgres()]);
     nc = await connectTo(nats.urls);
   }, 240_000);
 
@@ -165,7 +166,7 @@ describe.skipIf(missing !== undefined)(`cluster node start${missing ? ` (skipped
 
   it("a node whose schema a newer mq9 migrated steps aside: leaves the queue group, refuses, gives up its duties", async () => {
     // A cluster of its own (its schema, its nats-server): the one schema version it moves is its own.
-    const ownNats = await startNats(1);
+    const ownNats = await startNatsServers({ size: 1 });
     const old = await startNode({
       nodeId: "old",
       nats: ownNats.urls,
@@ -243,7 +244,7 @@ describe.skipIf(missing !== undefined)(`cluster node start${missing ? ` (skipped
   });
 
   it("a nats-server at its connection limit stops the start with a hint to read its log", async () => {
-    const full = await startNatsCluster({ size: 1, config: "max_connections: 1\n" });
+    const full = await startNatsServers({ size: 1, config: "max_connections: 1\n" });
     const holder = await connectTo(full.urls);
     try {
       const start = startMq9Node({ nodeId: "no-room", nats: full.urls, postgres: pg.url, args: LIGHT_NODE });

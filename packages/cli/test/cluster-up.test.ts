@@ -3,12 +3,13 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { connect as tcpConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { brokerKindMissing } from "@mq9/testkit";
 import { afterAll, describe, expect, it } from "vitest";
-import { clusterMissing, LIGHT_NODE } from "./cluster-harness.js";
+import { LIGHT_NODE } from "./cluster-harness.js";
 import { readPage, shellBlocks } from "./doc-blocks.js";
 import { REPO_ROOT } from "./doc-examples.js";
 
-const missing = clusterMissing();
+const missing = brokerKindMissing("cluster");
 
 /** The "Try it on one machine" block of docs/cluster.md (skipped by the doc test: it is run here). */
 function tryItBlock(): string {

@@ -1,10 +1,16 @@
+import {
+  brokerKindMissing,
+  type NatsServers,
+  type PrivatePostgres,
+  startNatsServers,
+  startPrivatePostgres,
+} from "@mq9/testkit";
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromiumMissing, launchChromium } from "./browser-harness.js";
 import { runCli } from "./cli-harness.js";
 import {
   answered,
-  clusterMissing,
   connectTo,
   eventually,
   everything,
@@ -13,25 +19,21 @@ import {
   knownSubjects,
   type Mq9NodeProcess,
   mq9Client,
-  type NatsClusterProcesses,
-  type PostgresProcess,
   payloads,
   type Reply,
   sendLoad,
-  startNats,
   startNode,
-  startPostgres,
   tcpProxy,
 } from "./cluster-harness.js";
 
-const missing = clusterMissing();
+const missing = brokerKindMissing("cluster");
 
 // Three nats-servers with routes, one PostgreSQL, three mq9 nodes: a attached to n1, b to n2,
 // c to n3. NATS hands each request to one member of the queue group, any node: the tests read the
 // nodes' /metrics to see which node answered what.
 describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing})` : ""}`, () => {
-  let nats: NatsClusterProcesses;
-  let pg: PostgresProcess;
+  let nats: NatsServers;
+  let pg: PrivatePostgres;
   const nodes: Record<string, Mq9NodeProcess> = {};
   const conns: NatsConnection[] = [];
   let viaA: ReturnType<typeof mq9Client>;
@@ -71,7 +73,7 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
     );
 
   beforeAll(async () => {
-    [nats, pg] = await Promise.all([startNats(3), startPostgres()]);
+    [nats, pg] = await Promise.all([startNatsServers({ size: 3 }), startPrivatePostgres()]);
     await Promise.all([startNamed("a", 0), startNamed("b", 1), startNamed("c", 2)]);
     viaA = mq9Client(await client([nats.urls[0]]));
     viaB = mq9Client(await client([nats.urls[1]]));

@@ -1,7 +1,6 @@
 import { appendFileSync, existsSync, readFileSync, rmSync } from "node:fs";
 import { delimiter, join } from "node:path";
-import { Broker } from "@mq9/broker";
-import { ensurePythonEnv, skipWithoutPython, VENV } from "@mq9/testkit";
+import { ensurePythonEnv, skipWithoutPython, startBroker, type TestBroker, VENV } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tempDir } from "./cli-harness.js";
 import { shellBlockWith } from "./doc-blocks.js";
@@ -21,9 +20,9 @@ const version = JSON.parse(readFileSync(join(REPO_ROOT, "packages/cli/package.js
 
 // A fresh clone of what is committed (uncommitted changes of a working tree are not in it).
 describe("install from a fresh clone, as the README says", () => {
-  let broker: Broker;
+  let broker: TestBroker;
   beforeAll(async () => {
-    broker = await Broker.start({ port: 0, dataDir: tempDir() });
+    broker = await startBroker({ registry: false });
   });
   afterAll(() => broker.close());
 
@@ -65,7 +64,7 @@ describe("install from a fresh clone, as the README says", () => {
     expect((await sh("mq9", ["--version"], outside, onPath)).stdout).toBe(`${version}\n`);
     const created = await sh(
       "mq9",
-      ["mailbox", "create", "fresh.clone.inbox", "--server", `mq9://127.0.0.1:${broker.port}`],
+      ["mailbox", "create", "fresh.clone.inbox", "--server", broker.url],
       outside,
       onPath,
     );
@@ -87,7 +86,7 @@ describe("install from a fresh clone, as the README says", () => {
       const hermesEnv = cleanEnv({
         PATH: [join(prefix, "bin"), join(VENV, "bin"), userPath()].join(delimiter),
         HERMES_HOME: home,
-        MQ9_SERVER: `mq9://127.0.0.1:${broker.port}`,
+        MQ9_SERVER: broker.url,
       });
       // The linked mq9 is the one Hermes finds.
       const which = await sh("sh", ["-c", "command -v mq9"], home, hermesEnv);

@@ -3,8 +3,7 @@
 // readers of its HTTP API and /metrics.
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { until } from "@mq9/testkit";
-import { CLI } from "./cli-harness.js";
+import { spawnServe, until } from "@mq9/testkit";
 
 export { until };
 
@@ -24,34 +23,9 @@ export interface Served {
 
 /** `mq9 serve` with JSON logs; resolves once the orchestrator's API answers (the broker's, with `--orchestrator off`). */
 export async function serve(args: string[], port = 0, env: Record<string, string> = {}): Promise<Served> {
-  const child = spawn(
-    process.execPath,
-    [CLI, "serve", "--port", String(port), "--http-port", "0", "--log-format", "json", ...args],
-    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } },
-  );
-  let out = "";
-  child.stdout!.on("data", (chunk) => {
-    out += chunk;
-  });
-  let err = "";
-  child.stderr!.on("data", (chunk) => {
-    err += chunk;
-  });
-  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
-  const ready = await new Promise<{ port: number; httpPort: number }>((resolve, reject) => {
-    const timer = setInterval(() => {
-      const line = out.split("\n").find((l) => l.includes('"httpPort"'));
-      if (line) {
-        clearInterval(timer);
-        resolve(JSON.parse(line));
-      }
-    }, 20);
-    child.on("exit", (code) => {
-      clearInterval(timer);
-      reject(new Error(`mq9 serve exited with ${code}: ${err}`));
-    });
-  });
-  const api = `http://127.0.0.1:${ready.httpPort}`;
+  const served = await spawnServe(args, { port, env });
+  const { child } = served;
+  const api = `http://127.0.0.1:${served.httpPort}`;
   // Without the orchestrator, the broker's own health check says it is ready.
   const off = args.some((arg, i) => arg === "--orchestrator" && args[i + 1] === "off");
   const probe = off ? "/healthz" : "/api/templates";
@@ -62,23 +36,24 @@ export async function serve(args: string[], port = 0, env: Record<string, string
     if (res?.ok) break;
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
-      throw new Error(`mq9 serve did not answer ${probe} within 60 s: ${err}`);
+      throw new Error(`mq9 serve did not answer ${probe} within 60 s: ${served.stderr()}`);
     }
     await new Promise((r) => setTimeout(r, 50));
   }
   const logs = () =>
-    out
+    served
+      .stdout()
       .split("\n")
       .filter((l) => l.startsWith("{"))
       .map((l) => JSON.parse(l) as Record<string, unknown>);
   return {
     child,
-    port: ready.port,
+    port: served.port,
     api,
     logs,
     stop: async (signal = "SIGTERM") => {
       child.kill(signal);
-      await exited;
+      await served.exited;
     },
   };
 }

@@ -1,14 +1,12 @@
-import { Broker } from "@mq9/broker";
-import { registryFactory } from "@mq9/registry";
+import { startBroker, type TestBroker } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tempDir } from "./cli-harness.js";
 import { run } from "./cli-run.js";
 import { docExample, shellWords } from "./doc-examples.js";
 
 describe("docs/registry.md", () => {
-  let broker: Broker;
+  let broker: TestBroker;
   beforeAll(async () => {
-    broker = await Broker.start({ port: 0, dataDir: tempDir(), registry: registryFactory() });
+    broker = await startBroker();
   });
   afterAll(() => broker.close());
 
@@ -19,7 +17,7 @@ describe("docs/registry.md", () => {
     expect(lines).toHaveLength(5);
     const outputs: string[] = [];
     for (const line of lines) {
-      const result = await run(shellWords(line).slice(1), { MQ9_SERVER: `mq9://127.0.0.1:${broker.port}` });
+      const result = await run(shellWords(line).slice(1), { MQ9_SERVER: broker.url });
       expect(result.code, `${line}\n${result.stderr}`).toBe(0);
       outputs.push(result.stdout);
     }

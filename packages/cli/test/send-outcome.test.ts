@@ -1,23 +1,25 @@
 import { connect, type Mq9Error } from "@mq9/client";
+import {
+  brokerKindMissing,
+  type NatsServers,
+  type PrivatePostgres,
+  startNatsServers,
+  startPrivatePostgres,
+} from "@mq9/testkit";
 import type { NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ServeProcess, spawnServe } from "./cli-harness.js";
 import {
-  clusterMissing,
   connectTo,
   eventually,
   everything,
   type Mq9NodeProcess,
   mq9Client,
-  type NatsClusterProcesses,
-  type PostgresProcess,
-  startNats,
   startNode,
-  startPostgres,
   tcpProxy,
 } from "./cluster-harness.js";
 
-const missing = clusterMissing();
+const missing = brokerKindMissing("cluster");
 const SENDS = 600;
 const IN_FLIGHT = 32;
 
@@ -39,7 +41,7 @@ function storedOnce(stored: { id: number; body: string }[]): Map<string, number>
  * and a retry with the same key of the others stores each exactly once.
  */
 async function keyedSendsAcrossStop(
-  pg: PostgresProcess,
+  pg: PrivatePostgres,
   database: Awaited<ReturnType<typeof tcpProxy>>,
   servers: string[],
   name: string,
@@ -160,12 +162,12 @@ async function postgresDown(httpPort: number): Promise<boolean> {
 describe.skipIf(missing !== undefined)(
   `SENDs across a PostgreSQL stop${missing ? ` (skipped: ${missing})` : ""}`,
   () => {
-    let pg: PostgresProcess;
+    let pg: PrivatePostgres;
     let database: Awaited<ReturnType<typeof tcpProxy>>;
     let url: string;
 
     beforeAll(async () => {
-      pg = await startPostgres();
+      pg = await startPrivatePostgres();
       database = await tcpProxy(pg.port);
       url = pg.url.replace(`:${pg.port}/`, `:${database.port}/`);
     }, 120_000);
@@ -201,10 +203,10 @@ describe.skipIf(missing !== undefined)(
     });
 
     describe("a cluster of two nodes", () => {
-      let nats: NatsClusterProcesses;
+      let nats: NatsServers;
       const nodes: Mq9NodeProcess[] = [];
       beforeAll(async () => {
-        nats = await startNats(1);
+        nats = await startNatsServers({ size: 1 });
         nodes.push(
           ...(await Promise.all(
             ["a", "b"].map((nodeId) => startNode({ nodeId, nats: nats.urls, postgres: url })),

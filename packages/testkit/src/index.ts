@@ -1,6 +1,6 @@
 /**
  * `@mq9/testkit` — the helpers the mq9 packages' tests share (private; never published).
- * A real broker on a free port with a fresh data directory, waiting on conditions, unique
+ * Real test brokers (embedded, on PostgreSQL, as a cluster) of one shape, waiting on conditions, unique
  * names, sample agents and fixtures. Nothing here is a mock: tests run against the real thing.
  *
  * @example
@@ -90,3 +90,4 @@ export {
   startContentAnalysisAgents,
 } from "./sample-agents.js";
 export { runSchemathesis, type SchemathesisOptions, type SchemathesisRun } from "./schemathesis.js";
+export { type ServeProcess, type SpawnServeOptions, spawnServe } from "./serve.js";
