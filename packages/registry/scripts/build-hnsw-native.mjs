@@ -1,4 +1,4 @@
-// Part of `npm run build`: compiles hnswlib-node once more, for this machine's own CPU
+// `npm run build:hnsw-native` (opt-in; the tests' global setup runs it): compiles hnswlib-node once more, for this machine's own CPU
 // (-march=native: AVX2 / AVX-512 distance kernels), into dist/hnswlib-native/. Optional: when it
 // cannot be built (no compiler, no node-gyp, not Linux) the vector store keeps npm's generic build.
 import { spawnSync } from "node:child_process";

