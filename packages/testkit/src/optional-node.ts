@@ -12,12 +12,12 @@ import {
   readFileSync,
   readlinkSync,
   rmSync,
-  statSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { installOnce } from "./install-once.js";
 
 const repo = fileURLToPath(new URL("../../../", import.meta.url));
 const pinned = join(repo, "packages/testkit/optional-node");
@@ -45,38 +45,12 @@ export function node22(): string | undefined {
   return existsSync(binary) ? binary : undefined;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /**
- * Installs the optional set if its lock changed or it is missing, then links each package into
- * the workspace's node_modules. Test files run in parallel: one installs under a lock directory,
- * the others wait for it.
+ * Installs the optional set if its lock changed or it is missing (once, under a lock: test files
+ * run in parallel), then links each package into the workspace's node_modules.
  */
 export async function ensureOptionalNodePackages(): Promise<void> {
-  for (;;) {
-    if (installed()) break;
-    mkdirSync(dirname(lockDir), { recursive: true });
-    try {
-      mkdirSync(lockDir);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-      // A lock older than 20 minutes belongs to a run that died.
-      let age = 0;
-      try {
-        age = Date.now() - statSync(lockDir).mtimeMs;
-      } catch {
-        // Gone already: look again.
-      }
-      if (age > 20 * 60_000) rmSync(lockDir, { recursive: true, force: true });
-      await sleep(2_000);
-      continue;
-    }
-    try {
-      if (!installed()) install();
-    } finally {
-      rmSync(lockDir, { recursive: true, force: true });
-    }
-  }
+  await installOnce(lockDir, installed, install);
   linkIntoWorkspace();
 }
 

@@ -3,9 +3,10 @@
 // whose versions conflict (a2a-sdk 0.3 and 1.x) get a venv each.
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { installOnce } from "./install-once.js";
 
 const repo = fileURLToPath(new URL("../../../", import.meta.url));
 
@@ -73,44 +74,17 @@ export function skipWithoutPython(name: PythonEnvName = "hermes"): boolean {
   return missing !== undefined;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /**
  * The python of the venv `name` (default `hermes`), after creating the venv and installing
- * its pinned requirements if that was not done yet. Test files run in parallel: one installs
- * under a lock directory (one per venv), the others wait for it.
+ * its pinned requirements if that was not done yet (once, under a lock: test files run in parallel).
  */
 export async function ensurePythonEnv(name: PythonEnvName = "hermes"): Promise<string> {
-  const venv = venvDir(name);
-  const lock = `${venv}.lock`;
-  const python = join(venv, "bin/python");
-  for (;;) {
-    if (ready(name)) return python;
-    // A fresh clone has no .cache yet: the lock directory needs its parent.
-    mkdirSync(join(repo, ".cache"), { recursive: true });
-    try {
-      mkdirSync(lock, { recursive: false });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-      // Someone else installs; a lock older than 20 minutes belongs to a run that died.
-      let age = 0;
-      try {
-        age = Date.now() - statSync(lock).mtimeMs;
-      } catch {
-        // Gone already: its installer finished; look again.
-      }
-      if (age > 20 * 60_000) rmSync(lock, { recursive: true, force: true });
-      await sleep(2_000);
-      continue;
-    }
-    try {
-      if (ready(name)) return python;
-      install(name);
-      return python;
-    } finally {
-      rmSync(lock, { recursive: true, force: true });
-    }
-  }
+  await installOnce(
+    `${venvDir(name)}.lock`,
+    () => ready(name),
+    () => install(name),
+  );
+  return join(venvDir(name), "bin/python");
 }
 
 function install(name: PythonEnvName): void {
