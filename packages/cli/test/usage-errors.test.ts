@@ -1,9 +1,11 @@
 // What the command line does with a bad command line, and with a reader that stops early.
-import { spawn } from "node:child_process";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { startBroker, type TestBroker } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI, runCli } from "./cli-harness.js";
 
+const exec = promisify(execFile);
 const HINT = "(see 'mq9 <command> --help')";
 
 describe("an argument error says what is wrong and where to read more, then exits 2", () => {
@@ -60,18 +62,7 @@ describe("a reader that closes the pipe early ends the command quietly with 0", 
   ]) {
     it(`mq9 ${args.join(" ")} | head -1`, async () => {
       const script = `"${process.execPath}" "${CLI}" ${args.join(" ")} --server ${t.url} | head -1; echo "exit \${PIPESTATUS[0]}" >&2`;
-      const result = await new Promise<{ stdout: string; stderr: string }>((resolve) => {
-        const child = spawn("bash", ["-c", script], { stdio: ["ignore", "pipe", "pipe"] });
-        let stdout = "";
-        let stderr = "";
-        child.stdout.on("data", (c) => {
-          stdout += c;
-        });
-        child.stderr.on("data", (c) => {
-          stderr += c;
-        });
-        child.on("close", () => resolve({ stdout, stderr }));
-      });
+      const result = await exec("bash", ["-c", script]);
       expect(result.stdout.split("\n").filter(Boolean)).toHaveLength(1);
       expect(result.stderr.trim()).toBe("exit 0");
     });
