@@ -13,6 +13,7 @@ import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
+import { startReleaseRegistry } from "../scripts/release-registry.js";
 
 const root = resolve(import.meta.dirname, "..");
 const { values } = parseArgs({
@@ -66,11 +67,16 @@ function userEnv(extra) {
   };
 }
 
-/** Runs a command to its end; seconds it took. */
-function timed(label, command, args, options) {
+/**
+ * Runs a command to its end; seconds it took. Not synchronous: the release registry answers npm
+ * from this process.
+ */
+async function timed(label, command, args, options) {
   progress(`${label} …`);
   const started = performance.now();
-  execFileSync(command, args, { stdio: ["ignore", "ignore", "inherit"], ...options });
+  const child = spawn(command, args, { stdio: ["ignore", "ignore", "inherit"], ...options });
+  const code = await new Promise((done) => child.once("exit", done));
+  if (code !== 0) throw new Error(`${command} ${args.join(" ")} exited with ${code}`);
   const seconds = (performance.now() - started) / 1000;
   progress(`${label}: ${seconds.toFixed(1)} s`);
   return seconds;
@@ -119,11 +125,7 @@ async function stop(child) {
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const READY = /broker ready on/;
-const out = [];
-const say = (line) => {
-  out.push(line);
-  process.stdout.write(`${line}\n`);
-};
+const say = (line) => process.stdout.write(`${line}\n`);
 
 async function measurePackages() {
   const release = join(work, "release");
@@ -132,28 +134,14 @@ async function measurePackages() {
     cwd: root,
     stdio: ["ignore", "ignore", "inherit"],
   });
-  const registry = spawn(process.execPath, ["scripts/release-registry.js", "--dir", release, "--port", "0"], {
-    cwd: root,
-    detached: true,
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  children.push(registry);
-  const url = await new Promise((done, fail) => {
-    let said = "";
-    registry.stdout.on("data", (chunk) => {
-      said += chunk;
-      const m = / at (http:\/\/127\.0\.0\.1:\d+\/)/.exec(said);
-      if (m) done(m[1]);
-    });
-    registry.once("exit", (code) => fail(new Error(`release-registry exited with ${code}`)));
-  });
+  const registry = await startReleaseRegistry(release);
   const prefix = join(work, "prefix");
   const env = userEnv({
-    "npm_config_@mq9:registry": url,
+    "npm_config_@mq9:registry": registry.url,
     npm_config_cache: join(work, "npm-cache-packages"),
     npm_config_prefix: prefix,
   });
-  const install = timed(
+  const install = await timed(
     "npm install -g @mq9/cli --ignore-scripts (empty cache)",
     "npm",
     ["install", "-g", "--ignore-scripts", "@mq9/cli"],
@@ -162,11 +150,16 @@ async function measurePackages() {
       env,
     },
   );
-  const native = timed("npm rebuild -g (the native modules' install scripts)", "npm", ["rebuild", "-g"], {
-    cwd: work,
-    env,
-  });
-  await stop(registry);
+  const native = await timed(
+    "npm rebuild -g (the native modules' install scripts)",
+    "npm",
+    ["rebuild", "-g"],
+    {
+      cwd: work,
+      env,
+    },
+  );
+  await registry.close();
 
   const cli = join(prefix, "lib/node_modules/@mq9/cli");
   const modules = join(cli, "node_modules");
@@ -217,18 +210,23 @@ async function measureClone() {
   progress("cloning HEAD");
   execFileSync("git", ["clone", "--quiet", "--no-hardlinks", root, clone]);
   const env = userEnv({ npm_config_cache: join(work, "npm-cache-clone") });
-  const ci = timed("npm ci --ignore-scripts (empty cache)", "npm", ["ci", "--ignore-scripts"], {
+  const ci = await timed("npm ci --ignore-scripts (empty cache)", "npm", ["ci", "--ignore-scripts"], {
     cwd: clone,
     env,
   });
-  const native = timed("npm rebuild (native modules' install scripts)", "npm", ["rebuild"], {
+  const native = await timed("npm rebuild (native modules' install scripts)", "npm", ["rebuild"], {
     cwd: clone,
     env,
   });
-  const build = timed("npm run build (our packages: tsc, dashboard)", "npm", ["run", "build", "--silent"], {
-    cwd: clone,
-    env,
-  });
+  const build = await timed(
+    "npm run build (our packages: tsc, dashboard)",
+    "npm",
+    ["run", "build", "--silent"],
+    {
+      cwd: clone,
+      env,
+    },
+  );
   const { seconds: start, child } = await untilReady(
     "npm",
     ["start"],

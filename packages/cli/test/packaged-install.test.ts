@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { delimiter, join } from "node:path";
 import { freePort, node22 } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startReleaseRegistry } from "../../../scripts/release-registry.js";
 import { tempDir } from "./cli-harness.js";
 import { shellBlockWith } from "./doc-blocks.js";
 import { docExample, REPO_ROOT } from "./doc-examples.js";
@@ -53,43 +54,31 @@ describe("the packed packages, installed as README.md says", () => {
   const prefix = join(root, "prefix");
   // The user's own npm config stays (the machine's may say where node-gyp finds Node's headers).
   let scope: NodeJS.ProcessEnv = {};
-  let registry: ChildProcess | undefined;
+  let registry: Awaited<ReturnType<typeof startReleaseRegistry>> | undefined;
   let serve: ChildProcess | undefined;
   let server = "";
   let log = "";
 
   beforeAll(async () => {
     // The tarballs of this checkout's current build (`npm test` built it), into <root>/release,
-    // served by `npm run release:registry` as the @mq9 scope's registry: the user's npm config.
+    // served as by `npm run release:registry` (in this process: npm runs asynchronously) as the
+    // @mq9 scope's registry: the user's npm config.
     const release = join(root, "release");
     await sh(process.execPath, ["scripts/pack.js", "--no-build", "--out", release], REPO_ROOT);
-    registry = spawn(process.execPath, ["scripts/release-registry.js", "--dir", release, "--port", "0"], {
-      cwd: REPO_ROOT,
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    const url = await new Promise<string>((resolve, reject) => {
-      let said = "";
-      registry?.stdout?.on("data", (chunk) => {
-        said += chunk;
-        const served = / at (http:\/\/127\.0\.0\.1:\d+\/)/.exec(said);
-        if (served) resolve(served[1]);
-      });
-      registry?.once("exit", (code) => reject(new Error(`release-registry exited with ${code}: ${said}`)));
-    });
+    registry = await startReleaseRegistry(release);
     scope = {
-      "npm_config_@mq9:registry": url,
+      "npm_config_@mq9:registry": registry.url,
       npm_config_update_notifier: "false",
       npm_config_fund: "false",
     };
   }, 600_000);
 
   afterAll(async () => {
-    for (const child of [serve, registry]) {
-      if (child && child.exitCode === null) {
-        child.kill("SIGTERM");
-        await new Promise((resolve) => child.once("exit", resolve));
-      }
+    if (serve && serve.exitCode === null) {
+      serve.kill("SIGTERM");
+      await new Promise((resolve) => serve?.once("exit", resolve));
     }
+    await registry?.close();
     rmSync(root, { recursive: true, force: true });
   }, 120_000);
 

@@ -17,6 +17,7 @@ export class ClusterTransport implements BrokerTransport {
   /** A node's service is not told who asked (the cluster's nats-servers check permissions). */
   readonly isolatesClients = false;
   private readonly requests: QueueGroupRequests;
+  private readonly queueGroup: string;
 
   private constructor(
     readonly node: ClusterNode,
@@ -24,7 +25,8 @@ export class ClusterTransport implements BrokerTransport {
     private readonly logger: Logger,
     readonly defaultHttpHost: string,
   ) {
-    this.requests = new QueueGroupRequests(node.connection, options.queueGroup ?? "mq9", logger);
+    this.queueGroup = options.queueGroup ?? "mq9";
+    this.requests = new QueueGroupRequests(node.connection, this.queueGroup, logger);
   }
 
   /**
@@ -82,10 +84,10 @@ export class ClusterTransport implements BrokerTransport {
   async serve(handler: Mq9RequestHandler): Promise<BrokerAddress> {
     this.requests.serve(handler);
     this.node.start();
-    const { nodeId, queueGroup, servers } = this.options;
+    const { nodeId, servers } = this.options;
     this.logger.info(
       { node: nodeId, servers },
-      `cluster node ${nodeId} serving $mq9.AI.> in queue group ${queueGroup ?? "mq9"}`,
+      `cluster node ${nodeId} serving $mq9.AI.> in queue group ${this.queueGroup}`,
     );
     const first = new URL(servers[0].includes("://") ? servers[0] : `nats://${servers[0]}`);
     return { host: first.hostname, port: Number(first.port || 4222) };

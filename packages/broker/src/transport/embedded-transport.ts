@@ -8,8 +8,10 @@ import type { Store } from "../store/store.js";
 import type { BrokerAddress, BrokerTransport, TransportHealth } from "./broker-transport.js";
 import type { Mq9RequestHandler } from "./mq9-request.js";
 
-/** The embedded listener's settings, as BrokerOptions give them. */
-/** The bound reply inboxes are kept where the store keeps them (Store.inboxBindings). */
+/**
+ * The embedded listener's settings, as BrokerOptions give them; the bound reply inboxes are kept
+ * where the store keeps them (Store.inboxBindings).
+ */
 export type EmbeddedTransportOptions = Omit<NatsListenerOptions, "serverName" | "logger" | "inboxBindings">;
 
 /** A broker of its own: the embedded NATS-protocol listener, clients connect to it. */
