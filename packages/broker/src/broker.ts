@@ -190,6 +190,8 @@ export class Broker {
       // One guard for both ports: a guesser is slowed on the HTTP port by failures on the NATS port too.
       const authGuard = AuthGuard.from(options.auth, options.authThrottle, logger);
       transport = await openTransport(options, store, logger, authGuard);
+      const served = transport;
+      const metrics = new BrokerMetrics(() => served.connectionCount());
       const engine = new MessagingEngine({
         store,
         notifier: options.notifier ?? transport.notifier,
@@ -200,9 +202,8 @@ export class Broker {
         defaultMailboxTtlSeconds: options.defaultMailboxTtlSeconds,
         dedupWindowMs: options.dedupWindowMs,
         sweepIntervalMs: options.sweepIntervalMs,
+        onDeadLettered: (_address, count) => metrics.deadLettered.inc(count),
       });
-      const served = transport;
-      const metrics = new BrokerMetrics(() => served.connectionCount());
       served.watch(metrics, store);
       registry = await options.registry?.({
         dataDir: options.dataDir ?? BrokerDefaults.dataDir,

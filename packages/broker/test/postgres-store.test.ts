@@ -165,7 +165,7 @@ describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${
       await store.append([{ mailbox: "box", priority: "normal", payload: body("d"), sentMs: T0 }], T0);
       await raw.query("BEGIN");
       const next = await raw.query(
-        "SELECT msg_id FROM mq9_claim('box', 'g', 0, $1, false, 10, 1048576, $2)",
+        "SELECT msg_id FROM mq9_claim('box', 'g', 0, $1, false, 10, 1048576, $2, NULL, NULL, NULL)",
         [T0, T0 + 30_000],
       );
       expect(next.rows.map((r) => Number(r.msg_id))).toEqual([3]);

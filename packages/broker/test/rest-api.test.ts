@@ -394,6 +394,84 @@ describe("REST API v1 against its OpenAPI document", () => {
     expect(await put.json()).toMatchObject({ code: "METHOD_NOT_ALLOWED" });
   });
 
+  it("dead letters: a NAK gives a message back, a terminal one sends it to dead letters, retry brings it back", async () => {
+    const c = contract;
+    const poison = "rest.poison";
+    await t.request(Subjects.mailboxCreate, { name: poison });
+    await t.request(Subjects.send(poison), "bad job");
+    const fetched = await t.request(Subjects.fetch(poison), {
+      group_name: "g",
+      deliver: "earliest",
+      config: { max_wait_ms: 0 },
+    });
+    const msgId = (fetched.messages as { msg_id: number }[])[0].msg_id;
+    const nakPath = "/api/v1/mailboxes/{address}/nak";
+    const given = await c.check({
+      method: "POST",
+      path: nakPath,
+      url: `/api/v1/mailboxes/${poison}/nak`,
+      body: { group_name: "g", msg_id: msgId, reason: "bad input", terminal: true },
+      status: 200,
+    });
+    expect(given.body).toEqual({ dead_letter: true });
+    await c.check({
+      method: "POST",
+      path: nakPath,
+      url: `/api/v1/mailboxes/${poison}/nak`,
+      body: { group_name: "g", msg_id: 99999 },
+      status: 404,
+      error: /message not found/,
+    });
+    await c.check({
+      method: "POST",
+      path: nakPath,
+      url: `/api/v1/mailboxes/${poison}/nak`,
+      body: { msg_id: msgId },
+      status: 400,
+      error: /body.group_name/,
+    });
+    // The sweep runs at once after a terminal NAK; the dead letter carries where it came from.
+    let letters: { msg_id: number; headers: Record<string, string> }[] = [];
+    for (let i = 0; i < 100 && letters.length === 0; i++) {
+      const peek = await fetch(`${base}/api/v1/mailboxes/${poison}.dlq/peek`);
+      if (peek.status === 200) letters = ((await peek.json()) as { messages: typeof letters }).messages;
+      if (letters.length === 0) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(letters[0].headers).toMatchObject({
+      "mq9-dlq-mailbox": poison,
+      "mq9-dlq-group": "g",
+      "mq9-dlq-reason": "bad input",
+      "mq9-dlq-delivery-count": "1",
+    });
+    const retryPath = "/api/v1/mailboxes/{address}/retry";
+    await c.check({
+      method: "POST",
+      path: retryPath,
+      url: `/api/v1/mailboxes/${poison}.dlq/retry`,
+      body: { msg_id: -1 },
+      status: 400,
+      error: /body.msg_id/,
+    });
+    const retried = await c.check({
+      method: "POST",
+      path: retryPath,
+      url: `/api/v1/mailboxes/${poison}.dlq/retry`,
+      body: { msg_id: letters[0].msg_id },
+      status: 200,
+    });
+    expect(retried.body).toEqual({ retried: 1 });
+    await c.check({
+      method: "POST",
+      path: retryPath,
+      url: `/api/v1/mailboxes/${poison}.dlq/retry`,
+      body: { msg_id: letters[0].msg_id },
+      status: 404,
+      error: "message not found",
+    });
+    const back = await t.request(Subjects.fetch(poison), { group_name: "g", config: { max_wait_ms: 0 } });
+    expect(texts(back)).toEqual(["bad job"]);
+  });
+
   it("agents: list with heartbeat status, get one, discover by tag and text with scores", async () => {
     const c = contract;
     await t.request(Subjects.agentRegister, {

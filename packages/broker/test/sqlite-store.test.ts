@@ -42,7 +42,7 @@ describe("sqlite store files", () => {
     raw.pragma("user_version = 1");
     raw.close();
     expect(() => new SqliteStore({ dataDir: dir })).toThrow(
-      /written by another mq9 version \(format 1, this one reads 5\)/,
+      /written by another mq9 version \(format 1, this one reads 6\)/,
     );
   });
 });
@@ -173,9 +173,12 @@ describe("sqlite store: a write that fails changes nothing", () => {
       await store.close();
     }
     const check = new Database(join(dir, "mq9.db"), { readonly: true });
-    expect(check.pragma("user_version", { simple: true })).toBe(5);
+    expect(check.pragma("user_version", { simple: true })).toBe(6);
     // Version 5's step: the idempotency keys' table.
     expect(check.prepare("SELECT count(*) AS n FROM send_keys").get()).toEqual({ n: 0 });
+    // Version 6's: delivery limits and counts.
+    expect(check.prepare("SELECT max_deliver, dead_lettered FROM groups LIMIT 0").all()).toEqual([]);
+    expect(check.prepare("SELECT delivery_count, reason FROM deliveries LIMIT 0").all()).toEqual([]);
     check.close();
   });
 });

@@ -442,8 +442,145 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       ]);
     });
 
+    const counts = (messages: { deliveryCount?: number }[]) => messages.map((m) => m.deliveryCount);
+    const lease = 30_000;
+
+    it("delivery count — 1 on first delivery, one more each time the lease runs out; groups count apart", async () => {
+      await send("a");
+      expect(counts(await store.claim("box", "g", claim))).toEqual([1]);
+      expect(counts(await store.claim("box", "g", { ...claim, nowMs: T0 + lease }))).toEqual([2]);
+      expect(counts(await store.claim("box", "g", { ...claim, nowMs: T0 + 2 * lease }))).toEqual([3]);
+      expect(counts(await store.claim("box", "other", claim))).toEqual([1]);
+    });
+
+    it("max_deliver — the last lease's end holds the message for dead letters; settling ends it", async () => {
+      await send("poison");
+      await send("fine");
+      const policy = { maxDeliver: 2 };
+      const first = await store.claim("box", "g", { ...claim, limit: 1, policy });
+      const fine = await store.claim("box", "g", { ...claim, limit: 1 });
+      expect(bodies([...first, ...fine])).toEqual(["poison", "fine"]);
+      expect(await store.ack("box", "g", fine[0].id, T0)).toBe(true);
+      // The policy is remembered: later claims need not repeat it.
+      expect(counts(await store.claim("box", "g", { ...claim, nowMs: T0 + lease }))).toEqual([2]);
+      expect(await store.deadLetters(T0 + lease, 10)).toEqual([]);
+      expect(await store.claim("box", "g", { ...claim, nowMs: T0 + 2 * lease })).toEqual([]);
+      const letters = await store.deadLetters(T0 + 2 * lease, 10);
+      expect(
+        letters.map((l) => [
+          l.mailbox,
+          l.group,
+          decode(l.message.payload),
+          l.deliveryCount,
+          l.deadLetterAddress,
+        ]),
+      ).toEqual([["box", "g", "poison", 2, "box.dlq"]]);
+      await store.settleDeadLetters(letters, T0 + 2 * lease);
+      expect(await store.deadLetters(T0 + 2 * lease, 10)).toEqual([]);
+      expect(await store.claim("box", "g", { ...claim, nowMs: T0 + 10 * lease })).toEqual([]);
+      // Settling twice (a sweep repeated after a restart) changes nothing.
+      await store.settleDeadLetters(letters, T0 + 2 * lease);
+      await send("next");
+      expect(bodies(await store.claim("box", "g", { ...claim, nowMs: T0 + 10 * lease }))).toEqual(["next"]);
+    });
+
+    it("max_deliver — the mailbox's default applies to its groups; a group's own limit wins", async () => {
+      await store.createMailbox(
+        {
+          address: "limited",
+          ttlSeconds: 0,
+          desc: "",
+          createdMs: T0,
+          maxDeliver: 1,
+          deadLetter: "graveyard",
+        },
+        T0,
+      );
+      expect(await store.getMailbox("limited", T0)).toMatchObject({ maxDeliver: 1, deadLetter: "graveyard" });
+      await store.append([message("limited", "x")], T0);
+      expect(counts(await store.claim("limited", "g", claim))).toEqual([1]);
+      expect(counts(await store.claim("limited", "own", { ...claim, policy: { maxDeliver: 3 } }))).toEqual([
+        1,
+      ]);
+      expect(await store.claim("limited", "g", { ...claim, nowMs: T0 + lease })).toEqual([]);
+      expect(counts(await store.claim("limited", "own", { ...claim, nowMs: T0 + lease }))).toEqual([2]);
+      const letters = await store.deadLetters(T0 + lease, 10);
+      expect(letters.map((l) => [l.group, l.deadLetterAddress])).toEqual([["g", "graveyard"]]);
+    });
+
+    it("nak — delivered again at once, after a delay, or held for dead letters when terminal", async () => {
+      for (const body of ["a", "b", "c"]) await send(body);
+      const batch = await store.claim("box", "g", claim);
+      expect(await store.nak("box", "g", batch[0].id, { nowMs: T0 })).toEqual({
+        found: true,
+        deadLetter: false,
+      });
+      expect(await store.nak("box", "g", batch[1].id, { nowMs: T0, delayMs: 5000, reason: "busy" })).toEqual({
+        found: true,
+        deadLetter: false,
+      });
+      expect(
+        await store.nak("box", "g", batch[2].id, { nowMs: T0, terminal: true, reason: "bad input" }),
+      ).toEqual({
+        found: true,
+        deadLetter: true,
+      });
+      const again = await store.claim("box", "g", { ...claim, nowMs: T0 + 1 });
+      expect(bodies(again)).toEqual(["a"]);
+      expect(counts(again)).toEqual([2]);
+      expect(bodies(await store.claim("box", "g", { ...claim, nowMs: T0 + 5000 }))).toEqual(["b"]);
+      const letters = await store.deadLetters(T0 + 5000, 10);
+      expect(letters.map((l) => [decode(l.message.payload), l.reason, l.deliveryCount])).toEqual([
+        ["c", "bad input", 1],
+      ]);
+      // Nothing leased: refused, and nothing changes.
+      expect(await store.nak("box", "g", 99, { nowMs: T0 })).toMatchObject({ found: false });
+      expect(await store.nak("box", "nogroup", batch[0].id, { nowMs: T0 })).toMatchObject({ found: false });
+    });
+
+    it("nak — a later ACK of the same claim does not cover a message given back", async () => {
+      for (const body of ["a", "b"]) await send(body);
+      const batch = await store.claim("box", "g", claim);
+      await store.nak("box", "g", batch[0].id, { nowMs: T0, delayMs: 1000 });
+      expect(await store.ack("box", "g", batch[1].id, T0)).toBe(true);
+      const again = await store.claim("box", "g", { ...claim, nowMs: T0 + 1000 });
+      expect(bodies(again)).toEqual(["a"]);
+      expect(await store.ack("box", "g", again[0].id, T0 + 1000)).toBe(true);
+      expect(await store.claim("box", "g", { ...claim, nowMs: T0 + 10 * lease })).toEqual([]);
+    });
+
+    it("backoff — a message whose lease ran out waits its step before it is delivered again", async () => {
+      await send("a");
+      const policy = { backoffMs: [10_000, 20_000] };
+      await store.claim("box", "g", { ...claim, policy });
+      expect(await store.claim("box", "g", { ...claim, nowMs: T0 + lease })).toEqual([]);
+      expect(counts(await store.claim("box", "g", { ...claim, nowMs: T0 + lease + 10_000 }))).toEqual([2]);
+      const secondEnd = T0 + lease + 10_000 + lease;
+      expect(await store.claim("box", "g", { ...claim, nowMs: secondEnd + 19_999 })).toEqual([]);
+      expect(counts(await store.claim("box", "g", { ...claim, nowMs: secondEnd + 20_000 }))).toEqual([3]);
+    });
+
     if (factory.reopen) {
       const reopen = factory.reopen;
+      it("restart — delivery counts past the first survive a reopen; a used-up message is not delivered again", async () => {
+        await send("a");
+        await send("b");
+        const policy = { maxDeliver: 3 };
+        await store.claim("box", "g", { ...claim, policy });
+        expect(counts(await store.claim("box", "g", { ...claim, nowMs: T0 + lease }))).toEqual([2, 2]);
+        const thirdA = await store.claim("box", "g", { ...claim, limit: 1, nowMs: T0 + 2 * lease });
+        const thirdB = await store.claim("box", "g", { ...claim, limit: 1, nowMs: T0 + 2 * lease });
+        expect(counts([...thirdA, ...thirdB])).toEqual([3, 3]);
+        expect(await store.ack("box", "g", thirdB[0].id, T0 + 2 * lease)).toBe(true);
+        await send("c");
+        store = await reopen(store);
+        // a was delivered 3 times: it goes to dead letters, never to the group again.
+        const after = await store.claim("box", "g", { ...claim, nowMs: T0 + 3 * lease });
+        expect(bodies(after)).toEqual(["c"]);
+        const letters = await store.deadLetters(T0 + 3 * lease, 10);
+        expect(letters.map((l) => [decode(l.message.payload), l.deliveryCount])).toEqual([["a", 3]]);
+      });
+
       it("restart — messages, ids, groups and acks survive a reopen", async () => {
         for (const body of ["a", "b", "c"]) await send(body);
         const batch = await store.claim("box", "g", { ...claim, limit: 2 });

@@ -13,6 +13,8 @@ interface Waiter {
  */
 export class BatchAcker {
   private readonly handled: boolean[];
+  /** Messages given back (NAKed): they count as done for the prefix, but no ACK may name them. */
+  private readonly givenBack: boolean[];
   /** Messages [0, prefix) are handled. */
   private prefix = 0;
   /** Messages [0, acked) are confirmed by the broker. */
@@ -28,6 +30,17 @@ export class BatchAcker {
     private readonly onAcked: (msgIds: readonly number[]) => void = () => {},
   ) {
     this.handled = new Array<boolean>(msgIds.length).fill(false);
+    this.givenBack = new Array<boolean>(msgIds.length).fill(false);
+  }
+
+  /**
+   * Marks message `index` given back to the broker (NAKed), which took it out of its batch: it no
+   * longer holds back the messages after it, and the ACK that covers them does not name it.
+   */
+  gaveBack(index: number): void {
+    if (index < this.acked || this.failure) return;
+    this.givenBack[index] = true;
+    void this.done(index).catch(() => {});
   }
 
   /** Marks message `index` handled; resolves once an ACK covering it is confirmed. */
@@ -71,7 +84,11 @@ export class BatchAcker {
   private flush(): void {
     if (this.sending || this.failure || this.prefix <= this.acked) return;
     const target = this.prefix;
-    this.sending = this.sendAck(this.msgIds[target - 1]).then(
+    // The ACK names the last handled message that was not given back; none: nothing to send.
+    let named = target - 1;
+    while (named >= this.acked && this.givenBack[named]) named--;
+    const sent = named < this.acked ? Promise.resolve() : this.sendAck(this.msgIds[named]);
+    this.sending = sent.then(
       () => {
         const covered = this.msgIds.slice(this.acked, target);
         this.acked = target;

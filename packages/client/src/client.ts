@@ -27,6 +27,8 @@ import {
   createBody,
   type FetchOptions,
   fetchBody,
+  type NakOptions,
+  nakBody,
   type QueryOptions,
   queryBody,
 } from "./request-bodies.js";
@@ -88,6 +90,7 @@ export class Mq9Client {
       fetchItems: (mailAddress, body, maxWaitMs, signal) =>
         this.fetchItems(mailAddress, body, maxWaitMs, signal),
       ack: (mailAddress, group, msgId) => this.ack(mailAddress, group, msgId),
+      nak: (mailAddress, group, msgId, options) => this.nak(mailAddress, group, msgId, options),
       logger: this.logger,
     };
   }
@@ -189,6 +192,38 @@ export class Mq9Client {
       json({ group_name: group, mail_address: address, msg_id: msgId }),
       readReply.envelope,
     );
+  }
+
+  /**
+   * Gives a message leased to the group back without waiting for its lease (an mq9 extension):
+   * delivered again after `delayMs` (default: the group's backoff), or, `terminal`, moved to the
+   * mailbox's dead-letter mailbox. Resolves with whether it went to dead letters.
+   */
+  async nak(
+    mailbox: string,
+    group: string,
+    msgId: number,
+    options: NakOptions = {},
+  ): Promise<{ deadLetter: boolean }> {
+    const reply = await this.call<Mq9Reply & { dead_letter?: boolean }>(
+      Subjects.nak(targetAddress(mailbox)),
+      json(nakBody(group, msgId, options)),
+      readReply.envelope,
+    );
+    return { deadLetter: reply.dead_letter === true };
+  }
+
+  /**
+   * Moves dead letters back to the mailboxes they came from (an mq9 extension): one (`msgId`) or
+   * all of `deadLetterMailbox`. Resolves with how many went back.
+   */
+  async retryDeadLetters(deadLetterMailbox: string, msgId?: number): Promise<number> {
+    const reply = await this.call<Mq9Reply & { retried?: number }>(
+      Subjects.retry(targetAddress(deadLetterMailbox)),
+      json(msgId === undefined ? {} : { msg_id: msgId }),
+      readReply.envelope,
+    );
+    return reply.retried ?? 0;
   }
 
   /** Reads messages without consuming them (by key, tags or time); oldest first. */

@@ -4,7 +4,7 @@ import { BatchAcker } from "./batch-acker.js";
 import type { ConnectionWatcher } from "./connection-watcher.js";
 import type { ClientLogger } from "./logger.js";
 import { Mq9Message } from "./message.js";
-import { fetchBody } from "./request-bodies.js";
+import { fetchBody, type NakOptions } from "./request-bodies.js";
 
 /** A message handed out by a consumer; `ack()` acknowledges it through the consumer's group. */
 export class ConsumedMessage extends Mq9Message {
@@ -15,8 +15,18 @@ export class ConsumedMessage extends Mq9Message {
     /** The consumer group, or undefined for a stateless consumer. */
     readonly group: string | undefined,
     private readonly acknowledge: () => Promise<void>,
+    private readonly giveBack: (options: NakOptions) => Promise<{ deadLetter: boolean }>,
   ) {
     super(item);
+  }
+
+  /**
+   * Gives this message back now instead of letting its lease run out (an mq9 extension): it is
+   * delivered again after `delayMs` (default: the group's backoff), or, `terminal`, moved to the
+   * dead-letter mailbox. The consumer does this by itself when a handler throws.
+   */
+  nak(options: NakOptions = {}): Promise<{ deadLetter: boolean }> {
+    return this.giveBack(options);
   }
 
   /**
@@ -28,7 +38,11 @@ export class ConsumedMessage extends Mq9Message {
   }
 }
 
-/** Called once per message; a throw or rejection means "not handled": no ACK, redelivery after the lease. */
+/**
+ * Called once per message; a throw or rejection means "not handled": with a group the message is
+ * NAKed with the error's text (delivered again after the group's backoff, or moved to dead letters
+ * once its deliveries are used up); without one it is simply not ACKed.
+ */
 export type MessageHandler = (message: ConsumedMessage) => unknown;
 
 /** Options of `Mq9Client.consume`. */
@@ -57,6 +71,20 @@ export interface ConsumeOptions {
   maxWaitMs?: number;
   /** Lease of fetched messages; an un-ACKed message comes back after it (broker default 30 000). */
   leaseMs?: number;
+  /**
+   * Deliveries of a message before the broker moves it to the mailbox's dead-letter mailbox (an
+   * mq9 extension, remembered by the group; 0: no limit).
+   */
+  maxDeliver?: number;
+  /** Wait before the n-th redelivery of a failed message (ms; the last step repeats; mq9 extension). */
+  backoffMs?: readonly number[];
+  /** This consumer's name, shown with the leases it holds (default: the connection's name). */
+  member?: string;
+  /**
+   * NAK a message whose handler threw, with the error's text, so it comes back after the group's
+   * backoff instead of after its whole lease (default true; needs a group and a broker that knows NAK).
+   */
+  nakOnError?: boolean;
   /** false: leave out the raw header block of each message (see FetchOptions.headerBytes; default true). */
   headerBytes?: boolean;
   /** false: leave out the decoded header map of each message (see FetchOptions.headerMap; default true). */
@@ -79,6 +107,13 @@ export interface ConsumerSource {
   ): Promise<MessageItem[]>;
   /** One ACK. */
   ack(mailAddress: string, group: string, msgId: number): Promise<void>;
+  /** One NAK. */
+  nak(
+    mailAddress: string,
+    group: string,
+    msgId: number,
+    options: NakOptions,
+  ): Promise<{ deadLetter: boolean }>;
   /** Where failures go when the consumer has no `onError`. */
   readonly logger: ClientLogger;
 }
@@ -110,10 +145,31 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
   private readonly options: Required<
     Omit<
       ConsumeOptions,
-      "group" | "fromTime" | "fromId" | "leaseMs" | "retry" | "headerBytes" | "headerMap" | "fetches"
+      | "group"
+      | "fromTime"
+      | "fromId"
+      | "leaseMs"
+      | "retry"
+      | "headerBytes"
+      | "headerMap"
+      | "fetches"
+      | "maxDeliver"
+      | "backoffMs"
+      | "member"
     >
   > &
-    Pick<ConsumeOptions, "group" | "fromTime" | "fromId" | "leaseMs" | "headerBytes" | "headerMap"> & {
+    Pick<
+      ConsumeOptions,
+      | "group"
+      | "fromTime"
+      | "fromId"
+      | "leaseMs"
+      | "headerBytes"
+      | "headerMap"
+      | "maxDeliver"
+      | "backoffMs"
+      | "member"
+    > & {
       retry: Required<RetryOptions>;
     };
   private state: "idle" | "running" | "stopping" | "stopped" = "idle";
@@ -122,6 +178,8 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
   private readonly ackers = new Set<BatchAcker>();
   /** Outcome of each handled message until it is ACKed, so a redelivery does not run the handler twice. */
   private readonly handled = new Map<number, Promise<boolean>>();
+  /** Why a handler failed, by msg_id, until its NAK carries it. */
+  private readonly failures = new Map<number, string>();
   private freeSlots: number;
   private slotWaiters: (() => void)[] = [];
   private readonly finished = deferred<Error | undefined>();
@@ -161,6 +219,10 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
       leaseMs: options.leaseMs,
       headerBytes: options.headerBytes,
       headerMap: options.headerMap,
+      maxDeliver: options.maxDeliver,
+      backoffMs: options.backoffMs,
+      member: options.member,
+      nakOnError: options.nakOnError ?? true,
       retry: { ...DEFAULT_RETRY, ...options.retry },
       onError:
         options.onError ??
@@ -317,8 +379,13 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
     if (acker) this.ackers.add(acker);
     const autoAck = acker !== undefined && this.options.autoAck;
     for (let index = 0; index < items.length; index++) {
-      const message = new ConsumedMessage(items[index], this.mailAddress, group, () =>
-        acker ? this.track(acker, acker.done(index)) : Promise.reject(noGroup()),
+      const message = new ConsumedMessage(
+        items[index],
+        this.mailAddress,
+        group,
+        () => (acker ? this.track(acker, acker.done(index)) : Promise.reject(noGroup())),
+        (options) =>
+          acker ? this.giveBack(acker, index, items[index].msg_id, options) : Promise.reject(noGroup()),
       );
       const earlier = autoAck ? this.handled.get(message.msgId) : undefined;
       if (earlier) {
@@ -347,22 +414,56 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
         await handler(message);
         return true;
       } catch (err) {
-        if (!(err instanceof LeftLoop)) this.options.onError(toError(err), message);
+        if (err instanceof LeftLoop) return false;
+        const error = toError(err);
+        this.options.onError(error, message);
+        if (this.options.nakOnError && this.options.group) {
+          this.failures.set(message.msgId, error.message.slice(0, 1024) || error.name);
+        }
         return false;
       }
     })();
     if (acker) this.remember(message.msgId, outcome);
     const task = outcome
-      .then((ok) => {
+      .then(async (ok) => {
         if (!acker) return;
-        if (!ok) this.handled.delete(message.msgId);
-        else this.track(acker, acker.done(index)).catch(() => {});
+        if (ok) {
+          this.track(acker, acker.done(index)).catch(() => {});
+          return;
+        }
+        this.handled.delete(message.msgId);
+        if (this.options.nakOnError) await this.nakFailed(acker, index, message);
       })
       .finally(() => {
         this.running.delete(task);
         this.releaseSlot();
       });
     this.running.add(task);
+  }
+
+  /**
+   * NAKs a message whose handler threw, with the error's text: it comes back after the group's
+   * backoff (or goes to dead letters) instead of after its lease. A broker without NAK answers
+   * an error; the message then comes back after its lease as before.
+   */
+  private async nakFailed(acker: BatchAcker, index: number, message: ConsumedMessage): Promise<void> {
+    const reason = this.failures.get(message.msgId) ?? "handler failed";
+    this.failures.delete(message.msgId);
+    await this.giveBack(acker, index, message.msgId, { reason }).catch(() => {});
+  }
+
+  /** One NAK of a message of `acker`'s batch; once it is done, the batch's ACK passes over it. */
+  private async giveBack(
+    acker: BatchAcker,
+    index: number,
+    msgId: number,
+    options: NakOptions,
+  ): Promise<{ deadLetter: boolean }> {
+    const group = this.options.group as string;
+    const result = await this.source.nak(this.mailAddress, group, msgId, options);
+    acker.gaveBack(index);
+    if (acker.finished) this.ackers.delete(acker);
+    return result;
   }
 
   /** Forgets a batch's acker once it has nothing left to ACK. */
@@ -393,6 +494,9 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
       leaseMs: o.leaseMs,
       headerBytes: o.headerBytes,
       headerMap: o.headerMap,
+      maxDeliver: o.maxDeliver,
+      backoffMs: o.backoffMs,
+      member: o.member,
       ...position,
     });
   }

@@ -40,6 +40,6 @@ export { type ClientLogger, quietLogger, stderrLogger } from "./logger.js";
 export { Mq9Message } from "./message.js";
 export { formatMq9Uri, type Mq9Uri, type Mq9UriParts, parseMq9Uri } from "./mq9-uri.js";
 export type { Payload } from "./payload.js";
-export type { CreateMailboxOptions, FetchOptions, QueryOptions } from "./request-bodies.js";
+export type { CreateMailboxOptions, FetchOptions, NakOptions, QueryOptions } from "./request-bodies.js";
 export type { SendOptions, SendRetryOptions } from "./send-options.js";
 export { parseServerUrl, type ServerAddress } from "./server-url.js";

@@ -20,6 +20,11 @@ export class Mq9Message {
   readonly priority: Priority;
   /** Unix seconds at which the message was stored (for a delayed one: when it became due). */
   readonly createTime: number;
+  /**
+   * How many times the group has been handed this message, this time included (1 on first
+   * delivery); undefined for a stateless fetch or a broker that does not count (an mq9 extension).
+   */
+  readonly deliveryCount: number | undefined;
   private readonly item: MessageItem;
   private decodedPayload: Uint8Array | undefined;
   private decodedHeaders: Record<string, string> | undefined;
@@ -31,6 +36,7 @@ export class Mq9Message {
     // A missing or unknown priority is normal, as every official SDK reads it.
     this.priority = typeof item.priority === "string" && isPriority(item.priority) ? item.priority : "normal";
     this.createTime = item.create_time ?? 0;
+    this.deliveryCount = typeof item.delivery_count === "number" ? item.delivery_count : undefined;
   }
 
   /** The message bytes exactly as sent. */

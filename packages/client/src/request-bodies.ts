@@ -3,6 +3,7 @@ import type {
   FetchConfig,
   FetchRequest,
   MailboxCreateRequest,
+  NakRequest,
   QueryRequest,
 } from "@mq9/protocol";
 
@@ -16,6 +17,13 @@ export interface CreateMailboxOptions {
   ttl?: number;
   /** Free text stored with the mailbox. */
   desc?: string;
+  /**
+   * mq9 extension: the default limit of deliveries for the mailbox's groups; a message whose last
+   * allowed lease runs out goes to the dead-letter mailbox. 0 or omitted: no limit.
+   */
+  maxDeliver?: number;
+  /** mq9 extension: where dead letters go; default `<name>.dlq`. */
+  deadLetter?: string;
 }
 
 /** Options of one FETCH. */
@@ -48,6 +56,25 @@ export interface FetchOptions {
    * read only the payload. Default true.
    */
   headerMap?: boolean;
+  /** mq9 extension: this consumer's name, shown with the leases it holds (default: the connection's name). */
+  member?: string;
+  /**
+   * mq9 extension, remembered by the group: deliveries of a message before it goes to the
+   * dead-letter mailbox (0: no limit). Brokers without it ignore it.
+   */
+  maxDeliver?: number;
+  /** mq9 extension, remembered by the group: wait before the n-th redelivery (ms; the last step repeats). */
+  backoffMs?: readonly number[];
+}
+
+/** Options of NAK (an mq9 extension): how a message given back is delivered again. */
+export interface NakOptions {
+  /** Why it failed; kept with the message and shown in its dead letter. */
+  reason?: string;
+  /** Wait before it is delivered again (default: the group's backoff, else at once). */
+  delayMs?: number;
+  /** Straight to the dead-letter mailbox: it will never succeed. */
+  terminal?: boolean;
 }
 
 /** Options of QUERY; filters intersect. */
@@ -69,6 +96,8 @@ export function createBody(options: CreateMailboxOptions): MailboxCreateRequest 
   const ttl = options.ttlSeconds ?? options.ttl;
   if (ttl !== undefined) body.ttl = ttl;
   if (options.desc !== undefined) body.desc = options.desc;
+  if (options.maxDeliver !== undefined) body.max_deliver = options.maxDeliver;
+  if (options.deadLetter !== undefined) body.dead_letter = options.deadLetter;
   return body;
 }
 
@@ -82,11 +111,23 @@ export function fetchBody(options: FetchOptions): FetchRequest {
   if (options.forceDeliver !== undefined) body.force_deliver = options.forceDeliver;
   if (options.headerBytes === false) body.include_header = false;
   if (options.headerMap === false) body.include_headers = false;
+  if (options.member !== undefined) body.member = options.member;
   const config: FetchConfig = {};
   if (options.batch !== undefined) config.num_msgs = options.batch;
   if (options.maxWaitMs !== undefined) config.max_wait_ms = options.maxWaitMs;
   if (options.leaseMs !== undefined) config.lease_ms = options.leaseMs;
+  if (options.maxDeliver !== undefined) config.max_deliver = options.maxDeliver;
+  if (options.backoffMs !== undefined) config.backoff_ms = [...options.backoffMs];
   if (Object.keys(config).length > 0) body.config = config;
+  return body;
+}
+
+/** The NAK body. */
+export function nakBody(group: string, msgId: number, options: NakOptions): NakRequest {
+  const body: NakRequest = { group_name: group, msg_id: msgId };
+  if (options.reason !== undefined) body.reason = options.reason;
+  if (options.delayMs !== undefined) body.delay_ms = options.delayMs;
+  if (options.terminal) body.terminal = true;
   return body;
 }
 

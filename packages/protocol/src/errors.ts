@@ -12,6 +12,8 @@ export const Errors = {
   mailboxExists: (address: string) => `mailbox ${address} already exists`,
   mailboxMissing: (address: string) => `mailbox ${address} does not exist`,
   messageNotFound: "message not found",
+  /** A NAK of a message the group does not hold leased. */
+  messageNotLeased: "message not found: the group holds no lease of it (never delivered, or ACKed)",
   invalidMsgId: (token: string) => `invalid msg_id: ${token}`,
   unknownSubject: (subject: string) => `unrecognized mq9 subject: ${subject}`,
   invalidPayload: (command: string, reason: string) => `invalid ${command} payload: ${reason}`,

@@ -13,6 +13,16 @@ export const Headers = {
   idempotencyKey: "mq9-idempotency-key",
   /** The same, by the name nats users know from JetStream; mq9-idempotency-key wins when both are given. */
   natsMsgId: "nats-msg-id",
+  /**
+   * Set by the broker on a dead letter (mq9 extension): where and to whom it was delivered, how
+   * often, why it failed last, and its id there. MSG.RETRY reads `mq9-dlq-mailbox` to send it back.
+   */
+  dlqMailbox: "mq9-dlq-mailbox",
+  dlqGroup: "mq9-dlq-group",
+  dlqMsgId: "mq9-dlq-msg-id",
+  dlqDeliveryCount: "mq9-dlq-delivery-count",
+  dlqReason: "mq9-dlq-reason",
+  dlqTime: "mq9-dlq-time",
   /** Conventions of A2A over mq9; opaque to the broker. */
   replyTo: "mq9-reply-to",
   a2aMethod: "mq9-a2a-method",

@@ -60,7 +60,10 @@ export type {
   MessageItem,
   MessagesReply,
   Mq9Reply,
+  NakRequest,
   QueryRequest,
+  RetryReply,
+  RetryRequest,
   SendReply,
 } from "./messages.js";
 export { DELIVER_POLICIES } from "./messages.js";
@@ -94,12 +97,19 @@ export {
 export { isMq9Subject, MQ9_PREFIX, type Mq9Command, parseMq9Subject, Subjects } from "./subjects.js";
 export { TwoGenerationMap } from "./two-generation-map.js";
 export {
+  MAX_BACKOFF_STEPS,
+  MAX_DELIVER_LIMIT,
+  MAX_MEMBER_LENGTH,
+  MAX_NAK_REASON_LENGTH,
+  MAX_REDELIVERY_DELAY_MS,
   type Parsed,
   type ParsedSendOptions,
   parseAckRequest,
   parseCreateRequest,
   parseFetchRequest,
   parseMsgIdToken,
+  parseNakRequest,
   parseQueryRequest,
+  parseRetryRequest,
   parseSendOptions,
 } from "./validate.js";

@@ -12,6 +12,8 @@ export interface WireMessage {
   payload: Uint8Array;
   /** Unix milliseconds; the item carries whole seconds. */
   createdMs: number;
+  /** Deliveries to the group that claimed it, this one included; absent for a stateless read. */
+  deliveryCount?: number;
 }
 
 /** "0".."255" and ",0"..",255": the header byte list is written from these without a join. */
@@ -53,5 +55,8 @@ export function encodeMessageItem(message: WireMessage, parts: ItemHeaderParts =
   }
   if (message.key !== undefined) out += `,"key":${JSON.stringify(message.key)}`;
   if (message.tags) out += `,"tags":${JSON.stringify(message.tags)}`;
-  return `${out},"create_time":${Math.floor(message.createdMs / 1000)}}`;
+  out += `,"create_time":${Math.floor(message.createdMs / 1000)}`;
+  return message.deliveryCount === undefined
+    ? `${out}}`
+    : `${out},"delivery_count":${message.deliveryCount}}`;
 }

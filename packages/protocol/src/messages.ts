@@ -15,6 +15,13 @@ export interface MailboxCreateRequest {
   /** Seconds; 0 or absent: the mailbox never expires. */
   ttl?: number;
   desc?: string;
+  /**
+   * mq9 extension: the default for the mailbox's groups of how many times a message is delivered
+   * before it goes to the dead-letter mailbox (0 or absent: no limit).
+   */
+  max_deliver?: number;
+  /** mq9 extension: where this mailbox's dead letters go; default `<mail_address>.dlq`. */
+  dead_letter?: string;
 }
 export interface MailboxCreateReply extends Mq9Reply {
   mail_address: string;
@@ -35,6 +42,16 @@ export interface FetchConfig {
   max_wait_ms?: number;
   /** How long a delivered, un-ACKed message stays with this member of the group. */
   lease_ms?: number;
+  /**
+   * mq9 extension, remembered by the group: a message whose lease runs out (or is NAKed) for the
+   * max_deliver-th time goes to the dead-letter mailbox instead of back to the group (0: no limit).
+   */
+  max_deliver?: number;
+  /**
+   * mq9 extension, remembered by the group: how long a message waits before it is delivered again
+   * after its n-th failure (the n-th entry; the last one repeats). Milliseconds.
+   */
+  backoff_ms?: number[];
 }
 
 export interface FetchRequest {
@@ -54,6 +71,8 @@ export interface FetchRequest {
    * that read only the payload; default true).
    */
   include_headers?: boolean;
+  /** mq9 extension: the consumer's name, shown with the leases it holds (default: its connection's name). */
+  member?: string;
   config?: FetchConfig;
 }
 
@@ -74,6 +93,8 @@ export interface MessageItem {
   tags?: string[];
   /** Unix seconds. */
   create_time: number;
+  /** mq9 extension: how many times the group has been handed this message, this time included (FETCH with a group). */
+  delivery_count?: number;
 }
 
 export interface MessagesReply extends Mq9Reply {
@@ -84,6 +105,31 @@ export interface AckRequest {
   group_name: string;
   mail_address?: string;
   msg_id: number;
+}
+
+/**
+ * mq9 extension (`$mq9.AI.MSG.NAK.<mail_address>`): the consumer gives a message back without waiting
+ * for its lease: delivered again after `delay_ms` (default: the group's backoff, else at once), or,
+ * `terminal`, straight to the dead-letter mailbox.
+ */
+export interface NakRequest {
+  group_name: string;
+  msg_id: number;
+  reason?: string;
+  delay_ms?: number;
+  terminal?: boolean;
+}
+
+/**
+ * mq9 extension (`$mq9.AI.MSG.RETRY.<dead_letter_mailbox>`): moves dead letters back to the mailbox
+ * they came from: one (`msg_id`) or all.
+ */
+export interface RetryRequest {
+  msg_id?: number;
+}
+
+export interface RetryReply extends Mq9Reply {
+  retried: number;
 }
 
 export interface QueryRequest {

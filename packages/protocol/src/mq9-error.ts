@@ -28,7 +28,7 @@ const codeByText: [RegExp, Mq9ErrorCode][] = [
   [/^mailbox .* does not exist$/, "MAILBOX_NOT_FOUND"],
   [/^mailbox .* already exists$/, "MAILBOX_EXISTS"],
   [/^(prefix must|name may only|mail_address must)/, "INVALID_NAME"],
-  [/^message not found$/, "MESSAGE_NOT_FOUND"],
+  [/^message not found(:.*)?$/, "MESSAGE_NOT_FOUND"],
   [/^unrecognized mq9 subject/, "UNKNOWN_SUBJECT"],
   [/^agent not found$/, "AGENT_NOT_FOUND"],
   [/^permission denied/, "PERMISSION_DENIED"],

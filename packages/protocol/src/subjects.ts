@@ -7,6 +7,10 @@ export const Subjects = {
   fetch: (mailAddress: string) => `${MQ9_PREFIX}.MSG.FETCH.${mailAddress}`,
   ack: (mailAddress: string) => `${MQ9_PREFIX}.MSG.ACK.${mailAddress}`,
   query: (mailAddress: string) => `${MQ9_PREFIX}.MSG.QUERY.${mailAddress}`,
+  /** mq9 extension: give a leased message back (see NakRequest). */
+  nak: (mailAddress: string) => `${MQ9_PREFIX}.MSG.NAK.${mailAddress}`,
+  /** mq9 extension: move dead letters back to their mailbox (see RetryRequest). */
+  retry: (deadLetterAddress: string) => `${MQ9_PREFIX}.MSG.RETRY.${deadLetterAddress}`,
   delete: (mailAddress: string, msgId: number) => `${MQ9_PREFIX}.MSG.DELETE.${mailAddress}.${msgId}`,
   agentRegister: `${MQ9_PREFIX}.AGENT.REGISTER`,
   agentUnregister: `${MQ9_PREFIX}.AGENT.UNREGISTER`,
@@ -20,6 +24,8 @@ export type Mq9Command =
   | { op: "msg.fetch"; mailAddress: string }
   | { op: "msg.ack"; mailAddress: string }
   | { op: "msg.query"; mailAddress: string }
+  | { op: "msg.nak"; mailAddress: string }
+  | { op: "msg.retry"; mailAddress: string }
   | { op: "msg.delete"; mailAddress: string; msgIdToken: string }
   | { op: "agent.register" }
   | { op: "agent.unregister" }
@@ -60,6 +66,8 @@ export function parseMq9Subject(subject: string): Mq9Command | undefined {
   if (verb("FETCH")) return { op: "msg.fetch", mailAddress: target };
   if (verb("ACK")) return { op: "msg.ack", mailAddress: target };
   if (verb("QUERY")) return { op: "msg.query", mailAddress: target };
+  if (verb("NAK")) return { op: "msg.nak", mailAddress: target };
+  if (verb("RETRY")) return { op: "msg.retry", mailAddress: target };
   if (!verb("DELETE")) return undefined;
   const last = target.lastIndexOf(".");
   if (last <= 0 || last === target.length - 1) return undefined;

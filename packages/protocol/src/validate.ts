@@ -6,7 +6,9 @@ import {
   type DeliverPolicy,
   type FetchRequest,
   type MailboxCreateRequest,
+  type NakRequest,
   type QueryRequest,
+  type RetryRequest,
 } from "./messages.js";
 import { isPriority, type Priority } from "./priority.js";
 
@@ -97,6 +99,49 @@ function optionalUInt(obj: JsonObject, field: string): number | undefined {
   return value;
 }
 
+/** A non-negative integer no larger than `max`, named in the error when it is. */
+function optionalBoundedUInt(obj: JsonObject, field: string, max: number): number | undefined {
+  const value = optionalUInt(obj, field);
+  if (value !== undefined && value > max)
+    throw new BodyError(`'${field}' must be at most ${max}, got ${value}`);
+  return value;
+}
+
+function optionalBoundedString(obj: JsonObject, field: string, maxLength: number): string | undefined {
+  const value = optionalString(obj, field);
+  if (value !== undefined && value.length > maxLength) {
+    throw new BodyError(`'${field}' must be at most ${maxLength} characters`);
+  }
+  return value;
+}
+
+/** Longest wait a backoff step or a NAK's delay may ask for: a week. */
+export const MAX_REDELIVERY_DELAY_MS = 7 * 24 * 3600 * 1000;
+/** Most steps a group's backoff may have. */
+export const MAX_BACKOFF_STEPS = 50;
+/** Largest max_deliver: beyond it a limit means nothing a consumer would notice. */
+export const MAX_DELIVER_LIMIT = 1_000_000;
+/** Longest member name and NAK reason kept with a lease. */
+export const MAX_MEMBER_LENGTH = 128;
+export const MAX_NAK_REASON_LENGTH = 1024;
+
+function optionalBackoff(obj: JsonObject, field: string): number[] | undefined {
+  const value = optional(obj, field);
+  if (value === undefined) return undefined;
+  const fine =
+    Array.isArray(value) &&
+    value.length <= MAX_BACKOFF_STEPS &&
+    value.every(
+      (v) => typeof v === "number" && Number.isSafeInteger(v) && v >= 0 && v <= MAX_REDELIVERY_DELAY_MS,
+    );
+  if (!fine) {
+    throw new BodyError(
+      `'${field}' must be an array of at most ${MAX_BACKOFF_STEPS} whole milliseconds, each 0..${MAX_REDELIVERY_DELAY_MS}`,
+    );
+  }
+  return value as number[];
+}
+
 function requiredUInt(obj: JsonObject, field: string): number {
   const value = optionalUInt(obj, field);
   if (value === undefined) throw new BodyError(`missing field '${field}'`);
@@ -128,6 +173,8 @@ export function parseCreateRequest(body: Uint8Array): Parsed<MailboxCreateReques
         name: optionalString(obj, "name"),
         ttl: optionalUInt(obj, "ttl"),
         desc: optionalString(obj, "desc"),
+        max_deliver: optionalBoundedUInt(obj, "max_deliver", MAX_DELIVER_LIMIT),
+        dead_letter: optionalString(obj, "dead_letter"),
       };
     },
     (reason) => Errors.invalidPayload("MAILBOX.CREATE", reason),
@@ -155,10 +202,13 @@ export function parseFetchRequest(body: Uint8Array): Parsed<FetchRequest> {
         force_deliver: optionalBool(obj, "force_deliver"),
         include_header: optionalBool(obj, "include_header"),
         include_headers: optionalBool(obj, "include_headers"),
+        member: optionalBoundedString(obj, "member", MAX_MEMBER_LENGTH),
         config: {
           num_msgs: optionalUInt(config, "num_msgs"),
           max_wait_ms: optionalUInt(config, "max_wait_ms"),
           lease_ms: optionalUInt(config, "lease_ms"),
+          max_deliver: optionalBoundedUInt(config, "max_deliver", MAX_DELIVER_LIMIT),
+          backoff_ms: optionalBackoff(config, "backoff_ms"),
         },
       };
     },
@@ -179,6 +229,31 @@ export function parseAckRequest(body: Uint8Array): Parsed<AckRequest> {
       };
     },
     (reason) => Errors.invalidPayload("MSG.ACK", reason),
+  );
+}
+
+export function parseNakRequest(body: Uint8Array): Parsed<NakRequest> {
+  return parseWith(
+    () => {
+      const obj = readObject(body, false);
+      const group = optionalString(obj, "group_name");
+      if (!group) throw new BodyError("missing field 'group_name' (a NAK gives a message back to a group)");
+      return {
+        group_name: group,
+        msg_id: requiredUInt(obj, "msg_id"),
+        reason: optionalBoundedString(obj, "reason", MAX_NAK_REASON_LENGTH),
+        delay_ms: optionalBoundedUInt(obj, "delay_ms", MAX_REDELIVERY_DELAY_MS),
+        terminal: optionalBool(obj, "terminal"),
+      };
+    },
+    (reason) => Errors.invalidPayload("MSG.NAK", reason),
+  );
+}
+
+export function parseRetryRequest(body: Uint8Array): Parsed<RetryRequest> {
+  return parseWith(
+    () => ({ msg_id: optionalUInt(readObject(body, true), "msg_id") }),
+    (reason) => Errors.invalidPayload("MSG.RETRY", reason),
   );
 }
 

@@ -6,9 +6,11 @@ import {
   type MailboxCreateRequest,
   Mq9Error,
   mailAddressError,
+  type NakRequest,
   parseMsgIdToken,
   parseSendOptions,
   type QueryRequest,
+  type RetryRequest,
 } from "@mq9/protocol";
 import { BrokerDefaults } from "../broker-defaults.js";
 import { type Logger, silentLogger } from "../logger.js";
@@ -31,6 +33,8 @@ import {
   type StoreInspection,
   type StoreTotals,
 } from "../store/store-inspection.js";
+import { retryDeadLetters } from "./dead-letter-retry.js";
+import { DeadLetterSweeper } from "./dead-letter-sweeper.js";
 import { ExpiryScheduler } from "./expiry-scheduler.js";
 import { generateMailAddress } from "./mail-address-generator.js";
 import { LocalNotifier, type Notifier } from "./notifier.js";
@@ -59,6 +63,8 @@ export interface MessagingEngineOptions {
   /** How long a SEND's idempotency key is remembered (a repeat within it stores nothing). */
   dedupWindowMs?: number;
   sweepIntervalMs?: number;
+  /** Told when messages reach a dead-letter mailbox (for /metrics). */
+  onDeadLettered?: (deadLetterAddress: string, count: number) => void;
 }
 
 /** The wire's error for a SEND whose commit may or may not have happened. */
@@ -93,6 +99,7 @@ export class MessagingEngine {
   private readonly dedupWindowMs: number;
   private readonly batcher: SendBatcher;
   private readonly expiry: ExpiryScheduler;
+  private readonly deadLetters: DeadLetterSweeper;
   private closing = false;
   private readonly closed: { promise: Promise<void>; resolve: () => void };
 
@@ -116,6 +123,16 @@ export class MessagingEngine {
       now: this.now,
       logger: this.logger,
     });
+    this.deadLetters = new DeadLetterSweeper({
+      store: this.store,
+      now: this.now,
+      logger: this.logger,
+      intervalMs: options.sweepIntervalMs ?? 1_000,
+      onMoved: (address, count) => {
+        this.notifier.notify(address);
+        options.onDeadLettered?.(address, count);
+      },
+    });
     let resolve!: () => void;
     this.closed = { promise: new Promise((r) => (resolve = r)), resolve };
   }
@@ -123,6 +140,7 @@ export class MessagingEngine {
   /** Starts background promotion of delayed messages and expiry. */
   start(): void {
     this.expiry.start();
+    this.deadLetters.start();
   }
 
   /** Creates a mailbox (owned by `owner`, when users are configured) and returns its address. */
@@ -131,6 +149,16 @@ export class MessagingEngine {
     const address = request.name ?? generateMailAddress();
     const invalid = mailAddressError(address);
     if (invalid) throw new Mq9Error("INVALID_NAME", invalid);
+    if (request.dead_letter !== undefined) {
+      const badDeadLetter = mailAddressError(request.dead_letter);
+      if (badDeadLetter) throw new Mq9Error("INVALID_NAME", `dead_letter: ${badDeadLetter}`);
+      if (request.dead_letter === address) {
+        throw new Mq9Error(
+          "INVALID_REQUEST",
+          "dead_letter must name another mailbox than the mailbox itself",
+        );
+      }
+    }
     const ttlSeconds = request.ttl ?? this.defaultMailboxTtlSeconds;
     const created = await this.store.createMailbox(
       {
@@ -140,6 +168,8 @@ export class MessagingEngine {
         createdMs: now,
         expiresMs: ttlSeconds > 0 ? now + ttlSeconds * 1000 : undefined,
         owner,
+        maxDeliver: request.max_deliver || undefined,
+        deadLetter: request.dead_letter,
       },
       now,
     );
@@ -201,6 +231,11 @@ export class MessagingEngine {
     const deadlineMs =
       this.now() + Math.min(request.config?.max_wait_ms ?? Defaults.fetchMaxWaitMs, this.maxWaitMs);
     const leaseMs = request.config?.lease_ms || this.leaseMs;
+    const member = request.member;
+    const policy =
+      request.config?.max_deliver !== undefined || request.config?.backoff_ms !== undefined
+        ? { maxDeliver: request.config.max_deliver, backoffMs: request.config.backoff_ms }
+        : undefined;
     let reset = group !== undefined && request.force_deliver === true;
     // In one trip, "latest" is placed by the store; earliest and from_id resolve without a query.
     const fromNext = oneTrip && (request.deliver ?? "latest") === "latest";
@@ -222,7 +257,7 @@ export class MessagingEngine {
           const nowMs = this.now();
           const read = { limit, maxBytes: this.fetchMaxBytes, nowMs };
           const items = group
-            ? await this.claim(mailbox, group, { ...read, start, reset, leaseMs }, fromNext)
+            ? await this.claim(mailbox, group, { ...read, start, reset, leaseMs, member, policy }, fromNext)
             : await this.store.read(mailbox, start, read);
           reset = false;
           // Nothing claimed in one trip: an empty mailbox waits, a missing one is an error.
@@ -287,6 +322,46 @@ export class MessagingEngine {
     if (acked) return;
     if (oneTrip) await this.requireMailbox(mailbox);
     throw new Mq9Error("MESSAGE_NOT_FOUND", Errors.messageNotFound);
+  }
+
+  /**
+   * Gives a leased message back (see NakRequest): delivered again after its delay, or moved to
+   * the dead-letter mailbox when terminal or out of deliveries. An error means nothing changed.
+   */
+  async nak(mailbox: string, request: NakRequest): Promise<{ dead_letter: boolean }> {
+    await this.requireMailbox(mailbox);
+    const result = await this.store.nak(mailbox, request.group_name, request.msg_id, {
+      nowMs: this.now(),
+      reason: request.reason,
+      delayMs: request.delay_ms,
+      terminal: request.terminal,
+    });
+    if (!result.found) throw new Mq9Error("MESSAGE_NOT_FOUND", Errors.messageNotLeased);
+    if (result.deadLetter) this.deadLetters.kick();
+    else this.wakeAfter(mailbox, request.delay_ms ?? 0);
+    return { dead_letter: result.deadLetter };
+  }
+
+  /** Moves dead letters of `deadLetterAddress` back to the mailboxes they came from; returns how many. */
+  async retry(deadLetterAddress: string, request: RetryRequest): Promise<number> {
+    await this.requireMailbox(deadLetterAddress);
+    return retryDeadLetters(this.store, deadLetterAddress, request.msg_id, this.now, (mailbox) =>
+      this.notifier.notify(mailbox),
+    );
+  }
+
+  /** Runs the dead-letter sweep now and waits for it (tests, and an operator's "settle now"). */
+  sweepDeadLetters(): Promise<number> {
+    return this.deadLetters.sweepOnce();
+  }
+
+  /** Wakes the mailbox's waiting FETCHes once a message given back may be delivered again. */
+  private wakeAfter(mailbox: string, delayMs: number): void {
+    if (delayMs <= 0) {
+      this.notifier.notify(mailbox);
+      return;
+    }
+    setTimeout(() => this.notifier.notify(mailbox), delayMs).unref();
   }
 
   /** A group's claim; `fromNext`: a new group starts at the mailbox's next id, placed by the store. */
@@ -369,6 +444,7 @@ export class MessagingEngine {
     this.closed.resolve();
     await this.batcher.drained();
     await this.expiry.stop();
+    await this.deadLetters.stop();
     await this.notifier.close();
   }
 

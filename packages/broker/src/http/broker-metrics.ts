@@ -8,11 +8,18 @@ import { RequestMetrics } from "./request-metrics.js";
 export class BrokerMetrics implements RequestObserver {
   readonly registry = new MetricsRegistry();
   private readonly requests: RequestMetrics;
+  /** Messages moved to a dead-letter mailbox (their deliveries used up, or NAKed terminally). */
+  readonly deadLettered: Counter;
 
   constructor(connections: () => number) {
     // prom-client's names already start with process_ or nodejs_: the prefix is only ours.
     collectDefaultMetrics({ register: this.registry, prefix: "mq9_" });
     this.requests = new RequestMetrics(this.registry);
+    this.deadLettered = new Counter({
+      name: "mq9_dead_letters_total",
+      help: "messages moved to a dead-letter mailbox: out of deliveries (max_deliver) or NAKed as terminal",
+      registers: [this.registry],
+    });
     new Gauge({
       name: "mq9_client_connections",
       help: "clients connected to the NATS-protocol listener",

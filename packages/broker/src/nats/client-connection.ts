@@ -127,6 +127,11 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
   }
 
   /** Who the client authenticated as (undefined when the listener needs no credentials). */
+  /** The name the client gave in its CONNECT, if any. */
+  get clientName(): string | undefined {
+    return this.name;
+  }
+
   get principal(): Principal | undefined {
     return this.authenticated?.principal;
   }

@@ -290,6 +290,7 @@ export class NatsListener {
         payload: body,
         signal: from.signal,
         principal: from.principal,
+        clientName: from.clientName,
       };
       try {
         service.answer(request, (answer, prompt) => {

@@ -11,7 +11,9 @@ import {
   parseCreateRequest,
   parseFetchRequest,
   parseMq9Subject,
+  parseNakRequest,
   parseQueryRequest,
+  parseRetryRequest,
   type ReplyBody,
 } from "@mq9/protocol";
 import type { Principal } from "../auth/principal.js";
@@ -131,6 +133,7 @@ export class Mq9Service implements Mq9RequestHandler {
       }
       case "msg.fetch": {
         const fetch = unwrap(parseFetchRequest(request.payload));
+        if (fetch.member === undefined && request.clientName) fetch.member = request.clientName.slice(0, 128);
         if (ownership) await ownership.check(caller, command.mailAddress, "FETCH from it");
         const messages = await engine.fetch(command.mailAddress, fetch, request.signal, request.undelivered);
         const headerParts = { bytes: fetch.include_header !== false, map: fetch.include_headers !== false };
@@ -140,6 +143,14 @@ export class Mq9Service implements Mq9RequestHandler {
         if (ownership) await ownership.check(caller, command.mailAddress, "ACK its messages");
         await engine.ack(command.mailAddress, unwrap(parseAckRequest(request.payload)));
         return {};
+      case "msg.nak":
+        if (ownership) await ownership.check(caller, command.mailAddress, "NAK its messages");
+        return engine.nak(command.mailAddress, unwrap(parseNakRequest(request.payload)));
+      case "msg.retry":
+        if (ownership) await ownership.check(caller, command.mailAddress, "RETRY its dead letters");
+        return {
+          retried: await engine.retry(command.mailAddress, unwrap(parseRetryRequest(request.payload))),
+        };
       case "msg.query": {
         if (ownership) await ownership.check(caller, command.mailAddress, "QUERY it");
         const messages = await engine.query(command.mailAddress, unwrap(parseQueryRequest(request.payload)));

@@ -1,9 +1,41 @@
 import { priorityRank } from "@mq9/protocol";
-import { GroupLeases } from "./group-leases.js";
+import { GroupLeases, type Lease, type PriorDeliveries } from "./group-leases.js";
 import { type ClassRead, RANKS, takeByPriority } from "./message-reads.js";
 import { type MessageRow, messageRowOf } from "./message-row-writer.js";
 import type { GroupRow, GroupStatements, MessageStatements } from "./sqlite-statements.js";
-import type { ClaimOptions, StoredMessage } from "./store.js";
+import type { ClaimOptions, DeliveryPolicy, NakOptions, NakResult, StoredMessage } from "./store.js";
+
+/** A group's policy as its row keeps it. */
+function policyOf(row: GroupRow): DeliveryPolicy {
+  const policy: DeliveryPolicy = {};
+  if (row.max_deliver !== null) policy.maxDeliver = row.max_deliver;
+  if (row.backoff !== null) policy.backoffMs = JSON.parse(row.backoff) as number[];
+  return policy;
+}
+
+/** The group's policy once a FETCH's fields replace its own; undefined when nothing changes. */
+function changedPolicy(
+  current: DeliveryPolicy,
+  given: DeliveryPolicy | undefined,
+): DeliveryPolicy | undefined {
+  if (!given) return undefined;
+  const next: DeliveryPolicy = { ...current };
+  if (given.maxDeliver !== undefined) next.maxDeliver = given.maxDeliver;
+  if (given.backoffMs !== undefined) next.backoffMs = given.backoffMs;
+  const same =
+    next.maxDeliver === current.maxDeliver &&
+    JSON.stringify(next.backoffMs ?? null) === JSON.stringify(current.backoffMs ?? null);
+  return same ? undefined : next;
+}
+
+/** A group's held message the dead-letter sweep takes (see Store.deadLetters). */
+export interface HeldDeadLetter {
+  mbox: number;
+  group: string;
+  message: StoredMessage;
+  deliveryCount: number;
+  reason?: string;
+}
 
 /** How the claims write: the store's transactions (see CommitPacer). */
 export interface ClaimTransactions {
@@ -46,21 +78,43 @@ export class GroupClaims {
    * Leases the next messages to a group: a claim writes nothing but a new group's row, and a
    * crash only delivers the unACKed messages again (at least once).
    */
-  claim(mbox: number, group: string, options: ClaimOptions): StoredMessage[] {
+  claim(mbox: number, group: string, options: ClaimOptions, mailboxMaxDeliver?: number): StoredMessage[] {
     this.transactions.deferred();
     const stored = this.stmt.get.get(mbox, group);
     // A reset starts over from `start`, keeping only the batch numbering.
     const existing = options.reset ? undefined : stored;
     const takeAndLease = (cursors: number[], leases: GroupLeases) => {
-      const taken = this.claimable(mbox, group, cursors, leases, options);
-      leases.lease(
+      const policy = changedPolicy(leases.policy, options.policy);
+      if (policy) {
+        this.stmt.setPolicy.run(
+          policy.maxDeliver ?? null,
+          policy.backoffMs ? JSON.stringify(policy.backoffMs) : null,
+          mbox,
+          group,
+        );
+        leases.policy = policy;
+      }
+      const candidates = this.claimable(mbox, group, cursors, leases, options);
+      // Used up before a restart: held for the dead-letter sweep, not delivered again.
+      const taken: StoredMessage[] = [];
+      for (const m of candidates) {
+        if (leases.overLimit(leases.deliveries(m.id))) leases.holdExhausted(m.id, priorityRank[m.priority]);
+        else taken.push(m);
+      }
+      const made = leases.lease(
         taken.map((m) => ({ id: m.id, rank: priorityRank[m.priority] })),
         options.nowMs + options.leaseMs,
+        options.member,
       );
-      return taken;
+      return taken.map((m, i) => {
+        const lease = made[i];
+        // Counts past the first are kept, so a restart does not give a failing message more tries.
+        if (lease.count > 1) this.saveCount(mbox, group, m.id, lease);
+        return { ...m, deliveryCount: lease.count };
+      });
     };
     if (existing) {
-      const leases = this.leasesOf(mbox, group, existing);
+      const leases = this.leasesOf(mbox, group, existing, mailboxMaxDeliver);
       const cursors = [existing.cursor0, existing.cursor1, existing.cursor2];
       // A claim that fails (a record that cannot be read) leases nothing.
       return leases.change(() => this.transactions.atomically(() => takeAndLease(cursors, leases)));
@@ -68,7 +122,12 @@ export class GroupClaims {
     const from = options.start.fromId;
     const cursors = [from, from, from];
     const batch = stored?.next_batch ?? 0;
-    const leases = new GroupLeases(cursors, batch);
+    const leases = new GroupLeases(
+      cursors,
+      batch,
+      [],
+      stored ? policyOf(stored) : this.defaultPolicy(mailboxMaxDeliver),
+    );
     const taken = this.transactions.atomically(() => {
       if (options.reset) this.stmt.clearDeliveries.run(mbox, group);
       this.stmt.upsert.run({ mbox, name: group, c0: from, c1: from, c2: from, batch });
@@ -93,36 +152,125 @@ export class GroupClaims {
     // Its messages then stay leased, and come back once the lease runs out (an error reply
     // means nothing changed).
     return leases.change(() =>
-      this.transactions.committed(() => {
-        leases.release(covered.keys());
-        const moved = leases.cursorsAfterRelease(cursors);
-        const next = [...cursors];
-        for (const rank of RANKS) {
-          // ACKs the cursor does not pass are written: they must outlive a restart.
-          const stays = moved[rank] ?? Number.NEGATIVE_INFINITY;
-          for (const [id, r] of covered) {
-            if (r !== rank || id < stays) continue;
-            this.stmt.insertAcked.run(mbox, group, id, rank);
-            leases.addAcked(id, rank);
-          }
-          next[rank] = moved[rank] ?? this.firstUnackedFrom(mbox, group, rank, cursors[rank], nowMs);
-          if (next[rank] !== cursors[rank] && leases.dropAckedBelow(rank, next[rank])) {
-            this.stmt.pruneDeliveries.run(mbox, group, rank, next[rank]);
-          }
-        }
-        if (next.some((cursor, rank) => cursor !== cursors[rank])) {
-          this.stmt.setCursors.run(next[0], next[1], next[2], mbox, group);
-        }
-        return true;
+      this.transactions.committed(() => this.release(mbox, group, cursors, leases, covered, nowMs)),
+    );
+  }
+
+  /**
+   * Gives a leased message back before its lease ends (see Store.nak); an error leaves the
+   * lease as it was.
+   */
+  nak(mbox: number, group: string, msgId: number, options: NakOptions): NakResult {
+    const state = this.stmt.get.get(mbox, group);
+    if (!state) return { found: false, deadLetter: false };
+    const leases = this.leasesOf(mbox, group, state);
+    const lease = leases.leaseOf(msgId);
+    if (!lease) return { found: false, deadLetter: false };
+    this.transactions.deferred();
+    return leases.change(() =>
+      this.transactions.atomically(() => {
+        const given = leases.giveBack(msgId, options.nowMs, options)!;
+        this.saveCount(mbox, group, msgId, given);
+        return { found: true, deadLetter: leases.isExhausted(given, options.nowMs) };
       }),
     );
+  }
+
+  /** Held messages of every group whose deliveries are used up (or NAKed terminally), at most `limit`. */
+  deadLetters(nowMs: number, limit: number): HeldDeadLetter[] {
+    const found: HeldDeadLetter[] = [];
+    for (const [mbox, groups] of this.inFlight) {
+      for (const [group, leases] of groups) {
+        for (const [id, lease] of leases.allLeases()) {
+          if (found.length >= limit) return found;
+          if (!leases.isExhausted(lease, nowMs)) continue;
+          const row = this.stmt.messageAt.get(mbox, id);
+          if (!row) {
+            // The message is gone (deleted, expired): nothing to keep.
+            leases.forget(id);
+            continue;
+          }
+          const [message] = this.reads.messagesOf([messageRowOf(row)]);
+          const letter: HeldDeadLetter = { mbox, group, message, deliveryCount: lease.count };
+          if (lease.reason !== undefined) letter.reason = lease.reason;
+          found.push(letter);
+        }
+      }
+    }
+    return found;
+  }
+
+  /** Ends the group's hold on dead letters stored elsewhere: they count as ACKed, and as dead-lettered. */
+  settleDeadLetters(mbox: number, group: string, msgIds: readonly number[], nowMs: number): void {
+    const state = this.stmt.get.get(mbox, group);
+    if (!state) return;
+    const leases = this.leasesOf(mbox, group, state);
+    const held = new Map<number, number>();
+    for (const id of msgIds) {
+      const lease = leases.leaseOf(id);
+      if (lease && leases.isExhausted(lease, nowMs)) held.set(id, lease.rank);
+    }
+    if (held.size === 0) return;
+    const cursors = [state.cursor0, state.cursor1, state.cursor2];
+    leases.change(() =>
+      this.transactions.committed(() => {
+        this.release(mbox, group, cursors, leases, held, nowMs);
+        this.stmt.addDeadLettered.run(held.size, mbox, group);
+      }),
+    );
+  }
+
+  /** Takes `covered` (id → rank) out of flight as ACKed, and moves the class cursors past what it can. */
+  private release(
+    mbox: number,
+    group: string,
+    cursors: readonly number[],
+    leases: GroupLeases,
+    covered: ReadonlyMap<number, number>,
+    nowMs: number,
+  ): true {
+    const counted = [...covered.keys()].filter(
+      (id) => (leases.leaseOf(id)?.count ?? 0) > 1 || leases.leaseOf(id)?.reason,
+    );
+    leases.release(covered.keys());
+    const moved = leases.cursorsAfterRelease(cursors);
+    const next = [...cursors];
+    const written = new Set<number>();
+    for (const rank of RANKS) {
+      // ACKs the cursor does not pass are written: they must outlive a restart.
+      const stays = moved[rank] ?? Number.NEGATIVE_INFINITY;
+      for (const [id, r] of covered) {
+        if (r !== rank || id < stays) continue;
+        this.stmt.insertAcked.run(mbox, group, id, rank);
+        written.add(id);
+        leases.addAcked(id, rank);
+      }
+      next[rank] = moved[rank] ?? this.firstUnackedFrom(mbox, group, rank, cursors[rank], nowMs);
+      if (next[rank] !== cursors[rank] && leases.dropAckedBelow(rank, next[rank])) {
+        this.stmt.pruneDeliveries.run(mbox, group, rank, next[rank]);
+      }
+    }
+    // A count row not turned into an ACK row goes: the message is done with.
+    for (const id of counted) if (!written.has(id)) this.stmt.removeCount.run(mbox, group, id);
+    if (next.some((cursor, rank) => cursor !== cursors[rank])) {
+      this.stmt.setCursors.run(next[0], next[1], next[2], mbox, group);
+    }
+    return true;
+  }
+
+  private saveCount(mbox: number, group: string, msgId: number, lease: Lease): void {
+    this.stmt.saveCount.run(mbox, group, msgId, lease.rank, lease.untilMs, lease.count, lease.reason ?? null);
+  }
+
+  private defaultPolicy(mailboxMaxDeliver: number | undefined): DeliveryPolicy {
+    return mailboxMaxDeliver ? { maxDeliver: mailboxMaxDeliver } : {};
   }
 
   /** Messages of the group whose lease still runs. */
   leased(mbox: number, group: string, nowMs: number): number {
     const leases = this.inFlight.get(mbox)?.get(group);
     let count = 0;
-    for (const rank of RANKS) count += leases?.activeIds(rank, nowMs).size ?? 0;
+    for (const rank of RANKS) count += leases?.runningIds(rank, nowMs).size ?? 0;
     return count;
   }
 
@@ -149,13 +297,26 @@ export class GroupClaims {
   }
 
   /** The group's in-flight state; after a restart, built from its ACKs in the database. */
-  private leasesOf(mbox: number, group: string, state: GroupRow): GroupLeases {
+  private leasesOf(mbox: number, group: string, state: GroupRow, mailboxMaxDeliver?: number): GroupLeases {
     const groups = this.groupsOf(mbox);
     let leases = groups.get(group);
     if (!leases) {
-      this.stmt.dropLeaseRows.run(mbox, group);
       const acked = this.stmt.ackedOf.all(mbox, group).map((r) => ({ id: r.msg_id, rank: r.priority }));
-      leases = new GroupLeases([state.cursor0, state.cursor1, state.cursor2], state.next_batch, acked);
+      const prior = new Map<number, PriorDeliveries>();
+      for (const row of this.stmt.countsOf.all(mbox, group)) {
+        const known: PriorDeliveries = { count: row.delivery_count };
+        if (row.reason !== null) known.reason = row.reason;
+        prior.set(row.msg_id, known);
+      }
+      const policy = policyOf(state);
+      if (policy.maxDeliver === undefined && mailboxMaxDeliver) policy.maxDeliver = mailboxMaxDeliver;
+      leases = new GroupLeases(
+        [state.cursor0, state.cursor1, state.cursor2],
+        state.next_batch,
+        acked,
+        policy,
+        prior,
+      );
       groups.set(group, leases);
     }
     return leases;

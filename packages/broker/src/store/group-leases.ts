@@ -1,9 +1,34 @@
+import type { DeliveryPolicy } from "./store.js";
+
 /** A message delivered to a group and not yet ACKed. */
-interface Lease {
+export interface Lease {
   rank: number;
   batch: number;
   pos: number;
   untilMs: number;
+  /** Deliveries to the group so far, this lease's included. */
+  count: number;
+  /** The consumer holding it (FETCH `member`, else its connection's name). */
+  member?: string;
+  /** Set by a NAK: not delivered again before this time (instead of the lease's end plus backoff). */
+  retryAtMs?: number;
+  /** Why the last delivery failed (a NAK's reason). */
+  reason?: string;
+  /** A terminal NAK: the message goes to the dead-letter mailbox once the sweep takes it. */
+  dead?: boolean;
+}
+
+/** What a group knew of a message's deliveries before a restart (its count row). */
+export interface PriorDeliveries {
+  count: number;
+  reason?: string;
+}
+
+/** The wait before delivering again after a message's `count`-th delivery failed. */
+export function backoffAfter(policy: DeliveryPolicy, count: number): number {
+  const steps = policy.backoffMs;
+  if (!steps || steps.length === 0) return 0;
+  return steps[Math.min(Math.max(count, 1), steps.length) - 1];
 }
 
 /**
@@ -28,12 +53,18 @@ export class GroupLeases {
   /** Per class: live messages up to `delivered` may be neither leased nor ACKed. */
   readonly gap = [false, false, false];
   private nextBatch: number;
+  /** Delivery counts written before a restart, for messages not leased since. */
+  private readonly prior: Map<number, PriorDeliveries>;
 
   constructor(
     cursors: readonly number[],
     nextBatch: number,
     acked: Iterable<{ id: number; rank: number }> = [],
+    /** The group's limit and backoff (see DeliveryPolicy); changed by a FETCH that gives them. */
+    public policy: DeliveryPolicy = {},
+    prior: Map<number, PriorDeliveries> = new Map(),
   ) {
+    this.prior = prior;
     this.nextBatch = nextBatch;
     this.delivered = cursors.map((cursor) => cursor - 1);
     for (const { id, rank } of acked) {
@@ -65,8 +96,22 @@ export class GroupLeases {
     }
   }
 
-  /** Leases a claim's messages to the group as one batch. */
-  lease(messages: readonly { id: number; rank: number }[], untilMs: number): void {
+  /** How many times the message has been delivered to the group (0: never, as far as it knows). */
+  deliveries(id: number): number {
+    return this.leases.get(id)?.count ?? this.prior.get(id)?.count ?? 0;
+  }
+
+  /** Whether another delivery of a message delivered `count` times is over the group's limit. */
+  overLimit(count: number): boolean {
+    const max = this.policy.maxDeliver;
+    return max !== undefined && max > 0 && count >= max;
+  }
+
+  /**
+   * Leases a claim's messages to the group as one batch; each one's delivery count goes up.
+   * Returns the leases made, in order.
+   */
+  lease(messages: readonly { id: number; rank: number }[], untilMs: number, member?: string): Lease[] {
     if (this.undo) {
       const before = {
         delivered: [...this.delivered],
@@ -74,33 +119,115 @@ export class GroupLeases {
         ids: messages.map((m) => m.id),
       };
       const previous = before.ids.map((id) => this.leases.get(id));
+      const prior = before.ids.map((id) => this.prior.get(id));
       this.undo.push(() => {
         before.ids.forEach((id, i) => {
           const lease = previous[i];
           if (lease) this.leases.set(id, lease);
           else this.leases.delete(id);
+          const known = prior[i];
+          if (known) this.prior.set(id, known);
         });
         this.delivered.splice(0, 3, ...before.delivered);
         this.nextBatch = before.nextBatch;
       });
     }
     const batch = this.nextBatch++;
+    const made: Lease[] = [];
     for (let pos = 0; pos < messages.length; pos++) {
       const { id, rank } = messages[pos];
-      this.leases.set(id, { rank, batch, pos, untilMs });
+      const count = this.deliveries(id) + 1;
+      const lease: Lease = { rank, batch, pos, untilMs, count };
+      if (member !== undefined) lease.member = member;
+      this.leases.set(id, lease);
+      this.prior.delete(id);
+      made.push(lease);
       if (id > this.delivered[rank]) this.delivered[rank] = id;
     }
+    return made;
   }
 
-  /** Whether a claim must scan the class from its cursor: a gap, or a lease that has run out. */
+  /**
+   * Holds a message whose deliveries are used up (known from before a restart) for the dead-letter
+   * sweep, without delivering it again.
+   */
+  holdExhausted(id: number, rank: number): void {
+    const count = this.deliveries(id);
+    const known = this.prior.get(id);
+    const lease: Lease = { rank, batch: -1, pos: 0, untilMs: 0, count };
+    if (known?.reason !== undefined) lease.reason = known.reason;
+    this.leases.set(id, lease);
+    this.prior.delete(id);
+    if (id > this.delivered[rank]) this.delivered[rank] = id;
+    this.undo?.push(() => {
+      this.leases.delete(id);
+      if (known) this.prior.set(id, known);
+    });
+  }
+
+  /** The lease of a message, if the group holds one (running, run out, or waiting to be retried). */
+  leaseOf(id: number): Lease | undefined {
+    return this.leases.get(id);
+  }
+
+  /** Every lease the group holds, by message id. */
+  allLeases(): IterableIterator<[number, Lease]> {
+    return this.leases.entries();
+  }
+
+  /** Whether a lease ended and its message waits for the dead-letter sweep. */
+  isExhausted(lease: Lease, nowMs: number): boolean {
+    if (lease.dead) return true;
+    return lease.untilMs <= nowMs && this.overLimit(lease.count);
+  }
+
+  /** Whether a lease's message may be delivered again now. */
+  private isClaimable(lease: Lease, nowMs: number): boolean {
+    if (lease.untilMs > nowMs || this.isExhausted(lease, nowMs)) return false;
+    const retryAt = lease.retryAtMs ?? lease.untilMs + backoffAfter(this.policy, lease.count);
+    return retryAt <= nowMs;
+  }
+
+  /**
+   * Gives a leased message back now (a NAK): delivered again after `delayMs` (default: the
+   * group's backoff), or, `terminal`, held for the dead-letter sweep.
+   */
+  giveBack(
+    id: number,
+    nowMs: number,
+    options: { reason?: string; delayMs?: number; terminal?: boolean },
+  ): Lease | undefined {
+    const lease = this.leases.get(id);
+    if (!lease) return undefined;
+    const before = { ...lease };
+    // Out of its claim's batch: an ACK of a later message of that claim must not cover it.
+    lease.batch = -1;
+    lease.untilMs = Math.min(lease.untilMs, nowMs);
+    lease.retryAtMs = nowMs + (options.delayMs ?? backoffAfter(this.policy, lease.count));
+    if (options.reason !== undefined) lease.reason = options.reason;
+    if (options.terminal) lease.dead = true;
+    this.undo?.push(() => this.leases.set(id, before));
+    return lease;
+  }
+
+  /** Whether a claim must scan the class from its cursor: a gap, or a message to deliver again. */
   needsScan(rank: number, nowMs: number): boolean {
     if (this.gap[rank]) return true;
-    for (const lease of this.leases.values()) if (lease.rank === rank && lease.untilMs <= nowMs) return true;
+    for (const lease of this.leases.values())
+      if (lease.rank === rank && this.isClaimable(lease, nowMs)) return true;
     return false;
   }
 
-  /** Ids of the class whose lease still runs. */
+  /** Ids of the class a claim must pass over: leases running, waiting out a backoff, or used up. */
   activeIds(rank: number, nowMs: number): Set<number> {
+    const ids = new Set<number>();
+    for (const [id, lease] of this.leases)
+      if (lease.rank === rank && !this.isClaimable(lease, nowMs)) ids.add(id);
+    return ids;
+  }
+
+  /** Messages of the class leased to a member now (their lease runs). */
+  runningIds(rank: number, nowMs: number): Set<number> {
     const ids = new Set<number>();
     for (const [id, lease] of this.leases) if (lease.rank === rank && lease.untilMs > nowMs) ids.add(id);
     return ids;
@@ -116,7 +243,7 @@ export class GroupLeases {
     this.gap[rank] = false;
     const dropped: [number, Lease][] = [];
     for (const [id, lease] of this.leases) {
-      if (lease.rank === rank && lease.untilMs <= nowMs && !found.has(id)) dropped.push([id, lease]);
+      if (lease.rank === rank && this.isClaimable(lease, nowMs) && !found.has(id)) dropped.push([id, lease]);
     }
     for (const [id] of dropped) this.leases.delete(id);
     this.undo?.push(() => {
@@ -129,6 +256,8 @@ export class GroupLeases {
   coveredBy(id: number): Map<number, number> | undefined {
     const acked = this.leases.get(id);
     if (!acked) return undefined;
+    // A lease given back (or held for dead letters) stands alone.
+    if (acked.batch < 0) return new Map([[id, acked.rank]]);
     const covered = new Map<number, number>();
     for (const [other, lease] of this.leases) {
       if (lease.batch === acked.batch && lease.pos <= acked.pos) covered.set(other, lease.rank);
@@ -180,5 +309,6 @@ export class GroupLeases {
   forget(id: number): void {
     this.leases.delete(id);
     this.acked.delete(id);
+    this.prior.delete(id);
   }
 }

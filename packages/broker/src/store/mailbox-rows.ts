@@ -15,6 +15,8 @@ export function mailboxRecordOf(row: MailboxRow): MailboxRecord {
     createdMs: row.created_ms,
     expiresMs: row.expires_ms ?? undefined,
     owner: row.owner ?? undefined,
+    maxDeliver: row.max_deliver ?? undefined,
+    deadLetter: row.dead_letter ?? undefined,
   };
 }
 
@@ -51,6 +53,8 @@ export class MailboxRows {
       record.createdMs,
       record.expiresMs ?? null,
       record.owner ?? null,
+      record.maxDeliver ?? null,
+      record.deadLetter ?? null,
     );
   }
 

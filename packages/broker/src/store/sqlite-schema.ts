@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 
 /** Bumped whenever the layout below changes incompatibly. */
-export const SQLITE_SCHEMA_VERSION = 5;
+export const SQLITE_SCHEMA_VERSION = 6;
 
 /**
  * Version 3 keeps a SEND's header and payload in the message log (seg, seg_at, seg_len) instead
@@ -29,6 +29,21 @@ CREATE TABLE IF NOT EXISTS send_keys (
 CREATE INDEX IF NOT EXISTS send_keys_by_expiry ON send_keys(until_ms);
 `;
 
+/**
+ * Version 6 limits deliveries: a mailbox's default limit and dead-letter mailbox, a group's limit,
+ * backoff and dead-letter count, and the delivery count (and last failure) of a message delivered
+ * more than once, kept in its `deliveries` row until it is ACKed.
+ */
+function addDeliveryLimits(db: Database.Database): void {
+  addColumn(db, "mailboxes", "max_deliver", "INTEGER");
+  addColumn(db, "mailboxes", "dead_letter", "TEXT");
+  addColumn(db, "groups", "max_deliver", "INTEGER");
+  addColumn(db, "groups", "backoff", "TEXT");
+  addColumn(db, "groups", "dead_lettered", "INTEGER NOT NULL DEFAULT 0");
+  addColumn(db, "deliveries", "delivery_count", "INTEGER NOT NULL DEFAULT 0");
+  addColumn(db, "deliveries", "reason", "TEXT");
+}
+
 /** Adds a column unless the table has it already (a file made by a later layout and marked older). */
 function addColumn(db: Database.Database, table: string, column: string, type: string): void {
   const columns = db.pragma(`table_info(${table})`) as { name: string }[];
@@ -42,6 +57,7 @@ export const SQLITE_MIGRATIONS: Readonly<Record<number, (db: Database.Database) 
   3: (db) => addColumn(db, "mailboxes", "owner", "TEXT"),
   // Version 5: SENDs' idempotency keys (SQLITE_SEND_KEYS).
   4: (db) => db.exec(SQLITE_SEND_KEYS),
+  5: addDeliveryLimits,
 };
 
 /**
@@ -59,7 +75,9 @@ CREATE TABLE IF NOT EXISTS mailboxes (
   description TEXT NOT NULL,
   created_ms INTEGER NOT NULL,
   expires_ms INTEGER,
-  owner TEXT
+  owner TEXT,
+  max_deliver INTEGER,
+  dead_letter TEXT
 );
 CREATE INDEX IF NOT EXISTS mailboxes_by_expiry ON mailboxes(expires_ms) WHERE expires_ms IS NOT NULL;
 
@@ -110,6 +128,9 @@ CREATE TABLE IF NOT EXISTS groups (
   cursor1 INTEGER NOT NULL,
   cursor2 INTEGER NOT NULL,
   next_batch INTEGER NOT NULL DEFAULT 0,
+  max_deliver INTEGER,
+  backoff TEXT,
+  dead_lettered INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (mbox, name)
 ) WITHOUT ROWID;
 
@@ -122,6 +143,8 @@ CREATE TABLE IF NOT EXISTS deliveries (
   pos INTEGER NOT NULL,
   lease_until_ms INTEGER NOT NULL,
   acked INTEGER NOT NULL DEFAULT 0,
+  delivery_count INTEGER NOT NULL DEFAULT 0,
+  reason TEXT,
   PRIMARY KEY (mbox, grp, msg_id)
 ) WITHOUT ROWID;
 ${SQLITE_SEND_KEYS}`;

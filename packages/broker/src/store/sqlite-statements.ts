@@ -15,6 +15,8 @@ export interface MailboxRow {
   created_ms: number;
   expires_ms: number | null;
   owner: string | null;
+  max_deliver: number | null;
+  dead_letter: string | null;
 }
 
 /** A row of `delayed`: a message waiting for its due time, its bytes held inline. */
@@ -32,6 +34,9 @@ export interface GroupRow {
   cursor1: number;
   cursor2: number;
   next_batch: number;
+  max_deliver: number | null;
+  /** The backoff steps as JSON (milliseconds), or null. */
+  backoff: string | null;
 }
 
 /** The named parameters of `GroupStatements.upsert`. */
@@ -63,6 +68,8 @@ export interface MailboxStatements {
       createdMs: number,
       expiresMs: number | null,
       owner: string | null,
+      maxDeliver: number | null,
+      deadLetter: string | null,
     ]
   >;
   expired: Statement<[nowMs: number], MailboxRow>;
@@ -99,8 +106,6 @@ export interface GroupStatements {
   removeOf: Statement<[mbox: number]>;
   clearDeliveries: Statement<[mbox: number, group: string]>;
   ackedOf: Statement<[mbox: number, group: string], { msg_id: number; priority: number }>;
-  /** Rows of an older version that kept leases in the table. */
-  dropLeaseRows: Statement<[mbox: number, group: string]>;
   /** A class's live messages from the cursor that the group has not ACKed, in id order. */
   unackedClass: Statement<
     [mbox: number, rank: number, fromId: number, nowMs: number, mbox2: number, group: string, limit: number],
@@ -115,6 +120,27 @@ export interface GroupStatements {
   pruneDeliveries: Statement<[mbox: number, group: string, rank: number, belowId: number]>;
   removeDeliveriesOfMessage: Statement<[mbox: number, msgId: number]>;
   removeDeliveriesOf: Statement<[mbox: number]>;
+  setPolicy: Statement<[maxDeliver: number | null, backoff: string | null, mbox: number, group: string]>;
+  /** Delivery counts written for messages delivered more than once (or NAKed), not ACKed. */
+  countsOf: Statement<
+    [mbox: number, group: string],
+    { msg_id: number; delivery_count: number; reason: string | null }
+  >;
+  saveCount: Statement<
+    [
+      mbox: number,
+      group: string,
+      msgId: number,
+      rank: number,
+      untilMs: number,
+      count: number,
+      reason: string | null,
+    ]
+  >;
+  removeCount: Statement<[mbox: number, group: string, msgId: number]>;
+  addDeadLettered: Statement<[n: number, mbox: number, group: string]>;
+  /** One message's row, for the dead-letter sweep. */
+  messageAt: Statement<[mbox: number, msgId: number], RawMessageRow>;
 }
 
 export interface DelayedStatements {
@@ -176,7 +202,7 @@ export function prepareStatements(db: Database.Database): SqliteStatements {
       byAddress: db.prepare("SELECT * FROM mailboxes WHERE address = ?"),
       byId: db.prepare("SELECT * FROM mailboxes WHERE id = ?"),
       insert: db.prepare(
-        "INSERT INTO mailboxes (address, ttl_s, description, created_ms, expires_ms, owner) VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO mailboxes (address, ttl_s, description, created_ms, expires_ms, owner, max_deliver, dead_letter) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
       ),
       expired: db.prepare("SELECT * FROM mailboxes WHERE expires_ms IS NOT NULL AND expires_ms <= ?"),
       remove: db.prepare("DELETE FROM mailboxes WHERE id = ?"),
@@ -210,7 +236,9 @@ export function prepareStatements(db: Database.Database): SqliteStatements {
       storedNextId: db.prepare("SELECT value FROM meta WHERE name = 'next_msg_id'"),
     },
     groups: {
-      get: db.prepare("SELECT cursor0, cursor1, cursor2, next_batch FROM groups WHERE mbox = ? AND name = ?"),
+      get: db.prepare(
+        "SELECT cursor0, cursor1, cursor2, next_batch, max_deliver, backoff FROM groups WHERE mbox = ? AND name = ?",
+      ),
       upsert: db.prepare(
         `INSERT INTO groups (mbox, name, cursor0, cursor1, cursor2, next_batch) VALUES (@mbox, @name, @c0, @c1, @c2, @batch)
          ON CONFLICT (mbox, name) DO UPDATE SET cursor0 = @c0, cursor1 = @c1, cursor2 = @c2, next_batch = @batch`,
@@ -221,7 +249,6 @@ export function prepareStatements(db: Database.Database): SqliteStatements {
       removeOf: db.prepare("DELETE FROM groups WHERE mbox = ?"),
       clearDeliveries: db.prepare("DELETE FROM deliveries WHERE mbox = ? AND grp = ?"),
       ackedOf: db.prepare("SELECT msg_id, priority FROM deliveries WHERE mbox = ? AND grp = ? AND acked = 1"),
-      dropLeaseRows: db.prepare("DELETE FROM deliveries WHERE mbox = ? AND grp = ? AND acked = 0"),
       unackedClass: db
         .prepare<[number, number, number, number, number, string, number], RawMessageRow>(
           `${UNACKED} ORDER BY m.msg_id LIMIT ?`,
@@ -242,6 +269,27 @@ export function prepareStatements(db: Database.Database): SqliteStatements {
       ),
       removeDeliveriesOfMessage: db.prepare("DELETE FROM deliveries WHERE mbox = ? AND msg_id = ?"),
       removeDeliveriesOf: db.prepare("DELETE FROM deliveries WHERE mbox = ?"),
+      setPolicy: db.prepare("UPDATE groups SET max_deliver = ?, backoff = ? WHERE mbox = ? AND name = ?"),
+      countsOf: db.prepare(
+        "SELECT msg_id, delivery_count, reason FROM deliveries WHERE mbox = ? AND grp = ? AND acked = 0",
+      ),
+      saveCount: db.prepare(
+        `INSERT INTO deliveries (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked, delivery_count, reason)
+         VALUES (?, ?, ?, ?, 0, 0, ?, 0, ?, ?)
+         ON CONFLICT (mbox, grp, msg_id) DO UPDATE SET lease_until_ms = excluded.lease_until_ms,
+           delivery_count = excluded.delivery_count, reason = excluded.reason WHERE acked = 0`,
+      ),
+      removeCount: db.prepare(
+        "DELETE FROM deliveries WHERE mbox = ? AND grp = ? AND msg_id = ? AND acked = 0",
+      ),
+      addDeadLettered: db.prepare(
+        "UPDATE groups SET dead_lettered = dead_lettered + ? WHERE mbox = ? AND name = ?",
+      ),
+      messageAt: db
+        .prepare<[number, number], RawMessageRow>(
+          `SELECT ${MESSAGE_READ_COLUMNS} FROM messages WHERE mbox = ? AND msg_id = ?`,
+        )
+        .raw(),
     },
     delayed: {
       due: db.prepare("SELECT * FROM delayed WHERE due_ms <= ? ORDER BY due_ms, id"),

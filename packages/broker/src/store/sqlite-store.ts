@@ -30,20 +30,24 @@ import { type MailboxRow, prepareStatements, type SqliteStatements } from "./sql
 import { SqliteStats } from "./sqlite-stats.js";
 import { StorageError } from "./storage-error.js";
 import { StorageHealth, type StorageState } from "./storage-health.js";
-import type {
-  AppendResult,
-  ClaimOptions,
-  MailboxRecord,
-  NewMessage,
-  PurgeResult,
-  ReadOptions,
-  StartPosition,
-  Store,
-  StoreCapabilities,
-  StoredMessage,
-  StoreHealth,
-  StoreQuery,
-  StoreWatchOptions,
+import {
+  type AppendResult,
+  type ClaimOptions,
+  type DeadLetter,
+  deadLetterAddressOf,
+  type MailboxRecord,
+  type NakOptions,
+  type NakResult,
+  type NewMessage,
+  type PurgeResult,
+  type ReadOptions,
+  type StartPosition,
+  type Store,
+  type StoreCapabilities,
+  type StoredMessage,
+  type StoreHealth,
+  type StoreQuery,
+  type StoreWatchOptions,
 } from "./store.js";
 import type {
   GroupStats,
@@ -386,7 +390,7 @@ export class SqliteStore implements Store, StoreInspection {
   async claim(mailbox: string, group: string, options: ClaimOptions): Promise<StoredMessage[]> {
     return this.pacer.turn(() => {
       const box = this.mailboxes.live(mailbox, options.nowMs);
-      return box ? this.claims.claim(box.id, group, options) : [];
+      return box ? this.claims.claim(box.id, group, options, box.max_deliver ?? undefined) : [];
     });
   }
 
@@ -394,6 +398,59 @@ export class SqliteStore implements Store, StoreInspection {
     return this.pacer.turn(() => {
       const box = this.mailboxes.live(mailbox, nowMs);
       return box ? this.claims.ack(box.id, group, msgId, nowMs) : false;
+    });
+  }
+
+  async nak(mailbox: string, group: string, msgId: number, options: NakOptions): Promise<NakResult> {
+    return this.pacer.turn(() => {
+      const box = this.mailboxes.live(mailbox, options.nowMs);
+      return box ? this.claims.nak(box.id, group, msgId, options) : { found: false, deadLetter: false };
+    });
+  }
+
+  async deadLetters(nowMs: number, limit: number): Promise<DeadLetter[]> {
+    return this.pacer.turn(() => {
+      const letters: DeadLetter[] = [];
+      for (const held of this.claims.deadLetters(nowMs, limit)) {
+        const box = this.stmt.mailboxes.byId.get(held.mbox);
+        if (!box || !isLive(box, nowMs)) continue;
+        const letter: DeadLetter = {
+          mailbox: box.address,
+          group: held.group,
+          message: held.message,
+          deliveryCount: held.deliveryCount,
+          deadLetterAddress: deadLetterAddressOf({
+            address: box.address,
+            deadLetter: box.dead_letter ?? undefined,
+          }),
+        };
+        if (held.reason !== undefined) letter.reason = held.reason;
+        if (box.owner !== null) letter.owner = box.owner;
+        letters.push(letter);
+      }
+      return letters;
+    });
+  }
+
+  async settleDeadLetters(
+    letters: readonly Pick<DeadLetter, "mailbox" | "group" | "message">[],
+    nowMs: number,
+  ): Promise<void> {
+    return this.pacer.turn(() => {
+      const byGroup = new Map<string, { mbox: number; group: string; ids: number[] }>();
+      for (const letter of letters) {
+        const box = this.mailboxes.live(letter.mailbox, nowMs);
+        if (!box) continue;
+        const key = `${box.id}\u0000${letter.group}`;
+        let entry = byGroup.get(key);
+        if (!entry) {
+          entry = { mbox: box.id, group: letter.group, ids: [] };
+          byGroup.set(key, entry);
+        }
+        entry.ids.push(letter.message.id);
+      }
+      for (const { mbox, group, ids } of byGroup.values())
+        this.claims.settleDeadLetters(mbox, group, ids, nowMs);
     });
   }
 

@@ -15,6 +15,20 @@ export interface MailboxRecord {
   expiresMs?: number;
   /** The user that created it, when users are configured; only it (or a grant, or an admin) reads it. */
   owner?: string;
+  /** The default of its groups' DeliveryPolicy.maxDeliver (undefined or 0: no limit). */
+  maxDeliver?: number;
+  /** Where its dead letters go; undefined: `<address>.dlq` (see deadLetterAddressOf). */
+  deadLetter?: string;
+}
+
+/**
+ * How a consumer group delivers a message again: at most `maxDeliver` times in all (then it goes to
+ * the dead-letter mailbox; undefined or 0: no limit), waiting `backoffMs[n-1]` after its n-th
+ * failure (the last step repeats; none: at once).
+ */
+export interface DeliveryPolicy {
+  maxDeliver?: number;
+  backoffMs?: readonly number[];
 }
 
 /** A message handed to the store by SEND. */
@@ -46,6 +60,45 @@ export interface StoredMessage {
   payload: Uint8Array;
   createdMs: number;
   expiresMs?: number;
+  /** Set by a claim: how many times the group has been handed the message, this time included. */
+  deliveryCount?: number;
+}
+
+/** A group's message whose deliveries are used up (or that was NAKed terminally), for the dead-letter sweep. */
+export interface DeadLetter {
+  mailbox: string;
+  group: string;
+  message: StoredMessage;
+  deliveryCount: number;
+  /** The last failure's reason (a NAK's), when one was given. */
+  reason?: string;
+  /** The mailbox it goes to (see deadLetterAddressOf). */
+  deadLetterAddress: string;
+  /** The owner of its mailbox, who owns the dead-letter mailbox made for it. */
+  owner?: string;
+}
+
+/** What a NAK asks (see Store.nak). */
+export interface NakOptions {
+  nowMs: number;
+  reason?: string;
+  /** Wait before delivering it again; default: the group's backoff. */
+  delayMs?: number;
+  /** Straight to the dead-letter mailbox. */
+  terminal?: boolean;
+}
+
+/** The outcome of a NAK: whether the group held the message, and whether it now waits for the sweep. */
+export interface NakResult {
+  found: boolean;
+  deadLetter: boolean;
+}
+
+/** Where a mailbox's dead letters go: the one named at CREATE, else `<address>.dlq`. */
+export function deadLetterAddressOf(record: Pick<MailboxRecord, "address" | "deadLetter">): string {
+  if (record.deadLetter) return record.deadLetter;
+  // Kept within the 128 characters of a mail address.
+  return `${record.address.slice(0, 124)}.dlq`;
 }
 
 /**
@@ -74,6 +127,10 @@ export interface ClaimOptions extends ReadOptions {
   start: StartPosition;
   reset: boolean;
   leaseMs: number;
+  /** The consumer, kept with its leases (see Lease.member). */
+  member?: string;
+  /** Given by this FETCH: the group remembers it (each field replaces the one it had). */
+  policy?: DeliveryPolicy;
 }
 
 /** What QUERY asks of a mailbox: filters that all hold, and how many of the newest matches. */
@@ -200,6 +257,22 @@ export interface Store {
    * claim. False when the message was never delivered to the group.
    */
   ack(mailbox: string, group: string, msgId: number, nowMs: number): Promise<boolean>;
+  /**
+   * Gives a message leased to the group back before its lease ends: delivered again after the
+   * delay (default: the group's backoff), or held for the dead-letter sweep when `terminal` or
+   * when its deliveries are used up. `found` false: the group holds no lease of it (nothing changed).
+   */
+  nak(mailbox: string, group: string, msgId: number, options: NakOptions): Promise<NakResult>;
+  /** Messages of any group whose deliveries are used up, or NAKed terminally, at most `limit`. */
+  deadLetters(nowMs: number, limit: number): Promise<DeadLetter[]>;
+  /**
+   * Ends the group's hold on dead letters once their copies are stored in the dead-letter mailbox:
+   * for that group they count as ACKed (and as dead-lettered). Ids it does not hold are passed over.
+   */
+  settleDeadLetters(
+    letters: readonly Pick<DeadLetter, "mailbox" | "group" | "message">[],
+    nowMs: number,
+  ): Promise<void>;
   /** Live messages matching every given filter; the most recent `limit`, ascending by id. */
   query(mailbox: string, options: StoreQuery): Promise<StoredMessage[]>;
   /** False when the mailbox holds no message with that id. */

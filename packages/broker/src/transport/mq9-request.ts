@@ -20,6 +20,8 @@ export interface Mq9Request {
   undelivered?: AbortSignal;
   /** Who asked, when the transport authenticates its clients (the embedded listener with users). */
   principal?: Principal;
+  /** The requester's connection name (NATS CONNECT `name`), when the transport knows it. */
+  clientName?: string;
 }
 
 /**

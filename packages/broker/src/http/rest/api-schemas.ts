@@ -124,6 +124,11 @@ export const MessageItem = z
     key: z.string().optional(),
     tags: z.array(z.string()).optional(),
     create_time: z.number().int().describe("unix seconds"),
+    delivery_count: z
+      .number()
+      .int()
+      .optional()
+      .describe("deliveries to the group so far, this one included (fetch with a group)"),
   })
   .meta({ id: "MessageItem" });
 
@@ -176,11 +181,24 @@ export const FetchBody = z
     from_time: wholeSeconds.optional(),
     from_id: wholeSeconds.optional(),
     force_deliver: z.boolean().optional(),
+    member: z.string().max(128).optional().describe("the consumer's name, shown with its leases"),
     config: z
       .object({
         num_msgs: wholeSeconds.optional(),
         max_wait_ms: wholeSeconds.optional(),
         lease_ms: wholeSeconds.optional(),
+        max_deliver: wholeSeconds
+          .optional()
+          .describe(
+            "deliveries before a message goes to the dead-letter mailbox (remembered by the group; 0 = no limit)",
+          ),
+        backoff_ms: z
+          .array(wholeSeconds)
+          .max(50)
+          .optional()
+          .describe(
+            "wait before the n-th redelivery, in ms (remembered by the group; the last step repeats)",
+          ),
       })
       .optional(),
   })
@@ -189,6 +207,35 @@ export const FetchBody = z
 export const AckBody = z.object({ group_name: z.string(), msg_id: wholeSeconds }).meta({ id: "AckRequest" });
 
 export const Acked = z.object({ acked: z.literal(true) });
+
+export const NakBody = z
+  .object({
+    group_name: z.string().min(1),
+    msg_id: wholeSeconds,
+    reason: z
+      .string()
+      .max(1024)
+      .optional()
+      .describe("why it failed; kept with the message and in its dead letter"),
+    delay_ms: wholeSeconds
+      .max(7 * 24 * 3600 * 1000)
+      .optional()
+      .describe("wait before it is delivered again (default: the group's backoff)"),
+    terminal: z.boolean().optional().describe("straight to the dead-letter mailbox"),
+  })
+  .meta({ id: "NakRequest" });
+
+export const Naked = z.object({
+  dead_letter: z.boolean().describe("true when the message went to the dead-letter mailbox"),
+});
+
+export const RetryBody = z
+  .object({ msg_id: wholeSeconds.optional().describe("one dead letter; absent: all of them") })
+  .meta({ id: "RetryRequest" });
+
+export const Retried = z.object({
+  retried: z.number().int().describe("dead letters sent back to their mailbox"),
+});
 
 /** A DISCOVER entry: the registered body as it was, plus the broker's own fields. */
 export const AgentEntry = z

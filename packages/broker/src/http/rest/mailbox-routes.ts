@@ -17,9 +17,13 @@ import {
   MailboxListQuery,
   MessageParams,
   Messages,
+  NakBody,
+  Naked,
   PeekQuery,
   Purged,
   QueryQuery,
+  Retried,
+  RetryBody,
   SendMessage,
   Sent,
 } from "./api-schemas.js";
@@ -243,6 +247,37 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
       await callMq9(service, Subjects.ack(params.address), request, { principal });
       return { status: 200, body: { acked: true } };
     },
+  });
+
+  router.add({
+    method: "POST",
+    path: "/api/v1/mailboxes/:address/nak",
+    tag: "Messages",
+    summary:
+      "Give a leased message back (MSG.NAK): redelivered after a delay, or to dead letters when terminal",
+    params: AddressParams,
+    body: NakBody,
+    responses: { 200: { description: "given back", schema: Naked } },
+    errors: [400, 404],
+    handler: async ({ params, body, principal }) => ({
+      status: 200,
+      body: await callMq9(service, Subjects.nak(params.address), body, { principal }),
+    }),
+  });
+
+  router.add({
+    method: "POST",
+    path: "/api/v1/mailboxes/:address/retry",
+    tag: "Messages",
+    summary: "Send dead letters of this dead-letter mailbox back to their mailbox (MSG.RETRY): one or all",
+    params: AddressParams,
+    body: RetryBody,
+    responses: { 200: { description: "sent back", schema: Retried } },
+    errors: [400, 404],
+    handler: async ({ params, body, principal }) => ({
+      status: 200,
+      body: await callMq9(service, Subjects.retry(params.address), body ?? {}, { principal }),
+    }),
   });
 
   router.add({

@@ -570,6 +570,249 @@ CREATE TABLE inbox_bindings (
   username text NOT NULL
 );
 `,
+  // Delivery limits (issue: poison messages). A mailbox's default limit and dead-letter mailbox; a
+  // group's limit, backoff and dead-letter count; per lease row its delivery count, the member
+  // holding it, when a NAK lets it go again, the last failure's reason, and whether a terminal NAK
+  // sent it to dead letters. A lease whose count reached the limit is not handed out again when it
+  // runs out: the dead-letter sweep takes it. A NAKed row leaves its claim's batch (-1), so an ACK
+  // of a later message of that claim does not cover it. The claim functions gain the member and the
+  // FETCH's policy, and return each message's delivery count.
+  `
+ALTER TABLE mailboxes ADD COLUMN max_deliver integer, ADD COLUMN dead_letter text;
+ALTER TABLE groups ADD COLUMN max_deliver integer, ADD COLUMN backoff_ms bigint[],
+  ADD COLUMN dead_lettered bigint NOT NULL DEFAULT 0;
+ALTER TABLE deliveries ADD COLUMN delivery_count integer NOT NULL DEFAULT 1, ADD COLUMN retry_at_ms bigint,
+  ADD COLUMN member text, ADD COLUMN reason text, ADD COLUMN dead boolean NOT NULL DEFAULT false;
+CREATE INDEX deliveries_dead ON deliveries (mbox) WHERE dead;
+
+-- The wait after a message's n-th failed delivery: the n-th step, the last one repeating.
+CREATE FUNCTION mq9_backoff(p_steps bigint[], p_count integer) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT CASE WHEN p_steps IS NULL OR cardinality(p_steps) = 0 THEN 0
+              ELSE p_steps[least(greatest(p_count, 1), cardinality(p_steps))] END
+$fn$;
+
+DROP FUNCTION mq9_claim(text, text, bigint, bigint, boolean, integer, bigint, bigint);
+DROP FUNCTION mq9_claim_leases(text, text, bigint, bigint, boolean, integer, bigint, bigint);
+
+CREATE FUNCTION mq9_claim_leases(p_address text, p_group text, p_from bigint, p_now bigint, p_reset boolean,
+                                 p_limit integer, p_max_bytes bigint, p_lease_until bigint,
+                                 p_member text, p_max_deliver integer, p_backoff bigint[])
+RETURNS TABLE (msg_id bigint, priority smallint, msg_key text, tags jsonb, header bytea, payload bytea,
+               created_ms bigint, expires_ms bigint, delivery_count integer)
+LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+DECLARE
+  st record;
+  r record;
+  ids bigint[] := '{}';
+  ranks smallint[] := '{}';
+  places integer[] := '{}';
+  d bigint[];
+  bytes bigint := 0;
+  taken integer := 0;
+  cur_rank integer := -1;
+  lim integer;
+  count_now integer;
+BEGIN
+  -- Creates the group, or locks its row: claims of one group take turns, cluster-wide.
+  INSERT INTO groups AS g (mbox, name, cursor0, cursor1, cursor2, delivered0, delivered1, delivered2, next_batch,
+                           max_deliver, backoff_ms)
+  SELECT b.id, p_group, p_from, p_from, p_from, p_from - 1, p_from - 1, p_from - 1, 1, p_max_deliver, p_backoff
+  FROM mailboxes b
+  WHERE b.address = p_address AND (b.expires_ms IS NULL OR b.expires_ms > p_now)
+  ON CONFLICT (mbox, name) DO UPDATE SET
+    next_batch = g.next_batch + 1,
+    max_deliver = coalesce(p_max_deliver, g.max_deliver),
+    backoff_ms = coalesce(p_backoff, g.backoff_ms),
+    cursor0 = CASE WHEN p_reset THEN excluded.cursor0 ELSE g.cursor0 END,
+    cursor1 = CASE WHEN p_reset THEN excluded.cursor1 ELSE g.cursor1 END,
+    cursor2 = CASE WHEN p_reset THEN excluded.cursor2 ELSE g.cursor2 END,
+    delivered0 = CASE WHEN p_reset THEN excluded.delivered0 ELSE g.delivered0 END,
+    delivered1 = CASE WHEN p_reset THEN excluded.delivered1 ELSE g.delivered1 END,
+    delivered2 = CASE WHEN p_reset THEN excluded.delivered2 ELSE g.delivered2 END
+  RETURNING g.mbox, g.delivered0, g.delivered1, g.delivered2, g.next_batch - 1 AS batch, g.max_deliver,
+            g.backoff_ms INTO st;
+  IF NOT FOUND THEN RETURN; END IF;
+  SELECT coalesce(st.max_deliver, b.max_deliver, 0) INTO lim FROM mailboxes b WHERE b.id = st.mbox;
+  IF p_reset THEN
+    DELETE FROM deliveries dl WHERE dl.mbox = st.mbox AND dl.grp = p_group;
+  END IF;
+  d := ARRAY[st.delivered0, st.delivered1, st.delivered2];
+  -- Past the highest id handed out, plus what an expired lease gave back once its backoff is over
+  -- and while it has deliveries left.
+  FOR r IN
+    SELECT * FROM (
+      (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms, false AS again
+        FROM messages m
+        WHERE m.mbox = st.mbox AND m.priority = 0 AND m.msg_id > st.delivered0 AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+        ORDER BY m.msg_id LIMIT p_limit)
+      UNION ALL
+      (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms, false AS again
+        FROM messages m
+        WHERE m.mbox = st.mbox AND m.priority = 1 AND m.msg_id > st.delivered1 AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+        ORDER BY m.msg_id LIMIT p_limit)
+      UNION ALL
+      (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms, false AS again
+        FROM messages m
+        WHERE m.mbox = st.mbox AND m.priority = 2 AND m.msg_id > st.delivered2 AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+        ORDER BY m.msg_id LIMIT p_limit)
+      UNION ALL
+      (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms, true AS again
+        FROM deliveries dl JOIN messages m ON m.mbox = dl.mbox AND m.msg_id = dl.msg_id
+        WHERE dl.mbox = st.mbox AND dl.grp = p_group AND NOT dl.acked AND dl.lease_until_ms <= p_now
+          AND NOT dl.dead AND (lim = 0 OR dl.delivery_count < lim)
+          AND coalesce(dl.retry_at_ms, dl.lease_until_ms + mq9_backoff(st.backoff_ms, dl.delivery_count)) <= p_now
+          AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+        ORDER BY dl.priority, dl.msg_id LIMIT p_limit)
+    ) c ORDER BY c.priority, c.msg_id
+  LOOP
+    -- The byte budget as the SQLite store applies it: at least one message, and a class is not
+    -- started once the budget is spent.
+    EXIT WHEN taken >= p_limit;
+    IF r.priority <> cur_rank THEN
+      EXIT WHEN bytes > 0 AND bytes >= p_max_bytes;
+      cur_rank := r.priority;
+    END IF;
+    EXIT WHEN bytes > 0 AND bytes + octet_length(r.payload) > p_max_bytes;
+    IF r.again THEN
+      -- The ACK of that lease may have deleted its row since this loop's snapshot.
+      UPDATE deliveries dl SET batch = st.batch, pos = taken + 1, lease_until_ms = p_lease_until,
+        delivery_count = dl.delivery_count + 1, retry_at_ms = NULL, member = p_member
+      WHERE dl.mbox = st.mbox AND dl.msg_id = r.msg_id AND dl.grp = p_group AND NOT dl.acked
+        AND dl.lease_until_ms <= p_now AND NOT dl.dead
+      RETURNING dl.delivery_count INTO count_now;
+      CONTINUE WHEN NOT FOUND;
+    ELSE
+      ids := ids || r.msg_id;
+      ranks := ranks || r.priority;
+      places := places || (taken + 1);
+      d[r.priority + 1] := greatest(d[r.priority + 1], r.msg_id);
+      count_now := 1;
+    END IF;
+    taken := taken + 1;
+    bytes := bytes + octet_length(r.payload);
+    msg_id := r.msg_id; priority := r.priority; msg_key := r.msg_key; tags := r.tags; header := r.header;
+    payload := r.payload; created_ms := r.created_ms; expires_ms := r.expires_ms; delivery_count := count_now;
+    RETURN NEXT;
+  END LOOP;
+  IF cardinality(ids) = 0 THEN RETURN; END IF;
+  INSERT INTO deliveries AS dl (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked, member)
+  SELECT st.mbox, p_group, t.id, t.rank, st.batch, t.pos, p_lease_until, false, p_member
+  FROM unnest(ids, ranks, places) AS t(id, rank, pos)
+  ON CONFLICT (mbox, msg_id, grp) DO UPDATE
+    SET batch = excluded.batch, pos = excluded.pos, lease_until_ms = excluded.lease_until_ms, member = excluded.member;
+  UPDATE groups g SET delivered0 = d[1], delivered1 = d[2], delivered2 = d[3]
+  WHERE g.mbox = st.mbox AND g.name = p_group;
+END
+$fn$;
+
+CREATE FUNCTION mq9_claim(p_address text, p_group text, p_from bigint, p_now bigint, p_reset boolean,
+                          p_limit integer, p_max_bytes bigint, p_lease_until bigint,
+                          p_member text, p_max_deliver integer, p_backoff bigint[])
+RETURNS TABLE (msg_id bigint, priority smallint, msg_key text, tags jsonb, header bytea, payload bytea,
+               created_ms bigint, expires_ms bigint, delivery_count integer)
+LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+DECLARE
+  box record;
+  st record;
+  start_id bigint;
+BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
+  SELECT b.id, b.next_id INTO box FROM mailboxes b
+  WHERE b.address = p_address AND (b.expires_ms IS NULL OR b.expires_ms > p_now);
+  IF NOT FOUND THEN RETURN; END IF;
+  start_id := coalesce(p_from, box.next_id);
+  IF p_reset OR EXISTS (SELECT 1 FROM deliveries dl WHERE dl.mbox = box.id AND dl.grp = p_group
+                          AND NOT dl.acked AND dl.lease_until_ms <= p_now) THEN
+    RETURN QUERY SELECT * FROM mq9_claim_leases(p_address, p_group, start_id, p_now, p_reset, p_limit, p_max_bytes,
+                                                p_lease_until, p_member, p_max_deliver, p_backoff);
+    RETURN;
+  END IF;
+  -- Creates the group, or locks its row: claims of one group take turns, cluster-wide.
+  INSERT INTO groups AS g (mbox, name, cursor0, cursor1, cursor2, delivered0, delivered1, delivered2, next_batch,
+                           max_deliver, backoff_ms)
+  VALUES (box.id, p_group, start_id, start_id, start_id, start_id - 1, start_id - 1, start_id - 1, 1,
+          p_max_deliver, p_backoff)
+  ON CONFLICT (mbox, name) DO UPDATE SET next_batch = g.next_batch + 1,
+    max_deliver = coalesce(p_max_deliver, g.max_deliver), backoff_ms = coalesce(p_backoff, g.backoff_ms)
+  RETURNING g.delivered0, g.delivered1, g.delivered2, g.next_batch - 1 AS batch INTO st;
+  RETURN QUERY
+  WITH candidates AS (
+    -- Per class, the next messages past its highest id handed out.
+    SELECT picked.* FROM (VALUES (0::smallint, st.delivered0), (1::smallint, st.delivered1), (2::smallint, st.delivered2))
+      AS k(rank, past),
+    LATERAL (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms
+             FROM messages m
+             WHERE m.mbox = box.id AND m.priority = k.rank AND m.msg_id > k.past
+               AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+             ORDER BY m.msg_id LIMIT p_limit) picked),
+  placed AS (
+    SELECT c.*, row_number() OVER w AS pos,
+           coalesce(sum(octet_length(c.payload)) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before,
+           lag(c.priority) OVER w AS prev_rank
+    FROM candidates c WINDOW w AS (ORDER BY c.priority, c.msg_id)),
+  -- The byte budget as the SQLite store applies it: at least one message, none past the limit,
+  -- and a class is not started once the budget is spent; the first row over ends the claim.
+  judged AS (
+    SELECT p.*, bool_or(p.pos > p_limit OR (p.before > 0 AND (p.before + octet_length(p.payload) > p_max_bytes
+                  OR (p.prev_rank IS DISTINCT FROM p.priority AND p.before >= p_max_bytes)))) OVER (ORDER BY p.pos) AS over
+    FROM placed p),
+  taken AS (SELECT * FROM judged j WHERE NOT j.over),
+  leased AS (
+    INSERT INTO deliveries AS dl (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked, member)
+    SELECT box.id, p_group, t.msg_id, t.priority, st.batch, t.pos, p_lease_until, false, p_member FROM taken t
+    ON CONFLICT (mbox, msg_id, grp) DO UPDATE
+      SET batch = excluded.batch, pos = excluded.pos, lease_until_ms = excluded.lease_until_ms, member = excluded.member),
+  marked AS (
+    UPDATE groups g SET
+      delivered0 = greatest(g.delivered0, (SELECT max(t.msg_id) FROM taken t WHERE t.priority = 0)),
+      delivered1 = greatest(g.delivered1, (SELECT max(t.msg_id) FROM taken t WHERE t.priority = 1)),
+      delivered2 = greatest(g.delivered2, (SELECT max(t.msg_id) FROM taken t WHERE t.priority = 2))
+    WHERE g.mbox = box.id AND g.name = p_group)
+  SELECT t.msg_id, t.priority, t.msg_key, t.tags, t.header, t.payload, t.created_ms, t.expires_ms, 1
+  FROM taken t ORDER BY t.pos;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION mq9_ack(p_address text, p_group text, p_msg_id bigint, p_now bigint)
+RETURNS boolean LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  st record;
+  target record;
+  rank smallint;
+  hit boolean;
+BEGIN
+  SELECT g.mbox, g.cursor0, g.cursor1, g.cursor2, g.delivered0, g.delivered1, g.delivered2 INTO st
+  FROM groups g JOIN mailboxes b ON b.id = g.mbox
+  WHERE b.address = p_address AND (b.expires_ms IS NULL OR b.expires_ms > p_now) AND g.name = p_group;
+  IF NOT FOUND THEN RETURN false; END IF;
+  -- Again when a claim took the lease anew between finding its row and deleting its claim's rows.
+  FOR attempt IN 1..3 LOOP
+    SELECT dl.batch, dl.pos INTO target FROM deliveries dl
+    WHERE dl.mbox = st.mbox AND dl.msg_id = p_msg_id AND dl.grp = p_group AND NOT dl.acked;
+    IF NOT FOUND THEN
+      -- No lease: ACKed already when the group was handed it, refused when it never was.
+      SELECT m.priority INTO rank FROM messages m WHERE m.mbox = st.mbox AND m.msg_id = p_msg_id;
+      IF FOUND THEN
+        RETURN p_msg_id <= (ARRAY[st.delivered0, st.delivered1, st.delivered2])[rank + 1];
+      END IF;
+      RETURN p_msg_id < least(st.cursor0, st.cursor1, st.cursor2);
+    END IF;
+    -- The message and every one before it in its claim; a message given back (batch -1) alone.
+    WITH gone AS (
+      DELETE FROM deliveries dl
+      WHERE dl.mbox = st.mbox AND dl.grp = p_group AND NOT dl.acked
+        AND (dl.msg_id = p_msg_id OR (target.batch >= 0 AND dl.batch = target.batch AND dl.pos <= target.pos))
+      RETURNING dl.msg_id)
+    SELECT coalesce(bool_or(gone.msg_id = p_msg_id), false) INTO hit FROM gone;
+    IF hit THEN RETURN true; END IF;
+  END LOOP;
+  RETURN true;
+END
+$fn$;
+`,
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

@@ -9,7 +9,10 @@ import { StorageError } from "../storage-error.js";
 import type {
   AppendResult,
   ClaimOptions,
+  DeadLetter,
   MailboxRecord,
+  NakOptions,
+  NakResult,
   NewMessage,
   PurgeResult,
   ReadOptions,
@@ -52,6 +55,14 @@ import {
 import { PostgresInspection } from "./postgres-inspection.js";
 import { migrate } from "./postgres-migrate.js";
 import { POSTGRES_SCHEMA_VERSION } from "./postgres-schema.js";
+import {
+  type DeadLetterRow,
+  deadLetterOf,
+  deadLettersQuery,
+  nakQuery,
+  nakResult,
+  settleQuery,
+} from "./redelivery-queries.js";
 
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:port/database` (libpq-style URL; `?sslmode=…` is honoured). */
@@ -81,6 +92,8 @@ interface MailboxRow {
   created_ms: number;
   expires_ms: number | null;
   owner: string | null;
+  max_deliver: number | null;
+  dead_letter: string | null;
 }
 
 /** int8 columns arrive as numbers: every id and time we keep fits in 2^53. */
@@ -213,8 +226,8 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
         [record.address, nowMs],
       );
       const inserted = await c.query(
-        `INSERT INTO mailboxes (address, ttl_s, description, created_ms, expires_ms, next_id, owner)
-         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (address) DO NOTHING RETURNING id`,
+        `INSERT INTO mailboxes (address, ttl_s, description, created_ms, expires_ms, next_id, owner, max_deliver, dead_letter)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (address) DO NOTHING RETURNING id`,
         [
           record.address,
           record.ttlSeconds,
@@ -223,6 +236,8 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
           record.expiresMs ?? null,
           old.rows[0]?.next_id ?? 0,
           record.owner ?? null,
+          record.maxDeliver ?? null,
+          record.deadLetter ?? null,
         ],
       );
       return inserted.rowCount === 1;
@@ -244,6 +259,8 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
       createdMs: row.created_ms,
       expiresMs: row.expires_ms ?? undefined,
       owner: row.owner ?? undefined,
+      maxDeliver: row.max_deliver ?? undefined,
+      deadLetter: row.dead_letter ?? undefined,
     };
   }
 
@@ -448,6 +465,42 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
    * One round trip: mq9_ack (postgres-schema.ts), batch-aware. It deletes its claim's lease rows
    * without the group's row lock, so it neither waits for nor holds up the group's next claim.
    */
+  /** One statement: the lease row leaves its batch and is let go (see redelivery-queries.ts). */
+  async nak(mailbox: string, group: string, msgId: number, options: NakOptions): Promise<NakResult> {
+    const { rows } = await this.call<{ dead: boolean; delivery_count: number; max_deliver: number }>(
+      "cannot give the message back",
+      nakQuery(mailbox, group, msgId, options),
+    );
+    return nakResult(rows);
+  }
+
+  async deadLetters(nowMs: number, limit: number): Promise<DeadLetter[]> {
+    const { rows } = await this.run<DeadLetterRow>(
+      "cannot read dead letters",
+      deadLettersQuery(nowMs, limit),
+    );
+    return rows.map(deadLetterOf);
+  }
+
+  async settleDeadLetters(
+    letters: readonly Pick<DeadLetter, "mailbox" | "group" | "message">[],
+    nowMs: number,
+  ): Promise<void> {
+    const byGroup = new Map<string, { mailbox: string; group: string; ids: number[] }>();
+    for (const letter of letters) {
+      const key = JSON.stringify([letter.mailbox, letter.group]);
+      let entry = byGroup.get(key);
+      if (!entry) {
+        entry = { mailbox: letter.mailbox, group: letter.group, ids: [] };
+        byGroup.set(key, entry);
+      }
+      entry.ids.push(letter.message.id);
+    }
+    for (const { mailbox, group, ids } of byGroup.values()) {
+      await this.call("cannot settle dead letters", settleQuery(mailbox, group, ids, nowMs));
+    }
+  }
+
   async ack(mailbox: string, group: string, msgId: number, nowMs: number): Promise<boolean> {
     const { rows } = await this.call<{ acked: boolean }>("cannot acknowledge the message", {
       name: "mq9-ack",
@@ -468,7 +521,8 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
     // yet, and its own lease upsert waits for these row locks.
     const { rowCount } = await this.run("cannot give the leases back", {
       name: "mq9-release-leases",
-      text: `UPDATE deliveries d SET lease_until_ms = 0 FROM mailboxes b
+      // The reply reached no one: that delivery does not count.
+      text: `UPDATE deliveries d SET lease_until_ms = 0, delivery_count = greatest(d.delivery_count - 1, 0) FROM mailboxes b
              WHERE b.address = $1 AND d.mbox = b.id AND d.grp = $2 AND d.msg_id = ANY($3::bigint[])
                AND NOT d.acked AND d.lease_until_ms = $4`,
       values: [mailbox, group, msgIds, leaseUntilMs],
@@ -732,9 +786,9 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
     fromId: number | null,
     options: Omit<ClaimOptions, "start">,
   ): Promise<StoredMessage[]> {
-    const { rows } = await this.call<MessageRow>("cannot fetch messages", {
+    const { rows } = await this.call<MessageRow & { delivery_count: number }>("cannot fetch messages", {
       name: "mq9-claim",
-      text: "SELECT * FROM mq9_claim($1, $2, $3, $4, $5, $6, $7, $8)",
+      text: "SELECT * FROM mq9_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::bigint[])",
       values: [
         mailbox,
         group,
@@ -744,9 +798,12 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
         options.limit,
         options.maxBytes,
         options.nowMs + options.leaseMs,
+        options.member ?? null,
+        options.policy?.maxDeliver ?? null,
+        options.policy?.backoffMs ?? null,
       ],
     });
-    return rows.map(storedMessage);
+    return rows.map((row) => ({ ...storedMessage(row), deliveryCount: row.delivery_count }));
   }
 
   /**

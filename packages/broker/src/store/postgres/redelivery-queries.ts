@@ -1,0 +1,110 @@
+import type pg from "pg";
+import type { DeadLetter, NakOptions, NakResult } from "../store.js";
+import { deadLetterAddressOf } from "../store.js";
+import { type MessageRow, storedMessage } from "./message-rows.js";
+
+/**
+ * The PostgreSQL store's NAK, dead-letter sweep and settle, as queries (see the delivery-limits
+ * migration in postgres-schema.ts for what the columns mean).
+ */
+
+/** A lease row given back: out of its claim's batch, let go at once, delivered again at its retry time. */
+export function nakQuery(mailbox: string, group: string, msgId: number, options: NakOptions): pg.QueryConfig {
+  return {
+    name: "mq9-nak",
+    text: `UPDATE deliveries d SET batch = -1, lease_until_ms = least(d.lease_until_ms, $4),
+             retry_at_ms = $4 + coalesce($5, mq9_backoff(g.backoff_ms, d.delivery_count)),
+             reason = coalesce($6, d.reason), dead = d.dead OR $7
+           FROM mailboxes b, groups g
+           WHERE b.address = $1 AND (b.expires_ms IS NULL OR b.expires_ms > $4) AND g.mbox = b.id AND g.name = $2
+             AND d.mbox = b.id AND d.grp = $2 AND d.msg_id = $3 AND NOT d.acked
+           RETURNING d.dead, d.delivery_count, coalesce(g.max_deliver, b.max_deliver, 0) AS max_deliver`,
+    values: [
+      mailbox,
+      group,
+      msgId,
+      options.nowMs,
+      options.delayMs ?? null,
+      options.reason ?? null,
+      options.terminal === true,
+    ],
+  };
+}
+
+export function nakResult(
+  rows: readonly { dead: boolean; delivery_count: number; max_deliver: number }[],
+): NakResult {
+  const row = rows[0];
+  if (!row) return { found: false, deadLetter: false };
+  return {
+    found: true,
+    deadLetter: row.dead || (row.max_deliver > 0 && row.delivery_count >= row.max_deliver),
+  };
+}
+
+/** Lease rows NAKed terminally, or whose last allowed lease ran out, with their messages. */
+export function deadLettersQuery(nowMs: number, limit: number): pg.QueryConfig {
+  return {
+    name: "mq9-dead-letters",
+    text: `SELECT b.address, b.owner, b.dead_letter, d.grp, d.delivery_count, d.reason,
+                  m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms
+           FROM deliveries d
+           JOIN groups g ON g.mbox = d.mbox AND g.name = d.grp
+           JOIN mailboxes b ON b.id = d.mbox
+           JOIN messages m ON m.mbox = d.mbox AND m.msg_id = d.msg_id
+           WHERE NOT d.acked AND (b.expires_ms IS NULL OR b.expires_ms > $1) AND (m.expires_ms IS NULL OR m.expires_ms > $1)
+             AND (d.dead OR (d.lease_until_ms <= $1 AND coalesce(g.max_deliver, b.max_deliver, 0) > 0
+                             AND d.delivery_count >= coalesce(g.max_deliver, b.max_deliver)))
+           ORDER BY d.mbox, d.grp, d.msg_id LIMIT $2`,
+    values: [nowMs, limit],
+  };
+}
+
+export interface DeadLetterRow extends MessageRow {
+  address: string;
+  owner: string | null;
+  dead_letter: string | null;
+  grp: string;
+  delivery_count: number;
+  reason: string | null;
+}
+
+export function deadLetterOf(row: DeadLetterRow): DeadLetter {
+  const letter: DeadLetter = {
+    mailbox: row.address,
+    group: row.grp,
+    message: storedMessage(row),
+    deliveryCount: row.delivery_count,
+    deadLetterAddress: deadLetterAddressOf({
+      address: row.address,
+      deadLetter: row.dead_letter ?? undefined,
+    }),
+  };
+  if (row.reason !== null) letter.reason = row.reason;
+  if (row.owner !== null) letter.owner = row.owner;
+  return letter;
+}
+
+/**
+ * Ends a group's hold on dead letters stored elsewhere: their lease rows go (which is an ACK), and
+ * the group counts them. Only rows whose lease has run out: a sweep repeated later finds none.
+ */
+export function settleQuery(
+  mailbox: string,
+  group: string,
+  msgIds: readonly number[],
+  nowMs: number,
+): pg.QueryConfig {
+  return {
+    name: "mq9-settle-dead-letters",
+    text: `WITH gone AS (
+             DELETE FROM deliveries d USING mailboxes b
+             WHERE b.address = $1 AND d.mbox = b.id AND d.grp = $2 AND d.msg_id = ANY($3::bigint[])
+               AND NOT d.acked AND d.lease_until_ms <= $4
+             RETURNING d.mbox)
+           UPDATE groups g SET dead_lettered = g.dead_lettered + x.n
+           FROM (SELECT mbox, count(*) AS n FROM gone GROUP BY mbox) x
+           WHERE g.mbox = x.mbox AND g.name = $2`,
+    values: [mailbox, group, msgIds, nowMs],
+  };
+}
