@@ -11,6 +11,8 @@ export interface Mq9NodeProcess {
   nodeId: string;
   pid: number;
   httpPort: number;
+  /** The embedded listener's port: a broker on PostgreSQL started without `nats`. */
+  port?: number;
   output(): string;
   kill(signal?: string): Promise<void>;
   stop(): Promise<void>;
@@ -23,7 +25,8 @@ export const LIGHT_NODE = ["--orchestrator", "off", "--registry-embedder", "none
 export function startNode(options: {
   /** Without one, the node's default id. */
   nodeId?: string;
-  nats: string[];
+  /** Without them: one broker on PostgreSQL with its own listener (see `port`). */
+  nats?: string[];
   postgres: string;
   httpPort?: number;
   args?: string[];

@@ -389,3 +389,94 @@ describe("client.close", () => {
     expect(finished).toBe(true);
   });
 });
+
+describe("poison messages in the consume loop", () => {
+  it("a throwing handler's message is NAKed with the error, retried, and after maxDeliver lands in dead letters", async () => {
+    const { client, box } = await setup();
+    for (const body of ["ok 1", "poison", "ok 2"]) await client.send(box, body);
+    const attempts: (number | undefined)[] = [];
+    const handled: string[] = [];
+    const consumer = client.consume(
+      box,
+      (message) => {
+        if (message.text() === "poison") {
+          attempts.push(message.deliveryCount);
+          throw new Error("cannot parse the job");
+        }
+        handled.push(message.text());
+      },
+      {
+        group: "g",
+        deliver: "earliest",
+        maxDeliver: 3,
+        backoffMs: [50],
+        leaseMs: 60_000,
+        maxWaitMs: 100,
+        ...quiet,
+      },
+    );
+    cleanups.push(() => consumer.stop());
+    let dlq: Awaited<ReturnType<Mq9Client["fetch"]>> = [];
+    await eventually(async () => {
+      dlq = await client.fetch(`${box}.dlq`, { deliver: "earliest", maxWaitMs: 0 }).catch(() => []);
+      return dlq.length > 0;
+    });
+    await consumer.stop();
+    // Its last long-poll FETCH may still wait on the broker for up to maxWaitMs.
+    await sleep(200);
+    // Each try came back after the backoff, not after the 60 s lease.
+    expect(attempts).toEqual([1, 2, 3]);
+    expect(handled.sort()).toEqual(["ok 1", "ok 2"]);
+    expect(dlq.map((m) => m.text())).toEqual(["poison"]);
+    expect(dlq[0].headers).toMatchObject({
+      "mq9-dlq-mailbox": box,
+      "mq9-dlq-group": "g",
+      "mq9-dlq-delivery-count": "3",
+      "mq9-dlq-reason": "cannot parse the job",
+    });
+    // The good ones were ACKed around the poison one (a NAKed message stands out of its batch).
+    expect(await leftOver(client, box, "g")).toEqual([]);
+    // The dead letters can be sent back and consumed like any mailbox's messages.
+    expect(await client.retryDeadLetters(`${box}.dlq`)).toBe(1);
+    const back = await client.fetch(box, { group: "g", maxWaitMs: 0 });
+    expect(back.map((m) => [m.text(), m.deliveryCount])).toEqual([["poison", 1]]);
+  });
+
+  it("message.nak() gives a message back at once or terminally, from an async iterator too", async () => {
+    const { client, box } = await setup();
+    await client.send(box, "again");
+    await client.send(box, "dead");
+    const seen: string[] = [];
+    for await (const message of client.consume(box, {
+      group: "g",
+      deliver: "earliest",
+      leaseMs: 60_000,
+      maxWaitMs: 100,
+    })) {
+      seen.push(`${message.text()}#${message.deliveryCount}`);
+      if (message.text() === "dead")
+        expect(await message.nak({ terminal: true, reason: "bad" })).toEqual({ deadLetter: true });
+      else if (message.deliveryCount === 1) expect(await message.nak()).toEqual({ deadLetter: false });
+      if (seen.length === 3) break;
+    }
+    expect(seen).toEqual(["again#1", "dead#1", "again#2"]);
+  });
+
+  it("nakOnError false keeps the old behaviour: the message waits out its lease", async () => {
+    const { client, box } = await setup();
+    await client.send(box, "slow");
+    let calls = 0;
+    const consumer = client.consume(
+      box,
+      () => {
+        calls++;
+        throw new Error("no");
+      },
+      { group: "g", deliver: "earliest", nakOnError: false, leaseMs: 60_000, maxWaitMs: 100, ...quiet },
+    );
+    cleanups.push(() => consumer.stop());
+    await sleep(600);
+    await consumer.stop();
+    expect(calls).toBe(1);
+  });
+});
