@@ -1,8 +1,17 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { MQ9_CLI } from "@mq9/testkit";
 
 /** The built CLI entry point that every CLI test runs. */
 export const CLI = MQ9_CLI;
+
+/**
+ * An empty config folder: a test's command reads no context the developer saved (mq9 context),
+ * unless the test gives MQ9_CONFIG_HOME itself.
+ */
+const NO_CONTEXTS = { MQ9_CONFIG_HOME: mkdtempSync(join(tmpdir(), "mq9-config-")) };
 
 export interface CliResult {
   code: number;
@@ -17,7 +26,9 @@ export function run(
   input?: string | Uint8Array,
 ): Promise<CliResult> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env: { ...process.env, ...NO_CONTEXTS, ...env },
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (c) => {
@@ -42,7 +53,7 @@ export interface RunningCli {
 /** Starts the built CLI and returns at once (for long-running commands such as consume). */
 export function start(args: string[], env: NodeJS.ProcessEnv = {}): RunningCli {
   const child = spawn(process.execPath, [CLI, ...args], {
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...NO_CONTEXTS, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";

@@ -16,8 +16,11 @@ import { REPO_ROOT } from "./doc-examples.js";
 /** How long one block may run; a block that starts something long-running puts it in the background. */
 const BLOCK_TIMEOUT_MS = 90_000;
 
-/** The environment of a block: the test broker in MQ9_SERVER, no other MQ9_* setting of the caller's. */
-function blockEnv(shims: string, server: string): NodeJS.ProcessEnv {
+/**
+ * The environment of a block: the test broker in MQ9_SERVER, a config folder of the page's own
+ * (`mq9 context add` writes there), no other MQ9_* setting of the caller's.
+ */
+function blockEnv(shims: string, server: string, configHome: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(process.env)) {
     if (!name.startsWith("MQ9_")) env[name] = value;
@@ -28,6 +31,7 @@ function blockEnv(shims: string, server: string): NodeJS.ProcessEnv {
     PATH: `${shims}:${process.env.PATH ?? ""}`,
     NODE_PATH: join(REPO_ROOT, "node_modules"),
     MQ9_SERVER: server,
+    MQ9_CONFIG_HOME: configHome,
   };
 }
 
@@ -52,7 +56,7 @@ describe("shell blocks of the docs run as printed, against a real broker", () =>
         const dir = tempDir("mq9-doc-");
         cwd = join(dir, "work");
         broker = await spawnServe(["--data", join(dir, "data")]);
-        env = blockEnv(commandShims(join(dir, "bin")), `mq9://127.0.0.1:${broker.port}`);
+        env = blockEnv(commandShims(join(dir, "bin")), `mq9://127.0.0.1:${broker.port}`, join(dir, "config"));
         mkdirSync(cwd);
       }, 120_000);
       afterAll(async () => {

@@ -29,6 +29,7 @@ export const VERBS: readonly Verb[] = [
   { name: "models", load: async () => (await import("./models.js")).registerModels },
   { name: "mcp", load: async () => (await import("./mcp.js")).registerMcp },
   { name: "cluster", load: async () => (await import("./cluster.js")).registerCluster },
+  { name: "context", load: async () => (await import("./context.js")).registerContext },
 ];
 
 const VERSION_FLAGS = new Set(["-V", "--version"]);

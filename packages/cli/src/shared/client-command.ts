@@ -1,8 +1,12 @@
 import { readFileSync } from "node:fs";
 import { type ConnectOptions, connect, DEFAULT_SERVER, type Mq9Client, Mq9Error } from "@mq9/client";
 import { type Command, InvalidArgumentError, Option } from "commander";
+import { contextOption, fillFromContext } from "./context-defaults.js";
 import { exitAfterOutput } from "./exit.js";
 import { printError, say } from "./output.js";
+import { UsageError } from "./usage-error.js";
+
+export { UsageError };
 
 /** Exit codes scripts can rely on. */
 export const ExitCode = {
@@ -41,9 +45,10 @@ export function integer(name: string, min = 0): (raw: string) => number {
 }
 
 /** Which setting gave a value, in the words a person would type. */
-function sourceName(flag: string, env: string, source: string | undefined): string {
+function sourceName(flag: string, env: string, source: string | undefined, context?: string): string {
   if (source === "env") return env;
   if (source === "cli") return flag;
+  if (source === "config" && context !== undefined) return `context '${context}'`;
   return "the default";
 }
 
@@ -70,10 +75,12 @@ export function clientCommand(command: Command): Command {
     .option("--timeout <ms>", "request timeout", integer("--timeout", 1), 5_000)
     .option("--json", "machine-readable output (JSON)")
     .option("-v, --verbose", "say which broker the command uses (on stderr)")
+    .addOption(contextOption())
     .hook("preAction", (_hooked, action) => {
+      const context = fillFromContext(action);
       const flags = action.opts<ConnectionFlags>();
       if (!flags.verbose) return;
-      const from = sourceName("--server", "MQ9_SERVER", action.getOptionValueSource("server"));
+      const from = sourceName("--server", "MQ9_SERVER", action.getOptionValueSource("server"), context?.name);
       say(`broker ${flags.server} (${from})`);
     })
     .exitOverride(usageExit);
@@ -83,9 +90,6 @@ export function clientCommand(command: Command): Command {
 export function usageExit(err: { exitCode: number }): never {
   process.exit(err.exitCode === 0 ? ExitCode.ok : ExitCode.usage);
 }
-
-/** A usage problem found after parsing (e.g. two options that exclude each other). */
-export class UsageError extends Error {}
 
 /** Connect options from the shared connection flags; `name` is what the broker sees. */
 export function connectOptions(flags: ConnectionFlags, reconnect: boolean, name = "mq9-cli"): ConnectOptions {
@@ -101,18 +105,22 @@ export function connectOptions(flags: ConnectionFlags, reconnect: boolean, name 
     options.password = flags.password ?? "";
   }
   if (flags.nkeySeed) options.nkeySeed = readSeedFile(flags.nkeySeed);
-  if (flags.tlsCa) options.tls = { ca: readFileSync(flags.tlsCa, "utf8") };
+  if (flags.tlsCa) options.tls = { ca: readFlagFile("--tls-ca", flags.tlsCa) };
   return options;
+}
+
+/** A file an option names (a context may name one that has gone since): unreadable is a usage error. */
+function readFlagFile(flag: string, file: string): string {
+  try {
+    return readFileSync(file, "utf8");
+  } catch (err) {
+    throw new UsageError(`${flag}: cannot read ${file}: ${(err as Error).message}`);
+  }
 }
 
 /** The seed in an NKey seed file (as `nk -gen user` writes it, or a nats CLI `.nk` file). */
 function readSeedFile(file: string): string {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (err) {
-    throw new UsageError(`--nkey-seed: cannot read ${file}: ${(err as Error).message}`);
-  }
+  const text = readFlagFile("--nkey-seed", file);
   // A .creds-style file may hold other lines; the seed is the one that starts with SU.
   const seed = text.split(/\r?\n/).find((line) => line.trim().startsWith("SU"));
   if (seed === undefined) {

@@ -32,7 +32,17 @@ export interface HttpAddress {
 const INFO_TIMEOUT_MS = 5_000;
 
 function named(flag: string, env: string, source: ValueSource): string {
-  return source === "env" ? env : source === "default" || source === undefined ? "the default" : flag;
+  if (source === "env") return env;
+  if (source === "cli") return flag;
+  if (source?.startsWith("context ")) return source;
+  return "the default";
+}
+
+/** How strongly a value was given: a flag, then the environment, then a context, then nothing. */
+function level(source: ValueSource): number {
+  if (source === "cli") return 3;
+  if (source === "env") return 2;
+  return source?.startsWith("context ") ? 1 : 0;
 }
 
 function explicitUrl(raw: string, said: string): string {
@@ -49,9 +59,9 @@ function explicitUrl(raw: string, said: string): string {
 }
 
 /**
- * The broker's HTTP address. A flag on the command line beats the environment, and at the same
- * level --http beats --server: so `--server X` on the command line is not overridden by an
- * MQ9_HTTP left in the environment. From --server, the port is the one the broker advertises in
+ * The broker's HTTP address. A flag on the command line beats the environment, which beats a
+ * context, and at the same level --http beats --server: so `--server X` on the command line is
+ * not overridden by an MQ9_HTTP left in the environment. From --server, the port is the one the broker advertises in
  * its INFO (`mq9_http_port`), on the host --server names.
  */
 export async function resolveHttpAddress(
@@ -64,8 +74,7 @@ export async function resolveHttpAddress(
     : flags.api
       ? { raw: flags.api, said: named("--api", "MQ9_API", sources.api), source: sources.api }
       : undefined;
-  const serverOnCommandLine = sources.server === "cli";
-  if (http !== undefined && (http.source === "cli" || !serverOnCommandLine)) {
+  if (http !== undefined && level(http.source) >= level(sources.server)) {
     return { url: explicitUrl(http.raw, http.said), how: `given by ${http.said}` };
   }
   const server = flags.server || DEFAULT_SERVER;

@@ -1,6 +1,7 @@
 import { DEFAULT_SERVER } from "@mq9/client";
 import { type Command, Option } from "commander";
 import { ExitCode, UsageError, usageExit } from "./client-command.js";
+import { contextOption, fillFromContext } from "./context-defaults.js";
 import { exitAfterOutput } from "./exit.js";
 import { type HttpAddress, type HttpAddressFlags, resolveHttpAddress } from "./http-address.js";
 import { printError, say } from "./output.js";
@@ -53,11 +54,18 @@ export function apiCommand(command: Command): Command {
     .addOption(new Option("--token <token>", "the broker's token, when it has one").env("MQ9_TOKEN"))
     .addOption(new Option("--user <user>", "the broker's user, when it has one").env("MQ9_USER"))
     .addOption(new Option("--password <password>", "password for --user").env("MQ9_PASSWORD"))
+    .addOption(contextOption())
     .hook("preAction", (_hooked, action) => {
+      const context = fillFromContext(action);
+      // A value a context gave is named after it, for --verbose and error messages.
+      const source = (option: string) => {
+        const from = action.getOptionValueSource(option);
+        return from === "config" && context ? `context '${context.name}'` : from;
+      };
       action.setOptionValue("sources", {
-        server: action.getOptionValueSource("server"),
-        http: action.getOptionValueSource("http"),
-        api: action.getOptionValueSource("api"),
+        server: source("server"),
+        http: source("http"),
+        api: source("api"),
       });
     })
     .exitOverride(usageExit);
