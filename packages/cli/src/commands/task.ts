@@ -9,8 +9,16 @@ import {
 } from "@mq9/orchestrator/api";
 import type { Command } from "commander";
 import { ExitCode, integer, UsageError, usageExit } from "../shared/client-command.js";
-import { type ApiFlags, apiCommand, duration, type HttpApi, withApi } from "../shared/orchestrator-api.js";
-import { cell, printJson, printTable } from "../shared/output.js";
+import { exitAfterOutput } from "../shared/exit.js";
+import {
+  type ApiFlags,
+  apiCommand,
+  duration,
+  type HttpApi,
+  reportApiError,
+  withApi,
+} from "../shared/orchestrator-api.js";
+import { cell, printJson, printTable, say } from "../shared/output.js";
 
 interface RunFlags extends ApiFlags {
   payload?: string;
@@ -29,10 +37,14 @@ function readPayload(flags: RunFlags): unknown {
   if (flags.payload !== undefined && flags.payloadFile !== undefined) {
     throw new UsageError("give --payload or --payload-file, not both");
   }
-  const text =
-    flags.payloadFile !== undefined
-      ? readFileSync(flags.payloadFile === "-" ? 0 : flags.payloadFile, "utf8")
-      : flags.payload;
+  let text = flags.payload;
+  if (flags.payloadFile !== undefined) {
+    try {
+      text = readFileSync(flags.payloadFile === "-" ? 0 : flags.payloadFile, "utf8");
+    } catch (err) {
+      throw new UsageError(`--payload-file: cannot read ${flags.payloadFile}: ${(err as Error).message}`);
+    }
+  }
   if (text === undefined) return null;
   try {
     return JSON.parse(text);
@@ -99,6 +111,21 @@ async function follow(api: HttpApi, flags: RunFlags, taskId: string): Promise<Ta
   }
 }
 
+/**
+ * Ctrl-C while `task run` waits stops the command, not the task: says so, and how to follow or
+ * cancel it, then exits 130 as an interrupted command does.
+ */
+function stoppedFollowing(task: TaskSubmitted | undefined): never {
+  if (task === undefined) {
+    say("interrupted before the broker confirmed the task; it may have started: see mq9 task list");
+  } else {
+    say(
+      `task ${task.task_id} is still running (Ctrl-C stopped following it, not the task); follow it with: mq9 task show ${task.task_id}, or mq9 trace ${task.trace_id}; stop it with: mq9 task cancel ${task.task_id}`,
+    );
+  }
+  process.exit(130);
+}
+
 /** `mq9 task run|show|list|cancel`: tasks of the orchestrator, over its HTTP API. */
 export function registerTask(program: Command): void {
   const task = program
@@ -126,12 +153,22 @@ Examples:
   mq9 task run content-analysis --payload '{"text": "mq9 is a broker for agents"}'
   mq9 task run nightly-report --no-wait --json`,
     )
-    .action((type: string, flags: RunFlags) =>
-      withApi(flags, async (api) => {
+    .action(async (type: string, flags: RunFlags) => {
+      // A bad payload is a usage error whether or not the broker is reachable.
+      let payload: unknown;
+      try {
+        payload = readPayload(flags);
+      } catch (err) {
+        await exitAfterOutput(reportApiError(err, flags));
+      }
+      await withApi(flags, async (api) => {
         // Asynchronous: the command follows the steps itself (the API waits by default).
-        const body: Record<string, unknown> = { task_type: type, payload: readPayload(flags), async: true };
+        const body: Record<string, unknown> = { task_type: type, payload, async: true };
         if (flags.priority !== undefined) body.priority = flags.priority;
+        let submitted: TaskSubmitted | undefined;
+        process.once("SIGINT", () => stoppedFollowing(submitted));
         const started = await api.call<TaskSubmitted>("POST", "/api/tasks", body);
+        submitted = started;
         if (!flags.wait) {
           if (flags.json) printJson(started);
           else process.stdout.write(`started task ${started.task_id} (trace ${started.trace_id})\n`);
@@ -151,8 +188,8 @@ Examples:
           if (done.result !== undefined) process.stdout.write(`${JSON.stringify(done.result, null, 2)}\n`);
         }
         return isTerminal(done.status) ? exitFor(done) : ExitCode.ok;
-      }),
-    );
+      });
+    });
 
   apiCommand(task.command("show"))
     .description("a task's state and each of its steps")

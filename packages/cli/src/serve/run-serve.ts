@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { createServer } from "node:net";
 import { Broker, type BrokerHttpOptions, type BrokerOptions, type Logger } from "@mq9/broker";
 import type { RestApi } from "@mq9/broker/internal";
 import { type RegistrySettings, registryFactory } from "@mq9/registry";
@@ -30,6 +31,26 @@ function explainStartFailure(err: unknown, config: ServeConfig): string {
     return `not allowed to listen on ${host}:${port}; use a port above 1023 or run with more rights`;
   if (code === "ENOENT" && config.tls.cert) return `cannot read a TLS file: ${(err as Error).message}`;
   return (err as Error).message;
+}
+
+/** Rejects with the listen error (EADDRINUSE …) when `port` on `host` cannot be bound; 0 is any port. */
+function checkBindable(host: string, port: number): Promise<void> {
+  if (port === 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(port, host, () => probe.close(() => resolve()));
+  });
+}
+
+/**
+ * A busy port is found before anything starts, so that its one line is all it prints (the
+ * listener would also log the error, with its stack). A port taken between this and the start is
+ * still explained, after that log.
+ */
+async function checkPorts(config: ServeConfig): Promise<void> {
+  if (!config.cluster.enabled) await checkBindable(config.server.host, config.server.port);
+  await checkBindable(config.http.host ?? config.server.host, config.http.port);
 }
 
 /** The user the in-process apps (MCP, A2A gateway, orchestrator) connect as when users are configured. */
@@ -106,6 +127,7 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
   let broker: Broker;
   let clustered: Awaited<ReturnType<typeof postgresBrokerOptions>>;
   try {
+    await checkPorts(config);
     clustered = await postgresBrokerOptions(config, logger);
     broker = await Broker.start({ ...brokerOptions(config, logger, orchestrator, agentApps), ...clustered });
   } catch (err) {

@@ -168,7 +168,20 @@ export class HttpApi {
           "NO_ORCHESTRATOR",
         );
       }
-      throw new ApiError(error ?? message ?? `HTTP ${response.status}`, response.status, code ?? "ERROR");
+      const said = error ?? message ?? `HTTP ${response.status}`;
+      // Refused or throttled credentials end the command as they do over NATS: not signed in (exit 3).
+      if (response.status === 401) {
+        const sent = Object.keys(this.authorization()).length > 0;
+        throw new ApiError(
+          sent
+            ? `the broker at ${this.address.url} refused the credentials (${said}); check --token or --user/--password`
+            : `the broker at ${this.address.url} wants credentials (${said}); pass --token or --user/--password`,
+          401,
+          "UNAUTHORIZED",
+        );
+      }
+      if (response.status === 429 && code === undefined) throw new ApiError(said, 429, "THROTTLED");
+      throw new ApiError(said, response.status, code ?? (response.status === 403 ? "FORBIDDEN" : "ERROR"));
     }
     return parsed as T;
   }
@@ -179,7 +192,9 @@ function classify(err: unknown): { code: number; kind: string } {
   if (err instanceof UsageError) return { code: ExitCode.usage, kind: "USAGE" };
   if (err instanceof ServerInfoError) return { code: ExitCode.connection, kind: err.code };
   if (err instanceof ApiError) {
-    const unreachable = ["NOT_CONNECTED", "NOT_READY", "TIMEOUT"].includes(err.code);
+    const unreachable = ["NOT_CONNECTED", "NOT_READY", "TIMEOUT", "UNAUTHORIZED", "THROTTLED"].includes(
+      err.code,
+    );
     return { code: unreachable ? ExitCode.connection : ExitCode.brokerError, kind: err.code };
   }
   return { code: ExitCode.brokerError, kind: "ERROR" };
@@ -199,12 +214,16 @@ export async function withApi(
     if (flags.verbose) say(`HTTP API ${address.url} (${address.how})`);
     exitCode = (await work(new HttpApi(address, flags))) ?? ExitCode.ok;
   } catch (err) {
-    const { code, kind } = classify(err);
-    const message = (err as Error).message;
-    printError(message, kind, flags.json, false);
-    exitCode = code;
+    exitCode = reportApiError(err, flags);
   }
   await exitAfterOutput(exitCode);
+}
+
+/** Prints a failed HTTP API command's error as its output mode asks; returns its exit code. */
+export function reportApiError(err: unknown, flags: { json?: boolean }): number {
+  const { code, kind } = classify(err);
+  printError((err as Error).message, kind, flags.json, false);
+  return code;
 }
 
 /** Unix ms as a local clock time with milliseconds, for timelines. */
