@@ -187,6 +187,9 @@ describe("commands take their broker and credentials from a context", () => {
     expect((await mq9(["context", "use", "good"])).code).toBe(0);
     const elsewhere = await mq9(["send", "ctx.inbox", "f", "--server", server]);
     expect(elsewhere.code).toBe(3);
+    const elsewhereHttp = await mq9(["task", "list", "--http", `http://127.0.0.1:${broker.httpPort}`]);
+    expect(elsewhereHttp.code).toBe(3);
+    expect(elsewhereHttp.stderr).toMatch(/wants credentials/);
     // Without any context, the default.
     const { mq9: bare } = configHome();
     const fallback = await bare(["send", "ctx.inbox", "g", "--verbose", "--timeout", "1000"]);

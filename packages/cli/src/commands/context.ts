@@ -96,7 +96,7 @@ export function registerContext(program: Command): void {
 A command that talks to a broker takes each setting from, in this order: its flag, its
 environment variable (MQ9_SERVER, MQ9_TOKEN …), the context named by --context (or MQ9_CONTEXT),
 the selected context ('mq9 context use'), the default. The selected context is left out when
---server or MQ9_SERVER names another broker. Contexts are files in $MQ9_CONFIG_HOME, else
+--server or --http (or MQ9_SERVER, MQ9_HTTP) names another broker. Contexts are files in $MQ9_CONFIG_HOME, else
 $XDG_CONFIG_HOME/mq9, else ~/.config/mq9, readable by their owner only.`,
     );
 

@@ -28,8 +28,8 @@ function given(command: Command, option: string): boolean {
 /**
  * Fills the options no flag or environment variable gave from the context named by --context
  * (or MQ9_CONTEXT), else from the selected one; their source becomes `config`. The selected
- * context is left out when --server or MQ9_SERVER names another broker: its credentials are for
- * its own server. A context that does not exist ends the command with exit 2.
+ * context is left out when --server or --http (or MQ9_SERVER, MQ9_HTTP) names another broker: its
+ * credentials are for its own server. A context that does not exist ends the command with exit 2.
  */
 export function fillFromContext(command: Command): NamedContext | undefined {
   const json = command.getOptionValue("json") as boolean | undefined;
@@ -57,6 +57,6 @@ function chosenContext(command: Command): NamedContext | undefined {
     const viaEnv = command.getOptionValueSource("context") === "env";
     return store.read(named, (n) => `${viaEnv ? "MQ9_CONTEXT: " : ""}context '${n}'`);
   }
-  if (given(command, "server")) return undefined;
+  if (given(command, "server") || given(command, "http")) return undefined;
   return store.selected();
 }
