@@ -37,6 +37,13 @@ export interface AgentOptions {
    * 30 000). Also how long `stop()` waits for running handlers unless told otherwise.
    */
   leaseMs?: number;
+  /**
+   * Deliveries of one inbox message before the broker moves it to the inbox's dead-letter
+   * mailbox (`<inbox>.dlq`, readable with `mq9 dlq ls`): a message that kills the agent each time,
+   * or whose answer can never be sent, stops coming back (default 5; 0: no limit). A handler that
+   * throws is answered with an error envelope and does not count against it.
+   */
+  maxDeliver?: number;
   /** Seconds replies are kept in the asker's mailbox (default 7 days; traces are read from them). */
   messageTtlSeconds?: number;
   /**
@@ -64,8 +71,8 @@ export interface AgentStopOptions {
   unregister?: boolean;
   /**
    * How long to wait for running handlers before aborting their signals and returning
-   * (default: the lease, `leaseMs`). Their messages are not ACKed: they come back after
-   * their lease, to this agent's next start or another instance.
+   * (default: the lease, `leaseMs`). Their messages are not ACKed but given back (NAKed): they
+   * come back a second later, to this agent's next start or another instance.
    */
   timeoutMs?: number;
 }
@@ -83,6 +90,9 @@ export interface MessageContext {
 }
 
 const DEFAULT_HEARTBEAT_MS = 2_000;
+const DEFAULT_MAX_DELIVER = 5;
+/** Waits before a message that could not be finished comes back: an answer that failed to send gets time. */
+const REDELIVERY_BACKOFF_MS = [1_000, 5_000, 30_000];
 const DEFAULT_MESSAGE_TTL_S = 7 * 86_400;
 const MEMORY_CACHE = 1_000;
 
@@ -129,6 +139,7 @@ export abstract class Agent {
   private readonly heartbeatMs: number;
   private readonly ttlSeconds: number;
   private readonly leaseMs: number;
+  private readonly maxDeliver: number;
   private readonly messageTtlSeconds: number;
   private readonly onError: (error: Error, message?: Envelope) => void;
   private readonly logger: Logger;
@@ -150,6 +161,7 @@ export abstract class Agent {
     this.heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
     this.ttlSeconds = options.ttlSeconds ?? Math.max(3, Math.ceil((5 * this.heartbeatMs) / 1000));
     this.leaseMs = options.leaseMs ?? 30_000;
+    this.maxDeliver = options.maxDeliver ?? DEFAULT_MAX_DELIVER;
     this.messageTtlSeconds = options.messageTtlSeconds ?? DEFAULT_MESSAGE_TTL_S;
     this.dedupWindowMs = (options.dedupWindowSeconds ?? 600) * 1000;
     this.trackSends = options.trackSends ?? true;
@@ -229,6 +241,8 @@ export abstract class Agent {
       concurrency: this.manifest.max_concurrency,
       batch: this.manifest.max_concurrency,
       leaseMs: this.leaseMs,
+      maxDeliver: this.maxDeliver,
+      backoffMs: REDELIVERY_BACKOFF_MS,
       // The envelope is the JSON payload; the headers only mirror it for plain mq9 tools.
       headerBytes: false,
       headerMap: false,

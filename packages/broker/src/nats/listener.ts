@@ -122,7 +122,6 @@ export class NatsListener {
     // allowHalfOpen: a client that ends its side still gets what was queued for it before we close.
     const server = createServer({ allowHalfOpen: true, noDelay: true }, (socket) => this.accept(socket));
     this.server = server;
-    server.on("error", (err) => this.options.logger.error({ err }, "nats: listener error"));
     await new Promise<void>((resolve, reject) => {
       const fail = (err: Error): void =>
         reject(new Error(`NatsListener cannot listen on ${host}:${port}: ${err.message}`, { cause: err }));
@@ -132,6 +131,8 @@ export class NatsListener {
         resolve();
       });
     });
+    // Only once it listens: a failed listen is the caller's one error, not also a logged one.
+    server.on("error", (err) => this.options.logger.error({ err }, "nats: listener error"));
     if (this.closing !== undefined) {
       server.close();
       throw new Error("NatsListener was closed while it was starting");
