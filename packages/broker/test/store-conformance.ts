@@ -2,6 +2,7 @@ import type { Priority } from "@mq9/protocol";
 import { Registry as MetricsRegistry } from "prom-client";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { silentLogger } from "../src/logger.js";
+import { canInspectLeases } from "../src/store/lease-inspection.js";
 import type { NewMessage, Store } from "../src/store/store.js";
 
 export interface StoreFactory {
@@ -443,6 +444,8 @@ export function storeConformance(name: string, factory: StoreFactory): void {
     });
 
     const counts = (messages: { deliveryCount?: number }[]) => messages.map((m) => m.deliveryCount);
+    /** The body of the message with that id (ids of "box" follow its sends a, b, c, …). */
+    const decodeId = (id: number) => String.fromCharCode(97 + id);
     const lease = 30_000;
 
     it("delivery count — 1 on first delivery, one more each time the lease runs out; groups count apart", async () => {
@@ -547,6 +550,39 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       expect(bodies(again)).toEqual(["a"]);
       expect(await store.ack("box", "g", again[0].id, T0 + 1000)).toBe(true);
       expect(await store.claim("box", "g", { ...claim, nowMs: T0 + 10 * lease })).toEqual([]);
+    });
+
+    it("leases — who holds what, how often delivered, waiting or dead; a member's leases released", async () => {
+      if (!canInspectLeases(store)) throw new Error("every store offers lease inspection");
+      for (const body of ["a", "b", "c", "d"]) await send(body);
+      const policy = { maxDeliver: 2, backoffMs: [5000] };
+      const one = await store.claim("box", "g", { ...claim, limit: 2, member: "m1", policy });
+      const two = await store.claim("box", "g", { ...claim, limit: 2, member: "m2" });
+      await store.nak("box", "g", one[1].id, { nowMs: T0, reason: "flaky" });
+      await store.nak("box", "g", two[1].id, { nowMs: T0, terminal: true, reason: "bad" });
+      const report = await store.groupLeases("box", "g", T0 + 1, 100);
+      expect(report?.policy).toEqual(policy);
+      expect(report?.deadLettered).toBe(0);
+      expect(report?.redelivered).toBe(0);
+      expect(
+        report?.leases.map((l) => [decodeId(l.msgId), l.member, l.deliveryCount, l.state, l.reason]),
+      ).toEqual([
+        ["a", "m1", 1, "leased", undefined],
+        ["b", "m1", 1, "waiting", "flaky"],
+        ["c", "m2", 1, "leased", undefined],
+        ["d", "m2", 1, "dead", "bad"],
+      ]);
+      expect(report?.leases[1].retryAtMs).toBe(T0 + 5000);
+      expect(report?.leases[0].leaseUntilMs).toBe(T0 + 30_000);
+      // m1 hangs: its running lease ends now, and another member gets the message at once.
+      expect(await store.releaseMemberLeases("box", "g", "m1", T0 + 2)).toBe(1);
+      expect(bodies(await store.claim("box", "g", { ...claim, nowMs: T0 + 3, member: "m3" }))).toEqual(["a"]);
+      const after = await store.groupLeases("box", "g", T0 + 3, 100);
+      expect(after?.redelivered).toBe(1);
+      expect(after?.leases[0]).toMatchObject({ member: "m3", deliveryCount: 2, state: "leased" });
+      expect(await store.releaseMemberLeases("box", "g", undefined, T0 + 4)).toBe(2);
+      expect(await store.groupLeases("box", "nogroup", T0, 100)).toBeUndefined();
+      expect(await store.releaseMemberLeases("box", "nogroup", undefined, T0)).toBeUndefined();
     });
 
     it("backoff — a message whose lease ran out waits its step before it is delivered again", async () => {

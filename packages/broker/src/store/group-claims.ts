@@ -1,5 +1,6 @@
 import { priorityRank } from "@mq9/protocol";
 import { GroupLeases, type Lease, type PriorDeliveries } from "./group-leases.js";
+import { type GroupLeaseReport, leaseInfoOf } from "./lease-inspection.js";
 import { type ClassRead, RANKS, takeByPriority } from "./message-reads.js";
 import { type MessageRow, messageRowOf } from "./message-row-writer.js";
 import type { GroupRow, GroupStatements, MessageStatements } from "./sqlite-statements.js";
@@ -264,6 +265,37 @@ export class GroupClaims {
 
   private defaultPolicy(mailboxMaxDeliver: number | undefined): DeliveryPolicy {
     return mailboxMaxDeliver ? { maxDeliver: mailboxMaxDeliver } : {};
+  }
+
+  /** What the group holds in flight (see LeaseInspection.groupLeases); undefined without the group. */
+  leaseReport(
+    mbox: number,
+    group: string,
+    nowMs: number,
+    limit: number,
+    mailboxMaxDeliver?: number,
+  ): GroupLeaseReport | undefined {
+    const state = this.stmt.get.get(mbox, group);
+    if (!state) return undefined;
+    const leases = this.leasesOf(mbox, group, state, mailboxMaxDeliver);
+    const held = [...leases.allLeases()].sort(([a], [b]) => a - b);
+    const report: GroupLeaseReport = {
+      policy: leases.policy,
+      leases: [],
+      redelivered: held.filter(([, lease]) => lease.count > 1).length,
+      deadLettered: state.dead_lettered,
+    };
+    for (const [msgId, lease] of held.slice(0, limit)) {
+      report.leases.push(leaseInfoOf({ msgId, ...lease }, leases.policy, nowMs));
+    }
+    return report;
+  }
+
+  /** Ends a member's running leases now (see LeaseInspection.releaseMemberLeases). */
+  releaseMember(mbox: number, group: string, member: string | undefined, nowMs: number): number | undefined {
+    const state = this.stmt.get.get(mbox, group);
+    if (!state) return undefined;
+    return this.leasesOf(mbox, group, state).endLeasesOf(member, nowMs);
   }
 
   /** Messages of the group whose lease still runs. */

@@ -1,3 +1,4 @@
+import { backoffAfter } from "./lease-inspection.js";
 import type { DeliveryPolicy } from "./store.js";
 
 /** A message delivered to a group and not yet ACKed. */
@@ -22,13 +23,6 @@ export interface Lease {
 export interface PriorDeliveries {
   count: number;
   reason?: string;
-}
-
-/** The wait before delivering again after a message's `count`-th delivery failed. */
-export function backoffAfter(policy: DeliveryPolicy, count: number): number {
-  const steps = policy.backoffMs;
-  if (!steps || steps.length === 0) return 0;
-  return steps[Math.min(Math.max(count, 1), steps.length) - 1];
 }
 
 /**
@@ -224,6 +218,21 @@ export class GroupLeases {
     for (const [id, lease] of this.leases)
       if (lease.rank === rank && !this.isClaimable(lease, nowMs)) ids.add(id);
     return ids;
+  }
+
+  /**
+   * Ends the running leases of `member` (every member's when undefined) now, without a backoff:
+   * the group's other members get the messages at once. Returns how many.
+   */
+  endLeasesOf(member: string | undefined, nowMs: number): number {
+    let ended = 0;
+    for (const lease of this.leases.values()) {
+      if (lease.untilMs <= nowMs || (member !== undefined && lease.member !== member)) continue;
+      lease.untilMs = nowMs;
+      lease.retryAtMs = nowMs;
+      ended++;
+    }
+    return ended;
   }
 
   /** Messages of the class leased to a member now (their lease runs). */

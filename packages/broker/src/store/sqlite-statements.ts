@@ -37,6 +37,7 @@ export interface GroupRow {
   max_deliver: number | null;
   /** The backoff steps as JSON (milliseconds), or null. */
   backoff: string | null;
+  dead_lettered: number;
 }
 
 /** The named parameters of `GroupStatements.upsert`. */
@@ -237,7 +238,7 @@ export function prepareStatements(db: Database.Database): SqliteStatements {
     },
     groups: {
       get: db.prepare(
-        "SELECT cursor0, cursor1, cursor2, next_batch, max_deliver, backoff FROM groups WHERE mbox = ? AND name = ?",
+        "SELECT cursor0, cursor1, cursor2, next_batch, max_deliver, backoff, dead_lettered FROM groups WHERE mbox = ? AND name = ?",
       ),
       upsert: db.prepare(
         `INSERT INTO groups (mbox, name, cursor0, cursor1, cursor2, next_batch) VALUES (@mbox, @name, @c0, @c1, @c2, @batch)

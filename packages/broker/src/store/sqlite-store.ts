@@ -8,6 +8,7 @@ import { DiskUpkeep } from "./disk-upkeep.js";
 import { GroupClaims } from "./group-claims.js";
 import type { InboxBindingsStore } from "./inbox-bindings.js";
 import { InboxBindingsFile } from "./inbox-bindings-file.js";
+import type { GroupLeaseReport, LeaseInspection } from "./lease-inspection.js";
 import { isLive, MailboxRows, mailboxRecordOf } from "./mailbox-rows.js";
 import { MessageIds } from "./message-ids.js";
 import { MessageLog } from "./message-log.js";
@@ -123,7 +124,7 @@ const DEFAULT_RECENT_MESSAGE_BYTES = 4 * 1024 * 1024;
  * - `space` (StorageHealth): whether there is room to write;
  * - `mailboxes` (MailboxRows), `stats` (SqliteStats), `stmt` (the statement catalogue).
  */
-export class SqliteStore implements Store, StoreInspection {
+export class SqliteStore implements Store, StoreInspection, LeaseInspection {
   private readonly db: Database.Database;
   private readonly stmt: SqliteStatements;
   private readonly rows: MessageRowWriter;
@@ -405,6 +406,30 @@ export class SqliteStore implements Store, StoreInspection {
     return this.pacer.turn(() => {
       const box = this.mailboxes.live(mailbox, options.nowMs);
       return box ? this.claims.nak(box.id, group, msgId, options) : { found: false, deadLetter: false };
+    });
+  }
+
+  async groupLeases(
+    mailbox: string,
+    group: string,
+    nowMs: number,
+    limit: number,
+  ): Promise<GroupLeaseReport | undefined> {
+    return this.pacer.turn(() => {
+      const box = this.mailboxes.live(mailbox, nowMs);
+      return box && this.claims.leaseReport(box.id, group, nowMs, limit, box.max_deliver ?? undefined);
+    });
+  }
+
+  async releaseMemberLeases(
+    mailbox: string,
+    group: string,
+    member: string | undefined,
+    nowMs: number,
+  ): Promise<number | undefined> {
+    return this.pacer.turn(() => {
+      const box = this.mailboxes.live(mailbox, nowMs);
+      return box && this.claims.releaseMember(box.id, group, member, nowMs);
     });
   }
 

@@ -2,6 +2,7 @@ import { priorityRank } from "@mq9/protocol";
 import pg from "pg";
 import { type Logger, silentLogger } from "../../logger.js";
 import type { InboxBinding, InboxBindingsStore } from "../inbox-bindings.js";
+import { type GroupLeaseReport, type LeaseInspection, leaseInfoOf } from "../lease-inspection.js";
 import type { LeaseRelease } from "../lease-release.js";
 import type { OneTripRequests } from "../one-trip-requests.js";
 import type { SharedDatabase } from "../shared-database.js";
@@ -59,8 +60,15 @@ import {
   type DeadLetterRow,
   deadLetterOf,
   deadLettersQuery,
+  type GroupPolicyRow,
+  groupLeaseRowsQuery,
+  groupPolicyQuery,
+  heldLeaseOf,
+  type LeaseRow,
   nakQuery,
   nakResult,
+  policyOfRow,
+  releaseMemberQuery,
   settleQuery,
 } from "./redelivery-queries.js";
 
@@ -134,7 +142,7 @@ const keyOf = (mailbox: string, key: string) => `${mailbox}\u0000${key}`;
  * never hold the same unexpired lease, whichever nodes they are on. Passes
  * test/store-conformance.ts against a real PostgreSQL.
  */
-export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneTripRequests {
+export class PostgresStore implements Store, StoreInspection, LeaseRelease, LeaseInspection, OneTripRequests {
   private readonly where: string;
   private readonly background: ClusterLock;
   /** The once-per-cluster works this process does now, for the cluster's roster of nodes. */
@@ -472,6 +480,45 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, OneT
       nakQuery(mailbox, group, msgId, options),
     );
     return nakResult(rows);
+  }
+
+  async groupLeases(
+    mailbox: string,
+    group: string,
+    nowMs: number,
+    limit: number,
+  ): Promise<GroupLeaseReport | undefined> {
+    const { rows } = await this.run<GroupPolicyRow>(
+      "cannot read the group",
+      groupPolicyQuery(mailbox, group, nowMs),
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    const policy = policyOfRow(row);
+    const leases = await this.run<LeaseRow>(
+      "cannot read the group's leases",
+      groupLeaseRowsQuery(row.mbox, group, limit),
+    );
+    return {
+      policy,
+      leases: leases.rows.map((lease) => leaseInfoOf(heldLeaseOf(lease), policy, nowMs)),
+      redelivered: Number(leases.rows[0]?.redelivered ?? 0),
+      deadLettered: row.dead_lettered,
+    };
+  }
+
+  async releaseMemberLeases(
+    mailbox: string,
+    group: string,
+    member: string | undefined,
+    nowMs: number,
+  ): Promise<number | undefined> {
+    if (!(await this.hasGroup(mailbox, group))) return undefined;
+    const { rowCount } = await this.call(
+      "cannot release the leases",
+      releaseMemberQuery(mailbox, group, member, nowMs),
+    );
+    return rowCount ?? 0;
   }
 
   async deadLetters(nowMs: number, limit: number): Promise<DeadLetter[]> {

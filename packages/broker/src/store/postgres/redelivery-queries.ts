@@ -1,5 +1,6 @@
 import type pg from "pg";
-import type { DeadLetter, NakOptions, NakResult } from "../store.js";
+import type { HeldLease } from "../lease-inspection.js";
+import type { DeadLetter, DeliveryPolicy, NakOptions, NakResult } from "../store.js";
 import { deadLetterAddressOf } from "../store.js";
 import { type MessageRow, storedMessage } from "./message-rows.js";
 
@@ -106,5 +107,78 @@ export function settleQuery(
            FROM (SELECT mbox, count(*) AS n FROM gone GROUP BY mbox) x
            WHERE g.mbox = x.mbox AND g.name = $2`,
     values: [mailbox, group, msgIds, nowMs],
+  };
+}
+
+/** A group's delivery policy and dead-letter count (undefined row: no such live mailbox or group). */
+export function groupPolicyQuery(mailbox: string, group: string, nowMs: number): pg.QueryConfig {
+  return {
+    name: "mq9-group-policy",
+    text: `SELECT g.mbox, coalesce(g.max_deliver, b.max_deliver) AS max_deliver, g.backoff_ms, g.dead_lettered
+           FROM groups g JOIN mailboxes b ON b.id = g.mbox
+           WHERE b.address = $1 AND (b.expires_ms IS NULL OR b.expires_ms > $3) AND g.name = $2`,
+    values: [mailbox, group, nowMs],
+  };
+}
+
+export interface GroupPolicyRow {
+  mbox: number;
+  max_deliver: number | null;
+  backoff_ms: number[] | null;
+  dead_lettered: number;
+}
+
+export function policyOfRow(row: GroupPolicyRow): DeliveryPolicy {
+  const policy: DeliveryPolicy = {};
+  if (row.max_deliver !== null) policy.maxDeliver = row.max_deliver;
+  if (row.backoff_ms !== null) policy.backoffMs = row.backoff_ms.map(Number);
+  return policy;
+}
+
+/** The group's lease rows, by msg_id, at most `limit`, and how many were delivered more than once. */
+export function groupLeaseRowsQuery(mbox: number, group: string, limit: number): pg.QueryConfig {
+  return {
+    name: "mq9-group-leases",
+    text: `SELECT d.msg_id, d.member, d.delivery_count, d.lease_until_ms, d.retry_at_ms, d.reason, d.dead,
+                  count(*) FILTER (WHERE d.delivery_count > 1) OVER () AS redelivered
+           FROM deliveries d WHERE d.mbox = $1 AND d.grp = $2 AND NOT d.acked
+           ORDER BY d.msg_id LIMIT $3`,
+    values: [mbox, group, limit],
+  };
+}
+
+export interface LeaseRow {
+  msg_id: number;
+  member: string | null;
+  delivery_count: number;
+  lease_until_ms: number;
+  retry_at_ms: number | null;
+  reason: string | null;
+  dead: boolean;
+  redelivered: number;
+}
+
+export function heldLeaseOf(row: LeaseRow): HeldLease {
+  const lease: HeldLease = { msgId: row.msg_id, count: row.delivery_count, untilMs: row.lease_until_ms };
+  if (row.member !== null) lease.member = row.member;
+  if (row.retry_at_ms !== null) lease.retryAtMs = row.retry_at_ms;
+  if (row.reason !== null) lease.reason = row.reason;
+  if (row.dead) lease.dead = true;
+  return lease;
+}
+
+/** Ends the running leases of a member (all members when $3 is null) now, without a backoff. */
+export function releaseMemberQuery(
+  mailbox: string,
+  group: string,
+  member: string | undefined,
+  nowMs: number,
+): pg.QueryConfig {
+  return {
+    name: "mq9-release-member",
+    text: `UPDATE deliveries d SET lease_until_ms = $4, retry_at_ms = $4 FROM mailboxes b
+           WHERE b.address = $1 AND d.mbox = b.id AND d.grp = $2 AND NOT d.acked AND d.lease_until_ms > $4
+             AND ($3::text IS NULL OR d.member = $3)`,
+    values: [mailbox, group, member ?? null, nowMs],
   };
 }
