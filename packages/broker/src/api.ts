@@ -34,6 +34,16 @@ export type CreateMailbox = z.input<typeof schema.CreateMailbox>;
 export type Created = z.output<typeof schema.Created>;
 export type Deleted = z.output<typeof schema.Deleted>;
 export type Purged = z.output<typeof schema.Purged>;
+/** POST /api/v1/mailboxes/{address}/purge */
+export type PurgeFilter = z.input<typeof schema.PurgeFilter>;
+/** GET /api/v1/mailboxes/{address}/groups */
+export type GroupList = z.output<typeof schema.GroupList>;
+/** GET /api/v1/mailboxes/{address}/groups/{group} and its reset */
+export type GroupDetail = z.output<typeof schema.GroupDetail>;
+/** POST /api/v1/mailboxes/{address}/groups/{group}/reset */
+export type GroupReset = z.input<typeof schema.GroupReset>;
+/** GET /api/v1/server */
+export type ServerDetail = z.output<typeof schema.ServerDetail>;
 
 export type MessageItem = z.output<typeof schema.MessageItem>;
 /** Peek, query and fetch answers. */

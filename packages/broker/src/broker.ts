@@ -13,6 +13,7 @@ import { type Logger, silentLogger } from "./logger.js";
 import type { NatsListenerOptions } from "./nats/index.js";
 import type { Registry, RegistryFactory } from "./registry.js";
 import { Mq9Service } from "./service/mq9-service.js";
+import { ServerInfo } from "./service/server-info.js";
 import { SqliteStore, type SyncMode } from "./store/sqlite-store.js";
 import type { Store } from "./store/store.js";
 import type { BrokerTransport } from "./transport/broker-transport.js";
@@ -218,7 +219,19 @@ export class Broker {
       if (served.isolatesClients) {
         await checkStoredOwners(authGuard?.users, store, registry, logger);
       }
-      const service = new Mq9Service(engine, logger, metrics, registry, served.isolatesClients);
+      const serverInfo = new ServerInfo({
+        store: () => store.describe(),
+        connections: () => served.connectionCount(),
+        subscriptions: () => served.subscriptionCount(),
+        dataDir: options.store === undefined ? (options.dataDir ?? BrokerDefaults.dataDir) : undefined,
+        cluster: () => {
+          const view = served.clusterView();
+          if (view === undefined) return null;
+          const peers = view.nodes.map(({ node, state, self }) => ({ node, state, self }));
+          return { cluster: view.cluster, node: view.node, peers };
+        },
+      });
+      const service = new Mq9Service(engine, logger, metrics, registry, served.isolatesClients, serverInfo);
       const address = await served.serve(service);
       let closing = false;
       let http: HttpServer | undefined;

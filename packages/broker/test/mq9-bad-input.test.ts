@@ -14,7 +14,8 @@ onEachStore((startBroker) => {
 
     it.each([
       "$mq9.AI.NOPE",
-      "$mq9.AI.MAILBOX.LIST",
+      "$mq9.AI.MAILBOX.LIST.bad.safe",
+      "$mq9.AI.MAILBOX.INFO",
       "$mq9.AI.MSG.SEND",
       "$mq9.AI.MSG.PUBLISH.bad.safe",
       "$mq9.AI.MAILBOX.MSG.bad.safe.normal",

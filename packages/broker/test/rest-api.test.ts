@@ -37,6 +37,10 @@ describe("REST API v1 against its OpenAPI document", () => {
       "GET /api/v1/metrics/summary",
       "GET /api/v1/stream",
       "GET /api/v1/cluster",
+      "GET /api/v1/mailboxes/{address}/groups",
+      "GET /api/v1/mailboxes/{address}/groups/{group}",
+      "POST /api/v1/mailboxes/{address}/groups/{group}/reset",
+      "GET /api/v1/server",
     ]) {
       expect(keys).toContain(key);
     }
@@ -130,7 +134,17 @@ describe("REST API v1 against its OpenAPI document", () => {
       url: `/api/v1/mailboxes/${box}`,
       status: 200,
     });
-    expect((detail.body as { groups: unknown[] }).groups).toEqual([{ name: "workers", lag: 2, leased: 1 }]);
+    expect((detail.body as { groups: unknown[] }).groups).toEqual([
+      {
+        name: "workers",
+        position: { critical: 0, urgent: 0, normal: 0 },
+        pending: 1,
+        leased: 1,
+        lag: 2,
+        lag_seconds: expect.any(Number),
+        oldest_unacked_at: expect.any(Number),
+      },
+    ]);
     await c.check({
       method: "GET",
       path: "/api/v1/mailboxes/{address}",
@@ -194,6 +208,106 @@ describe("REST API v1 against its OpenAPI document", () => {
       path: "/api/v1/mailboxes/{address}",
       url: `/api/v1/mailboxes/${"x".repeat(300)}`,
       status: 400,
+    });
+  });
+
+  it("groups: list, info, reset; purge by filter; the server", async () => {
+    const c = contract;
+    const gbox = "rest.groups";
+    await t.request(Subjects.mailboxCreate, { name: gbox });
+    for (const text of ["a", "b", "c"])
+      await t.request(Subjects.send(gbox), text, { headers: { "mq9-key": text } });
+    await t.request(Subjects.fetch(gbox), { group_name: "g1", deliver: "earliest", config: { num_msgs: 2 } });
+    const list = await c.check({
+      method: "GET",
+      path: "/api/v1/mailboxes/{address}/groups",
+      url: `/api/v1/mailboxes/${gbox}/groups`,
+      status: 200,
+    });
+    expect(list.body).toMatchObject({ groups: [{ name: "g1", lag: 3, leased: 2, pending: 1 }] });
+    await c.check({
+      method: "GET",
+      path: "/api/v1/mailboxes/{address}/groups",
+      url: "/api/v1/mailboxes/no.such/groups",
+      status: 404,
+      error: "mailbox no.such does not exist",
+    });
+    await c.check({
+      method: "GET",
+      path: "/api/v1/mailboxes/{address}/groups",
+      url: `/api/v1/mailboxes/${"x".repeat(300)}/groups`,
+      status: 400,
+    });
+    const info = await c.check({
+      method: "GET",
+      path: "/api/v1/mailboxes/{address}/groups/{group}",
+      url: `/api/v1/mailboxes/${gbox}/groups/g1`,
+      status: 200,
+    });
+    expect(info.body).toMatchObject({ group: { name: "g1", leased: 2 } });
+    await c.check({
+      method: "GET",
+      path: "/api/v1/mailboxes/{address}/groups/{group}",
+      url: `/api/v1/mailboxes/${gbox}/groups/nope`,
+      status: 404,
+      error: /^group nope of mailbox rest.groups does not exist/,
+    });
+    await c.check({
+      method: "GET",
+      path: "/api/v1/mailboxes/{address}/groups/{group}",
+      url: `/api/v1/mailboxes/${"x".repeat(300)}/groups/g1`,
+      status: 400,
+    });
+    const reset = await c.check({
+      method: "POST",
+      path: "/api/v1/mailboxes/{address}/groups/{group}/reset",
+      url: `/api/v1/mailboxes/${gbox}/groups/g1/reset`,
+      body: { deliver: "latest" },
+      status: 200,
+    });
+    expect(reset.body).toMatchObject({ group: { name: "g1", lag: 0, leased: 0, pending: 0 } });
+    await c.check({
+      method: "POST",
+      path: "/api/v1/mailboxes/{address}/groups/{group}/reset",
+      url: `/api/v1/mailboxes/${gbox}/groups/g1/reset`,
+      body: { deliver: "earliest", from_id: 1 },
+      status: 400,
+      error: /exactly one of/,
+    });
+    await c.check({
+      method: "POST",
+      path: "/api/v1/mailboxes/{address}/groups/{group}/reset",
+      url: `/api/v1/mailboxes/${gbox}/groups/nope/reset`,
+      body: { deliver: "earliest" },
+      status: 404,
+    });
+    const purged = await c.check({
+      method: "POST",
+      path: "/api/v1/mailboxes/{address}/purge",
+      url: `/api/v1/mailboxes/${gbox}/purge`,
+      body: { key: "b" },
+      status: 200,
+    });
+    expect(purged.body).toEqual({ purged: 1 });
+    await c.check({
+      method: "POST",
+      path: "/api/v1/mailboxes/{address}/purge",
+      url: `/api/v1/mailboxes/${gbox}/purge`,
+      body: { priority: "loud" },
+      status: 400,
+    });
+    expect(texts(await t.request(Subjects.query(gbox), {}))).toEqual(["a", "c"]);
+    const server = await c.check({
+      method: "GET",
+      path: "/api/v1/server",
+      url: "/api/v1/server",
+      status: 200,
+    });
+    expect(server.body).toMatchObject({
+      version: expect.any(String),
+      store: expect.stringMatching(/^SQLite/),
+      connections: expect.any(Number),
+      cluster: null,
     });
   });
 

@@ -69,9 +69,13 @@ describe("SQLite store: the REST API's reads and admin operations", () => {
       reset: false,
       leaseMs: 30_000,
     });
-    expect(await store.groupStats("g.box", NOW)).toEqual([{ name: "workers", lag: 3, leased: 2 }]);
+    expect(await store.groupStats("g.box", NOW)).toEqual([
+      { name: "workers", cursors: [0, 0, 0], lag: 3, leased: 2, oldestUnackedMs: NOW },
+    ]);
     await store.ack("g.box", "workers", claimed[1].id, NOW);
-    expect(await store.groupStats("g.box", NOW)).toEqual([{ name: "workers", lag: 1, leased: 0 }]);
+    expect(await store.groupStats("g.box", NOW)).toEqual([
+      { name: "workers", cursors: [0, 0, claimed[1].id + 1], lag: 1, leased: 0, oldestUnackedMs: NOW },
+    ]);
     expect(await store.groupStats("no.box", NOW)).toBeUndefined();
     await store.close();
   });

@@ -14,6 +14,9 @@ export const Errors = {
   messageNotFound: "message not found",
   /** A NAK of a message the group does not hold leased. */
   messageNotLeased: "message not found: the group holds no lease of it (never delivered, or ACKed)",
+  groupMissing: (address: string, group: string) =>
+    `group ${group} of mailbox ${address} does not exist; GROUP.LIST.${address} lists its groups`,
+  adminOnly: (op: string) => `permission denied: only an admin user may ${op}`,
   invalidMsgId: (token: string) => `invalid msg_id: ${token}`,
   unknownSubject: (subject: string) => `unrecognized mq9 subject: ${subject}`,
   invalidPayload: (command: string, reason: string) => `invalid ${command} payload: ${reason}`,

@@ -46,6 +46,28 @@ export { Defaults } from "./defaults.js";
 export { Errors } from "./errors.js";
 export { headerBlockJson } from "./header-block-json.js";
 export { encodeHeaderBlock, Headers, headerMapJson, parseHeaderBlock, splitTags } from "./headers.js";
+export type {
+  GroupInfoReply,
+  GroupInfoRequest,
+  GroupListReply,
+  GroupResetRequest,
+  GroupSummary,
+  MailboxInfoReply,
+  MailboxListReply,
+  MailboxListRequest,
+  MailboxPurgeReply,
+  MailboxPurgeRequest,
+  MailboxSummary,
+  ServerInfoReply,
+} from "./inspection-messages.js";
+export {
+  DEFAULT_MAILBOX_LIST_LIMIT,
+  MAX_MAILBOX_LIST_LIMIT,
+  parseGroupInfoRequest,
+  parseGroupResetRequest,
+  parseMailboxListRequest,
+  parseMailboxPurgeRequest,
+} from "./inspection-requests.js";
 export { type Logger, silentLogger } from "./logger.js";
 export { isValidMailAddress, MAIL_ADDRESS_MAX_LENGTH, mailAddressError } from "./mail-address.js";
 export { encodeMessageItem, type ItemHeaderParts, type WireMessage } from "./message-item.js";
@@ -94,7 +116,14 @@ export {
   type ReplyBody,
   type ReplyPayload,
 } from "./reply-encoding.js";
-export { isMq9Subject, MQ9_PREFIX, type Mq9Command, parseMq9Subject, Subjects } from "./subjects.js";
+export {
+  isMq9Subject,
+  type MailboxAdminOp,
+  MQ9_PREFIX,
+  type Mq9Command,
+  parseMq9Subject,
+  Subjects,
+} from "./subjects.js";
 export { TwoGenerationMap } from "./two-generation-map.js";
 export {
   MAX_BACKOFF_STEPS,

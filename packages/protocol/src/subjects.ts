@@ -16,7 +16,25 @@ export const Subjects = {
   agentUnregister: `${MQ9_PREFIX}.AGENT.UNREGISTER`,
   agentReport: `${MQ9_PREFIX}.AGENT.REPORT`,
   agentDiscover: `${MQ9_PREFIX}.AGENT.DISCOVER`,
+  // mq9 extensions for operators (docs/protocol.md, "mq9 extensions").
+  mailboxList: `${MQ9_PREFIX}.MAILBOX.LIST`,
+  mailboxInfo: (mailAddress: string) => `${MQ9_PREFIX}.MAILBOX.INFO.${mailAddress}`,
+  mailboxPurge: (mailAddress: string) => `${MQ9_PREFIX}.MAILBOX.PURGE.${mailAddress}`,
+  mailboxDelete: (mailAddress: string) => `${MQ9_PREFIX}.MAILBOX.DELETE.${mailAddress}`,
+  groupList: (mailAddress: string) => `${MQ9_PREFIX}.GROUP.LIST.${mailAddress}`,
+  groupInfo: (mailAddress: string) => `${MQ9_PREFIX}.GROUP.INFO.${mailAddress}`,
+  groupReset: (mailAddress: string) => `${MQ9_PREFIX}.GROUP.RESET.${mailAddress}`,
+  serverInfo: `${MQ9_PREFIX}.SERVER.INFO`,
 } as const;
+
+/** The operators' requests that name a mailbox in their last tokens. */
+export type MailboxAdminOp =
+  | "mailbox.info"
+  | "mailbox.purge"
+  | "mailbox.delete"
+  | "group.list"
+  | "group.info"
+  | "group.reset";
 
 export type Mq9Command =
   | { op: "mailbox.create" }
@@ -30,7 +48,10 @@ export type Mq9Command =
   | { op: "agent.register" }
   | { op: "agent.unregister" }
   | { op: "agent.report" }
-  | { op: "agent.discover" };
+  | { op: "agent.discover" }
+  | { op: "mailbox.list" }
+  | { op: MailboxAdminOp; mailAddress: string }
+  | { op: "server.info" };
 
 const exactCommands = new Map<string, Mq9Command>([
   ["MAILBOX.CREATE", { op: "mailbox.create" }],
@@ -38,7 +59,19 @@ const exactCommands = new Map<string, Mq9Command>([
   ["AGENT.UNREGISTER", { op: "agent.unregister" }],
   ["AGENT.REPORT", { op: "agent.report" }],
   ["AGENT.DISCOVER", { op: "agent.discover" }],
+  ["MAILBOX.LIST", { op: "mailbox.list" }],
+  ["SERVER.INFO", { op: "server.info" }],
 ]);
+
+/** `<VERB>.` after the prefix, and the op of a subject that continues with a mail address. */
+const mailboxAdminCommands: [string, MailboxAdminOp][] = [
+  ["MAILBOX.INFO.", "mailbox.info"],
+  ["MAILBOX.PURGE.", "mailbox.purge"],
+  ["MAILBOX.DELETE.", "mailbox.delete"],
+  ["GROUP.LIST.", "group.list"],
+  ["GROUP.INFO.", "group.info"],
+  ["GROUP.RESET.", "group.reset"],
+];
 
 const PREFIX_DOT = `${MQ9_PREFIX}.`;
 
@@ -56,8 +89,16 @@ const MSG_VERB_AT = PREFIX_DOT.length + "MSG.".length;
  */
 export function parseMq9Subject(subject: string): Mq9Command | undefined {
   if (!subject.startsWith(PREFIX_DOT)) return undefined;
-  if (!subject.startsWith("MSG.", PREFIX_DOT.length))
-    return exactCommands.get(subject.slice(PREFIX_DOT.length));
+  if (!subject.startsWith("MSG.", PREFIX_DOT.length)) {
+    const rest = subject.slice(PREFIX_DOT.length);
+    const exact = exactCommands.get(rest);
+    if (exact !== undefined) return exact;
+    for (const [verb, op] of mailboxAdminCommands) {
+      if (rest.length > verb.length && rest.startsWith(verb))
+        return { op, mailAddress: rest.slice(verb.length) };
+    }
+    return undefined;
+  }
   const dot = subject.indexOf(".", MSG_VERB_AT);
   if (dot <= MSG_VERB_AT || dot === subject.length - 1) return undefined;
   const target = subject.slice(dot + 1);

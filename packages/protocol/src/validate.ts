@@ -78,19 +78,19 @@ function readObject(body: Uint8Array, emptyAsObject: boolean): JsonObject {
   return readJsonObject(body, { emptyAsObject }).obj;
 }
 
-function optional(obj: JsonObject, field: string): unknown {
+export function optional(obj: JsonObject, field: string): unknown {
   const value = obj[field];
   return value === null ? undefined : value;
 }
 
-function optionalString(obj: JsonObject, field: string): string | undefined {
+export function optionalString(obj: JsonObject, field: string): string | undefined {
   const value = optional(obj, field);
   if (value === undefined) return undefined;
   if (typeof value !== "string") throw new BodyError(`'${field}' must be a string`);
   return value;
 }
 
-function optionalUInt(obj: JsonObject, field: string): number | undefined {
+export function optionalUInt(obj: JsonObject, field: string): number | undefined {
   const value = optional(obj, field);
   if (value === undefined) return undefined;
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {

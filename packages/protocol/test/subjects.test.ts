@@ -34,12 +34,34 @@ describe("parseMq9Subject", () => {
       "$mq9.AI.MSG.DELETE.box",
       "$mq9.AI.MSG.DELETE.box.",
       "$mq9.AI.MAILBOX.CREATE.x",
+      "$mq9.AI.MAILBOX.INFO",
+      "$mq9.AI.MAILBOX.INFO.",
+      "$mq9.AI.MAILBOX.LIST.x",
+      "$mq9.AI.GROUP.RESET",
+      "$mq9.AI.SERVER.INFO.x",
       "$mq9.AI.toString",
       "$mq9.AI.constructor",
       "$mq9.AIMSG.SEND.box",
       "mq9.AI.MSG.SEND.box",
     ]) {
       expect(parseMq9Subject(subject), subject).toBeUndefined();
+    }
+  });
+
+  it("parses the operators' extensions; the mail address is everything after the verb", () => {
+    expect(parseMq9Subject(Subjects.mailboxList)).toEqual({ op: "mailbox.list" });
+    expect(parseMq9Subject(Subjects.serverInfo)).toEqual({ op: "server.info" });
+    const cases = [
+      [Subjects.mailboxInfo("a.b.dlq"), "mailbox.info"],
+      [Subjects.mailboxPurge("a.b"), "mailbox.purge"],
+      [Subjects.mailboxDelete("a"), "mailbox.delete"],
+      [Subjects.groupList("a.b"), "group.list"],
+      [Subjects.groupInfo("a.b"), "group.info"],
+      [Subjects.groupReset("a.b"), "group.reset"],
+    ] as const;
+    for (const [subject, op] of cases) {
+      const mailAddress = subject.split(".").slice(4).join(".");
+      expect(parseMq9Subject(subject), subject).toEqual({ op, mailAddress });
     }
   });
 

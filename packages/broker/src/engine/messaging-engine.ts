@@ -30,6 +30,7 @@ import {
   canInspect,
   type GroupStats,
   type MailboxStats,
+  type PurgeFilter,
   type StoreInspection,
   type StoreTotals,
 } from "../store/store-inspection.js";
@@ -66,6 +67,15 @@ export interface MessagingEngineOptions {
   /** Told when messages reach a dead-letter mailbox (for /metrics). */
   onDeadLettered?: (deadLetterAddress: string, count: number) => void;
 }
+
+/** Which messages a PURGE deletes: those matching every filter given. */
+export interface InspectionPurgeFilter extends Omit<PurgeFilter, "createdUpToMs"> {
+  /** Only messages stored at least this many seconds ago. */
+  olderThanSeconds?: number;
+}
+
+/** Where a group (re)starts: a FETCH's `deliver` policy with its `from_id` or `from_time`. */
+export type GroupPosition = Pick<FetchRequest, "deliver" | "from_id" | "from_time">;
 
 /** The wire's error for a SEND whose commit may or may not have happened. */
 function outcomeUnknown(err: unknown): Mq9Error {
@@ -424,11 +434,48 @@ export class MessagingEngine {
     if (!(await this.inspection().deleteMailbox(address, this.now()))) throw this.missing(address);
   }
 
-  /** Deletes every message of a mailbox, which stays; returns how many went. */
-  async purgeMailbox(address: string): Promise<number> {
-    const purged = await this.inspection().purgeMailbox(address, this.now());
+  /**
+   * Deletes the messages of a mailbox that match every filter given (all of them, delayed ones
+   * too, with none); the mailbox and its groups stay. Returns how many went.
+   */
+  async purgeMailbox(address: string, filter: InspectionPurgeFilter = {}): Promise<number> {
+    const now = this.now();
+    const { olderThanSeconds, ...rest } = filter;
+    const storeFilter: PurgeFilter =
+      olderThanSeconds === undefined ? rest : { ...rest, createdUpToMs: now - olderThanSeconds * 1000 };
+    const purged = await this.inspection().purgeMailbox(address, now, storeFilter);
     if (purged === undefined) throw this.missing(address);
     return purged;
+  }
+
+  /** The consumer groups of a mailbox, by name, with their position, lag and leases. */
+  async groups(address: string): Promise<GroupStats[]> {
+    const groups = await this.inspection().groupStats(address, this.now());
+    if (groups === undefined) throw this.missing(address);
+    return groups;
+  }
+
+  /** One consumer group of a mailbox. */
+  async group(address: string, name: string): Promise<GroupStats> {
+    const found = (await this.groups(address)).find((group) => group.name === name);
+    if (!found) throw new Mq9Error("GROUP_NOT_FOUND", Errors.groupMissing(address, name));
+    return found;
+  }
+
+  /**
+   * Restarts a consumer group at a position, as a FETCH with `force_deliver` would: its leases
+   * and ACKs are dropped and its next FETCH starts there. Returns the group as it then stands.
+   */
+  async resetGroup(address: string, name: string, position: GroupPosition): Promise<GroupStats> {
+    const inspection = this.inspection();
+    await this.requireMailbox(address);
+    const start = await this.resolveStart(address, position);
+    if (!(await inspection.resetGroup(address, name, start.fromId, this.now()))) {
+      throw new Mq9Error("GROUP_NOT_FOUND", Errors.groupMissing(address, name));
+    }
+    // Members waiting on the mailbox take the messages the reset gave back.
+    this.notifier.notify(address);
+    return this.group(address, name);
   }
 
   private inspection(): StoreInspection {
@@ -448,7 +495,7 @@ export class MessagingEngine {
     await this.notifier.close();
   }
 
-  private async resolveStart(mailbox: string, request: FetchRequest): Promise<StartPosition> {
+  private async resolveStart(mailbox: string, request: GroupPosition): Promise<StartPosition> {
     switch (request.deliver ?? "latest") {
       case "earliest":
         return { fromId: 0 };

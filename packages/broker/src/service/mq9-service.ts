@@ -21,8 +21,10 @@ import type { MessagingEngine } from "../engine/messaging-engine.js";
 import type { Logger } from "../logger.js";
 import type { Registry } from "../registry.js";
 import type { Mq9Request, Mq9RequestHandler, Mq9Respond } from "../transport/mq9-request.js";
+import { InspectionRequests } from "./inspection-requests.js";
 import { MailboxOwnership } from "./ownership.js";
 import type { RequestObserver } from "./request-observer.js";
+import type { ServerInfo } from "./server-info.js";
 
 /**
  * Waits for the next turn of the event loop. A DISCOVER takes a few hundred microseconds and
@@ -46,6 +48,8 @@ function unwrap<T>(parsed: Parsed<T>): T {
 export class Mq9Service implements Mq9RequestHandler {
   /** Set when users are configured: reads of a mailbox and changes of a registration need their owner. */
   private readonly ownership: MailboxOwnership | undefined;
+  /** The operators' requests (mq9 extensions): LIST, INFO, PURGE, DELETE, groups, SERVER.INFO. */
+  private readonly inspection: InspectionRequests;
 
   constructor(
     private readonly engine: MessagingEngine,
@@ -53,8 +57,10 @@ export class Mq9Service implements Mq9RequestHandler {
     private readonly observer?: RequestObserver,
     private readonly registry?: Registry,
     isolated = false,
+    serverInfo?: ServerInfo,
   ) {
     this.ownership = isolated ? new MailboxOwnership(engine) : undefined;
+    this.inspection = new InspectionRequests(engine, this.ownership, serverInfo);
   }
 
   /**
@@ -189,6 +195,17 @@ export class Mq9Service implements Mq9RequestHandler {
         reply.agentsJson = result.agents;
         return reply;
       }
+      case "mailbox.list":
+        return this.inspection.list(request.payload, caller);
+      case "mailbox.info":
+      case "mailbox.purge":
+      case "mailbox.delete":
+      case "group.list":
+      case "group.info":
+      case "group.reset":
+        return this.inspection.mailboxOp(command.op, command.mailAddress, request.payload, caller);
+      case "server.info":
+        return this.inspection.server(caller);
       default:
         throw new Mq9Error("UNKNOWN_SUBJECT", Errors.unknownSubject(request.subject));
     }

@@ -3,6 +3,7 @@ import type { Principal } from "../auth/principal.js";
 import type { MessagingEngine } from "../engine/messaging-engine.js";
 import { subjectMatches } from "../nats/subject.js";
 import type { MailboxStanding } from "../registry.js";
+import type { MailboxRecord } from "../store/store.js";
 
 /**
  * Who may read and manage a mailbox when users are configured: the user that created it, users the
@@ -22,6 +23,13 @@ export class MailboxOwnership {
     if (mailbox === undefined) return;
     if (caller !== undefined && mailbox.owner === caller.name) return;
     throw new Mq9Error("PERMISSION_DENIED", Errors.notMailboxOwner(address, op));
+  }
+
+  /** Whether `caller` may read and manage `mailbox` (the same rule as check, for a record in hand). */
+  mayRead(caller: Principal | undefined, mailbox: Pick<MailboxRecord, "address" | "owner">): boolean {
+    if (caller === undefined) return false;
+    if (caller.admin || mailbox.owner === caller.name) return true;
+    return caller.mailboxGrants.some((pattern) => subjectMatches(pattern, mailbox.address));
   }
 
   /**

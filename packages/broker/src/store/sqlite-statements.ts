@@ -155,7 +155,7 @@ export interface StatsStatements {
   groupsOf: Statement<[mbox: number], GroupRow & { name: string }>;
   unackedCount: Statement<
     [mbox: number, rank: number, fromId: number, nowMs: number, mbox2: number, group: string],
-    { n: number }
+    { n: number; oldest: number | null }
   >;
   liveMailboxes: Statement<[nowMs: number], { n: number }>;
   liveMessages: Statement<[nowMs: number], { n: number; bytes: number | null }>;
@@ -300,7 +300,12 @@ export function prepareStatements(db: Database.Database): SqliteStatements {
     },
     stats: {
       groupsOf: db.prepare("SELECT * FROM groups WHERE mbox = ? ORDER BY name"),
-      unackedCount: db.prepare(UNACKED.replace(`SELECT ${MESSAGE_READ_COLUMNS}`, "SELECT count(*) AS n")),
+      unackedCount: db.prepare(
+        UNACKED.replace(
+          `SELECT ${MESSAGE_READ_COLUMNS}`,
+          "SELECT count(*) AS n, min(m.created_ms) AS oldest",
+        ),
+      ),
       liveMailboxes: db.prepare(`SELECT count(*) AS n FROM mailboxes WHERE ${LIVE}`),
       liveMessages: db.prepare(
         `SELECT count(*) AS n, sum(coalesce(seg_len, length(payload) + coalesce(length(header), 0))) AS bytes

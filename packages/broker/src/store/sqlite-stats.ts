@@ -50,9 +50,9 @@ export class SqliteStats {
     const classes = this.db
       .prepare<
         [string, number],
-        { mbox: number; priority: number; n: number; bytes: number; oldest: number }
+        { mbox: number; priority: number; n: number; bytes: number; oldest: number; newest: number }
       >(
-        `SELECT mbox, priority, count(*) AS n, min(created_ms) AS oldest,
+        `SELECT mbox, priority, count(*) AS n, min(created_ms) AS oldest, max(created_ms) AS newest,
            sum(coalesce(seg_len, length(payload) + coalesce(length(header), 0))) AS bytes
          FROM messages WHERE ${inBoxes} AND (expires_ms IS NULL OR expires_ms > ?) GROUP BY mbox, priority`,
       )
@@ -70,13 +70,17 @@ export class SqliteStats {
     const groups = countsOf("groups");
     return boxes.map((box): MailboxStats => {
       const depth = { critical: 0, urgent: 0, normal: 0 };
+      const bytesByPriority = { critical: 0, urgent: 0, normal: 0 };
       let bytes = 0;
       let oldestMs: number | undefined;
+      let newestMs: number | undefined;
       for (const row of classes) {
         if (row.mbox !== box.id) continue;
         depth[PRIORITIES[row.priority]] = row.n;
+        bytesByPriority[PRIORITIES[row.priority]] = row.bytes;
         bytes += row.bytes;
         oldestMs = oldestMs === undefined ? row.oldest : Math.min(oldestMs, row.oldest);
+        newestMs = newestMs === undefined ? row.newest : Math.max(newestMs, row.newest);
       }
       return {
         address: box.address,
@@ -84,9 +88,12 @@ export class SqliteStats {
         desc: box.description,
         createdMs: box.created_ms,
         expiresMs: box.expires_ms ?? undefined,
+        owner: box.owner ?? undefined,
         depth,
         bytes,
+        bytesByPriority,
         oldestMs,
+        newestMs,
         delayed: delayed.get(box.id) ?? 0,
         groups: groups.get(box.id) ?? 0,
       };
@@ -104,10 +111,15 @@ export class SqliteStats {
     return this.stmt.groupsOf.all(mbox).map((row) => {
       const cursors = [row.cursor0, row.cursor1, row.cursor2];
       let lag = 0;
+      let oldestUnackedMs: number | undefined;
       for (const rank of RANKS) {
-        lag += this.stmt.unackedCount.get(mbox, rank, cursors[rank], nowMs, mbox, row.name)?.n ?? 0;
+        const unacked = this.stmt.unackedCount.get(mbox, rank, cursors[rank], nowMs, mbox, row.name);
+        lag += unacked?.n ?? 0;
+        const oldest = unacked?.oldest ?? undefined;
+        if (oldest !== undefined) oldestUnackedMs = Math.min(oldestUnackedMs ?? oldest, oldest);
       }
-      return { name: row.name, lag, leased: this.claims.leased(mbox, row.name, nowMs) };
+      const leased = this.claims.leased(mbox, row.name, nowMs);
+      return { name: row.name, cursors, lag, leased, oldestUnackedMs };
     });
   }
 }

@@ -50,13 +50,15 @@ import {
   type StoreQuery,
   type StoreWatchOptions,
 } from "./store.js";
-import type {
-  GroupStats,
-  MailboxStats,
-  MailboxStatsOptions,
-  OwnedMailboxes,
-  StoreInspection,
-  StoreTotals,
+import {
+  type GroupStats,
+  type MailboxStats,
+  type MailboxStatsOptions,
+  type OwnedMailboxes,
+  type PurgeFilter,
+  purgesAll,
+  type StoreInspection,
+  type StoreTotals,
 } from "./store-inspection.js";
 import { type StoreLogStatus, watchStoreLog } from "./store-log-gauges.js";
 
@@ -104,6 +106,29 @@ export interface SqliteStoreOptions {
 }
 
 const DEFAULT_COMMIT_INTERVAL_MS = 25;
+
+/** The conditions (after `mbox = @mbox`) and parameters of a filtered PURGE. */
+function purgeWhere(filter: PurgeFilter): { where: string; params: Record<string, unknown> } {
+  let where = "";
+  const params: Record<string, unknown> = {};
+  if (filter.priority !== undefined) {
+    where += " AND priority = @priority";
+    params.priority = priorityRank[filter.priority];
+  }
+  if (filter.key !== undefined) {
+    where += " AND msg_key = @key";
+    params.key = filter.key;
+  }
+  if (filter.tag !== undefined) {
+    where += " AND tags IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(tags) WHERE value = @tag)";
+    params.tag = filter.tag;
+  }
+  if (filter.createdUpToMs !== undefined) {
+    where += " AND created_ms <= @upTo";
+    params.upTo = filter.createdUpToMs;
+  }
+  return { where, params };
+}
 /**
  * Enough for consumers that keep up (a few thousand 1 KiB messages); the cache holds a buffer of
  * this size for the store's life (see RecentMessages).
@@ -596,10 +621,11 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection {
     });
   }
 
-  async purgeMailbox(address: string, nowMs: number): Promise<number | undefined> {
+  async purgeMailbox(address: string, nowMs: number, filter?: PurgeFilter): Promise<number | undefined> {
     return this.pacer.turn(() => {
       const box = this.mailboxes.live(address, nowMs);
       if (!box) return undefined;
+      if (!purgesAll(filter)) return this.purgeMatching(box.id, filter as PurgeFilter);
       return this.pacer.committed(() => {
         // Ids are not reused after a restart: the store persists a reserved range ahead of them.
         const dropped = this.stmt.messages.removeOf.all(box.id);
@@ -610,6 +636,37 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection {
         return dropped.length;
       });
     });
+  }
+
+  async resetGroup(address: string, group: string, fromId: number, nowMs: number): Promise<boolean> {
+    return this.pacer.turn(() => {
+      const box = this.mailboxes.live(address, nowMs);
+      if (!box || !this.claims.exists(box.id, group)) return false;
+      // A reset claim of nothing: the group's row and deliveries start over, its leases go.
+      const start = { fromId };
+      this.claims.claim(box.id, group, { start, reset: true, limit: 0, maxBytes: 0, nowMs, leaseMs: 0 });
+      // A claim joins the deferred transaction; an operator's reset must outlive a crash.
+      this.pacer.settle();
+      return true;
+    });
+  }
+
+  /** Deletes the stored messages of a mailbox that match `filter`, with their deliveries. */
+  private purgeMatching(mbox: number, filter: PurgeFilter): number {
+    const { where, params } = purgeWhere(filter);
+    const dropped = this.pacer.committed(() => {
+      const rows = this.db
+        .prepare<Record<string, unknown>, LocatedRow & { msg_id: number }>(
+          `DELETE FROM messages WHERE mbox = @mbox${where} RETURNING msg_id, seg, seg_at, seg_len`,
+        )
+        .all({ ...params, mbox });
+      for (const row of rows) this.stmt.groups.removeDeliveriesOfMessage.run(mbox, row.msg_id);
+      return rows;
+    });
+    // Only once committed, as for one DELETE: a failed purge leaves the leases as they were.
+    for (const row of dropped) this.claims.forgetMessage(mbox, row.msg_id);
+    this.released(dropped);
+    return dropped.length;
   }
 
   async close(): Promise<void> {

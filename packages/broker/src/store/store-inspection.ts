@@ -7,8 +7,11 @@ export interface MailboxStats extends MailboxRecord {
   depth: Record<Priority, number>;
   /** Bytes the live messages take in the store (header and payload, as /metrics counts them). */
   bytes: number;
+  bytesByPriority: Record<Priority, number>;
   /** When the oldest live message was stored; undefined when the mailbox is empty. */
   oldestMs?: number;
+  /** When the newest live message was stored; undefined when the mailbox is empty. */
+  newestMs?: number;
   /** Delayed messages not due yet. */
   delayed: number;
   /** Consumer groups that have fetched from the mailbox. */
@@ -30,10 +33,34 @@ export interface MailboxStatsOptions {
 /** A consumer group of a mailbox: what it has still to take, and what it holds leased. */
 export interface GroupStats {
   name: string;
+  /** Per priority rank (critical, urgent, normal): the class cursor, the lowest id not ACKed yet. */
+  cursors: number[];
   /** Live messages the group has not ACKed (leased ones included). */
   lag: number;
   /** Messages delivered to a member whose lease still runs. */
   leased: number;
+  /** When the oldest live message the group has not ACKed was stored; undefined when none. */
+  oldestUnackedMs?: number;
+}
+
+/** Which messages a PURGE deletes: those that match every filter given (all, with none). */
+export interface PurgeFilter {
+  key?: string;
+  tag?: string;
+  priority?: Priority;
+  /** Only messages stored at or before this time. */
+  createdUpToMs?: number;
+}
+
+/** Whether a filter lets every message through. */
+export function purgesAll(filter: PurgeFilter | undefined): boolean {
+  return (
+    filter === undefined ||
+    (filter.key === undefined &&
+      filter.tag === undefined &&
+      filter.priority === undefined &&
+      filter.createdUpToMs === undefined)
+  );
 }
 
 /** The live mailboxes of one owner: how many, and the first few addresses in order. */
@@ -69,8 +96,17 @@ export interface StoreInspection {
   mailboxOwners(nowMs: number, examples: number): Promise<OwnedMailboxes[]>;
   /** Deletes a live mailbox with its messages and groups; false when there is none. */
   deleteMailbox(address: string, nowMs: number): Promise<boolean>;
-  /** Deletes every message of a live mailbox (it and its groups stay); undefined when there is none. */
-  purgeMailbox(address: string, nowMs: number): Promise<number | undefined>;
+  /**
+   * Deletes the messages of a live mailbox that match `filter` (it and its groups stay): with no
+   * filter every message, delayed ones too; with one, the stored messages that match it. Returns
+   * how many went; undefined when there is no such mailbox.
+   */
+  purgeMailbox(address: string, nowMs: number, filter?: PurgeFilter): Promise<number | undefined>;
+  /**
+   * Restarts an existing group of a live mailbox at `fromId` (every class cursor), dropping its
+   * leases and ACKs, durably; false when there is no such group.
+   */
+  resetGroup(address: string, group: string, fromId: number, nowMs: number): Promise<boolean>;
 }
 
 /** Whether a store offers the inspection operations. */

@@ -33,6 +33,8 @@ export interface BrokerTransport {
   /** The HTTP server's host when its options give none. */
   readonly defaultHttpHost: string;
   connectionCount(): number;
+  /** Subscriptions held on the broker's own listener; undefined where nats-server holds them. */
+  subscriptionCount(): number | undefined;
   /** Adds the transport's gauges, and starts the store's watch of itself (Store.watch). */
   watch(metrics: BrokerMetrics, store: Store): void;
   health(): TransportHealth;

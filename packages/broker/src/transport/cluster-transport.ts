@@ -63,6 +63,11 @@ export class ClusterTransport implements BrokerTransport {
     return 0;
   }
 
+  /** The clients' subscriptions are nats-server's. */
+  subscriptionCount(): undefined {
+    return undefined;
+  }
+
   watch(metrics: BrokerMetrics, store: Store): void {
     this.node.watch(metrics, store);
     store.watch({

@@ -62,6 +62,10 @@ export class EmbeddedTransport implements BrokerTransport {
     return this.listener.connectionCount;
   }
 
+  subscriptionCount(): number {
+    return this.listener.subscriptionCount;
+  }
+
   watch(metrics: BrokerMetrics, store: Store): void {
     store.watch({ metrics: metrics.registry, logger: this.logger, cluster: false });
   }

@@ -4,6 +4,7 @@ import { Mq9Error, type Mq9ErrorCode } from "@mq9/protocol";
 const STATUS_OF_CODE: Partial<Record<Mq9ErrorCode, number>> = {
   MAILBOX_NOT_FOUND: 404,
   MESSAGE_NOT_FOUND: 404,
+  GROUP_NOT_FOUND: 404,
   AGENT_NOT_FOUND: 404,
   MAILBOX_EXISTS: 409,
   INVALID_NAME: 400,

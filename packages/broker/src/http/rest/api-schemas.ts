@@ -60,6 +60,12 @@ export const MessageParams = AddressParams.extend({
   msg_id: msgIdToken,
 });
 
+const PerPriority = z.object({
+  critical: z.number().int(),
+  urgent: z.number().int(),
+  normal: z.number().int(),
+});
+
 export const MailboxSummary = z
   .object({
     mail_address: z.string(),
@@ -67,10 +73,12 @@ export const MailboxSummary = z
     ttl: z.number().int().describe("seconds; 0 = never expires"),
     created_at: z.number().int().describe("unix milliseconds"),
     expires_at: z.number().int().nullable().describe("unix milliseconds; null = never"),
-    depth: z.object({ critical: z.number().int(), urgent: z.number().int(), normal: z.number().int() }),
+    depth: PerPriority.describe("live messages per priority"),
     messages: z.number().int().describe("live messages, all priorities"),
     bytes: z.number().int().describe("bytes the live messages take in the store (header and payload)"),
+    bytes_by_priority: PerPriority.describe("`bytes` per priority"),
     oldest_at: z.number().int().nullable().describe("unix milliseconds of the oldest live message"),
+    newest_at: z.number().int().nullable().describe("unix milliseconds of the newest live message"),
     delayed: z.number().int().describe("delayed messages not due yet"),
     groups: z.number().int().describe("consumer groups"),
   })
@@ -79,10 +87,71 @@ export const MailboxSummary = z
 export const GroupSummary = z
   .object({
     name: z.string(),
-    lag: z.number().int().describe("live messages the group has not ACKed"),
+    position: PerPriority.describe("per priority, the lowest msg_id the group has not ACKed (its cursor)"),
+    pending: z.number().int().describe("live messages waiting to be delivered (again) to the group"),
     leased: z.number().int().describe("messages leased to a member right now"),
+    lag: z.number().int().describe("live messages the group has not ACKed: pending + leased"),
+    lag_seconds: z.number().int().describe("age of the oldest live message not ACKed; 0 when none"),
+    oldest_unacked_at: z.number().int().nullable().describe("unix milliseconds of that message"),
   })
   .meta({ id: "Group" });
+
+export const GroupParams = AddressParams.extend({
+  group: z.string().min(1).max(256).describe("the consumer group's name"),
+});
+
+export const GroupList = z.object({ groups: z.array(GroupSummary) });
+
+export const GroupDetail = z.object({ group: GroupSummary });
+
+export const GroupReset = z
+  .object({
+    from_id: z.number().int().min(0).optional().describe("restart at this msg_id"),
+    from_time: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe("restart at the first message stored at or after these unix seconds"),
+    deliver: z
+      .enum(["earliest", "latest"])
+      .optional()
+      .describe("restart at the oldest live message, or after the newest"),
+  })
+  .describe("exactly one of from_id, from_time and deliver");
+
+export const PurgeFilter = z
+  .object({
+    key: z.string().optional().describe("only messages with this key"),
+    tag: z.string().optional().describe("only messages with this tag"),
+    priority: Priority.optional().describe("only messages of this priority"),
+    older_than_s: durationSeconds.optional().describe("only messages stored at least this many seconds ago"),
+  })
+  .strict()
+  .describe("every filter given must hold; none (or no body): every message, delayed ones too")
+  .optional();
+
+export const ServerDetail = z.object({
+  version: z.string(),
+  started_at: z.number().int().describe("unix milliseconds"),
+  uptime_s: z.number().int(),
+  store: z.string().describe("the store, as the broker describes it"),
+  connections: z.number().int().describe("clients of this node's own listener (0 on a cluster node)"),
+  subscriptions: z.number().int().nullable().describe("null on a cluster node (nats-server holds them)"),
+  memory: z.object({ rss: z.number().int(), heap_used: z.number().int(), heap_total: z.number().int() }),
+  disk: z
+    .object({ data_dir: z.string(), free_bytes: z.number().int(), used_bytes: z.number().int() })
+    .nullable()
+    .describe("the data directory; null when the store keeps no files there"),
+  cluster: z
+    .object({
+      cluster: z.string(),
+      node: z.string(),
+      peers: z.array(z.object({ node: z.string(), state: z.string(), self: z.boolean() })),
+    })
+    .nullable()
+    .describe("null for a broker of its own"),
+});
 
 export const MailboxListQuery = z.object({
   search: z.string().optional().describe("only addresses containing this text"),

@@ -1,7 +1,7 @@
 import { encodeHeaderBlock, Headers, MQ9_PREFIX, parseMsgIdToken, Subjects } from "@mq9/protocol";
 import type { MessagingEngine } from "../../engine/messaging-engine.js";
 import type { Mq9Service } from "../../service/mq9-service.js";
-import { canInspect, type MailboxStats } from "../../store/store-inspection.js";
+import { canInspect } from "../../store/store-inspection.js";
 import { ApiError } from "./api-error.js";
 import {
   AckBody,
@@ -12,6 +12,10 @@ import {
   CreateMailbox,
   Deleted,
   FetchBody,
+  GroupDetail,
+  GroupList,
+  GroupParams,
+  GroupReset,
   MailboxDetail,
   MailboxList,
   MailboxListQuery,
@@ -21,6 +25,7 @@ import {
   Naked,
   PeekQuery,
   Purged,
+  PurgeFilter,
   QueryQuery,
   Retried,
   RetryBody,
@@ -29,23 +34,6 @@ import {
 } from "./api-schemas.js";
 import { callMq9 } from "./mq9-call.js";
 import type { RestRouter } from "./rest-router.js";
-
-function summary(stats: MailboxStats) {
-  const { depth } = stats;
-  return {
-    mail_address: stats.address,
-    desc: stats.desc,
-    ttl: stats.ttlSeconds,
-    created_at: stats.createdMs,
-    expires_at: stats.expiresMs ?? null,
-    depth,
-    messages: depth.critical + depth.urgent + depth.normal,
-    bytes: stats.bytes,
-    oldest_at: stats.oldestMs ?? null,
-    delayed: stats.delayed,
-    groups: stats.groups,
-  };
-}
 
 /** The NATS header block a SEND carries for these options (what an SDK would send). */
 function sendHeader(body: {
@@ -81,16 +69,14 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     method: "GET",
     path: "/api/v1/mailboxes",
     tag: "Mailboxes",
-    summary: "List mailboxes with their depth per priority",
+    summary: "List mailboxes with their depth per priority (MAILBOX.LIST)",
     query: MailboxListQuery,
     responses: { 200: { description: "the live mailboxes, by address", schema: MailboxList } },
     errors: [400, 501],
-    handler: async ({ query }) => {
-      const found = await inspectable(engine).listMailboxes({
-        search: query.search,
-        limit: query.limit ?? 200,
-      });
-      return { status: 200, body: { mailboxes: found.map(summary) } };
+    handler: async ({ query, principal }) => {
+      inspectable(engine);
+      const request = { search: query.search, limit: query.limit };
+      return { status: 200, body: await callMq9(service, Subjects.mailboxList, request, { principal }) };
     },
   });
 
@@ -112,13 +98,14 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     method: "GET",
     path: "/api/v1/mailboxes/:address",
     tag: "Mailboxes",
-    summary: "A mailbox with its consumer groups' lag and leases",
+    summary: "A mailbox with its consumer groups' position, lag and leases (MAILBOX.INFO)",
     params: AddressParams,
     responses: { 200: { description: "the mailbox", schema: MailboxDetail } },
     errors: [400, 404, 501],
-    handler: async ({ params }) => {
-      const { mailbox, groups } = await inspectable(engine).describeMailbox(params.address);
-      return { status: 200, body: { mailbox: summary(mailbox), groups } };
+    handler: async ({ params, principal }) => {
+      inspectable(engine);
+      const subject = Subjects.mailboxInfo(params.address);
+      return { status: 200, body: await callMq9(service, subject, {}, { principal }) };
     },
   });
 
@@ -126,12 +113,13 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     method: "DELETE",
     path: "/api/v1/mailboxes/:address",
     tag: "Mailboxes",
-    summary: "Delete a mailbox with its messages and groups",
+    summary: "Delete a mailbox with its messages and groups (MAILBOX.DELETE)",
     params: AddressParams,
     responses: { 200: { description: "deleted", schema: Deleted } },
     errors: [400, 404, 501],
-    handler: async ({ params }) => {
-      await inspectable(engine).deleteMailbox(params.address);
+    handler: async ({ params, principal }) => {
+      inspectable(engine);
+      await callMq9(service, Subjects.mailboxDelete(params.address), {}, { principal });
       return { status: 200, body: { deleted: true } };
     },
   });
@@ -140,14 +128,66 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     method: "POST",
     path: "/api/v1/mailboxes/:address/purge",
     tag: "Mailboxes",
-    summary: "Delete every message of a mailbox (it and its groups stay)",
+    summary:
+      "Delete the messages of a mailbox that match every filter given, or all of them (MAILBOX.PURGE); it and its groups stay",
     params: AddressParams,
+    body: PurgeFilter,
     responses: { 200: { description: "purged", schema: Purged } },
     errors: [400, 404, 501],
-    handler: async ({ params }) => ({
-      status: 200,
-      body: { purged: await inspectable(engine).purgeMailbox(params.address) },
-    }),
+    handler: async ({ params, body, principal }) => {
+      inspectable(engine);
+      const subject = Subjects.mailboxPurge(params.address);
+      return { status: 200, body: await callMq9(service, subject, body ?? {}, { principal }) };
+    },
+  });
+
+  router.add({
+    method: "GET",
+    path: "/api/v1/mailboxes/:address/groups",
+    tag: "Mailboxes",
+    summary: "The consumer groups of a mailbox: position, pending, leased, lag (GROUP.LIST)",
+    params: AddressParams,
+    responses: { 200: { description: "by name", schema: GroupList } },
+    errors: [400, 404, 501],
+    handler: async ({ params, principal }) => {
+      inspectable(engine);
+      const subject = Subjects.groupList(params.address);
+      return { status: 200, body: await callMq9(service, subject, {}, { principal }) };
+    },
+  });
+
+  router.add({
+    method: "GET",
+    path: "/api/v1/mailboxes/:address/groups/:group",
+    tag: "Mailboxes",
+    summary: "One consumer group of a mailbox (GROUP.INFO)",
+    params: GroupParams,
+    responses: { 200: { description: "the group", schema: GroupDetail } },
+    errors: [400, 404, 501],
+    handler: async ({ params, principal }) => {
+      inspectable(engine);
+      const subject = Subjects.groupInfo(params.address);
+      const request = { group_name: params.group };
+      return { status: 200, body: await callMq9(service, subject, request, { principal }) };
+    },
+  });
+
+  router.add({
+    method: "POST",
+    path: "/api/v1/mailboxes/:address/groups/:group/reset",
+    tag: "Mailboxes",
+    summary:
+      "Restart a consumer group at a msg_id, a time, the earliest or the latest message; its leases are dropped (GROUP.RESET)",
+    params: GroupParams,
+    body: GroupReset,
+    responses: { 200: { description: "the group as it now stands", schema: GroupDetail } },
+    errors: [400, 404, 501],
+    handler: async ({ params, body, principal }) => {
+      inspectable(engine);
+      const subject = Subjects.groupReset(params.address);
+      const request = { ...body, group_name: params.group };
+      return { status: 200, body: await callMq9(service, subject, request, { principal }) };
+    },
   });
 
   router.add({

@@ -1,3 +1,4 @@
+import { Subjects } from "@mq9/protocol";
 import type { FastifyInstance } from "fastify";
 import type { ForgetOutcome } from "../../cluster/cluster-members.js";
 import type { ClusterView } from "../../cluster/cluster-node.js";
@@ -15,9 +16,11 @@ import {
   Forgotten,
   MetricsHistory,
   MetricsSummary,
+  ServerDetail,
 } from "./api-schemas.js";
 import { mountMailboxRoutes } from "./mailbox-routes.js";
 import { MetricsSampler } from "./metrics-sampler.js";
+import { callMq9 } from "./mq9-call.js";
 import { openApiDocument } from "./openapi-document.js";
 import { bodyParseError, RestRouter } from "./rest-router.js";
 
@@ -161,6 +164,20 @@ export class RestApi {
         }
         return { status: 200, body: { forgotten: params.node } };
       },
+    });
+
+    router.add({
+      method: "GET",
+      path: "/api/v1/server",
+      tag: "System",
+      summary:
+        "The broker: version, uptime, store, connections, subscriptions, memory, disk, cluster (SERVER.INFO)",
+      responses: { 200: { description: "the broker now", schema: ServerDetail } },
+      errors: [],
+      handler: async ({ principal }) => ({
+        status: 200,
+        body: await callMq9(options.service, Subjects.serverInfo, {}, { principal }),
+      }),
     });
 
     router.add({

@@ -30,6 +30,7 @@ import type {
   MailboxStats,
   MailboxStatsOptions,
   OwnedMailboxes,
+  PurgeFilter,
   StoreInspection,
   StoreTotals,
 } from "../store-inspection.js";
@@ -768,8 +769,12 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
     return this.inspection.deleteMailbox(address, nowMs);
   }
 
-  purgeMailbox(address: string, nowMs: number): Promise<number | undefined> {
-    return this.inspection.purgeMailbox(address, nowMs);
+  purgeMailbox(address: string, nowMs: number, filter?: PurgeFilter): Promise<number | undefined> {
+    return this.inspection.purgeMailbox(address, nowMs, filter);
+  }
+
+  resetGroup(address: string, group: string, fromId: number, nowMs: number): Promise<boolean> {
+    return this.inspection.resetGroup(address, group, fromId, nowMs);
   }
 
   describe(): string {
