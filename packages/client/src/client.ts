@@ -7,9 +7,17 @@ import {
   type AgentUnregisterRequest,
   Defaults,
   type FetchRequest,
+  type GroupInfoReply,
+  type GroupListReply,
+  type GroupSummary,
+  type MailboxInfoReply,
+  type MailboxListReply,
+  type MailboxPurgeReply,
+  type MailboxSummary,
   type MessageItem,
   Mq9Error,
   type Mq9Reply,
+  type ServerInfoReply,
   Subjects,
 } from "@mq9/protocol";
 import type { NatsConnection } from "nats";
@@ -17,6 +25,13 @@ import { pause, retryDelay } from "./backoff.js";
 import { ConnectionWatcher } from "./connection-watcher.js";
 import { type ConsumeOptions, Consumer, type ConsumerSource, type MessageHandler } from "./consumer.js";
 import { Heartbeat, type HeartbeatOptions } from "./heartbeat.js";
+import {
+  type GroupResetPosition,
+  type MailboxListOptions,
+  type PurgeFilter,
+  purgeBody,
+  resetBody,
+} from "./inspection-bodies.js";
 import { type ClientLogger, stderrLogger } from "./logger.js";
 import { Mq9Message } from "./message.js";
 import { targetAddress } from "./mq9-uri.js";
@@ -241,6 +256,69 @@ export class Mq9Client {
       });
     }
     return this.call(Subjects.delete(targetAddress(mailbox), msgId), json({}), readReply.delete);
+  }
+
+  /** Live mailboxes (all, or those whose address contains `search`), by address: depth, bytes, groups. */
+  async listMailboxes(options: MailboxListOptions = {}): Promise<MailboxSummary[]> {
+    const body = json({ search: options.search, limit: options.limit });
+    return (await this.call<MailboxListReply>(Subjects.mailboxList, body, readReply.envelope)).mailboxes;
+  }
+
+  /** One mailbox: stored count and bytes per priority, oldest and newest message, delayed, its groups. */
+  async mailboxInfo(mailbox: string): Promise<Omit<MailboxInfoReply, "error" | "code">> {
+    const subject = Subjects.mailboxInfo(targetAddress(mailbox));
+    const { mailbox: summary, groups } = await this.call<MailboxInfoReply>(
+      subject,
+      json({}),
+      readReply.envelope,
+    );
+    return { mailbox: summary, groups };
+  }
+
+  /**
+   * Deletes the messages of a mailbox that match every filter given, or all of them (delayed ones
+   * too) with none; the mailbox and its groups stay. Resolves with how many stored messages went.
+   */
+  async purgeMailbox(mailbox: string, filter: PurgeFilter = {}): Promise<number> {
+    const subject = Subjects.mailboxPurge(targetAddress(mailbox));
+    return (await this.call<MailboxPurgeReply>(subject, json(purgeBody(filter)), readReply.envelope)).purged;
+  }
+
+  /** Deletes a mailbox with its messages and groups. */
+  async deleteMailbox(mailbox: string): Promise<void> {
+    await this.call(Subjects.mailboxDelete(targetAddress(mailbox)), json({}), readReply.envelope);
+  }
+
+  /** The consumer groups of a mailbox: position, pending, leased, lag in messages and seconds. */
+  async listGroups(mailbox: string): Promise<GroupSummary[]> {
+    const subject = Subjects.groupList(targetAddress(mailbox));
+    return (await this.call<GroupListReply>(subject, json({}), readReply.envelope)).groups;
+  }
+
+  /** One consumer group of a mailbox (GROUP_NOT_FOUND when it has none of that name). */
+  async groupInfo(mailbox: string, group: string): Promise<GroupSummary> {
+    const subject = Subjects.groupInfo(targetAddress(mailbox));
+    return (await this.call<GroupInfoReply>(subject, json({ group_name: group }), readReply.envelope)).group;
+  }
+
+  /**
+   * Restarts a consumer group at a msg_id, a time, or the earliest or latest message: its leases
+   * are dropped and its next FETCH starts there. Resolves with the group as it then stands.
+   */
+  async resetGroup(mailbox: string, group: string, position: GroupResetPosition): Promise<GroupSummary> {
+    const subject = Subjects.groupReset(targetAddress(mailbox));
+    const body = json(resetBody(group, position));
+    return (await this.call<GroupInfoReply>(subject, body, readReply.envelope)).group;
+  }
+
+  /** The broker: version, uptime, store, connections, memory, disk, cluster (admins only, with users). */
+  async serverInfo(): Promise<Omit<ServerInfoReply, "error" | "code">> {
+    const {
+      error: _ok,
+      code: _none,
+      ...info
+    } = await this.call<ServerInfoReply>(Subjects.serverInfo, json({}), readReply.envelope);
+    return info;
   }
 
   /** Registers (or re-registers) an agent; the body is stored and returned by discover() as given. */

@@ -26,8 +26,12 @@ export type {
   AgentReportRequest,
   AgentUnregisterRequest,
   DeliverPolicy,
+  GroupSummary,
+  MailboxInfoReply,
+  MailboxSummary,
   Mq9ErrorCode,
   Priority,
+  ServerInfoReply,
 } from "@mq9/protocol";
 export { Mq9Error } from "@mq9/protocol";
 export { agentInfoOf } from "./agent-info.js";
@@ -36,6 +40,7 @@ export { Mq9Client, type Mq9ClientOptions } from "./client.js";
 export { type ConnectOptions, connect, DEFAULT_SERVER } from "./connect.js";
 export { ConsumedMessage, type ConsumeOptions, Consumer, type MessageHandler } from "./consumer.js";
 export { Heartbeat, type HeartbeatOptions } from "./heartbeat.js";
+export type { GroupResetPosition, MailboxListOptions, PurgeFilter } from "./inspection-bodies.js";
 export { type ClientLogger, quietLogger, stderrLogger } from "./logger.js";
 export { Mq9Message } from "./message.js";
 export { formatMq9Uri, type Mq9Uri, type Mq9UriParts, parseMq9Uri } from "./mq9-uri.js";
