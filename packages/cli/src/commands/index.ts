@@ -16,6 +16,7 @@ interface Verb {
 export const VERBS: readonly Verb[] = [
   { name: "serve", load: async () => (await import("./serve.js")).registerServe },
   { name: "mailbox", load: async () => (await import("./mailbox.js")).registerMailbox },
+  { name: "group", load: async () => (await import("./group.js")).registerGroup },
   { name: "send", load: async () => (await import("./send.js")).registerSend },
   { name: "fetch", load: async () => (await import("./fetch.js")).registerFetch },
   { name: "ack", load: async () => (await import("./ack.js")).registerAck },
@@ -30,6 +31,7 @@ export const VERBS: readonly Verb[] = [
   { name: "mcp", load: async () => (await import("./mcp.js")).registerMcp },
   { name: "cluster", load: async () => (await import("./cluster.js")).registerCluster },
   { name: "context", load: async () => (await import("./context.js")).registerContext },
+  { name: "server", load: async () => (await import("./server.js")).registerServer },
 ];
 
 const VERSION_FLAGS = new Set(["-V", "--version"]);
