@@ -56,6 +56,18 @@ describe("docs/client.md", () => {
       ]);
     });
 
+    it("inspection: prints what the page says", async () => {
+      const dir = `${root}node_modules/.cache/mq9-docs`;
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(`${dir}/sdk-inspection.mjs`, example("sdk-inspection"));
+      const { stdout } = await promisify(execFile)(process.execPath, [`${dir}/sdk-inspection.mjs`], {
+        env: { ...process.env, MQ9_SERVER: server },
+        timeout: 20_000,
+      });
+      expect(stdout.trim().split("\n")).toEqual(["true 2", "workers 1 1", "1", "1", "SQLite"]);
+      expect(doc).toContain("It prints `true 2`, `workers 1 1`, `1`, `1` and `SQLite`.");
+    });
+
     it("command line: every line succeeds and the messages end up where the page says", async () => {
       const lines = example("cli-quickstart")
         .split("\n")
