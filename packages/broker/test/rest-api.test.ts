@@ -872,7 +872,14 @@ describe("REST API v1 with users", () => {
 describe("REST API v1 over a store without the inspection operations", () => {
   it("answers 501 for listing, describing, purging and deleting mailboxes; the mq9 operations work", async () => {
     const inner = new SqliteStore({ dataDir: ":memory:" });
-    const hidden = new Set(["mailboxStats", "groupStats", "totals", "deleteMailbox", "purgeMailbox"]);
+    const hidden = new Set([
+      "mailboxStats",
+      "groupStats",
+      "totals",
+      "deleteMailbox",
+      "purgeMailbox",
+      "resetGroup",
+    ]);
     const store = new Proxy(inner, {
       get: (target, name) => {
         if (typeof name === "string" && hidden.has(name)) return undefined;
