@@ -187,7 +187,7 @@ export class PostgresInspection implements StoreInspection {
     );
     if (found.length === 0) return false;
     // A reset claim of nothing: the group's row starts over and its deliveries (leases) go.
-    await this.query("SELECT count(*) FROM mq9_claim($1, $2, $3, $4, true, 0, 0, $4)", [
+    await this.query("SELECT count(*) FROM mq9_claim($1, $2, $3, $4, true, 0, 0, $4, NULL, NULL, NULL)", [
       address,
       group,
       fromId,
