@@ -68,6 +68,11 @@ onEachBrokerKind((start, where) => {
           lag: 2,
           lag_seconds: expect.any(Number),
           oldest_unacked_at: expect.any(Number),
+          redelivered: 0,
+          dead_lettered: 0,
+          max_deliver: null,
+          backoff_ms: [],
+          members: [{ member: expect.any(String), leased: 1 }],
         },
       ]);
     });
@@ -88,7 +93,9 @@ onEachBrokerKind((start, where) => {
       expect(info.group).toMatchObject({ name: "g", lag: 2, leased: 1, pending: 1 });
       expect((info.group.position as Record<string, number>).normal).toBe(second);
       const listed = await t.request<{ groups: Reply[] }>(Subjects.groupList("ins.g"));
-      expect(listed.groups).toEqual([info.group]);
+      const { leases, ...counts } = info.group;
+      expect(leases).toHaveLength(1);
+      expect(listed.groups).toEqual([counts]);
 
       const reset = await t.request<{ group: Reply }>(Subjects.groupReset("ins.g"), {
         group_name: "g",
@@ -115,6 +122,83 @@ onEachBrokerKind((start, where) => {
         from_time: Math.floor(Date.now() / 1000) + 60,
       });
       expect(fromTime.group).toMatchObject({ lag: 0 });
+    });
+
+    it("GROUP.INFO names who holds each lease, how often it was delivered and why it failed; GROUP.RELEASE ends a member's leases", async () => {
+      await t.request(Subjects.mailboxCreate, { name: "ins.leases" });
+      for (const text of ["a", "b", "c", "d"]) await send("ins.leases", text);
+      const fetch = (member: string, extra: Record<string, unknown> = {}) =>
+        t.request<{ messages: { msg_id: number }[] }>(Subjects.fetch("ins.leases"), {
+          group_name: "w",
+          deliver: "earliest",
+          member,
+          config: { num_msgs: 2, max_wait_ms: 0, lease_ms: 60_000, ...extra },
+        });
+      const first = (await fetch("alice", { max_deliver: 4, backoff_ms: [60_000] })).messages;
+      const second = (await fetch("bob")).messages;
+      expect(
+        (
+          await t.request(Subjects.nak("ins.leases"), {
+            group_name: "w",
+            msg_id: first[1].msg_id,
+            reason: "flaky",
+          })
+        ).error,
+      ).toBe("");
+      const info = await t.request<{ group: Reply }>(Subjects.groupInfo("ins.leases"), { group_name: "w" });
+      expect(info.error).toBe("");
+      expect(info.group).toMatchObject({
+        leased: 3,
+        redelivered: 0,
+        dead_lettered: 0,
+        max_deliver: 4,
+        backoff_ms: [60_000],
+        members: [
+          { member: "bob", leased: 2 },
+          { member: "alice", leased: 1 },
+        ],
+      });
+      const leases = info.group.leases as Reply[];
+      expect(leases.map((l) => [l.msg_id, l.member, l.delivery_count, l.state, l.reason])).toEqual([
+        [first[0].msg_id, "alice", 1, "leased", null],
+        [first[1].msg_id, "alice", 1, "waiting", "flaky"],
+        [second[0].msg_id, "bob", 1, "leased", null],
+        [second[1].msg_id, "bob", 1, "leased", null],
+      ]);
+      expect(leases[1].retry_at).toBeGreaterThan(Date.now() + 50_000);
+      // GROUP.LIST carries the counts, not each lease.
+      const list = await t.request<{ groups: Reply[] }>(Subjects.groupList("ins.leases"));
+      expect(list.groups[0]).toMatchObject({ name: "w", members: info.group.members });
+      expect(list.groups[0]).not.toHaveProperty("leases");
+
+      // bob hangs: his leases end now and carol gets them at once, as a second delivery.
+      const released = await t.request<{ released: number }>(Subjects.groupRelease("ins.leases"), {
+        group_name: "w",
+        member: "bob",
+      });
+      expect(released, JSON.stringify(released)).toEqual({ error: "", released: 2 });
+      const carol = await fetch("carol", { num_msgs: 10 });
+      expect(texts(carol)).toEqual(["c", "d"]);
+      const after = await t.request<{ group: Reply }>(Subjects.groupInfo("ins.leases"), { group_name: "w" });
+      expect(after.group).toMatchObject({ redelivered: 2 });
+      expect((after.group.members as Reply[]).map((m) => m.member)).toEqual(["carol", "alice"]);
+      expect(await t.request(Subjects.groupRelease("ins.leases"), { group_name: "w" })).toEqual({
+        error: "",
+        released: 3,
+      });
+
+      const bad: [string, unknown, RegExp][] = [
+        ["ins.leases", { group_name: "w", who: "x" }, /unknown field 'who'/],
+        ["ins.leases", { member: "bob" }, /missing field 'group_name'/],
+        ["ins.leases", "{no", /invalid GROUP.RELEASE payload/],
+        ["ins.leases", { group_name: "nope" }, /group nope of mailbox ins.leases does not exist/],
+        ["ins.none", { group_name: "w" }, /mailbox ins.none does not exist/],
+      ];
+      for (const [box, body, error] of bad) {
+        expect((await t.request(Subjects.groupRelease(box), body as Record<string, unknown>)).error).toMatch(
+          error,
+        );
+      }
     });
 
     it("MAILBOX.PURGE by key, tag, priority and age (all must hold); none purges all, groups stay", async () => {

@@ -143,6 +143,11 @@ describe("REST API v1 against its OpenAPI document", () => {
         lag: 2,
         lag_seconds: expect.any(Number),
         oldest_unacked_at: expect.any(Number),
+        redelivered: 0,
+        dead_lettered: 0,
+        max_deliver: null,
+        backoff_ms: [],
+        members: [{ member: expect.any(String), leased: 1 }],
       },
     ]);
     await c.check({
@@ -279,6 +284,30 @@ describe("REST API v1 against its OpenAPI document", () => {
       path: "/api/v1/mailboxes/{address}/groups/{group}/reset",
       url: `/api/v1/mailboxes/${gbox}/groups/nope/reset`,
       body: { deliver: "earliest" },
+      status: 404,
+    });
+    const releasePath = "/api/v1/mailboxes/{address}/groups/{group}/release";
+    const released = await c.check({
+      method: "POST",
+      path: releasePath,
+      url: `/api/v1/mailboxes/${gbox}/groups/g1/release`,
+      body: { member: "nobody" },
+      status: 200,
+    });
+    expect(released.body).toEqual({ released: 0 });
+    await c.check({
+      method: "POST",
+      path: releasePath,
+      url: `/api/v1/mailboxes/${gbox}/groups/g1/release`,
+      body: { member: 7 },
+      status: 400,
+      error: /body.member/,
+    });
+    await c.check({
+      method: "POST",
+      path: releasePath,
+      url: `/api/v1/mailboxes/${gbox}/groups/nope/release`,
+      body: {},
       status: 404,
     });
     const purged = await c.check({

@@ -101,7 +101,9 @@ describe("mq9 group ls|info|reset", () => {
     await sdk.fetch(name, { group: "g", deliver: "earliest", batch: 2 });
 
     const ls = await mq9(["group", "ls", name]);
-    expect(ls.stdout.split("\n")[0]).toMatch(/^GROUP\s+PENDING\s+LEASED\s+LAG\s+LAG_S\s+POSITION/);
+    expect(ls.stdout.split("\n")[0]).toMatch(
+      /^GROUP\s+PENDING\s+LEASED\s+LAG\s+LAG_S\s+REDELIVERED\s+DEAD\s+MEMBERS\s+POSITION/,
+    );
     expect(ls.stdout).toMatch(/^g +1 +2 +3 /m);
     expect(jsonLines((await mq9(["group", "ls", name, "--json"])).stdout)).toEqual([
       expect.objectContaining({ name: "g", leased: 2 }),
@@ -123,6 +125,83 @@ describe("mq9 group ls|info|reset", () => {
     const none = await mq9(["group", "info", name, "nope"]);
     expect(none.code).toBe(1);
     expect(none.stderr).toMatch(/GROUP_NOT_FOUND/);
+  });
+});
+
+describe("mq9 group info|release: who holds what", () => {
+  it("info lists each lease with its member and deliveries; release ends a member's leases", async () => {
+    const name = box();
+    await sdk.createMailbox({ name });
+    for (const text of ["1", "2"]) await sdk.send(name, text);
+    await sdk.fetch(name, { group: "g", deliver: "earliest", member: "worker-1", leaseMs: 60_000 });
+    const info = await mq9(["group", "info", name, "g"]);
+    expect(info.stdout).toMatch(/^members +worker-1 2$/m);
+    expect(info.stdout).toMatch(/^MSG_ID +STATE +MEMBER +DELIVERIES/m);
+    expect(info.stdout).toMatch(/^\d+ +leased +worker-1 +1 /m);
+    const released = await mq9(["group", "release", name, "g", "--member", "worker-1"]);
+    expect(released.stdout).toBe("released 2 leases\n");
+    const again = await sdk.fetch(name, { group: "g", member: "worker-2" });
+    expect(again.map((m) => [m.text(), m.deliveryCount])).toEqual([
+      ["1", 2],
+      ["2", 2],
+    ]);
+    expect(JSON.parse((await mq9(["group", "release", name, "g", "--json"])).stdout)).toEqual({
+      released: 2,
+    });
+    const missing = await mq9(["group", "release", name, "nope"]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/GROUP_NOT_FOUND/);
+  });
+});
+
+describe("mq9 dlq ls|retry|purge and mailbox create --max-deliver", () => {
+  it("a message that keeps failing is listed with where, how often and why; retry and purge", async () => {
+    const name = box("dlq");
+    const created = await mq9(["mailbox", "create", name, "--max-deliver", "1"]);
+    expect(created.code).toBe(0);
+    expect((await mq9(["mailbox", "info", name])).stdout).toMatch(
+      new RegExp(`^dead letters +${name}\\.dlq$`, "m"),
+    );
+    expect((await mq9(["dlq", "ls", name])).stdout).toBe("(no dead letters)\n");
+    await sdk.send(name, "poison 1");
+    await sdk.send(name, "poison 2");
+    const held = await sdk.fetch(name, { group: "g", deliver: "earliest" });
+    await sdk.nak(name, "g", held[0].msgId, { terminal: true, reason: "cannot parse" });
+    await sdk.nak(name, "g", held[1].msgId, { terminal: true, reason: "cannot parse" });
+    let letters: Record<string, unknown>[] = [];
+    for (let i = 0; i < 100 && letters.length < 2; i++) {
+      letters = jsonLines((await mq9(["dlq", "ls", name, "--json"])).stdout);
+      if (letters.length < 2) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(letters.map((l) => [l.payload, l.from_mailbox, l.from_group, l.delivery_count, l.reason])).toEqual(
+      [
+        ["poison 1", name, "g", 1, "cannot parse"],
+        ["poison 2", name, "g", 1, "cannot parse"],
+      ],
+    );
+    const table = await mq9(["dlq", "ls", name]);
+    expect(table.stdout.split("\n")[0]).toMatch(
+      /^MSG_ID\s+FROM\s+GROUP\s+DELIVERIES\s+DEAD AT\s+REASON\s+PAYLOAD$/,
+    );
+    expect(table.stdout).toMatch(/cannot parse +poison 1/);
+
+    const neither = await mq9(["dlq", "retry", name]);
+    expect(neither.code).toBe(2);
+    expect(neither.stderr).toMatch(/exactly one of --id <msg_id> and --all/);
+    const one = await mq9(["dlq", "retry", name, "--id", String(letters[0].msg_id)]);
+    expect(one.stdout).toBe(`sent 1 dead letter back to ${name}\n`);
+    expect((await sdk.fetch(name, { group: "g" })).map((m) => m.text())).toEqual(["poison 1"]);
+    const gone = await mq9(["dlq", "retry", name, "--id", String(letters[0].msg_id)]);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toMatch(/message not found/);
+
+    expect((await mq9(["dlq", "purge", name])).code).toBe(2);
+    expect((await mq9(["dlq", "purge", name, "--yes"])).stdout).toBe(`deleted 1 dead letter of ${name}\n`);
+    expect((await mq9(["dlq", "ls", name])).stdout).toBe("(no dead letters)\n");
+    expect(JSON.parse((await mq9(["dlq", "purge", name, "--yes", "--json"])).stdout)).toEqual({ purged: 0 });
+    const unknown = await mq9(["dlq", "ls", `${name}x`]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/does not exist/);
   });
 });
 

@@ -9,6 +9,7 @@ import {
   type FetchRequest,
   type GroupInfoReply,
   type GroupListReply,
+  type GroupReleaseReply,
   type GroupSummary,
   type MailboxInfoReply,
   type MailboxListReply,
@@ -309,6 +310,17 @@ export class Mq9Client {
     const subject = Subjects.groupReset(targetAddress(mailbox));
     const body = json(resetBody(group, position));
     return (await this.call<GroupInfoReply>(subject, body, readReply.envelope)).group;
+  }
+
+  /**
+   * Ends the running leases of `member` (every member's when omitted) in a group now, so the
+   * group's other members get those messages at once (a consumer that hangs). Resolves with how
+   * many leases ended.
+   */
+  async releaseLeases(mailbox: string, group: string, member?: string): Promise<number> {
+    const subject = Subjects.groupRelease(targetAddress(mailbox));
+    const body = member === undefined ? { group_name: group } : { group_name: group, member };
+    return (await this.call<GroupReleaseReply>(subject, json(body), readReply.envelope)).released;
   }
 
   /** The broker: version, uptime, store, connections, memory, disk, cluster (admins only, with users). */

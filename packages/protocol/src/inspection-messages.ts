@@ -31,6 +31,10 @@ export interface MailboxSummary {
   /** Delayed messages not due yet (not counted in `messages`). */
   delayed: number;
   groups: number;
+  /** The default delivery limit of its groups; null: none. */
+  max_deliver: number | null;
+  /** Where its dead letters go. */
+  dead_letter: string;
 }
 
 export interface MailboxListReply extends Mq9Reply {
@@ -51,8 +55,41 @@ export interface GroupSummary {
   /** Age of the oldest live message the group has not ACKed; 0 when there is none. */
   lag_seconds: number;
   oldest_unacked_at: number | null;
-  // Reserved: `members` and `leases` (per lease: member, delivery count, expiry) come with
-  // named consumer members; clients must ignore fields they do not know.
+  /** Messages in flight delivered more than once. */
+  redelivered: number;
+  /** Messages the group gave up to the dead-letter mailbox so far. */
+  dead_lettered: number;
+  /** The group's delivery limit (null: none) and backoff steps in ms. */
+  max_deliver: number | null;
+  backoff_ms: number[];
+  /** Per member, how many messages it holds leased now. */
+  members: { member: string; leased: number }[];
+  /** GROUP.INFO only: the messages in flight, by msg_id (at most 100); clients must ignore fields they do not know. */
+  leases?: LeaseSummary[];
+}
+
+/** A message a group has delivered and not ACKed. */
+export interface LeaseSummary {
+  msg_id: number;
+  /** The consumer holding it; null when it gave no name. */
+  member: string | null;
+  delivery_count: number;
+  /** `leased` (a member holds it), `waiting` (to be delivered again), `dead` (to the dead-letter mailbox). */
+  state: "leased" | "waiting" | "dead";
+  lease_until: number;
+  /** When a waiting message may go again. */
+  retry_at: number | null;
+  reason: string | null;
+}
+
+/** `$mq9.AI.GROUP.RELEASE.<mail_address>`: end a member's (or every member's) running leases now. */
+export interface GroupReleaseRequest {
+  group_name: string;
+  member?: string;
+}
+
+export interface GroupReleaseReply extends Mq9Reply {
+  released: number;
 }
 
 /** `$mq9.AI.MAILBOX.INFO.<mail_address>`. */

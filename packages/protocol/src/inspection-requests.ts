@@ -1,6 +1,7 @@
 import { Errors } from "./errors.js";
 import type {
   GroupInfoRequest,
+  GroupReleaseRequest,
   GroupResetRequest,
   MailboxListRequest,
   MailboxPurgeRequest,
@@ -79,6 +80,20 @@ export function parseGroupInfoRequest(body: Uint8Array): Parsed<GroupInfoRequest
       return { group_name: requiredGroup(obj) };
     },
     (reason) => Errors.invalidPayload("GROUP.INFO", reason),
+  );
+}
+
+export function parseGroupReleaseRequest(body: Uint8Array): Parsed<GroupReleaseRequest> {
+  return parseWith(
+    () => {
+      const { obj } = readJsonObject(body);
+      onlyFields(obj, ["group_name", "member"]);
+      const member = optionalString(obj, "member");
+      return member === undefined
+        ? { group_name: requiredGroup(obj) }
+        : { group_name: requiredGroup(obj), member };
+    },
+    (reason) => Errors.invalidPayload("GROUP.RELEASE", reason),
   );
 }
 

@@ -24,6 +24,7 @@ export const Subjects = {
   groupList: (mailAddress: string) => `${MQ9_PREFIX}.GROUP.LIST.${mailAddress}`,
   groupInfo: (mailAddress: string) => `${MQ9_PREFIX}.GROUP.INFO.${mailAddress}`,
   groupReset: (mailAddress: string) => `${MQ9_PREFIX}.GROUP.RESET.${mailAddress}`,
+  groupRelease: (mailAddress: string) => `${MQ9_PREFIX}.GROUP.RELEASE.${mailAddress}`,
   serverInfo: `${MQ9_PREFIX}.SERVER.INFO`,
 } as const;
 
@@ -34,7 +35,8 @@ export type MailboxAdminOp =
   | "mailbox.delete"
   | "group.list"
   | "group.info"
-  | "group.reset";
+  | "group.reset"
+  | "group.release";
 
 export type Mq9Command =
   | { op: "mailbox.create" }
@@ -71,6 +73,7 @@ const mailboxAdminCommands: [string, MailboxAdminOp][] = [
   ["GROUP.LIST.", "group.list"],
   ["GROUP.INFO.", "group.info"],
   ["GROUP.RESET.", "group.reset"],
+  ["GROUP.RELEASE.", "group.release"],
 ];
 
 const PREFIX_DOT = `${MQ9_PREFIX}.`;

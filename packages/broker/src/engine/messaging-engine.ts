@@ -14,6 +14,7 @@ import {
 } from "@mq9/protocol";
 import { BrokerDefaults } from "../broker-defaults.js";
 import { type Logger, silentLogger } from "../logger.js";
+import { canInspectLeases, type GroupLeaseReport } from "../store/lease-inspection.js";
 import { canReleaseLeases } from "../store/lease-release.js";
 import { type OneTripRequests, servesOneTrip } from "../store/one-trip-requests.js";
 import { isOutcomeUnknown } from "../store/storage-error.js";
@@ -460,6 +461,24 @@ export class MessagingEngine {
     const found = (await this.groups(address)).find((group) => group.name === name);
     if (!found) throw new Mq9Error("GROUP_NOT_FOUND", Errors.groupMissing(address, name));
     return found;
+  }
+
+  /** What a group holds in flight (at most `limit` leases); undefined when the store cannot say. */
+  async groupLeases(address: string, name: string, limit: number): Promise<GroupLeaseReport | undefined> {
+    if (!canInspectLeases(this.store)) return undefined;
+    return this.store.groupLeases(address, name, this.now(), limit);
+  }
+
+  /** Ends the running leases of `member` (every member's when undefined) now; returns how many. */
+  async releaseLeases(address: string, name: string, member: string | undefined): Promise<number> {
+    if (!canInspectLeases(this.store)) {
+      throw new Mq9Error("INVALID_REQUEST", "this broker's store cannot release leases");
+    }
+    await this.requireMailbox(address);
+    const released = await this.store.releaseMemberLeases(address, name, member, this.now());
+    if (released === undefined) throw new Mq9Error("GROUP_NOT_FOUND", Errors.groupMissing(address, name));
+    if (released > 0) this.notifier.notify(address);
+    return released;
   }
 
   /**

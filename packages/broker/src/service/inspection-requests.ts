@@ -6,6 +6,7 @@ import {
   Mq9Error,
   type Parsed,
   parseGroupInfoRequest,
+  parseGroupReleaseRequest,
   parseGroupResetRequest,
   parseMailboxListRequest,
   parseMailboxPurgeRequest,
@@ -21,6 +22,10 @@ function unwrap<T>(parsed: Parsed<T>): T {
   return parsed.value;
 }
 
+/** Leases read to count a group's members and redeliveries; GROUP.INFO lists the first SHOWN_LEASES. */
+const COUNTED_LEASES = 10_000;
+const SHOWN_LEASES = 100;
+
 /** What each operator's request on a mailbox is called in a permission error. */
 const DOING: Record<MailboxAdminOp, string> = {
   "mailbox.info": "INFO it",
@@ -29,6 +34,7 @@ const DOING: Record<MailboxAdminOp, string> = {
   "group.list": "list its groups",
   "group.info": "inspect its groups",
   "group.reset": "RESET its groups",
+  "group.release": "release its groups' leases",
 };
 
 /**
@@ -72,8 +78,14 @@ export class InspectionRequests {
       case "mailbox.info": {
         await allowed();
         const { mailbox, groups } = await engine.describeMailbox(address);
+        const reports = await Promise.all(
+          groups.map((g) => engine.groupLeases(address, g.name, COUNTED_LEASES)),
+        );
         const now = this.now();
-        return { mailbox: mailboxSummary(mailbox), groups: groups.map((g) => groupSummary(g, now)) };
+        return {
+          mailbox: mailboxSummary(mailbox),
+          groups: groups.map((g, i) => groupSummary(g, now, reports[i])),
+        };
       }
       case "mailbox.purge": {
         const { key, tag, priority, older_than_s } = unwrap(parseMailboxPurgeRequest(payload));
@@ -88,13 +100,25 @@ export class InspectionRequests {
       case "group.list": {
         await allowed();
         const groups = await engine.groups(address);
+        const reports = await Promise.all(
+          groups.map((g) => engine.groupLeases(address, g.name, COUNTED_LEASES)),
+        );
         const now = this.now();
-        return { groups: groups.map((g) => groupSummary(g, now)) };
+        return { groups: groups.map((g, i) => groupSummary(g, now, reports[i])) };
       }
       case "group.info": {
         const { group_name } = unwrap(parseGroupInfoRequest(payload));
         await allowed();
-        return { group: groupSummary(await engine.group(address, group_name), this.now()) };
+        const group = await engine.group(address, group_name);
+        const report = await engine.groupLeases(address, group_name, COUNTED_LEASES);
+        const summary = groupSummary(group, this.now(), report, true);
+        summary.leases = summary.leases?.slice(0, SHOWN_LEASES);
+        return { group: summary };
+      }
+      case "group.release": {
+        const { group_name, member } = unwrap(parseGroupReleaseRequest(payload));
+        await allowed();
+        return { released: await engine.releaseLeases(address, group_name, member) };
       }
       case "group.reset": {
         const reset = unwrap(parseGroupResetRequest(payload));
@@ -106,7 +130,8 @@ export class InspectionRequests {
               ? "from_time"
               : reset.deliver;
         const group = await engine.resetGroup(address, reset.group_name, { ...reset, deliver });
-        return { group: groupSummary(group, this.now()) };
+        const report = await engine.groupLeases(address, reset.group_name, COUNTED_LEASES);
+        return { group: groupSummary(group, this.now(), report) };
       }
     }
   }

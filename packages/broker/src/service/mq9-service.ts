@@ -203,6 +203,7 @@ export class Mq9Service implements Mq9RequestHandler {
       case "group.list":
       case "group.info":
       case "group.reset":
+      case "group.release":
         return this.inspection.mailboxOp(command.op, command.mailAddress, request.payload, caller);
       case "server.info":
         return this.inspection.server(caller);

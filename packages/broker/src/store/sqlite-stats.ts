@@ -89,6 +89,8 @@ export class SqliteStats {
         createdMs: box.created_ms,
         expiresMs: box.expires_ms ?? undefined,
         owner: box.owner ?? undefined,
+        maxDeliver: box.max_deliver ?? undefined,
+        deadLetter: box.dead_letter ?? undefined,
         depth,
         bytes,
         bytesByPriority,

@@ -33,7 +33,7 @@ function resetPosition(flags: ResetFlags): GroupResetPosition {
   return given[0];
 }
 
-/** `mq9 group ls|info|reset`. */
+/** `mq9 group ls|info|reset|release`. */
 export function registerGroup(program: Command): void {
   const group = program
     .command("group")
@@ -60,6 +60,27 @@ export function registerGroup(program: Command): void {
         const info = await client.groupInfo(mailbox, name);
         if (flags.json) printJson(info);
         else printGroupFields(info);
+      }),
+    );
+
+  clientCommand(group.command("release"))
+    .description(
+      "end a member's running leases now (every member's without --member): the others get the messages",
+    )
+    .argument("<mailbox>", "mail address or mq9://host/mail_address")
+    .argument("<group>", "the group's name")
+    .option("--member <name>", "only this member's leases (see `mq9 group info`)")
+    .addHelpText(
+      "after",
+      `
+Example:
+  mq9 group release agent.inbox workers --member worker-3   # worker-3 hangs`,
+    )
+    .action((mailbox: string, name: string, flags: ConnectionFlags & { member?: string }) =>
+      withClient(flags, async (client) => {
+        const released = await client.releaseLeases(mailbox, name, flags.member);
+        if (flags.json) printJson({ released });
+        else process.stdout.write(`released ${released} lease${released === 1 ? "" : "s"}\n`);
       }),
     );
 

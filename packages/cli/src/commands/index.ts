@@ -17,6 +17,7 @@ export const VERBS: readonly Verb[] = [
   { name: "serve", load: async () => (await import("./serve.js")).registerServe },
   { name: "mailbox", load: async () => (await import("./mailbox.js")).registerMailbox },
   { name: "group", load: async () => (await import("./group.js")).registerGroup },
+  { name: "dlq", load: async () => (await import("./dlq.js")).registerDlq },
   { name: "send", load: async () => (await import("./send.js")).registerSend },
   { name: "fetch", load: async () => (await import("./fetch.js")).registerFetch },
   { name: "ack", load: async () => (await import("./ack.js")).registerAck },

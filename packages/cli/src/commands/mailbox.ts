@@ -14,6 +14,8 @@ import { printGroupTable, printMailboxFields, printMailboxTable } from "./inspec
 interface CreateFlags extends ConnectionFlags {
   ttl?: number;
   desc?: string;
+  maxDeliver?: number;
+  deadLetter?: string;
 }
 
 interface ListFlags extends ConnectionFlags {
@@ -47,17 +49,30 @@ export function registerMailbox(program: Command): void {
     .argument("[name]", "lowercase letters, digits and dots; omitted: the broker generates one")
     .option("--ttl <seconds>", "the mailbox and its messages expire after this; 0 = never", integer("--ttl"))
     .option("--desc <text>", "free text stored with the mailbox")
+    .option(
+      "--max-deliver <n>",
+      "deliveries of a message before it goes to the dead-letter mailbox (its groups' default; 0 = no limit)",
+      integer("--max-deliver"),
+    )
+    .option("--dead-letter <mailbox>", "where dead letters go (default <name>.dlq)")
     .addHelpText(
       "after",
       `
 Examples:
   mq9 mailbox create agent.inbox                 # prints agent.inbox
+  mq9 mailbox create jobs --max-deliver 5        # a job failing 5 times goes to jobs.dlq
   mq9 mailbox create --ttl 3600                  # a generated name that lives an hour
   BOX=$(mq9 mailbox create --json | jq -r .mail_address)`,
     )
     .action((name: string | undefined, flags: CreateFlags) =>
       withClient(flags, async (client) => {
-        const address = await client.createMailbox({ name, ttlSeconds: flags.ttl, desc: flags.desc });
+        const address = await client.createMailbox({
+          name,
+          ttlSeconds: flags.ttl,
+          desc: flags.desc,
+          maxDeliver: flags.maxDeliver,
+          deadLetter: flags.deadLetter,
+        });
         if (flags.json) printJson({ mail_address: address });
         else process.stdout.write(`${address}\n`);
       }),

@@ -81,6 +81,8 @@ export const MailboxSummary = z
     newest_at: z.number().int().nullable().describe("unix milliseconds of the newest live message"),
     delayed: z.number().int().describe("delayed messages not due yet"),
     groups: z.number().int().describe("consumer groups"),
+    max_deliver: z.number().int().nullable().describe("default delivery limit of its groups; null = none"),
+    dead_letter: z.string().describe("where its dead letters go"),
   })
   .meta({ id: "MailboxSummary" });
 
@@ -93,8 +95,35 @@ export const GroupSummary = z
     lag: z.number().int().describe("live messages the group has not ACKed: pending + leased"),
     lag_seconds: z.number().int().describe("age of the oldest live message not ACKed; 0 when none"),
     oldest_unacked_at: z.number().int().nullable().describe("unix milliseconds of that message"),
+    redelivered: z.number().int().describe("messages in flight delivered more than once"),
+    dead_lettered: z.number().int().describe("messages the group gave up to the dead-letter mailbox"),
+    max_deliver: z.number().int().nullable().describe("deliveries before dead letters; null = no limit"),
+    backoff_ms: z.array(z.number().int()).describe("wait before the n-th redelivery, in ms"),
+    members: z
+      .array(z.object({ member: z.string(), leased: z.number().int() }))
+      .describe('per member ("" = unnamed), the messages it holds leased now'),
+    leases: z
+      .array(
+        z.object({
+          msg_id: z.number().int(),
+          member: z.string().nullable(),
+          delivery_count: z.number().int(),
+          state: z.enum(["leased", "waiting", "dead"]),
+          lease_until: z.number().int().describe("unix milliseconds"),
+          retry_at: z.number().int().nullable().describe("unix milliseconds a waiting message may go again"),
+          reason: z.string().nullable().describe("the last failure's reason"),
+        }),
+      )
+      .optional()
+      .describe("the group's messages in flight, by msg_id (at most 100; GROUP.INFO only)"),
   })
   .meta({ id: "Group" });
+
+export const GroupRelease = z
+  .object({ member: z.string().optional().describe("only this member's leases; absent: every member's") })
+  .meta({ id: "GroupReleaseRequest" });
+
+export const Released = z.object({ released: z.number().int().describe("leases ended") });
 
 export const GroupParams = AddressParams.extend({
   group: z.string().min(1).max(256).describe("the consumer group's name"),

@@ -15,6 +15,7 @@ import {
   GroupDetail,
   GroupList,
   GroupParams,
+  GroupRelease,
   GroupReset,
   MailboxDetail,
   MailboxList,
@@ -27,6 +28,7 @@ import {
   Purged,
   PurgeFilter,
   QueryQuery,
+  Released,
   Retried,
   RetryBody,
   SendMessage,
@@ -185,6 +187,23 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     handler: async ({ params, body, principal }) => {
       inspectable(engine);
       const subject = Subjects.groupReset(params.address);
+      const request = { ...body, group_name: params.group };
+      return { status: 200, body: await callMq9(service, subject, request, { principal }) };
+    },
+  });
+
+  router.add({
+    method: "POST",
+    path: "/api/v1/mailboxes/:address/groups/:group/release",
+    tag: "Mailboxes",
+    summary:
+      "End a member's (or every member's) running leases now: the group's others get the messages (GROUP.RELEASE)",
+    params: GroupParams,
+    body: GroupRelease,
+    responses: { 200: { description: "how many leases ended", schema: Released } },
+    errors: [400, 404],
+    handler: async ({ params, body, principal }) => {
+      const subject = Subjects.groupRelease(params.address);
       const request = { ...body, group_name: params.group };
       return { status: 200, body: await callMq9(service, subject, request, { principal }) };
     },

@@ -37,6 +37,8 @@ export class PostgresInspection implements StoreInspection {
       created_ms: number;
       expires_ms: number | null;
       owner: string | null;
+      max_deliver: number | null;
+      dead_letter: string | null;
       depth: number[] | null;
       bytes: string[] | null;
       oldest: number | null;
@@ -74,6 +76,8 @@ export class PostgresInspection implements StoreInspection {
         createdMs: row.created_ms,
         expiresMs: row.expires_ms ?? undefined,
         owner: row.owner ?? undefined,
+        maxDeliver: row.max_deliver ?? undefined,
+        deadLetter: row.dead_letter ?? undefined,
         depth,
         bytes: bytesByPriority.critical + bytesByPriority.urgent + bytesByPriority.normal,
         bytesByPriority,

@@ -53,13 +53,16 @@ export function printGroupTable(groups: GroupSummary[]): void {
     return;
   }
   printTable(
-    ["GROUP", "PENDING", "LEASED", "LAG", "LAG_S", "POSITION (C/U/N)"],
+    ["GROUP", "PENDING", "LEASED", "LAG", "LAG_S", "REDELIVERED", "DEAD", "MEMBERS", "POSITION (C/U/N)"],
     groups.map((g) => [
       g.name,
       String(g.pending),
       String(g.leased),
       String(g.lag),
       String(g.lag_seconds),
+      String(g.redelivered ?? 0),
+      String(g.dead_lettered ?? 0),
+      String(g.members?.length ?? 0),
       `${g.position.critical}/${g.position.urgent}/${g.position.normal}`,
     ]),
   );
@@ -79,6 +82,8 @@ export function printMailboxFields(m: MailboxSummary): void {
     ["newest", timeCell(m.newest_at)],
     ["delayed", String(m.delayed)],
     ["groups", String(m.groups)],
+    ["max deliver", m.max_deliver ? String(m.max_deliver) : "no limit"],
+    ["dead letters", m.dead_letter ?? "-"],
   ]);
 }
 
@@ -90,7 +95,29 @@ export function printGroupFields(g: GroupSummary): void {
     ["leased", String(g.leased)],
     ["lag", `${g.lag} messages, ${g.lag_seconds}s`],
     ["oldest un-ACKed", timeCell(g.oldest_unacked_at)],
+    ["redelivered", String(g.redelivered ?? 0)],
+    ["dead-lettered", String(g.dead_lettered ?? 0)],
+    ["max deliver", g.max_deliver ? String(g.max_deliver) : "no limit"],
+    ["backoff", g.backoff_ms?.length ? g.backoff_ms.map((ms) => `${ms}ms`).join(", ") : "none"],
+    [
+      "members",
+      g.members?.length ? g.members.map((m) => `${m.member || "(unnamed)"} ${m.leased}`).join(", ") : "-",
+    ],
   ]);
+  if (!g.leases || g.leases.length === 0) return;
+  process.stdout.write("\n");
+  printTable(
+    ["MSG_ID", "STATE", "MEMBER", "DELIVERIES", "UNTIL", "RETRY_AT", "REASON"],
+    g.leases.map((l) => [
+      String(l.msg_id),
+      l.state,
+      l.member ?? "-",
+      String(l.delivery_count),
+      timeCell(l.lease_until),
+      timeCell(l.retry_at),
+      l.reason ?? "-",
+    ]),
+  );
 }
 
 export function printServerFields(info: Omit<ServerInfoReply, "error" | "code">): void {
