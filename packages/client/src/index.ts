@@ -27,6 +27,7 @@ export type {
   AgentUnregisterRequest,
   DeliverPolicy,
   GroupSummary,
+  LeaseSummary,
   MailboxInfoReply,
   MailboxSummary,
   Mq9ErrorCode,

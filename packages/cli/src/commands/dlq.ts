@@ -111,7 +111,14 @@ Examples:
       withClient(flags, async (client) => {
         if ((flags.id === undefined) === !flags.all)
           throw new UsageError("give exactly one of --id <msg_id> and --all");
-        const retried = await client.retryDeadLetters(await deadLetterMailbox(client, mailbox), flags.id);
+        const target = await deadLetterMailbox(client, mailbox);
+        let retried = 0;
+        try {
+          retried = await client.retryDeadLetters(target, flags.id);
+        } catch (err) {
+          // No dead-letter mailbox yet: nothing to send back, unless one was named.
+          if (!(flags.all && err instanceof Mq9Error && err.code === "MAILBOX_NOT_FOUND")) throw err;
+        }
         if (flags.json) printJson({ retried });
         else
           process.stdout.write(`sent ${retried} dead letter${retried === 1 ? "" : "s"} back to ${mailbox}\n`);
