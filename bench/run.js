@@ -283,7 +283,7 @@ function report(cfg, results, machine, totalMs) {
   out.push(
     `runs: warm-up ${cfg.warmup}+${cfg.warmup}, then ${cfg.rounds} round(s) of SEND ${cfg.seqMessages} at 1 in flight and ` +
       `${cfg.messages} at ${cfg.concurrency} in flight, the systems taking turns (median round shown), ` +
-      `drain FETCH(${cfg.drainBatch})+ACK; ` +
+      `drain FETCH(${cfg.drainBatch})+ACK (mq9: delivery counts and a named member on); ` +
       `phases capped at ${cfg.phaseMs / 1000}s; temp dirs in ${process.env.BENCH_TMPDIR || os.tmpdir()}`,
   );
   out.push("");
