@@ -81,8 +81,9 @@ export interface ConsumeOptions {
   /** This consumer's name, shown with the leases it holds (default: the connection's name). */
   member?: string;
   /**
-   * NAK a message whose handler threw, with the error's text, so it comes back after the group's
-   * backoff instead of after its whole lease (default true; needs a group and a broker that knows NAK).
+   * NAK a message whose handler threw, with the error's text, so it comes back after `backoffMs`
+   * (without it: 1 s, 5 s, then every 30 s) instead of after its whole lease (default true; needs a
+   * group and a broker that knows NAK).
    */
   nakOnError?: boolean;
   /** false: leave out the raw header block of each message (see FetchOptions.headerBytes; default true). */
@@ -125,6 +126,12 @@ class LeftLoop extends Error {}
 const IDLE_PAUSE_MS = 100;
 /** Bound on remembered handled-but-not-yet-ACKed msg_ids. */
 const MAX_REMEMBERED = 10_000;
+/**
+ * Waits before a failed message comes back when the consumer sets no `backoffMs` (the n-th
+ * failure waits the n-th step): a handler failing on a downstream that is down must not spin.
+ */
+export const DEFAULT_RETRY_DELAYS_MS = [1_000, 5_000, 30_000];
+
 /** The protocol's default lease, assumed when the consumer does not set one. */
 const DEFAULT_LEASE_MS = 30_000;
 
@@ -449,7 +456,12 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
   private async nakFailed(acker: BatchAcker, index: number, message: ConsumedMessage): Promise<void> {
     const reason = this.failures.get(message.msgId) ?? "handler failed";
     this.failures.delete(message.msgId);
-    await this.giveBack(acker, index, message.msgId, { reason }).catch(() => {});
+    // With backoffMs the group's own steps apply (the broker knows them); else the default ones.
+    const count = message.deliveryCount ?? 1;
+    const delayMs = this.options.backoffMs
+      ? undefined
+      : DEFAULT_RETRY_DELAYS_MS[Math.min(count, DEFAULT_RETRY_DELAYS_MS.length) - 1];
+    await this.giveBack(acker, index, message.msgId, { reason, delayMs }).catch(() => {});
   }
 
   /** One NAK of a message of `acker`'s batch; once it is done, the batch's ACK passes over it. */

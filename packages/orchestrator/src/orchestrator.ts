@@ -281,12 +281,21 @@ function openTemplates({ options, report, log }: StartContext): OpenedTemplates 
   return { lookup: owned, owned };
 }
 
-/** The orchestrator's own mailboxes: its inbox, the router's, the task store's and the dead letters'. */
+/**
+ * The orchestrator's own mailboxes: its inbox, the router's, the task store's and the dead letters'.
+ * A message the router or the inbox cannot take after MAX_DELIVER tries joins the dead letters the
+ * orchestrator writes itself: one place to look (`mq9 dlq ls <router>`, traces).
+ */
 async function ensureMailboxes({ client, names }: StartContext): Promise<void> {
-  for (const mailbox of [names.inbox, names.router, names.tasks, names.deadLetters]) {
-    await client.ensureMailbox({ name: mailbox });
+  await client.ensureMailbox({ name: names.deadLetters });
+  for (const mailbox of [names.inbox, names.router]) {
+    await client.ensureMailbox({ name: mailbox, deadLetter: names.deadLetters, maxDeliver: MAX_DELIVER });
   }
+  await client.ensureMailbox({ name: names.tasks });
 }
+
+/** Tries of a message in the orchestrator's inbox or the router's before it is a dead letter. */
+const MAX_DELIVER = 10;
 
 /** The registry view, read once before anything is routed, then refreshed. */
 async function startDirectory(

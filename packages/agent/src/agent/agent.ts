@@ -38,10 +38,11 @@ export interface AgentOptions {
    */
   leaseMs?: number;
   /**
-   * Deliveries of one inbox message before the broker moves it to the inbox's dead-letter
-   * mailbox (`<inbox>.dlq`, readable with `mq9 dlq ls`): a message that kills the agent each time,
-   * or whose answer can never be sent, stops coming back (default 5; 0: no limit). A handler that
-   * throws is answered with an error envelope and does not count against it.
+   * Deliveries of one inbox message before the broker moves it to the dead letters (the
+   * orchestrator's, `<namespace>.dead`, for an inbox this agent creates; `mq9 dlq ls <inbox>`
+   * reads them): a message that kills the agent each time, or whose answer can never be sent,
+   * stops coming back (default 5; 0: no limit). A handler that throws is answered with an error
+   * envelope and does not count against it.
    */
   maxDeliver?: number;
   /** Seconds replies are kept in the asker's mailbox (default 7 days; traces are read from them). */
@@ -222,7 +223,9 @@ export abstract class Agent {
       (error) => this.onError(error),
     );
     const { mailbox } = this.manifest;
-    for (const name of [mailbox, controlMailbox(mailbox), handledMailbox(mailbox)]) {
+    // Its dead letters join the orchestrator's (a new inbox; one made before keeps `<inbox>.dlq`).
+    await client.ensureMailbox({ name: mailbox, deadLetter: this.names.deadLetters });
+    for (const name of [controlMailbox(mailbox), handledMailbox(mailbox)]) {
       await client.ensureMailbox({ name });
     }
     await this.register();

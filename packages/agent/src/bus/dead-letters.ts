@@ -1,5 +1,6 @@
-import { type Mq9Client, Mq9Error } from "@mq9/client";
-import type { Envelope } from "./envelope.js";
+import { type Mq9Client, Mq9Error, type Mq9Message } from "@mq9/client";
+import { Headers } from "@mq9/protocol";
+import { decodeEnvelope, type Envelope } from "./envelope.js";
 import { type BusNames, traceTag } from "./names.js";
 
 /** A message nobody could take, and why. */
@@ -13,6 +14,29 @@ export interface DeadLetter {
   raw?: string;
   /** Its msg_id in the dead-letter mailbox. */
   id?: number;
+}
+
+/**
+ * A dead letter as stored: one this bus wrote (a JSON letter), or a message the broker moved here
+ * after its deliveries ran out (its own body, with `mq9-dlq-*` headers saying where and why).
+ */
+function letterOf(m: Mq9Message): DeadLetter {
+  const h = m.headers;
+  const from = h[Headers.dlqMailbox];
+  if (from === undefined) return { ...m.json<DeadLetter>(), id: m.msgId };
+  const letter: DeadLetter = {
+    reason:
+      h[Headers.dlqReason] ??
+      `delivered ${h[Headers.dlqDeliveryCount] ?? "?"} times to group ${h[Headers.dlqGroup] ?? "?"} of ${from} without an ACK`,
+    at: Number(h[Headers.dlqTime] ?? m.createTime) * 1000,
+    id: m.msgId,
+  };
+  try {
+    letter.envelope = decodeEnvelope(m.json());
+  } catch {
+    letter.raw = m.text();
+  }
+  return letter;
 }
 
 /** The dead-letter mailbox: undeliverable messages with their reason, readable by any mq9 tool. */
@@ -58,7 +82,7 @@ export class DeadLetters {
         limit: Math.min(options.limit ?? 100, 100),
         tags: options.traceId ? [traceTag(options.traceId)] : undefined,
       });
-      return messages.map((m) => ({ ...m.json<DeadLetter>(), id: m.msgId }));
+      return messages.map((m) => letterOf(m));
     } catch (err) {
       if (err instanceof Mq9Error && err.code === "MAILBOX_NOT_FOUND") return [];
       throw err;
