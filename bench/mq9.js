@@ -105,7 +105,13 @@ export async function startWith({ payload, drainBatch }, { permissions }) {
     }
     // A named member, and the delivery counts every group FETCH carries: what a consumer pays for
     // poison-message handling and inspection.
-    const fetchOptions = { group: GROUP, deliver: "earliest", batch: drainBatch, maxWaitMs: 0, member: "bench-1" };
+    const fetchOptions = {
+      group: GROUP,
+      deliver: "earliest",
+      batch: drainBatch,
+      maxWaitMs: 0,
+      member: "bench-1",
+    };
     // Like JetStream's m.ack(), the ACK is not waited for before the next FETCH: it travels
     // ahead of that FETCH on the same connection. Its reply is checked one batch later.
     let pendingAck = Promise.resolve();
@@ -135,7 +141,8 @@ export async function startWith({ payload, drainBatch }, { permissions }) {
         for (const m of messages) {
           const len = m.payload.length; // decoded, as a real consumer would
           if (len !== payload.length) throw new Error(`mq9: got a ${len}-byte payload`);
-          if (m.deliveryCount !== 1) throw new Error(`mq9: delivery_count ${m.deliveryCount} on a first delivery`);
+          if (m.deliveryCount !== 1)
+            throw new Error(`mq9: delivery_count ${m.deliveryCount} on a first delivery`);
         }
         pendingAck = client.ack(MAILBOX, GROUP, messages[messages.length - 1].msgId);
         return messages.length;
