@@ -41,7 +41,8 @@ function letterRecord(letter: Mq9Message): Record<string, unknown> {
     from_group: h[Headers.dlqGroup] ?? null,
     from_msg_id: h[Headers.dlqMsgId] === undefined ? null : Number(h[Headers.dlqMsgId]),
     delivery_count: h[Headers.dlqDeliveryCount] === undefined ? null : Number(h[Headers.dlqDeliveryCount]),
-    reason: h[Headers.dlqReason] ?? null,
+    // A letter the orchestrator's bus wrote itself says why in its own header.
+    reason: h[Headers.dlqReason] ?? h["mq9-dead-reason"] ?? null,
     dead_at: h[Headers.dlqTime] === undefined ? null : Number(h[Headers.dlqTime]) * 1000,
   };
 }
