@@ -178,7 +178,6 @@ onEachStore((startBroker) =>
       const cases: [Record<string, unknown>, RegExp][] = [
         [{ name: "dl.bad1", max_deliver: -1 }, /'max_deliver' must be a non-negative integer/],
         [{ name: "dl.bad2", dead_letter: "Not Valid" }, /dead_letter: name may only contain/],
-        [{ name: "dl.bad3", dead_letter: "dl.bad3" }, /dead_letter must name another mailbox/],
       ];
       for (const [body, error] of cases) {
         expect((await t.request(Subjects.mailboxCreate, body)).error).toMatch(error);
@@ -221,7 +220,9 @@ onEachStore((startBroker) =>
       // A message that is no dead letter stays where it is, with a clear error.
       const plain = await box();
       const { msg_id } = await send(plain, "not a dead letter");
-      expect((await t.request(Subjects.retry(plain), { msg_id })).error).toMatch(/is not a dead letter/);
+      expect((await t.request(Subjects.retry(plain), { msg_id })).error).toMatch(
+        /^message not found: .* is not a dead letter/,
+      );
       expect(texts(await t.request(Subjects.query(plain), {}))).toEqual(["not a dead letter"]);
       expect((await t.request(Subjects.retry(plain), "{bad")).error).toMatch(/invalid MSG.RETRY payload/);
       expect((await t.request(Subjects.retry("no.such.dlq"), {})).error).toBe(

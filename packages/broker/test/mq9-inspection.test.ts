@@ -231,10 +231,10 @@ onEachBrokerKind((start, where) => {
       expect(info.mailbox).toMatchObject({ messages: 0, delayed: 0, groups: 1 });
     });
 
-    it("MAILBOX.DELETE removes the mailbox with its messages and groups", async () => {
+    it("MAILBOX.REMOVE removes the mailbox with its messages and groups", async () => {
       await t.request(Subjects.mailboxCreate, { name: "ins.d" });
       await send("ins.d", "x");
-      expect(await t.request(Subjects.mailboxDelete("ins.d"))).toEqual({ error: "" });
+      expect(await t.request(Subjects.mailboxRemove("ins.d"))).toEqual({ error: "" });
       expect(await t.request(Subjects.mailboxInfo("ins.d"))).toEqual({
         error: "mailbox ins.d does not exist",
         code: "MAILBOX_NOT_FOUND",
@@ -325,7 +325,7 @@ onEachBrokerKind((start, where) => {
       for (const subject of [
         Subjects.mailboxInfo("no.such"),
         Subjects.mailboxPurge("no.such"),
-        Subjects.mailboxDelete("no.such"),
+        Subjects.mailboxRemove("no.such"),
         Subjects.groupList("no.such"),
       ]) {
         expect(await t.request(subject), subject).toEqual({
@@ -371,7 +371,7 @@ describe("the operators' mq9 extensions with users configured", () => {
     });
     expect(await t.request(Subjects.mailboxInfo("alice.box"), {}, { nc: bob })).toEqual(denied("INFO it"));
     expect(await t.request(Subjects.mailboxPurge("alice.box"), {}, { nc: bob })).toEqual(denied("PURGE it"));
-    expect(await t.request(Subjects.mailboxDelete("alice.box"), {}, { nc: bob })).toEqual(
+    expect(await t.request(Subjects.mailboxRemove("alice.box"), {}, { nc: bob })).toEqual(
       denied("DELETE it"),
     );
     expect(await t.request(Subjects.groupList("alice.box"), {}, { nc: bob })).toEqual(
@@ -401,6 +401,6 @@ describe("the operators' mq9 extensions with users configured", () => {
       code: "PERMISSION_DENIED",
     });
     expect((await t.request(Subjects.serverInfo, {}, { nc: root })).error).toBe("");
-    expect((await t.request(Subjects.mailboxDelete("alice.box"), {}, { nc: alice })).error).toBe("");
+    expect((await t.request(Subjects.mailboxRemove("alice.box"), {}, { nc: alice })).error).toBe("");
   });
 });

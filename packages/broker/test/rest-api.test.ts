@@ -537,6 +537,20 @@ describe("REST API v1 against its OpenAPI document", () => {
     expect(await put.json()).toMatchObject({ code: "METHOD_NOT_ALLOWED" });
   });
 
+  it("a __proto__ key in a JSON body is dropped, not refused, and reaches nothing", async () => {
+    const res = await fetch(`${base}/api/v1/mailboxes`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: '{"name":"rest.proto","__proto__":{"ttl":5},"constructor":{"prototype":{"x":1}}}',
+    });
+    expect(res.status).toBe(201);
+    const info = (await (await fetch(`${base}/api/v1/mailboxes/rest.proto`)).json()) as {
+      mailbox: { ttl: number };
+    };
+    expect(info.mailbox.ttl).not.toBe(5);
+    expect(({} as Record<string, unknown>).ttl).toBeUndefined();
+  });
+
   it("dead letters: a NAK gives a message back, a terminal one sends it to dead letters, retry brings it back", async () => {
     const c = contract;
     const poison = "rest.poison";

@@ -287,7 +287,7 @@ export class Mq9Client {
 
   /** Deletes a mailbox with its messages and groups. */
   async deleteMailbox(mailbox: string): Promise<void> {
-    await this.call(Subjects.mailboxDelete(targetAddress(mailbox)), json({}), readReply.envelope);
+    await this.call(Subjects.mailboxRemove(targetAddress(mailbox)), json({}), readReply.envelope);
   }
 
   /** The consumer groups of a mailbox: position, pending, leased, lag in messages and seconds. */

@@ -20,7 +20,7 @@ export const Subjects = {
   mailboxList: `${MQ9_PREFIX}.MAILBOX.LIST`,
   mailboxInfo: (mailAddress: string) => `${MQ9_PREFIX}.MAILBOX.INFO.${mailAddress}`,
   mailboxPurge: (mailAddress: string) => `${MQ9_PREFIX}.MAILBOX.PURGE.${mailAddress}`,
-  mailboxDelete: (mailAddress: string) => `${MQ9_PREFIX}.MAILBOX.DELETE.${mailAddress}`,
+  mailboxRemove: (mailAddress: string) => `${MQ9_PREFIX}.MAILBOX.REMOVE.${mailAddress}`,
   groupList: (mailAddress: string) => `${MQ9_PREFIX}.GROUP.LIST.${mailAddress}`,
   groupInfo: (mailAddress: string) => `${MQ9_PREFIX}.GROUP.INFO.${mailAddress}`,
   groupReset: (mailAddress: string) => `${MQ9_PREFIX}.GROUP.RESET.${mailAddress}`,
@@ -32,7 +32,7 @@ export const Subjects = {
 export type MailboxAdminOp =
   | "mailbox.info"
   | "mailbox.purge"
-  | "mailbox.delete"
+  | "mailbox.remove"
   | "group.list"
   | "group.info"
   | "group.reset"
@@ -69,7 +69,7 @@ const exactCommands = new Map<string, Mq9Command>([
 const mailboxAdminCommands: [string, MailboxAdminOp][] = [
   ["MAILBOX.INFO.", "mailbox.info"],
   ["MAILBOX.PURGE.", "mailbox.purge"],
-  ["MAILBOX.DELETE.", "mailbox.delete"],
+  ["MAILBOX.REMOVE.", "mailbox.remove"],
   ["GROUP.LIST.", "group.list"],
   ["GROUP.INFO.", "group.info"],
   ["GROUP.RESET.", "group.reset"],

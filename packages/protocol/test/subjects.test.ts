@@ -54,15 +54,24 @@ describe("parseMq9Subject", () => {
     const cases = [
       [Subjects.mailboxInfo("a.b.dlq"), "mailbox.info"],
       [Subjects.mailboxPurge("a.b"), "mailbox.purge"],
-      [Subjects.mailboxDelete("a"), "mailbox.delete"],
+      [Subjects.mailboxRemove("a"), "mailbox.remove"],
       [Subjects.groupList("a.b"), "group.list"],
       [Subjects.groupInfo("a.b"), "group.info"],
       [Subjects.groupReset("a.b"), "group.reset"],
+      [Subjects.groupRelease("a.b"), "group.release"],
+      [Subjects.nak("a.b"), "msg.nak"],
+      [Subjects.retry("a.b.dlq"), "msg.retry"],
     ] as const;
     for (const [subject, op] of cases) {
       const mailAddress = subject.split(".").slice(4).join(".");
       expect(parseMq9Subject(subject), subject).toEqual({ op, mailAddress });
     }
+  });
+
+  it("leaves the superseded protocol's mailbox subjects unanswered, so no old client removes a mailbox", () => {
+    // `MAILBOX.DELETE.<mail_id>.<msg_id>` deleted one message; `MAILBOX.LIST.<mail_id>` listed them.
+    expect(parseMq9Subject("$mq9.AI.MAILBOX.DELETE.orders.1")).toBeUndefined();
+    expect(parseMq9Subject("$mq9.AI.MAILBOX.LIST.orders")).toBeUndefined();
   });
 
   it("isMq9Subject claims the prefix and everything under it, nothing else", () => {

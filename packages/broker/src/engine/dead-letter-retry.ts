@@ -19,7 +19,7 @@ function resend(letter: StoredMessage, deadLetterAddress: string, nowMs: number)
   const headers = letter.header ? parseHeaderBlock(letter.header) : new Map<string, string>();
   const origin = headers.get(Headers.dlqMailbox);
   if (origin === undefined)
-    return `message ${letter.id} of ${deadLetterAddress} is not a dead letter (it has no ${Headers.dlqMailbox} header)`;
+    return `${Errors.messageNotFound}: message ${letter.id} of ${deadLetterAddress} is not a dead letter (it has no ${Headers.dlqMailbox} header)`;
   const kept = [...headers].filter(([name]) => !name.startsWith("mq9-dlq-") && name !== Headers.delay);
   const options = parseSendOptions(new Map(kept));
   const ttlSeconds = options.ok ? options.value.ttlSeconds : undefined;
@@ -66,7 +66,8 @@ export async function retryDeadLetters(
     for (const letter of letters) {
       const message = resend(letter, deadLetterAddress, nowMs);
       if (typeof message === "string") {
-        if (msgId !== undefined) throw new Mq9Error("INVALID_REQUEST", message);
+        // No dead letter by that id: as for any message that is not there.
+        if (msgId !== undefined) throw new Mq9Error("MESSAGE_NOT_FOUND", message);
         stay.add(letter.id);
         continue;
       }

@@ -163,12 +163,6 @@ export class MessagingEngine {
     if (request.dead_letter !== undefined) {
       const badDeadLetter = mailAddressError(request.dead_letter);
       if (badDeadLetter) throw new Mq9Error("INVALID_NAME", `dead_letter: ${badDeadLetter}`);
-      if (request.dead_letter === address) {
-        throw new Mq9Error(
-          "INVALID_REQUEST",
-          "dead_letter must name another mailbox than the mailbox itself",
-        );
-      }
     }
     const ttlSeconds = request.ttl ?? this.defaultMailboxTtlSeconds;
     const created = await this.store.createMailbox(

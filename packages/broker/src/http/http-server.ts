@@ -73,6 +73,10 @@ export class HttpServer {
     const app = Fastify({
       logger: false,
       routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+      // A `__proto__` or `constructor.prototype` key in a JSON body is dropped, not refused: it is
+      // valid JSON (an agent's free-form payload may hold one), and dropping it keeps it harmless.
+      onProtoPoisoning: "remove",
+      onConstructorPoisoning: "remove",
       // A URL the router cannot take (a parameter too long, bad percent-encoding): the REST API
       // answers in its own error shape, as its OpenAPI document says; other routes as fastify does.
       frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {

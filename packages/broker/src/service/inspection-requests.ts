@@ -30,7 +30,7 @@ const SHOWN_LEASES = 100;
 const DOING: Record<MailboxAdminOp, string> = {
   "mailbox.info": "INFO it",
   "mailbox.purge": "PURGE it",
-  "mailbox.delete": "DELETE it",
+  "mailbox.remove": "DELETE it",
   "group.list": "list its groups",
   "group.info": "inspect its groups",
   "group.reset": "RESET its groups",
@@ -38,7 +38,7 @@ const DOING: Record<MailboxAdminOp, string> = {
 };
 
 /**
- * The mq9 extensions for operators (MAILBOX.LIST/INFO/PURGE/DELETE, GROUP.LIST/INFO/RESET,
+ * The mq9 extensions for operators (MAILBOX.LIST/INFO/PURGE/REMOVE, GROUP.LIST/INFO/RESET,
  * SERVER.INFO), for Mq9Service. With users configured, a mailbox's operations need the rights
  * of a FETCH of it, LIST shows only the mailboxes the caller may read, and SERVER.INFO is for
  * admins.
@@ -93,7 +93,7 @@ export class InspectionRequests {
         const filter = { key, tag, priority, olderThanSeconds: older_than_s };
         return { purged: await engine.purgeMailbox(address, filter) };
       }
-      case "mailbox.delete":
+      case "mailbox.remove":
         await allowed();
         await engine.deleteMailbox(address);
         return {};

@@ -199,7 +199,7 @@ export class Mq9Service implements Mq9RequestHandler {
         return this.inspection.list(request.payload, caller);
       case "mailbox.info":
       case "mailbox.purge":
-      case "mailbox.delete":
+      case "mailbox.remove":
       case "group.list":
       case "group.info":
       case "group.reset":

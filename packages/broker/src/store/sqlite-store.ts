@@ -4,6 +4,7 @@ import { priorityRank } from "@mq9/protocol";
 import type Database from "better-sqlite3";
 import { type AppendedRow, encodeAppendedRows } from "./appended-rows.js";
 import { CommitPacer } from "./commit-pacer.js";
+import { deadLetterOf, lettersByGroup } from "./dead-letter-rows.js";
 import { DiskUpkeep } from "./disk-upkeep.js";
 import { GroupClaims } from "./group-claims.js";
 import type { InboxBindingsStore } from "./inbox-bindings.js";
@@ -31,24 +32,23 @@ import { type MailboxRow, prepareStatements, type SqliteStatements } from "./sql
 import { SqliteStats } from "./sqlite-stats.js";
 import { StorageError } from "./storage-error.js";
 import { StorageHealth, type StorageState } from "./storage-health.js";
-import {
-  type AppendResult,
-  type ClaimOptions,
-  type DeadLetter,
-  deadLetterAddressOf,
-  type MailboxRecord,
-  type NakOptions,
-  type NakResult,
-  type NewMessage,
-  type PurgeResult,
-  type ReadOptions,
-  type StartPosition,
-  type Store,
-  type StoreCapabilities,
-  type StoredMessage,
-  type StoreHealth,
-  type StoreQuery,
-  type StoreWatchOptions,
+import type {
+  AppendResult,
+  ClaimOptions,
+  DeadLetter,
+  MailboxRecord,
+  NakOptions,
+  NakResult,
+  NewMessage,
+  PurgeResult,
+  ReadOptions,
+  StartPosition,
+  Store,
+  StoreCapabilities,
+  StoredMessage,
+  StoreHealth,
+  StoreQuery,
+  StoreWatchOptions,
 } from "./store.js";
 import {
   type GroupStats,
@@ -464,19 +464,15 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection {
       for (const held of this.claims.deadLetters(nowMs, limit)) {
         const box = this.stmt.mailboxes.byId.get(held.mbox);
         if (!box || !isLive(box, nowMs)) continue;
-        const letter: DeadLetter = {
-          mailbox: box.address,
-          group: held.group,
-          message: held.message,
-          deliveryCount: held.deliveryCount,
-          deadLetterAddress: deadLetterAddressOf({
-            address: box.address,
-            deadLetter: box.dead_letter ?? undefined,
+        letters.push(
+          deadLetterOf({
+            ...held,
+            mailbox: box.address,
+            reason: held.reason ?? null,
+            deadLetter: box.dead_letter,
+            owner: box.owner,
           }),
-        };
-        if (held.reason !== undefined) letter.reason = held.reason;
-        if (box.owner !== null) letter.owner = box.owner;
-        letters.push(letter);
+        );
       }
       return letters;
     });
@@ -487,20 +483,10 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection {
     nowMs: number,
   ): Promise<void> {
     return this.pacer.turn(() => {
-      const byGroup = new Map<string, { mbox: number; group: string; ids: number[] }>();
-      for (const letter of letters) {
-        const box = this.mailboxes.live(letter.mailbox, nowMs);
-        if (!box) continue;
-        const key = `${box.id}\u0000${letter.group}`;
-        let entry = byGroup.get(key);
-        if (!entry) {
-          entry = { mbox: box.id, group: letter.group, ids: [] };
-          byGroup.set(key, entry);
-        }
-        entry.ids.push(letter.message.id);
+      for (const { mailbox, group, ids } of lettersByGroup(letters)) {
+        const box = this.mailboxes.live(mailbox, nowMs);
+        if (box) this.claims.settleDeadLetters(box.id, group, ids, nowMs);
       }
-      for (const { mbox, group, ids } of byGroup.values())
-        this.claims.settleDeadLetters(mbox, group, ids, nowMs);
     });
   }
 

@@ -1,4 +1,13 @@
-import { DELIVER_POLICIES, MAIL_ADDRESS_MAX_LENGTH, PRIORITIES } from "@mq9/protocol";
+import {
+  DELIVER_POLICIES,
+  MAIL_ADDRESS_MAX_LENGTH,
+  MAX_BACKOFF_STEPS,
+  MAX_DELIVER_LIMIT,
+  MAX_MEMBER_LENGTH,
+  MAX_NAK_REASON_LENGTH,
+  MAX_REDELIVERY_DELAY_MS,
+  PRIORITIES,
+} from "@mq9/protocol";
 import { z } from "zod";
 
 /**
@@ -147,7 +156,15 @@ export const GroupReset = z
       .optional()
       .describe("restart at the oldest live message, or after the newest"),
   })
-  .describe("exactly one of from_id, from_time and deliver");
+  .describe("exactly one of from_id, from_time and deliver")
+  // What the handler checks (protocol's parseGroupResetRequest), said in the document too.
+  .meta({
+    oneOf: [
+      { required: ["from_id"], not: { anyOf: [{ required: ["from_time"] }, { required: ["deliver"] }] } },
+      { required: ["from_time"], not: { anyOf: [{ required: ["from_id"] }, { required: ["deliver"] }] } },
+      { required: ["deliver"], not: { anyOf: [{ required: ["from_id"] }, { required: ["from_time"] }] } },
+    ],
+  });
 
 export const PurgeFilter = z
   .object({
@@ -203,6 +220,15 @@ export const CreateMailbox = z
       ),
     ttl: durationSeconds.optional().describe("seconds; 0 = never expires; the broker's default when absent"),
     desc: z.string().optional(),
+    max_deliver: wholeSeconds
+      .max(MAX_DELIVER_LIMIT)
+      .optional()
+      .describe("the default delivery limit of its groups (0 = none): then the message goes to dead letters"),
+    dead_letter: z
+      .string()
+      .meta({ pattern: MAIL_ADDRESS, minLength: 1, maxLength: MAIL_ADDRESS_MAX_LENGTH })
+      .optional()
+      .describe("where its dead letters go; default <name>.dlq"),
   })
   .meta({ id: "CreateMailbox" });
 
@@ -279,20 +305,25 @@ export const FetchBody = z
     from_time: wholeSeconds.optional(),
     from_id: wholeSeconds.optional(),
     force_deliver: z.boolean().optional(),
-    member: z.string().max(128).optional().describe("the consumer's name, shown with its leases"),
+    member: z
+      .string()
+      .max(MAX_MEMBER_LENGTH)
+      .optional()
+      .describe("the consumer's name, shown with its leases"),
     config: z
       .object({
         num_msgs: wholeSeconds.optional(),
         max_wait_ms: wholeSeconds.optional(),
         lease_ms: wholeSeconds.optional(),
         max_deliver: wholeSeconds
+          .max(MAX_DELIVER_LIMIT)
           .optional()
           .describe(
             "deliveries before a message goes to the dead-letter mailbox (remembered by the group; 0 = no limit)",
           ),
         backoff_ms: z
-          .array(wholeSeconds)
-          .max(50)
+          .array(wholeSeconds.max(MAX_REDELIVERY_DELAY_MS))
+          .max(MAX_BACKOFF_STEPS)
           .optional()
           .describe(
             "wait before the n-th redelivery, in ms (remembered by the group; the last step repeats)",

@@ -115,13 +115,13 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
     method: "DELETE",
     path: "/api/v1/mailboxes/:address",
     tag: "Mailboxes",
-    summary: "Delete a mailbox with its messages and groups (MAILBOX.DELETE)",
+    summary: "Delete a mailbox with its messages and groups (MAILBOX.REMOVE)",
     params: AddressParams,
     responses: { 200: { description: "deleted", schema: Deleted } },
     errors: [400, 404, 501],
     handler: async ({ params, principal }) => {
       inspectable(engine);
-      await callMq9(service, Subjects.mailboxDelete(params.address), {}, { principal });
+      await callMq9(service, Subjects.mailboxRemove(params.address), {}, { principal });
       return { status: 200, body: { deleted: true } };
     },
   });

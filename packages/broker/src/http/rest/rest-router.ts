@@ -55,7 +55,9 @@ function invalid(where: string, error: z.ZodError): ApiError {
 
 function parse<T extends z.ZodType>(schema: T | undefined, value: unknown, where: string): z.output<T> {
   if (!schema) return undefined as z.output<T>;
-  const parsed = schema.safeParse(value ?? (where === "body" ? undefined : {}));
+  // An absent body is undefined; a JSON `null` is a body, and no route takes one (a purge with
+  // `null` must not read as "no filter").
+  const parsed = schema.safeParse(where === "body" ? value : (value ?? {}));
   if (!parsed.success) throw invalid(where, parsed.error);
   return parsed.data;
 }

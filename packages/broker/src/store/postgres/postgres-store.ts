@@ -1,6 +1,7 @@
 import { priorityRank } from "@mq9/protocol";
 import pg from "pg";
 import { type Logger, silentLogger } from "../../logger.js";
+import { lettersByGroup } from "../dead-letter-rows.js";
 import type { InboxBinding, InboxBindingsStore } from "../inbox-bindings.js";
 import { type GroupLeaseReport, type LeaseInspection, leaseInfoOf } from "../lease-inspection.js";
 import type { LeaseRelease } from "../lease-release.js";
@@ -59,7 +60,7 @@ import { migrate } from "./postgres-migrate.js";
 import { POSTGRES_SCHEMA_VERSION } from "./postgres-schema.js";
 import {
   type DeadLetterRow,
-  deadLetterOf,
+  deadLetterOfRow,
   deadLettersQuery,
   type GroupPolicyRow,
   groupLeaseRowsQuery,
@@ -527,24 +528,14 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
       "cannot read dead letters",
       deadLettersQuery(nowMs, limit),
     );
-    return rows.map(deadLetterOf);
+    return rows.map(deadLetterOfRow);
   }
 
   async settleDeadLetters(
     letters: readonly Pick<DeadLetter, "mailbox" | "group" | "message">[],
     nowMs: number,
   ): Promise<void> {
-    const byGroup = new Map<string, { mailbox: string; group: string; ids: number[] }>();
-    for (const letter of letters) {
-      const key = JSON.stringify([letter.mailbox, letter.group]);
-      let entry = byGroup.get(key);
-      if (!entry) {
-        entry = { mailbox: letter.mailbox, group: letter.group, ids: [] };
-        byGroup.set(key, entry);
-      }
-      entry.ids.push(letter.message.id);
-    }
-    for (const { mailbox, group, ids } of byGroup.values()) {
+    for (const { mailbox, group, ids } of lettersByGroup(letters)) {
       await this.call("cannot settle dead letters", settleQuery(mailbox, group, ids, nowMs));
     }
   }

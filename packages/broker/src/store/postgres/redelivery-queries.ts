@@ -1,7 +1,7 @@
 import type pg from "pg";
+import { deadLetterOf } from "../dead-letter-rows.js";
 import type { HeldLease } from "../lease-inspection.js";
 import type { DeadLetter, DeliveryPolicy, NakOptions, NakResult } from "../store.js";
-import { deadLetterAddressOf } from "../store.js";
 import { type MessageRow, storedMessage } from "./message-rows.js";
 
 /**
@@ -70,20 +70,16 @@ export interface DeadLetterRow extends MessageRow {
   reason: string | null;
 }
 
-export function deadLetterOf(row: DeadLetterRow): DeadLetter {
-  const letter: DeadLetter = {
+export function deadLetterOfRow(row: DeadLetterRow): DeadLetter {
+  return deadLetterOf({
     mailbox: row.address,
     group: row.grp,
     message: storedMessage(row),
     deliveryCount: row.delivery_count,
-    deadLetterAddress: deadLetterAddressOf({
-      address: row.address,
-      deadLetter: row.dead_letter ?? undefined,
-    }),
-  };
-  if (row.reason !== null) letter.reason = row.reason;
-  if (row.owner !== null) letter.owner = row.owner;
-  return letter;
+    reason: row.reason,
+    deadLetter: row.dead_letter,
+    owner: row.owner,
+  });
 }
 
 /**
