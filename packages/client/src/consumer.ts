@@ -439,7 +439,8 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
           return;
         }
         this.handled.delete(message.msgId);
-        if (this.options.nakOnError) await this.nakFailed(acker, index, message);
+        // A handler that threw (not a for-await loop that was left): give the message back.
+        if (this.failures.has(message.msgId)) await this.nakFailed(acker, index, message);
       })
       .finally(() => {
         this.running.delete(task);
