@@ -372,7 +372,7 @@ describe("the operators' mq9 extensions with users configured", () => {
     expect(await t.request(Subjects.mailboxInfo("alice.box"), {}, { nc: bob })).toEqual(denied("INFO it"));
     expect(await t.request(Subjects.mailboxPurge("alice.box"), {}, { nc: bob })).toEqual(denied("PURGE it"));
     expect(await t.request(Subjects.mailboxRemove("alice.box"), {}, { nc: bob })).toEqual(
-      denied("DELETE it"),
+      denied("REMOVE it"),
     );
     expect(await t.request(Subjects.groupList("alice.box"), {}, { nc: bob })).toEqual(
       denied("list its groups"),
@@ -383,16 +383,59 @@ describe("the operators' mq9 extensions with users configured", () => {
     expect(
       await t.request(Subjects.groupReset("alice.box"), { group_name: "g", deliver: "latest" }, { nc: bob }),
     ).toEqual(denied("RESET its groups"));
-    // Nothing changed.
+    expect(await t.request(Subjects.groupRelease("alice.box"), { group_name: "g" }, { nc: bob })).toEqual(
+      denied("release its groups' leases"),
+    );
+    const held = await t.request<{ group: { leases: { msg_id: number }[] } }>(
+      Subjects.groupInfo("alice.box"),
+      { group_name: "g" },
+      { nc: alice },
+    );
+    const msgId = held.group.leases[0].msg_id;
+    expect(
+      await t.request(Subjects.nak("alice.box"), { group_name: "g", msg_id: msgId }, { nc: bob }),
+    ).toEqual(denied("NAK its messages"));
+    expect(await t.request(Subjects.retry("alice.box"), {}, { nc: bob })).toEqual(
+      denied("RETRY its dead letters"),
+    );
+    // Nothing changed: the message is still alice's group's, leased.
     expect(texts(await t.request(Subjects.query("alice.box"), {}, { nc: alice }))).toEqual(["mine"]);
+    expect(
+      (
+        await t.request<{ group: { leased: number } }>(
+          Subjects.groupInfo("alice.box"),
+          { group_name: "g" },
+          { nc: alice },
+        )
+      ).group.leased,
+    ).toBe(1);
+    // Its owner may: a terminal NAK sends it to alice.box.dlq, which alice owns too.
+    expect(
+      (
+        await t.request(
+          Subjects.nak("alice.box"),
+          { group_name: "g", msg_id: msgId, terminal: true },
+          { nc: alice },
+        )
+      ).error,
+    ).toBe("");
+    let moved = false;
+    for (let i = 0; i < 100 && !moved; i++) {
+      moved = texts(await t.request(Subjects.query("alice.box.dlq"), {}, { nc: alice })).length === 1;
+      if (!moved) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(moved).toBe(true);
+    expect((await t.request(Subjects.query("alice.box.dlq"), {}, { nc: bob })).code).toBe(
+      "PERMISSION_DENIED",
+    );
 
     const names = async (nc: typeof alice) =>
       (await t.request<{ mailboxes: Reply[] }>(Subjects.mailboxList, {}, { nc })).mailboxes.map(
         (m) => m.mail_address,
       );
-    expect(await names(alice)).toEqual(["alice.box", "shared.box"]);
+    expect(await names(alice)).toEqual(["alice.box", "alice.box.dlq", "shared.box"]);
     expect(await names(bob)).toEqual(["shared.box"]);
-    expect(await names(root)).toEqual(["alice.box", "shared.box"]);
+    expect(await names(root)).toEqual(["alice.box", "alice.box.dlq", "shared.box"]);
     expect((await t.request(Subjects.mailboxInfo("shared.box"), {}, { nc: bob })).error).toBe("");
     expect((await t.request(Subjects.mailboxInfo("alice.box"), {}, { nc: root })).error).toBe("");
 

@@ -30,7 +30,7 @@ const SHOWN_LEASES = 100;
 const DOING: Record<MailboxAdminOp, string> = {
   "mailbox.info": "INFO it",
   "mailbox.purge": "PURGE it",
-  "mailbox.remove": "DELETE it",
+  "mailbox.remove": "REMOVE it",
   "group.list": "list its groups",
   "group.info": "inspect its groups",
   "group.reset": "RESET its groups",
