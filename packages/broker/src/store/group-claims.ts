@@ -107,12 +107,14 @@ export class GroupClaims {
         options.nowMs + options.leaseMs,
         options.member,
       );
-      return taken.map((m, i) => {
+      for (let i = 0; i < taken.length; i++) {
         const lease = made[i];
         // Counts past the first are kept, so a restart does not give a failing message more tries.
-        if (lease.count > 1) this.saveCount(mbox, group, m.id, lease);
-        return { ...m, deliveryCount: lease.count };
-      });
+        if (lease.count > 1) this.saveCount(mbox, group, taken[i].id, lease);
+        // Each read builds its messages afresh: setting the count shares nothing.
+        taken[i].deliveryCount = lease.count;
+      }
+      return taken;
     };
     if (existing) {
       const leases = this.leasesOf(mbox, group, existing, mailboxMaxDeliver);

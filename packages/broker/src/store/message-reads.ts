@@ -159,5 +159,7 @@ function storedMessage(row: MessageRow, { header, payload }: MessageBytes): Stor
     payload,
     createdMs: row.created_ms,
     expiresMs: row.expires_ms ?? undefined,
+    // Set by a claim; present from the start so every message keeps one shape.
+    deliveryCount: undefined,
   };
 }

@@ -99,6 +99,7 @@ export class RecentMessages {
       payload: Buffer.from(this.buffer.subarray(payloadAt, payloadAt + e[i + 6])),
       createdMs: e[i + 2],
       expiresMs: Number.isNaN(expiresMs) ? undefined : expiresMs,
+      deliveryCount: undefined,
     };
   }
 

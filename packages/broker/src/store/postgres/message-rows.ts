@@ -26,6 +26,7 @@ export function storedMessage(row: MessageRow): StoredMessage {
     payload: row.payload,
     createdMs: row.created_ms,
     expiresMs: row.expires_ms ?? undefined,
+    deliveryCount: undefined,
   };
 }
 

@@ -846,7 +846,11 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
         options.policy?.backoffMs ?? null,
       ],
     });
-    return rows.map((row) => ({ ...storedMessage(row), deliveryCount: row.delivery_count }));
+    return rows.map((row) => {
+      const message = storedMessage(row);
+      message.deliveryCount = row.delivery_count;
+      return message;
+    });
   }
 
   /**
