@@ -627,6 +627,9 @@ describe("REST API v1 against its OpenAPI document", () => {
     });
     const back = await t.request(Subjects.fetch(poison), { group_name: "g", config: { max_wait_ms: 0 } });
     expect(texts(back)).toEqual(["bad job"]);
+    // Operators see the moves in /metrics.
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toMatch(/^mq9_dead_letters_total [1-9]\d*$/m);
   });
 
   it("agents: list with heartbeat status, get one, discover by tag and text with scores", async () => {
