@@ -487,6 +487,15 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       expect(bodies(await store.claim("box", "g", { ...claim, nowMs: T0 + 10 * lease }))).toEqual(["next"]);
     });
 
+    it("max_deliver — a held message that expires before the sweep is no dead letter", async () => {
+      await send("short", { expiresMs: T0 + 40_000 });
+      await store.claim("box", "g", { ...claim, policy: { maxDeliver: 1 } });
+      expect((await store.deadLetters(T0 + lease, 10)).map((l) => decode(l.message.payload))).toEqual([
+        "short",
+      ]);
+      expect(await store.deadLetters(T0 + 40_000, 10)).toEqual([]);
+    });
+
     it("max_deliver — the mailbox's default applies to its groups; a group's own limit wins", async () => {
       await store.createMailbox(
         {

@@ -188,12 +188,13 @@ export class GroupClaims {
           if (found.length >= limit) return found;
           if (!leases.isExhausted(lease, nowMs)) continue;
           const row = this.stmt.messageAt.get(mbox, id);
-          if (!row) {
+          const stored = row && messageRowOf(row);
+          if (!stored || (stored.expires_ms !== null && stored.expires_ms <= nowMs)) {
             // The message is gone (deleted, expired): nothing to keep.
             leases.forget(id);
             continue;
           }
-          const [message] = this.reads.messagesOf([messageRowOf(row)]);
+          const [message] = this.reads.messagesOf([stored]);
           const letter: HeldDeadLetter = { mbox, group, message, deliveryCount: lease.count };
           if (lease.reason !== undefined) letter.reason = lease.reason;
           found.push(letter);
