@@ -233,9 +233,11 @@ export class GroupClaims {
     covered: ReadonlyMap<number, number>,
     nowMs: number,
   ): true {
-    const counted = [...covered.keys()].filter(
-      (id) => (leases.leaseOf(id)?.count ?? 0) > 1 || leases.leaseOf(id)?.reason,
-    );
+    // The ones with a count row (written from the second delivery on, or by a NAK).
+    const counted = [...covered.keys()].filter((id) => {
+      const lease = leases.leaseOf(id);
+      return lease !== undefined && (lease.count > 1 || Boolean(lease.reason));
+    });
     leases.release(covered.keys());
     const moved = leases.cursorsAfterRelease(cursors);
     const next = [...cursors];

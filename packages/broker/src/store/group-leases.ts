@@ -1,22 +1,21 @@
-import { backoffAfter } from "./lease-inspection.js";
+import {
+  backoffAfter,
+  deliveriesUsedUp,
+  heldForDeadLetters,
+  type LeaseTimes,
+  retryTimeOf,
+} from "./lease-rules.js";
 import type { DeliveryPolicy } from "./store.js";
 
-/** A message delivered to a group and not yet ACKed. */
-export interface Lease {
+/** A message delivered to a group and not yet ACKed (its times and count: see LeaseTimes). */
+export interface Lease extends LeaseTimes {
   rank: number;
   batch: number;
   pos: number;
-  untilMs: number;
-  /** Deliveries to the group so far, this lease's included. */
-  count: number;
   /** The consumer holding it (FETCH `member`, else its connection's name). */
   member?: string;
-  /** Set by a NAK: not delivered again before this time (instead of the lease's end plus backoff). */
-  retryAtMs?: number;
   /** Why the last delivery failed (a NAK's reason). */
   reason?: string;
-  /** A terminal NAK: the message goes to the dead-letter mailbox once the sweep takes it. */
-  dead?: boolean;
 }
 
 /** What a group knew of a message's deliveries before a restart (its count row). */
@@ -97,8 +96,7 @@ export class GroupLeases {
 
   /** Whether another delivery of a message delivered `count` times is over the group's limit. */
   overLimit(count: number): boolean {
-    const max = this.policy.maxDeliver;
-    return max !== undefined && max > 0 && count >= max;
+    return deliveriesUsedUp(this.policy, count);
   }
 
   /**
@@ -171,15 +169,13 @@ export class GroupLeases {
 
   /** Whether a lease ended and its message waits for the dead-letter sweep. */
   isExhausted(lease: Lease, nowMs: number): boolean {
-    if (lease.dead) return true;
-    return lease.untilMs <= nowMs && this.overLimit(lease.count);
+    return heldForDeadLetters(lease, this.policy, nowMs);
   }
 
   /** Whether a lease's message may be delivered again now. */
   private isClaimable(lease: Lease, nowMs: number): boolean {
     if (lease.untilMs > nowMs || this.isExhausted(lease, nowMs)) return false;
-    const retryAt = lease.retryAtMs ?? lease.untilMs + backoffAfter(this.policy, lease.count);
-    return retryAt <= nowMs;
+    return retryTimeOf(lease, this.policy) <= nowMs;
   }
 
   /**

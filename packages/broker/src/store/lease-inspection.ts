@@ -1,3 +1,4 @@
+import { heldForDeadLetters, type LeaseTimes, retryTimeOf } from "./lease-rules.js";
 import type { DeliveryPolicy } from "./store.js";
 
 /** A message a group has delivered and not ACKed, as an operator sees it. */
@@ -58,21 +59,10 @@ export function canInspectLeases(store: object): store is LeaseInspection {
 }
 
 /** A lease as a store keeps it, in the fields its report needs. */
-export interface HeldLease {
+export interface HeldLease extends LeaseTimes {
   msgId: number;
   member?: string;
-  count: number;
-  untilMs: number;
-  retryAtMs?: number;
   reason?: string;
-  dead?: boolean;
-}
-
-/** The wait before delivering again after a message's `count`-th delivery failed. */
-export function backoffAfter(policy: DeliveryPolicy, count: number): number {
-  const steps = policy.backoffMs;
-  if (!steps || steps.length === 0) return 0;
-  return steps[Math.min(Math.max(count, 1), steps.length) - 1];
 }
 
 /** What an operator is told of a lease, the same way for both stores. */
@@ -85,11 +75,10 @@ export function leaseInfoOf(lease: HeldLease, policy: DeliveryPolicy, nowMs: num
   };
   if (lease.member !== undefined) info.member = lease.member;
   if (lease.reason !== undefined) info.reason = lease.reason;
-  const max = policy.maxDeliver ?? 0;
-  if (lease.dead || (lease.untilMs <= nowMs && max > 0 && lease.count >= max)) info.state = "dead";
+  if (heldForDeadLetters(lease, policy, nowMs)) info.state = "dead";
   else if (lease.untilMs <= nowMs) {
     info.state = "waiting";
-    info.retryAtMs = lease.retryAtMs ?? lease.untilMs + backoffAfter(policy, lease.count);
+    info.retryAtMs = retryTimeOf(lease, policy);
   }
   return info;
 }
