@@ -520,6 +520,20 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       expect(letters.map((l) => [l.group, l.deadLetterAddress])).toEqual([["g", "graveyard"]]);
     });
 
+    it("max_deliver — the mailbox's default holds for a group started over (reset)", async () => {
+      await store.createMailbox(
+        { address: "limited", ttlSeconds: 0, desc: "", createdMs: T0, maxDeliver: 1 },
+        T0,
+      );
+      await store.append([message("limited", "x")], T0);
+      await store.claim("limited", "g", claim);
+      expect(counts(await store.claim("limited", "g", { ...claim, reset: true, nowMs: T0 + 1 }))).toEqual([
+        1,
+      ]);
+      expect(await store.claim("limited", "g", { ...claim, nowMs: T0 + 1 + lease })).toEqual([]);
+      expect((await store.deadLetters(T0 + 1 + lease, 10)).map((l) => l.group)).toEqual(["g"]);
+    });
+
     it("nak — delivered again at once, after a delay, or held for dead letters when terminal", async () => {
       for (const body of ["a", "b", "c"]) await send(body);
       const batch = await store.claim("box", "g", claim);
@@ -607,6 +621,23 @@ export function storeConformance(name: string, factory: StoreFactory): void {
 
     if (factory.reopen) {
       const reopen = factory.reopen;
+      it("restart — the mailbox's default max_deliver holds whatever touches the group first", async () => {
+        await store.createMailbox(
+          { address: "limited", ttlSeconds: 0, desc: "", createdMs: T0, maxDeliver: 1 },
+          T0,
+        );
+        await store.append([message("limited", "x")], T0);
+        await store.claim("limited", "g", claim);
+        store = await reopen(store);
+        if (!canInspectLeases(store)) throw new Error("every store offers lease inspection");
+        // Not a claim first: a lease inspection loads the group, and must keep the mailbox's limit.
+        await store.releaseMemberLeases("limited", "g", undefined, T0 + lease);
+        // The embedded store forgot the lease and delivers it once more; PostgreSQL holds it.
+        await store.claim("limited", "g", { ...claim, nowMs: T0 + lease });
+        expect(await store.claim("limited", "g", { ...claim, nowMs: T0 + 3 * lease })).toEqual([]);
+        expect((await store.deadLetters(T0 + 3 * lease, 10)).map((l) => l.group)).toEqual(["g"]);
+      });
+
       it("restart — delivery counts past the first survive a reopen; a used-up message is not delivered again", async () => {
         await send("a");
         await send("b");

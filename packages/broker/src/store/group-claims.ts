@@ -6,11 +6,12 @@ import { type MessageRow, messageRowOf } from "./message-row-writer.js";
 import type { GroupRow, GroupStatements, MessageStatements } from "./sqlite-statements.js";
 import type { ClaimOptions, DeliveryPolicy, NakOptions, NakResult, StoredMessage } from "./store.js";
 
-/** A group's policy as its row keeps it. */
-function policyOf(row: GroupRow): DeliveryPolicy {
+/** A group's policy: its row's, with the mailbox's max_deliver where the group set none. */
+function policyOf(row: GroupRow | undefined, mailboxMaxDeliver: number | undefined): DeliveryPolicy {
   const policy: DeliveryPolicy = {};
-  if (row.max_deliver !== null) policy.maxDeliver = row.max_deliver;
-  if (row.backoff !== null) policy.backoffMs = JSON.parse(row.backoff) as number[];
+  if (row?.max_deliver != null) policy.maxDeliver = row.max_deliver;
+  else if (mailboxMaxDeliver) policy.maxDeliver = mailboxMaxDeliver;
+  if (row?.backoff != null) policy.backoffMs = JSON.parse(row.backoff) as number[];
   return policy;
 }
 
@@ -53,6 +54,8 @@ export interface ClaimReads {
   classMessages: ClassRead;
   messagesOf: (rows: readonly MessageRow[]) => StoredMessage[];
   priorityOf: MessageStatements["priorityOf"];
+  /** The mailbox's default max_deliver (CREATE's), for its groups that set none. */
+  mailboxMaxDeliver: (mbox: number) => number | undefined;
 }
 
 /**
@@ -79,7 +82,7 @@ export class GroupClaims {
    * Leases the next messages to a group: a claim writes nothing but a new group's row, and a
    * crash only delivers the unACKed messages again (at least once).
    */
-  claim(mbox: number, group: string, options: ClaimOptions, mailboxMaxDeliver?: number): StoredMessage[] {
+  claim(mbox: number, group: string, options: ClaimOptions): StoredMessage[] {
     this.transactions.deferred();
     const stored = this.stmt.get.get(mbox, group);
     // A reset starts over from `start`, keeping only the batch numbering.
@@ -117,7 +120,7 @@ export class GroupClaims {
       return taken;
     };
     if (existing) {
-      const leases = this.leasesOf(mbox, group, existing, mailboxMaxDeliver);
+      const leases = this.leasesOf(mbox, group, existing);
       const cursors = [existing.cursor0, existing.cursor1, existing.cursor2];
       // A claim that fails (a record that cannot be read) leases nothing.
       return leases.change(() => this.transactions.atomically(() => takeAndLease(cursors, leases)));
@@ -125,12 +128,7 @@ export class GroupClaims {
     const from = options.start.fromId;
     const cursors = [from, from, from];
     const batch = stored?.next_batch ?? 0;
-    const leases = new GroupLeases(
-      cursors,
-      batch,
-      [],
-      stored ? policyOf(stored) : this.defaultPolicy(mailboxMaxDeliver),
-    );
+    const leases = new GroupLeases(cursors, batch, [], policyOf(stored, this.reads.mailboxMaxDeliver(mbox)));
     const taken = this.transactions.atomically(() => {
       if (options.reset) this.stmt.clearDeliveries.run(mbox, group);
       this.stmt.upsert.run({ mbox, name: group, c0: from, c1: from, c2: from, batch });
@@ -268,21 +266,11 @@ export class GroupClaims {
     this.stmt.saveCount.run(mbox, group, msgId, lease.rank, lease.untilMs, lease.count, lease.reason ?? null);
   }
 
-  private defaultPolicy(mailboxMaxDeliver: number | undefined): DeliveryPolicy {
-    return mailboxMaxDeliver ? { maxDeliver: mailboxMaxDeliver } : {};
-  }
-
   /** What the group holds in flight (see LeaseInspection.groupLeases); undefined without the group. */
-  leaseReport(
-    mbox: number,
-    group: string,
-    nowMs: number,
-    limit: number,
-    mailboxMaxDeliver?: number,
-  ): GroupLeaseReport | undefined {
+  leaseReport(mbox: number, group: string, nowMs: number, limit: number): GroupLeaseReport | undefined {
     const state = this.stmt.get.get(mbox, group);
     if (!state) return undefined;
-    const leases = this.leasesOf(mbox, group, state, mailboxMaxDeliver);
+    const leases = this.leasesOf(mbox, group, state);
     const held = [...leases.allLeases()].sort(([a], [b]) => a - b);
     const report: GroupLeaseReport = {
       policy: leases.policy,
@@ -334,7 +322,7 @@ export class GroupClaims {
   }
 
   /** The group's in-flight state; after a restart, built from its ACKs in the database. */
-  private leasesOf(mbox: number, group: string, state: GroupRow, mailboxMaxDeliver?: number): GroupLeases {
+  private leasesOf(mbox: number, group: string, state: GroupRow): GroupLeases {
     const groups = this.groupsOf(mbox);
     let leases = groups.get(group);
     if (!leases) {
@@ -345,8 +333,7 @@ export class GroupClaims {
         if (row.reason !== null) known.reason = row.reason;
         prior.set(row.msg_id, known);
       }
-      const policy = policyOf(state);
-      if (policy.maxDeliver === undefined && mailboxMaxDeliver) policy.maxDeliver = mailboxMaxDeliver;
+      const policy = policyOf(state, this.reads.mailboxMaxDeliver(mbox));
       leases = new GroupLeases(
         [state.cursor0, state.cursor1, state.cursor2],
         state.next_batch,

@@ -236,6 +236,7 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection {
         classMessages: this.reads.classMessages,
         messagesOf: this.reads.messagesOf,
         priorityOf: this.stmt.messages.priorityOf,
+        mailboxMaxDeliver: (mbox) => this.stmt.mailboxes.byId.get(mbox)?.max_deliver ?? undefined,
       },
       this.pacer,
     );
@@ -416,7 +417,7 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection {
   async claim(mailbox: string, group: string, options: ClaimOptions): Promise<StoredMessage[]> {
     return this.pacer.turn(() => {
       const box = this.mailboxes.live(mailbox, options.nowMs);
-      return box ? this.claims.claim(box.id, group, options, box.max_deliver ?? undefined) : [];
+      return box ? this.claims.claim(box.id, group, options) : [];
     });
   }
 
@@ -442,7 +443,7 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection {
   ): Promise<GroupLeaseReport | undefined> {
     return this.pacer.turn(() => {
       const box = this.mailboxes.live(mailbox, nowMs);
-      return box && this.claims.leaseReport(box.id, group, nowMs, limit, box.max_deliver ?? undefined);
+      return box && this.claims.leaseReport(box.id, group, nowMs, limit);
     });
   }
 
