@@ -45,6 +45,36 @@ describe("sqlite store files", () => {
       /written by another mq9 version \(format 1, this one reads 6\)/,
     );
   });
+
+  it("a count row goes once its message is ACKed, whether a NAK or a second delivery wrote it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mq9-store-"));
+    const store = new SqliteStore({ dataDir: dir });
+    const t0 = 1_800_000_000_000;
+    await store.createMailbox({ address: "box", ttlSeconds: 0, desc: "", createdMs: t0 }, t0);
+    await store.append(
+      ["a", "b"].map((body) => ({
+        mailbox: "box",
+        priority: "normal" as const,
+        payload: Buffer.from(body),
+        sentMs: t0,
+      })),
+      t0,
+    );
+    const claim = { limit: 1, maxBytes: 1 << 20, start: { fromId: 0 }, reset: false, leaseMs: 1000 };
+    // a: NAKed (with a delay) on its first delivery and ACKed before it comes back;
+    // b: delivered twice, then ACKed.
+    const [a] = await store.claim("box", "g", { ...claim, nowMs: t0 });
+    await store.nak("box", "g", a.id, { nowMs: t0, delayMs: 60_000 });
+    expect(await store.ack("box", "g", a.id, t0 + 1)).toBe(true);
+    const [b] = await store.claim("box", "g", { ...claim, nowMs: t0 + 2 });
+    const [b2] = await store.claim("box", "g", { ...claim, nowMs: t0 + 2000 });
+    expect([b2.id, b2.deliveryCount]).toEqual([b.id, 2]);
+    expect(await store.ack("box", "g", b2.id, t0 + 2000)).toBe(true);
+    await store.close();
+    const raw = new Database(join(dir, "mq9.db"), { readonly: true });
+    expect(raw.prepare("SELECT msg_id FROM deliveries WHERE acked = 0").all()).toEqual([]);
+    raw.close();
+  });
 });
 
 describe("sqlite store: a write that fails changes nothing", () => {

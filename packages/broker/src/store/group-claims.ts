@@ -231,11 +231,7 @@ export class GroupClaims {
     covered: ReadonlyMap<number, number>,
     nowMs: number,
   ): true {
-    // The ones with a count row (written from the second delivery on, or by a NAK).
-    const counted = [...covered.keys()].filter((id) => {
-      const lease = leases.leaseOf(id);
-      return lease !== undefined && (lease.count > 1 || Boolean(lease.reason));
-    });
+    const counted = [...covered.keys()].filter((id) => leases.leaseOf(id)?.saved);
     leases.release(covered.keys());
     const moved = leases.cursorsAfterRelease(cursors);
     const next = [...cursors];
@@ -264,6 +260,7 @@ export class GroupClaims {
 
   private saveCount(mbox: number, group: string, msgId: number, lease: Lease): void {
     this.stmt.saveCount.run(mbox, group, msgId, lease.rank, lease.untilMs, lease.count, lease.reason ?? null);
+    lease.saved = true;
   }
 
   /** What the group holds in flight (see LeaseInspection.groupLeases); undefined without the group. */

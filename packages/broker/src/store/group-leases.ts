@@ -16,6 +16,8 @@ export interface Lease extends LeaseTimes {
   member?: string;
   /** Why the last delivery failed (a NAK's reason). */
   reason?: string;
+  /** A count row holds the message (written from its second delivery on, or by a NAK). */
+  saved?: boolean;
 }
 
 /** What a group knew of a message's deliveries before a restart (its count row). */
@@ -131,6 +133,7 @@ export class GroupLeases {
       const count = this.deliveries(id) + 1;
       const lease: Lease = { rank, batch, pos, untilMs, count };
       if (member !== undefined) lease.member = member;
+      if (this.leases.get(id)?.saved || this.prior.has(id)) lease.saved = true;
       this.leases.set(id, lease);
       this.prior.delete(id);
       made.push(lease);
@@ -148,6 +151,7 @@ export class GroupLeases {
     const known = this.prior.get(id);
     const lease: Lease = { rank, batch: -1, pos: 0, untilMs: 0, count };
     if (known?.reason !== undefined) lease.reason = known.reason;
+    if (known !== undefined) lease.saved = true;
     this.leases.set(id, lease);
     this.prior.delete(id);
     if (id > this.delivered[rank]) this.delivered[rank] = id;
