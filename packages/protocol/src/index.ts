@@ -145,4 +145,5 @@ export {
   parseQueryRequest,
   parseRetryRequest,
   parseSendOptions,
+  requestValue,
 } from "./validate.js";

@@ -10,6 +10,7 @@ import {
   type QueryRequest,
   type RetryRequest,
 } from "./messages.js";
+import { Mq9Error } from "./mq9-error.js";
 import { isPriority, type Priority } from "./priority.js";
 
 /**
@@ -153,6 +154,12 @@ function optionalBool(obj: JsonObject, field: string): boolean | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== "boolean") throw new BodyError(`'${field}' must be true or false`);
   return value;
+}
+
+/** The value of a request read off the wire; what was wrong with it is an INVALID_REQUEST whose text is the reply's. */
+export function requestValue<T>(parsed: Parsed<T>): T {
+  if (!parsed.ok) throw new Mq9Error("INVALID_REQUEST", parsed.error);
+  return parsed.value;
 }
 
 /** Runs a reader that throws BodyError; its reason becomes the error text through `wrap`. */

@@ -15,7 +15,6 @@ import {
   Errors,
   Mq9Error,
   mailAddressError,
-  type Parsed,
   type ParsedDiscoverRequest,
   type ParsedRegistration,
   parseDiscoverRequest,
@@ -23,6 +22,7 @@ import {
   parseReportRequest,
   parseUnregisterRequest,
   type RegistrationLimits,
+  requestValue,
 } from "@mq9/protocol";
 import { RegistryDefaults } from "./defaults.js";
 import type { Embedder } from "./embedding/embedder.js";
@@ -63,12 +63,6 @@ export interface AgentRegistryOptions {
 const REPLY_HEADROOM = 2048;
 /** A semantic query waits for an embedding backlog of at most this many skills (about one batch). */
 export const QUERY_WAITS_FOR_SKILLS = 64;
-
-/** A request the caller must fix: its error text is the reply's. */
-function unwrap<T>(parsed: Parsed<T>): T {
-  if (!parsed.ok) throw new Mq9Error("INVALID_REQUEST", parsed.error);
-  return parsed.value;
-}
 
 /** Fused ranking: calibrated similarity + weight·(bm25 / best bm25). Tuned on the relevance set (test/registry-relevance). */
 export const DEFAULT_HYBRID_TEXT_WEIGHT = 0.25;
@@ -193,7 +187,7 @@ export class AgentRegistry implements Registry {
     caller?: Principal,
     standing?: (mailbox: string) => Promise<MailboxStanding>,
   ): Promise<void> {
-    const reg = unwrap(parseRegisterRequest(body, this.limits));
+    const reg = requestValue(parseRegisterRequest(body, this.limits));
     const invalid = mailAddressError(reg.mailbox);
     if (invalid !== undefined) {
       throw new Mq9Error(
@@ -251,14 +245,14 @@ export class AgentRegistry implements Registry {
    * mailbox, another user's registration is refused.
    */
   async unregister(body: Uint8Array, caller?: Principal): Promise<void> {
-    const selector = await this.ownSelector(unwrap(parseUnregisterRequest(body)), caller);
+    const selector = await this.ownSelector(requestValue(parseUnregisterRequest(body)), caller);
     const removed = await this.store.remove(selector);
     this.indexer?.removeVectors(removed.docIds);
   }
 
   /** REPORT: a heartbeat with a status; renews the ttl. Only the owner's, with `caller`. */
   async report(body: Uint8Array, caller?: Principal): Promise<void> {
-    const request = unwrap(parseReportRequest(body));
+    const request = requestValue(parseReportRequest(body));
     const selector = await this.ownSelector(request, caller);
     const updated = await this.store.report(selector, request.statusJson, this.now());
     if (updated === 0) throw new Mq9Error("AGENT_NOT_FOUND", Errors.agentNotFound);
@@ -289,7 +283,7 @@ export class AgentRegistry implements Registry {
   }
 
   async discover(body: Uint8Array): Promise<DiscoverResult> {
-    const request = unwrap(parseDiscoverRequest(body));
+    const request = requestValue(parseDiscoverRequest(body));
     const notes: string[] = [];
     await this.catchUp(notes);
     const filter: AgentFilter = {
@@ -649,7 +643,11 @@ export class AgentRegistry implements Registry {
     await this.catchUp();
     const [row] = await this.store.get([mailbox], this.now());
     if (!row) return undefined;
-    return this.entry(row, unwrap(parseDiscoverRequest(Buffer.from('{"include_status":true}'))), Number.NaN);
+    return this.entry(
+      row,
+      requestValue(parseDiscoverRequest(Buffer.from('{"include_status":true}'))),
+      Number.NaN,
+    );
   }
 
   /** How far the background work is: skills waiting for vectors, the vector index's build. */

@@ -11,6 +11,7 @@ import {
   parseSendOptions,
   type QueryRequest,
   type RetryRequest,
+  requestValue,
 } from "@mq9/protocol";
 import { BrokerDefaults } from "../broker-defaults.js";
 import { type Logger, silentLogger } from "../logger.js";
@@ -395,9 +396,7 @@ export class MessagingEngine {
 
   /** Deletes one message of the mailbox. */
   async delete(mailbox: string, msgIdToken: string): Promise<void> {
-    const parsed = parseMsgIdToken(msgIdToken);
-    if (!parsed.ok) throw new Mq9Error("INVALID_REQUEST", parsed.error);
-    const msgId = parsed.value;
+    const msgId = requestValue(parseMsgIdToken(msgIdToken));
     await this.requireMailbox(mailbox);
     if (!(await this.store.deleteMessage(mailbox, msgId))) {
       throw new Mq9Error("MESSAGE_NOT_FOUND", Errors.messageNotFound);

@@ -4,23 +4,18 @@ import {
   MAX_MAILBOX_LIST_LIMIT,
   type MailboxAdminOp,
   Mq9Error,
-  type Parsed,
   parseGroupInfoRequest,
   parseGroupReleaseRequest,
   parseGroupResetRequest,
   parseMailboxListRequest,
   parseMailboxPurgeRequest,
+  requestValue,
 } from "@mq9/protocol";
 import type { Principal } from "../auth/principal.js";
 import type { MessagingEngine } from "../engine/messaging-engine.js";
 import { groupSummary, mailboxSummary } from "./inspection-replies.js";
 import type { MailboxOwnership } from "./ownership.js";
 import type { ServerInfo } from "./server-info.js";
-
-function unwrap<T>(parsed: Parsed<T>): T {
-  if (!parsed.ok) throw new Mq9Error("INVALID_REQUEST", parsed.error);
-  return parsed.value;
-}
 
 /** Leases read to count a group's members and redeliveries; GROUP.INFO lists the first SHOWN_LEASES. */
 const COUNTED_LEASES = 10_000;
@@ -52,7 +47,7 @@ export class InspectionRequests {
   ) {}
 
   async list(payload: Uint8Array, caller: Principal | undefined): Promise<Record<string, unknown>> {
-    const request = unwrap(parseMailboxListRequest(payload));
+    const request = requestValue(parseMailboxListRequest(payload));
     const limit = request.limit ?? DEFAULT_MAILBOX_LIST_LIMIT;
     const ownership = this.ownership;
     if (ownership === undefined || caller?.admin) {
@@ -88,7 +83,7 @@ export class InspectionRequests {
         };
       }
       case "mailbox.purge": {
-        const { key, tag, priority, older_than_s } = unwrap(parseMailboxPurgeRequest(payload));
+        const { key, tag, priority, older_than_s } = requestValue(parseMailboxPurgeRequest(payload));
         await allowed();
         const filter = { key, tag, priority, olderThanSeconds: older_than_s };
         return { purged: await engine.purgeMailbox(address, filter) };
@@ -107,7 +102,7 @@ export class InspectionRequests {
         return { groups: groups.map((g, i) => groupSummary(g, now, reports[i])) };
       }
       case "group.info": {
-        const { group_name } = unwrap(parseGroupInfoRequest(payload));
+        const { group_name } = requestValue(parseGroupInfoRequest(payload));
         await allowed();
         const group = await engine.group(address, group_name);
         const report = await engine.groupLeases(address, group_name, COUNTED_LEASES);
@@ -116,12 +111,12 @@ export class InspectionRequests {
         return { group: summary };
       }
       case "group.release": {
-        const { group_name, member } = unwrap(parseGroupReleaseRequest(payload));
+        const { group_name, member } = requestValue(parseGroupReleaseRequest(payload));
         await allowed();
         return { released: await engine.releaseLeases(address, group_name, member) };
       }
       case "group.reset": {
-        const reset = unwrap(parseGroupResetRequest(payload));
+        const reset = requestValue(parseGroupResetRequest(payload));
         await allowed();
         const deliver =
           reset.from_id !== undefined

@@ -6,7 +6,6 @@ import {
   internalErrorReply,
   type Mq9Command,
   Mq9Error,
-  type Parsed,
   parseAckRequest,
   parseCreateRequest,
   parseFetchRequest,
@@ -15,6 +14,7 @@ import {
   parseQueryRequest,
   parseRetryRequest,
   type ReplyBody,
+  requestValue,
 } from "@mq9/protocol";
 import type { Principal } from "../auth/principal.js";
 import type { MessagingEngine } from "../engine/messaging-engine.js";
@@ -34,11 +34,6 @@ import type { ServerInfo } from "./server-info.js";
  */
 function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
-}
-
-function unwrap<T>(parsed: Parsed<T>): T {
-  if (!parsed.ok) throw new Mq9Error("INVALID_REQUEST", parsed.error);
-  return parsed.value;
 }
 
 /**
@@ -125,7 +120,7 @@ export class Mq9Service implements Mq9RequestHandler {
     const caller = ownership === undefined ? undefined : request.principal;
     switch (command?.op) {
       case "mailbox.create": {
-        const create = unwrap(parseCreateRequest(request.payload));
+        const create = requestValue(parseCreateRequest(request.payload));
         return { mail_address: await engine.createMailbox(create, caller?.name) };
       }
       case "msg.send": {
@@ -138,7 +133,7 @@ export class Mq9Service implements Mq9RequestHandler {
         return sent;
       }
       case "msg.fetch": {
-        const fetch = unwrap(parseFetchRequest(request.payload));
+        const fetch = requestValue(parseFetchRequest(request.payload));
         if (fetch.member === undefined && request.clientName) fetch.member = request.clientName.slice(0, 128);
         if (ownership) await ownership.check(caller, command.mailAddress, "FETCH from it");
         const messages = await engine.fetch(command.mailAddress, fetch, request.signal, request.undelivered);
@@ -147,19 +142,22 @@ export class Mq9Service implements Mq9RequestHandler {
       }
       case "msg.ack":
         if (ownership) await ownership.check(caller, command.mailAddress, "ACK its messages");
-        await engine.ack(command.mailAddress, unwrap(parseAckRequest(request.payload)));
+        await engine.ack(command.mailAddress, requestValue(parseAckRequest(request.payload)));
         return {};
       case "msg.nak":
         if (ownership) await ownership.check(caller, command.mailAddress, "NAK its messages");
-        return engine.nak(command.mailAddress, unwrap(parseNakRequest(request.payload)));
+        return engine.nak(command.mailAddress, requestValue(parseNakRequest(request.payload)));
       case "msg.retry":
         if (ownership) await ownership.check(caller, command.mailAddress, "RETRY its dead letters");
         return {
-          retried: await engine.retry(command.mailAddress, unwrap(parseRetryRequest(request.payload))),
+          retried: await engine.retry(command.mailAddress, requestValue(parseRetryRequest(request.payload))),
         };
       case "msg.query": {
         if (ownership) await ownership.check(caller, command.mailAddress, "QUERY it");
-        const messages = await engine.query(command.mailAddress, unwrap(parseQueryRequest(request.payload)));
+        const messages = await engine.query(
+          command.mailAddress,
+          requestValue(parseQueryRequest(request.payload)),
+        );
         return { messages };
       }
       case "msg.delete":

@@ -343,11 +343,11 @@ export const NakBody = z
     msg_id: wholeSeconds,
     reason: z
       .string()
-      .max(1024)
+      .max(MAX_NAK_REASON_LENGTH)
       .optional()
       .describe("why it failed; kept with the message and in its dead letter"),
     delay_ms: wholeSeconds
-      .max(7 * 24 * 3600 * 1000)
+      .max(MAX_REDELIVERY_DELAY_MS)
       .optional()
       .describe("wait before it is delivered again (default: the group's backoff)"),
     terminal: z.boolean().optional().describe("straight to the dead-letter mailbox"),
