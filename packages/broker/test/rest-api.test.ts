@@ -551,6 +551,37 @@ describe("REST API v1 against its OpenAPI document", () => {
     expect(({} as Record<string, unknown>).ttl).toBeUndefined();
   });
 
+  it("dead letters: a copy stored before a restart is found by its key: settled, not moved or counted again", async () => {
+    const box = "rest.remove.twice";
+    await t.request(Subjects.mailboxCreate, { name: box });
+    await t.request(Subjects.mailboxCreate, { name: `${box}.dlq` });
+    const { msg_id } = await t.request<{ msg_id: number }>(Subjects.send(box), "job");
+    await t.request(Subjects.fetch(box), {
+      group_name: "g",
+      deliver: "earliest",
+      config: { max_wait_ms: 0 },
+    });
+    // What a broker killed between storing the copy and letting go of the message left behind.
+    await t.request(Subjects.send(`${box}.dlq`), "copy", {
+      headers: { "mq9-idempotency-key": `mq9-dlq:${box}:g:${msg_id}` },
+    });
+    const counted = async () =>
+      Number(/^mq9_dead_letters_total (\d+)$/m.exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? 0);
+    const before = await counted();
+    await t.request(Subjects.nak(box), { group_name: "g", msg_id, terminal: true });
+    let settled = false;
+    for (let i = 0; i < 100 && !settled; i++) {
+      const group = await t.request<{ group: { leased: number; lag: number } }>(Subjects.groupInfo(box), {
+        group_name: "g",
+      });
+      settled = group.group.lag === 0;
+      if (!settled) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(settled).toBe(true);
+    expect(texts(await t.request(Subjects.query(`${box}.dlq`), {}))).toEqual(["copy"]);
+    expect(await counted()).toBe(before);
+  });
+
   it("dead letters: a NAK gives a message back, a terminal one sends it to dead letters, retry brings it back", async () => {
     const c = contract;
     const poison = "rest.poison";

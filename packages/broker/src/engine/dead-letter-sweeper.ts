@@ -81,16 +81,13 @@ export class DeadLetterSweeper {
     await this.running;
   }
 
-  /** One sweep, for tests and for a caller that wants the moves done before it goes on. */
-  async sweepOnce(): Promise<number> {
+  /** One sweep: every held message, BATCH at a time. */
+  private async sweepOnce(): Promise<void> {
     const { store, now } = this.options;
-    let moved = 0;
     for (;;) {
       const letters = await store.deadLetters(now(), BATCH);
-      if (letters.length === 0) return moved;
-      await this.move(letters);
-      moved += letters.length;
-      if (letters.length < BATCH) return moved;
+      if (letters.length > 0) await this.move(letters);
+      if (letters.length < BATCH) return;
     }
   }
 
@@ -153,8 +150,13 @@ export class DeadLetterSweeper {
     const stored = letters.filter((_, i) => !("missingMailbox" in results[i]));
     // A mailbox that went away in between: those stay held and are moved on the next sweep.
     await store.settleDeadLetters(stored, nowMs);
+    // A copy stored before a restart (its key found): settled now, but not moved again.
+    const moved = letters.filter((_, i) => {
+      const result = results[i];
+      return !("missingMailbox" in result) && result.duplicate !== true;
+    });
     const perMailbox = new Map<string, number>();
-    for (const letter of stored) {
+    for (const letter of moved) {
       perMailbox.set(letter.deadLetterAddress, (perMailbox.get(letter.deadLetterAddress) ?? 0) + 1);
       this.options.logger.info(
         {

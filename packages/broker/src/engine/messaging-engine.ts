@@ -356,11 +356,6 @@ export class MessagingEngine {
     );
   }
 
-  /** Runs the dead-letter sweep now and waits for it (tests, and an operator's "settle now"). */
-  sweepDeadLetters(): Promise<number> {
-    return this.deadLetters.sweepOnce();
-  }
-
   /** Wakes the mailbox's waiting FETCHes once a message given back may be delivered again. */
   private wakeAfter(mailbox: string, delayMs: number): void {
     if (delayMs <= 0) {
