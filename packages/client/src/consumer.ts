@@ -185,8 +185,6 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
   private readonly ackers = new Set<BatchAcker>();
   /** Outcome of each handled message until it is ACKed, so a redelivery does not run the handler twice. */
   private readonly handled = new Map<number, Promise<boolean>>();
-  /** Why a handler failed, by msg_id, until its NAK carries it. */
-  private readonly failures = new Map<number, string>();
   private freeSlots: number;
   private slotWaiters: (() => void)[] = [];
   private readonly finished = deferred<Error | undefined>();
@@ -416,6 +414,8 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
     acker: BatchAcker | undefined,
     index: number,
   ): void {
+    /** Why the handler threw, for its NAK; undefined when it did not (or a for-await loop was left). */
+    let failure: string | undefined;
     const outcome = (async () => {
       try {
         await handler(message);
@@ -424,9 +424,7 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
         if (err instanceof LeftLoop) return false;
         const error = toError(err);
         this.options.onError(error, message);
-        if (this.options.nakOnError && this.options.group) {
-          this.failures.set(message.msgId, error.message.slice(0, 1024) || error.name);
-        }
+        failure = error.message.slice(0, 1024) || error.name;
         return false;
       }
     })();
@@ -439,8 +437,9 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
           return;
         }
         this.handled.delete(message.msgId);
-        // A handler that threw (not a for-await loop that was left): give the message back.
-        if (this.failures.has(message.msgId)) await this.nakFailed(acker, index, message);
+        if (failure !== undefined && this.options.nakOnError) {
+          await this.nakFailed(acker, index, message, failure);
+        }
       })
       .finally(() => {
         this.running.delete(task);
@@ -454,9 +453,12 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
    * backoff (or goes to dead letters) instead of after its lease. A broker without NAK answers
    * an error; the message then comes back after its lease as before.
    */
-  private async nakFailed(acker: BatchAcker, index: number, message: ConsumedMessage): Promise<void> {
-    const reason = this.failures.get(message.msgId) ?? "handler failed";
-    this.failures.delete(message.msgId);
+  private async nakFailed(
+    acker: BatchAcker,
+    index: number,
+    message: ConsumedMessage,
+    reason: string,
+  ): Promise<void> {
     // With backoffMs the group's own steps apply (the broker knows them); else the default ones.
     const count = message.deliveryCount ?? 1;
     const delayMs = this.options.backoffMs

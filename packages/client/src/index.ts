@@ -39,7 +39,13 @@ export { agentInfoOf } from "./agent-info.js";
 export type { RetryOptions } from "./backoff.js";
 export { Mq9Client, type Mq9ClientOptions } from "./client.js";
 export { type ConnectOptions, connect, DEFAULT_SERVER } from "./connect.js";
-export { ConsumedMessage, type ConsumeOptions, Consumer, type MessageHandler } from "./consumer.js";
+export {
+  ConsumedMessage,
+  type ConsumeOptions,
+  Consumer,
+  DEFAULT_RETRY_DELAYS_MS,
+  type MessageHandler,
+} from "./consumer.js";
 export { Heartbeat, type HeartbeatOptions } from "./heartbeat.js";
 export type { GroupResetPosition, MailboxListOptions, PurgeFilter } from "./inspection-bodies.js";
 export { type ClientLogger, quietLogger, stderrLogger } from "./logger.js";

@@ -1,5 +1,12 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { type ConsumedMessage, type Consumer, connect, type Mq9Client, Mq9Error } from "@mq9/client";
+import {
+  type ConsumedMessage,
+  type Consumer,
+  connect,
+  DEFAULT_RETRY_DELAYS_MS,
+  type Mq9Client,
+  Mq9Error,
+} from "@mq9/client";
 import { DeadLetters } from "../bus/dead-letters.js";
 import {
   type ChildFields,
@@ -92,8 +99,6 @@ export interface MessageContext {
 
 const DEFAULT_HEARTBEAT_MS = 2_000;
 const DEFAULT_MAX_DELIVER = 5;
-/** Waits before a message that could not be finished comes back: an answer that failed to send gets time. */
-const REDELIVERY_BACKOFF_MS = [1_000, 5_000, 30_000];
 const DEFAULT_MESSAGE_TTL_S = 7 * 86_400;
 const MEMORY_CACHE = 1_000;
 
@@ -245,7 +250,8 @@ export abstract class Agent {
       batch: this.manifest.max_concurrency,
       leaseMs: this.leaseMs,
       maxDeliver: this.maxDeliver,
-      backoffMs: REDELIVERY_BACKOFF_MS,
+      // The SDK's own steps, for a lease that ran out (a crash) as for an answer that failed to send.
+      backoffMs: DEFAULT_RETRY_DELAYS_MS,
       // The envelope is the JSON payload; the headers only mirror it for plain mq9 tools.
       headerBytes: false,
       headerMap: false,
