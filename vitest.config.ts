@@ -14,6 +14,9 @@ export default defineConfig({
       "@mq9/registry/defaults": fileURLToPath(
         new URL("./packages/registry/src/defaults.ts", import.meta.url),
       ),
+      "@mq9/registry/models": fileURLToPath(
+        new URL("./packages/registry/src/models/index.ts", import.meta.url),
+      ),
       "@mq9/registry": src("registry"),
       "@mq9/client/a2a": fileURLToPath(new URL("./packages/client/src/a2a/index.ts", import.meta.url)),
       "@mq9/client": src("client"),

@@ -246,7 +246,8 @@ export class Broker {
             logger,
             health: () => {
               const health = served.health();
-              return { ...health, ok: !closing && health.ok };
+              const warning = registry?.status().warning;
+              return { ...health, ok: !closing && health.ok, ...(warning ? { registry: { warning } } : {}) };
             },
           },
           {

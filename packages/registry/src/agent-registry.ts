@@ -40,6 +40,11 @@ export interface AgentRegistryOptions {
   embedder?: Embedder;
   /** Why there is no embedder, for the fallback warning. */
   embedderMissingReason?: string;
+  /**
+   * Set when the configured embedder could not run and a fallback stands in: said in every
+   * semantic answer's `warning` and in status(), so the degradation is never silent.
+   */
+  embedderFallback?: string;
   logger?: Logger;
   now?: () => number;
   /** Seconds for registrations that carry no `ttl`; 0 = never expire. */
@@ -305,6 +310,7 @@ export class AgentRegistry implements Registry {
       total = answer.total;
       pending = answer.pending;
       if (answer.warning) notes.push(answer.warning);
+      if (this.options.embedderFallback && this.embedder) notes.push(this.options.embedderFallback);
     } else if (request.text !== undefined) {
       [ranked, total] = await Promise.all([
         this.store.search(request.text, filter, now, 0, need),
@@ -656,6 +662,7 @@ export class AgentRegistry implements Registry {
       embedding: this.indexer?.embedding ?? false,
       pendingSkills: this.indexer ? this.pendingSkills() : 0,
       vectors: this.vectors?.status?.(),
+      warning: this.options.embedderFallback,
     };
   }
 

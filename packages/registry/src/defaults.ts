@@ -11,10 +11,13 @@
  * ```
  */
 import { DEFAULT_REGISTRATION_LIMITS } from "@mq9/protocol";
+import { DEFAULT_MODEL } from "./models/known-models.js";
 
 export const RegistryDefaults = {
   /** Universal Sentence Encoder lite, built in. */
   embedder: "use",
+  /** The onnx embedder's model (see `mq9 models list`), fetched once into the models folder. */
+  model: DEFAULT_MODEL,
   /** SQLite with an exact scan, HNSW past `annThreshold`. */
   vectorStore: "local",
   /** Seconds a registration without a ttl lives; 0 = until unregistered. */

@@ -3,8 +3,10 @@ import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import type { RegistryContext, RegistryFactory } from "@mq9/broker";
 import { AgentRegistry, type AgentRegistryOptions } from "./agent-registry.js";
+import { RegistryDefaults } from "./defaults.js";
 import type { Embedder } from "./embedding/embedder.js";
 import type { EmbedderSpec } from "./embedding/embedder-factory.js";
+import { settleModel } from "./embedding/model-settling.js";
 import { OnnxEmbedder } from "./embedding/onnx-embedder.js";
 import { StaticEmbedder } from "./embedding/static-embedder.js";
 import { builtTablePath, cachedTablePath } from "./embedding/static-table.js";
@@ -20,10 +22,17 @@ import type { VectorStore } from "./vectors/vector-store.js";
 /** Registry settings of a broker (the `registry` section of the config). */
 export interface RegistrySettings {
   /**
-   * "use" (default: Universal Sentence Encoder lite), "static" (token vectors distilled from it, much
-   * cheaper, less relevant), "onnx" (a BERT-shaped model in `modelDir`), "none", or an instance.
+   * "use" (default: Universal Sentence Encoder lite, built in), "onnx" (a sentence model on
+   * onnxruntime: `model` from the models folder, fetched once, or the one in `modelDir`), "static"
+   * (token vectors distilled from USE, much cheaper, less relevant), "none", or an instance.
    */
   embedder?: "static" | "use" | "onnx" | "none" | Embedder;
+  /** A known model's name for "onnx" (default all-MiniLM-L6-v2-int8); `modelDir` overrides it. */
+  model?: string;
+  /** Where known models are kept and fetched to (default MQ9_MODELS_DIR or ~/.cache/mq9/models). */
+  modelsDir?: string;
+  /** Fetch a known model missing from `modelsDir` at start (default true). */
+  fetchModel?: boolean;
   /** A static embedder table file instead of the built or cached one. */
   staticTablePath?: string;
   /**
@@ -31,7 +40,7 @@ export interface RegistrySettings {
    * @lancedb/lancedb package: IVF_HNSW_SQ past `annThreshold`, filters inside LanceDB) or an instance.
    */
   vectorStore?: "local" | "lancedb" | VectorStore;
-  /** Model folder for the "onnx" embedder. */
+  /** A model folder for the "onnx" embedder, instead of a known `model`. */
   modelDir?: string;
   onnx?: { queryPrefix?: string; pooling?: "mean" | "cls"; maxTokens?: number };
   /** Run the embedder in a worker thread (default true). */
@@ -65,7 +74,7 @@ function resolvable(pkg: string): boolean {
 
 /** Why the configured embedder cannot run here, checked without loading it; undefined when it looks usable. */
 export function embedderProblem(settings: RegistrySettings): string | undefined {
-  const kind = settings.embedder ?? "use";
+  const kind = settings.embedder ?? RegistryDefaults.embedder;
   if (kind === "none") return "registry.embedder is 'none'";
   if (kind === "static") {
     if (settings.staticTablePath !== undefined) {
@@ -87,7 +96,8 @@ export function embedderProblem(settings: RegistrySettings): string | undefined 
       if (!resolvable(pkg)) return `the default embedder's package ${pkg} is not installed`;
     }
   } else if (kind === "onnx") {
-    if (!settings.modelDir) return "registry.embedder 'onnx' needs registry.modelDir";
+    if (!settings.modelDir)
+      return "registry.embedder 'onnx' needs registry.modelDir or a known registry.model";
     const dir = resolve(settings.modelDir);
     if (!existsSync(dir))
       return `registry.modelDir ${dir} does not exist; fetch a model with 'mq9 models fetch'`;
@@ -99,7 +109,7 @@ export function embedderProblem(settings: RegistrySettings): string | undefined 
       return `no model.onnx in ${dir}`;
     }
     if (!resolvable("onnxruntime-node"))
-      return "registry.embedder 'onnx' needs the optional package onnxruntime-node";
+      return "registry.embedder 'onnx' needs the package onnxruntime-node, which is not installed";
   }
   return undefined;
 }
@@ -180,10 +190,11 @@ export function registryFactory(settings: RegistrySettings = {}): RegistryFactor
 
 /** Opens the registry's stores in the data dir and builds its embedder as configured. */
 export async function openRegistry(
-  settings: RegistrySettings,
+  requested: RegistrySettings,
   context: RegistryContext,
 ): Promise<AgentRegistry> {
   const { logger } = context;
+  const { settings, fallback } = await settleModel(requested, logger);
   const store = settings.store ?? new SqliteRegistryStore({ dataDir: context.dataDir, sync: context.sync });
   const problem = typeof settings.embedder === "object" ? undefined : embedderProblem(settings);
   if (problem && settings.embedder !== "none") {
@@ -205,6 +216,7 @@ export async function openRegistry(
     vectors,
     embedder,
     embedderMissingReason: problem,
+    embedderFallback: fallback,
     logger,
     defaultTtlS: settings.defaultTtlS,
     sweepIntervalMs: context.sweepIntervalMs,
@@ -214,7 +226,7 @@ export async function openRegistry(
     preloadEmbedder: settings.preloadEmbedder,
     maxReplyBytes: context.maxPayload,
     // USE-lite (and the table distilled from it) read English; an ONNX model's languages are the operator's choice.
-    embedderEnglishOnly: ["static", "use"].includes((settings.embedder as string | undefined) ?? "use"),
+    embedderEnglishOnly: settings.embedder === "static" || settings.embedder === "use",
   };
   const registry = new AgentRegistry(options);
   await registry.start();

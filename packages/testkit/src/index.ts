@@ -91,3 +91,4 @@ export {
 } from "./sample-agents.js";
 export { runSchemathesis, type SchemathesisOptions, type SchemathesisRun } from "./schemathesis.js";
 export { type ServeProcess, type SpawnServeOptions, spawnServe } from "./serve.js";
+export { writeWheel } from "./wheels.js";

