@@ -28,6 +28,12 @@ export const RegistryDefaults = {
   maxCardBytes: DEFAULT_REGISTRATION_LIMITS.maxCardBytes,
   /** Most skills one card may have. */
   maxSkills: DEFAULT_REGISTRATION_LIMITS.maxSkills,
+  /** Texts in one request to an openai embedder's server. */
+  embedderBatchSize: 64,
+  /** Seconds one request to an openai embedder's server may take. */
+  embedderTimeoutSeconds: 30,
+  /** Further attempts after a 429, a 5xx or a network error from an openai embedder's server. */
+  embedderRetries: 3,
   /** Load the embedder's model at start rather than at the first registration. */
   preloadEmbedder: true,
 } as const;

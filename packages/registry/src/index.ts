@@ -25,7 +25,12 @@ export {
   type EmbedOptions,
   type EmbedPurpose,
 } from "./embedding/embedder.js";
+export {
+  EmbeddingServerError,
+  type EmbeddingServerErrorCode,
+} from "./embedding/embeddings-request.js";
 export { OnnxEmbedder, type OnnxEmbedderOptions } from "./embedding/onnx-embedder.js";
+export { OpenAiEmbedder, type OpenAiEmbedderOptions } from "./embedding/openai-embedder.js";
 export { StaticEmbedder, type StaticEmbedderOptions } from "./embedding/static-embedder.js";
 export { distilStaticTable, readStaticTable, writeStaticTable } from "./embedding/static-table.js";
 export { ThreadedEmbedder, type ThreadedEmbedderOptions } from "./embedding/threaded-embedder.js";

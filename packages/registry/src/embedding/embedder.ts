@@ -8,8 +8,9 @@ export interface EmbedOptions {
 
 /**
  * Turns texts into vectors for semantic discovery. Implementations must give
- * unit-length vectors of one fixed length, the same vector for the same text,
- * and must not reach the network when embedding.
+ * unit-length vectors of one fixed length and the same vector for the same text.
+ * Only an embedder whose model is a server (OpenAiEmbedder) reaches the network,
+ * and then only that server.
  */
 export interface Embedder {
   /** Names the model; vectors from different ids are never compared. */

@@ -8,6 +8,8 @@ export interface OnnxEmbedderOptions {
   modelDir: string;
   /** Prepended to query texts; BGE models want "Represent this sentence for searching relevant passages: ". */
   queryPrefix?: string;
+  /** Prepended to document (skill) texts; E5 models want "passage: ". */
+  documentPrefix?: string;
   /** How token vectors become one vector: mean over the attention mask (MiniLM, default) or the [CLS] token (BGE). */
   pooling?: "mean" | "cls";
   /** Longest input in tokens, [CLS] and [SEP] included. */
@@ -61,7 +63,9 @@ export class OnnxEmbedder implements Embedder {
 
   constructor(private readonly options: OnnxEmbedderOptions) {
     this.modelDir = resolve(options.modelDir);
-    this.id = `onnx:${this.modelDir}:${options.pooling ?? "mean"}`;
+    // A document prefix changes the stored vectors: a new one must re-embed them.
+    const documents = options.documentPrefix ? `:${JSON.stringify(options.documentPrefix)}` : "";
+    this.id = `onnx:${this.modelDir}:${options.pooling ?? "mean"}${documents}`;
   }
 
   load(): Promise<number> {
@@ -148,7 +152,8 @@ export class OnnxEmbedder implements Embedder {
     if (texts.length === 0) return [];
     await this.load();
     const model = await this.loaded!;
-    const prefix = options.purpose === "query" ? (this.options.queryPrefix ?? "") : "";
+    const prefix =
+      (options.purpose === "query" ? this.options.queryPrefix : this.options.documentPrefix) ?? "";
     return this.run(
       model,
       texts.map((t) => prefix + t),
