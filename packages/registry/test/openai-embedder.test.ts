@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { inspect } from "node:util";
 import { Subjects } from "@mq9/protocol";
-import { freePort, skipWithoutPython } from "@mq9/testkit";
+import { eventually, freePort, skipWithoutPython } from "@mq9/testkit";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   EmbeddingServerError,
@@ -278,6 +278,47 @@ describe("openai embedder against a stub server", () => {
     } finally {
       delete process.env.MQ9_TEST_EMBEDDER_KEY;
       delete process.env.MQ9_EMBEDDER_API_KEY;
+    }
+  });
+
+  it("a server that is down while skills wait: DISCOVER says so, and they are embedded once it is back", async () => {
+    let up = false;
+    const { stub } = await start((req, _n, res) =>
+      up
+        ? json(res, 200, embeddings(req))
+        : json(res, 503, { error: { message: "loading" } }, { "retry-after-ms": "0" }),
+    );
+    const t = await startTestBroker({
+      registry: { embedder: "openai", openai: { url: stub.url, model: "m", retries: 0 } },
+    });
+    try {
+      await registerCards(t, [
+        {
+          name: "translator",
+          description: "Translates documents",
+          skills: [{ id: "t", name: "translate", description: "Translate text between languages" }],
+        },
+      ] as never);
+      const discover = () =>
+        t.request<{ warning?: string; agents: { name: string }[] }>(Subjects.agentDiscover, {
+          semantic: "translate",
+        });
+      const down = await discover();
+      expect(down.warning).toMatch(
+        /semantic search is unavailable \(the embedding server at .* answered HTTP 503 \(loading\)\)/,
+      );
+      expect(down.agents.map((a) => a.name)).toEqual(["translator"]);
+      up = true;
+      // Neither a restart nor a new REGISTER: the waiting skill is embedded again on its own.
+      await eventually(async () => (await discover()).warning === undefined, 30_000);
+      const back = await discover();
+      expect(back.agents.map((a) => a.name)).toEqual(["translator"]);
+      const skills = stub.received.filter((r) =>
+        r.body.input?.some((text) => text.includes("Translate text")),
+      );
+      expect(skills.length).toBeGreaterThan(0);
+    } finally {
+      await t.close();
     }
   });
 

@@ -25,11 +25,19 @@ export function embeddingText(doc: StoredDoc): string {
     .join(". ");
 }
 
+/** First wait before embedding again after a failure that may pass (a server down); doubles up to the cap. */
+const FIRST_RETRY_MS = 1_000;
+const MAX_RETRY_MS = 60_000;
+
+/** Whether an embedder's failure says that trying later may succeed (a remote server down or overloaded). */
+const retryable = (err: unknown) => (err as { retryable?: unknown } | undefined)?.retryable === true;
+
 /**
  * Keeps the vector store in step with the registry store: embeds docs that
  * have no vector yet (oldest first, in batches, off the request path) and
  * removes the vectors of replaced or deleted docs. Every vector-store write
- * goes through one chain, so a late vector never outlives its doc.
+ * goes through one chain, so a late vector never outlives its doc. A failure
+ * marked retryable is tried again later; any other turns semantic search off.
  */
 export class EmbeddingIndexer {
   private chain: Promise<unknown> = Promise.resolve();
@@ -40,6 +48,9 @@ export class EmbeddingIndexer {
   private waiters: { through: number; resolve: () => void }[] = [];
   private unavailable?: string;
   private closed = false;
+  /** Set while waiting to embed again after a retryable failure. */
+  private retryTimer?: NodeJS.Timeout;
+  private retryMs = FIRST_RETRY_MS;
   /** Every doc up to this id has been looked at; docs only ever get higher ids. */
   private cursor = 0;
   /** Ids of stored docs still waiting for their vector. */
@@ -117,7 +128,8 @@ export class EmbeddingIndexer {
   /** Resolves once every doc stored before the call has its vector (or the embedder has failed). */
   caughtUp(): Promise<void> {
     const through = this.enqueued;
-    if (this.unavailable || this.done >= through) return this.chain.then(() => undefined);
+    // While the embedder's server is away, nothing waits for it: those skills stay pending.
+    if (this.unavailable || this.retryTimer || this.done >= through) return this.chain.then(() => undefined);
     return new Promise((resolve) => this.waiters.push({ through, resolve }));
   }
 
@@ -128,7 +140,7 @@ export class EmbeddingIndexer {
   }
 
   private kick(): void {
-    if (this.running || this.unavailable || this.closed) return;
+    if (this.running || this.retryTimer || this.unavailable || this.closed) return;
     this.running = this.drain().finally(() => {
       this.running = undefined;
       if (this.enqueued > this.done && !this.unavailable && !this.closed) this.kick();
@@ -174,9 +186,27 @@ export class EmbeddingIndexer {
         for (const doc of docs) this.pendingIds.delete(doc.id);
         this.cursor = docs[docs.length - 1].id;
         this.advance(Math.min(target, this.cursor));
+        this.retryMs = FIRST_RETRY_MS;
       }
     } catch (err) {
       if (this.closed) return;
+      if (retryable(err)) {
+        this.logger.warn(
+          { err },
+          `the registry embedder failed; embedding the waiting skills again in ${Math.round(this.retryMs / 1000)} s`,
+        );
+        this.retryTimer = setTimeout(() => {
+          this.retryTimer = undefined;
+          this.kick();
+        }, this.retryMs);
+        this.retryTimer.unref();
+        this.retryMs = Math.min(MAX_RETRY_MS, this.retryMs * 2);
+        const waiting = this.waiters.splice(0);
+        void this.chain.then(() => {
+          for (const waiter of waiting) waiter.resolve();
+        });
+        return;
+      }
       this.unavailable = (err as Error).message;
       this.logger.error(
         { err },
@@ -209,6 +239,7 @@ export class EmbeddingIndexer {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.retryTimer);
     await this.running;
     await this.chain;
     this.advance(Number.MAX_SAFE_INTEGER);

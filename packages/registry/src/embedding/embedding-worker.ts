@@ -11,7 +11,7 @@ export type WorkerRequest =
 export type WorkerReply =
   | { type: "loaded"; dimensions: number }
   | { type: "vectors"; seq: number; dimensions: number; data: Float32Array }
-  | { type: "failed"; seq?: number; message: string; unavailable: boolean };
+  | { type: "failed"; seq?: number; message: string; unavailable: boolean; retryable: boolean };
 
 const port = parentPort!;
 const embedder = createEmbedder((workerData as { spec: EmbedderSpec }).spec);
@@ -23,6 +23,7 @@ function failure(err: unknown, seq?: number): WorkerReply {
     seq,
     message: error.message,
     unavailable: error.name === "EmbedderUnavailableError",
+    retryable: (error as { retryable?: unknown }).retryable === true,
   };
 }
 

@@ -36,6 +36,12 @@ function workerUrl(): URL {
   );
 }
 
+/** The error a worker reported, as this thread raises it (its retry intent kept). */
+function reported(reply: { message: string; unavailable: boolean; retryable: boolean }): Error {
+  const err = reply.unavailable ? new EmbedderUnavailableError(reply.message) : new Error(reply.message);
+  return Object.assign(err, { retryable: reply.retryable });
+}
+
 /** One worker per core leaves the broker's event loop to share them; past 4 the model copies cost more than they give. */
 function defaultWorkers(): number {
   return Math.max(1, Math.min(4, availableParallelism()));
@@ -97,7 +103,7 @@ export class ThreadedEmbedder implements Embedder {
       worker.on("message", (reply: WorkerReply) => {
         if (reply.type === "loaded") resolve(reply.dimensions);
         else if (reply.type === "failed" && reply.seq === undefined) {
-          reject(reply.unavailable ? new EmbedderUnavailableError(reply.message) : new Error(reply.message));
+          reject(reported(reply));
         } else this.settle(slot, reply);
       });
       worker.on("error", (err) => this.fail(slot, err, reject));
@@ -148,7 +154,7 @@ export class ThreadedEmbedder implements Embedder {
     slot.inFlight = undefined;
     slot.worker.unref();
     if (reply.type === "failed") {
-      const err = reply.unavailable ? new EmbedderUnavailableError(reply.message) : new Error(reply.message);
+      const err = reported(reply);
       for (const job of batch.jobs) job.reject(err);
     } else {
       let offset = 0;
