@@ -156,6 +156,10 @@ describe("openai embedder against a stub server", () => {
     expect(err.code).toBe("key_refused");
     expect(err.retryable).toBe(false);
     expect(shown(err)).not.toContain(KEY);
+    // Nor does the embedder itself, printed or logged whole.
+    expect(`${inspect(embedder, { depth: 20, showHidden: true })} ${JSON.stringify(embedder)}`).not.toContain(
+      KEY,
+    );
   });
 
   it("401 without a key: says one is needed and where to put it", async () => {

@@ -104,7 +104,7 @@ export class OpenAiEmbedder implements Embedder {
   readonly id: string;
   readonly #apiKey?: string;
   private readonly problem?: string;
-  private readonly request?: EmbeddingsRequestOptions;
+  private readonly request?: Omit<EmbeddingsRequestOptions, "apiKey">;
   private readonly closing = new AbortController();
   private readonly batchSize: number;
   private readonly maxChars: number;
@@ -135,7 +135,6 @@ export class OpenAiEmbedder implements Embedder {
       this.request = {
         endpoint: at.endpoint,
         shown: at.shown,
-        apiKey: this.#apiKey,
         timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
         retries: Math.max(0, Math.floor(options.retries ?? DEFAULT_RETRIES)),
         closing: this.closing.signal,
@@ -174,7 +173,8 @@ export class OpenAiEmbedder implements Embedder {
 
   /** One request for `inputs`, its answer checked: one finite vector of the right length per input, in order. */
   private async post(inputs: string[], inputType: "query" | "passage"): Promise<Float32Array[]> {
-    const request = this.request!;
+    // The key joins the request only here, so no property of this object holds it.
+    const request = { ...this.request!, apiKey: this.#apiKey };
     const answer = await postEmbeddings(
       request,
       () => ({
