@@ -81,7 +81,9 @@ describe("mq9 serve", () => {
       .find((l) => l.includes("worker threads"));
     serve.child.kill("SIGTERM");
     expect(await serve.exited).toBe(0);
-    expect(JSON.parse(line!).msg).toBe("agent registry: embedder use-lite-512 on 3 worker threads");
+    expect(JSON.parse(line!).msg).toMatch(
+      /^agent registry: embedder onnx:.*all-MiniLM-L6-v2-int8:mean on 3 worker threads$/,
+    );
     const zero = await runCli(["serve", "--data", tempDir()], { MQ9_REGISTRY_EMBEDDER_WORKERS: "0" });
     expect(zero.code).toBe(2);
     expect(zero.stderr).toBe(

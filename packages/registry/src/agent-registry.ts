@@ -69,8 +69,14 @@ const REPLY_HEADROOM = 2048;
 /** A semantic query waits for an embedding backlog of at most this many skills (about one batch). */
 export const QUERY_WAITS_FOR_SKILLS = 64;
 
-/** Fused ranking: calibrated similarity + weight·(bm25 / best bm25). Tuned on the relevance set (test/registry-relevance). */
+/**
+ * Fused ranking: calibrated similarity + weight·(bm25 / best bm25), tuned on the relevance set
+ * (test/registry-relevance) for USE-lite. Sentence models spread their calibrated scores wider,
+ * so full text weighs less beside them (SENTENCE_MODEL_TEXT_WEIGHT).
+ */
 export const DEFAULT_HYBRID_TEXT_WEIGHT = 0.25;
+/** The text weight for sentence models (onnx, openai) that name none of their own. */
+export const SENTENCE_MODEL_TEXT_WEIGHT = 0.05;
 
 function toDocs(reg: ParsedRegistration): SkillDoc[] {
   const base = { agentName: reg.name, agentDescription: reg.description };

@@ -7,16 +7,16 @@
  * ```ts
  * import { RegistryDefaults } from "@mq9/registry/defaults";
  *
- * console.log(RegistryDefaults.embedder); // "use"
+ * console.log(RegistryDefaults.embedder); // "onnx"
  * ```
  */
 import { DEFAULT_REGISTRATION_LIMITS } from "@mq9/protocol";
 import { DEFAULT_MODEL } from "./models/known-models.js";
 
 export const RegistryDefaults = {
-  /** Universal Sentence Encoder lite, built in. */
-  embedder: "use",
-  /** The onnx embedder's model (see `mq9 models list`), fetched once into the models folder. */
+  /** A sentence model on onnxruntime: `model`, fetched once into the models folder. */
+  embedder: "onnx",
+  /** The onnx embedder's model (see `mq9 models list`). */
   model: DEFAULT_MODEL,
   /** SQLite with an exact scan, HNSW past `annThreshold`. */
   vectorStore: "local",

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import type { RegistryContext, RegistryFactory } from "@mq9/broker";
-import { AgentRegistry, type AgentRegistryOptions } from "./agent-registry.js";
+import { AgentRegistry, type AgentRegistryOptions, SENTENCE_MODEL_TEXT_WEIGHT } from "./agent-registry.js";
 import { RegistryDefaults } from "./defaults.js";
 import type { Embedder } from "./embedding/embedder.js";
 import type { EmbedderSpec } from "./embedding/embedder-factory.js";
@@ -27,8 +27,8 @@ import type { VectorStore } from "./vectors/vector-store.js";
 /** Registry settings of a broker (the `registry` section of the config). */
 export interface RegistrySettings {
   /**
-   * "use" (default: Universal Sentence Encoder lite, built in), "onnx" (a sentence model on
-   * onnxruntime: `model` from the models folder, fetched once, or the one in `modelDir`), "static"
+   * "onnx" (default: a sentence model on onnxruntime, `model` from the models folder, fetched
+   * once, or the one in `modelDir`), "use" (Universal Sentence Encoder lite, built in), "static"
    * (token vectors distilled from USE, much cheaper, less relevant), "openai" (a server speaking
    * OpenAI's /v1/embeddings, see `openai`), "none", or an instance.
    */
@@ -254,6 +254,7 @@ export async function openRegistry(
     }
     embedder = buildEmbedder(settings, logger);
   }
+  const englishOnly = settings.embedder === "static" || settings.embedder === "use";
   const options: AgentRegistryOptions = {
     store,
     vectors,
@@ -264,12 +265,12 @@ export async function openRegistry(
     defaultTtlS: settings.defaultTtlS,
     sweepIntervalMs: context.sweepIntervalMs,
     limits: { maxCardBytes: settings.maxCardBytes, maxSkills: settings.maxSkills },
-    hybridTextWeight: settings.hybridTextWeight,
+    hybridTextWeight: settings.hybridTextWeight ?? (englishOnly ? undefined : SENTENCE_MODEL_TEXT_WEIGHT),
     queryCacheSize: settings.queryCacheSize,
     preloadEmbedder: settings.preloadEmbedder,
     maxReplyBytes: context.maxPayload,
     // USE-lite (and the table distilled from it) read English; an ONNX model's languages are the operator's choice.
-    embedderEnglishOnly: settings.embedder === "static" || settings.embedder === "use",
+    embedderEnglishOnly: englishOnly,
   };
   const registry = new AgentRegistry(options);
   await registry.start();

@@ -77,10 +77,15 @@ describe("discovery relevance on the labelled set (150 agent cards, 100 paraphra
 
 describe("discovery relevance in Chinese and German with the default install", () => {
   let t: TestBroker;
-  const byMode: Record<string, (query: string) => Record<string, unknown>> = {
-    text: (query) => ({ text: query }),
-    semantic: (query) => ({ semantic: query }),
-    hybrid: (query) => ({ semantic: query, text: query }),
+  // Floors a little under what the default model (all-MiniLM-L6-v2-int8, English-trained) measures:
+  // by meaning alone it finds most cards in their own language, and fused with full text all of them.
+  const byMode: Record<
+    string,
+    { body: (query: string) => Record<string, unknown>; at5: number; at1: number }
+  > = {
+    text: { body: (query) => ({ text: query }), at5: 0.9, at1: 0.75 },
+    semantic: { body: (query) => ({ semantic: query }), at5: 0.8, at1: 0.65 },
+    hybrid: { body: (query) => ({ semantic: query, text: query }), at5: 0.9, at1: 0.75 },
   };
 
   beforeAll(async () => {
@@ -96,8 +101,8 @@ describe("discovery relevance in Chinese and German with the default install", (
   }, 300_000);
   afterAll(() => t.close());
 
-  for (const [mode, body] of Object.entries(byMode)) {
-    it(`${mode}: a Chinese or German request finds its card (recall@5 ≥ 0.9, recall@1 ≥ 0.75)`, async () => {
+  for (const [mode, { body, at5, at1 }] of Object.entries(byMode)) {
+    it(`${mode}: a Chinese or German request finds its card (recall@5 ≥ ${at5}, recall@1 ≥ ${at1})`, async () => {
       let top1 = 0;
       let top5 = 0;
       for (const { query, expect: want } of MULTILINGUAL_QUERIES) {
@@ -108,15 +113,14 @@ describe("discovery relevance in Chinese and German with the default install", (
         const rank = reply.agents.findIndex((a) => a.name === want);
         if (rank === 0) top1++;
         if (rank >= 0) top5++;
-        // The default embedder reads English: the reply says these went by full text.
-        if (mode !== "text") expect(reply.warning).toMatch(/outside what the embedder understands/);
+        if (mode !== "text") expect(reply.warning).toBeUndefined();
       }
       const n = MULTILINGUAL_QUERIES.length;
       console.log(
         `${mode} (${n} Chinese and German queries): recall@1 ${(top1 / n).toFixed(2)}, recall@5 ${(top5 / n).toFixed(2)}`,
       );
-      expect(top5 / n).toBeGreaterThanOrEqual(0.9);
-      expect(top1 / n).toBeGreaterThanOrEqual(0.75);
+      expect(top5 / n).toBeGreaterThanOrEqual(at5);
+      expect(top1 / n).toBeGreaterThanOrEqual(at1);
     }, 180_000);
   }
 });

@@ -16,7 +16,7 @@ export interface OnnxEmbedderOptions {
   maxTokens?: number;
 }
 
-/** The slice of onnxruntime-node's API used here (the package is optional, so its types may be absent). */
+/** The slice of onnxruntime-node's API used here (loaded only when an onnx embedder runs). */
 interface OrtTensor {
   readonly dims: readonly number[];
   readonly data: Float32Array | BigInt64Array;
@@ -35,13 +35,13 @@ interface Ort {
 const MODEL_FILES = ["model.onnx", "onnx/model.onnx", "model_quantized.onnx", "onnx/model_quantized.onnx"];
 
 async function importOrt(): Promise<Ort> {
-  // A variable specifier: the package is an optional dependency and is loaded only when configured.
+  // A variable specifier: the runtime (and its native library) is loaded only when configured.
   const specifier = "onnxruntime-node";
   try {
     return (await import(specifier)) as Ort;
   } catch (err) {
     throw new EmbedderUnavailableError(
-      "registry.embedder 'onnx' needs the optional package onnxruntime-node; install it (ONNXRUNTIME_NODE_INSTALL=skip npm i onnxruntime-node) or use the default embedder",
+      "registry.embedder 'onnx' needs the package onnxruntime-node, which is not installed (npm i onnxruntime-node@1.30.0); or use --registry-embedder use",
       { cause: err },
     );
   }

@@ -262,10 +262,10 @@ export const SERVE_SETTINGS = {
   },
   registry: {
     embedder: setting({
-      type: choice(["use", "onnx", "static", "openai", "none"]),
+      type: choice(["onnx", "use", "static", "openai", "none"]),
       default: RegistryDefaults.embedder,
       flag: "registry-embedder",
-      help: "agent registry embedder: use (built in: Universal Sentence Encoder lite, English only), onnx (a sentence model, --registry-model, fetched once), static (built in: a token table distilled from use, far cheaper, less relevant), openai (a server speaking OpenAI's /v1/embeddings: needs --registry-embedder-url and --registry-embedder-model) or none",
+      help: "agent registry embedder: onnx (a sentence model, --registry-model, fetched once), use (built in: Universal Sentence Encoder lite, English only), static (built in: a token table distilled from use, far cheaper, less relevant), openai (a server speaking OpenAI's /v1/embeddings: needs --registry-embedder-url and --registry-embedder-model) or none",
       reads: "registry",
     }),
     model: setting({
