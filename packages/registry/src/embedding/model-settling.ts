@@ -57,6 +57,7 @@ export async function settleModel(settings: RegistrySettings, logger: Logger): P
     const onnx = {
       pooling: model.pooling,
       queryPrefix: model.queryPrefix,
+      documentPrefix: model.documentPrefix,
       ...settings.onnx,
     };
     return { settings: { ...settings, embedder: "onnx", modelDir: folder, onnx } };
