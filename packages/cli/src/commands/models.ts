@@ -66,6 +66,7 @@ export function registerModels(program: Command): void {
       `
 Examples:
   mq9 models fetch                      # the default model, into the cache mq9 serve reads
+  mq9 models fetch multilingual-e5-small && mq9 serve --registry-model multilingual-e5-small
   mq9 models fetch bge-small-en-v1.5 --dir ./mq9-models
   mq9 serve --registry-model bge-small-en-v1.5 --registry-models-dir ./mq9-models`,
     )
@@ -113,7 +114,11 @@ Examples:
         }
       } catch (err) {
         say(
-          `could not fetch ${name}: ${(err as Error).message}; without network access, copy the files ${model.files.join(", ")} into ${target} by hand`,
+          `could not fetch ${name}: ${(err as Error).message}; without network access, ${
+            model.convert
+              ? `copy a folder fetched on another machine (${[...model.files, "conversion.json"].join(", ")}) to ${target}`
+              : `copy the files ${model.files.join(", ")} into ${target} by hand`
+          }`,
         );
         if (flags.bestEffort) {
           say("mq9 serve will fetch it at start, or run on its built-in fallback embedder and say so");
@@ -124,7 +129,7 @@ Examples:
         process.stdout.write(`model ready in ${target}; mq9 serve uses it by default\n`);
         return;
       }
-      const config = { registry: { embedder: "onnx", model: name, modelsDir: resolve(flags.dir) } };
+      const config = { registry: { model: name, modelsDir: resolve(flags.dir) } };
       process.stdout.write(
         `model ready in ${target}; use it with this config section:\n${JSON.stringify(config, null, 2)}\n`,
       );
