@@ -109,6 +109,20 @@ describe("the settings of mq9 serve, declared once", () => {
     );
   });
 
+  it("--registry-model names a known model for the registry; an unknown one is refused with the names", () => {
+    const config = loadServeConfig({
+      flags: { registryModel: "multilingual-e5-small", registryModelsDir: "/srv/models" },
+    });
+    expect(optionsFor("registry", config, SETTINGS)).toMatchObject({
+      embedder: "onnx",
+      model: "multilingual-e5-small",
+      modelsDir: "/srv/models",
+    });
+    expect(() => loadServeConfig({ flags: { registryModel: "no-such-model" } })).toThrow(
+      /registry\.model: .*multilingual-e5-small/,
+    );
+  });
+
   it("the orchestrator's default namespace is the one agents address", () => {
     expect(OrchestratorDefaults.namespace).toBe(DEFAULT_NAMESPACE);
   });
