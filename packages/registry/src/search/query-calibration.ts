@@ -63,11 +63,20 @@ function nonLatinShare(text: string): number {
 /** How near a query may sit to the unreadable texts before it counts as unreadable itself. */
 const UNREADABLE_SIMILARITY = 0.8;
 /**
- * The same, calibrated: models such as E5 put any two texts above 0.8, so the query must also
- * score as a match for the unreadable texts (multilingual-e5-small: the test sets' 184 requests
- * in English, Chinese and German score at most 0.27 against them, made-up words 0.37 and more).
+ * The same bar for a model whose unrelated texts already sit close together (E5's cosines rarely
+ * fall under 0.7): a share of the way from that level to 1. It stays under UNREADABLE_SIMILARITY
+ * for the models whose unrelated texts are far apart (USE-lite, MiniLM), which keep that bar.
  */
-const UNREADABLE_SCORE = 0.3;
+const UNREADABLE_SHARE_ABOVE_UNRELATED = 0.7;
+
+/**
+ * The mean cosine of two different REFERENCE_SKILLS, read off their centroid: |c|² is the mean of
+ * all n² pairs, n of them a text with itself.
+ */
+function unrelatedSimilarity(centroid: Float32Array): number {
+  const n = REFERENCE_SKILLS.length;
+  return (n * dot(centroid, centroid) - 1) / (n - 1);
+}
 
 /** What calibration needs of a model: the mean of the reference vectors, and the unreadable texts' vectors. */
 export interface CalibrationVectors {
@@ -122,16 +131,17 @@ export class QueryCalibration {
     const { centroid, unreadable } = await this.load();
     const baseline = Math.min(0.95, dot(query, centroid));
     const calibrate = (cosine: number) => Math.max(0, Math.min(1, (cosine - baseline) / (1 - baseline)));
-    const nearestUnreadable = Math.max(...unreadable.map((u) => dot(query, u)));
+    const unrelated = unrelatedSimilarity(centroid);
+    const unreadableBar = Math.max(
+      UNREADABLE_SIMILARITY,
+      unrelated + (1 - unrelated) * UNREADABLE_SHARE_ABOVE_UNRELATED,
+    );
     let notUnderstood: string | undefined;
     if (this.englishOnly && nonLatinShare(text) > 0.5) {
       notUnderstood = "the embedder reads English only and the query is in another script";
     } else if (this.englishOnly && languageOf(text) === "de") {
       notUnderstood = "the embedder reads English only and the query reads as German";
-    } else if (
-      nearestUnreadable >= UNREADABLE_SIMILARITY &&
-      calibrate(nearestUnreadable) >= UNREADABLE_SCORE
-    ) {
+    } else if (Math.max(...unreadable.map((u) => dot(query, u))) >= unreadableBar) {
       notUnderstood = "the embedder recognises no word of the query";
     }
     return { calibrate, notUnderstood };
