@@ -18,9 +18,11 @@ const installBlock = shellBlockWith("README.md", readme, "npm install -g @mq9/cl
 const sdkBlock = shellBlockWith("README.md", readme, "npm install @mq9/client");
 const hello = docExample("README.md", "hello-mjs");
 
-/** What a default install must not bring: the optional parts and their model chains. */
+/**
+ * What a default install must not bring: the optional parts and their model chains. The ONNX
+ * runtime is in it (the default embedder runs on it); its web build is not.
+ */
 const OPTIONAL = [
-  "onnxruntime-node",
   "onnxruntime-web",
   "hnswlib-node",
   "@lancedb",
@@ -94,6 +96,7 @@ describe("the packed packages, installed as README.md says", () => {
     const names = installedNames(join(prefix, "lib"));
     expect(names.has("@mq9/cli")).toBe(true);
     expect(OPTIONAL.filter((name) => names.has(name))).toEqual([]);
+    expect(names.has("onnxruntime-node")).toBe(true);
 
     // `mq9 serve` as printed, from the installed bin, on free ports given through its env settings.
     const [port, httpPort] = [await freePort(), await freePort()];
@@ -120,6 +123,9 @@ describe("the packed packages, installed as README.md says", () => {
       serve?.once("exit", (code) => reject(new Error(`mq9 serve exited with ${code}:\n${log}`)));
     });
     server = `mq9://127.0.0.1:${port}`;
+    // The default embedder runs from the install (the model from the user's cache, fetched once).
+    expect(log).toMatch(/embedder onnx:.*all-MiniLM-L6-v2-int8/);
+    expect(log).not.toMatch(/fallback embedder/);
     // The installed mq9 is the one on PATH: it runs from the prefix, not the checkout.
     const onPath = cleanEnv({ PATH: `${join(prefix, "bin")}${delimiter}${userPath()}` });
     expect((await sh("sh", ["-c", "command -v mq9"], cwd, onPath)).stdout.trim()).toBe(
