@@ -22,13 +22,7 @@ const hello = docExample("README.md", "hello-mjs");
  * What a default install must not bring: the optional parts and their model chains. The ONNX
  * runtime is in it (the default embedder runs on it); its web build is not.
  */
-const OPTIONAL = [
-  "onnxruntime-web",
-  "hnswlib-node",
-  "@lancedb",
-  "apache-arrow",
-  "@huggingface",
-];
+const OPTIONAL = ["onnxruntime-web", "hnswlib-node", "@lancedb", "apache-arrow", "@huggingface"];
 
 /** Every package folder under a node_modules tree, by name (`@scope/name` for scoped ones). */
 function installedNames(dir: string, found = new Set<string>()): Set<string> {
