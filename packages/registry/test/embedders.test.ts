@@ -1,6 +1,7 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { lengthGroups } from "../src/embedding/onnx-embedder.js";
 import { OnnxEmbedder, ThreadedEmbedder, UseEmbedder } from "../src/index.js";
 import { embedderConformance } from "./embedder-conformance.js";
 import { tempDir } from "./harness.js";
@@ -61,6 +62,24 @@ describe("OnnxEmbedder specifics", () => {
     await embedder.close();
     const missing = new OnnxEmbedder({ modelDir: join(root, "nothing-here") });
     await expect(missing.load()).rejects.toThrow(/no ONNX model in .*nothing-here.*mq9 models fetch/);
+  });
+
+  it("splits a batch by token length only where the padding saved pays for another call", async () => {
+    expect(lengthGroups([12, 13, 12, 14])).toEqual([[0, 2, 1, 3]]);
+    const mixed = [...Array.from({ length: 30 }, () => 10), 200, 210];
+    const groups = lengthGroups(mixed);
+    expect(groups).toHaveLength(2);
+    expect(groups[1].sort()).toEqual([30, 31]);
+    expect(groups.flat().sort((a, b) => a - b)).toEqual(mixed.map((_, i) => i));
+    expect(lengthGroups([])).toEqual([]);
+    const embedder = new OnnxEmbedder({ modelDir: tinyBert });
+    const texts = ["short", "word ".repeat(150), "a little longer text here", "mid"];
+    const together = await embedder.embed(texts);
+    for (const [i, text] of texts.entries()) {
+      const [alone] = await embedder.embed([text]);
+      expect(Array.from(together[i])).toEqual(Array.from(alone).map((x) => expect.closeTo(x, 5)));
+    }
+    await embedder.close();
   });
 
   it("a worker embedder whose model is missing fails every call with the reason", async () => {

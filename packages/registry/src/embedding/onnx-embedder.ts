@@ -49,6 +49,46 @@ function tokenizerIn(dir: string): Tokenizer {
   return existsSync(unigram) ? UnigramTokenizer.fromFile(unigram) : WordPieceTokenizer.fromDirectory(dir);
 }
 
+interface LoadedModel {
+  ort: Ort;
+  session: OrtSession;
+  tokenizer: Tokenizer;
+}
+
+/**
+ * What one more model call costs, in padded token cells: each call has a fixed cost (about
+ * that of a few short rows), so splitting a batch pays only when it saves more padding.
+ */
+const CALL_COST_CELLS = 24;
+
+/**
+ * Splits texts of these token lengths into model calls that waste least: sorted by length,
+ * cut where the padding saved outweighs another call (padding to the longest row of a call is
+ * the main waste of a mixed batch). Returns the indices of each call's rows.
+ */
+export function lengthGroups(lengths: number[]): number[][] {
+  const order = lengths.map((_, i) => i).sort((a, b) => lengths[a] - lengths[b]);
+  const n = order.length;
+  // best[j]: least cost of the first j sorted rows; a call over rows i..j-1 costs its fixed
+  // cost plus its rows padded to row j-1 (the longest).
+  const best = new Float64Array(n + 1);
+  const cut = new Int32Array(n + 1);
+  for (let j = 1; j <= n; j++) {
+    best[j] = Number.POSITIVE_INFINITY;
+    const width = lengths[order[j - 1]];
+    for (let i = 0; i < j; i++) {
+      const cost = best[i] + CALL_COST_CELLS + (j - i) * width;
+      if (cost < best[j]) {
+        best[j] = cost;
+        cut[j] = i;
+      }
+    }
+  }
+  const groups: number[][] = [];
+  for (let j = n; j > 0; j = cut[j]) groups.unshift(order.slice(cut[j], j));
+  return groups;
+}
+
 const MODEL_FILES = ["model.onnx", "onnx/model.onnx", "model_quantized.onnx", "onnx/model_quantized.onnx"];
 
 async function importOrt(): Promise<Ort> {
@@ -71,12 +111,7 @@ async function importOrt(): Promise<Ort> {
 export class OnnxEmbedder implements Embedder {
   readonly id: string;
   private readonly modelDir: string;
-  private loaded?: Promise<{
-    ort: Ort;
-    session: OrtSession;
-    tokenizer: Tokenizer;
-    dimensions: number;
-  }>;
+  private loaded?: Promise<LoadedModel & { dimensions: number }>;
 
   constructor(private readonly options: OnnxEmbedderOptions) {
     this.modelDir = resolve(options.modelDir);
@@ -111,23 +146,34 @@ export class OnnxEmbedder implements Embedder {
     return this.loaded.then((m) => m.dimensions);
   }
 
-  private async run(
-    model: { ort: Ort; session: OrtSession; tokenizer: Tokenizer },
-    texts: string[],
-  ): Promise<Float32Array[]> {
-    const { ort, session, tokenizer } = model;
+  private async run(model: LoadedModel, texts: string[]): Promise<Float32Array[]> {
     const maxTokens = this.options.maxTokens ?? 256;
-    const encoded = texts.map((t) => tokenizer.encode(t, maxTokens));
+    const encoded = texts.map((t) => model.tokenizer.encode(t, maxTokens));
+    const vectors = new Array<Float32Array>(texts.length);
+    for (const group of lengthGroups(encoded.map((row) => row.length))) {
+      const rows = group.map((i) => encoded[i]);
+      const out = await this.runRows(model, rows);
+      group.forEach((i, k) => {
+        vectors[i] = out[k];
+      });
+    }
+    return vectors;
+  }
+
+  /** One model call over rows padded to the longest of them. */
+  private async runRows(model: LoadedModel, encoded: number[][]): Promise<Float32Array[]> {
+    const { ort, session, tokenizer } = model;
     const width = Math.max(...encoded.map((ids) => ids.length));
-    const ids = new BigInt64Array(texts.length * width);
-    const mask = new BigInt64Array(texts.length * width);
+    const ids = new BigInt64Array(encoded.length * width);
+    const mask = new BigInt64Array(encoded.length * width);
+    const pad = BigInt(tokenizer.pad);
     encoded.forEach((row, r) => {
       for (let c = 0; c < width; c++) {
-        ids[r * width + c] = BigInt(c < row.length ? row[c] : tokenizer.pad);
+        ids[r * width + c] = c < row.length ? BigInt(row[c]) : pad;
         mask[r * width + c] = c < row.length ? 1n : 0n;
       }
     });
-    const dims = [texts.length, width];
+    const dims = [encoded.length, width];
     const feeds: Record<string, OrtTensor> = {};
     for (const name of session.inputNames) {
       if (name === "input_ids") feeds[name] = new ort.Tensor("int64", ids, dims);
@@ -148,7 +194,7 @@ export class OnnxEmbedder implements Embedder {
     const data = output.data as Float32Array;
     if (output.dims.length === 2) {
       const size = output.dims[1];
-      return texts.map((_, r) => normalize(data.slice(r * size, (r + 1) * size)));
+      return encoded.map((_, r) => normalize(data.slice(r * size, (r + 1) * size)));
     }
     const [, seq, size] = output.dims;
     return encoded.map((row, r) => {
