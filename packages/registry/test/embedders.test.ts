@@ -51,6 +51,42 @@ describe("ThreadedEmbedder with a pool of workers", () => {
   });
 });
 
+describe("ThreadedEmbedder scheduling", () => {
+  it("a query overtakes a long document batch after at most one chunk, and every text keeps its vector", async () => {
+    const embedder = new ThreadedEmbedder({
+      spec: { kind: "onnx", modelDir: tinyBert },
+      id: "s",
+      workers: 1,
+      documentChunk: 4,
+    });
+    const single = new OnnxEmbedder({ modelDir: tinyBert });
+    try {
+      await embedder.load();
+      const finished: string[] = [];
+      // Lengths in no order: chunks are cut by length, and vectors must come back in the caller's order.
+      const docs = Array.from({ length: 40 }, (_, i) => `skill ${"word ".repeat((i * 7) % 11)}${i}`);
+      const backlog = embedder.embed(docs).then((v) => {
+        finished.push("documents");
+        return v;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      const query = embedder.embed(["find me a translator"], { purpose: "query" }).then((v) => {
+        finished.push("query");
+        return v;
+      });
+      const [vectors] = await Promise.all([backlog, query]);
+      expect(finished).toEqual(["query", "documents"]);
+      const reference = await single.embed(docs);
+      vectors.forEach((v, i) => {
+        expect(Array.from(v)).toEqual(Array.from(reference[i]).map((x) => expect.closeTo(x, 5)));
+      });
+    } finally {
+      await embedder.close();
+      await single.close();
+    }
+  });
+});
+
 describe("OnnxEmbedder specifics", () => {
   it("gives the model's width and says clearly when the model is missing", async () => {
     const embedder = new OnnxEmbedder({ modelDir: tinyBert, pooling: "cls", queryPrefix: "query: " });

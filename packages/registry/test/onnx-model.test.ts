@@ -4,6 +4,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { Subjects } from "@mq9/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dot } from "../src/embedding/embedder.js";
 import { OnnxEmbedder, ThreadedEmbedder } from "../src/index.js";
 import { embedderConformance } from "./embedder-conformance.js";
 import { CHINESE_QUERIES, GERMAN_QUERIES } from "./fixtures/cross-lingual-set.js";
@@ -49,6 +50,37 @@ if (missing && process.env.CI) {
     { semantic: true },
   );
 
+  describe(`${MODEL} under concurrency: each query gets its own vector`, () => {
+    // Different lengths and words, so that batches mix them and reorder them by length.
+    const texts = Array.from(
+      { length: 64 },
+      (_, i) => `${QUERIES[i % QUERIES.length].query}${i >= QUERIES.length ? "" : ` (case ${i})`}`,
+    );
+
+    it("64 queries at once through worker threads equal the model's one-at-a-time vectors", async () => {
+      const alone = new OnnxEmbedder({ modelDir });
+      const threaded = new ThreadedEmbedder({ spec: { kind: "onnx", modelDir }, id: "c", workers: 2 });
+      try {
+        const reference: Float32Array[] = [];
+        for (const text of texts) reference.push((await alone.embed([text], { purpose: "query" }))[0]);
+        await threaded.load();
+        // Alongside a document backlog, so that queries overtake its chunks.
+        const docs = threaded.embed(
+          AGENTS.flatMap((a) => a.skills.map((s) => `${s.name}. ${s.description}`)),
+          { purpose: "document" },
+        );
+        const together = await Promise.all(texts.map((t) => threaded.embed([t], { purpose: "query" })));
+        together.forEach(([vector], i) => {
+          expect(dot(vector, reference[i])).toBeGreaterThan(0.999);
+        });
+        expect((await docs).length).toBeGreaterThan(100);
+      } finally {
+        await alone.close();
+        await threaded.close();
+      }
+    }, 120_000);
+  });
+
   describe(`discovery relevance with ${MODEL} (150 cards, 100 paraphrases)`, () => {
     let t: TestBroker;
     const recall: Record<string, { at1: number; at5: number }> = {};
@@ -75,7 +107,9 @@ if (missing && process.env.CI) {
     };
 
     beforeAll(async () => {
-      t = await startTestBroker({ registry: { embedder: "onnx", modelDir, onnx: { pooling: "mean" } } });
+      t = await startTestBroker({
+        registry: { embedder: "onnx", modelDir, onnx: { pooling: "mean" }, queryCacheSize: 0 },
+      });
       for (const card of AGENTS) {
         const reply = await t.request(Subjects.agentRegister, {
           ...card,
@@ -92,6 +126,30 @@ if (missing && process.env.CI) {
       console.log(`relevance with ${MODEL}:\n${rows.join("\n")}`);
       await t?.close();
     });
+
+    it("64 different semantic DISCOVERs at once each get their sequential answer", async () => {
+      // This broker keeps no query vectors, so the concurrent round runs the model again.
+      const bodies = QUERIES.slice(0, 64).map(({ query }) => ({
+        semantic: query,
+        limit: 5,
+        include_score: true,
+      }));
+      const answer = (reply: unknown) => {
+        const { error, agents } = reply as { error: string; agents: { name: string; _score: number }[] };
+        expect(error).toBe("");
+        return agents;
+      };
+      const sequential: { name: string; _score: number }[][] = [];
+      for (const body of bodies) sequential.push(answer(await t.request(Subjects.agentDiscover, body)));
+      const concurrent = await Promise.all(bodies.map((body) => t.request(Subjects.agentDiscover, body)));
+      concurrent.forEach((reply, i) => {
+        const agents = answer(reply);
+        expect(agents.map((a) => a.name)).toEqual(sequential[i].map((a) => a.name));
+        agents.forEach((a, k) => {
+          expect(a._score).toBeCloseTo(sequential[i][k]._score, 3);
+        });
+      });
+    }, 180_000);
 
     // Floors a little under what this fixed model measures (deterministic: no timing involved).
     it("semantic", async () => {

@@ -10,8 +10,13 @@ export interface ThreadedEmbedderOptions {
   spec: EmbedderSpec;
   /** Id of the embedder the spec builds (the worker's embedder is not visible from here). */
   id: string;
-  /** Most texts in one call into the model; concurrent requests are merged up to it. */
+  /** Most query texts in one call into the model; concurrent queries are merged up to it (default 32). */
   maxBatch?: number;
+  /**
+   * Most document texts a worker takes at once (default 16): a long document batch is split into
+   * chunks of this many, so that a query waits for at most one chunk.
+   */
+  documentChunk?: number;
   /** Worker threads, each with its own copy of the model (default: one per core, at most 4). */
   workers?: number;
 }
@@ -47,18 +52,29 @@ function defaultWorkers(): number {
   return Math.max(1, Math.min(4, availableParallelism()));
 }
 
+/** Cuts texts into chunks of `size`, similar lengths together (fewer padded tokens in each); indices into `texts`. */
+function chunksByLength(texts: string[], size: number): number[][] {
+  const order = texts.map((_, i) => i).sort((a, b) => texts[a].length - texts[b].length);
+  const chunks: number[][] = [];
+  for (let i = 0; i < order.length; i += size) chunks.push(order.slice(i, i + size));
+  return chunks;
+}
+
 /**
  * Runs an embedder in worker threads so that model inference never blocks
- * the broker's event loop. Requests that arrive while every worker is busy
- * are merged into the next batch (queries ahead of documents), and each idle
- * worker takes the next batch, so concurrent queries and a backlog of skills
- * use every core.
+ * the broker's event loop. Each idle worker takes the next batch: every query
+ * waiting (up to `maxBatch`, merged into one model call), else one chunk of
+ * documents, so queries overtake a backlog of skills after at most one chunk.
+ * Requests that arrive in one turn of the event loop are batched together;
+ * no request waits on a timer.
  */
 export class ThreadedEmbedder implements Embedder {
   readonly id: string;
   /** How many batches run at once: callers with much to embed split it into this many calls. */
   readonly parallelism: number;
   private readonly maxBatch: number;
+  private readonly documentChunk: number;
+  private pumpScheduled = false;
   private slots: Slot[] = [];
   private loading?: Promise<number>;
   private readonly queues: Record<EmbedPurpose, Job[]> = { query: [], document: [] };
@@ -68,6 +84,7 @@ export class ThreadedEmbedder implements Embedder {
   constructor(private readonly options: ThreadedEmbedderOptions) {
     this.id = options.id;
     this.maxBatch = options.maxBatch ?? 32;
+    this.documentChunk = Math.max(1, options.documentChunk ?? 16);
     this.parallelism = Math.max(1, Math.floor(options.workers ?? defaultWorkers()));
   }
 
@@ -117,12 +134,41 @@ export class ThreadedEmbedder implements Embedder {
   embed(texts: string[], options: EmbedOptions = {}): Promise<Float32Array[]> {
     if (texts.length === 0) return Promise.resolve([]);
     if (this.broken) return Promise.reject(this.broken);
+    const purpose = options.purpose ?? "document";
     return new Promise<Float32Array[]>((resolve, reject) => {
-      this.queues[options.purpose ?? "document"].push({ texts, resolve, reject });
+      if (purpose === "query" || texts.length <= this.documentChunk) {
+        this.queues[purpose].push({ texts, resolve, reject });
+      } else {
+        const vectors = new Array<Float32Array>(texts.length);
+        let left = texts.length;
+        for (const chunk of chunksByLength(texts, this.documentChunk)) {
+          this.queues.document.push({
+            texts: chunk.map((i) => texts[i]),
+            resolve: (part) => {
+              chunk.forEach((i, k) => {
+                vectors[i] = part[k];
+              });
+              left -= chunk.length;
+              if (left === 0) resolve(vectors);
+            },
+            reject,
+          });
+        }
+      }
       this.load().then(
-        () => this.pump(),
+        () => this.schedulePump(),
         (err) => this.rejectAll(err),
       );
+    });
+  }
+
+  /** Pumps once the current turn of the event loop is done, so that requests arriving together share a batch. */
+  private schedulePump(): void {
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    setImmediate(() => {
+      this.pumpScheduled = false;
+      this.pump();
     });
   }
 
@@ -133,9 +179,10 @@ export class ThreadedEmbedder implements Embedder {
       const purpose: EmbedPurpose = this.queues.query.length > 0 ? "query" : "document";
       const queue = this.queues[purpose];
       if (queue.length === 0) return;
+      const limit = purpose === "query" ? this.maxBatch : this.documentChunk;
       const jobs: Job[] = [];
       let count = 0;
-      while (queue.length > 0 && (jobs.length === 0 || count + queue[0].texts.length <= this.maxBatch)) {
+      while (queue.length > 0 && (jobs.length === 0 || count + queue[0].texts.length <= limit)) {
         const job = queue.shift()!;
         jobs.push(job);
         count += job.texts.length;
