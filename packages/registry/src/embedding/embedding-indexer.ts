@@ -149,27 +149,24 @@ export class EmbeddingIndexer {
 
   private async drain(): Promise<void> {
     try {
+      let next = this.nextPage(this.cursor);
       for (;;) {
         if (this.closed) return;
-        const target = this.enqueued;
-        // One batch for each of the embedder's workers, embedded side by side.
-        const lanes = Math.max(1, this.embedder.parallelism ?? 1);
-        const docs = await this.store.docsToEmbed(this.embedder.id, this.cursor, this.batchSize * lanes);
+        const { target, docs, vectors } = await next;
+        if (this.closed) return;
         if (docs.length === 0) {
           // Whatever is left was deleted before its turn (or never needed a vector).
           for (const id of this.pendingIds) if (id <= target) this.pendingIds.delete(id);
           this.advance(target);
           if (this.enqueued === target) return;
+          next = this.nextPage(this.cursor);
           continue;
         }
-        const texts = docs.map(embeddingText);
-        const share = Math.ceil(texts.length / lanes);
-        const parts = await Promise.all(
-          Array.from({ length: Math.ceil(texts.length / share) }, (_, i) =>
-            this.embedDocs(texts.slice(i * share, (i + 1) * share)),
-          ),
-        );
-        const vectors = parts.flat();
+        // The next page is embedded while this one is written: the model does not wait for the store.
+        next = this.nextPage(docs[docs.length - 1].id);
+        // Awaited on the next turn; when the indexer closes first, its failure is nobody's.
+        next.catch(() => undefined);
+        const embedded = await vectors;
         await this.serial(async () => {
           const present = new Set(
             await this.store.markEmbedded(
@@ -179,7 +176,7 @@ export class EmbeddingIndexer {
           );
           await this.vectors.upsert(
             docs.flatMap((doc, i) =>
-              present.has(doc.id) ? [{ id: doc.id, agent: doc.mailbox, vector: vectors[i] }] : [],
+              present.has(doc.id) ? [{ id: doc.id, agent: doc.mailbox, vector: embedded[i] }] : [],
             ),
           );
         });
@@ -214,6 +211,26 @@ export class EmbeddingIndexer {
       );
       this.advance(Number.MAX_SAFE_INTEGER);
     }
+  }
+
+  /** The docs after `after` waiting for vectors (one batch for each of the embedder's workers), their embedding begun. */
+  private async nextPage(
+    after: number,
+  ): Promise<{ target: number; docs: StoredDoc[]; vectors: Promise<Float32Array[]> }> {
+    const target = this.enqueued;
+    const lanes = Math.max(1, this.embedder.parallelism ?? 1);
+    const docs = await this.store.docsToEmbed(this.embedder.id, after, this.batchSize * lanes);
+    if (this.closed) return { target, docs: [], vectors: Promise.resolve([]) };
+    const texts = docs.map(embeddingText);
+    const share = Math.ceil(texts.length / lanes);
+    const vectors = Promise.all(
+      Array.from({ length: Math.ceil(texts.length / share) }, (_, i) =>
+        this.embedDocs(texts.slice(i * share, (i + 1) * share)),
+      ),
+    ).then((parts) => parts.flat());
+    // Awaited only after the page before it is written; a failure meanwhile is not unhandled.
+    vectors.catch(() => undefined);
+    return { target, docs, vectors };
   }
 
   private async embedDocs(texts: string[]): Promise<Float32Array[]> {
