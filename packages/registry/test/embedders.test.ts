@@ -85,6 +85,36 @@ describe("ThreadedEmbedder scheduling", () => {
       await single.close();
     }
   });
+
+  it("a steady stream of queries still lets the documents through", async () => {
+    const embedder = new ThreadedEmbedder({
+      spec: { kind: "onnx", modelDir: tinyBert },
+      id: "s",
+      workers: 1,
+      maxBatch: 2,
+      documentChunk: 2,
+    });
+    try {
+      await embedder.load();
+      let documentsDone = false;
+      const backlog = embedder.embed(Array.from({ length: 8 }, (_, i) => `skill ${i}`)).then(() => {
+        documentsDone = true;
+      });
+      // Eight callers, each asking again as soon as it is answered, two per batch: queries are always waiting.
+      let queriesAfter = 0;
+      await Promise.all(
+        Array.from({ length: 8 }, async (_, lane) => {
+          for (let i = 0; !documentsDone; i++)
+            await embedder.embed([`query ${lane}.${i}`], { purpose: "query" });
+          queriesAfter++;
+        }),
+      );
+      await backlog;
+      expect(queriesAfter).toBe(8);
+    } finally {
+      await embedder.close();
+    }
+  });
 });
 
 describe("OnnxEmbedder specifics", () => {

@@ -52,6 +52,9 @@ function defaultWorkers(): number {
   return Math.max(1, Math.min(4, availableParallelism()));
 }
 
+/** While queries keep every worker busy, one chunk of documents runs after this many query batches. */
+const QUERY_BATCHES_PER_CHUNK = 4;
+
 /** Cuts texts into chunks of `size`, similar lengths together (fewer padded tokens in each); indices into `texts`. */
 function chunksByLength(texts: string[], size: number): number[][] {
   const order = texts.map((_, i) => i).sort((a, b) => texts[a].length - texts[b].length);
@@ -64,7 +67,8 @@ function chunksByLength(texts: string[], size: number): number[][] {
  * Runs an embedder in worker threads so that model inference never blocks
  * the broker's event loop. Each idle worker takes the next batch: every query
  * waiting (up to `maxBatch`, merged into one model call), else one chunk of
- * documents, so queries overtake a backlog of skills after at most one chunk.
+ * documents, so queries overtake a backlog of skills after at most one chunk
+ * (and a steady stream of queries still lets one chunk through now and then).
  * Requests that arrive in one turn of the event loop are batched together;
  * no request waits on a timer.
  */
@@ -75,6 +79,8 @@ export class ThreadedEmbedder implements Embedder {
   private readonly maxBatch: number;
   private readonly documentChunk: number;
   private pumpScheduled = false;
+  /** Query batches run in a row while documents waited. */
+  private queryStreak = 0;
   private slots: Slot[] = [];
   private loading?: Promise<number>;
   private readonly queues: Record<EmbedPurpose, Job[]> = { query: [], document: [] };
@@ -176,9 +182,12 @@ export class ThreadedEmbedder implements Embedder {
     if (this.broken) return;
     for (const slot of this.slots) {
       if (slot.inFlight) continue;
-      const purpose: EmbedPurpose = this.queues.query.length > 0 ? "query" : "document";
+      // Queries first; but a steady stream of them must not keep skills from ever being searchable.
+      const skillsTurn = this.queues.document.length > 0 && this.queryStreak >= QUERY_BATCHES_PER_CHUNK;
+      const purpose: EmbedPurpose = this.queues.query.length > 0 && !skillsTurn ? "query" : "document";
       const queue = this.queues[purpose];
       if (queue.length === 0) return;
+      this.queryStreak = purpose === "query" && this.queues.document.length > 0 ? this.queryStreak + 1 : 0;
       const limit = purpose === "query" ? this.maxBatch : this.documentChunk;
       const jobs: Job[] = [];
       let count = 0;
