@@ -450,7 +450,11 @@ async function modelCeiling(chosen, queries) {
 async function embeddingDone(httpPort, skills) {
   let reported = performance.now();
   for (;;) {
-    const text = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
+    // The HTTP port may open a moment after the NATS port the registrations went to.
+    const text = await fetch(`http://127.0.0.1:${httpPort}/metrics`).then(
+      (reply) => reply.text(),
+      () => "",
+    );
     if (/^mq9_registry_embedding 0$/m.test(text)) return;
     if (performance.now() - reported > 10_000) {
       reported = performance.now();
