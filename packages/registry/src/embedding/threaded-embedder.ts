@@ -188,7 +188,9 @@ export class ThreadedEmbedder implements Embedder {
       const queue = this.queues[purpose];
       if (queue.length === 0) return;
       this.queryStreak = purpose === "query" && this.queues.document.length > 0 ? this.queryStreak + 1 : 0;
-      const limit = purpose === "query" ? this.maxBatch : this.documentChunk;
+      // Waiting queries are shared among the idle workers: a few queries at once finish sooner on
+      // every core than in one batch on one (a busy model has one idle worker, which takes them all).
+      const limit = purpose === "query" ? Math.min(this.maxBatch, this.queryShare()) : this.documentChunk;
       const jobs: Job[] = [];
       let count = 0;
       while (queue.length > 0 && (jobs.length === 0 || count + queue[0].texts.length <= limit)) {
@@ -202,6 +204,14 @@ export class ThreadedEmbedder implements Embedder {
       const request: WorkerRequest = { type: "embed", seq, texts: jobs.flatMap((j) => j.texts), purpose };
       slot.worker.postMessage(request);
     }
+  }
+
+  /** The waiting query texts over the idle workers. */
+  private queryShare(): number {
+    const idle = this.slots.filter((s) => !s.inFlight).length;
+    let texts = 0;
+    for (const job of this.queues.query) texts += job.texts.length;
+    return Math.ceil(texts / Math.max(1, idle));
   }
 
   private settle(slot: Slot, reply: WorkerReply): void {
