@@ -149,7 +149,7 @@ export class EmbeddingIndexer {
 
   private async drain(): Promise<void> {
     try {
-      let next = this.nextPage(this.cursor);
+      let next = this.prefetch(this.cursor);
       for (;;) {
         if (this.closed) return;
         const { target, docs, vectors } = await next;
@@ -159,13 +159,11 @@ export class EmbeddingIndexer {
           for (const id of this.pendingIds) if (id <= target) this.pendingIds.delete(id);
           this.advance(target);
           if (this.enqueued === target) return;
-          next = this.nextPage(this.cursor);
+          next = this.prefetch(this.cursor);
           continue;
         }
         // The next page is embedded while this one is written: the model does not wait for the store.
-        next = this.nextPage(docs[docs.length - 1].id);
-        // Awaited on the next turn; when the indexer closes first, its failure is nobody's.
-        next.catch(() => undefined);
+        next = this.prefetch(docs[docs.length - 1].id);
         const embedded = await vectors;
         await this.serial(async () => {
           const present = new Set(
@@ -211,6 +209,13 @@ export class EmbeddingIndexer {
       );
       this.advance(Number.MAX_SAFE_INTEGER);
     }
+  }
+
+  /** nextPage, awaited on the next turn; when the indexer closes first, its failure is nobody's. */
+  private prefetch(after: number): ReturnType<EmbeddingIndexer["nextPage"]> {
+    const page = this.nextPage(after);
+    page.catch(() => undefined);
+    return page;
   }
 
   /** The docs after `after` waiting for vectors (one batch for each of the embedder's workers), their embedding begun. */
