@@ -81,6 +81,27 @@ if (missing && process.env.CI) {
     }, 120_000);
   });
 
+  describe(`${MODEL} in worker threads: closing while the model runs`, () => {
+    // Ending a thread inside a native model call aborts the process (this test file with it).
+    it("waits for the model calls under way and rejects the rest", async () => {
+      const threaded = new ThreadedEmbedder({ spec: { kind: "onnx", modelDir }, id: "closing", workers: 2 });
+      const texts = AGENTS.flatMap((a) => a.skills.map((s) => `${s.name}. ${s.description}`));
+      const work = threaded.embed(texts, { purpose: "document" }).then(
+        () => "done",
+        (err: Error) => err.message,
+      );
+      await threaded.close();
+      expect(await work).toMatch(/done|the embedder is closed/);
+      await expect(threaded.embed(["after"], { purpose: "query" })).rejects.toThrow(/closed/);
+    }, 120_000);
+
+    it("closed before it ever loaded, it starts no worker", async () => {
+      const threaded = new ThreadedEmbedder({ spec: { kind: "onnx", modelDir }, id: "never", workers: 2 });
+      await threaded.close();
+      await expect(threaded.load()).rejects.toThrow(/the embedder is closed/);
+    });
+  });
+
   describe(`discovery relevance with ${MODEL} (150 cards, 100 paraphrases)`, () => {
     let t: TestBroker;
     const recall: Record<string, { at1: number; at5: number }> = {};

@@ -27,14 +27,22 @@ function failure(err: unknown, seq?: number): WorkerReply {
   };
 }
 
+/** The model calls under way: closing waits for them, since the model must not go while it runs. */
+const running = new Set<Promise<unknown>>();
+function track<T>(work: Promise<T>): Promise<T> {
+  running.add(work);
+  void work.catch(() => {}).finally(() => running.delete(work));
+  return work;
+}
+
 port.on("message", (request: WorkerRequest) => {
   if (request.type === "load") {
-    embedder.load().then(
+    track(embedder.load()).then(
       (dimensions) => port.postMessage({ type: "loaded", dimensions } satisfies WorkerReply),
       (err) => port.postMessage(failure(err)),
     );
   } else if (request.type === "embed") {
-    embedder.embed(request.texts, { purpose: request.purpose }).then(
+    track(embedder.embed(request.texts, { purpose: request.purpose })).then(
       (vectors) => {
         const dimensions = vectors[0]?.length ?? 0;
         const data = new Float32Array(vectors.length * dimensions);
@@ -45,6 +53,10 @@ port.on("message", (request: WorkerRequest) => {
       (err) => port.postMessage(failure(err, request.seq)),
     );
   } else {
-    void embedder.close().finally(() => port.close());
+    // The port closes last: with it gone the thread has nothing left and exits.
+    void Promise.allSettled([...running])
+      .then(() => embedder.close())
+      .catch(() => {})
+      .finally(() => port.close());
   }
 });

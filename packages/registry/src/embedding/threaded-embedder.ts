@@ -95,6 +95,8 @@ export class ThreadedEmbedder implements Embedder {
   }
 
   load(): Promise<number> {
+    // Closed before any load: no worker is started (one would outlive the close).
+    if (this.loading === undefined && this.broken) return Promise.reject(this.broken);
     // Every worker settles its load before any is terminated: ending a thread while it is inside
     // a native model load (onnxruntime) aborts the whole process.
     this.loading ??= Promise.allSettled(
@@ -258,12 +260,33 @@ export class ThreadedEmbedder implements Embedder {
   }
 
   async close(): Promise<void> {
+    this.broken ??= new Error("the embedder is closed");
     // Not while a worker is still loading its model (see load).
     await this.loading?.catch(() => undefined);
     const slots = this.slots.splice(0);
-    this.broken ??= new Error("the embedder is closed");
     for (const job of slots.flatMap((slot) => slot.inFlight?.jobs ?? [])) job.reject(this.broken);
     this.rejectAll(this.broken);
-    await Promise.all(slots.map((slot) => slot.worker.terminate()));
+    await Promise.all(slots.map((slot) => stopWorker(slot.worker)));
   }
+}
+
+/** How long a worker may take to finish its model call and release the model before it is ended. */
+const WORKER_STOP_MS = 10_000;
+
+/**
+ * Asks a worker to finish what it runs and release its model, then waits for it to exit. Ending
+ * a thread inside a native model call (onnxruntime) aborts the whole process, so terminate()
+ * is the last resort, for a worker that does not exit in time.
+ */
+function stopWorker(worker: Worker): Promise<void> {
+  return new Promise<void>((resolve) => {
+    // Held (the worker runs unref'd): a closing broker waits for its workers before it exits.
+    worker.ref();
+    const timer = setTimeout(() => void worker.terminate().then(() => resolve()), WORKER_STOP_MS);
+    worker.once("exit", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    worker.postMessage({ type: "close" } satisfies WorkerRequest);
+  });
 }
