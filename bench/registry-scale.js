@@ -23,19 +23,19 @@ const load = () => `load ${loadavg()[0].toFixed(1)}`;
 const mailboxOf = (name) => `agent.${name.replace(/[^a-z0-9]+/g, ".")}`;
 
 /**
- * The registry's embedder wrapped in the on-disk cache: the default (USE-lite in a worker), or
- * with BENCH_REG_SCALE_EMBEDDER=static the static token table distilled from it.
+ * The bench's embedder (`chosen`, from BENCH_REG_EMBEDDER: the default model unless set) in worker
+ * threads as the registry runs it, wrapped in the on-disk cache; BENCH_REG_SCALE_EMBEDDER=static
+ * swaps in the static token table distilled from USE-lite.
  */
-async function cachedEmbedder() {
-  const { StaticEmbedder, ThreadedEmbedder, UseEmbedder } = await import(REGISTRY);
-  const kind = process.env.BENCH_REG_SCALE_EMBEDDER ?? "use";
-  const inner =
-    kind === "static"
-      ? new StaticEmbedder()
-      : new ThreadedEmbedder({ spec: { kind: "use" }, id: new UseEmbedder().id });
+async function cachedEmbedder(chosen) {
+  const { StaticEmbedder, ThreadedEmbedder, createEmbedder } = await import(REGISTRY);
+  const staticTable = process.env.BENCH_REG_SCALE_EMBEDDER === "static";
+  const inner = staticTable
+    ? new StaticEmbedder()
+    : new ThreadedEmbedder({ spec: chosen.spec, id: createEmbedder(chosen.spec).id });
   const embedder = new CachedEmbedder(inner);
   await embedder.load();
-  embedder.label = kind === "static" ? `static embedder (${inner.id})` : "default embedder (USE-lite)";
+  embedder.label = staticTable ? `static embedder (${inner.id})` : chosen.label;
   return embedder;
 }
 
@@ -129,7 +129,7 @@ async function idle(broker) {
   }
 }
 
-export async function partScaleRelevance(cfg, out, { loadRelevanceSet }) {
+export async function partScaleRelevance(cfg, out, { loadRelevanceSet, chosen }) {
   const { embeddingText } = await import(INDEXER);
   const { AGENTS, QUERIES } = await loadRelevanceSet();
   const sets = [
@@ -145,7 +145,7 @@ export async function partScaleRelevance(cfg, out, { loadRelevanceSet }) {
   for (const [j, card] of AGENTS.entries()) {
     mixed.splice(Math.floor(((j + 1) * mixed.length) / (AGENTS.length + 1)), 0, card);
   }
-  const embedder = await cachedEmbedder();
+  const embedder = await cachedEmbedder(chosen);
   const rows = [];
   try {
     progress("scale relevance: the labelled cards alone");

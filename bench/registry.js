@@ -32,7 +32,7 @@ import { availableParallelism, loadavg } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { connect } from "@mq9/client";
-import { defaultModelsDir, KNOWN_MODELS } from "@mq9/registry/models";
+import { DEFAULT_MODEL, defaultModelsDir, KNOWN_MODELS } from "@mq9/registry/models";
 import {
   cpuTimes,
   freePort,
@@ -57,13 +57,19 @@ const yieldToEventLoop = () => new Promise((resolve) => setImmediate(resolve));
 /** The 1-minute load average, printed beside each figure: this machine is shared and its two cores often busy. */
 const load = () => `load ${loadavg()[0].toFixed(1)}`;
 
-/** The embedders the bench runs, in turn (BENCH_REG_EMBEDDER, comma-separated). */
-const EMBEDDERS = (process.env.BENCH_REG_EMBEDDER ?? "use").split(",").map((kind) => kind.trim());
+/** The embedders the bench runs, in turn (BENCH_REG_EMBEDDER, comma-separated; the default model unless set). */
+const EMBEDDERS = (process.env.BENCH_REG_EMBEDDER ?? DEFAULT_MODEL).split(",").map((kind) => kind.trim());
 
 /** One embedder the bench runs: the default, the static table, or an ONNX model folder (onnx). */
 function benchEmbedder(kind) {
   if (kind === "use")
-    return { name: "use", label: "default embedder (USE-lite)", settings: {}, spec: { kind: "use" } };
+    return {
+      name: "use",
+      label: "USE-lite (tfjs)",
+      settings: { embedder: "use" },
+      args: ["--registry-embedder", "use"],
+      spec: { kind: "use" },
+    };
   if (kind === "static")
     return {
       name: "static",
@@ -861,7 +867,8 @@ export async function runRegistryBench({ quick }) {
     if (process.env.BENCH_REG_EMBED !== "0") await partEmbedder(out, kind);
     if (process.env.BENCH_REG_RELEVANCE !== "0") await partRelevance(out, kind);
   }
-  if (cfg.scaleAgents > 0) await partScaleRelevance(cfg, out, { loadRelevanceSet });
+  if (cfg.scaleAgents > 0)
+    await partScaleRelevance(cfg, out, { loadRelevanceSet, chosen: benchEmbedder(EMBEDDERS[0]) });
   else out.push("relevance at scale: skipped (BENCH_REG_SCALE_AGENTS=0)");
   if (cfg.agents > 0) for (const kind of EMBEDDERS) await partBroker(cfg, out, kind);
   else out.push("broker over the wire: skipped (BENCH_REG_AGENTS=0)");

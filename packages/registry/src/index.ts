@@ -25,6 +25,7 @@ export {
   type EmbedOptions,
   type EmbedPurpose,
 } from "./embedding/embedder.js";
+export { createEmbedder, type EmbedderSpec } from "./embedding/embedder-factory.js";
 export {
   EmbeddingServerError,
   type EmbeddingServerErrorCode,

@@ -114,6 +114,26 @@ describe("LocalVectorStore — the approximate index", () => {
     expect(filtered[3].score).toBeCloseTo(dot(distinct[7], distinct[9]), 5);
     await reopened.close();
   });
+
+  it("answers a repeated query exactly as a fresh one, while the graph is being built and after", async () => {
+    const vectors = clusteredVectors(3000, 32, 40, 91);
+    // Short slices: the build moves points into the graph over many turns, between the queries.
+    const store = await LocalVectorStore.open({ dataDir: freshDir(), annThreshold: 500, buildSliceMs: 0.2 });
+    await store.upsert(vectors.map((vector, id) => ({ id, agent: `a${id % 100}`, vector })));
+    const repeated = vectors[17];
+    let seenPending = false;
+    while (store.status().pending > 0 || store.status().building) {
+      seenPending ||= store.status().pending > 0;
+      const fresh = Float32Array.from(repeated);
+      expect(await store.query(repeated, {}, 30)).toEqual(await store.query(fresh, {}, 30));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(seenPending).toBe(true);
+    expect(await store.query(repeated, {}, 30)).toEqual(
+      await store.query(Float32Array.from(repeated), {}, 30),
+    );
+    await store.close();
+  });
 });
 
 describe("LocalVectorStore — a graph saved by an older version", () => {

@@ -2,7 +2,7 @@ import { Defaults, Subjects } from "@mq9/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Embedder, EmbedOptions } from "../src/embedding/embedder.js";
 import { UseEmbedder } from "../src/embedding/use-embedder.js";
-import { startTestBroker, type TestBroker } from "./harness.js";
+import { sleep, startTestBroker, type TestBroker } from "./harness.js";
 
 type Agent = Record<string, unknown> & { name: string; mailbox: string };
 type Discovered = {
@@ -373,6 +373,23 @@ describe.each([
     expect((await ask({ semantic: uncovered, ...floor })).agents).toEqual([]);
     expect((await ask({ semantic: uncovered })).agents).toHaveLength(4);
     expect((await ask({ semantic: uncovered, text: uncovered, ...floor })).agents).toEqual([]);
+  });
+
+  it("a query asked again sees the agents registered, removed and expired in between", async () => {
+    const query = "who can tell me whether to take an umbrella to Lisbon tomorrow";
+    const first = async () => names(await ask({ semantic: query, limit: 1 }))[0];
+    expect(await first()).toBe("weather");
+    const register = (name: string, ttl?: number) =>
+      t.request(Subjects.agentRegister, { name, mailbox: box(name), payload: query, ttl });
+    expect(await register("umbrella")).toEqual({ error: "" });
+    expect(await first()).toBe("umbrella");
+    expect(await t.request(Subjects.agentUnregister, { mailbox: box("umbrella") })).toEqual({ error: "" });
+    expect(await first()).toBe("weather");
+    // Expiry changes nothing the search holds: the answer must still leave the agent out.
+    expect(await register("brief", 1)).toEqual({ error: "" });
+    expect(await first()).toBe("brief");
+    await sleep(2100);
+    expect(await first()).toBe("weather");
   });
 
   it("a query the embedder cannot read is answered by full text, and the reply says so", async () => {

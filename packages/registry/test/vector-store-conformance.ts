@@ -100,6 +100,26 @@ export function vectorStoreConformance(name: string, options: VectorStoreSuiteOp
       expect(await store.count()).toBe(1);
     });
 
+    it("a query asked again with the same vector sees every change made in between", async () => {
+      const { store } = await start();
+      // One object, as the registry hands back for a repeated query text.
+      const query = e(0);
+      await store.upsert([{ id: 1, agent: "a", vector: e(1) }]);
+      expect((await store.query(query, {}, 2)).map((h) => h.id)).toEqual([1]);
+      await store.upsert([{ id: 2, agent: "b", vector: e(0) }]);
+      expect((await store.query(query, {}, 2)).map((h) => h.id)).toEqual([2, 1]);
+      await store.upsert([{ id: 2, agent: "b", vector: e(3) }]);
+      const replaced = await store.query(query, {}, 2);
+      expect(replaced[0].score).toBeLessThan(0.5);
+      await store.delete({ agents: ["a"] });
+      expect((await store.query(query, {}, 2)).map((h) => h.id)).toEqual([2]);
+      // A caller changing the answer it got does not change the next one.
+      (await store.query(query, {}, 2)).length = 0;
+      expect((await store.query(query, {}, 2)).map((h) => h.id)).toEqual([2]);
+      await store.clear();
+      expect(await store.query(query, {}, 2)).toEqual([]);
+    });
+
     it("honours the agent filter exactly", async () => {
       const { store } = await start();
       await store.upsert([

@@ -104,6 +104,8 @@ export async function computeCalibration(embedder: Embedder): Promise<Calibratio
  */
 export class QueryCalibration {
   private vectors?: Promise<CalibrationVectors>;
+  /** Scales of repeated queries: the registry hands back the same vector object for the same text. */
+  private readonly scales = new WeakMap<Float32Array, { text: string; scale: QueryScale }>();
 
   constructor(
     private readonly embedder: Embedder,
@@ -128,6 +130,14 @@ export class QueryCalibration {
 
   /** The scale of one query (its text and its vector). */
   async scale(text: string, query: Float32Array): Promise<QueryScale> {
+    const kept = this.scales.get(query);
+    if (kept?.text === text) return kept.scale;
+    const scale = await this.measure(text, query);
+    this.scales.set(query, { text, scale });
+    return scale;
+  }
+
+  private async measure(text: string, query: Float32Array): Promise<QueryScale> {
     const { centroid, unreadable } = await this.load();
     const baseline = Math.min(0.95, dot(query, centroid));
     const calibrate = (cosine: number) => Math.max(0, Math.min(1, (cosine - baseline) / (1 - baseline)));

@@ -9,6 +9,7 @@ import { RegistryDefaults } from "../defaults.js";
 import { CentredSpace, PointNorms } from "./centred-space.js";
 import { FlatVectors, TopK } from "./flat-vectors.js";
 import { chooseHnswBuild } from "./hnswlib-build.js";
+import { RepeatedQueries } from "./repeated-queries.js";
 import { SharedPoints, sameVector, vectorHash } from "./shared-points.js";
 import type {
   VectorFilter,
@@ -119,6 +120,8 @@ export class LocalVectorStore implements VectorStore {
   private points = new SharedPoints();
   /** Vectors of recently scanned points (16,384 of 512 dimensions take 32 MiB). */
   private readonly pointVectors = new TwoGenerationMap<number, Float32Array>(16_384);
+  /** Unfiltered answers kept for repeated queries (the HNSW search is most of a query's cost). */
+  private readonly repeated = new RepeatedQueries();
   private hnswModule?: Promise<HnswModule | undefined>;
   private building?: Promise<void>;
   private addedSinceSave = 0;
@@ -331,6 +334,7 @@ export class LocalVectorStore implements VectorStore {
       this.leaveIndex(item.id);
       this.pending!.set(item.id, item.vector);
     }
+    this.repeated.changed();
     this.scheduleIndexing();
   }
 
@@ -368,8 +372,11 @@ export class LocalVectorStore implements VectorStore {
       this.pending.scan(vector, top, agentOf, accept);
       return top.hits;
     }
+    const kept = this.repeated.get(vector, limit);
+    if (kept !== undefined) return kept;
     this.searchIndex(vector, limit, top);
     this.pending.scan(vector, top, agentOf);
+    this.repeated.set(vector, limit, top.hits);
     return top.hits;
   }
 
@@ -468,6 +475,7 @@ export class LocalVectorStore implements VectorStore {
       throw StorageError.from(err, "vector delete failed");
     }
     for (const id of ids) if (this.forget(id)) removed++;
+    if (removed > 0) this.repeated.changed();
     return removed;
   }
 
@@ -488,6 +496,7 @@ export class LocalVectorStore implements VectorStore {
     this.norms = new PointNorms();
     this.pending = undefined;
     this.dimensions = undefined;
+    this.repeated.changed();
     if (!this.memory) rmSync(this.indexFile, { force: true });
   }
 
@@ -552,6 +561,8 @@ export class LocalVectorStore implements VectorStore {
         pending.delete(id);
         moved++;
       } while (pending.size > 0 && performance.now() < sliceEnd);
+      // Moved from the exact scan into the graph: a search may now find slightly different ones.
+      this.repeated.changed();
       await new Promise((resolve) => setImmediate(resolve));
     }
     this.addedSinceSave += moved;
