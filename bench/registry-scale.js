@@ -39,7 +39,7 @@ async function cachedEmbedder(chosen) {
   return embedder;
 }
 
-function syntheticCard(i, skills) {
+export function syntheticCard(i, skills) {
   const own = skills.slice(i * 10, i * 10 + 10);
   return {
     name: `synthetic-${i}`,

@@ -140,7 +140,7 @@ async function skillPool() {
 }
 
 /** The labelled set lives in a TypeScript test fixture; read its data without a TypeScript loader. */
-async function loadRelevanceSet(fixture = "relevance-set.ts", least = { agents: 150, queries: 100 }) {
+export async function loadRelevanceSet(fixture = "relevance-set.ts", least = { agents: 150, queries: 100 }) {
   const file = path.join(REPO_ROOT, "packages", "registry", "test", "fixtures", fixture);
   const source = readFileSync(file, "utf8");
   const agents = [...source.matchAll(/agent\(\s*"([^"]+)",\s*"([^"]+)",((?:\s*"[^"]+",?)+)\s*\)/g)].map(
@@ -875,4 +875,9 @@ export async function runRegistryBench({ quick }) {
   if (cfg.vectors > 0) await partVectors(cfg, out);
   else out.push("vector store alone: skipped (BENCH_REG_VECTORS=0)");
   return out.join("\n");
+}
+
+/** The bench's first embedder, for tools that reuse its settings. */
+export function benchEmbedderForTools() {
+  return benchEmbedder(EMBEDDERS[0]);
 }

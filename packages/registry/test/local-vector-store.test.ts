@@ -136,8 +136,63 @@ describe("LocalVectorStore — the approximate index", () => {
   });
 });
 
+describe("LocalVectorStore — lone points among look-alikes", () => {
+  // Templated look-alikes in tight clusters sharing one common direction, and a few vectors unlike
+  // any other; each query leans towards one lone vector, which is its exact nearest, while the
+  // look-alikes score nearly as well (the shape that hides a hand-written card among thousands
+  // of generated ones from a graph search).
+  const dims = 48;
+  const random = seededRandom(5);
+  const gauss = () => Math.sqrt(-2 * Math.log(random() + 1e-12)) * Math.cos(2 * Math.PI * random());
+  const common = Array.from({ length: dims }, gauss);
+  const centres = Array.from({ length: 40 }, () => Array.from({ length: dims }, gauss));
+  const lookAlikes = Array.from({ length: 6000 }, (_, i) =>
+    unit(centres[i % 40].map((c, k) => c + common[k] + 0.25 * gauss())),
+  );
+  const lone = Array.from({ length: 30 }, () => unit(Array.from({ length: dims }, gauss)));
+  const queries = lone.map((l, j) =>
+    unit(Array.from(l, (x, k) => 0.7 * x + (0.3 * (centres[j % 40][k] + common[k])) / 8)),
+  );
+  const items = lookAlikes.map((vector, id) => ({ id, agent: `templated-${id}`, vector }));
+  lone.forEach((vector, j) => {
+    items.splice(Math.floor(((j + 1) * items.length) / 31), 0, {
+      id: 10_000 + j,
+      agent: `lone-${j}`,
+      vector,
+    });
+  });
+  const firstAgents = async (store: LocalVectorStore) =>
+    Promise.all(queries.map(async (q) => (await store.query(q, {}, 5))[0]?.agent));
+
+  it("finds each lone vector first, as exact search does, however narrow the graph search", async () => {
+    for (const [j, q] of queries.entries()) {
+      const best = Math.max(...lookAlikes.map((v) => dot(v, q)));
+      expect(dot(lone[j], q)).toBeGreaterThan(best);
+    }
+    const dataDir = freshDir();
+    const options = { dataDir, annThreshold: 500, hnsw: { efSearch: 16 } };
+    const store = await LocalVectorStore.open(options);
+    await store.upsert(items);
+    await store.indexIdle();
+    const expected = lone.map((_, j) => `lone-${j}`);
+    expect(await firstAgents(store)).toEqual(expected);
+    await store.close();
+    // The lone points are saved with the graph and kept apart again after a restart.
+    const reopened = await LocalVectorStore.open(options);
+    expect(reopened.status()).toMatchObject({ indexed: 6030, pending: 0 });
+    expect(await firstAgents(reopened)).toEqual(expected);
+    // A lone vector deleted is gone from both searches.
+    await reopened.delete({ agents: ["lone-3"] });
+    expect((await reopened.query(queries[3], {}, 5)).map((h) => h.agent)).not.toContain("lone-3");
+    await reopened.close();
+  });
+});
+
 describe("LocalVectorStore — a graph saved by an older version", () => {
-  it("is rebuilt when it was saved without its space, and answers as before", async () => {
+  it.each([
+    ["its space", "index_space"],
+    ["its lone points", "isolated_points"],
+  ])("is rebuilt when it was saved without %s, and answers as before", async (_, key) => {
     const dataDir = freshDir();
     const vectors = clusteredVectors(1500, 32, 30, 11);
     const store = await LocalVectorStore.open({ dataDir, annThreshold: 500 });
@@ -145,9 +200,9 @@ describe("LocalVectorStore — a graph saved by an older version", () => {
     await store.indexIdle();
     const before = await store.query(vectors[3], {}, 5);
     await store.close();
-    // What an older version left: the graph file, and no space in the meta table.
+    // What an older version left: the graph file, and no such entry in the meta table.
     const db = new Database(join(dataDir, "vectors.db"));
-    db.prepare("DELETE FROM meta WHERE key = 'index_space'").run();
+    db.prepare("DELETE FROM meta WHERE key = ?").run(key);
     db.close();
 
     const reopened = await LocalVectorStore.open({ dataDir, annThreshold: 500 });
@@ -162,7 +217,7 @@ describe("LocalVectorStore — a graph saved by an older version", () => {
     for (const [i, hit] of after.entries()) expect(hit.score).toBeCloseTo(before[i].score, 6);
     await reopened.close();
     const saved = new Database(join(dataDir, "vectors.db"));
-    expect(saved.prepare("SELECT key FROM meta WHERE key = 'index_space'").get()).toBeDefined();
+    expect(saved.prepare("SELECT key FROM meta WHERE key = ?").get(key)).toBeDefined();
     saved.close();
   });
 });

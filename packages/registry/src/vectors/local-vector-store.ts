@@ -9,6 +9,7 @@ import { RegistryDefaults } from "../defaults.js";
 import { CentredSpace, PointNorms } from "./centred-space.js";
 import { FlatVectors, TopK } from "./flat-vectors.js";
 import { chooseHnswBuild } from "./hnswlib-build.js";
+import { type ExactIndex, IsolatedPoints, isolatedCapacity } from "./isolated-points.js";
 import { RepeatedQueries } from "./repeated-queries.js";
 import { SharedPoints, sameVector, vectorHash } from "./shared-points.js";
 import type {
@@ -45,7 +46,10 @@ interface Hnsw {
   getCurrentCount(): number;
   setEf(ef: number): void;
 }
-type HnswModule = { HierarchicalNSW: new (space: "ip" | "l2" | "cosine", dimensions: number) => Hnsw };
+type HnswModule = {
+  HierarchicalNSW: new (space: "ip" | "l2" | "cosine", dimensions: number) => Hnsw;
+  BruteforceSearch: new (space: "ip" | "l2" | "cosine", dimensions: number) => ExactIndex;
+};
 
 interface LoadedHnsw {
   module: HnswModule;
@@ -71,6 +75,9 @@ async function importHnsw(): Promise<LoadedHnsw | undefined> {
     return undefined;
   }
 }
+
+/** Search breadth of the probe that finds a new point's nearest neighbour (how lone it is). */
+const NEAREST_PROBE_EF = 64;
 
 export interface LocalVectorStoreOptions {
   /** Folder for `vectors.db` and `vectors.hnsw`; ":memory:" keeps nothing. */
@@ -113,6 +120,8 @@ export class LocalVectorStore implements VectorStore {
   /** Vectors not in the index, searched exactly. */
   private pending?: FlatVectors;
   private index?: Hnsw;
+  /** The graph's loneliest points, searched exactly beside it (see isolated-points.ts). */
+  private isolated?: IsolatedPoints;
   /** The geometry of the index: set with it, saved in `meta` beside its file. */
   private space?: CentredSpace;
   private norms = new PointNorms();
@@ -206,7 +215,9 @@ export class LocalVectorStore implements VectorStore {
     if (!module || this.dimensions === undefined) return;
     const saved = this.stmt.getMeta.get("index_space");
     const space = saved && CentredSpace.fromBytes(Buffer.from(saved.value, "base64"), this.dimensions);
-    if (!space) return;
+    // A graph saved without its space or its lone points is built again (in the background).
+    const isolated = this.savedIsolated();
+    if (!space || !isolated) return;
     const index = new module.HierarchicalNSW("ip", this.dimensions);
     try {
       await index.readIndex(this.indexFile, true);
@@ -259,6 +270,27 @@ export class LocalVectorStore implements VectorStore {
     this.norms = norms;
     this.space = space;
     this.index = index;
+    this.isolated = this.newIsolated(module);
+    for (const [label, nearest] of isolated) {
+      if (live.has(label)) this.isolated.consider(label, index.getPoint(label), nearest);
+    }
+  }
+
+  private newIsolated(module: HnswModule): IsolatedPoints {
+    return new IsolatedPoints(new module.BruteforceSearch("ip", this.dimensions!), () =>
+      isolatedCapacity(this.points.pointCount),
+    );
+  }
+
+  /** The isolated points saved with the graph; undefined for a graph saved before they were kept. */
+  private savedIsolated(): [number, number][] | undefined {
+    const saved = this.stmt.getMeta.get("isolated_points");
+    if (!saved) return undefined;
+    try {
+      return JSON.parse(saved.value) as [number, number][];
+    } catch {
+      return undefined;
+    }
   }
 
   private hnsw(): Promise<HnswModule | undefined> {
@@ -299,7 +331,10 @@ export class LocalVectorStore implements VectorStore {
   /** Takes a doc off its point, and the point out of the index once no doc is left on it. */
   private leaveIndex(id: number): void {
     const emptied = this.points.detach(id);
-    if (emptied !== undefined) this.index!.markDelete(emptied);
+    if (emptied !== undefined) {
+      this.index!.markDelete(emptied);
+      this.isolated?.remove(emptied);
+    }
   }
 
   async upsert(items: VectorItem[]): Promise<void> {
@@ -405,8 +440,8 @@ export class LocalVectorStore implements VectorStore {
     const k = Math.min(ef, points.pointCount);
     const query = this.space.project(vector);
     let result: { distances: number[]; neighbors: number[] };
+    const acceptPoint = accept && ((label: number) => points.someDoc(label, accept));
     try {
-      const acceptPoint = accept && ((label: number) => points.someDoc(label, accept));
       result = this.index.searchKnn(query.rest, k, acceptPoint);
     } catch {
       // Fewer than k points pass the filter: the graph search gives up, so search those exactly.
@@ -417,6 +452,15 @@ export class LocalVectorStore implements VectorStore {
       return;
     }
     const { neighbors, distances } = result;
+    const lone = this.isolated?.search(query.rest, limit, acceptPoint);
+    if (lone && lone.neighbors.length > 0) {
+      const found = new Set(neighbors);
+      lone.neighbors.forEach((label, i) => {
+        if (found.has(label)) return;
+        neighbors.push(label);
+        distances.push(lone.distances[i]);
+      });
+    }
     const scores = new Float64Array(neighbors.length);
     for (let i = 0; i < neighbors.length; i++) {
       scores[i] = this.norms.score(query, neighbors[i], 1 - distances[i]);
@@ -492,6 +536,7 @@ export class LocalVectorStore implements VectorStore {
     this.points = new SharedPoints();
     this.pointVectors.clear();
     this.index = undefined;
+    this.isolated = undefined;
     this.space = undefined;
     this.norms = new PointNorms();
     this.pending = undefined;
@@ -546,6 +591,7 @@ export class LocalVectorStore implements VectorStore {
         : CentredSpace.identity(this.dimensions);
       this.stmt.setMeta.run("index_space", this.space.bytes().toString("base64"));
       this.index = index;
+      this.isolated = this.newIsolated(module);
       this.logger.info(
         { vectors: this.agentOf.size },
         "building the approximate vector index in the background",
@@ -589,13 +635,29 @@ export class LocalVectorStore implements VectorStore {
     }
     if (index.getCurrentCount() >= index.getMaxElements()) index.resizeIndex(index.getMaxElements() * 2);
     const projected = this.space!.project(vector);
+    const nearest = this.nearestInGraph(index, projected.rest);
     const label = this.points.create(id, vector);
     this.norms.set(label, projected.along, projected.norm);
     index.addPoint(projected.rest, label, true);
+    if (nearest) this.isolated?.neighbourArrived(nearest.label, nearest.similarity);
+    this.isolated?.consider(label, projected.rest, nearest?.similarity ?? -1);
+  }
+
+  /** The point of the graph nearest to `rest` (a rough search: it only has to tell lone points apart). */
+  private nearestInGraph(index: Hnsw, rest: number[]): { label: number; similarity: number } | undefined {
+    if (this.points.pointCount === 0) return undefined;
+    index.setEf(NEAREST_PROBE_EF);
+    try {
+      const { neighbors, distances } = index.searchKnn(rest, 1);
+      return neighbors.length === 0 ? undefined : { label: neighbors[0], similarity: 1 - distances[0] };
+    } catch {
+      return undefined; // every point deleted
+    }
   }
 
   private async save(): Promise<void> {
     if (this.memory || !this.index) return;
+    this.stmt.setMeta.run("isolated_points", JSON.stringify(this.isolated?.entries() ?? []));
     const temp = `${this.indexFile}.tmp`;
     await this.index.writeIndex(temp);
     renameSync(temp, this.indexFile);
