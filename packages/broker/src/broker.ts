@@ -78,6 +78,8 @@ export interface BrokerHttpOptions {
   /** DNS-rebinding protection (see HttpServerOptions.allowedHosts). */
   allowedHosts?: readonly string[];
   allowedOrigins?: readonly string[];
+  /** The dashboard history's sampling (docs/dashboard.md); tests shorten the interval. */
+  history?: RestApiOptions["history"];
 }
 
 /** The HTTP server of a broker, with the REST API v1 mounted before the higher layers' routes. */
@@ -258,6 +260,7 @@ export class Broker {
             cluster: () => served.clusterView(),
             forgetClusterNode: (node) => served.forgetClusterNode(node),
             version: "1.0.0",
+            history: options.http.history,
           },
         ));
         served.advertiseHttp(http.port, http.host);

@@ -790,11 +790,43 @@ describe("REST API v1 against its OpenAPI document", () => {
       registry: true,
       now: { mailboxes: expect.any(Number), connections: 1 },
     });
+    const history = await c.check({
+      method: "GET",
+      path: "/api/v1/metrics/history",
+      url: "/api/v1/metrics/history?range=3600",
+      status: 200,
+    });
+    expect(history.body).toMatchObject({ interval_s: 5 });
     await c.check({
       method: "GET",
       path: "/api/v1/metrics/history",
-      url: "/api/v1/metrics/history",
+      url: "/api/v1/metrics/history?range=86401",
+      status: 400,
+      error: /query.range/,
+    });
+    // A mailbox's own history (rest-history.test.ts fills one with traffic).
+    await t.request(Subjects.mailboxCreate, { name: "rest.history" });
+    const mailbox = "/api/v1/mailboxes/{address}/history";
+    const own = await c.check({
+      method: "GET",
+      path: mailbox,
+      url: "/api/v1/mailboxes/rest.history/history",
       status: 200,
+    });
+    expect(own.body).toMatchObject({ interval_s: 5, groups: [] });
+    await c.check({
+      method: "GET",
+      path: mailbox,
+      url: "/api/v1/mailboxes/rest.history/history?range=ten",
+      status: 400,
+      error: "invalid request: query.range: must be a whole number",
+    });
+    await c.check({
+      method: "GET",
+      path: mailbox,
+      url: "/api/v1/mailboxes/rest.nowhere/history",
+      status: 404,
+      error: "mailbox rest.nowhere does not exist",
     });
     await c.check({ method: "GET", path: "/api/v1/auth", url: "/api/v1/auth", status: 200 });
     // A broker of its own has no cluster to list (cluster.test.ts in the CLI covers the nodes).
@@ -1006,6 +1038,12 @@ describe("REST API v1 over a store without the inspection operations", () => {
         method: "DELETE",
         path: "/api/v1/mailboxes/{address}",
         url: "/api/v1/mailboxes/plain.box",
+        status: 501,
+      });
+      await contract.check({
+        method: "GET",
+        path: "/api/v1/mailboxes/{address}/history",
+        url: "/api/v1/mailboxes/plain.box/history",
         status: 501,
       });
       expect(texts(await t.request(Subjects.query("plain.box"), {}))).toEqual(["x"]);

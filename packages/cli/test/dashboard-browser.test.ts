@@ -3,6 +3,7 @@ import { join } from "node:path";
 import {
   contentAnalysisTemplates as exampleTemplates,
   startContentAnalysisAgents as startAgents,
+  until,
 } from "@mq9/testkit";
 import { connect, headers, type NatsConnection } from "nats";
 import type { Page } from "playwright-core";
@@ -138,6 +139,43 @@ describe.skipIf(missing !== undefined)(
       expect(JSON.parse(new TextDecoder().decode(gone.data)).error).toBe("mailbox web.inbox does not exist");
       await page.locator('[data-testid="mailbox-table"]').waitFor(WAIT);
       expect(await page.locator('tr[data-mailbox="web.inbox"]').count()).toBe(0);
+    });
+
+    it("draws the broker's history at once on a fresh page after traffic ran with no page open", async () => {
+      await page.goto("about:blank");
+      await request(nc, "$mq9.AI.MAILBOX.CREATE", { name: "web.history", ttl: 0 });
+      for (let i = 0; i < 30; i++) await request(nc, "$mq9.AI.MSG.SEND.web.history", `m${i}`);
+      // Asked through the API, which watches nothing: the broker samples on its own.
+      const json = async (path: string) => (await fetch(`${base}${path}`)).json();
+      await until("a sampled SEND rate", async () => {
+        const history = (await json("/api/v1/metrics/history")) as { samples: { sends_per_s: number }[] };
+        return history.samples.some((s) => s.sends_per_s > 0);
+      });
+      await until("web.history's sample", async () => {
+        const h = (await json("/api/v1/mailboxes/web.history/history")) as { series: { messages: number[] } };
+        return h.series.messages.at(-1) === 30;
+      });
+      await page.goto(`${base}/#/`);
+      // Drawn from the history before the live stream has sent anything.
+      const requests = page.locator('[data-testid="chart-requests"]');
+      await page.waitForFunction(
+        () =>
+          Number(document.querySelector('[data-testid="chart-requests"]')?.getAttribute("data-points")) >= 2,
+        undefined,
+        WAIT,
+      );
+      expect(Number(await requests.getAttribute("data-points"))).toBeGreaterThanOrEqual(2);
+      await page.click('[data-testid="range-picker"] button[data-range="86400"]');
+      await page.locator('[data-testid="range-picker"] button.on[data-range="86400"]').waitFor(WAIT);
+      await page.goto(`${base}/#/mailboxes/web.history`);
+      await page.waitForFunction(
+        () =>
+          Number(
+            document.querySelector('[data-testid="chart-mailbox-messages"]')?.getAttribute("data-points"),
+          ) >= 1,
+        undefined,
+        WAIT,
+      );
     });
 
     it("finds an agent registered over NATS through the discovery box, with its score and card", async () => {

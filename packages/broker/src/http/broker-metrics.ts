@@ -123,7 +123,19 @@ export class BrokerMetrics implements RequestObserver {
     return this.requests.counts();
   }
 
-  observe(op: string, failed: boolean, seconds: number): void {
+  /** SENDs and FETCHes answered without error, per mailbox (the dashboard's per-mailbox rates). */
+  readonly mailboxTraffic = new Map<string, { sends: number; fetches: number }>();
+
+  observe(op: string, failed: boolean, seconds: number, mailAddress?: string): void {
     this.requests.observe(op, failed, seconds);
+    if (failed || mailAddress === undefined || (op !== "msg.send" && op !== "msg.fetch")) return;
+    // Only answered requests: a mailbox's entry exists while the mailbox does (the history forgets it).
+    let traffic = this.mailboxTraffic.get(mailAddress);
+    if (!traffic) {
+      traffic = { sends: 0, fetches: 0 };
+      this.mailboxTraffic.set(mailAddress, traffic);
+    }
+    if (op === "msg.send") traffic.sends++;
+    else traffic.fetches++;
   }
 }

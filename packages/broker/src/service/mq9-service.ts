@@ -73,7 +73,7 @@ export class Mq9Service implements Mq9RequestHandler {
     const started = performance.now();
     const done = (err: unknown, msgId?: number, duplicate?: boolean) => {
       const failed = err !== undefined;
-      this.observer?.observe(command.op, failed, (performance.now() - started) / 1000);
+      this.observer?.observe(command.op, failed, (performance.now() - started) / 1000, command.mailAddress);
       respond(
         failed ? JSON.stringify(this.errorReply(err, request)) : encodeSendReply(msgId as number, duplicate),
         true,
@@ -99,6 +99,7 @@ export class Mq9Service implements Mq9RequestHandler {
       command?.op ?? "unknown",
       reply.error !== "",
       (performance.now() - started) / 1000,
+      command !== undefined && "mailAddress" in command ? command.mailAddress : undefined,
     );
     return reply;
   }

@@ -445,7 +445,48 @@ export const MetricsSummary = z.object({
   uptime_s: z.number(),
 });
 
-export const MetricsHistory = z.object({ samples: z.array(MetricsSample) });
+/** The history routes' range: how far back, in seconds (a minute to a day). */
+export const HistoryQuery = z.object({
+  range: queryInt(60, 86_400)
+    .optional()
+    .describe("seconds back from now (default 900); up to an hour in 5 s samples, beyond in 1 min ones"),
+});
+
+export const MetricsHistory = z.object({
+  interval_s: z.number().describe("seconds between the samples: 5 up to an hour back, 60 beyond"),
+  samples: z.array(MetricsSample).describe("oldest first; kept by the broker whether or not anyone looks"),
+});
+
+const Column = z.array(z.number().nullable()).describe("one value per time in `at`; null where not sampled");
+
+export const MailboxHistory = z
+  .object({
+    interval_s: z.number().describe("seconds between the samples"),
+    tracked: z
+      .boolean()
+      .describe(
+        "false when the mailbox is beyond the mailboxes the broker keeps a history of (then no samples)",
+      ),
+    at: z.array(z.number().int()).describe("unix milliseconds of each sample, oldest first"),
+    series: z.object({
+      messages: Column,
+      bytes: Column,
+      sends_per_s: Column.describe("SENDs answered per second"),
+      fetches_per_s: Column.describe("FETCHes answered per second"),
+    }),
+    groups: z.array(
+      z.object({
+        name: z.string(),
+        series: z.object({
+          lag: Column,
+          pending: Column,
+          leased: Column,
+          lag_seconds: Column,
+        }),
+      }),
+    ),
+  })
+  .meta({ id: "MailboxHistory" });
 
 export const ClusterNodeInfo = z
   .object({

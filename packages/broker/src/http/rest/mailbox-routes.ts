@@ -17,7 +17,9 @@ import {
   GroupParams,
   GroupRelease,
   GroupReset,
+  HistoryQuery,
   MailboxDetail,
+  MailboxHistory,
   MailboxList,
   MailboxListQuery,
   MessageParams,
@@ -34,6 +36,7 @@ import {
   SendMessage,
   Sent,
 } from "./api-schemas.js";
+import type { MetricsHistory } from "./metrics-history.js";
 import { callMq9 } from "./mq9-call.js";
 import type { RestRouter } from "./rest-router.js";
 
@@ -66,7 +69,12 @@ function inspectable(engine: MessagingEngine): MessagingEngine {
 }
 
 /** Mailboxes and their messages: the mq9 operations (CREATE, SEND, FETCH, ACK, QUERY, DELETE) and the engine's reads. */
-export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engine: MessagingEngine): void {
+export function mountMailboxRoutes(
+  router: RestRouter,
+  service: Mq9Service,
+  engine: MessagingEngine,
+  history: MetricsHistory,
+): void {
   router.add({
     method: "GET",
     path: "/api/v1/mailboxes",
@@ -108,6 +116,24 @@ export function mountMailboxRoutes(router: RestRouter, service: Mq9Service, engi
       inspectable(engine);
       const subject = Subjects.mailboxInfo(params.address);
       return { status: 200, body: await callMq9(service, subject, {}, { principal }) };
+    },
+  });
+
+  router.add({
+    method: "GET",
+    path: "/api/v1/mailboxes/:address/history",
+    tag: "Mailboxes",
+    summary:
+      "A mailbox's messages, bytes, SEND and FETCH rates and its groups' lag over a range, kept by the broker",
+    params: AddressParams,
+    query: HistoryQuery,
+    responses: { 200: { description: "oldest first", schema: MailboxHistory } },
+    errors: [400, 404, 501],
+    handler: async ({ params, query, principal }) => {
+      inspectable(engine);
+      // Asked as MAILBOX.INFO first: a mailbox that is not there, or not the caller's, answers as INFO does.
+      await callMq9(service, Subjects.mailboxInfo(params.address), {}, { principal });
+      return { status: 200, body: history.mailbox(params.address, query.range ?? 900) };
     },
   });
 

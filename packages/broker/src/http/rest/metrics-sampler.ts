@@ -25,8 +25,6 @@ export interface MetricsSamplerOptions {
   registry?: Registry;
   logger: Logger;
   intervalMs?: number;
-  /** How many samples are kept (the charts' span is this times the interval). */
-  keep?: number;
 }
 
 interface Counted {
@@ -36,83 +34,13 @@ interface Counted {
   errors: number;
 }
 
-/**
- * Samples the broker's figures at a fixed interval while someone looks (a stream is open or the
- * history was asked for recently), keeping the last minutes for the dashboard's charts.
- */
-export class MetricsSampler {
-  private readonly samples: MetricsSample[] = [];
-  private readonly listeners = new Set<(sample: MetricsSample) => void>();
-  private timer?: NodeJS.Timeout;
+/** Reads the broker's figures; each reading's rates are over the time since its previous one. */
+export class SampleReader {
   private last?: Counted;
-  private lastWantedMs = 0;
-  private sampling?: Promise<MetricsSample>;
-  private readonly intervalMs: number;
-  private readonly keep: number;
 
-  constructor(private readonly options: MetricsSamplerOptions) {
-    this.intervalMs = options.intervalMs ?? 2_000;
-    this.keep = options.keep ?? 300;
-  }
+  constructor(private readonly options: Omit<MetricsSamplerOptions, "intervalMs">) {}
 
-  /** The samples kept so far, oldest first; starts sampling for a while. */
-  history(): MetricsSample[] {
-    this.wanted();
-    return [...this.samples];
-  }
-
-  /** A sample taken now (the summary's figures). */
-  async now(): Promise<MetricsSample> {
-    this.wanted();
-    return this.sample();
-  }
-
-  /** Calls `listener` with every new sample until the returned function is called. */
-  subscribe(listener: (sample: MetricsSample) => void): () => void {
-    this.listeners.add(listener);
-    this.wanted();
-    return () => this.listeners.delete(listener);
-  }
-
-  close(): void {
-    clearInterval(this.timer);
-    this.timer = undefined;
-    this.listeners.clear();
-  }
-
-  private wanted(): void {
-    this.lastWantedMs = Date.now();
-    if (this.timer) return;
-    this.timer = setInterval(() => void this.tick(), this.intervalMs);
-    this.timer.unref();
-  }
-
-  private async tick(): Promise<void> {
-    // Nobody looking for a minute: stop until someone does.
-    if (this.listeners.size === 0 && Date.now() - this.lastWantedMs > 60_000) {
-      clearInterval(this.timer);
-      this.timer = undefined;
-      return;
-    }
-    try {
-      const sample = await this.sample();
-      this.samples.push(sample);
-      if (this.samples.length > this.keep) this.samples.shift();
-      for (const listener of this.listeners) listener(sample);
-    } catch (err) {
-      this.options.logger.warn({ err }, "dashboard metrics sample failed");
-    }
-  }
-
-  private sample(): Promise<MetricsSample> {
-    // Concurrent callers share one sample: the rates need consecutive readings.
-    this.sampling ??= this.read().finally(() => {
-      this.sampling = undefined;
-    });
-    return this.sampling;
-  }
-
-  private async read(): Promise<MetricsSample> {
+  async read(): Promise<MetricsSample> {
     const { metrics, engine } = this.options;
     let sends = 0;
     let fetches = 0;
@@ -151,5 +79,72 @@ export class MetricsSampler {
       return (await registry.discover(body)).agents.length;
     };
     return { all: await count(false), online: await count(true) };
+  }
+}
+
+/**
+ * Samples the broker's figures at a fixed interval while someone looks (a stream is open or the
+ * summary was asked for recently): the live stream's ticks. The history is MetricsHistory's.
+ */
+export class MetricsSampler {
+  private readonly listeners = new Set<(sample: MetricsSample) => void>();
+  private readonly reader: SampleReader;
+  private timer?: NodeJS.Timeout;
+  private lastWantedMs = 0;
+  private sampling?: Promise<MetricsSample>;
+  private readonly intervalMs: number;
+
+  constructor(private readonly options: MetricsSamplerOptions) {
+    this.intervalMs = options.intervalMs ?? 2_000;
+    this.reader = new SampleReader(options);
+  }
+
+  /** A sample taken now (the summary's figures). */
+  async now(): Promise<MetricsSample> {
+    this.wanted();
+    return this.sample();
+  }
+
+  /** Calls `listener` with every new sample until the returned function is called. */
+  subscribe(listener: (sample: MetricsSample) => void): () => void {
+    this.listeners.add(listener);
+    this.wanted();
+    return () => this.listeners.delete(listener);
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.listeners.clear();
+  }
+
+  private wanted(): void {
+    this.lastWantedMs = Date.now();
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.tick(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  private async tick(): Promise<void> {
+    // Nobody looking for a minute: stop until someone does.
+    if (this.listeners.size === 0 && Date.now() - this.lastWantedMs > 60_000) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+      return;
+    }
+    try {
+      const sample = await this.sample();
+      for (const listener of this.listeners) listener(sample);
+    } catch (err) {
+      this.options.logger.warn({ err }, "dashboard metrics sample failed");
+    }
+  }
+
+  private sample(): Promise<MetricsSample> {
+    // Concurrent callers share one sample: the rates need consecutive readings.
+    this.sampling ??= this.reader.read().finally(() => {
+      this.sampling = undefined;
+    });
+    return this.sampling;
   }
 }

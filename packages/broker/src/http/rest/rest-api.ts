@@ -14,11 +14,13 @@ import {
   ClusterNodeParams,
   ClusterRoster,
   Forgotten,
+  HistoryQuery,
   MetricsHistory,
   MetricsSummary,
   ServerDetail,
 } from "./api-schemas.js";
 import { mountMailboxRoutes } from "./mailbox-routes.js";
+import { MetricsHistory as History, type MetricsHistoryOptions } from "./metrics-history.js";
 import { MetricsSampler } from "./metrics-sampler.js";
 import { callMq9 } from "./mq9-call.js";
 import { openApiDocument } from "./openapi-document.js";
@@ -38,6 +40,8 @@ export interface RestApiOptions {
   auth: readonly ("bearer" | "basic")[];
   version: string;
   logger: Logger;
+  /** The kept history's sizes (tests shorten the interval). */
+  history?: Pick<MetricsHistoryOptions, "intervalMs" | "coarseEvery" | "maxMailboxes" | "maxGroups">;
 }
 
 /** Paths anyone may read: what the dashboard's login page needs before it has credentials. */
@@ -51,6 +55,7 @@ export const REST_OPEN_PATHS = ["/api/v1/auth"];
 export class RestApi {
   readonly router: RestRouter;
   private readonly sampler: MetricsSampler;
+  private readonly history: History;
   private readonly started = Date.now();
 
   constructor(app: FastifyInstance, options: RestApiOptions) {
@@ -61,6 +66,14 @@ export class RestApi {
       connections: options.connections,
       registry: options.registry,
       logger: options.logger,
+    });
+    this.history = new History({
+      metrics: options.metrics,
+      engine: options.engine,
+      connections: options.connections,
+      registry: options.registry,
+      logger: options.logger,
+      ...options.history,
     });
     app.setErrorHandler((err: { statusCode?: number; message: string }, request, reply) => {
       // Only the API's own routes answer in its error shape; others keep fastify's.
@@ -76,13 +89,14 @@ export class RestApi {
       }
       return payload;
     });
-    mountMailboxRoutes(this.router, options.service, options.engine);
+    mountMailboxRoutes(this.router, options.service, options.engine, this.history);
     mountAgentRoutes(this.router, options.service, options.registry);
     this.mountSystemRoutes(options);
   }
 
   close(): void {
     this.sampler.close();
+    this.history.close();
   }
 
   private mountSystemRoutes(options: RestApiOptions): void {
@@ -202,10 +216,15 @@ export class RestApi {
       method: "GET",
       path: "/api/v1/metrics/history",
       tag: "Metrics",
-      summary: "The samples of the last minutes (one every 2 s while someone looks)",
+      summary:
+        "The broker's figures over a range (an hour in 5 s samples, a day in 1 min ones), kept whether or not anyone looks",
+      query: HistoryQuery,
       responses: { 200: { description: "oldest first", schema: MetricsHistory } },
-      errors: [],
-      handler: async () => ({ status: 200, body: { samples: this.sampler.history() } }),
+      errors: [400],
+      handler: async ({ query }) => {
+        const { interval_s, samples } = this.history.samples(query.range ?? 900);
+        return { status: 200, body: { interval_s, samples } };
+      },
     });
 
     router.add({

@@ -5,11 +5,22 @@ import "uplot/dist/uPlot.min.css";
 export interface ChartSeries {
   label: string;
   color: string;
-  values: number[];
+  /** null where the broker has no sample (a gap in the line). */
+  values: (number | null)[];
 }
 
 /** A small time-series chart (uPlot) over unix-ms times. */
-export function Chart({ title, times, series }: { title: string; times: number[]; series: ChartSeries[] }) {
+export function Chart({
+  title,
+  times,
+  series,
+  id,
+}: {
+  title: string;
+  times: number[];
+  series: ChartSeries[];
+  id?: string;
+}) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot>();
   const data = [times.map((t) => t / 1000), ...series.map((s) => s.values)] as uPlot.AlignedData;
@@ -35,7 +46,8 @@ export function Chart({ title, times, series }: { title: string; times: number[]
     plot.current?.setData(data);
   });
   return (
-    <div class="chart">
+    // data-points: how many samples it draws (what a test can read of a canvas).
+    <div class="chart" data-testid={id && `chart-${id}`} data-points={times.length}>
       <h3>{title}</h3>
       <div ref={box} />
     </div>

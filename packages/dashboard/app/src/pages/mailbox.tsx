@@ -1,8 +1,10 @@
-import type { MailboxDetail, Messages, Purged, Sent } from "@mq9/broker/api";
+import type { MailboxDetail, MailboxHistory, Messages, Purged, Sent } from "@mq9/broker/api";
 import { useState } from "preact/hooks";
 import { type ApiFailure, api } from "../api";
+import { Chart } from "../components/chart";
 import { Failure, Loading } from "../components/notice";
 import { PayloadView, payloadText } from "../components/payload";
+import { RangePicker } from "../components/range-picker";
 import { age, bytes, ttl } from "../format";
 import { useLiveGet } from "../live";
 
@@ -58,6 +60,54 @@ function SendForm({ address, onSent }: { address: string; onSent: () => void }) 
   );
 }
 
+const COLORS = ["#3b82f6", "#10b981", "#f59e0b", "#8b5cf6", "#ef4444", "#06b6d4"];
+
+/** A mailbox's kept history: its messages, its SEND and FETCH rates, its groups' lag. */
+function MailboxCharts({ base }: { base: string }) {
+  const [range, setRange] = useState(900);
+  const history = useLiveGet<MailboxHistory>(`${base}/history?range=${range}`);
+  const h = history.data;
+  return (
+    <>
+      <RangePicker range={range} onChange={setRange} />
+      {h && !h.tracked && (
+        <div class="muted">the broker keeps the history of its first mailboxes only; not of this one</div>
+      )}
+      {h?.tracked && (
+        <div class="charts">
+          <Chart
+            id="mailbox-messages"
+            title="messages"
+            times={h.at}
+            series={[{ label: "messages", color: "#8b5cf6", values: h.series.messages }]}
+          />
+          <Chart
+            id="mailbox-rates"
+            title="per second"
+            times={h.at}
+            series={[
+              { label: "SEND", color: "#3b82f6", values: h.series.sends_per_s },
+              { label: "FETCH", color: "#10b981", values: h.series.fetches_per_s },
+            ]}
+          />
+          {h.groups.length > 0 && (
+            <Chart
+              id="group-lag"
+              title="groups' lag"
+              times={h.at}
+              series={h.groups.map((g, i) => ({
+                label: g.name,
+                color: COLORS[i % COLORS.length],
+                values: g.series.lag,
+              }))}
+            />
+          )}
+        </div>
+      )}
+    </>
+  );
+}
+
 /** One mailbox: depth, groups, its messages peeked (never consumed), send, purge, delete. */
 export function Mailbox({ address }: { address: string }) {
   const base = `/api/v1/mailboxes/${encodeURIComponent(address)}`;
@@ -109,6 +159,7 @@ export function Mailbox({ address }: { address: string }) {
             <dt>delayed</dt>
             <dd>{detail.data.mailbox.delayed}</dd>
           </dl>
+          <MailboxCharts base={base} />
           <h3>Groups</h3>
           {detail.data.groups.length === 0 ? (
             <div class="muted">no consumer group has fetched yet</div>

@@ -5,6 +5,7 @@ import { get } from "../api";
 import { Chart } from "../components/chart";
 import { ClusterNodes } from "../components/cluster-nodes";
 import { Failure } from "../components/notice";
+import { RangePicker } from "../components/range-picker";
 import { bytes, rate } from "../format";
 import { useLive, useLiveGet } from "../live";
 
@@ -17,18 +18,26 @@ function Figure({ label, value, id }: { label: string; value: string | number; i
   );
 }
 
-/** Connections, rates, what is stored, agents, a cluster's nodes, tasks by state, and charts of the last minutes. */
+/**
+ * Connections, rates, what is stored, agents, a cluster's nodes, tasks by state, and charts over a
+ * chosen range: the broker's kept history at once, then the live samples.
+ */
 export function Overview() {
   const { sample } = useLive();
+  const [range, setRange] = useState(900);
   const [samples, setSamples] = useState<MetricsSample[]>([]);
   useEffect(() => {
-    get<MetricsHistory>("/api/v1/metrics/history").then(
-      (history) => setSamples((now) => (now.length === 0 ? history.samples : now)),
+    const aborted = new AbortController();
+    get<MetricsHistory>(`/api/v1/metrics/history?range=${range}`, aborted.signal).then(
+      (history) => setSamples(history.samples),
       () => {},
     );
-  }, []);
+    return () => aborted.abort();
+  }, [range]);
   useEffect(() => {
-    if (sample) setSamples((now) => [...now.filter((s) => s.at < sample.at), sample].slice(-300));
+    if (!sample) return;
+    const since = sample.at - range * 1000;
+    setSamples((now) => [...now.filter((s) => s.at < sample.at && s.at >= since), sample]);
   }, [sample]);
   const tasks = useLiveGet<{ tasks: TaskSummary[] }>("/api/v1/tasks?limit=1000");
   const byState = new Map<string, number>();
@@ -67,8 +76,10 @@ export function Overview() {
           ))}
         </div>
       )}
+      <RangePicker range={range} onChange={setRange} />
       <div class="charts">
         <Chart
+          id="requests"
           title="requests per second"
           times={times}
           series={[
@@ -78,11 +89,13 @@ export function Overview() {
           ]}
         />
         <Chart
+          id="messages"
           title="stored messages"
           times={times}
           series={[{ label: "messages", color: "#8b5cf6", values: samples.map((s) => s.messages) }]}
         />
         <Chart
+          id="connections"
           title="connections"
           times={times}
           series={[{ label: "connections", color: "#f59e0b", values: samples.map((s) => s.connections) }]}
