@@ -68,6 +68,8 @@ export type MetricsSample = z.output<typeof schema.MetricsSample>;
 export type MetricsSummary = z.output<typeof schema.MetricsSummary>;
 /** GET /api/v1/metrics/history */
 export type MetricsHistory = z.output<typeof schema.MetricsHistory>;
+/** GET /api/v1/mailboxes/{address}/browse */
+export type MessagePage = z.output<typeof schema.MessagePage>;
 /** GET /api/v1/mailboxes/{address}/history */
 export type MailboxHistory = z.output<typeof schema.MailboxHistory>;
 

@@ -537,6 +537,99 @@ describe("REST API v1 against its OpenAPI document", () => {
     expect(await put.json()).toMatchObject({ code: "METHOD_NOT_ALLOWED" });
   });
 
+  it("messages: browse pages past 100 newest first, by key, tag and priority", async () => {
+    const c = contract;
+    const browse = "/api/v1/mailboxes/{address}/browse";
+    await t.request(Subjects.mailboxCreate, { name: "rest.browse" });
+    for (let i = 0; i < 130; i++) {
+      const headers: Record<string, string> = {};
+      if (i % 10 === 0) headers["mq9-priority"] = "critical";
+      if (i === 7) headers["mq9-key"] = "seven";
+      if (i % 3 === 0) headers["mq9-tags"] = "third";
+      expect((await t.request(Subjects.send("rest.browse"), `m${i}`, { headers })).error).toBe("");
+    }
+    type Page = {
+      messages: { msg_id: number; payload: string; priority: string }[];
+      next_before_id: number | null;
+    };
+    const seen: number[] = [];
+    let before: number | null | undefined;
+    do {
+      const query = before === undefined ? "?limit=50" : `?limit=50&before_id=${before}`;
+      const page = (
+        await c.check({
+          method: "GET",
+          path: browse,
+          url: `/api/v1/mailboxes/rest.browse/browse${query}`,
+          status: 200,
+        })
+      ).body as Page;
+      seen.push(...page.messages.map((m) => m.msg_id));
+      before = page.next_before_id;
+    } while (before !== null);
+    // Every message once, newest first, across three pages.
+    expect(seen).toHaveLength(130);
+    expect(seen).toEqual([...seen].sort((a, b) => b - a));
+    const first = (
+      await c.check({
+        method: "GET",
+        path: browse,
+        url: "/api/v1/mailboxes/rest.browse/browse?limit=1",
+        status: 200,
+      })
+    ).body as Page;
+    expect(Buffer.from(first.messages[0].payload, "base64").toString()).toBe("m129");
+    const critical = (
+      await c.check({
+        method: "GET",
+        path: browse,
+        url: "/api/v1/mailboxes/rest.browse/browse?priority=critical&limit=200",
+        status: 200,
+      })
+    ).body as Page;
+    expect(critical.messages).toHaveLength(13);
+    expect(critical.next_before_id).toBeNull();
+    const keyed = (
+      await c.check({
+        method: "GET",
+        path: browse,
+        url: "/api/v1/mailboxes/rest.browse/browse?key=seven",
+        status: 200,
+      })
+    ).body as Page;
+    expect(keyed.messages.map((m) => Buffer.from(m.payload, "base64").toString())).toEqual(["m7"]);
+    const tagged = (
+      await c.check({
+        method: "GET",
+        path: browse,
+        url: "/api/v1/mailboxes/rest.browse/browse?tag=third&priority=critical&limit=200",
+        status: 200,
+      })
+    ).body as Page;
+    expect(tagged.messages).toHaveLength(5); // 0, 30, 60, 90, 120
+    await c.check({
+      method: "GET",
+      path: browse,
+      url: "/api/v1/mailboxes/rest.browse/browse?priority=high",
+      status: 400,
+      error: /query.priority/,
+    });
+    await c.check({
+      method: "GET",
+      path: browse,
+      url: "/api/v1/mailboxes/rest.browse/browse?limit=201",
+      status: 400,
+      error: /query.limit/,
+    });
+    await c.check({
+      method: "GET",
+      path: browse,
+      url: "/api/v1/mailboxes/rest.nowhere/browse",
+      status: 404,
+      error: "mailbox rest.nowhere does not exist",
+    });
+  });
+
   it("a __proto__ key in a JSON body is dropped, not refused, and reaches nothing", async () => {
     const res = await fetch(`${base}/api/v1/mailboxes`, {
       method: "POST",

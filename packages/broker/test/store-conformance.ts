@@ -322,6 +322,32 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       expect(await store.query("box", { ...q, limit: 0 })).toEqual([]);
     });
 
+    it("query — a priority class, and pages back from the newest by msg_id", async () => {
+      const ids: number[] = [];
+      for (const [body, priority] of [
+        ["a", "normal"],
+        ["b", "critical"],
+        ["c", "normal"],
+        ["d", "urgent"],
+        ["e", "normal"],
+      ] as const) {
+        ids.push(await send(body, { priority }));
+      }
+      const q = { limit: 100, nowMs: T0 + 1000 };
+      expect(bodies(await store.query("box", { ...q, priority: "normal" }))).toEqual(["a", "c", "e"]);
+      expect(bodies(await store.query("box", { ...q, priority: "critical" }))).toEqual(["b"]);
+      // Newest first in pages of two: the last two, then the two before the oldest of those.
+      const first = await store.query("box", { ...q, limit: 2 });
+      expect(bodies(first)).toEqual(["d", "e"]);
+      const second = await store.query("box", { ...q, limit: 2, beforeId: first[0].id });
+      expect(bodies(second)).toEqual(["b", "c"]);
+      expect(bodies(await store.query("box", { ...q, beforeId: ids[1] }))).toEqual(["a"]);
+      expect(bodies(await store.query("box", { ...q, priority: "normal", beforeId: ids[4] }))).toEqual([
+        "a",
+        "c",
+      ]);
+    });
+
     it("delete — removes one message of that mailbox only", async () => {
       await store.createMailbox({ address: "other", ttlSeconds: 0, desc: "", createdMs: T0 }, T0);
       const id = await send("a");

@@ -97,10 +97,11 @@ describe.skipIf(missing !== undefined)(
       );
 
       await page.click('a[href="#/mailboxes/web.inbox"]');
-      // Peeked in delivery order: the critical one first.
+      // Newest first: the second order, then the critical one.
       const rows = page.locator('[data-testid="message-table"] tbody tr');
       await rows.nth(2).waitFor(WAIT);
-      expect(await rows.first().textContent()).toContain("stock is low");
+      expect(await rows.first().textContent()).toContain("pen");
+      expect(await rows.nth(1).textContent()).toContain("stock is low");
       await page.click('[data-testid="message-table"] tr[data-msg-id="0"]');
       const body = page.locator('[data-testid="payload-body"]');
       await body.waitFor(WAIT);
@@ -114,6 +115,7 @@ describe.skipIf(missing !== undefined)(
         config: { num_msgs: 10, max_wait_ms: 0 },
       });
       expect(fetched.messages).toHaveLength(3);
+      page.removeAllListeners("dialog");
 
       // Purge and delete ask first; a "no" changes nothing.
       const answers: boolean[] = [false, true, true];
@@ -139,6 +141,67 @@ describe.skipIf(missing !== undefined)(
       expect(JSON.parse(new TextDecoder().decode(gone.data)).error).toBe("mailbox web.inbox does not exist");
       await page.locator('[data-testid="mailbox-table"]').waitFor(WAIT);
       expect(await page.locator('tr[data-mailbox="web.inbox"]').count()).toBe(0);
+      page.removeAllListeners("dialog");
+    });
+
+    it("pages a mailbox past 100, filters it, shows binary as hex, deletes one message; hides internal mailboxes", async () => {
+      await request(nc, "$mq9.AI.MAILBOX.CREATE", { name: "web.paged", ttl: 0, desc: "orders to pack" });
+      await request(nc, "$mq9.AI.MAILBOX.CREATE", { name: "orch.webinternal", ttl: 0 });
+      for (let i = 0; i < 129; i++) await request(nc, "$mq9.AI.MSG.SEND.web.paged", `order ${i}`);
+      const binary = new Uint8Array([0, 1, 2, 0xff, 0xfe]);
+      const sent = await nc.request("$mq9.AI.MSG.SEND.web.paged", binary, {
+        timeout: 10_000,
+        headers: (() => {
+          const h = headers();
+          h.set("mq9-key", "blob");
+          h.set("mq9-priority", "urgent");
+          return h;
+        })(),
+      });
+      const blobId = JSON.parse(new TextDecoder().decode(sent.data)).msg_id as number;
+
+      await page.goto(`${base}/#/mailboxes`);
+      await page.locator('tr[data-mailbox="web.paged"]').waitFor(WAIT);
+      expect(await page.locator('tr[data-mailbox="orch.webinternal"]').count()).toBe(0);
+      await page.click('[data-testid="hide-internal"]');
+      await page.locator('tr[data-mailbox="orch.webinternal"]').waitFor(WAIT);
+      await page.click('[data-testid="hide-internal"]');
+
+      await page.goto(`${base}/#/mailboxes/web.paged`);
+      await page.locator('[data-testid="mailbox-desc"]', { hasText: "orders to pack" }).waitFor(WAIT);
+      const rows = page.locator('[data-testid="message-table"] tbody tr');
+      await rows.nth(49).waitFor(WAIT);
+      expect(await rows.count()).toBe(50);
+      expect(await rows.first().getAttribute("data-msg-id")).toBe(String(blobId));
+      // Past 100: the third page holds the oldest 30, down to the first message.
+      await page.click('[data-testid="older"]');
+      await page.click('[data-testid="older"]');
+      await page.locator('[data-testid="message-table"] tr[data-msg-id="0"]').waitFor(WAIT);
+      expect(await rows.count()).toBe(30);
+      expect(await page.locator('[data-testid="older"]').isDisabled()).toBe(true);
+
+      await page.fill('[data-testid="message-filters"] input[name="key"]', "blob");
+      await page.locator(`[data-testid="message-table"] tr[data-msg-id="${blobId}"]`).waitFor(WAIT);
+      await page.waitForFunction(
+        () => document.querySelectorAll('[data-testid="message-table"] tbody tr').length === 1,
+        undefined,
+        WAIT,
+      );
+      await page.click(`[data-testid="message-table"] tr[data-msg-id="${blobId}"]`);
+      await page.locator('[data-testid="payload-view"][data-view="hex"]').waitFor(WAIT);
+      expect(await page.locator('[data-testid="payload-body"]').textContent()).toMatch(
+        /^000000 {2}00 01 02 ff fe/,
+      );
+
+      page.once("dialog", (dialog) => void dialog.accept());
+      await page.click('[data-testid="delete-message"]');
+      await page.waitForFunction(
+        () => document.querySelectorAll('[data-testid="message-table"] tbody tr').length === 0,
+        undefined,
+        WAIT,
+      );
+      const left = await (await fetch(`${base}/api/v1/mailboxes/web.paged/browse?key=blob`)).json();
+      expect(left.messages).toEqual([]);
     });
 
     it("draws the broker's history at once on a fresh page after traffic ran with no page open", async () => {

@@ -7,6 +7,7 @@ import {
   Mq9Error,
   mailAddressError,
   type NakRequest,
+  type Priority,
   parseMsgIdToken,
   parseSendOptions,
   type QueryRequest,
@@ -387,6 +388,26 @@ export class MessagingEngine {
       limit: Math.min(request.limit ?? Defaults.queryLimit, Defaults.queryMaxLimit),
       nowMs: this.now(),
     });
+  }
+
+  /**
+   * One page of a mailbox's live messages, newest first: those before `beforeId` (all, when
+   * absent) that match every filter given. Touches no group (the dashboard's browsing).
+   */
+  async browse(
+    mailbox: string,
+    page: { beforeId?: number; key?: string; tag?: string; priority?: Priority; limit: number },
+  ): Promise<StoredMessage[]> {
+    await this.requireMailbox(mailbox);
+    const messages = await this.store.query(mailbox, {
+      key: page.key,
+      tags: page.tag === undefined ? undefined : [page.tag],
+      priority: page.priority,
+      beforeId: page.beforeId,
+      limit: page.limit,
+      nowMs: this.now(),
+    });
+    return messages.reverse();
   }
 
   /** Deletes one message of the mailbox. */

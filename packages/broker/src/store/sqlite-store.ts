@@ -498,6 +498,7 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection {
       const where = ["mbox = @mbox", "priority = @priority", "(expires_ms IS NULL OR expires_ms > @now)"];
       if (options.key !== undefined) where.push("msg_key = @key");
       if (options.createdFromMs !== undefined) where.push("created_ms >= @from");
+      if (options.beforeId !== undefined) where.push("msg_id < @before");
       if (options.tags !== undefined) {
         where.push(
           "tags IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(tags) WHERE value IN (SELECT value FROM json_each(@tags)))",
@@ -514,10 +515,12 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection {
         now: options.nowMs,
         key: options.key,
         from: options.createdFromMs,
+        before: options.beforeId,
         tags: options.tags ? JSON.stringify(options.tags) : undefined,
         limit: options.limit,
       };
-      const rows = RANKS.flatMap((priority) => statement.all({ ...params, priority }).map(messageRowOf));
+      const ranks = options.priority === undefined ? RANKS : [priorityRank[options.priority]];
+      const rows = ranks.flatMap((priority) => statement.all({ ...params, priority }).map(messageRowOf));
       rows.sort((a, b) => b.msg_id - a.msg_id);
       return this.reads.messagesOf(rows.slice(0, options.limit).reverse());
     });

@@ -139,6 +139,10 @@ export interface StoreQuery {
   tags?: string[];
   /** Only messages created at or after this time. */
   createdFromMs?: number;
+  /** Only messages of this priority class. */
+  priority?: Priority;
+  /** Only messages with a smaller msg_id (paging back from the newest). */
+  beforeId?: number;
   limit: number;
   nowMs: number;
 }

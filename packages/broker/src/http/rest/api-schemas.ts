@@ -291,6 +291,25 @@ export const PeekQuery = z.object({
   from_id: queryInt(0).optional().describe("start at this msg_id"),
 });
 
+export const BrowseQuery = z.object({
+  before_id: queryInt(0)
+    .optional()
+    .describe("only messages with a smaller msg_id: the next page, or to start at an id"),
+  key: z.string().max(1024).optional().describe("only messages with this key"),
+  tag: z.string().max(1024).optional().describe("only messages carrying this tag"),
+  priority: Priority.optional().describe("only messages of this priority"),
+  limit: queryInt(1, 200).optional().describe("at most this many (default 50)"),
+});
+
+export const MessagePage = z.object({
+  messages: z.array(MessageItem).describe("newest first"),
+  next_before_id: z
+    .number()
+    .int()
+    .nullable()
+    .describe("before_id of the next (older) page; null when this is the last"),
+});
+
 export const QueryQuery = z.object({
   key: z.string().optional(),
   tags: z.string().optional().describe("comma-separated: messages carrying any of them"),

@@ -8,6 +8,7 @@ import {
   Acked,
   AddressParams,
   BASE64,
+  BrowseQuery,
   Created,
   CreateMailbox,
   Deleted,
@@ -22,6 +23,7 @@ import {
   MailboxHistory,
   MailboxList,
   MailboxListQuery,
+  MessagePage,
   MessageParams,
   Messages,
   NakBody,
@@ -37,7 +39,7 @@ import {
   Sent,
 } from "./api-schemas.js";
 import type { MetricsHistory } from "./metrics-history.js";
-import { callMq9 } from "./mq9-call.js";
+import { callMq9, replyJson } from "./mq9-call.js";
 import type { RestRouter } from "./rest-router.js";
 
 /** The NATS header block a SEND carries for these options (what an SDK would send). */
@@ -299,6 +301,40 @@ export function mountMailboxRoutes(
       return {
         status: 200,
         body: await callMq9(service, Subjects.fetch(params.address), request, { principal }),
+      };
+    },
+  });
+
+  router.add({
+    method: "GET",
+    path: "/api/v1/mailboxes/:address/browse",
+    tag: "Messages",
+    summary:
+      "Page through a mailbox's messages newest first, filtered by key, tag and priority; consumes nothing",
+    params: AddressParams,
+    query: BrowseQuery,
+    responses: { 200: { description: "one page, newest first", schema: MessagePage } },
+    errors: [400, 404],
+    handler: async ({ params, query, principal }) => {
+      // Asked as QUERY first: a mailbox that is not there, or not the caller's, answers as QUERY does.
+      await callMq9(service, Subjects.query(params.address), { limit: 0 }, { principal });
+      const limit = query.limit ?? 50;
+      // One more than the page: whether an older page exists.
+      const found = await engine.browse(params.address, {
+        beforeId: query.before_id,
+        key: query.key,
+        tag: query.tag,
+        priority: query.priority,
+        limit: limit + 1,
+      });
+      const page = found.slice(0, limit);
+      const more = found.length > limit;
+      return {
+        status: 200,
+        body: {
+          ...replyJson({ error: "", messages: page }),
+          next_before_id: more ? page[limit - 1].id : null,
+        },
       };
     },
   });

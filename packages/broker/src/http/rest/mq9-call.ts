@@ -1,4 +1,4 @@
-import { encodeReply, Mq9Error } from "@mq9/protocol";
+import { encodeReply, Mq9Error, type ReplyBody } from "@mq9/protocol";
 import type { Principal } from "../../auth/principal.js";
 import type { Mq9Service } from "../../service/mq9-service.js";
 
@@ -18,6 +18,11 @@ export async function callMq9(
   const { header, signal, principal } = options;
   const reply = await service.handle({ subject, payload, header, signal, principal });
   if (reply.error !== "") throw Mq9Error.fromReply(reply.error, reply.code);
+  return replyJson(reply);
+}
+
+/** A reply as its wire JSON (messages as MessageItems, payloads in base64), without `error`. */
+export function replyJson(reply: ReplyBody): Record<string, unknown> {
   const encoded = encodeReply(reply);
   const text =
     typeof encoded === "string"

@@ -584,6 +584,16 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
       names.push("since");
       values.push(options.createdFromMs);
     }
+    if (options.priority !== undefined) {
+      where.push("m.priority = $priority");
+      names.push("priority");
+      values.push(priorityRank[options.priority]);
+    }
+    if (options.beforeId !== undefined) {
+      where.push("m.msg_id < $before");
+      names.push("before");
+      values.push(options.beforeId);
+    }
     if (options.tags !== undefined) {
       where.push("m.tags ?| $tags::text[]");
       names.push("tags");

@@ -19,25 +19,48 @@ function hexDump(bytes: Uint8Array): string {
   return lines.join("\n");
 }
 
-/** The UTF-8 text of a payload, a readable hint for the start of a payload in the list. */
-export function payloadText(message: MessageItem): string {
-  return new TextDecoder().decode(decode(message.payload));
+/** The payload's text, or undefined when its bytes are not UTF-8 text (binary: shown as hex). */
+function textOf(bytes: Uint8Array): string | undefined {
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    return undefined;
+  }
+  // Control characters other than tab and line breaks: binary that happens to decode.
+  return /[\u0000-\u0008\u000e-\u001f\u007f]/.test(text) ? undefined : text;
 }
 
-/** One message as text, JSON or hex, with its headers, key and tags. */
+/** A readable hint of a payload for a list: its text's start, or its first bytes in hex. */
+export function payloadHint(message: MessageItem): string {
+  const bytes = decode(message.payload);
+  const text = textOf(bytes);
+  if (text !== undefined) return text.slice(0, 80);
+  const hex = [...bytes.slice(0, 16)].map((b) => b.toString(16).padStart(2, "0")).join(" ");
+  return `binary: ${hex}${bytes.length > 16 ? " …" : ""}`;
+}
+
+/** One message as text, JSON or hex (chosen by its content: binary as hex), with its headers, key and tags. */
 export function PayloadView({ message }: { message: MessageItem }) {
   const bytes = decode(message.payload);
-  const text = new TextDecoder().decode(bytes);
+  const text = textOf(bytes);
   let json: string | undefined;
   try {
-    json = JSON.stringify(JSON.parse(text), null, 2);
+    json = text === undefined ? undefined : JSON.stringify(JSON.parse(text), null, 2);
   } catch {
     json = undefined;
   }
-  const [view, setView] = useState<"text" | "json" | "hex">(json ? "json" : "text");
-  const shown = view === "hex" ? hexDump(bytes) : view === "json" ? (json ?? "not JSON") : text;
+  const [view, setView] = useState<"text" | "json" | "hex">(
+    json ? "json" : text === undefined ? "hex" : "text",
+  );
+  const shown =
+    view === "hex"
+      ? hexDump(bytes)
+      : view === "json"
+        ? (json ?? "not JSON")
+        : (text ?? "not text (binary): see hex");
   return (
-    <div class="payload" data-testid="payload-view">
+    <div class="payload" data-testid="payload-view" data-view={view}>
       <div class="tabs">
         {(["text", "json", "hex"] as const).map((v) => (
           <button type="button" class={view === v ? "on" : ""} onClick={() => setView(v)} key={v}>

@@ -1,9 +1,9 @@
-import type { MailboxDetail, MailboxHistory, Messages, Purged, Sent } from "@mq9/broker/api";
+import type { MailboxDetail, MailboxHistory, MessagePage, Purged, Sent } from "@mq9/broker/api";
 import { useState } from "preact/hooks";
 import { type ApiFailure, api } from "../api";
 import { Chart } from "../components/chart";
 import { Failure, Loading } from "../components/notice";
-import { PayloadView, payloadText } from "../components/payload";
+import { PayloadView, payloadHint } from "../components/payload";
 import { RangePicker } from "../components/range-picker";
 import { age, bytes, ttl } from "../format";
 import { useLiveGet } from "../live";
@@ -108,14 +108,146 @@ function MailboxCharts({ base }: { base: string }) {
   );
 }
 
-/** One mailbox: depth, groups, its messages peeked (never consumed), send, purge, delete. */
+const PRIORITIES = ["critical", "urgent", "normal"] as const;
+
+/** The messages of a mailbox, newest first in pages, filtered by key, tag and priority; consumes nothing. */
+function MessageBrowser({ base, address }: { base: string; address: string }) {
+  const [filters, setFilters] = useState({ key: "", tag: "", priority: "" });
+  // The before_id of each page shown so far: the last one is the page on screen.
+  const [pages, setPages] = useState<(number | undefined)[]>([undefined]);
+  const [fromId, setFromId] = useState("");
+  const [selected, setSelected] = useState<number>();
+  const [notice, setNotice] = useState<string>();
+  const params = new URLSearchParams({ limit: "50" });
+  const before = pages[pages.length - 1];
+  if (before !== undefined) params.set("before_id", String(before));
+  for (const [name, value] of Object.entries(filters)) if (value) params.set(name, value);
+  const page = useLiveGet<MessagePage>(`${base}/browse?${params}`);
+  const chosen = page.data?.messages.find((m) => m.msg_id === selected);
+  const filter = (name: keyof typeof filters) => (e: Event) => {
+    setFilters({ ...filters, [name]: (e.target as HTMLInputElement).value });
+    setPages([undefined]);
+  };
+  const remove = async (msgId: number) => {
+    if (!window.confirm(`Delete message ${msgId} of ${address}?`)) return;
+    try {
+      await api("DELETE", `${base}/messages/${msgId}`);
+      setNotice(`deleted message ${msgId}`);
+      setSelected(undefined);
+      page.reload();
+    } catch (err) {
+      setNotice((err as ApiFailure).message);
+    }
+  };
+  return (
+    <>
+      <h3>Messages (newest first; browsing consumes nothing)</h3>
+      <div class="row filters" data-testid="message-filters">
+        <input name="key" placeholder="key" value={filters.key} onInput={filter("key")} />
+        <input name="tag" placeholder="tag" value={filters.tag} onInput={filter("tag")} />
+        <select name="priority" value={filters.priority} onChange={filter("priority")}>
+          <option value="">any priority</option>
+          {PRIORITIES.map((p) => (
+            <option key={p}>{p}</option>
+          ))}
+        </select>
+        <form
+          class="row"
+          onSubmit={(e) => {
+            e.preventDefault();
+            if (/^\d+$/.test(fromId)) setPages([Number(fromId) + 1]);
+          }}
+        >
+          <input
+            name="from_id"
+            placeholder="from msg_id"
+            value={fromId}
+            onInput={(e) => setFromId((e.target as HTMLInputElement).value)}
+          />
+          <button type="submit">go</button>
+        </form>
+      </div>
+      <Failure error={page.error} />
+      <div class="split">
+        <div>
+          <table data-testid="message-table">
+            <thead>
+              <tr>
+                <th class="num">msg_id</th>
+                <th>priority</th>
+                <th>payload</th>
+                <th>key</th>
+                <th>tags</th>
+              </tr>
+            </thead>
+            <tbody>
+              {page.data?.messages.map((m) => (
+                <tr
+                  key={m.msg_id}
+                  class={m.msg_id === selected ? "selected" : ""}
+                  onClick={() => setSelected(m.msg_id)}
+                  data-msg-id={m.msg_id}
+                >
+                  <td class="num">{m.msg_id}</td>
+                  <td>{m.priority}</td>
+                  <td class="clip">{payloadHint(m)}</td>
+                  <td>{m.key ?? ""}</td>
+                  <td>{m.tags?.join(", ") ?? ""}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <div class="actions" data-testid="pager">
+            <button
+              type="button"
+              disabled={pages.length === 1}
+              onClick={() => setPages(pages.slice(0, -1))}
+              data-testid="newer"
+            >
+              ← newer
+            </button>
+            <span class="muted">page {pages.length}</span>
+            <button
+              type="button"
+              disabled={!page.data || page.data.next_before_id === null}
+              onClick={() =>
+                page.data?.next_before_id != null && setPages([...pages, page.data.next_before_id])
+              }
+              data-testid="older"
+            >
+              older →
+            </button>
+            {notice && <span class="muted">{notice}</span>}
+          </div>
+        </div>
+        <div>
+          {chosen ? (
+            <>
+              <PayloadView message={chosen} key={chosen.msg_id} />
+              <button
+                type="button"
+                class="danger"
+                onClick={() => remove(chosen.msg_id)}
+                data-testid="delete-message"
+              >
+                delete message
+              </button>
+            </>
+          ) : (
+            <div class="muted">pick a message</div>
+          )}
+        </div>
+      </div>
+    </>
+  );
+}
+
+/** One mailbox: its figures and history, groups, messages (browsed, never consumed), send, purge, delete. */
 export function Mailbox({ address }: { address: string }) {
   const base = `/api/v1/mailboxes/${encodeURIComponent(address)}`;
   const detail = useLiveGet<MailboxDetail>(base);
-  const peek = useLiveGet<Messages>(`${base}/peek?limit=100`);
-  const [selected, setSelected] = useState<number>();
   const [notice, setNotice] = useState<string>();
-  const chosen = peek.data?.messages.find((m) => m.msg_id === selected);
+  const [sent, setSent] = useState(0);
   const act = async (what: "purge" | "delete") => {
     const question =
       what === "purge"
@@ -126,7 +258,7 @@ export function Mailbox({ address }: { address: string }) {
       if (what === "purge") {
         const reply = await api<Purged>("POST", `${base}/purge`);
         setNotice(`purged ${reply.purged} messages`);
-        peek.reload();
+        setSent((n) => n + 1);
       } else {
         await api("DELETE", base);
         location.hash = "#/mailboxes";
@@ -135,6 +267,7 @@ export function Mailbox({ address }: { address: string }) {
       setNotice((err as ApiFailure).message);
     }
   };
+  const m = detail.data?.mailbox;
   return (
     <section>
       <h2>
@@ -142,22 +275,34 @@ export function Mailbox({ address }: { address: string }) {
       </h2>
       <Failure error={detail.error} />
       {!detail.data && !detail.error && <Loading />}
-      {detail.data && (
+      {detail.data && m && (
         <>
+          {m.desc && (
+            <p class="desc" data-testid="mailbox-desc">
+              {m.desc}
+            </p>
+          )}
           <dl class="facts wide">
             <dt>depth</dt>
             <dd data-testid="mailbox-depth">
-              critical {detail.data.mailbox.depth.critical} · urgent {detail.data.mailbox.depth.urgent} ·
-              normal {detail.data.mailbox.depth.normal}
+              critical {m.depth.critical} · urgent {m.depth.urgent} · normal {m.depth.normal}
             </dd>
             <dt>stored</dt>
-            <dd>{bytes(detail.data.mailbox.bytes)}</dd>
+            <dd>
+              {bytes(m.bytes)} (critical {bytes(m.bytes_by_priority.critical)} · urgent{" "}
+              {bytes(m.bytes_by_priority.urgent)} · normal {bytes(m.bytes_by_priority.normal)})
+            </dd>
             <dt>oldest</dt>
-            <dd>{detail.data.mailbox.oldest_at === null ? "—" : age(detail.data.mailbox.oldest_at)}</dd>
+            <dd>{m.oldest_at === null ? "—" : age(m.oldest_at)}</dd>
             <dt>TTL</dt>
-            <dd>{ttl(detail.data.mailbox.ttl)}</dd>
+            <dd>{ttl(m.ttl)}</dd>
             <dt>delayed</dt>
-            <dd>{detail.data.mailbox.delayed}</dd>
+            <dd>{m.delayed}</dd>
+            <dt>dead letters</dt>
+            <dd>
+              <a href={`#/mailboxes/${encodeURIComponent(m.dead_letter)}`}>{m.dead_letter}</a>
+              {m.max_deliver !== null && ` (after ${m.max_deliver} deliveries)`}
+            </dd>
           </dl>
           <MailboxCharts base={base} />
           <h3>Groups</h3>
@@ -168,16 +313,34 @@ export function Mailbox({ address }: { address: string }) {
               <thead>
                 <tr>
                   <th>group</th>
-                  <th class="num">lag</th>
+                  <th>position (c / u / n)</th>
+                  <th class="num">pending</th>
                   <th class="num">leased</th>
+                  <th class="num">lag</th>
+                  <th class="num">lag (s)</th>
+                  <th class="num">redelivered</th>
+                  <th class="num">dead-lettered</th>
                 </tr>
               </thead>
               <tbody>
                 {detail.data.groups.map((g) => (
-                  <tr key={g.name}>
-                    <td>{g.name}</td>
-                    <td class="num">{g.lag}</td>
+                  <tr key={g.name} data-group={g.name}>
+                    <td>
+                      <a
+                        href={`#/mailboxes/${encodeURIComponent(address)}/groups/${encodeURIComponent(g.name)}`}
+                      >
+                        {g.name}
+                      </a>
+                    </td>
+                    <td>
+                      {g.position.critical} / {g.position.urgent} / {g.position.normal}
+                    </td>
+                    <td class="num">{g.pending}</td>
                     <td class="num">{g.leased}</td>
+                    <td class="num">{g.lag}</td>
+                    <td class="num">{g.lag_seconds}</td>
+                    <td class="num">{g.redelivered}</td>
+                    <td class="num">{g.dead_lettered}</td>
                   </tr>
                 ))}
               </tbody>
@@ -194,43 +357,8 @@ export function Mailbox({ address }: { address: string }) {
           </div>
         </>
       )}
-      <h3>Messages (peeked in delivery order, never consumed)</h3>
-      <Failure error={peek.error} />
-      <div class="split">
-        <table data-testid="message-table">
-          <thead>
-            <tr>
-              <th class="num">msg_id</th>
-              <th>priority</th>
-              <th>payload</th>
-              <th>key</th>
-            </tr>
-          </thead>
-          <tbody>
-            {peek.data?.messages.map((m) => (
-              <tr
-                key={m.msg_id}
-                class={m.msg_id === selected ? "selected" : ""}
-                onClick={() => setSelected(m.msg_id)}
-                data-msg-id={m.msg_id}
-              >
-                <td class="num">{m.msg_id}</td>
-                <td>{m.priority}</td>
-                <td class="clip">{payloadText(m).slice(0, 80)}</td>
-                <td>{m.key ?? ""}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-        <div>
-          {chosen ? (
-            <PayloadView message={chosen} key={chosen.msg_id} />
-          ) : (
-            <div class="muted">pick a message</div>
-          )}
-        </div>
-      </div>
-      {detail.data && <SendForm address={address} onSent={() => peek.reload()} />}
+      <MessageBrowser base={base} address={address} key={sent} />
+      {detail.data && <SendForm address={address} onSent={() => setSent((n) => n + 1)} />}
     </section>
   );
 }

@@ -4,12 +4,30 @@ import { Failure, Loading } from "../components/notice";
 import { age, bytes, ttl } from "../format";
 import { useLiveGet } from "../live";
 
-/** Every mailbox with its depth per priority, searchable by address. */
+/**
+ * Mailboxes of the broker's own machinery rather than of users: the orchestrator's and its agents'
+ * (namespace `orch`, the default of both), dead-letter mailboxes of those, and system ones.
+ */
+export function isInternal(address: string): boolean {
+  return /^(orch\.|\$|_)/.test(address);
+}
+
+const HIDE_KEY = "mq9.dashboard.hide-internal";
+
+/** Every mailbox with its depth per priority, searchable by address; internal ones hidden unless asked. */
 export function Mailboxes() {
   const [search, setSearch] = useState("");
+  const [hide, setHide] = useState(localStorage.getItem(HIDE_KEY) !== "false");
   const list = useLiveGet<MailboxList>(
-    `/api/v1/mailboxes?limit=500${search ? `&search=${encodeURIComponent(search)}` : ""}`,
+    `/api/v1/mailboxes?limit=1000${search ? `&search=${encodeURIComponent(search)}` : ""}`,
   );
+  const all = list.data?.mailboxes ?? [];
+  const shown = hide ? all.filter((m) => !isInternal(m.mail_address)) : all;
+  const toggle = (e: Event) => {
+    const checked = (e.target as HTMLInputElement).checked;
+    localStorage.setItem(HIDE_KEY, String(checked));
+    setHide(checked);
+  };
   return (
     <section>
       <h2>Mailboxes</h2>
@@ -20,6 +38,11 @@ export function Mailboxes() {
         onInput={(e) => setSearch((e.target as HTMLInputElement).value)}
         data-testid="mailbox-search"
       />
+      <label class="switch">
+        <input type="checkbox" checked={hide} onChange={toggle} data-testid="hide-internal" /> hide internal
+        mailboxes (orchestrator, system)
+        {hide && all.length > shown.length && ` — ${all.length - shown.length} hidden`}
+      </label>
       <Failure error={list.error} />
       {!list.data && !list.error && <Loading />}
       {list.data && (
@@ -38,7 +61,7 @@ export function Mailboxes() {
             </tr>
           </thead>
           <tbody>
-            {list.data.mailboxes.map((m) => (
+            {shown.map((m) => (
               <tr key={m.mail_address} data-mailbox={m.mail_address}>
                 <td>
                   <a href={`#/mailboxes/${encodeURIComponent(m.mail_address)}`}>{m.mail_address}</a>
@@ -63,7 +86,7 @@ export function Mailboxes() {
           </tbody>
         </table>
       )}
-      {list.data?.mailboxes.length === 0 && <div class="muted">no mailboxes{search && " match"}</div>}
+      {list.data && shown.length === 0 && <div class="muted">no mailboxes{search && " match"}</div>}
     </section>
   );
 }
