@@ -42,6 +42,10 @@ export type GroupList = z.output<typeof schema.GroupList>;
 export type GroupDetail = z.output<typeof schema.GroupDetail>;
 /** POST /api/v1/mailboxes/{address}/groups/{group}/reset */
 export type GroupReset = z.input<typeof schema.GroupReset>;
+/** POST /api/v1/mailboxes/{address}/groups/{group}/release */
+export type Released = z.output<typeof schema.Released>;
+/** POST /api/v1/mailboxes/{address}/retry */
+export type Retried = z.output<typeof schema.Retried>;
 /** GET /api/v1/server */
 export type ServerDetail = z.output<typeof schema.ServerDetail>;
 

@@ -204,6 +204,62 @@ describe.skipIf(missing !== undefined)(
       expect(left.messages).toEqual([]);
     });
 
+    it("shows a group's leases with member and deliveries, releases them; retries a dead letter that is delivered again", async () => {
+      await request(nc, "$mq9.AI.MAILBOX.CREATE", { name: "web.jobs", ttl: 0 });
+      for (const job of ["label 1", "label 2", "label 3"])
+        await request(nc, "$mq9.AI.MSG.SEND.web.jobs", job);
+      const fetch1 = await request(nc, "$mq9.AI.MSG.FETCH.web.jobs", {
+        group_name: "packers",
+        member: "alice",
+        deliver: "earliest",
+        config: { num_msgs: 2, max_wait_ms: 0, lease_ms: 600_000 },
+      });
+      expect(fetch1.messages).toHaveLength(2);
+      page.removeAllListeners("dialog");
+      page.on("dialog", (dialog) => void dialog.accept());
+      try {
+        await page.goto(`${base}/#/mailboxes/web.jobs`);
+        await page.click('[data-testid="group-table"] a:has-text("packers")');
+        const leases = page.locator('[data-testid="lease-table"] tbody tr[data-state="leased"]');
+        await leases.nth(1).waitFor(WAIT);
+        expect(await leases.count()).toBe(2);
+        expect(await leases.first().textContent()).toContain("alice");
+        expect(await leases.first().locator('td[data-col="deliveries"]').textContent()).toBe("1");
+        await page.locator('[data-testid="member-table"] tr[data-member="alice"]').waitFor(WAIT);
+        await page.click('[data-testid="release-all"]');
+        await page.locator('[data-testid="group-notice"]', { hasText: "released 2 leases" }).waitFor(WAIT);
+
+        // A message that fails for good goes to web.jobs.dlq; retried from the page, it comes back.
+        const fetch2 = await request(nc, "$mq9.AI.MSG.FETCH.web.jobs", {
+          group_name: "packers",
+          config: { num_msgs: 1, max_wait_ms: 0 },
+        });
+        const failed = fetch2.messages[0] as { msg_id: number; payload: string };
+        await request(nc, "$mq9.AI.MSG.NAK.web.jobs", {
+          group_name: "packers",
+          msg_id: failed.msg_id,
+          reason: "printer offline",
+          terminal: true,
+        });
+        await page.goto(`${base}/#/dead-letters`);
+        const letter = page.locator('[data-dlq="web.jobs.dlq"] [data-testid="dead-letter-table"] tbody tr');
+        await letter.first().waitFor(WAIT);
+        expect(await letter.first().locator('td[data-col="reason"]').textContent()).toBe("printer offline");
+        await letter.first().locator('[data-testid="retry-one"]').click();
+        await page
+          .locator('[data-dlq="web.jobs.dlq"] [data-testid="dlq-notice"]', { hasText: "sent back 1" })
+          .waitFor(WAIT);
+        const again = await request(nc, "$mq9.AI.MSG.FETCH.web.jobs", {
+          group_name: "packers",
+          config: { num_msgs: 10, max_wait_ms: 0 },
+        });
+        const payloads = (again.messages as { payload: string }[]).map((m) => m.payload);
+        expect(payloads).toContain(failed.payload);
+      } finally {
+        page.removeAllListeners("dialog");
+      }
+    });
+
     it("draws the broker's history at once on a fresh page after traffic ran with no page open", async () => {
       await page.goto("about:blank");
       await request(nc, "$mq9.AI.MAILBOX.CREATE", { name: "web.history", ttl: 0 });

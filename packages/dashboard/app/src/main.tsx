@@ -11,6 +11,8 @@ import {
 } from "./api";
 import { type Live, LiveContext } from "./live";
 import { Agents } from "./pages/agents";
+import { DeadLetters } from "./pages/dead-letters";
+import { Group } from "./pages/group";
 import { Mailbox } from "./pages/mailbox";
 import { Mailboxes } from "./pages/mailboxes";
 import { Overview } from "./pages/overview";
@@ -35,10 +37,13 @@ function useRoute(): string[] {
 }
 
 function Page({ route }: { route: string[] }) {
-  const [page, id] = route;
+  const [page, id, sub, subId] = route;
   switch (page) {
     case "mailboxes":
+      if (id && sub === "groups" && subId) return <Group address={id} name={subId} key={`${id}/${subId}`} />;
       return id ? <Mailbox address={id} key={id} /> : <Mailboxes />;
+    case "dead-letters":
+      return <DeadLetters />;
     case "agents":
       return <Agents selected={id} />;
     case "tasks":
@@ -53,6 +58,7 @@ function Page({ route }: { route: string[] }) {
 const NAV = [
   ["", "Overview"],
   ["mailboxes", "Mailboxes"],
+  ["dead-letters", "Dead letters"],
   ["agents", "Agents"],
   ["tasks", "Tasks"],
   ["templates", "Templates"],
