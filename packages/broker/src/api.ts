@@ -46,6 +46,9 @@ export type GroupReset = z.input<typeof schema.GroupReset>;
 export type Released = z.output<typeof schema.Released>;
 /** POST /api/v1/mailboxes/{address}/retry */
 export type Retried = z.output<typeof schema.Retried>;
+/** GET /api/v1/connections */
+export type ConnectionList = z.output<typeof schema.ConnectionList>;
+export type Connection = z.output<typeof schema.ConnectionInfo>;
 /** GET /api/v1/server */
 export type ServerDetail = z.output<typeof schema.ServerDetail>;
 

@@ -257,6 +257,7 @@ export class Broker {
             engine,
             registry,
             connections: () => served.connectionCount(),
+            connectionList: () => served.connections(),
             cluster: () => served.clusterView(),
             forgetClusterNode: (node) => served.forgetClusterNode(node),
             version: "1.0.0",

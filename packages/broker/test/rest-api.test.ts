@@ -1,4 +1,6 @@
 import { Subjects } from "@mq9/protocol";
+import { until } from "@mq9/testkit";
+import { connect } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SqliteStore } from "../src/internal.js";
 import { startTestBroker, type TestBroker, texts } from "./harness.js";
@@ -869,6 +871,48 @@ describe("REST API v1 against its OpenAPI document", () => {
       status: 400,
       error: /body.mode/,
     });
+  });
+
+  it("connections: each client with its name, address, subscriptions and traffic, like /connz", async () => {
+    const c = contract;
+    const nc = await connect({ servers: t.url, name: "rest-connz" });
+    try {
+      nc.subscribe("connz.a");
+      nc.subscribe("connz.b");
+      for (let i = 0; i < 3; i++) nc.publish("connz.a", "hello");
+      await nc.flush();
+      type Conn = {
+        name: string | null;
+        address: string;
+        subscriptions: number;
+        msgs_in: number;
+        msgs_out: number;
+        bytes_in: number;
+      };
+      const mine = await until("the connection's traffic counted", async () => {
+        const body = (
+          await c.check({
+            method: "GET",
+            path: "/api/v1/connections",
+            url: "/api/v1/connections?sort=msgs_in",
+            status: 200,
+          })
+        ).body as { total: number; connections: Conn[] };
+        const found = body.connections.find((one) => one.name === "rest-connz");
+        return found && found.msgs_out >= 3 ? found : undefined;
+      });
+      expect(mine).toMatchObject({ subscriptions: 2, msgs_in: 3, bytes_in: 15 });
+      expect(mine.address).toMatch(/^127\.0\.0\.1:\d+$/);
+      await c.check({
+        method: "GET",
+        path: "/api/v1/connections",
+        url: "/api/v1/connections?sort=age",
+        status: 400,
+        error: /query.sort/,
+      });
+    } finally {
+      await nc.close();
+    }
   });
 
   it("metrics: summary, history and the live stream", async () => {

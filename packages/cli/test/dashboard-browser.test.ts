@@ -147,7 +147,8 @@ describe.skipIf(missing !== undefined)(
     it("pages a mailbox past 100, filters it, shows binary as hex, deletes one message; hides internal mailboxes", async () => {
       await request(nc, "$mq9.AI.MAILBOX.CREATE", { name: "web.paged", ttl: 0, desc: "orders to pack" });
       await request(nc, "$mq9.AI.MAILBOX.CREATE", { name: "orch.webinternal", ttl: 0 });
-      for (let i = 0; i < 129; i++) await request(nc, "$mq9.AI.MSG.SEND.web.paged", `order ${i}`);
+      const firstId = (await request(nc, "$mq9.AI.MSG.SEND.web.paged", "order 0")).msg_id as number;
+      for (let i = 1; i < 129; i++) await request(nc, "$mq9.AI.MSG.SEND.web.paged", `order ${i}`);
       const binary = new Uint8Array([0, 1, 2, 0xff, 0xfe]);
       const sent = await nc.request("$mq9.AI.MSG.SEND.web.paged", binary, {
         timeout: 10_000,
@@ -176,7 +177,7 @@ describe.skipIf(missing !== undefined)(
       // Past 100: the third page holds the oldest 30, down to the first message.
       await page.click('[data-testid="older"]');
       await page.click('[data-testid="older"]');
-      await page.locator('[data-testid="message-table"] tr[data-msg-id="0"]').waitFor(WAIT);
+      await page.locator(`[data-testid="message-table"] tr[data-msg-id="${firstId}"]`).waitFor(WAIT);
       expect(await rows.count()).toBe(30);
       expect(await page.locator('[data-testid="older"]').isDisabled()).toBe(true);
 
@@ -297,6 +298,23 @@ describe.skipIf(missing !== undefined)(
       );
     });
 
+    it("lists client connections with their name, subscriptions and messages in and out", async () => {
+      const client = await connect({ servers: `127.0.0.1:${served.port}`, name: "web-client" });
+      try {
+        client.subscribe("web.connz.echo");
+        for (let i = 0; i < 4; i++) client.publish("web.connz.echo", "ping");
+        await client.flush();
+        await page.goto(`${base}/#/connections`);
+        const row = page.locator('[data-testid="connection-table"] tr[data-connection="web-client"]');
+        await row.locator('td[data-col="msgs_out"]', { hasText: "4" }).waitFor(WAIT);
+        expect(await row.locator('td[data-col="msgs_in"]').textContent()).toBe("4");
+        expect(await row.locator('td[data-col="subscriptions"]').textContent()).toBe("1");
+        expect(await row.textContent()).toContain("127.0.0.1:");
+      } finally {
+        await client.close();
+      }
+    });
+
     it("finds an agent registered over NATS through the discovery box, with its score and card", async () => {
       await request(nc, "$mq9.AI.AGENT.REGISTER", {
         name: "translator",
@@ -305,9 +323,31 @@ describe.skipIf(missing !== undefined)(
         tags: ["language"],
         ttl: 60,
       });
+      await request(nc, "$mq9.AI.AGENT.REPORT", {
+        mailbox: "web.translator",
+        report_info: "translating 3 files",
+      });
+      await request(nc, "$mq9.AI.AGENT.REGISTER", {
+        name: "summarizer",
+        mailbox: "web.summarizer",
+        payload: "Summarizes long documents.",
+        tags: ["text"],
+      });
       await page.goto(`${base}/#/agents`);
       await page.locator('[data-testid="agent-table"] tr[data-agent="translator"]').waitFor(WAIT);
+      // The CLI's words: online while it heartbeats, offline otherwise; its last REPORT as status.
       expect(await page.locator('tr[data-agent="translator"] .pill').textContent()).toBe("online");
+      expect(await page.locator('tr[data-agent="summarizer"] .pill').textContent()).toBe("offline");
+      await page
+        .locator('tr[data-agent="translator"] td[data-col="status"]', { hasText: "translating 3 files" })
+        .waitFor(WAIT);
+      await page.fill('[data-testid="agent-tag-filter"]', "language");
+      await page.waitForFunction(
+        () => document.querySelector('[data-testid="agent-table"] tr[data-agent="summarizer"]') === null,
+        undefined,
+        WAIT,
+      );
+      expect(await page.locator('[data-testid="agent-table"] tr[data-agent="translator"]').count()).toBe(1);
       const form = page.locator('[data-testid="discover-form"]');
       await form.locator('select[name="mode"]').selectOption("text");
       await form.locator('input[name="query"]').fill("french translation");

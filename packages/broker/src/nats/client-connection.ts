@@ -78,6 +78,27 @@ interface ConnectOptions {
   name?: unknown;
 }
 
+/** One client connection's figures (like a nats-server /connz entry). */
+export interface ConnectionStats {
+  id: number;
+  /** The name the client gave in its CONNECT. */
+  name: string | null;
+  ip: string;
+  port: number | null;
+  /** The user it authenticated as, with users configured. */
+  user: string | null;
+  connectedAt: number;
+  subscriptions: number;
+  /** PUBs received: count and payload bytes (headers included). */
+  inMsgs: number;
+  inBytes: number;
+  /** MSGs sent to it: count and bytes (protocol lines included). */
+  outMsgs: number;
+  outBytes: number;
+  /** Bytes queued for it not yet taken by its socket. */
+  pendingBytes: number;
+}
+
 /**
  * One client connection: parses its input, applies CONNECT settings and auth, keeps its
  * subscriptions, and batches its output into one socket write per event-loop turn.
@@ -109,6 +130,9 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
   private perms: ClientPermissions | undefined;
   /** Made at the first service request: most connections never need one. */
   private gone: AbortController | undefined;
+  /** What went through it, for the connections list (nats-server's /connz counts). */
+  private readonly traffic = { inMsgs: 0, inBytes: 0, outMsgs: 0, outBytes: 0 };
+  private readonly connectedAt = Date.now();
 
   constructor(
     readonly id: number,
@@ -134,6 +158,21 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
 
   get principal(): Principal | undefined {
     return this.authenticated?.principal;
+  }
+
+  /** The connection as the connections list shows it (GET /api/v1/connections). */
+  describe(): ConnectionStats {
+    return {
+      id: this.id,
+      name: this.name ?? null,
+      ip: this.remoteIp,
+      port: this.socket.remotePort ?? null,
+      user: this.principal?.name ?? null,
+      connectedAt: this.connectedAt,
+      subscriptions: this.subs.size,
+      ...this.traffic,
+      pendingBytes: this.out.length + this.socket.writableLength,
+    };
   }
 
   /** Aborted when the connection closes: what waits on the client's behalf (a long-poll FETCH) stops. */
@@ -298,6 +337,8 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
       return;
     }
     this.ok();
+    this.traffic.inMsgs++;
+    this.traffic.inBytes += data.length;
     if (headerSize < 0) {
       this.host.clientPublish(this, subject, reply, undefined, data);
     } else {
@@ -404,6 +445,7 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
       if (msg.reply !== undefined && perms.tracksResponses) perms.requestReceived(msg.reply);
     }
     const out = this.out;
+    const start = out.length;
     const header = msg.header;
     // A client that did not ask for headers gets the body only, like nats-server does.
     if (header !== undefined && this.headers) {
@@ -430,6 +472,8 @@ export class ClientConnection implements ProtocolHandler, Subscriber {
       }
     }
     out.appendCrlf();
+    this.traffic.outMsgs++;
+    this.traffic.outBytes += out.length - start;
     sub.delivered++;
     if (sub.max > 0 && sub.delivered >= sub.max) this.unsubscribe(sub);
     this.queued(msg.prompt);

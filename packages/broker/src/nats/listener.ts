@@ -4,7 +4,12 @@ import { createSecureContext } from "node:tls";
 import { isMq9Subject } from "@mq9/protocol";
 import { AuthGuard, type Principal, type UserDirectory } from "../auth/index.js";
 import type { Mq9Request, Mq9RequestHandler } from "../transport/mq9-request.js";
-import { ClientConnection, type ConnectionHost, type TlsSetup } from "./client-connection.js";
+import {
+  ClientConnection,
+  type ConnectionHost,
+  type ConnectionStats,
+  type TlsSetup,
+} from "./client-connection.js";
 import { errLine, ProtocolError } from "./errors.js";
 import { InboxBindingsKeeper } from "./inbox-bindings-keeper.js";
 import { InboxClaims } from "./inbox-claims.js";
@@ -99,6 +104,11 @@ export class NatsListener {
    */
   get isolatesClients(): boolean {
     return this.users?.multiUser === true;
+  }
+
+  /** Every open client connection's figures, oldest first. */
+  connections(): ConnectionStats[] {
+    return [...this.clients.values()].map((conn) => conn.describe());
   }
 
   /** Number of open client connections. */

@@ -2,6 +2,7 @@ import type { ForgetOutcome } from "../cluster/cluster-members.js";
 import type { ClusterView } from "../cluster/cluster-node.js";
 import type { Notifier } from "../engine/notifier.js";
 import type { BrokerMetrics } from "../http/broker-metrics.js";
+import type { ConnectionStats } from "../nats/client-connection.js";
 import type { Store } from "../store/store.js";
 import type { Mq9RequestHandler } from "./mq9-request.js";
 
@@ -33,6 +34,8 @@ export interface BrokerTransport {
   /** The HTTP server's host when its options give none. */
   readonly defaultHttpHost: string;
   connectionCount(): number;
+  /** Each client connection's figures; undefined where nats-server holds the connections. */
+  connections(): ConnectionStats[] | undefined;
   /** Subscriptions held on the broker's own listener; undefined where nats-server holds them. */
   subscriptionCount(): number | undefined;
   /** Adds the transport's gauges, and starts the store's watch of itself (Store.watch). */

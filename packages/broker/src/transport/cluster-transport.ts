@@ -63,6 +63,10 @@ export class ClusterTransport implements BrokerTransport {
     return 0;
   }
 
+  connections(): undefined {
+    return undefined;
+  }
+
   /** The clients' subscriptions are nats-server's. */
   subscriptionCount(): undefined {
     return undefined;

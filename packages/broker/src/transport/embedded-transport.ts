@@ -3,6 +3,7 @@ import { Defaults } from "@mq9/protocol";
 import { BrokerDefaults } from "../broker-defaults.js";
 import type { BrokerMetrics } from "../http/broker-metrics.js";
 import type { Logger } from "../logger.js";
+import type { ConnectionStats } from "../nats/client-connection.js";
 import { NatsListener, type NatsListenerOptions } from "../nats/index.js";
 import type { Store } from "../store/store.js";
 import type { BrokerAddress, BrokerTransport, TransportHealth } from "./broker-transport.js";
@@ -60,6 +61,10 @@ export class EmbeddedTransport implements BrokerTransport {
 
   connectionCount(): number {
     return this.listener.connectionCount;
+  }
+
+  connections(): ConnectionStats[] {
+    return this.listener.connections();
   }
 
   subscriptionCount(): number {

@@ -11,6 +11,7 @@ import {
 } from "./api";
 import { type Live, LiveContext } from "./live";
 import { Agents } from "./pages/agents";
+import { Connections } from "./pages/connections";
 import { DeadLetters } from "./pages/dead-letters";
 import { Group } from "./pages/group";
 import { Mailbox } from "./pages/mailbox";
@@ -44,6 +45,8 @@ function Page({ route }: { route: string[] }) {
       return id ? <Mailbox address={id} key={id} /> : <Mailboxes />;
     case "dead-letters":
       return <DeadLetters />;
+    case "connections":
+      return <Connections />;
     case "agents":
       return <Agents selected={id} />;
     case "tasks":
@@ -59,6 +62,7 @@ const NAV = [
   ["", "Overview"],
   ["mailboxes", "Mailboxes"],
   ["dead-letters", "Dead letters"],
+  ["connections", "Connections"],
   ["agents", "Agents"],
   ["tasks", "Tasks"],
   ["templates", "Templates"],

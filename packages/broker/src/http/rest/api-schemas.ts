@@ -507,6 +507,37 @@ export const MailboxHistory = z
   })
   .meta({ id: "MailboxHistory" });
 
+export const ConnectionListQuery = z.object({
+  sort: z
+    .enum(["since", "msgs_in", "msgs_out", "bytes_in", "bytes_out", "pending", "subscriptions"])
+    .optional()
+    .describe("since: oldest first (default); the others: most first"),
+  limit: queryInt(1, 10_000).optional().describe("at most this many (default 500)"),
+});
+
+export const ConnectionInfo = z
+  .object({
+    id: z.number().int().describe("the client id the broker gave it (its INFO's client_id)"),
+    name: z.string().nullable().describe("the name the client gave in its CONNECT"),
+    address: z.string().describe("ip:port it connected from"),
+    user: z.string().nullable().describe("the user it signed in as, with users configured"),
+    connected_at: z.number().int().describe("unix milliseconds"),
+    uptime_s: z.number().int(),
+    subscriptions: z.number().int(),
+    msgs_in: z.number().int().describe("messages it published (PUB/HPUB)"),
+    bytes_in: z.number().int().describe("their payload bytes, headers included"),
+    msgs_out: z.number().int().describe("messages delivered to it (MSG/HMSG)"),
+    bytes_out: z.number().int().describe("their bytes, protocol lines included"),
+    pending_bytes: z.number().int().describe("bytes queued for it that its socket has not taken yet"),
+  })
+  .meta({ id: "Connection" });
+
+export const ConnectionList = z.object({
+  total: z.number().int().describe("open client connections"),
+  connections: z.array(ConnectionInfo),
+  note: z.string().optional().describe("why the list is empty on a cluster node"),
+});
+
 export const ClusterNodeInfo = z
   .object({
     node: z.string().describe("the node's --node-id"),

@@ -4,6 +4,7 @@ import type { ForgetOutcome } from "../../cluster/cluster-members.js";
 import type { ClusterView } from "../../cluster/cluster-node.js";
 import type { MessagingEngine } from "../../engine/messaging-engine.js";
 import type { Logger } from "../../logger.js";
+import type { ConnectionStats } from "../../nats/client-connection.js";
 import type { Registry } from "../../registry.js";
 import type { Mq9Service } from "../../service/mq9-service.js";
 import type { BrokerMetrics } from "../broker-metrics.js";
@@ -13,6 +14,8 @@ import {
   AuthInfo,
   ClusterNodeParams,
   ClusterRoster,
+  ConnectionList,
+  ConnectionListQuery,
   Forgotten,
   HistoryQuery,
   MetricsHistory,
@@ -32,6 +35,8 @@ export interface RestApiOptions {
   registry?: Registry;
   metrics: BrokerMetrics;
   connections: () => number;
+  /** Each client connection's figures; undefined where nats-server holds them (a cluster node). */
+  connectionList?: () => ConnectionStats[] | undefined;
   /** The cluster's nodes as this one hears them; undefined on a broker of its own. */
   cluster?: () => ClusterView | undefined;
   /** Forgets a cluster node that is not up; undefined on a broker of its own. */
@@ -192,6 +197,64 @@ export class RestApi {
         status: 200,
         body: await callMq9(options.service, Subjects.serverInfo, {}, { principal }),
       }),
+    });
+
+    router.add({
+      method: "GET",
+      path: "/api/v1/connections",
+      tag: "System",
+      summary:
+        "Each client connection: name, address, user, since, subscriptions, messages and bytes in and out, pending (like nats-server's /connz)",
+      query: ConnectionListQuery,
+      responses: { 200: { description: "the connections, sorted", schema: ConnectionList } },
+      errors: [400],
+      handler: async ({ query, principal }) => {
+        // Who is connected is the broker's business: asked as SERVER.INFO is, by whom may ask it.
+        await callMq9(options.service, Subjects.serverInfo, {}, { principal });
+        const all = options.connectionList?.();
+        if (all === undefined) {
+          return {
+            status: 200,
+            body: {
+              total: 0,
+              connections: [],
+              note: "a cluster node's clients connect to nats-server: its /connz lists them",
+            },
+          };
+        }
+        const sort = query.sort ?? "since";
+        const key: Record<typeof sort, (c: ConnectionStats) => number> = {
+          since: (c) => c.connectedAt,
+          msgs_in: (c) => -c.inMsgs,
+          msgs_out: (c) => -c.outMsgs,
+          bytes_in: (c) => -c.inBytes,
+          bytes_out: (c) => -c.outBytes,
+          pending: (c) => -c.pendingBytes,
+          subscriptions: (c) => -c.subscriptions,
+        };
+        const sorted = [...all].sort((a, b) => key[sort](a) - key[sort](b) || a.id - b.id);
+        const now = Date.now();
+        return {
+          status: 200,
+          body: {
+            total: all.length,
+            connections: sorted.slice(0, query.limit ?? 500).map((c) => ({
+              id: c.id,
+              name: c.name,
+              address: c.port === null ? c.ip : `${c.ip}:${c.port}`,
+              user: c.user,
+              connected_at: c.connectedAt,
+              uptime_s: Math.floor((now - c.connectedAt) / 1000),
+              subscriptions: c.subscriptions,
+              msgs_in: c.inMsgs,
+              bytes_in: c.inBytes,
+              msgs_out: c.outMsgs,
+              bytes_out: c.outBytes,
+              pending_bytes: c.pendingBytes,
+            })),
+          },
+        };
+      },
     });
 
     router.add({

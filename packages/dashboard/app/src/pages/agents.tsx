@@ -22,12 +22,14 @@ function skillsOf(agent: RegisteredAgent): string {
     .join(", ");
 }
 
-/** The load an agent's last REPORT gave, in whichever field it used. */
-function loadOf(agent: RegisteredAgent): string {
-  const status = agent._status as Record<string, unknown> | null | undefined;
-  if (!status || typeof status !== "object") return "—";
-  const load = status.load ?? status.in_flight ?? status.report_info;
-  return load === undefined ? "—" : String(load);
+/** The agent's last REPORT as a status line: its text, or its JSON in short. */
+function statusOf(agent: RegisteredAgent): string {
+  const status = agent._status;
+  if (status === undefined || status === null || status === "") return "—";
+  if (typeof status === "string") return status;
+  const report = (status as Record<string, unknown>).report_info;
+  const text = typeof report === "string" ? report : JSON.stringify(status);
+  return text.length > 120 ? `${text.slice(0, 117)}…` : text;
 }
 
 function Discovery({ onPick }: { onPick: (mailbox: string) => void }) {
@@ -106,9 +108,11 @@ function Discovery({ onPick }: { onPick: (mailbox: string) => void }) {
   );
 }
 
-/** The registry: who is online, their last heartbeat, load, tags and skills; discovery; the raw card. */
+/** The registry: who is online, their last heartbeat, status, tags and skills; a tag filter; discovery; the raw card. */
 export function Agents({ selected }: { selected?: string }) {
-  const list = useLiveGet<{ agents: RegisteredAgent[] }>("/api/v1/agents?limit=500");
+  const list = useLiveGet<{ agents: RegisteredAgent[] }>("/api/v1/agents?limit=1000");
+  const [tag, setTag] = useState("");
+  const shown = (list.data?.agents ?? []).filter((a) => !tag || (a.tags ?? []).includes(tag.trim()));
   const card = useLiveGet<RegisteredAgent>(
     selected ? `/api/v1/agents/${encodeURIComponent(selected)}` : undefined,
   );
@@ -118,6 +122,13 @@ export function Agents({ selected }: { selected?: string }) {
   return (
     <section>
       <h2>Agents</h2>
+      <input
+        type="search"
+        placeholder="filter by tag"
+        value={tag}
+        onInput={(e) => setTag((e.target as HTMLInputElement).value)}
+        data-testid="agent-tag-filter"
+      />
       <Failure error={list.error} />
       {!list.data && !list.error && <Loading />}
       {list.data && (
@@ -128,21 +139,24 @@ export function Agents({ selected }: { selected?: string }) {
               <th>mailbox</th>
               <th>state</th>
               <th>last heartbeat</th>
-              <th>load</th>
+              <th>status (last REPORT)</th>
               <th>tags</th>
               <th>skills</th>
             </tr>
           </thead>
           <tbody>
-            {list.data.agents.map((a) => (
+            {shown.map((a) => (
               <tr key={a.mailbox} onClick={() => pick(a.mailbox)} data-agent={a.name}>
                 <td>{a.name}</td>
                 <td class="muted">{a.mailbox}</td>
                 <td>
-                  <span class={`pill ${a.online ? "on" : "off"}`}>{a.online ? "online" : "registered"}</span>
+                  {/* The CLI's words (mq9 agent list): online while it heartbeats within its ttl. */}
+                  <span class={`pill ${a.online ? "on" : "off"}`}>{a.online ? "online" : "offline"}</span>
                 </td>
                 <td>{a._last_seen ? `${age(a._last_seen * 1000)} ago` : "—"}</td>
-                <td>{loadOf(a)}</td>
+                <td class="clip" data-col="status">
+                  {statusOf(a)}
+                </td>
                 <td>{(a.tags ?? []).join(", ")}</td>
                 <td>{skillsOf(a)}</td>
               </tr>
@@ -150,7 +164,9 @@ export function Agents({ selected }: { selected?: string }) {
           </tbody>
         </table>
       )}
-      {list.data?.agents.length === 0 && <div class="muted">no agent registered</div>}
+      {list.data && shown.length === 0 && (
+        <div class="muted">no agent {tag ? "with that tag" : "registered"}</div>
+      )}
       {!list.error && <Discovery onPick={pick} />}
       {selected && (
         <div class="card">
