@@ -430,7 +430,7 @@ describe.skipIf(missing !== undefined)(
       }
     });
 
-    it("draws an orchestrated task's DAG turning completed, and its trace as a timeline", async () => {
+    it("draws a task's parallel DAG with edges, a timeline per step, a step's input and output; retries and cancels", async () => {
       const agents = await startAgents(`mq9://127.0.0.1:${served.port}`, {
         heartbeatMs: 200,
         onError: () => {},
@@ -453,13 +453,61 @@ describe.skipIf(missing !== undefined)(
           await dag.locator(`g[data-step="${step}"][data-status="completed"]`).waitFor(WAIT);
         }
         await page.locator('[data-testid="task-status"]', { hasText: "completed" }).waitFor(WAIT);
+        // The parallel steps side by side (one rank), each with an edge into the merge that waits for them.
+        const x = async (step: string) =>
+          Number(await dag.locator(`g[data-step="${step}"]`).getAttribute("data-x"));
+        expect(await x("keywords")).toBe(await x("summarize"));
+        expect(await x("quality")).toBe(await x("summarize"));
+        expect(await x("report")).toBeGreaterThan(await x("summarize"));
+        expect(await dag.locator('polyline.dag-edge[data-to="report"]').count()).toBe(3);
+        // A bar per attempt from dispatch to result.
+        const rows = page.locator('[data-testid="step-timeline"] .step-row');
+        await page
+          .locator('[data-testid="step-timeline"] .step-row[data-step="report"][data-status="completed"]')
+          .waitFor(WAIT);
+        expect(await rows.count()).toBe(4);
+        for (const step of ["summarize", "keywords", "quality"]) {
+          expect(
+            await rows
+              .locator(`xpath=self::*[@data-step="${step}"]`)
+              .locator('.bar[data-outcome="completed"]')
+              .count(),
+          ).toBeGreaterThanOrEqual(1);
+        }
+        // The merge step's input is its inputs' outputs; its output is what it made of them.
+        await dag.locator('g[data-step="report"]').click();
+        const detail = page.locator('[data-testid="step-detail"][data-step="report"]');
+        await detail.waitFor(WAIT);
+        expect(
+          Object.keys(
+            JSON.parse((await detail.locator('[data-testid="step-input"]').textContent()) ?? "{}"),
+          ).sort(),
+        ).toEqual(["keywords", "quality", "summarize"]);
+        expect(await detail.locator('[data-testid="step-output"]').textContent()).not.toBe("—");
         const lanes = page.locator('[data-testid="timeline"] .lane');
         await lanes.nth(5).waitFor(WAIT);
         expect(await page.locator('[data-testid="timeline"] .lane[data-msg-type="query"]').count()).toBe(3);
+        // Retry runs the same template and payload as a new task.
+        page.once("dialog", (dialog) => void dialog.accept());
+        await page.click('[data-testid="retry-task"]');
+        await page.waitForFunction(
+          (first) => location.hash.startsWith("#/tasks/") && !location.hash.endsWith(first),
+          taskId,
+          WAIT,
+        );
+        await page.locator('[data-testid="task-status"]', { hasText: "completed" }).waitFor(WAIT);
         await page.goto(`${base}/#/tasks`);
         await page
           .locator(`[data-testid="task-table"] tr[data-task="${taskId}"]`, { hasText: "completed" })
           .waitFor(WAIT);
+        await page.locator('[data-testid="task-filters"] select[name="status"]').selectOption("failed");
+        await page.waitForFunction(
+          (id) => document.querySelector(`[data-testid="task-table"] tr[data-task="${id}"]`) === null,
+          taskId,
+          WAIT,
+        );
+        await page.locator('[data-testid="task-filters"] select[name="status"]').selectOption("");
+        await page.locator(`[data-testid="task-table"] tr[data-task="${taskId}"]`).waitFor(WAIT);
         await page.goto(`${base}/#/templates`);
         await page.locator('[data-template="content-analysis"] svg g[data-step="report"]').waitFor(WAIT);
         await page
@@ -470,6 +518,17 @@ describe.skipIf(missing !== undefined)(
       } finally {
         for (const agent of agents) await agent.stop();
       }
+      // With no agent to take it, a task waits: cancel ends it.
+      const waiting = await fetch(`${base}/api/v1/tasks?async=true`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ task_type: "content-analysis", payload: { text: "nobody is there" } }),
+      });
+      const { task_id: waitingId } = (await waiting.json()) as { task_id: string };
+      await page.goto(`${base}/#/tasks/${waitingId}`);
+      page.once("dialog", (dialog) => void dialog.accept());
+      await page.click('[data-testid="cancel-task"]');
+      await page.locator('[data-testid="task-status"]', { hasText: "canceled" }).waitFor(WAIT);
     });
   },
 );

@@ -12,7 +12,16 @@ const NODE_WIDTH = 150;
 const NODE_HEIGHT = 46;
 
 /** A template's steps as a graph laid out by dagre (left to right along depends_on), colored by state. */
-export function Dag({ steps, testId }: { steps: DagStep[]; testId?: string }) {
+export function Dag({
+  steps,
+  testId,
+  onPick,
+}: {
+  steps: DagStep[];
+  testId?: string;
+  /** Called with a step's id when it is clicked. */
+  onPick?: (step: string) => void;
+}) {
   const graph = new dagre.graphlib.Graph();
   graph.setGraph({ rankdir: "LR", nodesep: 24, ranksep: 56, marginx: 8, marginy: 8 });
   graph.setDefaultEdgeLabel(() => ({}));
@@ -47,6 +56,8 @@ export function Dag({ steps, testId }: { steps: DagStep[]; testId?: string }) {
           <polyline
             key={`${edge.v}-${edge.w}`}
             class="dag-edge"
+            data-from={edge.v}
+            data-to={edge.w}
             points={points.map((p) => `${p.x},${p.y}`).join(" ")}
             marker-end="url(#arrow)"
           />
@@ -56,11 +67,17 @@ export function Dag({ steps, testId }: { steps: DagStep[]; testId?: string }) {
         const node = graph.node(step.id);
         const status = step.status ?? "idle";
         return (
+          // biome-ignore lint/a11y/noStaticElementInteractions: SVG has no button element; the node has role button and takes Enter.
           <g
             key={step.id}
             class={`dag-node status-${status}`}
             data-step={step.id}
             data-status={status}
+            data-x={Math.round(node.x)}
+            role={onPick && "button"}
+            tabIndex={onPick && 0}
+            onClick={onPick && (() => onPick(step.id))}
+            onKeyDown={onPick && ((e: KeyboardEvent) => e.key === "Enter" && onPick(step.id))}
             transform={`translate(${node.x - NODE_WIDTH / 2},${node.y - NODE_HEIGHT / 2})`}
           >
             <rect width={NODE_WIDTH} height={NODE_HEIGHT} rx="8" />

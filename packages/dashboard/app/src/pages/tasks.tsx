@@ -1,23 +1,78 @@
 import type {
   DeadLetter,
+  StepState,
   TaskState,
   TaskSummary,
   TemplateProblem,
   TemplateSummary,
   TraceView,
 } from "@mq9/orchestrator/api";
+import { TASK_STATUSES } from "@mq9/orchestrator/api";
+import { useState } from "preact/hooks";
+import { type ApiFailure, api } from "../api";
 import { Dag } from "../components/dag";
 import { Failure, Loading } from "../components/notice";
 import { duration, time } from "../format";
 import { useLiveGet } from "../live";
 
-/** Tasks with state, template and duration; dead letters with their reasons. */
+const SINCE = [
+  [0, "any time"],
+  [15 * 60, "last 15 min"],
+  [3600, "last hour"],
+  [86_400, "last day"],
+  [7 * 86_400, "last week"],
+] as const;
+
+/** Tasks with state, template and duration, filtered by template, state and time; dead letters with their reasons. */
 export function Tasks() {
-  const tasks = useLiveGet<{ tasks: TaskSummary[] }>("/api/v1/tasks?limit=200");
+  const [status, setStatus] = useState("");
+  const [template, setTemplate] = useState("");
+  const [since, setSince] = useState(0);
+  const tasks = useLiveGet<{ tasks: TaskSummary[] }>(
+    `/api/v1/tasks?limit=1000${status ? `&status=${status}` : ""}`,
+  );
   const dead = useLiveGet<{ dead_letters: DeadLetter[] }>("/api/v1/dead-letters?limit=50");
+  const templates = [...new Set((tasks.data?.tasks ?? []).map((t) => t.task_type))].sort();
+  const shown = (tasks.data?.tasks ?? []).filter(
+    (t) =>
+      (!template || t.task_type === template) && (since === 0 || t.created_at >= Date.now() - since * 1000),
+  );
   return (
     <section>
       <h2>Tasks</h2>
+      <div class="row filters" data-testid="task-filters">
+        <select
+          name="template"
+          value={template}
+          onChange={(e) => setTemplate((e.target as HTMLSelectElement).value)}
+        >
+          <option value="">any template</option>
+          {templates.map((name) => (
+            <option key={name}>{name}</option>
+          ))}
+        </select>
+        <select
+          name="status"
+          value={status}
+          onChange={(e) => setStatus((e.target as HTMLSelectElement).value)}
+        >
+          <option value="">any state</option>
+          {TASK_STATUSES.map((state) => (
+            <option key={state}>{state}</option>
+          ))}
+        </select>
+        <select
+          name="since"
+          value={since}
+          onChange={(e) => setSince(Number((e.target as HTMLSelectElement).value))}
+        >
+          {SINCE.map(([seconds, label]) => (
+            <option key={seconds} value={seconds}>
+              {label}
+            </option>
+          ))}
+        </select>
+      </div>
       <Failure error={tasks.error} />
       {!tasks.data && !tasks.error && <Loading />}
       {tasks.data && (
@@ -33,7 +88,7 @@ export function Tasks() {
             </tr>
           </thead>
           <tbody>
-            {tasks.data.tasks.map((t) => (
+            {shown.map((t) => (
               <tr key={t.task_id} data-task={t.task_id}>
                 <td>
                   <a href={`#/tasks/${encodeURIComponent(t.task_id)}`}>{t.task_id}</a>
@@ -50,7 +105,9 @@ export function Tasks() {
           </tbody>
         </table>
       )}
-      {tasks.data?.tasks.length === 0 && <div class="muted">no tasks yet</div>}
+      {tasks.data && shown.length === 0 && (
+        <div class="muted">no tasks{tasks.data.tasks.length > 0 && " match"}</div>
+      )}
       <h3>Dead letters</h3>
       {dead.data && dead.data.dead_letters.length === 0 && <div class="muted">none</div>}
       {dead.data && dead.data.dead_letters.length > 0 && (
@@ -104,19 +161,175 @@ function Timeline({ traceId }: { traceId: string }) {
   );
 }
 
-/** One task: its template's DAG colored by each step's state (live), and its trace. */
+type Attempt = {
+  attempt: number;
+  start: number;
+  end?: number;
+  outcome: string;
+  error?: string;
+  agent?: string;
+};
+
+/** A step's attempts: those finished (its history), then the one in flight. */
+function attemptsOf(step: StepState, now: number): Attempt[] {
+  const done: Attempt[] = step.history.map((h) => ({
+    attempt: h.attempt,
+    start: h.started_at,
+    end: h.finished_at,
+    outcome: h.outcome,
+    error: h.error,
+    agent: h.agent,
+  }));
+  if ((step.status === "running" || step.status === "dispatching") && step.attempt_started_at !== undefined) {
+    done.push({
+      attempt: step.attempts,
+      start: step.attempt_started_at,
+      end: now,
+      outcome: "running",
+      agent: step.agent,
+    });
+  }
+  return done;
+}
+
+/** Each step as a row of bars, one per attempt, from its dispatch to its result, on the task's clock. */
+function StepTimeline({ task, onPick }: { task: TaskState; onPick: (step: string) => void }) {
+  const now = Date.now();
+  const start = task.created_at;
+  const end = Math.max(task.finished_at ?? now, start + 1);
+  const span = end - start;
+  return (
+    <div class="timeline gantt" data-testid="step-timeline">
+      <div class="muted">
+        {task.order.length} steps over {duration(span)}
+      </div>
+      {task.order.map((id) => {
+        const step = task.steps[id];
+        if (!step) return null;
+        const attempts = attemptsOf(step, now);
+        return (
+          <div class="lane step-row" key={id} data-step={id} data-status={step.status}>
+            <span class="when">{step.status}</span>
+            <span class="what">
+              <button type="button" class="link" onClick={() => onPick(id)}>
+                {id}
+              </button>
+              {step.agent ? ` · ${step.agent}` : ""}
+              {attempts.length > 1 ? ` · ${attempts.length} attempts` : ""}
+              {step.started_at !== undefined && step.finished_at !== undefined
+                ? ` · ${duration(step.finished_at - step.started_at)}`
+                : ""}
+            </span>
+            <span class="track">
+              {attempts.map((a) => (
+                <span
+                  key={a.attempt}
+                  class={`bar outcome-${a.outcome}`}
+                  data-attempt={a.attempt}
+                  data-outcome={a.outcome}
+                  title={`attempt ${a.attempt}: ${a.outcome}${a.error ? ` (${a.error})` : ""}, ${duration((a.end ?? now) - a.start)}`}
+                  style={{
+                    left: `${((a.start - start) / span) * 100}%`,
+                    width: `${Math.max((((a.end ?? now) - a.start) / span) * 100, 0.8)}%`,
+                  }}
+                />
+              ))}
+            </span>
+          </div>
+        );
+      })}
+    </div>
+  );
+}
+
+function Json({ value, testId }: { value: unknown; testId?: string }) {
+  return <pre data-testid={testId}>{value === undefined ? "—" : JSON.stringify(value, null, 2)}</pre>;
+}
+
+/** A step's input (what it read: the outputs of the steps it waits for, or the task's payload), output and last error. */
+function StepDetail({ task, id, dependsOn }: { task: TaskState; id: string; dependsOn: string[] }) {
+  const step = task.steps[id];
+  if (!step) return null;
+  const input =
+    dependsOn.length === 0
+      ? task.payload
+      : Object.fromEntries(dependsOn.map((dep) => [dep, task.steps[dep]?.output]));
+  const lastError = step.error ?? step.history.filter((h) => h.error).at(-1)?.error;
+  return (
+    <div class="card" data-testid="step-detail" data-step={id}>
+      <h3>
+        Step {id} <span class={`pill status-${step.status}`}>{step.status}</span>
+      </h3>
+      <dl class="facts wide">
+        <dt>agent</dt>
+        <dd>{step.agent ?? "—"}</dd>
+        <dt>attempts</dt>
+        <dd>{step.attempts}</dd>
+        {step.waiting && (
+          <>
+            <dt>waiting</dt>
+            <dd>{step.waiting}</dd>
+          </>
+        )}
+        <dt>last error</dt>
+        <dd data-testid="step-error">{lastError ?? "—"}</dd>
+      </dl>
+      <h4>
+        input {dependsOn.length === 0 ? "(the task's payload)" : `(outputs of ${dependsOn.join(", ")})`}
+      </h4>
+      <Json value={input} testId="step-input" />
+      <h4>output</h4>
+      <Json value={step.output} testId="step-output" />
+    </div>
+  );
+}
+
+const FINISHED = new Set(["completed", "failed", "timeout", "canceled"]);
+
+/** One task: its DAG colored by state (live), a timeline per step, a step's input and output, cancel and retry, its trace. */
 export function Task({ id }: { id: string }) {
   const task = useLiveGet<TaskState>(`/api/v1/tasks/${encodeURIComponent(id)}`);
   const templates = useLiveGet<{ templates: TemplateSummary[] }>("/api/v1/templates");
+  const [picked, setPicked] = useState<string>();
+  const [notice, setNotice] = useState<string>();
   const t = task.data;
   const template = templates.data?.templates.find((x) => x.name === t?.task_type);
+  // What a step waits for: depends_on (the loader adds what it merges and what its condition reads).
+  const dependsOf = (stepId: string) => {
+    const spec = template?.steps.find((s) => s.id === stepId) as
+      | { depends_on?: string[]; merge?: string[] }
+      | undefined;
+    return [...new Set([...(spec?.depends_on ?? []), ...(spec?.merge ?? [])])];
+  };
   const steps =
     t &&
     (template?.steps.map((s) => s.id) ?? t.order).map((stepId) => ({
       id: stepId,
-      dependsOn: template?.steps.find((s) => s.id === stepId)?.depends_on ?? [],
+      dependsOn: dependsOf(stepId),
       status: t.steps[stepId]?.status ?? "pending",
     }));
+  const cancel = async () => {
+    if (!window.confirm(`Cancel task ${id}? Its running steps are abandoned.`)) return;
+    try {
+      await api("POST", `/api/v1/tasks/${encodeURIComponent(id)}/cancel`);
+      setNotice("canceled");
+      task.reload();
+    } catch (err) {
+      setNotice((err as ApiFailure).message);
+    }
+  };
+  const retry = async () => {
+    if (!t || !window.confirm(`Run ${t.task_type} again with the same payload, as a new task?`)) return;
+    try {
+      const submitted = await api<{ task_id: string }>("POST", "/api/v1/tasks?async=true", {
+        task_type: t.task_type,
+        payload: t.payload,
+      });
+      location.hash = `#/tasks/${encodeURIComponent(submitted.task_id)}`;
+    } catch (err) {
+      setNotice((err as ApiFailure).message);
+    }
+  };
   return (
     <section>
       <h2>
@@ -150,7 +363,23 @@ export function Task({ id }: { id: string }) {
               </>
             )}
           </dl>
-          {steps && <Dag steps={steps} testId="task-dag" />}
+          <div class="actions">
+            {!FINISHED.has(t.status) && (
+              <button type="button" class="danger" onClick={cancel} data-testid="cancel-task">
+                cancel
+              </button>
+            )}
+            {FINISHED.has(t.status) && (
+              <button type="button" onClick={retry} data-testid="retry-task">
+                retry (a new task, same payload)
+              </button>
+            )}
+            {notice && <span class="muted">{notice}</span>}
+          </div>
+          {steps && <Dag steps={steps} testId="task-dag" onPick={setPicked} />}
+          <h3>Steps</h3>
+          <StepTimeline task={t} onPick={setPicked} />
+          {picked && <StepDetail task={t} id={picked} dependsOn={dependsOf(picked)} />}
           <h3>Trace</h3>
           <Timeline traceId={t.trace_id} />
         </>
