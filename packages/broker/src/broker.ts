@@ -221,6 +221,7 @@ export class Broker {
       if (served.isolatesClients) {
         await checkStoredOwners(authGuard?.users, store, registry, logger);
       }
+      if (options.store === undefined) metrics.watchDisk(options.dataDir ?? BrokerDefaults.dataDir);
       const serverInfo = new ServerInfo({
         store: () => store.describe(),
         connections: () => served.connectionCount(),
@@ -236,6 +237,7 @@ export class Broker {
       const service = new Mq9Service(engine, logger, metrics, registry, served.isolatesClients, serverInfo);
       const address = await served.serve(service);
       let closing = false;
+      metrics.watchHealth(() => !closing && served.health().ok);
       let http: HttpServer | undefined;
       let restApi: RestApi | undefined;
       if (options.http) {

@@ -1,3 +1,4 @@
+import { statfsSync } from "node:fs";
 import { Counter, collectDefaultMetrics, Gauge, Registry as MetricsRegistry } from "prom-client";
 import type { AuthGuard } from "../auth/index.js";
 import type { Registry } from "../registry.js";
@@ -53,6 +54,34 @@ export class BrokerMetrics implements RequestObserver {
     );
     gauge("mq9_registry_index_building", "1 while the approximate vector index is being built", () =>
       registry.status().vectors?.building ? 1 : 0,
+    );
+  }
+
+  /** 1 while the broker reports itself healthy (what /healthz answers), for the alert rules. */
+  watchHealth(healthy: () => boolean): void {
+    this.gauge("mq9_healthy", "1 while /healthz answers ok (store writable, transport up)", () =>
+      healthy() ? 1 : 0,
+    );
+  }
+
+  /** The data directory's file system: its free and total bytes (the disk-nearly-full alert). */
+  watchDisk(dataDir: string): void {
+    const read = (pick: (fs: { bavail: number; blocks: number; bsize: number }) => number) => () => {
+      try {
+        return pick(statfsSync(dataDir));
+      } catch {
+        return 0;
+      }
+    };
+    this.gauge(
+      "mq9_data_dir_free_bytes",
+      "bytes free for the broker on the data directory's file system",
+      read((fs) => fs.bavail * fs.bsize),
+    );
+    this.gauge(
+      "mq9_data_dir_size_bytes",
+      "size of the data directory's file system",
+      read((fs) => fs.blocks * fs.bsize),
     );
   }
 

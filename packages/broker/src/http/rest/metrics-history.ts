@@ -140,6 +140,7 @@ export class MetricsHistory {
   private readonly groups = new Set<string>();
   private previousTraffic = new Map<string, { sends: number; fetches: number }>();
   private previousAt = 0;
+  private latest?: Reading;
   private readonly timer: NodeJS.Timeout;
   private running = false;
 
@@ -158,6 +159,29 @@ export class MetricsHistory {
 
   close(): void {
     clearInterval(this.timer);
+  }
+
+  /** The last reading's mailboxes (messages) and groups (lag, lag seconds): the Prometheus gauges. */
+  current(): {
+    mailboxes: { mailbox: string; messages: number }[];
+    groups: { mailbox: string; group: string; lag: number; lagSeconds: number }[];
+  } {
+    const reading = this.latest;
+    if (!reading) return { mailboxes: [], groups: [] };
+    const lag = GROUP_FIELDS.indexOf("lag");
+    const lagSeconds = GROUP_FIELDS.indexOf("lag_seconds");
+    return {
+      mailboxes: [...reading.mailboxes].map(([mailbox, values]) => ({ mailbox, messages: values[0] })),
+      groups: [...reading.groups].map(([key, values]) => {
+        const cut = key.indexOf("\n");
+        return {
+          mailbox: key.slice(0, cut),
+          group: key.slice(cut + 1),
+          lag: values[lag],
+          lagSeconds: values[lagSeconds],
+        };
+      }),
+    };
   }
 
   /** How far back each resolution reaches, in seconds. */
@@ -249,6 +273,7 @@ export class MetricsHistory {
     this.running = true;
     try {
       const reading = await this.read();
+      this.latest = reading;
       this.fine.record(reading, this.mailboxes, this.groups);
       this.averager.add("", reading.global);
       for (const [key, values] of reading.mailboxes) this.averager.add(`m${key}`, values);

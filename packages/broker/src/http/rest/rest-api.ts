@@ -1,5 +1,6 @@
 import { Subjects } from "@mq9/protocol";
 import type { FastifyInstance } from "fastify";
+import { Gauge } from "prom-client";
 import type { ForgetOutcome } from "../../cluster/cluster-members.js";
 import type { ClusterView } from "../../cluster/cluster-node.js";
 import type { MessagingEngine } from "../../engine/messaging-engine.js";
@@ -80,6 +81,7 @@ export class RestApi {
       logger: options.logger,
       ...options.history,
     });
+    this.exportHistory(options.metrics);
     app.setErrorHandler((err: { statusCode?: number; message: string }, request, reply) => {
       // Only the API's own routes answer in its error shape; others keep fastify's.
       if (!request.url.startsWith("/api/v1/")) return reply.send(err);
@@ -97,6 +99,45 @@ export class RestApi {
     mountMailboxRoutes(this.router, options.service, options.engine, this.history);
     mountAgentRoutes(this.router, options.service, options.registry);
     this.mountSystemRoutes(options);
+  }
+
+  /**
+   * The history's latest per-mailbox and per-group figures as Prometheus gauges: the mailboxes it
+   * keeps (at most its maxMailboxes), so the series stay bounded as its rings do.
+   */
+  private exportHistory(metrics: BrokerMetrics): void {
+    const history = this.history;
+    new Gauge({
+      name: "mq9_mailbox_messages",
+      help: "live messages of a mailbox (the mailboxes the dashboard keeps a history of), at the last 5 s sample",
+      labelNames: ["mailbox"],
+      registers: [metrics.registry],
+      collect() {
+        this.reset();
+        for (const m of history.current().mailboxes) this.set({ mailbox: m.mailbox }, m.messages);
+      },
+    });
+    new Gauge({
+      name: "mq9_group_lag",
+      help: "messages a consumer group has not ACKed (pending + leased), at the last 5 s sample",
+      labelNames: ["mailbox", "group"],
+      registers: [metrics.registry],
+      collect() {
+        this.reset();
+        for (const g of history.current().groups) this.set({ mailbox: g.mailbox, group: g.group }, g.lag);
+      },
+    });
+    new Gauge({
+      name: "mq9_group_lag_seconds",
+      help: "age of the oldest message a consumer group has not ACKed, at the last 5 s sample",
+      labelNames: ["mailbox", "group"],
+      registers: [metrics.registry],
+      collect() {
+        this.reset();
+        for (const g of history.current().groups)
+          this.set({ mailbox: g.mailbox, group: g.group }, g.lagSeconds);
+      },
+    });
   }
 
   close(): void {
