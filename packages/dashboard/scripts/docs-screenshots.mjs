@@ -73,7 +73,7 @@ writeFileSync(
 );
 const server = await serve(join(dataDir, "data"), templates);
 const base = `http://127.0.0.1:${server.httpPort}`;
-const nc = await connect({ servers: `127.0.0.1:${server.port}` });
+const nc = await connect({ servers: `127.0.0.1:${server.port}`, name: "shop-frontend" });
 const agents = await startAgents(`mq9://127.0.0.1:${server.port}`, { heartbeatMs: 1000, onError: () => {} });
 const browser = await chromium.launchPersistentContext(profile, {
   executablePath,
@@ -119,11 +119,20 @@ try {
     }
     await sleep(250);
   }
-  await request(nc, "$mq9.AI.MSG.FETCH.orders.inbox", {
+  const fetched = await request(nc, "$mq9.AI.MSG.FETCH.orders.inbox", {
     group_name: "packers",
+    member: "packer-1",
     deliver: "earliest",
-    config: { num_msgs: 5 },
+    config: { num_msgs: 5, lease_ms: 600_000 },
   });
+  // One message fails for good: it goes to orders.inbox.dlq with its reason.
+  await request(nc, "$mq9.AI.MSG.NAK.orders.inbox", {
+    group_name: "packers",
+    msg_id: fetched.messages[0].msg_id,
+    reason: "label printer offline",
+    terminal: true,
+  });
+  await sleep(1500);
   const submitted = await (
     await fetch(`${base}/api/v1/tasks`, {
       method: "POST",
@@ -150,6 +159,9 @@ try {
   await shoot("mailbox", "#/mailboxes/orders.inbox", async () => {
     await page.click('[data-testid="message-table"] tbody tr:nth-child(3)');
   });
+  await shoot("group", "#/mailboxes/orders.inbox/groups/packers");
+  await shoot("dead-letters", "#/dead-letters");
+  await shoot("connections", "#/connections");
   await shoot("agents", "#/agents/agents.translator", async () => {
     await page.fill('[data-testid="discover-form"] input[name="query"]', "japanese documents");
     await page.click('[data-testid="discover-form"] button[type="submit"]');

@@ -189,6 +189,10 @@ function attemptsOf(step: StepState, now: number): Attempt[] {
       agent: step.agent,
     });
   }
+  // A step done without dispatching (a merge, a skip) still gets its moment on the timeline.
+  if (done.length === 0 && step.started_at !== undefined && step.finished_at !== undefined) {
+    done.push({ attempt: 0, start: step.started_at, end: step.finished_at, outcome: step.status });
+  }
   return done;
 }
 
