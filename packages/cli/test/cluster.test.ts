@@ -183,6 +183,11 @@ describe.skipIf(missing !== undefined)(`cluster${missing ? ` (skipped: ${missing
     expect((await viaA("$mq9.AI.MSG.SEND.rest.box", "x")).error).toBe("mailbox rest.box does not exist");
     expect((await api(nodes.c, "/mailboxes/rest.box", { method: "DELETE" })).status).toBe(404);
     expect((await api(nodes.a, "/mailboxes?search=rest.")).body.mailboxes).toEqual([]);
+    // A node's clients are nats-server's: the connections list says where to look.
+    expect(await api(nodes.b, "/connections")).toEqual({
+      status: 200,
+      body: { total: 0, connections: [], note: expect.stringContaining("/connz") },
+    });
   });
 
   /** Requests of `op` each node has answered so far. */

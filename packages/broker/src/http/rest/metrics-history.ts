@@ -1,5 +1,3 @@
-import type { MessagingEngine } from "../../engine/messaging-engine.js";
-import type { BrokerMetrics } from "../broker-metrics.js";
 import { type MetricsSample, type MetricsSamplerOptions, SampleReader } from "./metrics-sampler.js";
 import { SampleClock, SampleSeries } from "./sample-rings.js";
 
@@ -305,7 +303,7 @@ export class MetricsHistory {
     const global = GLOBAL_FIELDS.map((field) => sample[field] ?? Number.NaN);
     const mailboxes = new Map<string, number[]>();
     const groups = new Map<string, number[]>();
-    const { engine, metrics } = this.options as { engine: MessagingEngine; metrics: BrokerMetrics };
+    const { engine, metrics } = this.options;
     const listLimit = this.maxMailboxes * 5;
     const listed = await engine.listMailboxes({ limit: listLimit }).catch(() => undefined);
     const seconds = this.previousAt ? Math.max((sample.at - this.previousAt) / 1000, 0.001) : 0;
