@@ -152,13 +152,26 @@ export class BrokerMetrics implements RequestObserver {
     return this.requests.counts();
   }
 
-  /** SENDs and FETCHes answered without error, per mailbox (the dashboard's per-mailbox rates). */
-  readonly mailboxTraffic = new Map<string, { sends: number; fetches: number }>();
+  /**
+   * SENDs and FETCHes answered without error, per mailbox, since the last takeMailboxTraffic():
+   * only mailboxes with traffic in that interval hold an entry, so it stays small.
+   */
+  private mailboxTraffic = new Map<string, { sends: number; fetches: number }>();
+  /** Counted only once something takes the counts (the HTTP server's history): else nobody empties the map. */
+  private trafficWanted = false;
+
+  /** The per-mailbox counts since the previous call (the dashboard history's rates); starts afresh. */
+  takeMailboxTraffic(): Map<string, { sends: number; fetches: number }> {
+    this.trafficWanted = true;
+    const taken = this.mailboxTraffic;
+    this.mailboxTraffic = new Map();
+    return taken;
+  }
 
   observe(op: string, failed: boolean, seconds: number, mailAddress?: string): void {
     this.requests.observe(op, failed, seconds);
-    if (failed || mailAddress === undefined || (op !== "msg.send" && op !== "msg.fetch")) return;
-    // Only answered requests: a mailbox's entry exists while the mailbox does (the history forgets it).
+    if (!this.trafficWanted || failed || mailAddress === undefined) return;
+    if (op !== "msg.send" && op !== "msg.fetch") return;
     let traffic = this.mailboxTraffic.get(mailAddress);
     if (!traffic) {
       traffic = { sends: 0, fetches: 0 };

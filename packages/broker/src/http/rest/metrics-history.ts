@@ -136,7 +136,6 @@ export class MetricsHistory {
   private readonly averager = new Averager();
   private readonly mailboxes = new Set<string>();
   private readonly groups = new Set<string>();
-  private previousTraffic = new Map<string, { sends: number; fetches: number }>();
   private previousAt = 0;
   private latest?: Reading;
   private readonly timer: NodeJS.Timeout;
@@ -307,33 +306,27 @@ export class MetricsHistory {
     const listLimit = this.maxMailboxes * 5;
     const listed = await engine.listMailboxes({ limit: listLimit }).catch(() => undefined);
     const seconds = this.previousAt ? Math.max((sample.at - this.previousAt) / 1000, 0.001) : 0;
-    const traffic = new Map<string, { sends: number; fetches: number }>();
+    const traffic = metrics.takeMailboxTraffic();
+    const rate = (n: number | undefined) => (seconds && n ? n / seconds : 0);
     if (listed) {
       const alive = new Set(listed.map((m) => m.address));
-      // A complete list says which mailboxes are gone: their history and counters go too.
+      // A complete list says which mailboxes are gone: their history goes too.
       if (listed.length < listLimit) {
         for (const address of this.mailboxes) if (!alive.has(address)) this.mailboxes.delete(address);
         for (const key of this.groups)
           if (!alive.has(key.slice(0, key.indexOf("\n")))) this.groups.delete(key);
-        for (const address of metrics.mailboxTraffic.keys()) {
-          if (!alive.has(address)) metrics.mailboxTraffic.delete(address);
-        }
       }
       for (const mailbox of listed) {
         const address = mailbox.address;
-        const now = { ...(metrics.mailboxTraffic.get(address) ?? { sends: 0, fetches: 0 }) };
-        traffic.set(address, now);
         if (!this.mailboxes.has(address) && this.mailboxes.size < this.maxMailboxes)
           this.mailboxes.add(address);
         if (!this.mailboxes.has(address)) continue;
-        // A mailbox the previous reading did not list is new: its traffic so far is in this interval.
-        const before = this.previousTraffic.get(address) ?? { sends: 0, fetches: 0 };
-        const rate = (n: number, b: number) => (seconds ? Math.max(0, (n - b) / seconds) : 0);
+        const counted = traffic.get(address);
         mailboxes.set(address, [
           mailbox.depth.critical + mailbox.depth.urgent + mailbox.depth.normal,
           mailbox.bytes,
-          rate(now.sends, before.sends),
-          rate(now.fetches, before.fetches),
+          rate(counted?.sends),
+          rate(counted?.fetches),
         ]);
         if (mailbox.groups === 0) continue;
         const stats = await engine.groups(address).catch(() => []);
@@ -347,7 +340,6 @@ export class MetricsHistory {
         }
       }
     }
-    this.previousTraffic = traffic;
     this.previousAt = sample.at;
     return { at: sample.at, global, mailboxes, groups };
   }
