@@ -1,5 +1,6 @@
 import { cpSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { Agent, type Envelope } from "@mq9/agent";
 import {
   contentAnalysisTemplates as exampleTemplates,
   startContentAnalysisAgents as startAgents,
@@ -12,6 +13,25 @@ import { type Browser, chromiumMissing, launchChromium } from "./browser-harness
 import { type ServeProcess, spawnServe, tempDir } from "./cli-harness.js";
 
 const missing = chromiumMissing();
+
+/** An agent whose first attempt fails: the second one completes. */
+class FlakyAgent extends Agent {
+  private calls = 0;
+
+  constructor() {
+    super(
+      { name: "flaky", capabilities: ["flaky_work"], description: "fails once", max_concurrency: 1 },
+      { heartbeatMs: 200, onError: () => {} },
+    );
+  }
+
+  override async handleMessage(message: Envelope) {
+    if (message.msg_type !== "query") return undefined;
+    this.calls++;
+    if (this.calls === 1) return this.reply(message, "error", { error: "printer jammed" });
+    return this.reply(message, "result", { printed: true });
+  }
+}
 const WAIT = { timeout: 20_000 };
 
 async function request(nc: NatsConnection, subject: string, body: unknown, h?: Record<string, string>) {
@@ -50,6 +70,10 @@ describe.skipIf(missing !== undefined)(
       writeFileSync(
         join(templates, "broken.yaml"),
         "name: broken\nsteps:\n  - id: a\n    depends_on: [nowhere]\n",
+      );
+      writeFileSync(
+        join(templates, "flaky.yaml"),
+        "name: flaky\nsteps:\n  - id: work\n    capability: flaky_work\n    retry: { count: 2, backoff: 100ms }\n",
       );
       served = await spawnServe(["--data", tempDir(), "--templates", templates]);
       base = `http://127.0.0.1:${served.httpPort}`;
@@ -529,6 +553,39 @@ describe.skipIf(missing !== undefined)(
       page.once("dialog", (dialog) => void dialog.accept());
       await page.click('[data-testid="cancel-task"]');
       await page.locator('[data-testid="task-status"]', { hasText: "canceled" }).waitFor(WAIT);
+    });
+    it("shows a failed attempt and its retry on the step timeline, with the last error", async () => {
+      const agent = new FlakyAgent();
+      await agent.start(`mq9://127.0.0.1:${served.port}`);
+      try {
+        const submitted = await fetch(`${base}/api/v1/tasks?async=true`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ task_type: "flaky", payload: { label: 1 } }),
+        });
+        expect(submitted.status).toBe(202);
+        const { task_id: taskId } = (await submitted.json()) as { task_id: string };
+        await page.goto(`${base}/#/tasks/${taskId}`);
+        await page.locator('[data-testid="task-status"]', { hasText: "completed" }).waitFor(WAIT);
+        const row = page.locator('[data-testid="step-timeline"] .step-row[data-step="work"]');
+        await row.locator('.bar[data-outcome="completed"]').waitFor(WAIT);
+        const outcomes = await row
+          .locator(".bar")
+          .evaluateAll((bars) => bars.map((b) => b.getAttribute("data-outcome")));
+        expect(outcomes).toEqual(["failed", "completed"]);
+        expect(await row.textContent()).toContain("2 attempts");
+        await row.locator("button", { hasText: "work" }).click();
+        const detail = page.locator('[data-testid="step-detail"][data-step="work"]');
+        expect(await detail.locator('[data-testid="step-error"]').textContent()).toBe("printer jammed");
+        expect(JSON.parse((await detail.locator('[data-testid="step-input"]').textContent()) ?? "")).toEqual({
+          label: 1,
+        });
+        expect(JSON.parse((await detail.locator('[data-testid="step-output"]').textContent()) ?? "")).toEqual(
+          { printed: true },
+        );
+      } finally {
+        await agent.stop();
+      }
     });
   },
 );
