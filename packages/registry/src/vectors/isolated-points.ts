@@ -27,7 +27,7 @@ export interface ExactIndex {
 export function isolatedCapacity(points: number): number {
   return Math.min(ISOLATED_MOST, Math.max(ISOLATED_LEAST, Math.ceil(points * ISOLATED_SHARE)));
 }
-const ISOLATED_SHARE = 0.01;
+const ISOLATED_SHARE = 0.02;
 const ISOLATED_LEAST = 256;
 const ISOLATED_MOST = 4096;
 
