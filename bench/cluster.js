@@ -16,32 +16,10 @@ import PgBoss from "pg-boss";
 import { startMq9Node } from "../scripts/local-cluster/mq9-node.js";
 import { startNatsCluster } from "../scripts/local-cluster/nats-cluster.js";
 import { startPrivatePostgres } from "../scripts/local-cluster/private-postgres.js";
-import { progress } from "./proc.js";
+import { cpuMeter, progress } from "./proc.js";
 import { measureDrain, measureSend, percentile } from "./stats.js";
 
 const env = (name, fallback) => Number(process.env[name] ?? fallback);
-
-/** CPU ms (user + system) of a process so far, from /proc. */
-function cpuMs(pid) {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return 0;
-  }
-}
-
-/** CPU ms of a process's children that have exited (and were waited for), from /proc. */
-function childrenCpuMs(pid) {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[13]) + Number(fields[14])) * 10;
-  } catch {
-    return 0;
-  }
-}
 
 /**
  * Pids of PostgreSQL's processes: the postmaster and its live children. Connections come and go
@@ -58,30 +36,6 @@ function postgresPids(postmaster) {
     } catch {}
   }
   return pids;
-}
-
-/** CPU of each named group of processes (and of this process), for a phase. */
-function cpuMeter(groups) {
-  const read = () => {
-    const out = { client: process.cpuUsage() };
-    for (const [name, pids] of Object.entries(groups())) {
-      // A negative pid stands for the exited children of that process.
-      out[name] = pids.reduce((sum, pid) => sum + (pid < 0 ? childrenCpuMs(-pid) : cpuMs(pid)), 0);
-    }
-    return out;
-  };
-  const start = read();
-  return () => {
-    const end = read();
-    const used = {};
-    for (const name of Object.keys(end)) {
-      used[name] =
-        name === "client"
-          ? (end.client.user + end.client.system - start.client.user - start.client.system) / 1000
-          : end[name] - (start[name] ?? 0);
-    }
-    return used;
-  };
 }
 
 async function measure(system, cfg) {

@@ -50,6 +50,7 @@ export async function start({ payload, drainBatch }) {
 
     return {
       output: () => server.output(),
+      pid: server.pid,
       version: binaryVersion(bin),
       async send() {
         await js.publish(SUBJECT, payload);
@@ -58,12 +59,12 @@ export async function start({ payload, drainBatch }) {
         // A fetch that cannot be filled waits for `expires` (>= 1 s), so size the last batch exactly.
         remaining = (await consumer.info()).num_pending;
       },
-      async drainOnce() {
+      async drainOnce(batch = drainBatch) {
         if (remaining === 0) {
           await nc.flush(); // the acks have reached the server
           return 0;
         }
-        const iter = await consumer.fetch({ max_messages: Math.min(drainBatch, remaining), expires: 5000 });
+        const iter = await consumer.fetch({ max_messages: Math.min(batch, remaining), expires: 5000 });
         let n = 0;
         for await (const m of iter) {
           if (m.data.length !== payload.length)
@@ -73,6 +74,21 @@ export async function start({ payload, drainBatch }) {
         }
         remaining -= n;
         return n;
+      },
+      /** `count` messages through nats.js's consume() (its pull batches of `drainBatch`), each acked. */
+      async consume(count) {
+        const messages = await consumer.consume({ max_messages: drainBatch, expires: 1000 });
+        let consumed = 0;
+        for await (const m of messages) {
+          if (m.data.length !== payload.length)
+            throw new Error(`JetStream: got a ${m.data.length}-byte payload`);
+          m.ack();
+          if (++consumed === count) break;
+        }
+        // Leaving the loop stops the pull (close() would wait for a pull that is not coming).
+        messages.stop();
+        await nc.flush();
+        return consumed;
       },
       async verify() {
         const info = await consumer.info();

@@ -105,13 +105,13 @@ export async function startWith({ payload, drainBatch }, { permissions }) {
     }
     // A named member, and the delivery counts every group FETCH carries: what a consumer pays for
     // poison-message handling and inspection.
-    const fetchOptions = {
+    const fetchOptions = (batch) => ({
       group: GROUP,
       deliver: "earliest",
-      batch: drainBatch,
+      batch,
       maxWaitMs: 0,
       member: "bench-1",
-    };
+    });
     // Like JetStream's m.ack(), the ACK is not waited for before the next FETCH: it travels
     // ahead of that FETCH on the same connection. Its reply is checked one batch later.
     let pendingAck = Promise.resolve();
@@ -122,6 +122,7 @@ export async function startWith({ payload, drainBatch }, { permissions }) {
     return {
       output: () => server.output(),
       version: null,
+      pid: server.pid,
       async send() {
         const msgId = await client.send(MAILBOX, payload);
         if (typeof msgId !== "number") throw new Error(`SEND resolved without a msg_id: ${msgId}`);
@@ -134,8 +135,8 @@ export async function startWith({ payload, drainBatch }, { permissions }) {
         });
         if (typeof msgId !== "number") throw new Error(`keyed SEND resolved without a msg_id: ${msgId}`);
       },
-      async drainOnce() {
-        const messages = await client.fetch(MAILBOX, fetchOptions);
+      async drainOnce(batch = drainBatch) {
+        const messages = await client.fetch(MAILBOX, fetchOptions(batch));
         await pendingAck;
         if (messages.length === 0) return 0;
         for (const m of messages) {
@@ -146,6 +147,35 @@ export async function startWith({ payload, drainBatch }, { permissions }) {
         }
         pendingAck = client.ack(MAILBOX, GROUP, messages[messages.length - 1].msgId);
         return messages.length;
+      },
+      /** `count` messages through the SDK's consume() loop (its batching and ACKs), then stopped. */
+      async consume(count) {
+        await pendingAck;
+        let consumed = 0;
+        let failure;
+        let resolve;
+        const done = new Promise((r) => {
+          resolve = r;
+        });
+        const consumer = client.consume(
+          MAILBOX,
+          (m) => {
+            if (m.payload.length !== payload.length)
+              failure ??= new Error(`mq9: got a ${m.payload.length}-byte payload`);
+            if (++consumed === count) resolve();
+          },
+          {
+            group: GROUP,
+            batch: drainBatch,
+            member: "bench-1",
+            maxWaitMs: 1000,
+            onError: (err) => (failure ??= err),
+          },
+        );
+        await Promise.race([done, consumer.closed()]);
+        await consumer.stop();
+        if (failure) throw failure;
+        return consumed;
       },
       async close() {
         await client.close().catch(() => {});

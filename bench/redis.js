@@ -61,32 +61,23 @@ export async function start({ payload, drainBatch }) {
 
     return {
       output: () => server.output(),
+      pid: server.pid,
       version: binaryVersion(bin)?.replace(/^Redis server v=(\S+).*/, "redis-server v$1") ?? null,
       async send() {
         await client.xadd(KEY, "*", "d", payload);
       },
-      async drainOnce() {
-        const res = await client.xreadgroupBuffer(
-          "GROUP",
-          GROUP,
-          "c",
-          "COUNT",
-          drainBatch,
-          "STREAMS",
-          KEY,
-          ">",
-        );
-        const entries = res?.[0]?.[1] ?? [];
-        if (entries.length === 0) return 0;
-        const ids = new Array(entries.length);
-        for (let i = 0; i < entries.length; i++) {
-          const [entryId, fields] = entries[i];
-          if (fields[1].length !== payload.length)
-            throw new Error(`Redis: got a ${fields[1].length}-byte payload`);
-          ids[i] = entryId;
+      async drainOnce(batch = drainBatch) {
+        return readAndAck(["COUNT", batch]);
+      },
+      /** A consumer loop as Redis users write one: XREADGROUP BLOCK of a batch, one XACK of it. */
+      async consume(count) {
+        let consumed = 0;
+        while (consumed < count) {
+          const n = await readAndAck(["COUNT", drainBatch, "BLOCK", 1000]);
+          if (n === 0) throw new Error(`Redis: consume stopped after ${consumed} of ${count}`);
+          consumed += n;
         }
-        await client.xack(KEY, GROUP, ...ids);
-        return entries.length;
+        return consumed;
       },
       async verify() {
         const [pending] = await client.xpending(KEY, GROUP);
@@ -98,6 +89,22 @@ export async function start({ payload, drainBatch }) {
         removeTempDir(dir);
       },
     };
+
+    /** One XREADGROUP (with `options`) and one XACK of what it read; returns how many. */
+    async function readAndAck(options) {
+      const res = await client.xreadgroupBuffer("GROUP", GROUP, "c", ...options, "STREAMS", KEY, ">");
+      const entries = res?.[0]?.[1] ?? [];
+      if (entries.length === 0) return 0;
+      const ids = new Array(entries.length);
+      for (let i = 0; i < entries.length; i++) {
+        const [entryId, fields] = entries[i];
+        if (fields[1].length !== payload.length)
+          throw new Error(`Redis: got a ${fields[1].length}-byte payload`);
+        ids[i] = entryId;
+      }
+      await client.xack(KEY, GROUP, ...ids);
+      return entries.length;
+    }
   } catch (err) {
     client?.disconnect();
     if (server) await server.stop();

@@ -11,7 +11,7 @@ import * as jetstream from "./jetstream.js";
 import * as mq9 from "./mq9.js";
 import * as mq9Permissions from "./mq9-permissions.js";
 import { runOrchestratorBench } from "./orchestrator.js";
-import { binaryVersion, cleanupAll, findBinary, installCleanupHandlers, progress } from "./proc.js";
+import { binaryVersion, cleanupAll, cpuMeter, findBinary, installCleanupHandlers, progress } from "./proc.js";
 import * as redis from "./redis.js";
 import { runRegistryBench } from "./registry.js";
 import { measureDrain, measureSend } from "./stats.js";
@@ -37,6 +37,8 @@ environment (defaults in brackets, quick-run defaults after the slash):
                         round of each system is reported                 [5 / 1]
   BENCH_PAYLOAD_BYTES   payload size                                     [1024]
   BENCH_DRAIN_BATCH     messages per FETCH / XREADGROUP                  [100]
+  BENCH_SMALL_DRAIN     messages sent again, then drained by FETCH(1)+ACK, and sent again and
+                        drained by each client's consume loop (0 skips both)   [10000 / 1000]
   BENCH_PHASE_TIMEOUT_S a phase stops early after this many seconds      [30 / 10]
   BENCH_CLUSTER_SYSTEMS --cluster: subset of mq9-1,mq9-2,mq9-3,jetstream,pgboss
   BENCH_STALENESS_ROUNDS --cluster: REGISTERs timed until every node DISCOVERs them   [20]
@@ -102,6 +104,7 @@ function parseConfig(argv) {
     rounds: intFromEnv("BENCH_ROUNDS", quick ? 1 : 5),
     concurrency: intFromEnv("BENCH_CONCURRENCY", 64),
     drainBatch: intFromEnv("BENCH_DRAIN_BATCH", 100),
+    smallDrain: intFromEnv("BENCH_SMALL_DRAIN", quick ? 1000 : 10000, 0),
     phaseMs: intFromEnv("BENCH_PHASE_TIMEOUT_S", quick ? 10 : 30) * 1000,
     payloadBytes,
     payload: randomBytes(payloadBytes),
@@ -176,9 +179,9 @@ async function sendRound(entry, cfg, round) {
   const send = () => sys.send();
   await guarded(entry, async () => {
     progress(`${mod.label}: round ${round}: SEND x${cfg.seqMessages}, 1 in flight`);
-    const seq = await measureSend(send, sendOptions(cfg, cfg.seqMessages, 1));
+    const seq = await metered(sys, () => measureSend(send, sendOptions(cfg, cfg.seqMessages, 1)));
     progress(`${mod.label}: round ${round}: SEND x${cfg.messages}, ${cfg.concurrency} in flight`);
-    const par = await measureSend(send, sendOptions(cfg, cfg.messages, cfg.concurrency));
+    const par = await metered(sys, () => measureSend(send, sendOptions(cfg, cfg.messages, cfg.concurrency)));
     r.seqRounds.push(seq);
     r.parRounds.push(par);
     r.sent += seq.count + par.count;
@@ -192,6 +195,22 @@ async function sendRound(entry, cfg, round) {
       r.sent += keyed.count;
     }
   });
+}
+
+/** Runs a phase and adds to its result the CPU ms the server process (`serverMs`) and this one used. */
+async function metered(sys, phase) {
+  const meter = cpuMeter(() => ({ server: sys.pid ? [sys.pid] : [] }));
+  const result = await phase();
+  const used = meter();
+  return { ...result, serverMs: used.server, clientMs: used.client };
+}
+
+/** CPU µs per message of the server over phases (all the rounds of a SEND run, or one drain). */
+function serverUsPerMessage(phases) {
+  const measured = phases.filter((p) => p && Number.isFinite(p.serverMs));
+  const count = measured.reduce((sum, p) => sum + p.count, 0);
+  if (count === 0) return Number.NaN;
+  return (1000 * measured.reduce((sum, p) => sum + p.serverMs, 0)) / count;
 }
 
 /** `items` starting at index `by` (modulo their count), wrapping around. */
@@ -217,9 +236,34 @@ async function drainAndClose(entry, cfg) {
   await guarded(entry, async () => {
     progress(`${mod.label}: drain ${r.sent} messages, FETCH(${cfg.drainBatch}) + ACK`);
     await sys.prepareDrain?.();
-    r.drain = await measureDrain(() => sys.drainOnce(), { maxMs: cfg.phaseMs });
+    r.drain = await metered(sys, () => measureDrain(() => sys.drainOnce(), { maxMs: cfg.phaseMs }));
     if (!r.drain.truncated && r.drain.count !== r.sent)
       r.warning = `drained ${r.drain.count} of ${r.sent} sent`;
+    if (cfg.smallDrain > 0 && !r.drain.truncated) {
+      const n = cfg.smallDrain;
+      const refill = () => measureSend(() => sys.send(), sendOptions(cfg, n, cfg.concurrency));
+      progress(`${mod.label}: SEND x${n}, then drain them FETCH(1) + ACK`);
+      await refill();
+      await sys.prepareDrain?.();
+      r.drain1 = await metered(sys, () => measureDrain(() => sys.drainOnce(1), { maxMs: cfg.phaseMs }));
+      progress(`${mod.label}: SEND x${n}, then drain them through the client's consume loop`);
+      await refill();
+      await sys.prepareDrain?.();
+      r.consume = await metered(sys, async () => {
+        const t0 = performance.now();
+        const count = await sys.consume(n);
+        const elapsedMs = performance.now() - t0;
+        return { count, elapsedMs, rate: count / (elapsedMs / 1000) };
+      });
+      for (const [what, phase] of [
+        ["FETCH(1)+ACK", r.drain1],
+        ["consume", r.consume],
+      ]) {
+        if (!phase.truncated && phase.count !== n) {
+          r.warning = [r.warning, `${what} drained ${phase.count} of ${n}`].filter(Boolean).join("; ");
+        }
+      }
+    }
     const note = await sys.verify?.();
     if (note) r.warning = [r.warning, note].filter(Boolean).join("; ");
   });
@@ -320,6 +364,31 @@ function report(cfg, results, machine, totalMs) {
   out.push(table(rows));
   out.push("");
 
+  const fmtUs = (v) => (Number.isFinite(v) ? Math.round(v).toLocaleString("en-US") : "-");
+  const drains = [["system", "FETCH(1)+ACK msg/s", "consume() msg/s", "server CPU µs/msg:", "SEND@1"]];
+  drains[0].push(`SEND@${c}`, `FETCH(${cfg.drainBatch})+ACK`, "FETCH(1)+ACK", "consume()");
+  for (const r of results) {
+    if (r.skipped) continue;
+    drains.push([
+      r.label,
+      fmtRate(r.drain1?.rate),
+      fmtRate(r.consume?.rate),
+      "",
+      fmtUs(serverUsPerMessage(r.seqRounds)),
+      fmtUs(serverUsPerMessage(r.parRounds)),
+      fmtUs(serverUsPerMessage([r.drain])),
+      fmtUs(serverUsPerMessage([r.drain1])),
+      fmtUs(serverUsPerMessage([r.consume])),
+    ]);
+  }
+  out.push(
+    `consume loops (mq9: @mq9/client consume() batch ${cfg.drainBatch}; JetStream: consumer.consume(), ` +
+      `max_messages ${cfg.drainBatch}; Redis: XREADGROUP BLOCK COUNT ${cfg.drainBatch} + XACK), and the ` +
+      "server process's CPU (all its threads, from /proc) per message, over all rounds of each phase",
+  );
+  out.push(table(drains));
+  out.push("");
+
   for (const r of results) {
     if (r.skipped) {
       const why = r.id === "mq9" ? `our broker could not start: ${r.skipped}` : r.skipped;
@@ -368,11 +437,21 @@ function report(cfg, results, machine, totalMs) {
   add(`SEND@${c} throughput`, "mq9 / JetStream", ours?.par?.rate, js?.par?.rate, 1.5);
   add(`SEND@${c} throughput`, "mq9 / Redis XADD", ours?.par?.rate, rd?.par?.rate, 1);
   add("SEND@1 p50 latency", "JetStream / mq9", js?.seq?.p50, ours?.seq?.p50, 1);
-  add("SEND@1 p50 latency", "Redis / mq9", rd?.seq?.p50, ours?.seq?.p50);
+  add("SEND@1 p50 latency", "Redis / mq9", rd?.seq?.p50, ours?.seq?.p50, 0.77);
   add(`SEND@${c} throughput`, "permissions on / off", perms?.par?.rate, ours?.par?.rate, 0.95);
   add("SEND@1 p50 latency", "permissions off / on", ours?.seq?.p50, perms?.seq?.p50, 0.95);
-  add(`drain FETCH(${cfg.drainBatch})+ACK`, "mq9 / JetStream", ours?.drain?.rate, js?.drain?.rate, 1);
-  add(`drain FETCH(${cfg.drainBatch})+ACK`, "mq9 / Redis", ours?.drain?.rate, rd?.drain?.rate);
+  add(`drain FETCH(${cfg.drainBatch})+ACK`, "mq9 / JetStream", ours?.drain?.rate, js?.drain?.rate, 2);
+  add(`drain FETCH(${cfg.drainBatch})+ACK`, "mq9 / Redis", ours?.drain?.rate, rd?.drain?.rate, 1);
+  add("drain FETCH(1)+ACK", "mq9 / Redis", ours?.drain1?.rate, rd?.drain1?.rate);
+  add("consume loop", "mq9 / Redis", ours?.consume?.rate, rd?.consume?.rate);
+  add("consume loop", "mq9 / JetStream", ours?.consume?.rate, js?.consume?.rate);
+  const cpuRatio = (phases) => (r) => 1 / serverUsPerMessage(phases(r) ?? []);
+  for (const [metric, phases] of [
+    [`server CPU/msg SEND@${c}`, (r) => r?.parRounds],
+    [`server CPU/msg FETCH(${cfg.drainBatch})+ACK`, (r) => [r?.drain]],
+  ]) {
+    add(metric, "Redis / mq9", cpuRatio(phases)(ours), cpuRatio(phases)(rd));
+  }
   out.push("ratios vs the issue's targets (p50 ratios are peer_p50 / our_p50: > 1 means mq9 is faster)");
   out.push(table([["metric", "ratio", "value", "target", ""], ...lines], 2));
   if (!ours || ours.skipped || ours.failed) out.push("(n/a: our broker was not measured in this run)");
