@@ -205,12 +205,12 @@ async function metered(sys, phase) {
   return { ...result, serverMs: used.server, clientMs: used.client };
 }
 
-/** CPU µs per message of the server over phases (all the rounds of a SEND run, or one drain). */
-function serverUsPerMessage(phases) {
-  const measured = phases.filter((p) => p && Number.isFinite(p.serverMs));
+/** CPU µs per message of the server (or `who`) over phases (all the rounds of a SEND run, or one drain). */
+function serverUsPerMessage(phases, who = "serverMs") {
+  const measured = phases.filter((p) => p && Number.isFinite(p[who]));
   const count = measured.reduce((sum, p) => sum + p.count, 0);
   if (count === 0) return Number.NaN;
-  return (1000 * measured.reduce((sum, p) => sum + p.serverMs, 0)) / count;
+  return (1000 * measured.reduce((sum, p) => sum + p[who], 0)) / count;
 }
 
 /** `items` starting at index `by` (modulo their count), wrapping around. */
@@ -410,6 +410,12 @@ function report(cfg, results, machine, totalMs) {
         `SEND@${c} with idempotency keys ${fmtRate(r.keyed.rate)} msg/s${share}, p50 ${fmtMs(r.keyed.p50)} ms, p99 ${fmtMs(r.keyed.p99)} ms`,
       );
     }
+    const us = (phases) =>
+      `${serverUsPerMessage(phases).toFixed(1)}/${serverUsPerMessage(phases, "clientMs").toFixed(1)}`;
+    notes.push(
+      `CPU µs/msg server/bench client: SEND@1 ${us(r.seqRounds)}, SEND@${c} ${us(r.parRounds)}` +
+        (r.drain ? `, FETCH(${cfg.drainBatch})+ACK ${us([r.drain])}` : ""),
+    );
     if (r.drain) notes.push(`drained ${r.drain.count} msgs in ${r.drain.batches} batches`);
     if (r.drain?.truncated) notes.push("drain stopped early (time cap)");
     if (r.warning) notes.push(`WARNING ${r.warning}`);
