@@ -10,7 +10,7 @@ import {
   splitSpan,
 } from "./appended-rows.js";
 import { parseJournal } from "./legacy-journal.js";
-import { CorruptRecordError } from "./record-checks.js";
+import { type CheckedRecord, CorruptRecordError } from "./record-checks.js";
 import { RECORD_HEADER } from "./record-framing.js";
 import {
   DEFAULT_SEGMENT_BYTES,
@@ -117,11 +117,20 @@ export class MessageLog {
   ): (MessageBytes | CorruptRecordError | undefined)[] {
     const out: (MessageBytes | CorruptRecordError | undefined)[] = new Array(locations.length);
     // Each span's record is checked against its CRC first: a span whose record does not
-    // check out gets the error instead of its bytes, and is not read with its neighbours.
+    // check out gets the error instead of its bytes, and is not read with its neighbours. A
+    // record read whole for its first check serves its spans from those bytes, not a second read.
+    let checked: CheckedRecord | undefined;
     const readable = locations.map((at, k) => {
       if (at === undefined) return undefined;
       try {
-        this.segments.check(at.segment, at.offset, at.length);
+        checked = this.segments.check(at.segment, at.offset, at.length) ?? checked;
+        if (checked !== undefined && checked.segment === at.segment) {
+          const from = at.offset - checked.start;
+          if (from >= 0 && from + at.length <= checked.bytes.length) {
+            out[k] = splitSpan(checked.bytes.subarray(from, from + at.length));
+            return undefined;
+          }
+        }
         return at;
       } catch (err) {
         if (!(err instanceof CorruptRecordError)) throw err;

@@ -25,6 +25,13 @@ export class CorruptRecordError extends Error {
   }
 }
 
+/** A record just read and checked: where it starts in its segment, and its bytes. */
+export interface CheckedRecord {
+  segment: number;
+  start: number;
+  bytes: Buffer;
+}
+
 /** What is known of one segment's records: where each starts and ends, and its check. */
 class SegmentRecords {
   starts: number[] = [];
@@ -74,7 +81,9 @@ export class RecordChecks {
 
   /**
    * Throws CorruptRecordError unless the span lies inside one record whose checksum matches.
-   * `size` is the segment's length now; `closed` says it is not written any more.
+   * `size` is the segment's length now; `closed` says it is not written any more. When the
+   * record was read to be checked now, returns it (whole, header included), so the caller
+   * need not read its messages a second time.
    */
   check(
     segment: number,
@@ -83,8 +92,8 @@ export class RecordChecks {
     read: SegmentReader,
     size: number,
     closed: boolean,
-  ): void {
-    if (this.allGood.has(segment)) return;
+  ): CheckedRecord | undefined {
+    if (this.allGood.has(segment)) return undefined;
     let records = this.segments.get(segment);
     if (!records) {
       records = new SegmentRecords(this.fileHeader);
@@ -102,7 +111,7 @@ export class RecordChecks {
         "no whole record holds this message (a length field is damaged)",
       );
     }
-    if (records.states[i] === UNCHECKED) this.verify(segment, records, i, read);
+    const checked = records.states[i] === UNCHECKED ? this.verify(segment, records, i, read) : undefined;
     if (records.states[i] === BAD) {
       throw new CorruptRecordError(
         segment,
@@ -114,6 +123,7 @@ export class RecordChecks {
       this.segments.delete(segment);
       this.allGood.add(segment);
     }
+    return checked;
   }
 
   /** Forgets a deleted segment. */
@@ -122,7 +132,7 @@ export class RecordChecks {
     this.allGood.delete(segment);
   }
 
-  private verify(segment: number, records: SegmentRecords, i: number, read: SegmentReader): void {
+  private verify(segment: number, records: SegmentRecords, i: number, read: SegmentReader): CheckedRecord {
     const start = records.starts[i];
     const bytes = read(start, records.ends[i] - start);
     const good = crc32(bytes.subarray(RECORD_HEADER)) === bytes.readUInt32LE(4);
@@ -130,6 +140,7 @@ export class RecordChecks {
     records.unchecked--;
     if (!good)
       this.onCorrupt(new CorruptRecordError(segment, start, "the record's bytes do not match its checksum"));
+    return { segment, start, bytes };
   }
 
   /** Walks record headers from where the last walk stopped, reading only headers of large records. */

@@ -13,7 +13,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
-import { CorruptRecordError, RecordChecks } from "./record-checks.js";
+import { type CheckedRecord, CorruptRecordError, RecordChecks } from "./record-checks.js";
 import { type CorruptStretch, RECORD_HEADER, scanSegmentRecords } from "./record-framing.js";
 
 const MAGIC = 0x4d513953; // "MQ9S"
@@ -182,12 +182,13 @@ export class SegmentLog {
 
   /**
    * Throws CorruptRecordError unless `length` bytes at `offset` lie in one record of the
-   * segment whose checksum matches (checked the first time, see RecordChecks).
+   * segment whose checksum matches (checked the first time, see RecordChecks). Returns the
+   * record when it was read to be checked now.
    */
-  check(segment: number, offset: number, length: number): void {
+  check(segment: number, offset: number, length: number): CheckedRecord | undefined {
     const closed = segment !== this.currentSegment;
     const size = closed ? this.sizeOf(segment) : this.size;
-    this.checks.check(segment, offset, length, (at, n) => this.readUpTo(segment, at, n), size, closed);
+    return this.checks.check(segment, offset, length, (at, n) => this.readUpTo(segment, at, n), size, closed);
   }
 
   /** Up to `length` bytes at `offset` of a segment (fewer at its end). */
