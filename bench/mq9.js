@@ -105,12 +105,15 @@ export async function startWith({ payload, drainBatch }, { permissions }) {
     }
     // A named member, and the delivery counts every group FETCH carries: what a consumer pays for
     // poison-message handling and inspection.
+    // BENCH_MQ9_RAW=1: the drains ask for raw payloads (an mq9 extension) instead of base64.
+    const rawPayloads = process.env.BENCH_MQ9_RAW === "1";
     const fetchOptions = (batch) => ({
       group: GROUP,
       deliver: "earliest",
       batch,
       maxWaitMs: 0,
       member: "bench-1",
+      rawPayloads,
     });
     // Like JetStream's m.ack(), the ACK is not waited for before the next FETCH: it travels
     // ahead of that FETCH on the same connection. Its reply is checked one batch later.
@@ -169,6 +172,7 @@ export async function startWith({ payload, drainBatch }, { permissions }) {
             batch: drainBatch,
             member: "bench-1",
             maxWaitMs: 1000,
+            rawPayloads,
             onError: (err) => (failure ??= err),
           },
         );

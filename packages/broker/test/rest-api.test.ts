@@ -473,6 +473,19 @@ describe("REST API v1 against its OpenAPI document", () => {
     });
     const items = (fetched.body as { messages: { msg_id: number }[] }).messages;
     expect(items).toHaveLength(2);
+    // Raw payloads (an mq9 extension) are for NATS clients: over HTTP the JSON keeps base64.
+    const stateless = await c.check({
+      method: "POST",
+      path: fetchPath,
+      url: `/api/v1/mailboxes/${address}/fetch`,
+      body: { deliver: "earliest", payload_format: "raw", config: { max_wait_ms: 0 } },
+      status: 200,
+    });
+    const plain = (stateless.body as { messages: { payload: unknown; payload_len?: number }[] }).messages;
+    expect(plain.map((m) => [typeof m.payload, m.payload_len])).toEqual([
+      ["string", undefined],
+      ["string", undefined],
+    ]);
     await c.check({
       method: "POST",
       path: fetchPath,

@@ -441,7 +441,7 @@ export class Mq9Client {
       subject,
       json(body),
       { timeoutMs: this.requestTimeoutMs + maxWaitMs, signal, longPoll: maxWaitMs > 0 },
-      readReply.messages,
+      body.payload_format === "raw" ? readReply.rawMessages : readReply.messages,
     );
   }
 

@@ -90,6 +90,8 @@ export interface ConsumeOptions {
   headerBytes?: boolean;
   /** false: leave out the decoded header map of each message (see FetchOptions.headerMap; default true). */
   headerMap?: boolean;
+  /** Payloads as bytes after the reply's JSON, not base64 (see FetchOptions.rawPayloads; mq9 extension). */
+  rawPayloads?: boolean;
   /** Retries of FETCH and ACK while the connection is lost; the consumer stops when they run out. */
   retry?: RetryOptions;
   /** Handler failures and retried connection errors; default: one line on stderr. */
@@ -159,6 +161,7 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
       | "retry"
       | "headerBytes"
       | "headerMap"
+      | "rawPayloads"
       | "fetches"
       | "maxDeliver"
       | "backoffMs"
@@ -173,6 +176,7 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
       | "leaseMs"
       | "headerBytes"
       | "headerMap"
+      | "rawPayloads"
       | "maxDeliver"
       | "backoffMs"
       | "member"
@@ -224,6 +228,7 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
       leaseMs: options.leaseMs,
       headerBytes: options.headerBytes,
       headerMap: options.headerMap,
+      rawPayloads: options.rawPayloads,
       maxDeliver: options.maxDeliver,
       backoffMs: options.backoffMs,
       member: options.member,
@@ -509,6 +514,7 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
       leaseMs: o.leaseMs,
       headerBytes: o.headerBytes,
       headerMap: o.headerMap,
+      rawPayloads: o.rawPayloads,
       maxDeliver: o.maxDeliver,
       backoffMs: o.backoffMs,
       member: o.member,

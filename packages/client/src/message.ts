@@ -41,7 +41,7 @@ export class Mq9Message {
 
   /** The message bytes exactly as sent. */
   get payload(): Uint8Array {
-    this.decodedPayload ??= decodeItemPayload(this.item.payload ?? "");
+    this.decodedPayload ??= this.item.payload_bytes ?? decodeItemPayload(this.item.payload ?? "");
     return this.decodedPayload;
   }
 

@@ -30,6 +30,8 @@ export const readReply = {
   send: throwing(decodeSendReply),
   create: throwing(decodeCreateReply),
   messages: throwing(decodeMessagesReply),
+  /** A FETCH that asked for raw payloads (either reply form is read). */
+  rawMessages: throwing((data, subject) => decodeMessagesReply(data, subject, true)),
   delete: throwing(decodeDeleteReply),
   discover: throwing(decodeDiscoverReply),
 };

@@ -138,6 +138,65 @@ describe("send and fetch", () => {
     expect(bare.json()).toEqual({ a: 1 });
   });
 
+  it("rawPayloads: the payloads follow the reply's JSON as bytes, and read the same as base64 ones", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    const bytes = Uint8Array.from({ length: 300 }, (_, i) => (i * 7) % 256);
+    await client.send(box, bytes, { key: "k", tags: ["t"], headers: { "x-trace": "ab" } });
+    await client.send(box, "");
+    await client.send(box, "line one\nline two");
+    // On the wire: payload_len in each item, a newline, then the bytes back to back.
+    const wire = await client.nats.request(
+      `$mq9.AI.MSG.FETCH.${box}`,
+      JSON.stringify({ deliver: "earliest", payload_format: "raw" }),
+    );
+    const newline = wire.data.indexOf(0x0a);
+    const head = JSON.parse(new TextDecoder().decode(wire.data.subarray(0, newline)));
+    expect(head.error).toBe("");
+    expect(head.messages.map((m: { payload_len: number }) => m.payload_len)).toEqual([300, 0, 17]);
+    expect(head.messages[0].payload).toBeUndefined();
+    expect(wire.data.length - newline - 1).toBe(317);
+    const raw = await client.fetch(box, { deliver: "earliest", rawPayloads: true });
+    const base64 = await client.fetch(box, { deliver: "earliest" });
+    expect(raw.map((m) => Buffer.from(m.payload).toString("hex"))).toEqual(
+      base64.map((m) => Buffer.from(m.payload).toString("hex")),
+    );
+    expect(raw[0].payload).toEqual(bytes);
+    expect(raw[2].text()).toBe("line one\nline two");
+    expect(raw[0].key).toBe("k");
+    expect(raw[0].tags).toEqual(["t"]);
+    expect(raw[0].headers).toEqual(base64[0].headers);
+  });
+
+  it("rawPayloads with a group: leases, delivery counts and ACKs as with base64 replies", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    for (let i = 0; i < 5; i++) await client.send(box, `m${i}`);
+    const first = await client.fetch(box, { group: "g", deliver: "earliest", batch: 3, rawPayloads: true });
+    expect(first.map((m) => [m.text(), m.deliveryCount])).toEqual([
+      ["m0", 1],
+      ["m1", 1],
+      ["m2", 1],
+    ]);
+    await client.ack(box, "g", first[2].msgId);
+    const rest = await client.fetch(box, { group: "g", batch: 10, rawPayloads: true });
+    expect(rest.map((m) => m.text())).toEqual(["m3", "m4"]);
+    // An empty raw reply: no items, nothing after the newline.
+    expect(await client.fetch(box, { group: "other", deliver: "latest", rawPayloads: true })).toEqual([]);
+  });
+
+  it("INVALID_REQUEST for a payload_format the broker does not know; nothing is leased", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    await client.send(box, "x");
+    const reply = await client.nats.request(
+      `$mq9.AI.MSG.FETCH.${box}`,
+      JSON.stringify({ group_name: "g", deliver: "earliest", payload_format: "binary" }),
+    );
+    const body = JSON.parse(new TextDecoder().decode(reply.data));
+    expect(body.code).toBe("INVALID_REQUEST");
+    expect(body.error).toContain("'payload_format' must be one of base64, raw, got 'binary'");
+    const [m] = await client.fetch(box, { group: "g", deliver: "earliest", rawPayloads: true });
+    expect(m.deliveryCount).toBe(1);
+  });
+
   it("INVALID_REQUEST for a header name or value that cannot go into a NATS header block", async () => {
     const box = await client.createMailbox({ name: boxName() });
     // Bad input rejects the returned promise; send() itself never throws.

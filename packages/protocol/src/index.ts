@@ -87,12 +87,13 @@ export type {
   MessagesReply,
   Mq9Reply,
   NakRequest,
+  PayloadFormat,
   QueryRequest,
   RetryReply,
   RetryRequest,
   SendReply,
 } from "./messages.js";
-export { DELIVER_POLICIES } from "./messages.js";
+export { DELIVER_POLICIES, PAYLOAD_FORMATS } from "./messages.js";
 export {
   codeForErrorText,
   isMq9ErrorCode,

@@ -40,13 +40,24 @@ const BOTH: ItemHeaderParts = { bytes: true, map: true };
  * The wire form of a stored message (`MessageItem`), written straight to JSON
  * text: payload in base64, the header block echoed as bytes (reference-broker
  * parity; left out when the FETCH asked for `include_header: false`) and as a
- * decoded map (left out for `include_headers: false`). Building the text
+ * decoded map (left out for `include_headers: false`). `raw`: the item carries the payload's
+ * length (`payload_len`) instead, for a reply whose payloads follow its JSON. Building the text
  * directly avoids an object per message and a number per header byte on the
  * hot FETCH path.
  */
-export function encodeMessageItem(message: WireMessage, parts: ItemHeaderParts = BOTH): string {
-  const payload = Buffer.from(message.payload.buffer, message.payload.byteOffset, message.payload.byteLength);
-  let out = `{"msg_id":${message.id},"payload":"${payload.toString("base64")}","priority":"${message.priority}"`;
+export function encodeMessageItem(message: WireMessage, parts: ItemHeaderParts = BOTH, raw = false): string {
+  let out: string;
+  if (raw) {
+    // The payload follows the reply's JSON (see encodeReply); the item says how long it is.
+    out = `{"msg_id":${message.id},"payload_len":${message.payload.byteLength},"priority":"${message.priority}"`;
+  } else {
+    const payload = Buffer.from(
+      message.payload.buffer,
+      message.payload.byteOffset,
+      message.payload.byteLength,
+    );
+    out = `{"msg_id":${message.id},"payload":"${payload.toString("base64")}","priority":"${message.priority}"`;
+  }
   if (message.header) {
     if (parts.bytes) out += `,"header":${headerBytesJson(message.header)}`;
     if (parts.map) out += `,"headers":${headerBlockJson(message.header)}`;

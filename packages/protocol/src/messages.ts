@@ -35,6 +35,13 @@ export interface SendReply extends Mq9Reply {
 }
 
 export type DeliverPolicy = "earliest" | "latest" | "from_time" | "from_id";
+
+/**
+ * How a FETCH reply carries payloads: "base64" in each item (the reference form), or "raw" (an
+ * mq9 extension): the bytes after the reply's JSON, see FetchRequest.payload_format.
+ */
+export type PayloadFormat = "base64" | "raw";
+export const PAYLOAD_FORMATS: readonly PayloadFormat[] = ["base64", "raw"];
 export const DELIVER_POLICIES: readonly DeliverPolicy[] = ["earliest", "latest", "from_time", "from_id"];
 
 export interface FetchConfig {
@@ -73,14 +80,24 @@ export interface FetchRequest {
   include_headers?: boolean;
   /** mq9 extension: the consumer's name, shown with the leases it holds (default: its connection's name). */
   member?: string;
+  /**
+   * mq9 extension: "raw" asks for the lean reply: each item carries `payload_len` instead of a
+   * base64 `payload`, and the payloads follow the JSON after one newline, back to back in item
+   * order. Default "base64" (the reference form); a broker that does not know it answers that.
+   */
+  payload_format?: PayloadFormat;
   config?: FetchConfig;
 }
 
 /** One message as FETCH and QUERY return it. */
 export interface MessageItem {
   msg_id: number;
-  /** Standard base64 (with padding) of the stored bytes. */
+  /** Standard base64 (with padding) of the stored bytes; "" in a raw reply (see `payload_bytes`). */
   payload: string;
+  /** Raw reply (FetchRequest.payload_format "raw"): how many payload bytes follow for this item. */
+  payload_len?: number;
+  /** Set by decodeMessagesReply from a raw reply: the payload itself (never on the wire). */
+  payload_bytes?: Uint8Array;
   priority: Priority;
   /**
    * Raw NATS header block of the SEND as byte values, or null when sent without headers;

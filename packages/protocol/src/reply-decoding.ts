@@ -82,12 +82,55 @@ export function decodeCreateReply(data: Uint8Array, subject: string): DecodedRep
   return ok(reply.value.mail_address);
 }
 
-/** The message items of a FETCH or QUERY reply. */
-export function decodeMessagesReply(data: Uint8Array, subject: string): DecodedReply<MessageItem[]> {
+/**
+ * The message items of a FETCH or QUERY reply. `raw`: the FETCH asked for payload_format "raw",
+ * so its payloads may follow the JSON (each item then gets `payload_bytes`); a broker that
+ * ignored the request answers the usual form, which is read as such.
+ */
+export function decodeMessagesReply(
+  data: Uint8Array,
+  subject: string,
+  raw = false,
+): DecodedReply<MessageItem[]> {
+  if (raw) {
+    const lean = decodeRawMessages(data, subject);
+    if (lean !== undefined) return lean;
+  }
   const reply = decodeReply<MessagesReply>(data, subject);
   if (!reply.ok) return reply;
   if (!Array.isArray(reply.value.messages)) return failed(malformedReply(subject, "messages"));
   return ok(reply.value.messages);
+}
+
+const NEWLINE = 0x0a;
+
+/** A raw FETCH reply's items with their payloads; undefined when the reply is not in that form. */
+function decodeRawMessages(data: Uint8Array, subject: string): DecodedReply<MessageItem[]> | undefined {
+  const end = data.indexOf(NEWLINE);
+  if (end < 0) return undefined;
+  let head: unknown;
+  try {
+    head = JSON.parse(decoder.decode(data.subarray(0, end)));
+  } catch {
+    return undefined;
+  }
+  const messages = (head as Partial<MessagesReply> | null)?.messages;
+  if (!Array.isArray(messages) || messages.some((m) => typeof m?.payload_len !== "number")) return undefined;
+  // One copy of the payload bytes (a Buffer's slice() would not copy): the connection may reuse
+  // the buffer `data` lies in.
+  const bytes = new Uint8Array(data.subarray(end + 1));
+  let at = 0;
+  for (const item of messages) {
+    const length = item.payload_len as number;
+    if (!Number.isSafeInteger(length) || length < 0 || at + length > bytes.length) {
+      return failed(malformedReply(subject, "payload_len"));
+    }
+    item.payload = "";
+    item.payload_bytes = bytes.subarray(at, at + length);
+    at += length;
+  }
+  if (at !== bytes.length) return failed(malformedReply(subject, "payload_len"));
+  return ok(messages);
 }
 
 /** A DELETE reply's `deleted` flag (a broker that leaves it out deleted the message). */

@@ -7,6 +7,8 @@ import {
   type FetchRequest,
   type MailboxCreateRequest,
   type NakRequest,
+  PAYLOAD_FORMATS,
+  type PayloadFormat,
   type QueryRequest,
   type RetryRequest,
 } from "./messages.js";
@@ -201,7 +203,13 @@ export function parseFetchRequest(body: Uint8Array): Parsed<FetchRequest> {
         throw new BodyError("'config' must be an object");
       }
       const config = (configValue ?? {}) as JsonObject;
-      return {
+      const payloadFormat = optionalString(obj, "payload_format");
+      if (payloadFormat !== undefined && !PAYLOAD_FORMATS.includes(payloadFormat as PayloadFormat)) {
+        throw new BodyError(
+          `'payload_format' must be one of ${PAYLOAD_FORMATS.join(", ")}, got '${payloadFormat}'`,
+        );
+      }
+      const fetch: FetchRequest = {
         group_name: optionalString(obj, "group_name"),
         deliver: deliver as DeliverPolicy | undefined,
         from_time: optionalUInt(obj, "from_time"),
@@ -218,6 +226,8 @@ export function parseFetchRequest(body: Uint8Array): Parsed<FetchRequest> {
           backoff_ms: optionalBackoff(config, "backoff_ms"),
         },
       };
+      if (payloadFormat !== undefined) fetch.payload_format = payloadFormat as PayloadFormat;
+      return fetch;
     },
     (reason) => Errors.invalidPayload("MSG.FETCH", reason),
   );

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { Errors } from "../src/errors.js";
 import { Mq9Error } from "../src/mq9-error.js";
-import { decodeReply, decodeSendReply } from "../src/reply-decoding.js";
-import { encodeSendReply, errorReplyOf, internalErrorReply } from "../src/reply-encoding.js";
+import { decodeMessagesReply, decodeReply, decodeSendReply } from "../src/reply-decoding.js";
+import { encodeReply, encodeSendReply, errorReplyOf, internalErrorReply } from "../src/reply-encoding.js";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 
@@ -84,5 +84,53 @@ describe("reply decoding", () => {
     ] as const) {
       expect(errorOf(decodeReply(bytes(text), "s")).code, text).toBe(code);
     }
+  });
+
+  it("raw payloads: what encodeReply writes decodes to the same items and bytes as base64", () => {
+    const messages = [
+      { id: 3, priority: "normal" as const, payload: bytes("a\nb"), createdMs: 5000, deliveryCount: 1 },
+      { id: 4, priority: "urgent" as const, payload: new Uint8Array(0), createdMs: 6000, key: "k" },
+      {
+        id: 5,
+        priority: "normal" as const,
+        payload: Uint8Array.of(0, 10, 255),
+        createdMs: 7000,
+        tags: ["t"],
+      },
+    ];
+    const join = (pieces: ReturnType<typeof encodeReply>) =>
+      Buffer.concat((typeof pieces === "string" ? [pieces] : pieces).map((p) => Buffer.from(p)));
+    const raw = valueOfReply(
+      decodeMessagesReply(join(encodeReply({ error: "", messages, rawPayloads: true })), "s", true),
+    );
+    const base64 = valueOfReply(decodeMessagesReply(join(encodeReply({ error: "", messages })), "s", true));
+    expect(raw.map((m) => [...(m.payload_bytes ?? [])])).toEqual([[97, 10, 98], [], [0, 10, 255]]);
+    expect(base64.map((m) => [...Buffer.from(m.payload, "base64")])).toEqual([
+      [97, 10, 98],
+      [],
+      [0, 10, 255],
+    ]);
+    expect(
+      raw.map(({ msg_id, key, tags, delivery_count }) => ({ msg_id, key, tags, delivery_count })),
+    ).toEqual(base64.map(({ msg_id, key, tags, delivery_count }) => ({ msg_id, key, tags, delivery_count })));
+  });
+
+  it("raw payloads: lengths that do not add up to the bytes sent are a malformed reply", () => {
+    const head = '{"error":"","messages":[{"msg_id":1,"payload_len":3,"priority":"normal","create_time":1}]}';
+    for (const tail of ["ab", "abcd"]) {
+      expect(errorOf(decodeMessagesReply(bytes(`${head}\n${tail}`), "s", true)).message).toContain(
+        "payload_len",
+      );
+    }
+    expect(valueOfReply(decodeMessagesReply(bytes(`${head}\nabc`), "s", true))[0].payload_bytes).toEqual(
+      bytes("abc"),
+    );
+    // A broker's error reply, or a pretty-printed one from a broker that ignored the request, reads as JSON.
+    expect(errorOf(decodeMessagesReply(bytes('{"error":"no","code":"INTERNAL"}'), "s", true)).code).toBe(
+      "INTERNAL",
+    );
+    expect(
+      valueOfReply(decodeMessagesReply(bytes('{\n "error": "",\n "messages": []\n}'), "s", true)),
+    ).toEqual([]);
   });
 });

@@ -139,7 +139,7 @@ export class Mq9Service implements Mq9RequestHandler {
         if (ownership) await ownership.check(caller, command.mailAddress, "FETCH from it");
         const messages = await engine.fetch(command.mailAddress, fetch, request.signal, request.undelivered);
         const headerParts = { bytes: fetch.include_header !== false, map: fetch.include_headers !== false };
-        return { messages, headerParts };
+        return { messages, headerParts, rawPayloads: fetch.payload_format === "raw" };
       }
       case "msg.ack":
         if (ownership) await ownership.check(caller, command.mailAddress, "ACK its messages");

@@ -23,7 +23,8 @@ export async function callMq9(
 
 /** A reply as its wire JSON (messages as MessageItems, payloads in base64), without `error`. */
 export function replyJson(reply: ReplyBody): Record<string, unknown> {
-  const encoded = encodeReply(reply);
+  // A JSON body over HTTP: payloads stay base64 whatever the FETCH asked.
+  const encoded = encodeReply(reply.rawPayloads ? { ...reply, rawPayloads: false } : reply);
   const text =
     typeof encoded === "string"
       ? encoded
