@@ -107,6 +107,27 @@ describe("consume with a handler", () => {
     expect(await leftOver(client, box, "g")).toEqual([]);
   });
 
+  it("with rawPayloads, FETCHes ask for raw payloads and every message arrives whole and is ACKed", async () => {
+    const { proxy, client, box } = await setupProxied();
+    const sent = Array.from({ length: 25 }, (_, i) =>
+      Uint8Array.from({ length: 100 + i }, (_, k) => (k * i) % 256),
+    );
+    for (const bytes of sent) await client.send(box, bytes);
+    const got = new Map<number, Uint8Array>();
+    const consumer = client.consume(
+      box,
+      (message) => {
+        got.set(message.msgId, message.payload);
+      },
+      { group: "g", deliver: "earliest", batch: 10, rawPayloads: true },
+    );
+    await eventually(() => got.size === 25);
+    await consumer.stop();
+    expect([...got.values()]).toEqual(sent);
+    expect(proxy.sent.split('"payload_format":"raw"').length - 1).toBeGreaterThanOrEqual(3);
+    expect(await leftOver(client, box, "g")).toEqual([]);
+  });
+
   it("starts every handler of a fetched batch before any of them goes on past an await", async () => {
     const { client, box } = await setup();
     for (let i = 0; i < 8; i++) await client.send(box, `m${i}`);

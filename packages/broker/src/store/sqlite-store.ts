@@ -22,6 +22,7 @@ import {
   messageRowOf,
   type RawMessageRow,
 } from "./message-row-writer.js";
+import type { OneTripRequests } from "./one-trip-requests.js";
 import type { CorruptRecordError } from "./record-checks.js";
 import { RECORD_HEADER } from "./record-framing.js";
 import { RecordSlab } from "./record-slab.js";
@@ -149,7 +150,7 @@ const DEFAULT_RECENT_MESSAGE_BYTES = 4 * 1024 * 1024;
  * - `space` (StorageHealth): whether there is room to write;
  * - `mailboxes` (MailboxRows), `stats` (SqliteStats), `stmt` (the statement catalogue).
  */
-export class SqliteStore implements Store, StoreInspection, LeaseInspection {
+export class SqliteStore implements Store, StoreInspection, LeaseInspection, OneTripRequests {
   private readonly db: Database.Database;
   private readonly stmt: SqliteStatements;
   private readonly rows: MessageRowWriter;
@@ -418,6 +419,22 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection {
     return this.pacer.turn(() => {
       const box = this.mailboxes.live(mailbox, options.nowMs);
       return box ? this.claims.claim(box.id, group, options) : [];
+    });
+  }
+
+  /**
+   * As claim, a new (or reset) group starting at the next msg_id, read in the same turn; a
+   * missing mailbox claims nothing (see OneTripRequests). With it the engine asks nothing about
+   * the mailbox or the group before a group FETCH or an ACK, only after an empty answer.
+   */
+  async claimFromNext(
+    mailbox: string,
+    group: string,
+    options: Omit<ClaimOptions, "start">,
+  ): Promise<StoredMessage[]> {
+    return this.pacer.turn(() => {
+      const box = this.mailboxes.live(mailbox, options.nowMs);
+      return box ? this.claims.claim(box.id, group, { ...options, start: { fromId: this.ids.next } }) : [];
     });
   }
 
