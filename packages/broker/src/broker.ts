@@ -78,6 +78,8 @@ export interface BrokerHttpOptions {
   /** DNS-rebinding protection (see HttpServerOptions.allowedHosts). */
   allowedHosts?: readonly string[];
   allowedOrigins?: readonly string[];
+  /** The registry's ARD face: publisher domain, where cards are served (docs/registry.md, "ARD"). */
+  ard?: RestApiOptions["ard"];
   /** The dashboard history's sampling (docs/dashboard.md); tests shorten the interval. */
   history?: RestApiOptions["history"];
 }
@@ -264,6 +266,7 @@ export class Broker {
             forgetClusterNode: (node) => served.forgetClusterNode(node),
             version: "1.0.0",
             history: options.http.history,
+            ard: options.http.ard,
           },
         ));
         served.advertiseHttp(http.port, http.host);

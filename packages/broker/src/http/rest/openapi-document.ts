@@ -99,7 +99,11 @@ export function openApiDocument(router: RestRouter, info: { version: string; aut
     for (const status of [...new Set(errors)].sort()) {
       responses[String(status)] = {
         description: ERROR_TEXTS[status] ?? "error",
-        content: { "application/json": { schema: errorSchema } },
+        content: {
+          "application/json": {
+            schema: route.errorFormat ? jsonSchema(route.errorFormat.schema, "output") : errorSchema,
+          },
+        },
       };
     }
     if (info.auth && !route.open) {

@@ -8,6 +8,8 @@ import type { Logger } from "../../logger.js";
 import type { ConnectionStats } from "../../nats/client-connection.js";
 import type { Registry } from "../../registry.js";
 import type { Mq9Service } from "../../service/mq9-service.js";
+import { ARD_API_PATH, ardErrorBody } from "../ard/ard-errors.js";
+import { type ArdOptions, mountArdRoutes } from "../ard/ard-routes.js";
 import type { BrokerMetrics } from "../broker-metrics.js";
 import { mountAgentRoutes } from "./agent-routes.js";
 import { ApiError } from "./api-error.js";
@@ -46,6 +48,8 @@ export interface RestApiOptions {
   auth: readonly ("bearer" | "basic")[];
   version: string;
   logger: Logger;
+  /** The registry's ARD face (publisher domain, card URLs); see docs/registry.md. */
+  ard?: ArdOptions;
   /** The kept history's sizes (tests shorten the interval). */
   history?: Pick<MetricsHistoryOptions, "intervalMs" | "coarseEvery" | "maxMailboxes" | "maxGroups">;
 }
@@ -86,6 +90,8 @@ export class RestApi {
       // Only the API's own routes answer in its error shape; others keep fastify's.
       if (!request.url.startsWith("/api/v1/")) return reply.send(err);
       const { status, body } = bodyParseError(err);
+      if (request.url.startsWith(`${ARD_API_PATH}/`))
+        return reply.code(status).send(ardErrorBody(status, body.error));
       return reply.code(status).send(body);
     });
     // A page's script that sent wrong credentials gets a 401 without the challenge that would
@@ -98,6 +104,7 @@ export class RestApi {
     });
     mountMailboxRoutes(this.router, options.service, options.engine, this.history);
     mountAgentRoutes(this.router, options.service, options.registry);
+    mountArdRoutes(this.router, options.service, options.registry, options.ard);
     this.mountSystemRoutes(options);
   }
 

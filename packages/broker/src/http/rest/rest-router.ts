@@ -37,11 +37,19 @@ export interface RouteSpec<P extends z.ZodType, Q extends z.ZodType, B extends z
   open?: boolean;
   /** Error statuses this route may answer, each with the Error body. */
   errors: number[];
+  /** Another API's error envelope (ARD's) in place of `{error, code}`. */
+  errorFormat?: ErrorFormat;
   handler(
     input: RouteInput<z.output<P>, z.output<Q>, z.output<B>>,
     request: FastifyRequest,
     reply: FastifyReply,
   ): Promise<RouteOutput>;
+}
+
+/** An error envelope of another standard served through the router: its schema and its body. */
+export interface ErrorFormat {
+  schema: z.ZodType;
+  body(failure: ApiError): unknown;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: the router keeps routes of every shape in one list.
@@ -138,7 +146,8 @@ export class RestRouter {
         } catch (err) {
           const failure = ApiError.from(err);
           if (failure.status >= 500) request.log.error({ err }, "REST request failed");
-          return reply.code(failure.status).send({ error: failure.message, code: failure.code });
+          const body = spec.errorFormat?.body(failure) ?? { error: failure.message, code: failure.code };
+          return reply.code(failure.status).send(body);
         }
       },
     });

@@ -1,0 +1,105 @@
+import { ardIdentifier } from "./ard-identifier.js";
+
+/** ARD's media types for what the broker lists (spec §3.3, §4.1). */
+export const ArdTypes = {
+  a2a: "application/a2a-agent-card+json",
+  mcp: "application/mcp-server-card+json",
+  catalog: "application/ai-catalog+json",
+  registry: "application/ai-registry+json",
+} as const;
+
+/** One catalog entry (spec §4.2): exactly one of `url` and `data`. */
+export interface CatalogEntry {
+  identifier: string;
+  displayName: string;
+  type: string;
+  url?: string;
+  data?: Record<string, unknown>;
+  description?: string;
+  tags?: string[];
+  capabilities?: string[];
+  representativeQueries?: string[];
+  version?: string;
+  updatedAt?: string;
+  metadata?: Record<string, unknown>;
+}
+
+/** Where the broker's catalog entries point. */
+export interface EntryContext {
+  publisher: string;
+  /** The broker's HTTP origin as the client reached it, e.g. `http://127.0.0.1:8332`. */
+  origin: string;
+  /** The path of an agent's card (the A2A gateway's); without it, cards are inline (`data`). */
+  cardPath?: (mailbox: string) => string;
+}
+
+type Json = Record<string, unknown>;
+
+const isObject = (value: unknown): value is Json =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+const texts = (value: unknown): string[] =>
+  Array.isArray(value)
+    ? value.filter((item): item is string => typeof item === "string" && item.trim() !== "")
+    : [];
+
+/** The A2A card inside a DISCOVER entry, wherever its registration put it (as REGISTER reads it). */
+export function cardOf(entry: Json): Json {
+  if (isObject(entry.agent_card)) return entry.agent_card;
+  if (isObject(entry.agentCard)) return entry.agentCard;
+  if (typeof entry.agent_info === "string" && entry.agent_info.trimStart().startsWith("{")) {
+    try {
+      const parsed: unknown = JSON.parse(entry.agent_info);
+      if (isObject(parsed)) return parsed;
+    } catch {
+      // prose that starts with a brace: the body is the card
+    }
+  }
+  const { _status, _last_seen, _score, agent_info, ...card } = entry;
+  return card;
+}
+
+/** Representative queries (2–5, spec §4.2) from the skills' examples; none when fewer than two. */
+function representativeQueries(skills: Json[]): string[] | undefined {
+  const examples = [...new Set(skills.flatMap((skill) => texts(skill.examples)))].slice(0, 5);
+  return examples.length >= 2 ? examples : undefined;
+}
+
+/** A registration (a DISCOVER entry with `_last_seen`) as an ARD catalog entry. */
+export function catalogEntryOf(entry: Json, context: EntryContext): CatalogEntry {
+  const mailbox = String(entry.mailbox);
+  const card = cardOf(entry);
+  const skills = Array.isArray(card.skills) ? card.skills.filter(isObject) : [];
+  const description =
+    [entry.description, card.description].find(
+      (d): d is string => typeof d === "string" && d.trim() !== "",
+    ) ?? undefined;
+  const tags = [
+    ...new Set([...texts(entry.tags), ...texts(card.tags), ...skills.flatMap((skill) => texts(skill.tags))]),
+  ];
+  const capabilities = [
+    ...new Set(
+      skills
+        .map((skill) => skill.name ?? skill.id)
+        .filter((name): name is string => typeof name === "string"),
+    ),
+  ];
+  const version = [entry.version, card.version].find((v): v is string => typeof v === "string");
+  const result: CatalogEntry = {
+    identifier: ardIdentifier(context.publisher, "agent", mailbox),
+    displayName: typeof entry.name === "string" && entry.name !== "" ? entry.name : mailbox,
+    type: ArdTypes.a2a,
+  };
+  if (context.cardPath) result.url = `${context.origin}${context.cardPath(mailbox)}`;
+  else result.data = card;
+  if (description !== undefined) result.description = description;
+  if (tags.length > 0) result.tags = tags;
+  if (capabilities.length > 0) result.capabilities = capabilities;
+  const queries = representativeQueries(skills);
+  if (queries) result.representativeQueries = queries;
+  if (version !== undefined) result.version = version;
+  if (typeof entry._last_seen === "number")
+    result.updatedAt = new Date(entry._last_seen * 1000).toISOString();
+  // mq9's own: where to send, which no ARD field says.
+  result.metadata = { "mq9.mailbox": mailbox };
+  return result;
+}

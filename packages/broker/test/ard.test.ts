@@ -1,0 +1,287 @@
+import { Subjects } from "@mq9/protocol";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestBroker, type TestBroker } from "./harness.js";
+
+/** ARD's identifier rule (spec §4.2.1): urn:air:<domain>:<segments…>, at least two after the publisher. */
+const URN = /^urn:air:[a-zA-Z0-9.-]+(:[a-zA-Z0-9._-]+){2,}$/;
+
+const translator = {
+  name: "translator",
+  mailbox: "ard.translator",
+  description: "Translates documents between languages",
+  version: "2.1.0",
+  skills: [
+    {
+      id: "translate",
+      name: "translate",
+      description: "Translate a text into another language",
+      tags: ["language", "translation"],
+      examples: [
+        "translate this contract into French",
+        "what is hello in Japanese",
+        "render my letter in German",
+      ],
+    },
+  ],
+};
+const weather = {
+  name: "weather",
+  mailbox: "ard.weather",
+  description: "Forecasts the weather for a city",
+  skills: [
+    {
+      name: "forecast",
+      description: "Forecast tomorrow's weather",
+      tags: ["weather"],
+      examples: ["rain in Oslo?"],
+    },
+  ],
+};
+const payroll = {
+  name: "payroll",
+  mailbox: "ard.payroll",
+  description: "Calculates payroll and produces payslips",
+  tags: ["finance"],
+  skills: [{ name: "payslips", description: "Produce monthly payslips", tags: ["finance"] }],
+};
+
+type Json = Record<string, unknown>;
+
+async function http(base: string, method: string, path: string, body?: unknown) {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as Json };
+}
+
+/** The rules of ARD §4 every entry obeys: required members, URN identifier, exactly one of url and data. */
+function expectCatalogEntry(entry: Json): void {
+  expect(typeof entry.identifier).toBe("string");
+  expect(entry.identifier).toMatch(URN);
+  expect(typeof entry.displayName).toBe("string");
+  expect(typeof entry.type).toBe("string");
+  expect(("url" in entry ? 1 : 0) + ("data" in entry ? 1 : 0)).toBe(1);
+  if (entry.representativeQueries !== undefined) {
+    expect((entry.representativeQueries as string[]).length).toBeGreaterThanOrEqual(2);
+    expect((entry.representativeQueries as string[]).length).toBeLessThanOrEqual(5);
+  }
+  if (entry.updatedAt !== undefined) expect(Number.isNaN(Date.parse(String(entry.updatedAt)))).toBe(false);
+}
+
+describe("ARD: the manifest and the REST API", () => {
+  let t: TestBroker;
+  let base: string;
+  beforeAll(async () => {
+    t = await startTestBroker({
+      registry: { embedder: "none" },
+      http: { port: 0, ard: { publisher: "agents.example.com", manifestPageSize: 2 } },
+    });
+    base = `http://127.0.0.1:${t.broker.http!.port}`;
+    for (const card of [translator, weather, payroll]) {
+      expect((await t.request(Subjects.agentRegister, card)).error).toBe("");
+    }
+  });
+  afterAll(() => t.close());
+
+  it("manifest: both well-known names, every registration, the registry entry, nested pages", async () => {
+    const ard = await http(base, "GET", "/.well-known/ard.json");
+    const legacy = await http(base, "GET", "/.well-known/ai-catalog.json");
+    expect(ard.status).toBe(200);
+    expect(legacy.status).toBe(200);
+    expect(ard.body.specVersion).toBe("1.0");
+    expect((ard.body.host as Json).displayName).toEqual(expect.any(String));
+    const first = ard.body.entries as Json[];
+    for (const entry of first) expectCatalogEntry(entry);
+    const registry = first.find((e) => e.type === "application/ai-registry+json")!;
+    expect(registry.url).toBe(`${base}/api/v1/ard`);
+    // Two agents a page (manifestPageSize 2): the third is on a nested page.
+    const nested = first.find((e) => e.type === "application/ai-catalog+json")!;
+    expect(nested.url).toBe(`${base}/.well-known/ard.json?page=2`);
+    const second = await http(base, "GET", "/.well-known/ard.json?page=2");
+    expect(second.status).toBe(200);
+    for (const entry of second.body.entries as Json[]) expectCatalogEntry(entry);
+    const agents = [...first, ...(second.body.entries as Json[])].filter(
+      (e) => e.type === "application/a2a-agent-card+json",
+    );
+    expect(agents.map((a) => a.displayName).sort()).toEqual(["payroll", "translator", "weather"]);
+    const entry = agents.find((a) => a.displayName === "translator")!;
+    expect(entry).toMatchObject({
+      identifier: "urn:air:agents.example.com:agent:ard.translator",
+      description: translator.description,
+      version: "2.1.0",
+      capabilities: ["translate"],
+      tags: ["language", "translation"],
+      representativeQueries: translator.skills[0].examples,
+      metadata: { "mq9.mailbox": "ard.translator" },
+    });
+    // Without a card URL (no A2A gateway) the card is inline.
+    expect((entry.data as Json).name).toBe("translator");
+    // One example is no set of representative queries (2–5).
+    expect(agents.find((a) => a.displayName === "weather")!.representativeQueries).toBeUndefined();
+    const past = await http(base, "GET", "/.well-known/ard.json?page=3");
+    expect(past).toMatchObject({ status: 404, body: { errorCode: "NOT_FOUND" } });
+  });
+
+  it("search: ranked with scores 0..100 and source, filtered, paged", async () => {
+    const found = await http(base, "POST", "/api/v1/ard/search", { query: { text: "translate a contract" } });
+    expect(found.status).toBe(200);
+    const results = found.body.results as Json[];
+    expect(results[0]).toMatchObject({ displayName: "translator", source: `${base}/api/v1/ard` });
+    for (const result of results) {
+      expectCatalogEntry(result);
+      expect(Number.isInteger(result.score)).toBe(true);
+      expect(result.score as number).toBeGreaterThanOrEqual(0);
+      expect(result.score as number).toBeLessThanOrEqual(100);
+    }
+    // The same answer as DISCOVER's, in the same order.
+    const discover = await t.request(Subjects.agentDiscover, {
+      semantic: "translate a contract",
+      text: "translate a contract",
+      min_score: 0.2,
+    });
+    expect(results.map((r) => (r.metadata as Json)["mq9.mailbox"])).toEqual(
+      (discover.agents as Json[]).map((a) => a.mailbox),
+    );
+    const filtered = await http(base, "POST", "/api/v1/ard/search", {
+      query: {
+        text: "payslips or weather forecast",
+        filter: { tags: ["finance", "nothing"], publisher: "agents.example.com" },
+      },
+    });
+    expect((filtered.body.results as Json[]).map((r) => r.displayName)).toEqual(["payroll"]);
+    const none = await http(base, "POST", "/api/v1/ard/search", {
+      query: {
+        text: "payslips or weather forecast",
+        filter: { tags: "finance", type: "application/mcp-server-card+json" },
+      },
+    });
+    expect(none.body.results).toEqual([]);
+    const paged = await http(base, "POST", "/api/v1/ard/search", {
+      query: { text: "payslips or weather forecast" },
+      pageSize: 1,
+    });
+    expect((paged.body.results as Json[]).length).toBe(1);
+    const next = await http(base, "POST", "/api/v1/ard/search", {
+      query: { text: "payslips or weather forecast" },
+      pageSize: 1,
+      pageToken: paged.body.pageToken,
+    });
+    expect((next.body.results as Json[])[0].displayName).not.toBe(
+      (paged.body.results as Json[])[0].displayName,
+    );
+    expect(next.body.pageToken).toBeUndefined();
+  });
+
+  it("search: bad requests get INVALID_ARGUMENT envelopes", async () => {
+    for (const body of [
+      { query: {} },
+      { query: { text: "  " } },
+      { query: { text: "x" }, federation: "everywhere" },
+      { query: { text: "x" }, pageSize: 101 },
+      { query: { text: "x" }, pageToken: "garbage" },
+      { query: { text: "x" }, surprise: true },
+      "{not json",
+    ]) {
+      const answer = await http(base, "POST", "/api/v1/ard/search", body);
+      expect(answer.status, JSON.stringify(body)).toBe(400);
+      expect(answer.body).toEqual({ errorCode: "INVALID_ARGUMENT", message: expect.any(String) });
+    }
+  });
+
+  it("lookup: by identifier; unknown is NOT_FOUND, malformed INVALID_ARGUMENT", async () => {
+    const id = encodeURIComponent("urn:air:agents.example.com:agent:ard.weather");
+    const found = await http(base, "GET", `/api/v1/ard/agents/${id}`);
+    expect(found).toMatchObject({ status: 200, body: { displayName: "weather" } });
+    expectCatalogEntry(found.body);
+    for (const missing of [
+      "urn:air:agents.example.com:agent:ard.gone",
+      "urn:air:other.example.com:agent:ard.weather",
+    ]) {
+      const answer = await http(base, "GET", `/api/v1/ard/agents/${encodeURIComponent(missing)}`);
+      expect(answer).toMatchObject({ status: 404, body: { errorCode: "NOT_FOUND" } });
+    }
+    const bad = await http(
+      base,
+      "GET",
+      `/api/v1/ard/agents/${encodeURIComponent("https://x.example/agent")}`,
+    );
+    expect(bad).toMatchObject({ status: 400, body: { errorCode: "INVALID_ARGUMENT" } });
+    expect(bad.body.message).toMatch(/urn:air:<publisher>/);
+  });
+
+  it("listing: Appendix A filters, ordering, paging", async () => {
+    const all = await http(base, "GET", "/api/v1/ard/agents");
+    expect(all.status).toBe(200);
+    expect(all.body.total).toBe(3);
+    const byType = await http(
+      base,
+      "GET",
+      `/api/v1/ard/agents?filter=${encodeURIComponent("type = 'application/a2a-agent-card+json' AND displayName = TRANS")}`,
+    );
+    expect((byType.body.items as Json[]).map((i) => i.displayName)).toEqual(["translator"]);
+    const desc = await http(base, "GET", "/api/v1/ard/agents?orderBy=displayName%20DESC&pageSize=2");
+    expect((desc.body.items as Json[]).map((i) => i.displayName)).toEqual(["weather", "translator"]);
+    const rest = await http(
+      base,
+      "GET",
+      `/api/v1/ard/agents?orderBy=displayName%20DESC&pageSize=2&pageToken=${desc.body.pageToken}`,
+    );
+    expect((rest.body.items as Json[]).map((i) => i.displayName)).toEqual(["payroll"]);
+    const later = await http(
+      base,
+      "GET",
+      `/api/v1/ard/agents?filter=${encodeURIComponent("updatedAfter > '2999-01-01T00:00:00Z'")}`,
+    );
+    expect(later.body.items).toEqual([]);
+    for (const query of [
+      "filter=type%20~%20x",
+      "orderBy=color",
+      "pageSize=0",
+      "filter=createdAfter%20%3E%202020",
+    ]) {
+      const answer = await http(base, "GET", `/api/v1/ard/agents?${query}`);
+      expect(answer, query).toMatchObject({ status: 400, body: { errorCode: "INVALID_ARGUMENT" } });
+    }
+  });
+
+  it("explore: facets over the matched set", async () => {
+    const all = await http(base, "POST", "/api/v1/ard/explore", {
+      resultType: { facets: [{ field: "type" }, { field: "tags", limit: 1 }, { field: "publisher" }] },
+    });
+    expect(all.status).toBe(200);
+    expect(all.body).toEqual({
+      resultType: "facets",
+      facets: {
+        type: { buckets: [{ value: "application/a2a-agent-card+json", count: 3 }] },
+        tags: { buckets: [{ value: "finance", count: 1 }], otherCount: 3 },
+        publisher: { buckets: [{ value: "agents.example.com", count: 3 }] },
+      },
+    });
+    const narrowed = await http(base, "POST", "/api/v1/ard/explore", {
+      query: { text: "payslips", filter: { tags: ["finance"] } },
+      resultType: { facets: [{ field: "capabilities" }] },
+    });
+    expect(narrowed.body.facets).toEqual({ capabilities: { buckets: [{ value: "payslips", count: 1 }] } });
+    const bad = await http(base, "POST", "/api/v1/ard/explore", { resultType: { facets: [] } });
+    expect(bad).toMatchObject({ status: 400, body: { errorCode: "INVALID_ARGUMENT" } });
+  });
+
+  it("the OpenAPI document has the ARD routes with ARD's error envelope", async () => {
+    const document = (await http(base, "GET", "/api/v1/openapi.json")).body as {
+      paths: Record<string, Json>;
+    };
+    for (const path of [
+      "/api/v1/ard/search",
+      "/api/v1/ard/agents",
+      "/api/v1/ard/agents/{identifier}",
+      "/api/v1/ard/explore",
+      "/.well-known/ard.json",
+    ]) {
+      expect(Object.keys(document.paths)).toContain(path);
+    }
+    const search = document.paths["/api/v1/ard/search"].post as { responses: Record<string, Json> };
+    expect(JSON.stringify(search.responses["400"])).toContain("errorCode");
+  });
+});
