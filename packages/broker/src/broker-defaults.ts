@@ -38,4 +38,6 @@ export const BrokerDefaults = {
    * client reconnecting after a broker restart comes back within it.
    */
   inboxGraceMs: 120_000,
+  /** The domain in the registry's ARD identifiers: RFC 2606's reserved `.localhost`, as ARD advises for local brokers. */
+  ardPublisher: "agent.localhost",
 } as const;

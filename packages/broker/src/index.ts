@@ -32,6 +32,8 @@ export { Broker, type BrokerHttpOptions, type BrokerOptions } from "./broker.js"
 export { BrokerDefaults } from "./broker-defaults.js";
 export type { ClusterMember } from "./cluster/cluster-members.js";
 export type { ClusterRoster, ClusterView } from "./cluster/cluster-node.js";
+export { publisherProblem } from "./http/ard/ard-identifier.js";
+export type { ArdOptions } from "./http/ard/ard-routes.js";
 export { type Logger, silentLogger } from "./logger.js";
 export type {
   DiscoverResult,

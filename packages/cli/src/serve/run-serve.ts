@@ -92,6 +92,11 @@ function brokerOptions(
     tls: tls.cert && tls.key ? { certFile: tls.cert, keyFile: tls.key, caFile: tls.ca } : undefined,
     http: {
       ...(derived.http as BrokerHttpOptions),
+      // The A2A gateway mounted below serves each A2A card: the ARD entries point there.
+      ard: {
+        ...(derived.http as BrokerHttpOptions).ard,
+        cardPath: (mailbox) => `/a2a/${encodeURIComponent(mailbox)}/.well-known/agent-card.json`,
+      },
       routes: async (app: Parameters<ServeAgentApps["routes"]>[0], api: RestApi) => {
         await agentApps.routes(app);
         if (orchestrator.enabled) await orchestrator.mountHttp(app);

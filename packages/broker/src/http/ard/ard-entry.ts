@@ -29,7 +29,7 @@ export interface EntryContext {
   publisher: string;
   /** The broker's HTTP origin as the client reached it, e.g. `http://127.0.0.1:8332`. */
   origin: string;
-  /** The path of an agent's card (the A2A gateway's); without it, cards are inline (`data`). */
+  /** The path of an agent's A2A card (the A2A gateway's); without it, or for a registration without one, the card is inline (`data`). */
   cardPath?: (mailbox: string) => string;
 }
 
@@ -42,20 +42,25 @@ const texts = (value: unknown): string[] =>
     ? value.filter((item): item is string => typeof item === "string" && item.trim() !== "")
     : [];
 
-/** The A2A card inside a DISCOVER entry, wherever its registration put it (as REGISTER reads it). */
-export function cardOf(entry: Json): Json {
-  if (isObject(entry.agent_card)) return entry.agent_card;
-  if (isObject(entry.agentCard)) return entry.agentCard;
-  if (typeof entry.agent_info === "string" && entry.agent_info.trimStart().startsWith("{")) {
+/**
+ * The card inside a DISCOVER entry, wherever its registration put it (as REGISTER reads it), and
+ * whether it is an A2A card of its own (`agent_card`, `agentCard` or a JSON `payload` with a
+ * name): only those the A2A gateway serves; a bare registration body is inline data.
+ */
+export function cardOf(entry: Json): { card: Json; a2a: boolean } {
+  for (const candidate of [entry.agent_card, entry.agentCard]) {
+    if (isObject(candidate)) return { card: candidate, a2a: typeof candidate.name === "string" };
+  }
+  if (typeof entry.payload === "string" && entry.payload.trimStart().startsWith("{")) {
     try {
-      const parsed: unknown = JSON.parse(entry.agent_info);
-      if (isObject(parsed)) return parsed;
+      const parsed: unknown = JSON.parse(entry.payload);
+      if (isObject(parsed)) return { card: parsed, a2a: typeof parsed.name === "string" };
     } catch {
       // prose that starts with a brace: the body is the card
     }
   }
   const { _status, _last_seen, _score, agent_info, ...card } = entry;
-  return card;
+  return { card, a2a: false };
 }
 
 /** Representative queries (2–5, spec §4.2) from the skills' examples; none when fewer than two. */
@@ -67,7 +72,7 @@ function representativeQueries(skills: Json[]): string[] | undefined {
 /** A registration (a DISCOVER entry with `_last_seen`) as an ARD catalog entry. */
 export function catalogEntryOf(entry: Json, context: EntryContext): CatalogEntry {
   const mailbox = String(entry.mailbox);
-  const card = cardOf(entry);
+  const { card, a2a } = cardOf(entry);
   const skills = Array.isArray(card.skills) ? card.skills.filter(isObject) : [];
   const description =
     [entry.description, card.description].find(
@@ -89,7 +94,7 @@ export function catalogEntryOf(entry: Json, context: EntryContext): CatalogEntry
     displayName: typeof entry.name === "string" && entry.name !== "" ? entry.name : mailbox,
     type: ArdTypes.a2a,
   };
-  if (context.cardPath) result.url = `${context.origin}${context.cardPath(mailbox)}`;
+  if (context.cardPath && a2a) result.url = `${context.origin}${context.cardPath(mailbox)}`;
   else result.data = card;
   if (description !== undefined) result.description = description;
   if (tags.length > 0) result.tags = tags;

@@ -1,3 +1,5 @@
+import { BrokerDefaults } from "../../broker-defaults.js";
+
 /**
  * ARD identifiers (spec §4.2.1): `urn:air:<publisher>:<namespace>:<name>`, the publisher a
  * domain name. The broker names each registration `urn:air:<publisher>:agent:<mailbox>`; a
@@ -11,7 +13,7 @@ const PUBLISHER =
 const IDENTIFIER = /^urn:air:([a-zA-Z0-9.-]+)((?::[a-zA-Z0-9._-]+)+)$/;
 
 /** The default publisher: a reserved `.localhost` name (RFC 2606), as ARD advises for local brokers. */
-export const DEFAULT_ARD_PUBLISHER = "agent.localhost";
+export const DEFAULT_ARD_PUBLISHER = BrokerDefaults.ardPublisher;
 
 /** Why `publisher` cannot anchor identifiers, or undefined when it can. */
 export function publisherProblem(publisher: string): string | undefined {

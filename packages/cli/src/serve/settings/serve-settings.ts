@@ -2,7 +2,7 @@
 // that reads it; the flag, the MQ9_* variable, the config file's key, validation, the
 // component's option, `mq9 serve --help` and docs/configuration.md's table follow from it
 // (`npm run docs:settings` rewrites that table; a test fails while the two differ).
-import { BrokerDefaults } from "@mq9/broker";
+import { BrokerDefaults, publisherProblem } from "@mq9/broker";
 import { OrchestratorDefaults } from "@mq9/orchestrator/defaults";
 import { Defaults } from "@mq9/protocol";
 import { RegistryDefaults } from "@mq9/registry/defaults";
@@ -127,6 +127,20 @@ export const SERVE_SETTINGS = {
       help: "host names a browser's Origin may name (* = any)",
       reads: "broker",
       option: "http.allowedOrigins",
+    }),
+  },
+  ard: {
+    publisher: setting({
+      type: matching(
+        (value) => publisherProblem(value) === undefined,
+        "must be a domain name (labels of letters, digits and hyphens separated by dots), like agents.example.com",
+        "domain",
+      ),
+      default: BrokerDefaults.ardPublisher,
+      flag: "ard-publisher",
+      help: "the domain that anchors the registry's ARD identifiers (urn:air:<domain>:agent:<mailbox>) in /.well-known/ard.json and the ARD API",
+      reads: "broker",
+      option: "http.ard.publisher",
     }),
   },
   auth: {
