@@ -118,6 +118,19 @@ describe("ARD: the manifest and the REST API", () => {
     });
     // Without a card URL (no A2A gateway) the card is inline.
     expect((entry.data as Json).name).toBe("translator");
+    // A prose payload is the description, as REGISTER reads it.
+    const prose = await t.request(Subjects.agentRegister, {
+      mailbox: "ard.prose",
+      payload: "Writes limericks",
+    });
+    expect(prose.error).toBe("");
+    const lookup = await http(
+      base,
+      "GET",
+      `/api/v1/ard/agents/${encodeURIComponent("urn:air:agents.example.com:agent:ard.prose")}`,
+    );
+    expect(lookup.body.description).toBe("Writes limericks");
+    await t.request(Subjects.agentUnregister, { mailbox: "ard.prose" });
     // One example is no set of representative queries (2–5).
     expect(agents.find((a) => a.displayName === "weather")!.representativeQueries).toBeUndefined();
     const past = await http(base, "GET", "/.well-known/ard.json?page=3");

@@ -1021,6 +1021,70 @@ describe("REST API v1 against its OpenAPI document", () => {
     c.covered.set("GET /api/v1/stream", new Set([200]));
   });
 
+  it("ARD: the manifest and the ARD API answer as their document says, errors in ARD's envelope", async () => {
+    const c = contract;
+    const registered = await t.request(Subjects.agentRegister, {
+      mailbox: "ard.contract",
+      name: "contract checker",
+      skills: [{ name: "review", description: "Reviews contracts for risky clauses", tags: ["legal"] }],
+    });
+    expect(registered.error).toBe("");
+    for (const path of ["/.well-known/ard.json", "/.well-known/ai-catalog.json"]) {
+      await c.check({ method: "GET", path, url: path, status: 200 });
+      await c.check({ method: "GET", path, url: `${path}?page=0`, status: 400 });
+    }
+    const ard = "/api/v1/ard";
+    const search = await c.check({
+      method: "POST",
+      path: `${ard}/search`,
+      url: `${ard}/search`,
+      body: { query: { text: "review contracts for risky clauses", filter: { tags: "legal" } } },
+      status: 200,
+    });
+    expect((search.body as { results: { displayName: string }[] }).results[0].displayName).toBe(
+      "contract checker",
+    );
+    await c.check({
+      method: "POST",
+      path: `${ard}/search`,
+      url: `${ard}/search`,
+      body: { query: {} },
+      status: 400,
+    });
+    await c.check({ method: "GET", path: `${ard}/agents`, url: `${ard}/agents?pageSize=5`, status: 200 });
+    await c.check({ method: "GET", path: `${ard}/agents`, url: `${ard}/agents?pageSize=500`, status: 400 });
+    const one = `${ard}/agents/{identifier}`;
+    await c.check({
+      method: "GET",
+      path: one,
+      url: `${ard}/agents/${encodeURIComponent("urn:air:agent.localhost:agent:ard.contract")}`,
+      status: 200,
+    });
+    await c.check({ method: "GET", path: one, url: `${ard}/agents/not-a-urn`, status: 400 });
+    await c.check({
+      method: "GET",
+      path: one,
+      url: `${ard}/agents/${encodeURIComponent("urn:air:agent.localhost:agent:ard.nobody")}`,
+      status: 404,
+    });
+    const facets = { resultType: { facets: [{ field: "tags" }] } };
+    await c.check({
+      method: "POST",
+      path: `${ard}/explore`,
+      url: `${ard}/explore`,
+      body: facets,
+      status: 200,
+    });
+    await c.check({
+      method: "POST",
+      path: `${ard}/explore`,
+      url: `${ard}/explore`,
+      body: { resultType: {} },
+      status: 400,
+    });
+    await t.request(Subjects.agentUnregister, { mailbox: "ard.contract" });
+  });
+
   it("every route of the document was called, and given bad input where it documents 400", () => {
     expect(contract.uncovered()).toEqual([]);
   });

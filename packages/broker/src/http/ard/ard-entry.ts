@@ -75,7 +75,7 @@ export function catalogEntryOf(entry: Json, context: EntryContext): CatalogEntry
   const { card, a2a } = cardOf(entry);
   const skills = Array.isArray(card.skills) ? card.skills.filter(isObject) : [];
   const description =
-    [entry.description, card.description].find(
+    [entry.description, card.description, a2a ? undefined : entry.payload].find(
       (d): d is string => typeof d === "string" && d.trim() !== "",
     ) ?? undefined;
   const tags = [
