@@ -104,7 +104,7 @@ describe("mq9 agent import and mq9 models fetch", () => {
   it("says what is wrong with a bad source", async () => {
     const missing = await cli("agent", "import", `${siteUrl}/nothing/`, "--mailbox", "x.y");
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toMatch(/no agent card found: .*HTTP 404/);
+    expect(missing.stderr).toMatch(/no ARD manifest or agent card found: .*HTTP 404/);
     const file = join(data, "many.json");
     writeFileSync(file, JSON.stringify([v1Card, v03Card]));
     const ambiguous = await cli("agent", "import", file, "--mailbox", "one.box");

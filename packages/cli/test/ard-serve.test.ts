@@ -1,5 +1,9 @@
-import { rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import { MQ9_CLI } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, type ServeProcess, spawnServe, tempDir } from "./cli-harness.js";
 
@@ -49,7 +53,6 @@ describe("mq9 serve speaks ARD", () => {
 
   it("an A2A card's entry points at the card the A2A gateway serves; the dashboard links the manifest", async () => {
     const file = join(data, "card.json");
-    const { writeFileSync } = await import("node:fs");
     // The A2A SDKs' form: the card under agent_card, which the A2A gateway serves.
     writeFileSync(file, JSON.stringify({ mailbox: "agents.invoice", agent_card: card }));
     const imported = await runCli(["agent", "register", file, "--server", `mq9://127.0.0.1:${serve.port}`]);
@@ -83,5 +86,217 @@ describe("mq9 serve speaks ARD", () => {
     ]);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/ard\.publisher: must be a domain name.*--ard-publisher/s);
+  });
+});
+
+/** A publisher's site: paths to JSON documents, changed by the tests as they go. */
+class Site {
+  readonly served = new Map<string, unknown>();
+  private server!: Server;
+  url = "";
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      const body = this.served.get(req.url ?? "");
+      if (body === undefined) res.writeHead(404).end();
+      else res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+const a2aCard = (name: string, extra: Json = {}) => ({
+  name,
+  description: `${name} does its job`,
+  version: "1.0.0",
+  skills: [{ id: "s", name: `${name} skill`, description: `the ${name} skill`, tags: ["imported"] }],
+  ...extra,
+});
+
+describe("mq9 agent import reads a publisher's ARD manifest", () => {
+  const data = tempDir();
+  const site = new Site();
+  let serve: ServeProcess;
+  const cli = (...args: string[]) => runCli([...args, "--server", `mq9://127.0.0.1:${serve.port}`]);
+  const names = async () => {
+    const { stdout } = await cli("agent", "discover", "--json");
+    return stdout
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => (JSON.parse(line) as Json).mailbox as string)
+      .sort();
+  };
+  const manifest = (entries: Json[]) => ({ specVersion: "1.0", host: { displayName: "Publisher" }, entries });
+  const entry = (name: string, rest: Json) => ({
+    identifier: `urn:air:publisher.test:agent:${name}`,
+    displayName: name,
+    type: "application/a2a-agent-card+json",
+    ...rest,
+  });
+
+  beforeAll(async () => {
+    await site.start();
+    serve = await spawnServe(["--data", join(data, "broker"), "--registry-embedder", "none"]);
+  });
+  afterAll(async () => {
+    serve.child.kill("SIGTERM");
+    await serve.exited;
+    await site.close();
+    rmSync(data, { recursive: true, force: true });
+  });
+
+  it("imports every A2A card, by url, inline and in nested catalogs; skips other types and says so", async () => {
+    site.served.set("/cards/alpha.json", a2aCard("alpha"));
+    site.served.set("/cards/gamma.json", a2aCard("gamma"));
+    site.served.set(
+      "/catalogs/more.json",
+      manifest([entry("gamma", { url: `${site.url}/cards/gamma.json` })]),
+    );
+    site.served.set(
+      "/.well-known/ard.json",
+      manifest([
+        entry("alpha", { url: `${site.url}/cards/alpha.json` }),
+        entry("beta", { data: a2aCard("beta") }),
+        {
+          identifier: "urn:air:publisher.test:server:weather",
+          displayName: "Weather",
+          type: "application/mcp-server-card+json",
+          url: `${site.url}/mcp/weather.json`,
+        },
+        {
+          identifier: "urn:air:publisher.test:catalog:more",
+          displayName: "More",
+          type: "application/ai-catalog+json",
+          url: `${site.url}/catalogs/more.json`,
+        },
+      ]),
+    );
+    const host = site.url.replace("http://", "");
+    const result = await cli("agent", "import", `http://${host}`, "--mailbox", "pub.{name}");
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("imported alpha → pub.alpha");
+    expect(result.stdout).toContain(
+      "skipped urn:air:publisher.test:server:weather (application/mcp-server-card+json)",
+    );
+    expect(await names()).toEqual(["pub.alpha", "pub.beta", "pub.gamma"]);
+  });
+
+  it("falls back to ai-catalog.json", async () => {
+    site.served.delete("/.well-known/ard.json");
+    site.served.set("/.well-known/ai-catalog.json", manifest([entry("delta", { data: a2aCard("delta") })]));
+    const result = await cli("agent", "import", `${site.url}/`, "--mailbox", "pub.{name}");
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain(
+      `imported delta → pub.delta (from ${site.url}/.well-known/ai-catalog.json)`,
+    );
+  });
+
+  it("a bad manifest is refused whole, naming the entry and the rule; nothing is imported", async () => {
+    const before = await names();
+    const bad: [Json[], RegExp][] = [
+      [
+        [entry("one", { data: a2aCard("one") }), entry("two", {})],
+        /entry 1 \(urn:air:publisher.test:agent:two\): exactly one of 'url' and 'data'/,
+      ],
+      [
+        [{ ...entry("x", { data: a2aCard("x") }), identifier: "https://x.test/agent" }],
+        /entry 0 .*'identifier' .*urn:air:/,
+      ],
+      [[entry("y", { data: { description: "no name" } })], /entry 0 .*not an A2A agent card/],
+      [
+        [entry("z", { url: `${site.url}/cards/missing.json` })],
+        /entry 0 .*its url could not be read: .*HTTP 404/,
+      ],
+      [
+        [
+          entry("ok", { data: a2aCard("ok") }),
+          {
+            identifier: "urn:air:publisher.test:catalog:bad",
+            displayName: "Bad",
+            type: "application/ai-catalog+json",
+            data: {
+              specVersion: "1.0",
+              entries: [{ identifier: "urn:air:publisher.test:agent:q", type: "x" }],
+            },
+          },
+        ],
+        /entry 1 .* → its data: entry 0 .*'displayName' is required/,
+      ],
+    ];
+    for (const [entries, error] of bad) {
+      const file = join(data, "bad.json");
+      writeFileSync(file, JSON.stringify(manifest(entries)));
+      const result = await cli("agent", "import", file, "--mailbox", "pub.{name}");
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(error);
+    }
+    // A REGISTER refused midway (too many skills) takes back the cards registered before it.
+    const tooMany = a2aCard("huge", { skills: Array.from({ length: 300 }, (_, i) => ({ name: `s${i}` })) });
+    const file = join(data, "refused.json");
+    writeFileSync(
+      file,
+      JSON.stringify(manifest([entry("fine", { data: a2aCard("fine") }), entry("huge", { data: tooMany })])),
+    );
+    const refused = await cli("agent", "import", file, "--mailbox", "pub.{name}");
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/skills/);
+    expect(await names()).toEqual(before);
+  });
+
+  it("an unreachable publisher gets a clear error", async () => {
+    const closed = new Site();
+    await closed.start();
+    await closed.close();
+    const result = await cli("agent", "import", closed.url, "--mailbox", "pub.{name}");
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(
+      /no ARD manifest or agent card found: .*ard\.json could not be reached \(ECONNREFUSED\)/,
+    );
+  });
+
+  it("--every re-crawls and removes what left the manifest", async () => {
+    site.served.delete("/.well-known/ai-catalog.json");
+    site.served.set(
+      "/.well-known/ard.json",
+      manifest([entry("left", { data: a2aCard("left") }), entry("stays", { data: a2aCard("stays") })]),
+    );
+    const child = spawn(
+      process.execPath,
+      [
+        MQ9_CLI,
+        "agent",
+        "import",
+        site.url,
+        "--mailbox",
+        "crawl.{name}",
+        "--every",
+        "1",
+        "--server",
+        `mq9://127.0.0.1:${serve.port}`,
+      ],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let out = "";
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+    });
+    const waitFor = async (check: () => Promise<boolean>) => {
+      for (let i = 0; i < 200 && !(await check()); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(await check()).toBe(true);
+    };
+    await waitFor(async () => (await names()).includes("crawl.left"));
+    site.served.set("/.well-known/ard.json", manifest([entry("stays", { data: a2aCard("stays") })]));
+    await waitFor(async () => !(await names()).includes("crawl.left"));
+    expect(await names()).toContain("crawl.stays");
+    expect(out).toContain("removed crawl.left");
+    child.kill("SIGTERM");
+    await new Promise((resolve) => child.once("exit", resolve));
   });
 });

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import type { AgentRegistration } from "@mq9/client";
 import type { Command } from "commander";
 import {
@@ -9,11 +9,13 @@ import {
   withClient,
 } from "../../shared/client-command.js";
 import { printJson } from "../../shared/output.js";
+import { isManifest, MANIFEST_PATHS, readManifest } from "./ard-manifest.js";
 
 interface ImportFlags extends ConnectionFlags {
   mailbox: string;
   name?: string;
   ttl?: number;
+  every?: number;
 }
 
 type Card = Record<string, unknown>;
@@ -22,10 +24,19 @@ type Card = Record<string, unknown>;
 const WELL_KNOWN = [".well-known/agent-card.json", ".well-known/agent.json"];
 
 async function fetchJson(url: string, timeoutMs: number): Promise<unknown> {
-  const response = await fetch(url, {
-    signal: AbortSignal.timeout(timeoutMs),
-    headers: { accept: "application/json" },
-  });
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      signal: AbortSignal.timeout(timeoutMs),
+      headers: { accept: "application/json" },
+    });
+  } catch (err) {
+    // fetch says only "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND, a timeout) is its cause.
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    throw new UsageError(
+      `${url} could not be reached (${cause?.code ?? cause?.message ?? (err as Error).message})`,
+    );
+  }
   if (!response.ok) throw new UsageError(`${url} answered HTTP ${response.status}`);
   try {
     return await response.json();
@@ -34,17 +45,32 @@ async function fetchJson(url: string, timeoutMs: number): Promise<unknown> {
   }
 }
 
-/** Reads the card(s) from a file or URL; a bare site URL means its well-known card. */
-async function readCards(source: string, timeoutMs: number): Promise<{ cards: Card[]; from: string }> {
+/** A bare domain (`agents.example.com`) stands for its https site. */
+function sourceUrl(source: string): string | undefined {
+  if (/^https?:\/\//i.test(source)) return source;
+  if (!existsSync(source) && /^[a-z0-9-]+(\.[a-z0-9-]+)+(:\d+)?$/i.test(source)) return `https://${source}`;
+  return undefined;
+}
+
+/**
+ * Reads the card(s) from a file or URL. A site (a bare domain, or a URL not ending in .json)
+ * means its ARD manifest (/.well-known/ard.json, then ai-catalog.json), else its agent card; a
+ * manifest, wherever it comes from, is validated whole and its A2A cards are listed.
+ */
+async function readCards(
+  source: string,
+  timeoutMs: number,
+): Promise<{ cards: Card[]; from: string; skipped: { identifier: string; type: string }[] }> {
   let value: unknown;
   let from = source;
-  if (/^https?:\/\//i.test(source)) {
-    const url = new URL(source);
-    if (url.pathname.endsWith(".json")) value = await fetchJson(url.href, timeoutMs);
+  const url = sourceUrl(source);
+  if (url !== undefined) {
+    const parsed = new URL(url);
+    if (parsed.pathname.endsWith(".json")) value = await fetchJson(parsed.href, timeoutMs);
     else {
       const errors: string[] = [];
-      const base = url.href.endsWith("/") ? url.href : `${url.href}/`;
-      for (const path of WELL_KNOWN) {
+      const base = parsed.href.endsWith("/") ? parsed.href : `${parsed.href}/`;
+      for (const path of [...MANIFEST_PATHS, ...WELL_KNOWN]) {
         const candidate = new URL(path, base).href;
         try {
           value = await fetchJson(candidate, timeoutMs);
@@ -54,7 +80,8 @@ async function readCards(source: string, timeoutMs: number): Promise<{ cards: Ca
           errors.push((err as Error).message);
         }
       }
-      if (value === undefined) throw new UsageError(`no agent card found: ${errors.join("; ")}`);
+      if (value === undefined)
+        throw new UsageError(`no ARD manifest or agent card found: ${errors.join("; ")}`);
     }
   } else {
     const text = readFileSync(source, "utf8");
@@ -63,6 +90,10 @@ async function readCards(source: string, timeoutMs: number): Promise<{ cards: Ca
     } catch (err) {
       throw new UsageError(`${source} is not JSON: ${(err as Error).message}`);
     }
+  }
+  if (isManifest(value)) {
+    const contents = await readManifest(value, from, (url) => fetchJson(url, timeoutMs));
+    return { cards: contents.cards.map((listed) => listed.card), from, skipped: contents.skipped };
   }
   const cards = Array.isArray(value) ? value : [value];
   for (const card of cards) {
@@ -75,7 +106,7 @@ async function readCards(source: string, timeoutMs: number): Promise<{ cards: Ca
       throw new UsageError(`${from} does not hold an A2A agent card (a JSON object with a name)`);
     }
   }
-  return { cards: cards as Card[], from };
+  return { cards: cards as Card[], from, skipped: [] };
 }
 
 const slug = (name: string) =>
@@ -87,10 +118,12 @@ const slug = (name: string) =>
 /** `mq9 agent import <url-or-file>`: registers A2A cards (v1.0 or v0.3) under a mailbox. */
 export function registerAgentImport(agent: Command): void {
   clientCommand(agent.command("import"))
-    .description("register A2A agent cards read from a URL (its /.well-known/agent-card.json) or a file")
+    .description(
+      "register A2A agent cards read from a publisher's ARD manifest (/.well-known/ard.json), a card URL (its /.well-known/agent-card.json) or a file",
+    )
     .argument(
       "<url-or-file>",
-      "https://host (well-known card), a card URL, or a JSON file with a card or an array of cards",
+      "a domain or https://host (its ARD manifest, else its card), a manifest or card URL, or a JSON file with a manifest, a card or an array of cards",
     )
     .requiredOption(
       "--mailbox <mail_address>",
@@ -102,30 +135,85 @@ export function registerAgentImport(agent: Command): void {
       "drop the agent after this long without register/report; 0 = never",
       integer("--ttl"),
     )
+    .option(
+      "--every <seconds>",
+      "re-crawl the source this often until stopped, removing agents that left its manifest",
+      integer("--every"),
+    )
     .addHelpText(
       "after",
       `
 Examples:
   mq9 agent import https://agent.example.com --mailbox agents.invoice
+  mq9 agent import agents.example.com --mailbox "agents.{name}" --every 3600
   mq9 agent import cards.json --mailbox "agents.{name}" --ttl 3600`,
     )
     .action((source: string, flags: ImportFlags) =>
       withClient(flags, async (client) => {
-        const { cards, from } = await readCards(source, flags.timeout);
-        if (cards.length > 1 && !flags.mailbox.includes("{name}")) {
-          throw new UsageError(`${from} holds ${cards.length} cards: give --mailbox with {name} in it`);
-        }
-        for (const card of cards) {
-          const body: AgentRegistration = {
-            ...card,
-            mailbox: flags.mailbox.replaceAll("{name}", slug(String(card.name))),
+        let imported = new Set<string>();
+        const once = async () => {
+          const { cards, from, skipped } = await readCards(source, flags.timeout);
+          if (cards.length > 1 && !flags.mailbox.includes("{name}")) {
+            throw new UsageError(`${from} holds ${cards.length} cards: give --mailbox with {name} in it`);
+          }
+          const bodies = cards.map((card) => {
+            const mailbox = flags.mailbox.replaceAll("{name}", slug(String(card.name)));
+            const body: AgentRegistration & { mailbox: string } = { ...card, mailbox };
+            if (flags.name !== undefined) body.name = flags.name;
+            if (flags.ttl !== undefined) body.ttl = flags.ttl;
+            return body;
+          });
+          // All or nothing: a REGISTER refused midway takes back the ones this round made.
+          const done: string[] = [];
+          try {
+            for (const body of bodies) {
+              await client.register(body);
+              done.push(body.mailbox);
+            }
+          } catch (err) {
+            for (const mailbox of done) await client.unregister({ mailbox }).catch(() => {});
+            throw err;
+          }
+          for (const body of bodies) {
+            if (flags.json) printJson({ imported: true, name: body.name, mailbox: body.mailbox, from });
+            else process.stdout.write(`imported ${body.name} → ${body.mailbox} (from ${from})\n`);
+          }
+          for (const { identifier, type } of skipped) {
+            if (flags.json) printJson({ skipped: identifier, type });
+            else process.stdout.write(`skipped ${identifier} (${type}): only A2A agent cards are imported\n`);
+          }
+          // A re-crawl removes what left the manifest since the last round.
+          const now = new Set(bodies.map((body) => body.mailbox));
+          for (const mailbox of imported) {
+            if (now.has(mailbox)) continue;
+            await client.unregister({ mailbox });
+            if (flags.json) printJson({ removed: true, mailbox });
+            else process.stdout.write(`removed ${mailbox}: it left ${from}\n`);
+          }
+          imported = now;
+        };
+        await once();
+        if (flags.every === undefined) return;
+        const every = flags.every;
+        await new Promise<void>((resolve) => {
+          let timer: NodeJS.Timeout;
+          const round = () => {
+            timer = setTimeout(async () => {
+              // A round that fails (the site is down, the manifest turned invalid) changes nothing.
+              await once().catch((err: Error) =>
+                process.stderr.write(`re-crawl failed, nothing changed: ${err.message}\n`),
+              );
+              round();
+            }, every * 1000);
           };
-          if (flags.name !== undefined) body.name = flags.name;
-          if (flags.ttl !== undefined) body.ttl = flags.ttl;
-          await client.register(body);
-          if (flags.json) printJson({ imported: true, name: body.name, mailbox: body.mailbox, from });
-          else process.stdout.write(`imported ${body.name} → ${body.mailbox} (from ${from})\n`);
-        }
+          round();
+          const stop = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+          process.once("SIGINT", stop);
+          process.once("SIGTERM", stop);
+        });
       }),
     );
 }

@@ -1,0 +1,119 @@
+import { UsageError } from "../../shared/usage-error.js";
+
+type Json = Record<string, unknown>;
+
+/** ARD's media types the importer acts on. */
+const A2A_TYPES = new Set(["application/a2a-agent-card+json", "application/agent-card+json"]);
+const CATALOG_TYPE = "application/ai-catalog+json";
+const REGISTRY_TYPES = new Set(["application/ai-registry+json", "application/ai-registry"]);
+
+/** The identifier rule of ARD §4.2.1 (urn:air:<domain>:<namespace…>:<name>). */
+const URN = /^urn:air:[a-zA-Z0-9.-]+(:[a-zA-Z0-9._-]+)+$/;
+/** How deep nested catalogs are followed: a loop of catalogs naming each other ends here. */
+const MAX_NESTING = 4;
+
+/** A publisher's manifest paths: ARD's current name first, then v0.9's. */
+export const MANIFEST_PATHS = [".well-known/ard.json", ".well-known/ai-catalog.json"];
+
+/** An A2A card a manifest lists, with the entry that listed it. */
+export interface ListedCard {
+  identifier: string;
+  card: Json;
+}
+
+/** What a manifest (with its nested catalogs) holds for the importer. */
+export interface ManifestContents {
+  cards: ListedCard[];
+  /** Entries of other types (MCP servers, skills, data sets), by identifier and type: not imported. */
+  skipped: { identifier: string; type: string }[];
+}
+
+const isObject = (value: unknown): value is Json =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** Whether a JSON document is an ARD manifest rather than an agent card. */
+export function isManifest(value: unknown): boolean {
+  return isObject(value) && Array.isArray(value.entries) && "specVersion" in value;
+}
+
+/** Why a manifest's entry breaks ARD's rules, or undefined. `where` names it for the error. */
+function entryProblem(entry: unknown): string | undefined {
+  if (!isObject(entry)) return "an entry must be a JSON object";
+  for (const member of ["identifier", "displayName", "type"]) {
+    if (typeof entry[member] !== "string" || entry[member] === "")
+      return `'${member}' is required (a string)`;
+  }
+  if (!URN.test(String(entry.identifier))) {
+    return `'identifier' ${JSON.stringify(entry.identifier)} must read urn:air:<publisher domain>:<namespace>:<name>`;
+  }
+  const hasUrl = "url" in entry;
+  const hasData = "data" in entry;
+  if (hasUrl === hasData) return "exactly one of 'url' and 'data' must be present (value or reference)";
+  if (hasUrl && (typeof entry.url !== "string" || !/^https?:\/\//i.test(entry.url))) {
+    return "'url' must be an http(s) URL";
+  }
+  if (hasData && !isObject(entry.data)) return "'data' must be a JSON object";
+  for (const list of ["tags", "capabilities", "representativeQueries"]) {
+    if (
+      entry[list] !== undefined &&
+      (!Array.isArray(entry[list]) || !(entry[list] as unknown[]).every((v) => typeof v === "string"))
+    ) {
+      return `'${list}' must be an array of strings`;
+    }
+  }
+  return undefined;
+}
+
+export type FetchJson = (url: string) => Promise<unknown>;
+
+/**
+ * Validates a manifest and everything it nests, fetching referenced cards and catalogs: the
+ * whole of it, before anything is registered. Throws a UsageError naming the entry and the rule.
+ */
+export async function readManifest(
+  manifest: unknown,
+  from: string,
+  fetchJson: FetchJson,
+): Promise<ManifestContents> {
+  const contents: ManifestContents = { cards: [], skipped: [] };
+  const seen = new Set<string>();
+  const walk = async (value: unknown, where: string, depth: number): Promise<void> => {
+    if (!isObject(value)) throw new UsageError(`${where} is not an ARD manifest: it must be a JSON object`);
+    if (typeof value.specVersion !== "string")
+      throw new UsageError(`${where}: 'specVersion' is required (a string)`);
+    if (!Array.isArray(value.entries)) throw new UsageError(`${where}: 'entries' is required (an array)`);
+    for (const [index, entry] of value.entries.entries()) {
+      const name = isObject(entry) && typeof entry.identifier === "string" ? ` (${entry.identifier})` : "";
+      const label = `${where}: entry ${index}${name}`;
+      const problem = entryProblem(entry);
+      if (problem) throw new UsageError(`${label}: ${problem}`);
+      const { identifier, type } = entry as { identifier: string; type: string };
+      if (seen.has(identifier)) throw new UsageError(`${label}: the identifier is listed twice`);
+      seen.add(identifier);
+      const body = async (): Promise<unknown> => {
+        const { url, data } = entry as { url?: string; data?: unknown };
+        if (data !== undefined) return data;
+        try {
+          return await fetchJson(url!);
+        } catch (err) {
+          throw new UsageError(`${label}: its url could not be read: ${(err as Error).message}`);
+        }
+      };
+      if (A2A_TYPES.has(type)) {
+        const card = await body();
+        if (!isObject(card) || typeof card.name !== "string") {
+          throw new UsageError(`${label}: its card is not an A2A agent card (a JSON object with a name)`);
+        }
+        contents.cards.push({ identifier, card });
+      } else if (type === CATALOG_TYPE) {
+        if (depth >= MAX_NESTING)
+          throw new UsageError(`${label}: catalogs nest deeper than ${MAX_NESTING} levels`);
+        await walk(await body(), `${label} → ${(entry as Json).url ?? "its data"}`, depth + 1);
+      } else if (!REGISTRY_TYPES.has(type)) {
+        contents.skipped.push({ identifier, type });
+      }
+    }
+  };
+  await walk(manifest, from, 0);
+  return contents;
+}
