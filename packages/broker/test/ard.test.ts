@@ -298,3 +298,140 @@ describe("ARD: the manifest and the REST API", () => {
     expect(JSON.stringify(search.responses["400"])).toContain("errorCode");
   });
 });
+
+describe("ARD federation", () => {
+  let upstream: TestBroker;
+  let local: TestBroker;
+  let silent: import("node:http").Server;
+  let base: string;
+  let upstreamApi: string;
+  let silentApi: string;
+  beforeAll(async () => {
+    const { createServer } = await import("node:http");
+    // An upstream that takes every request and never answers.
+    silent = createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    silentApi = `http://127.0.0.1:${(silent.address() as import("node:net").AddressInfo).port}/api/v1/ard`;
+    upstream = await startTestBroker({
+      registry: { embedder: "none" },
+      http: { port: 0, ard: { publisher: "upstream.example.com" } },
+    });
+    upstreamApi = `http://127.0.0.1:${upstream.broker.http!.port}/api/v1/ard`;
+    local = await startTestBroker({
+      registry: { embedder: "none" },
+      http: {
+        port: 0,
+        ard: {
+          publisher: "local.example.com",
+          upstreams: [upstreamApi, silentApi],
+          federationTimeoutMs: 300,
+        },
+      },
+    });
+    base = `http://127.0.0.1:${local.broker.http!.port}`;
+    expect((await local.request(Subjects.agentRegister, translator)).error).toBe("");
+    expect(
+      (await upstream.request(Subjects.agentRegister, { ...translator, mailbox: "up.translator" })).error,
+    ).toBe("");
+    expect((await upstream.request(Subjects.agentRegister, weather)).error).toBe("");
+  });
+  afterAll(async () => {
+    await local.close();
+    await upstream.close();
+    silent.closeAllConnections();
+    await new Promise((resolve) => silent.close(resolve));
+  });
+
+  const search = (federation: string | undefined, text: string) =>
+    http(base, "POST", "/api/v1/ard/search", {
+      query: { text },
+      ...(federation ? { federation } : {}),
+    });
+
+  it("none: only the local index", async () => {
+    const answer = await search("none", "translate or forecast the weather");
+    expect((answer.body.results as Json[]).map((r) => r.identifier)).toEqual([
+      "urn:air:local.example.com:agent:ard.translator",
+    ]);
+    expect(answer.body.referrals).toBeUndefined();
+  });
+
+  it("referrals: local results plus the upstream registries", async () => {
+    const answer = await search("referrals", "translate or forecast the weather");
+    expect((answer.body.results as Json[]).length).toBe(1);
+    expect(answer.body.referrals).toEqual([
+      expect.objectContaining({ type: "application/ai-registry+json", url: upstreamApi }),
+      expect.objectContaining({ type: "application/ai-registry+json", url: silentApi }),
+    ]);
+    for (const referral of answer.body.referrals as Json[]) expect(referral.identifier).toMatch(URN);
+  });
+
+  it("auto (the default): merged, re-ranked, each source kept; a silent upstream does not hold the answer", async () => {
+    const answer = await search(undefined, "translate or forecast the weather");
+    expect(answer.status).toBe(200);
+    const results = answer.body.results as Json[];
+    const bySource = new Map(results.map((r) => [r.identifier, r.source]));
+    expect(bySource.get("urn:air:local.example.com:agent:ard.translator")).toBe(`${base}/api/v1/ard`);
+    expect(bySource.get("urn:air:upstream.example.com:agent:ard.weather")).toBe(upstreamApi);
+    expect(bySource.get("urn:air:upstream.example.com:agent:up.translator")).toBe(upstreamApi);
+    const scores = results.map((r) => r.score as number);
+    expect(scores).toEqual([...scores].sort((a, b) => b - a));
+  });
+
+  it("an upstream that is not a URL is refused at start", async () => {
+    await expect(
+      startTestBroker({
+        registry: { embedder: "none" },
+        http: { port: 0, ard: { upstreams: ["not a url"] } },
+      }),
+    ).rejects.toThrow(/ARD upstream 'not a url' is not an http\(s\) URL/);
+  });
+});
+
+describe("ARD with users configured", () => {
+  let t: TestBroker;
+  let base: string;
+  beforeAll(async () => {
+    t = await startTestBroker({
+      auth: {
+        users: [
+          { user: "root", token: "root-token", admin: true },
+          { user: "alice", password: "alice-pw" },
+        ],
+      },
+      registry: { embedder: "none" },
+      http: { port: 0 },
+    });
+    base = `http://127.0.0.1:${t.broker.http!.port}`;
+  });
+  afterAll(() => t.close());
+
+  const ask = (path: string, authorization?: string) =>
+    fetch(`${base}${path}`, {
+      method: path.endsWith("/search") ? "POST" : "GET",
+      headers: {
+        "content-type": "application/json",
+        ...(authorization ? { authorization } : {}),
+      },
+      body: path.endsWith("/search") ? JSON.stringify({ query: { text: "anything" } }) : undefined,
+    });
+
+  it("the manifest and the API need an admin; refusals come in ARD's envelope", async () => {
+    const alice = `Basic ${Buffer.from("alice:alice-pw").toString("base64")}`;
+    for (const path of ["/.well-known/ard.json", "/api/v1/ard/search", "/api/v1/ard/agents"]) {
+      const anonymous = await ask(path);
+      expect(anonymous.status, path).toBe(401);
+      expect(await anonymous.json()).toEqual({
+        errorCode: "UNAUTHENTICATED",
+        message: expect.stringMatching(/authentication required/),
+      });
+      const notAdmin = await ask(path, alice);
+      expect(notAdmin.status, path).toBe(403);
+      expect(await notAdmin.json()).toEqual({
+        errorCode: "PERMISSION_DENIED",
+        message: expect.stringMatching(/not an admin/),
+      });
+      expect((await ask(path, "Bearer root-token")).status, path).toBe(200);
+    }
+  });
+});

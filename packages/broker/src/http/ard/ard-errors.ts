@@ -1,3 +1,4 @@
+import type { FastifyInstance } from "fastify";
 import { ApiError } from "../rest/api-error.js";
 import type { ErrorFormat } from "../rest/rest-router.js";
 import { ArdErrorBody } from "./ard-schemas.js";
@@ -33,4 +34,34 @@ export function invalidArgument(message: string): ApiError {
 
 export function notFound(message: string): ApiError {
   return new ApiError(404, "NOT_FOUND", message);
+}
+
+/** Whether a path is ARD's: the manifest or the ARD API. */
+export function isArdPath(path: string): boolean {
+  return (
+    path.startsWith(`${ARD_API_PATH}/`) ||
+    path === "/.well-known/ard.json" ||
+    path === "/.well-known/ai-catalog.json"
+  );
+}
+
+/**
+ * The HTTP server's own refusals (401, 403, 429 of its credentials check, 405 of the router,
+ * before any route runs) in ARD's envelope on ARD's paths, so an ARD client reads them all alike.
+ */
+export function ardRefusals(app: FastifyInstance): void {
+  app.addHook("onSend", async (request, reply, payload) => {
+    if (reply.statusCode < 400 || typeof payload !== "string" || !isArdPath(request.url.split("?")[0]))
+      return payload;
+    let body: unknown;
+    try {
+      body = JSON.parse(payload);
+    } catch {
+      return payload;
+    }
+    const { error } = body as { error?: unknown; errorCode?: unknown };
+    if (typeof error !== "string" || (body as { errorCode?: unknown }).errorCode !== undefined)
+      return payload;
+    return JSON.stringify(ardErrorBody(reply.statusCode, error));
+  });
 }

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from "fastify";
+import type { Logger } from "../../logger.js";
 import type { Registry } from "../../registry.js";
 import type { Mq9Service } from "../../service/mq9-service.js";
 import { ApiError } from "../rest/api-error.js";
@@ -6,6 +7,7 @@ import type { RestRouter } from "../rest/rest-router.js";
 import { ArdCatalog } from "./ard-catalog.js";
 import { ArdTypes, type CatalogEntry, type EntryContext } from "./ard-entry.js";
 import { ARD_API_PATH, ARD_ERRORS, invalidArgument, notFound } from "./ard-errors.js";
+import { ArdFederation, type ArdUpstream, DEFAULT_FEDERATION_TIMEOUT_MS } from "./ard-federation.js";
 import { type ArdFilter, matchesFilter, valuesAt } from "./ard-filter.js";
 import { ardIdentifier, DEFAULT_ARD_PUBLISHER, parseArdIdentifier } from "./ard-identifier.js";
 import { orderEntries, parseListFilter } from "./ard-list-filter.js";
@@ -32,6 +34,10 @@ export interface ArdOptions {
   manifestPageSize?: number;
   /** The relevance floor (calibrated 0..1) of search and explore; default `Defaults.intentMinScore`. */
   minScore?: number;
+  /** Upstream ARD registries (their API base URLs): referrals, or queried by `federation: "auto"`. */
+  upstreams?: readonly (string | ArdUpstream)[];
+  /** How long `auto` waits for an upstream before answering without it; default 2000 ms. */
+  federationTimeoutMs?: number;
 }
 
 const MANIFEST_PATHS = ["/.well-known/ard.json", "/.well-known/ai-catalog.json"];
@@ -60,11 +66,19 @@ export function mountArdRoutes(
   router: RestRouter,
   service: Mq9Service,
   registry: Registry | undefined,
-  options: ArdOptions = {},
+  options: ArdOptions,
+  logger: Logger,
 ): void {
   const publisher = options.publisher ?? DEFAULT_ARD_PUBLISHER;
   const catalog = new ArdCatalog(service, options.minScore);
   const manifestPage = options.manifestPageSize ?? DEFAULT_MANIFEST_PAGE;
+  const federation = new ArdFederation(
+    (options.upstreams ?? []).map((upstream) =>
+      typeof upstream === "string" ? { url: upstream } : upstream,
+    ),
+    options.federationTimeoutMs ?? DEFAULT_FEDERATION_TIMEOUT_MS,
+    logger,
+  );
 
   const contextOf = (request: FastifyRequest): EntryContext & { api: string } => {
     const origin = `${request.protocol}://${request.headers.host}`;
@@ -147,12 +161,13 @@ export function mountArdRoutes(
       const ranked = (await catalog.search(body.query.text, context, principal)).filter(({ entry }) =>
         matchesFilter(entry as unknown as Json, body.query.filter as ArdFilter | undefined),
       );
-      const results = ranked
-        .slice(offset, offset + size)
-        .map(({ entry, score }) => ({ ...entry, score, source: context.api }));
-      const answer: Json = { results };
-      if (body.federation === "referrals") answer.referrals = [];
-      if (offset + size < ranked.length) answer.pageToken = pageToken(offset + size);
+      const local = ranked.map(({ entry, score }) => ({ ...entry, score, source: context.api }));
+      const mode = body.federation ?? "auto";
+      const merged =
+        mode === "auto" && options.upstreams?.length ? await federation.merge(local, body.query) : local;
+      const answer: Json = { results: merged.slice(offset, offset + size) };
+      if (mode === "referrals") answer.referrals = federation.referrals();
+      if (offset + size < merged.length) answer.pageToken = pageToken(offset + size);
       return { status: 200, body: answer };
     },
   });

@@ -110,7 +110,11 @@ export function openApiDocument(router: RestRouter, info: { version: string; aut
       for (const status of [401, 403]) {
         responses[String(status)] = {
           description: ERROR_TEXTS[status],
-          content: { "application/json": { schema: unauthorizedSchema } },
+          content: {
+            "application/json": {
+              schema: route.errorFormat ? jsonSchema(route.errorFormat.schema, "output") : unauthorizedSchema,
+            },
+          },
         };
       }
     }

@@ -8,7 +8,7 @@ import type { Logger } from "../../logger.js";
 import type { ConnectionStats } from "../../nats/client-connection.js";
 import type { Registry } from "../../registry.js";
 import type { Mq9Service } from "../../service/mq9-service.js";
-import { ARD_API_PATH, ardErrorBody } from "../ard/ard-errors.js";
+import { ARD_API_PATH, ardErrorBody, ardRefusals } from "../ard/ard-errors.js";
 import { type ArdOptions, mountArdRoutes } from "../ard/ard-routes.js";
 import type { BrokerMetrics } from "../broker-metrics.js";
 import { mountAgentRoutes } from "./agent-routes.js";
@@ -104,7 +104,8 @@ export class RestApi {
     });
     mountMailboxRoutes(this.router, options.service, options.engine, this.history);
     mountAgentRoutes(this.router, options.service, options.registry);
-    mountArdRoutes(this.router, options.service, options.registry, options.ard);
+    ardRefusals(app);
+    mountArdRoutes(this.router, options.service, options.registry, options.ard ?? {}, options.logger);
     this.mountSystemRoutes(options);
   }
 

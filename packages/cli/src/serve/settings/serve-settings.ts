@@ -142,6 +142,22 @@ export const SERVE_SETTINGS = {
       reads: "broker",
       option: "http.ard.publisher",
     }),
+    upstreams: setting({
+      type: list(),
+      defaultText: "none",
+      flag: "ard-upstreams",
+      help: "upstream ARD registries (their API base URLs, e.g. http://other:8332/api/v1/ard): named as referrals, and queried by a search with federation auto",
+      reads: "broker",
+      option: "http.ard.upstreams",
+    }),
+    federationTimeoutMs: setting({
+      type: whole(1),
+      default: 2000,
+      flag: "ard-federation-timeout-ms",
+      help: "how long a federation auto search waits for an upstream registry before answering without it",
+      reads: "broker",
+      option: "http.ard.federationTimeoutMs",
+    }),
   },
   auth: {
     token: setting({
