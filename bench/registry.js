@@ -15,7 +15,7 @@
 //   keeps that store in a folder, and a later run with the same count measures the graph kept there.
 //   BENCH_REG_VECTORS=0 skips part 2, BENCH_REG_AGENTS=0 part 1.
 // Part S, relevance at scale (bench/registry-scale.js; BENCH_REG_SCALE_AGENTS, 0 skips it).
-// Part 0, relevance of every mode on the labelled English, Chinese and German sets (BENCH_REG_RELEVANCE=0 skips it). BENCH_REG_STORE=lancedb measures the LanceDB plug-in (IVF_HNSW_SQ) instead of the default store.
+// Part 0, relevance of every mode (and of ARD's POST /search) on the labelled English, Chinese and German sets (BENCH_REG_RELEVANCE=0 skips it). BENCH_REG_STORE=lancedb measures the LanceDB plug-in (IVF_HNSW_SQ) instead of the default store.
 // BENCH_REG_DISTINCT=1 makes part 1's skill texts all distinct (time-to-searchable as real agents see it);
 // BENCH_REG_ROWS=uncached,cached (any of tag, text, cached, uncached, hybrid) measures only those query rows.
 // BENCH_REG_EMBEDDER=static measures the static token table distilled from USE-lite instead of the model,
@@ -210,11 +210,17 @@ async function partRelevance(out, kind) {
   const extra = await loadRelevanceSet("paraphrase-set.ts", { agents: 30, queries: 60 });
   const dir = makeTempDir("mq9-bench-relevance");
   const chosen = benchEmbedder(kind);
-  const broker = await Broker.start({ port: 0, dataDir: dir, registry: registryFactory(chosen.settings) });
+  const broker = await Broker.start({
+    port: 0,
+    dataDir: dir,
+    http: { port: 0 },
+    registry: registryFactory(chosen.settings),
+  });
   const client = await connect(`nats://127.0.0.1:${broker.port}`, {
     reconnect: false,
     requestTimeoutMs: 600_000,
   });
+  const ardSearch = `http://127.0.0.1:${broker.http.port}/api/v1/ard/search`;
   try {
     progress(`relevance: registering ${AGENTS.length + extra.AGENTS.length + multi.agents.length} cards`);
     for (const card of [...AGENTS, ...extra.AGENTS, ...multi.agents]) {
@@ -229,10 +235,23 @@ async function partRelevance(out, kind) {
       ["Chinese requests for English cards", multi.crossQueries.filter((q) => q.language === "zh")],
       ["German requests for English cards", multi.crossQueries.filter((q) => q.language === "de")],
     ];
+    const discoverNames = async (body) => (await client.discover({ ...body, limit: 5 })).map((a) => a.name);
+    // ARD's POST /search runs DISCOVER's hybrid ranking with the routing floor (intentMinScore):
+    // below hybrid's recall by what the floor cuts, never ranked differently.
     const modes = {
-      text: (q) => ({ text: q }),
-      semantic: (q) => ({ semantic: q }),
-      hybrid: (q) => ({ semantic: q, text: q }),
+      text: (q) => discoverNames({ text: q }),
+      semantic: (q) => discoverNames({ semantic: q }),
+      hybrid: (q) => discoverNames({ semantic: q, text: q }),
+      "ARD search": async (q) => {
+        const response = await fetch(ardSearch, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ query: { text: q }, pageSize: 5, federation: "none" }),
+        });
+        if (!response.ok)
+          throw new Error(`ARD search answered HTTP ${response.status}: ${await response.text()}`);
+        return (await response.json()).results.map((r) => r.displayName);
+      },
     };
     out.push("");
     out.push(
@@ -240,12 +259,11 @@ async function partRelevance(out, kind) {
     );
     for (const [label, queries] of sets) {
       const cells = [];
-      for (const [mode, body] of Object.entries(modes)) {
+      for (const [mode, ranked] of Object.entries(modes)) {
         let top1 = 0;
         let top5 = 0;
         for (const { query, expect } of queries) {
-          const agents = await client.discover({ ...body(query), limit: 5 });
-          const rank = agents.findIndex((a) => a.name === expect);
+          const rank = (await ranked(query)).indexOf(expect);
           if (rank === 0) top1++;
           if (rank >= 0) top5++;
         }
