@@ -221,7 +221,7 @@ describe("ARD: the manifest and the REST API", () => {
       `/api/v1/ard/agents/${encodeURIComponent("https://x.example/agent")}`,
     );
     expect(bad).toMatchObject({ status: 400, body: { errorCode: "INVALID_ARGUMENT" } });
-    expect(bad.body.message).toMatch(/urn:air:<publisher>/);
+    expect(bad.body.message).toMatch(/must read urn:air:<publisher domain>:<namespace>:<name>/);
   });
 
   it("listing: Appendix A filters, ordering, paging", async () => {
@@ -433,5 +433,119 @@ describe("ARD with users configured", () => {
       });
       expect((await ask(path, "Bearer root-token")).status, path).toBe(200);
     }
+  });
+});
+
+describe("ARD import over REST", () => {
+  let t: TestBroker;
+  let base: string;
+  let site: import("node:http").Server;
+  let siteUrl: string;
+  const served = new Map<string, unknown>();
+  const manifest = (entries: Json[]) => ({ specVersion: "1.0", entries });
+  const card = (name: string) => ({
+    name,
+    description: `${name} agent`,
+    skills: [{ name: `${name} skill` }],
+  });
+  const entry = (name: string, rest: Json) => ({
+    identifier: `urn:air:publisher.test:agent:${name}`,
+    displayName: name,
+    type: "application/a2a-agent-card+json",
+    ...rest,
+  });
+  beforeAll(async () => {
+    const { createServer } = await import("node:http");
+    site = createServer((req, res) => {
+      const body = served.get(req.url ?? "");
+      if (body === undefined) res.writeHead(404).end();
+      else res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
+    });
+    await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
+    siteUrl = `http://127.0.0.1:${(site.address() as import("node:net").AddressInfo).port}`;
+    t = await startTestBroker({ registry: { embedder: "none" }, http: { port: 0 } });
+    base = `http://127.0.0.1:${t.broker.http!.port}`;
+  });
+  afterAll(async () => {
+    await t.close();
+    await new Promise((resolve) => site.close(resolve));
+  });
+  const mailboxes = async () =>
+    ((await t.request(Subjects.agentDiscover, {})).agents as Json[]).map((a) => a.mailbox).sort();
+
+  it("registers a site's manifest (falling back to ai-catalog.json), nested and by url", async () => {
+    served.set("/cards/one.json", card("one"));
+    served.set(
+      "/.well-known/ai-catalog.json",
+      manifest([
+        entry("one", { url: `${siteUrl}/cards/one.json` }),
+        {
+          identifier: "urn:air:publisher.test:catalog:inner",
+          displayName: "inner",
+          type: "application/ai-catalog+json",
+          data: manifest([entry("two", { data: card("two") })]),
+        },
+        {
+          identifier: "urn:air:publisher.test:mcp:tools",
+          displayName: "tools",
+          type: "application/mcp-server-card+json",
+          data: { name: "tools" },
+        },
+      ]),
+    );
+    const answer = await http(base, "POST", "/api/v1/ard/import", {
+      source: siteUrl,
+      mailbox: "pub.{name}",
+      ttl: 0,
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({
+      imported: [
+        { identifier: "urn:air:publisher.test:agent:one", name: "one", mailbox: "pub.one" },
+        { identifier: "urn:air:publisher.test:agent:two", name: "two", mailbox: "pub.two" },
+      ],
+      skipped: [{ identifier: "urn:air:publisher.test:mcp:tools", type: "application/mcp-server-card+json" }],
+      from: `${siteUrl}/.well-known/ai-catalog.json`,
+    });
+    expect(await mailboxes()).toEqual(["pub.one", "pub.two"]);
+  });
+
+  it("refuses a bad manifest or an unreachable site whole; a refused REGISTER takes back the others", async () => {
+    const before = await mailboxes();
+    served.set(
+      "/bad.json",
+      manifest([entry("ok", { data: card("ok") }), entry("both", { data: card("x"), url: `${siteUrl}/x` })]),
+    );
+    const bad = await http(base, "POST", "/api/v1/ard/import", {
+      source: `${siteUrl}/bad.json`,
+      mailbox: "pub.{name}",
+    });
+    expect(bad).toMatchObject({ status: 400, body: { errorCode: "INVALID_ARGUMENT" } });
+    expect(bad.body.message).toMatch(
+      /entry 1 \(urn:air:publisher.test:agent:both\): exactly one of 'url' and 'data'/,
+    );
+    const gone = await http(base, "POST", "/api/v1/ard/import", {
+      source: `${siteUrl}/nothing/`,
+      mailbox: "pub.{name}",
+    });
+    expect(gone).toMatchObject({ status: 404, body: { errorCode: "NOT_FOUND" } });
+    expect(gone.body.message).toMatch(/no ARD manifest found: .*ard\.json answered HTTP 404/);
+    const huge = { ...card("huge"), skills: Array.from({ length: 300 }, (_, i) => ({ name: `s${i}` })) };
+    served.set(
+      "/refused.json",
+      manifest([entry("fine", { data: card("fine") }), entry("huge", { data: huge })]),
+    );
+    const refused = await http(base, "POST", "/api/v1/ard/import", {
+      source: `${siteUrl}/refused.json`,
+      mailbox: "pub.{name}",
+    });
+    expect(refused).toMatchObject({ status: 400, body: { errorCode: "INVALID_ARGUMENT" } });
+    expect(refused.body.message).toMatch(/skills/);
+    const single = await http(base, "POST", "/api/v1/ard/import", {
+      source: `${siteUrl}/refused.json`,
+      mailbox: "pub.same",
+    });
+    expect(single.body.message).toMatch(/give a mailbox with \{name\}/);
+    expect(await mailboxes()).toEqual(before);
   });
 });

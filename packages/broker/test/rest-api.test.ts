@@ -1082,6 +1082,42 @@ describe("REST API v1 against its OpenAPI document", () => {
       body: { resultType: {} },
       status: 400,
     });
+    // Import: a manifest served here, with one inline card.
+    const { createServer } = await import("node:http");
+    const manifest = {
+      specVersion: "1.0",
+      entries: [
+        {
+          identifier: "urn:air:publisher.test:agent:imported",
+          displayName: "imported",
+          type: "application/a2a-agent-card+json",
+          data: { name: "imported", description: "an imported agent" },
+        },
+      ],
+    };
+    const site = createServer((_req, res) => res.writeHead(200).end(JSON.stringify(manifest)));
+    await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
+    const siteUrl = `http://127.0.0.1:${(site.address() as import("node:net").AddressInfo).port}`;
+    try {
+      const imported = await c.check({
+        method: "POST",
+        path: `${ard}/import`,
+        url: `${ard}/import`,
+        body: { source: `${siteUrl}/m.json`, mailbox: "ard.{name}" },
+        status: 200,
+      });
+      expect((imported.body as { imported: { mailbox: string }[] }).imported[0].mailbox).toBe("ard.imported");
+      await c.check({
+        method: "POST",
+        path: `${ard}/import`,
+        url: `${ard}/import`,
+        body: { source: siteUrl },
+        status: 400,
+      });
+    } finally {
+      await new Promise((resolve) => site.close(resolve));
+    }
+    await t.request(Subjects.agentUnregister, { mailbox: "ard.imported" });
     await t.request(Subjects.agentUnregister, { mailbox: "ard.contract" });
   });
 

@@ -19,7 +19,7 @@ const CLAUSE = /^\s*([A-Za-z_][\w.]*)\s*(=|:|>=|>)\s*(?:'([^']*)'|"([^"]*)"|(\S+
  */
 export function parseListFilter(text: string): ListFilter {
   const tests: ListFilter[] = [];
-  for (const clause of text.split(/\s+AND\s+/i)) {
+  for (const clause of text.split(/ +AND +/)) {
     if (clause.trim() === "") continue;
     const match = CLAUSE.exec(clause);
     if (!match) {

@@ -10,11 +10,14 @@ import { ARD_API_PATH, ARD_ERRORS, invalidArgument, notFound } from "./ard-error
 import { ArdFederation, type ArdUpstream, DEFAULT_FEDERATION_TIMEOUT_MS } from "./ard-federation.js";
 import { type ArdFilter, matchesFilter, valuesAt } from "./ard-filter.js";
 import { ardIdentifier, DEFAULT_ARD_PUBLISHER, parseArdIdentifier } from "./ard-identifier.js";
+import { importManifest } from "./ard-import.js";
 import { orderEntries, parseListFilter } from "./ard-list-filter.js";
 import {
   ArdExploreBody,
   ArdExploreResponse,
   ArdIdentifierParams,
+  ArdImportBody,
+  ArdImportResponse,
   ArdListQuery,
   ArdListResponse,
   ArdManifest,
@@ -45,20 +48,13 @@ const DEFAULT_MANIFEST_PAGE = 100;
 
 type Json = Record<string, unknown>;
 
-/** A page token: where the next page starts, opaque to the client. */
+/** A page token: where the next page starts (its form is in the schemas, so a client may check it). */
 function pageToken(offset: number): string {
-  return Buffer.from(`o:${offset}`).toString("base64url");
+  return `o${offset}`;
 }
 
 function offsetOf(token: string | undefined): number {
-  if (token === undefined || token === "") return 0;
-  const match = /^o:(\d{1,9})$/.exec(Buffer.from(token, "base64url").toString());
-  if (!match) {
-    throw invalidArgument(
-      `pageToken '${token}' is not one this registry gave out: send the pageToken of the previous answer, or none for the first page`,
-    );
-  }
-  return Number(match[1]);
+  return token === undefined ? 0 : Number(token.slice(1));
 }
 
 /** The registry's ARD face: the manifest at /.well-known and the REST API under /api/v1/ard. */
@@ -227,6 +223,23 @@ export function mountArdRoutes(
       const entry = await catalog.one(name, contextOf(request), principal);
       if (!entry) throw notFound(`${missing} (no live agent registered mailbox ${name})`);
       return { status: 200, body: entry };
+    },
+  });
+
+  router.add({
+    method: "POST",
+    path: `${ARD_API_PATH}/import`,
+    tag: "ARD",
+    summary: "mq9 extension: register the A2A agents of a publisher's ARD manifest, all or nothing",
+    body: ArdImportBody,
+    responses: {
+      200: { description: "what was registered and what was skipped", schema: ArdImportResponse },
+    },
+    errors: [400, 404, 503],
+    errorFormat: ARD_ERRORS,
+    handler: async ({ body, principal }) => {
+      registryOn();
+      return { status: 200, body: await importManifest(service, body, principal) };
     },
   });
 

@@ -1,4 +1,15 @@
 import { z } from "zod";
+import { queryInt } from "../rest/api-schemas.js";
+
+/** A page token as this registry gives them out: where the next page starts. */
+const pageTokenSchema = z
+  .string()
+  .regex(
+    /^o[0-9]{1,9}$/,
+    "is not a page token this registry gave out (send the previous answer's pageToken)",
+  );
+/** ARD's identifier rule (§4.2.1). */
+export const ARD_IDENTIFIER = /^urn:air:[a-zA-Z0-9.-]+(:[a-zA-Z0-9._-]+)+$/;
 
 /** ARD's error envelope (spec Appendix B; OpenAPI `Error`). */
 export const ArdErrorBody = z
@@ -31,7 +42,7 @@ export const ArdSearchBody = z.strictObject({
   }),
   federation: z.enum(["auto", "referrals", "none"]).optional().describe("default auto"),
   pageSize: pageSize.optional().describe("default 10, at most 100"),
-  pageToken: z.string().optional(),
+  pageToken: pageTokenSchema.optional(),
 });
 
 export const ArdExploreBody = z.strictObject({
@@ -49,26 +60,36 @@ export const ArdExploreBody = z.strictObject({
   }),
 });
 
+const LIST_VALUE = `(?:'[^']*'|"[^"]*"|[^ '"]+)`;
+const LIST_DATE = `\\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\\d|3[01])(?:T(?:[01]\\d|2[0-3]):[0-5]\\d(?::[0-5]\\d(?:\\.\\d{1,3})?)?(?:Z|[+-](?:[01]\\d|2[0-3]):[0-5]\\d))?`;
+const LIST_CLAUSE = `(?:(?:type|publisherId|displayName|tags|capabilities|version|identifier) *[=:] *${LIST_VALUE}|updatedAfter *> *(?:'${LIST_DATE}'|"${LIST_DATE}"|${LIST_DATE}))`;
+/** Appendix A's filter as the listing reads it: clauses joined by AND. */
+const LIST_FILTER = new RegExp(`^(?:${LIST_CLAUSE}(?: +AND +${LIST_CLAUSE})*)?$`);
+
 export const ArdListQuery = z.object({
   filter: z
     .string()
+    .regex(
+      LIST_FILTER,
+      "must be clauses joined by AND: type, publisherId, displayName, tags, capabilities, version or identifier = value (a,b for either), or updatedAfter > an ISO 8601 time",
+    )
     .optional()
     .describe("e.g. type = 'application/a2a-agent-card+json' AND publisherId = agent.localhost"),
   orderBy: z
     .string()
+    .regex(
+      /^(displayName|identifier|updatedAt|version|type)( (ASC|DESC|asc|desc))?$/,
+      "must be displayName, identifier, updatedAt, version or type, optionally followed by ASC or DESC",
+    )
     .optional()
     .describe("displayName, identifier, updatedAt, version or type, then ASC or DESC"),
-  pageSize: z
-    .string()
-    .regex(/^\d+$/, "must be a whole number")
-    .transform(Number)
-    .pipe(pageSize)
-    .optional()
-    .describe("default 20, at most 100"),
-  pageToken: z.string().optional(),
+  pageSize: queryInt(1, 100).optional().describe("default 20, at most 100"),
+  pageToken: pageTokenSchema.optional(),
 });
 
-export const ArdIdentifierParams = z.object({ identifier: z.string().min(1) });
+export const ArdIdentifierParams = z.object({
+  identifier: z.string().regex(ARD_IDENTIFIER, "must read urn:air:<publisher domain>:<namespace>:<name>"),
+});
 
 export const CatalogEntrySchema = z.looseObject({
   identifier: z.string(),
@@ -115,4 +136,30 @@ export const ArdManifestQuery = z.object({
     .regex(/^[1-9]\d*$/, "must be a page number from 1")
     .transform(Number)
     .optional(),
+});
+
+export const ArdImportBody = z.strictObject({
+  source: z
+    .string()
+    .regex(
+      /^(?:https?:\/\/)?[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?::(?:6553[0-5]|655[0-2]\d|65[0-4]\d{2}|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{0,3}))?(?:\/[!-~]*)?$/,
+      "must be a domain or an http(s) URL, e.g. agents.example.com or https://agents.example.com/catalog.json",
+    )
+    .describe("a domain, a site URL (its /.well-known/ard.json, then ai-catalog.json) or a manifest URL"),
+  mailbox: z
+    .string()
+    .min(1)
+    .describe("the mailbox each card is registered under; {name} is the card's name in mailbox form"),
+  ttl: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe("seconds without REGISTER or REPORT before each expires; 0 = never"),
+});
+
+export const ArdImportResponse = z.object({
+  imported: z.array(z.object({ identifier: z.string(), name: z.string(), mailbox: z.string() })),
+  skipped: z.array(z.object({ identifier: z.string(), type: z.string() })),
+  from: z.string(),
 });

@@ -1,4 +1,11 @@
 import { existsSync, readFileSync } from "node:fs";
+import {
+  ArdManifestError,
+  isManifest,
+  MANIFEST_PATHS,
+  mailboxFor,
+  readManifest,
+} from "@mq9/broker/ard-manifest";
 import type { AgentRegistration } from "@mq9/client";
 import type { Command } from "commander";
 import {
@@ -9,7 +16,6 @@ import {
   withClient,
 } from "../../shared/client-command.js";
 import { printJson } from "../../shared/output.js";
-import { isManifest, MANIFEST_PATHS, readManifest } from "./ard-manifest.js";
 
 interface ImportFlags extends ConnectionFlags {
   mailbox: string;
@@ -92,7 +98,9 @@ async function readCards(
     }
   }
   if (isManifest(value)) {
-    const contents = await readManifest(value, from, (url) => fetchJson(url, timeoutMs));
+    const contents = await readManifest(value, from, (url) => fetchJson(url, timeoutMs)).catch((err) => {
+      throw err instanceof ArdManifestError ? new UsageError(err.message) : err;
+    });
     return { cards: contents.cards.map((listed) => listed.card), from, skipped: contents.skipped };
   }
   const cards = Array.isArray(value) ? value : [value];
@@ -108,12 +116,6 @@ async function readCards(
   }
   return { cards: cards as Card[], from, skipped: [] };
 }
-
-const slug = (name: string) =>
-  name
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, ".")
-    .replace(/^\.+|\.+$/g, "");
 
 /** `mq9 agent import <url-or-file>`: registers A2A cards (v1.0 or v0.3) under a mailbox. */
 export function registerAgentImport(agent: Command): void {
@@ -157,7 +159,7 @@ Examples:
             throw new UsageError(`${from} holds ${cards.length} cards: give --mailbox with {name} in it`);
           }
           const bodies = cards.map((card) => {
-            const mailbox = flags.mailbox.replaceAll("{name}", slug(String(card.name)));
+            const mailbox = mailboxFor(flags.mailbox, String(card.name));
             const body: AgentRegistration & { mailbox: string } = { ...card, mailbox };
             if (flags.name !== undefined) body.name = flags.name;
             if (flags.ttl !== undefined) body.ttl = flags.ttl;

@@ -1,4 +1,22 @@
-import { UsageError } from "../../shared/usage-error.js";
+/**
+ * `@mq9/broker/ard-manifest` — reading and checking a publisher's ARD manifest (ARD §4), for
+ * `mq9 agent import` and the broker's import route. A subpath of its own with no imports, so
+ * the CLI reads manifests without loading the broker.
+ *
+ * @example
+ * ```ts
+ * import { readManifest } from "@mq9/broker/ard-manifest";
+ *
+ * const { cards } = await readManifest(manifestJson, "manifest.json", (url) => fetch(url).then((r) => r.json()));
+ * ```
+ */
+/** A manifest that breaks ARD's rules, or a part of it that cannot be read: the message names the entry and the rule. */
+export class ArdManifestError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ArdManifestError";
+  }
+}
 
 type Json = Record<string, unknown>;
 
@@ -68,7 +86,7 @@ export type FetchJson = (url: string) => Promise<unknown>;
 
 /**
  * Validates a manifest and everything it nests, fetching referenced cards and catalogs: the
- * whole of it, before anything is registered. Throws a UsageError naming the entry and the rule.
+ * whole of it, before anything is registered. Throws a ArdManifestError naming the entry and the rule.
  */
 export async function readManifest(
   manifest: unknown,
@@ -78,17 +96,19 @@ export async function readManifest(
   const contents: ManifestContents = { cards: [], skipped: [] };
   const seen = new Set<string>();
   const walk = async (value: unknown, where: string, depth: number): Promise<void> => {
-    if (!isObject(value)) throw new UsageError(`${where} is not an ARD manifest: it must be a JSON object`);
+    if (!isObject(value))
+      throw new ArdManifestError(`${where} is not an ARD manifest: it must be a JSON object`);
     if (typeof value.specVersion !== "string")
-      throw new UsageError(`${where}: 'specVersion' is required (a string)`);
-    if (!Array.isArray(value.entries)) throw new UsageError(`${where}: 'entries' is required (an array)`);
+      throw new ArdManifestError(`${where}: 'specVersion' is required (a string)`);
+    if (!Array.isArray(value.entries))
+      throw new ArdManifestError(`${where}: 'entries' is required (an array)`);
     for (const [index, entry] of value.entries.entries()) {
       const name = isObject(entry) && typeof entry.identifier === "string" ? ` (${entry.identifier})` : "";
       const label = `${where}: entry ${index}${name}`;
       const problem = entryProblem(entry);
-      if (problem) throw new UsageError(`${label}: ${problem}`);
+      if (problem) throw new ArdManifestError(`${label}: ${problem}`);
       const { identifier, type } = entry as { identifier: string; type: string };
-      if (seen.has(identifier)) throw new UsageError(`${label}: the identifier is listed twice`);
+      if (seen.has(identifier)) throw new ArdManifestError(`${label}: the identifier is listed twice`);
       seen.add(identifier);
       const body = async (): Promise<unknown> => {
         const { url, data } = entry as { url?: string; data?: unknown };
@@ -96,18 +116,20 @@ export async function readManifest(
         try {
           return await fetchJson(url!);
         } catch (err) {
-          throw new UsageError(`${label}: its url could not be read: ${(err as Error).message}`);
+          throw new ArdManifestError(`${label}: its url could not be read: ${(err as Error).message}`);
         }
       };
       if (A2A_TYPES.has(type)) {
         const card = await body();
         if (!isObject(card) || typeof card.name !== "string") {
-          throw new UsageError(`${label}: its card is not an A2A agent card (a JSON object with a name)`);
+          throw new ArdManifestError(
+            `${label}: its card is not an A2A agent card (a JSON object with a name)`,
+          );
         }
         contents.cards.push({ identifier, card });
       } else if (type === CATALOG_TYPE) {
         if (depth >= MAX_NESTING)
-          throw new UsageError(`${label}: catalogs nest deeper than ${MAX_NESTING} levels`);
+          throw new ArdManifestError(`${label}: catalogs nest deeper than ${MAX_NESTING} levels`);
         await walk(await body(), `${label} → ${(entry as Json).url ?? "its data"}`, depth + 1);
       } else if (!REGISTRY_TYPES.has(type)) {
         contents.skipped.push({ identifier, type });
@@ -116,4 +138,13 @@ export async function readManifest(
   };
   await walk(manifest, from, 0);
   return contents;
+}
+
+/** A card's mailbox from a `--mailbox` template: `{name}` is the card's name in mailbox form. */
+export function mailboxFor(template: string, name: string): string {
+  const slug = name
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, ".")
+    .replace(/^\.+|\.+$/g, "");
+  return template.replaceAll("{name}", slug);
 }
