@@ -10,6 +10,9 @@ export default defineConfig({
       "@mq9/protocol": src("protocol"),
       "@mq9/broker/internal": fileURLToPath(new URL("./packages/broker/src/internal.ts", import.meta.url)),
       "@mq9/broker/api": fileURLToPath(new URL("./packages/broker/src/api.ts", import.meta.url)),
+      "@mq9/broker/ard-manifest": fileURLToPath(
+        new URL("./packages/broker/src/http/ard/ard-manifest.ts", import.meta.url),
+      ),
       "@mq9/broker": src("broker"),
       "@mq9/registry/defaults": fileURLToPath(
         new URL("./packages/registry/src/defaults.ts", import.meta.url),
