@@ -4,21 +4,9 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, type ServeProcess, spawnServe, tempDir } from "./cli-harness.js";
+import { invoiceCard } from "./fixtures/invoice-card.js";
 
-const v1Card = {
-  name: "Invoice Checker",
-  description: "Validates invoices against purchase orders.",
-  version: "1.0.0",
-  supportedInterfaces: [
-    { url: "https://agent.test/a2a", protocolBinding: "JSONRPC", protocolVersion: "1.0" },
-  ],
-  capabilities: {},
-  defaultInputModes: ["text/plain"],
-  defaultOutputModes: ["text/plain"],
-  skills: [
-    { id: "check", name: "Check invoice", description: "Compare an invoice with its PO.", tags: ["finance"] },
-  ],
-};
+const v1Card = invoiceCard;
 const v03Card = {
   name: "weather",
   description: "Forecasts.",

@@ -6,29 +6,11 @@ import { join } from "node:path";
 import { MQ9_CLI } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, type ServeProcess, spawnServe, tempDir } from "./cli-harness.js";
+import { invoiceCard } from "./fixtures/invoice-card.js";
 
 type Json = Record<string, unknown>;
 
-const card = {
-  name: "Invoice Checker",
-  description: "Validates invoices against purchase orders.",
-  version: "1.0.0",
-  supportedInterfaces: [
-    { url: "https://agent.test/a2a", protocolBinding: "JSONRPC", protocolVersion: "1.0" },
-  ],
-  capabilities: {},
-  defaultInputModes: ["text/plain"],
-  defaultOutputModes: ["text/plain"],
-  skills: [
-    {
-      id: "check",
-      name: "Check invoice",
-      description: "Compare an invoice with its PO.",
-      tags: ["finance"],
-      examples: ["does invoice 42 match its order", "check this invoice"],
-    },
-  ],
-};
+const card = invoiceCard;
 
 describe("mq9 serve speaks ARD", () => {
   const data = tempDir();
