@@ -4,7 +4,14 @@ import type { Mq9Service } from "../../service/mq9-service.js";
 import { ApiError } from "../rest/api-error.js";
 import { callMq9 } from "../rest/mq9-call.js";
 import { invalidArgument } from "./ard-errors.js";
-import { ArdManifestError, isManifest, MANIFEST_PATHS, mailboxFor, readManifest } from "./ard-manifest.js";
+import {
+  ArdManifestError,
+  fetchJsonDocument,
+  isManifest,
+  MANIFEST_PATHS,
+  mailboxFor,
+  readManifest,
+} from "./ard-manifest.js";
 
 /** How long each document of an import (the manifest, a nested catalog, a card) may take to arrive. */
 const FETCH_TIMEOUT_MS = 10_000;
@@ -21,26 +28,7 @@ function unreachable(message: string): ApiError {
   return new ApiError(404, "NOT_FOUND", message);
 }
 
-async function fetchJson(url: string): Promise<unknown> {
-  let response: Response;
-  try {
-    response = await fetch(url, {
-      signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
-      headers: { accept: "application/json" },
-    });
-  } catch (err) {
-    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    throw new Error(
-      `${url} could not be reached (${cause?.code ?? cause?.message ?? (err as Error).message})`,
-    );
-  }
-  if (!response.ok) throw new Error(`${url} answered HTTP ${response.status}`);
-  try {
-    return await response.json();
-  } catch (err) {
-    throw new Error(`${url} did not return JSON: ${(err as Error).message}`);
-  }
-}
+const fetchJson = (url: string) => fetchJsonDocument(url, FETCH_TIMEOUT_MS);
 
 /** A publisher's manifest: a .json URL as is, a site (or bare domain) by its well-known names. */
 async function fetchManifest(source: string): Promise<{ manifest: unknown; from: string }> {

@@ -54,6 +54,32 @@ export function isManifest(value: unknown): boolean {
   return isObject(value) && Array.isArray(value.entries) && "specVersion" in value;
 }
 
+/**
+ * GETs a JSON document within `timeoutMs`; an unreachable host, an HTTP error and a body that is
+ * not JSON each fail with a message that names the URL and the reason.
+ */
+export async function fetchJsonDocument(url: string, timeoutMs: number): Promise<unknown> {
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      signal: AbortSignal.timeout(timeoutMs),
+      headers: { accept: "application/json" },
+    });
+  } catch (err) {
+    // fetch says only "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND, a timeout) is its cause.
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    throw new Error(
+      `${url} could not be reached (${cause?.code ?? cause?.message ?? (err as Error).message})`,
+    );
+  }
+  if (!response.ok) throw new Error(`${url} answered HTTP ${response.status}`);
+  try {
+    return await response.json();
+  } catch (err) {
+    throw new Error(`${url} did not return JSON: ${(err as Error).message}`);
+  }
+}
+
 /** Why a manifest's entry breaks ARD's rules, or undefined. `where` names it for the error. */
 function entryProblem(entry: unknown): string | undefined {
   if (!isObject(entry)) return "an entry must be a JSON object";

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import {
   ArdManifestError,
+  fetchJsonDocument,
   isManifest,
   MANIFEST_PATHS,
   mailboxFor,
@@ -29,27 +30,11 @@ type Card = Record<string, unknown>;
 /** The card paths A2A servers publish: v0.3+ first, then the v0.2 name. */
 const WELL_KNOWN = [".well-known/agent-card.json", ".well-known/agent.json"];
 
-async function fetchJson(url: string, timeoutMs: number): Promise<unknown> {
-  let response: Response;
-  try {
-    response = await fetch(url, {
-      signal: AbortSignal.timeout(timeoutMs),
-      headers: { accept: "application/json" },
-    });
-  } catch (err) {
-    // fetch says only "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND, a timeout) is its cause.
-    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    throw new UsageError(
-      `${url} could not be reached (${cause?.code ?? cause?.message ?? (err as Error).message})`,
-    );
-  }
-  if (!response.ok) throw new UsageError(`${url} answered HTTP ${response.status}`);
-  try {
-    return await response.json();
-  } catch (err) {
-    throw new UsageError(`${url} did not return JSON: ${(err as Error).message}`);
-  }
-}
+/** A JSON document by URL; what keeps it from being read is the user's to fix (exit 2). */
+const fetchJson = (url: string, timeoutMs: number) =>
+  fetchJsonDocument(url, timeoutMs).catch((err: Error) => {
+    throw new UsageError(err.message);
+  });
 
 /** A bare domain (`agents.example.com`) stands for its https site. */
 function sourceUrl(source: string): string | undefined {
