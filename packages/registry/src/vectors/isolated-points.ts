@@ -19,8 +19,6 @@ export interface ExactIndex {
     k: number,
     filter?: (label: number) => boolean,
   ): { distances: number[]; neighbors: number[] };
-  getCurrentCount(): number;
-  getMaxElements(): number;
 }
 
 /** How many of the points are kept apart: a share of them, within bounds (the scan's cost). */
@@ -46,10 +44,6 @@ export class IsolatedPoints {
 
   get size(): number {
     return this.nearest.size;
-  }
-
-  has(label: number): boolean {
-    return this.nearest.has(label);
   }
 
   /** A point entering the graph, `nearest` the similarity of its nearest neighbour there. */
@@ -88,12 +82,8 @@ export class IsolatedPoints {
   ): { distances: number[]; neighbors: number[] } {
     const n = Math.min(k, this.nearest.size);
     if (n === 0) return { distances: [], neighbors: [] };
-    try {
-      return this.exact.searchKnn(rest, n, accept);
-    } catch {
-      // Fewer than n kept points pass the filter (hnswlib then refuses): the graph search covers it.
-      return { distances: [], neighbors: [] };
-    }
+    // The exact index returns fewer than n when fewer pass the filter (the graph's index throws).
+    return this.exact.searchKnn(rest, n, accept);
   }
 
   /** What to save: each kept label with its nearest-neighbour similarity. */
