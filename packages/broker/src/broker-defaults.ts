@@ -8,6 +8,11 @@ export const BrokerDefaults = {
   host: "127.0.0.1",
   /** The SQLite data directory, relative to the working directory. */
   dataDir: "./mq9-data",
+  /**
+   * Memory for the newest messages of the embedded store: a consumer that is at most this far
+   * behind is served without reading SQLite or the message log. Taken only as messages arrive.
+   */
+  messageCacheBytes: 64 * 1024 * 1024,
   maxConnections: 65_536,
   /** Bytes queued for a slow client before it is closed. */
   maxPendingBytes: 64 * 1024 * 1024,

@@ -27,6 +27,8 @@ export interface BrokerOptions {
   /** Folder of the embedded SQLite store. */
   dataDir?: string;
   sync?: SyncMode;
+  /** Memory for the newest messages of the embedded store (see BrokerDefaults.messageCacheBytes); 0: none. */
+  messageCacheBytes?: number;
   /** Another Store (e.g. a shared database); replaces the embedded one. */
   store?: Store;
   notifier?: Notifier;
@@ -117,6 +119,7 @@ function openEmbeddedStore(options: BrokerOptions, logger: Logger): SqliteStore 
   return new SqliteStore({
     dataDir: options.dataDir ?? BrokerDefaults.dataDir,
     sync: options.sync,
+    recentMessageBytes: options.messageCacheBytes ?? BrokerDefaults.messageCacheBytes,
     onRowWorkerFailed: (err) =>
       logger.warn({ err }, "store: the worker writing message rows failed; the main thread writes them now"),
     onCorruptRecord: (err) =>

@@ -140,7 +140,7 @@ describe.skipIf(missing !== undefined)(
       expect(advertised.stderr).toContain("--node-http-url is a cluster node's setting: add --cluster");
       // The SQLite store's settings would be ignored on PostgreSQL: both named, from flag or environment.
       const sqliteOnly = await runCli(
-        ["serve", "--postgres", db.pg.url, "--data", tempDir(), "--port", "0"],
+        ["serve", "--postgres", db.pg.url, "--data", tempDir(), "--message-cache-bytes", "0", "--port", "0"],
         {
           MQ9_STORAGE_SYNC: "full",
         },
@@ -149,6 +149,7 @@ describe.skipIf(missing !== undefined)(
       expect(sqliteOnly.stderr).toContain("--data is the SQLite store's folder: with --postgres");
       expect(sqliteOnly.stderr).toContain("--sync sets how the SQLite store flushes");
       expect(sqliteOnly.stderr).toContain("set by MQ9_STORAGE_SYNC=full");
+      expect(sqliteOnly.stderr).toContain("--message-cache-bytes sizes the SQLite store's cache");
     });
   },
 );

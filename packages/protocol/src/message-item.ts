@@ -1,4 +1,5 @@
 import { headerBlockJson } from "./header-block-json.js";
+import { JsonBytes } from "./json-bytes.js";
 import type { Priority } from "./priority.js";
 
 /** A stored message as a broker hands it to the encoder (the broker's store records fit it as they are). */
@@ -38,36 +39,57 @@ const BOTH: ItemHeaderParts = { bytes: true, map: true };
 
 /**
  * The wire form of a stored message (`MessageItem`), written straight to JSON
- * text: payload in base64, the header block echoed as bytes (reference-broker
+ * bytes: payload in base64, the header block echoed as bytes (reference-broker
  * parity; left out when the FETCH asked for `include_header: false`) and as a
  * decoded map (left out for `include_headers: false`). `raw`: the item carries the payload's
- * length (`payload_len`) instead, for a reply whose payloads follow its JSON. Building the text
- * directly avoids an object per message and a number per header byte on the
- * hot FETCH path.
+ * length (`payload_len`) instead, for a reply whose payloads follow its JSON. Writing the bytes
+ * directly avoids an object per message and a number per header byte on the hot FETCH path.
  */
-export function encodeMessageItem(message: WireMessage, parts: ItemHeaderParts = BOTH, raw = false): string {
-  let out: string;
+export function writeMessageItem(
+  out: JsonBytes,
+  message: WireMessage,
+  parts: ItemHeaderParts = BOTH,
+  raw = false,
+): void {
   if (raw) {
     // The payload follows the reply's JSON (see encodeReply); the item says how long it is.
-    out = `{"msg_id":${message.id},"payload_len":${message.payload.byteLength},"priority":"${message.priority}"`;
+    out.ascii(`{"msg_id":${message.id},"payload_len":${message.payload.byteLength},"priority":"`);
   } else {
-    const payload = Buffer.from(
-      message.payload.buffer,
-      message.payload.byteOffset,
-      message.payload.byteLength,
-    );
-    out = `{"msg_id":${message.id},"payload":"${payload.toString("base64")}","priority":"${message.priority}"`;
+    out.ascii(`{"msg_id":${message.id},"payload":"`);
+    out.base64(message.payload);
+    out.ascii('","priority":"');
   }
+  out.ascii(message.priority);
   if (message.header) {
-    if (parts.bytes) out += `,"header":${headerBytesJson(message.header)}`;
-    if (parts.map) out += `,"headers":${headerBlockJson(message.header)}`;
+    if (parts.bytes) out.ascii(`","header":${headerBytesJson(message.header)}`);
+    else out.ascii('"');
+    if (parts.map) {
+      out.ascii(',"headers":');
+      out.text(headerBlockJson(message.header));
+    }
   } else {
-    out += ',"header":null';
+    out.ascii('","header":null');
   }
-  if (message.key !== undefined) out += `,"key":${JSON.stringify(message.key)}`;
-  if (message.tags) out += `,"tags":${JSON.stringify(message.tags)}`;
-  out += `,"create_time":${Math.floor(message.createdMs / 1000)}`;
-  return message.deliveryCount === undefined
-    ? `${out}}`
-    : `${out},"delivery_count":${message.deliveryCount}}`;
+  if (message.key !== undefined) {
+    out.ascii(',"key":');
+    out.text(JSON.stringify(message.key));
+  }
+  if (message.tags) {
+    out.ascii(',"tags":');
+    out.text(JSON.stringify(message.tags));
+  }
+  out.ascii(`,"create_time":${Math.floor(message.createdMs / 1000)}`);
+  out.ascii(message.deliveryCount === undefined ? "}" : `,"delivery_count":${message.deliveryCount}}`);
+}
+
+/** One message item as JSON text (see writeMessageItem). */
+export function encodeMessageItem(message: WireMessage, parts: ItemHeaderParts = BOTH, raw = false): string {
+  const out = new JsonBytes(itemSizeHint(message));
+  writeMessageItem(out, message, parts, raw);
+  return out.done().toString();
+}
+
+/** Bytes an item of `message` takes without its headers and strings: the writer grows past it when needed. */
+export function itemSizeHint(message: WireMessage): number {
+  return 160 + Math.ceil(message.payload.byteLength / 3) * 4;
 }

@@ -1,5 +1,6 @@
 import { Errors } from "./errors.js";
-import { encodeMessageItem, type ItemHeaderParts, type WireMessage } from "./message-item.js";
+import { JsonBytes } from "./json-bytes.js";
+import { type ItemHeaderParts, itemSizeHint, type WireMessage, writeMessageItem } from "./message-item.js";
 import type { Mq9Reply } from "./messages.js";
 import type { Mq9Error, Mq9ErrorCode } from "./mq9-error.js";
 
@@ -45,9 +46,9 @@ export function internalErrorReply(err: unknown): ErrorReply {
 }
 
 /**
- * The JSON of a reply, for the transport to write out without building one buffer of it: text
- * (written as UTF-8) for a short reply, pieces for a long one. Message lists are written item by
- * item (see encodeMessageItem); DISCOVER entries are spliced in as the UTF-8 bytes they are kept as.
+ * The JSON of a reply, for the transport to write out: text (written as UTF-8) for a short reply,
+ * bytes for one with messages, written item by item (see writeMessageItem); DISCOVER entries are
+ * spliced in as the UTF-8 bytes they are kept as.
  * With `rawPayloads` the items carry `payload_len`, and one newline and then every payload, back
  * to back in item order, follow the JSON: no base64, a quarter fewer bytes, the stored bytes
  * written as they are.
@@ -77,32 +78,25 @@ function spliceAgents(head: string, agents: readonly (readonly Uint8Array[])[]):
 const COMMA = Buffer.from(",");
 const CLOSE_AGENTS = Buffer.from("]}");
 
-/**
- * Texts of at most about this many characters. V8 puts a string over 128 KiB in its large-object
- * space, fresh pages every time, where pieces of this size reuse the young generation.
- */
-const PIECE_CHARS = 32 * 1024;
-
 function messagePieces(
   head: string,
   messages: readonly WireMessage[],
   headerParts: ItemHeaderParts | undefined,
   raw: boolean,
-): (string | Uint8Array)[] {
-  const pieces: (string | Uint8Array)[] = [];
-  let text = `${head.slice(0, -1)},"messages":[`;
+): Uint8Array[] {
+  let size = head.length * 3 + 16;
+  for (const message of messages) size += itemSizeHint(message) + (raw ? message.payload.byteLength : 0);
+  const out = new JsonBytes(size);
+  out.text(`${head.slice(0, -1)},"messages":[`);
   for (let i = 0; i < messages.length; i++) {
-    if (text.length >= PIECE_CHARS) {
-      pieces.push(text);
-      text = "";
-    }
-    text += `${i === 0 ? "" : ","}${encodeMessageItem(messages[i], headerParts, raw)}`;
+    if (i > 0) out.ascii(",");
+    writeMessageItem(out, messages[i], headerParts, raw);
   }
   if (!raw) {
-    pieces.push(`${text}]}`);
-    return pieces;
+    out.ascii("]}");
+    return [out.done()];
   }
-  pieces.push(`${text}]}\n`);
-  for (const message of messages) if (message.payload.byteLength > 0) pieces.push(message.payload);
-  return pieces;
+  out.ascii("]}\n");
+  for (const message of messages) out.bytes(message.payload);
+  return [out.done()];
 }

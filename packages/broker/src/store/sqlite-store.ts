@@ -132,7 +132,8 @@ function purgeWhere(filter: PurgeFilter): { where: string; params: Record<string
 }
 /**
  * Enough for consumers that keep up (a few thousand 1 KiB messages); the cache holds a buffer of
- * this size for the store's life (see RecentMessages).
+ * this size for the store's life (see RecentMessages). The broker asks for more (see
+ * BrokerDefaults.messageCacheBytes).
  */
 const DEFAULT_RECENT_MESSAGE_BYTES = 4 * 1024 * 1024;
 

@@ -13,6 +13,8 @@ export { SETTINGS, type ServeConfig };
 const SQLITE_ONLY_ON_POSTGRES = {
   data: "--data is the SQLite store's folder: with --postgres everything is kept in PostgreSQL; leave --data out",
   sync: "--sync sets how the SQLite store flushes: with --postgres durability is PostgreSQL's own (synchronous_commit, replication); leave --sync out",
+  messageCacheBytes:
+    "--message-cache-bytes sizes the SQLite store's cache of the newest messages: with --postgres messages are read from PostgreSQL; leave --message-cache-bytes out",
 } as const;
 
 /** The checks across settings, which no single setting's type can make. */
@@ -57,7 +59,7 @@ function checkAcrossSettings(config: ServeConfig, ctx: z.RefinementCtx): void {
   }
   // The SQLite store's settings would be ignored on PostgreSQL: refused, not silently dropped.
   if (config.cluster.postgres !== undefined) {
-    for (const key of ["data", "sync"] as const) {
+    for (const key of ["data", "sync", "messageCacheBytes"] as const) {
       if (config.storage[key] === undefined) continue;
       ctx.addIssue({ code: "custom", path: ["storage", key], message: SQLITE_ONLY_ON_POSTGRES[key] });
     }

@@ -246,6 +246,16 @@ export const SERVE_SETTINGS = {
       help: "normal: a reply means the message survives a killed process; full: also power loss; refused with --postgres",
       reads: "broker",
     }),
+    messageCacheBytes: setting({
+      type: whole(0),
+      default: BrokerDefaults.messageCacheBytes,
+      defaultAfterChecks: true,
+      unit: "bytes",
+      flag: "message-cache-bytes",
+      env: "MQ9_MESSAGE_CACHE_BYTES",
+      help: "memory for the newest messages: consumers this close behind are served without reading the disk; taken as messages arrive; 0 = none; refused with --postgres",
+      reads: "broker",
+    }),
   },
   messaging: {
     leaseMs: setting({

@@ -1,0 +1,54 @@
+/**
+ * JSON written straight into bytes: known-ASCII pieces copied as they are, base64 written from
+ * the payload's bytes, other text as UTF-8. A long reply built this way costs no string
+ * concatenation, flattening or UTF-8 measuring, which string pieces would.
+ */
+export class JsonBytes {
+  private buf: Buffer;
+  private at = 0;
+
+  constructor(sizeHint: number) {
+    this.buf = Buffer.allocUnsafe(Math.max(sizeHint, 64));
+  }
+
+  /** Text known to be ASCII (numbers, field names, base64): one byte per character. */
+  ascii(text: string): void {
+    this.room(text.length);
+    this.at += this.buf.write(text, this.at, "latin1");
+  }
+
+  /** Any text, as UTF-8 (at most three bytes per UTF-16 unit). */
+  text(text: string): void {
+    this.room(text.length * 3);
+    this.at += this.buf.write(text, this.at, "utf8");
+  }
+
+  /** Bytes as base64, without quotes. */
+  base64(bytes: Uint8Array): void {
+    const view = Buffer.isBuffer(bytes)
+      ? bytes
+      : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.ascii(view.toString("base64"));
+  }
+
+  /** Bytes as they are (payloads that follow a raw reply's JSON). */
+  bytes(bytes: Uint8Array): void {
+    this.room(bytes.byteLength);
+    this.buf.set(bytes, this.at);
+    this.at += bytes.byteLength;
+  }
+
+  /** What was written (a view of the writer's memory: write nothing more afterwards). */
+  done(): Buffer {
+    return this.buf.subarray(0, this.at);
+  }
+
+  private room(extra: number): void {
+    if (this.at + extra <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < this.at + extra) size *= 2;
+    const bigger = Buffer.allocUnsafe(size);
+    this.buf.copy(bigger, 0, 0, this.at);
+    this.buf = bigger;
+  }
+}
