@@ -105,8 +105,9 @@ export async function startWith({ payload, drainBatch }, { permissions }) {
     }
     // A named member, and the delivery counts every group FETCH carries: what a consumer pays for
     // poison-message handling and inspection.
-    // BENCH_MQ9_RAW=1: the drains ask for raw payloads (an mq9 extension) instead of base64.
-    const rawPayloads = process.env.BENCH_MQ9_RAW === "1";
+    // The drains ask for what @mq9/client asks by default: raw payloads (an mq9 extension);
+    // BENCH_MQ9_RAW=0 asks for base64 in the JSON instead, as the other SDKs do.
+    const rawPayloads = process.env.BENCH_MQ9_RAW !== "0";
     const fetchOptions = (batch) => ({
       group: GROUP,
       deliver: "earliest",

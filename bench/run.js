@@ -51,7 +51,8 @@ environment (defaults in brackets, quick-run defaults after the slash):
   BENCH_ORCH_MESSAGES   --orchestrator: routed messages of the loaded run     [30000 / 3000]
   BENCH_ORCH_TASKS      --orchestrator: 0 skips the task phases (split, bulkhead)   [1]
   BENCH_ORCH_SERVE_ARGS --orchestrator: extra flags of mq9 serve, e.g. "--poll-batch 512"   []
-  BENCH_MQ9_RAW         1: mq9's drains and consume loop ask for raw payloads (mq9 extension)   [0]
+  BENCH_MQ9_RAW         0: mq9's drains and consume loop ask for base64 payloads, not raw ones
+                        (raw: an mq9 extension, @mq9/client's default)                [1]
   BENCH_MQ9_NODE_ARGS   node flags for our broker (every bench), e.g. "--cpu-prof --cpu-prof-dir=DIR"   [none]
 `;
 

@@ -112,7 +112,11 @@ describe("configuration", () => {
       flags: { port: "3333" },
     });
     expect(config.server).toMatchObject({ port: 3333, host: "0.0.0.0", maxPayload: 1024 * 1024 });
-    expect(config.storage).toEqual({ data: "/tmp/envdata", sync: "full", messageCacheBytes: 64 * 1024 * 1024 });
+    expect(config.storage).toEqual({
+      data: "/tmp/envdata",
+      sync: "full",
+      messageCacheBytes: 64 * 1024 * 1024,
+    });
     expect(loadServeConfig({ env: {} }).server.port).toBe(4332);
   });
 

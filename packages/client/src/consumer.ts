@@ -90,7 +90,7 @@ export interface ConsumeOptions {
   headerBytes?: boolean;
   /** false: leave out the decoded header map of each message (see FetchOptions.headerMap; default true). */
   headerMap?: boolean;
-  /** Payloads as bytes after the reply's JSON, not base64 (see FetchOptions.rawPayloads; mq9 extension). */
+  /** Payloads as bytes after the reply's JSON, not base64 (default; see FetchOptions.rawPayloads; mq9 extension). */
   rawPayloads?: boolean;
   /** Retries of FETCH and ACK while the connection is lost; the consumer stops when they run out. */
   retry?: RetryOptions;

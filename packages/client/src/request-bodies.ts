@@ -68,6 +68,7 @@ export interface FetchOptions {
   /**
    * mq9 extension: the reply carries payloads as bytes after its JSON instead of base64 in it
    * (less to encode, send and decode). A broker without it answers the usual form, read the same.
+   * Default true; false asks for the usual form.
    */
   rawPayloads?: boolean;
 }
@@ -117,7 +118,7 @@ export function fetchBody(options: FetchOptions): FetchRequest {
   if (options.headerBytes === false) body.include_header = false;
   if (options.headerMap === false) body.include_headers = false;
   if (options.member !== undefined) body.member = options.member;
-  if (options.rawPayloads) body.payload_format = "raw";
+  if (options.rawPayloads ?? true) body.payload_format = "raw";
   const config: FetchConfig = {};
   if (options.batch !== undefined) config.num_msgs = options.batch;
   if (options.maxWaitMs !== undefined) config.max_wait_ms = options.maxWaitMs;

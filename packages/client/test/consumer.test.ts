@@ -107,7 +107,7 @@ describe("consume with a handler", () => {
     expect(await leftOver(client, box, "g")).toEqual([]);
   });
 
-  it("with rawPayloads, FETCHes ask for raw payloads and every message arrives whole and is ACKed", async () => {
+  it("FETCHes ask for raw payloads by default, base64 with rawPayloads false; every message arrives whole", async () => {
     const { proxy, client, box } = await setupProxied();
     const sent = Array.from({ length: 25 }, (_, i) =>
       Uint8Array.from({ length: 100 + i }, (_, k) => (k * i) % 256),
@@ -119,13 +119,28 @@ describe("consume with a handler", () => {
       (message) => {
         got.set(message.msgId, message.payload);
       },
-      { group: "g", deliver: "earliest", batch: 10, rawPayloads: true },
+      { group: "g", deliver: "earliest", batch: 10 },
     );
     await eventually(() => got.size === 25);
     await consumer.stop();
     expect([...got.values()]).toEqual(sent);
     expect(proxy.sent.split('"payload_format":"raw"').length - 1).toBeGreaterThanOrEqual(3);
     expect(await leftOver(client, box, "g")).toEqual([]);
+    // rawPayloads false: the usual base64 form, asked for without the field.
+    const rawAsks = proxy.sent.split('"payload_format":"raw"').length;
+    got.clear();
+    const plain = client.consume(
+      box,
+      (message) => {
+        got.set(message.msgId, message.payload);
+      },
+      { group: "g2", deliver: "earliest", batch: 10, rawPayloads: false },
+    );
+    await eventually(() => got.size === 25);
+    await plain.stop();
+    const hex = (payloads: Iterable<Uint8Array>) => [...payloads].map((p) => Buffer.from(p).toString("hex"));
+    expect(hex(got.values())).toEqual(hex(sent));
+    expect(proxy.sent.split('"payload_format":"raw"').length).toBe(rawAsks);
   });
 
   it("starts every handler of a fetched batch before any of them goes on past an await", async () => {

@@ -138,7 +138,7 @@ describe("send and fetch", () => {
     expect(bare.json()).toEqual({ a: 1 });
   });
 
-  it("rawPayloads: the payloads follow the reply's JSON as bytes, and read the same as base64 ones", async () => {
+  it("raw payloads (the default): the payloads follow the reply's JSON as bytes, and read the same as base64 ones", async () => {
     const box = await client.createMailbox({ name: boxName() });
     const bytes = Uint8Array.from({ length: 300 }, (_, i) => (i * 7) % 256);
     await client.send(box, bytes, { key: "k", tags: ["t"], headers: { "x-trace": "ab" } });
@@ -155,8 +155,8 @@ describe("send and fetch", () => {
     expect(head.messages.map((m: { payload_len: number }) => m.payload_len)).toEqual([300, 0, 17]);
     expect(head.messages[0].payload).toBeUndefined();
     expect(wire.data.length - newline - 1).toBe(317);
-    const raw = await client.fetch(box, { deliver: "earliest", rawPayloads: true });
-    const base64 = await client.fetch(box, { deliver: "earliest" });
+    const raw = await client.fetch(box, { deliver: "earliest" });
+    const base64 = await client.fetch(box, { deliver: "earliest", rawPayloads: false });
     expect(raw.map((m) => Buffer.from(m.payload).toString("hex"))).toEqual(
       base64.map((m) => Buffer.from(m.payload).toString("hex")),
     );
