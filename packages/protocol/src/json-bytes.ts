@@ -31,13 +31,6 @@ export class JsonBytes {
     this.ascii(view.toString("base64"));
   }
 
-  /** Bytes as they are (payloads that follow a raw reply's JSON). */
-  bytes(bytes: Uint8Array): void {
-    this.room(bytes.byteLength);
-    this.buf.set(bytes, this.at);
-    this.at += bytes.byteLength;
-  }
-
   /** What was written (a view of the writer's memory: write nothing more afterwards). */
   done(): Buffer {
     return this.buf.subarray(0, this.at);

@@ -84,12 +84,12 @@ export function writeMessageItem(
 
 /** One message item as JSON text (see writeMessageItem). */
 export function encodeMessageItem(message: WireMessage, parts: ItemHeaderParts = BOTH, raw = false): string {
-  const out = new JsonBytes(itemSizeHint(message));
+  const out = new JsonBytes(itemSizeHint(message, raw));
   writeMessageItem(out, message, parts, raw);
   return out.done().toString();
 }
 
 /** Bytes an item of `message` takes without its headers and strings: the writer grows past it when needed. */
-export function itemSizeHint(message: WireMessage): number {
-  return 160 + Math.ceil(message.payload.byteLength / 3) * 4;
+export function itemSizeHint(message: WireMessage, raw = false): number {
+  return 160 + (raw ? 0 : Math.ceil(message.payload.byteLength / 3) * 4);
 }

@@ -85,7 +85,7 @@ function messagePieces(
   raw: boolean,
 ): Uint8Array[] {
   let size = head.length * 3 + 16;
-  for (const message of messages) size += itemSizeHint(message) + (raw ? message.payload.byteLength : 0);
+  for (const message of messages) size += itemSizeHint(message, raw);
   const out = new JsonBytes(size);
   out.text(`${head.slice(0, -1)},"messages":[`);
   for (let i = 0; i < messages.length; i++) {
@@ -97,6 +97,8 @@ function messagePieces(
     return [out.done()];
   }
   out.ascii("]}\n");
-  for (const message of messages) out.bytes(message.payload);
-  return [out.done()];
+  // The payloads go out as they are: the transport copies them once, into its output.
+  const pieces: Uint8Array[] = [out.done()];
+  for (const message of messages) if (message.payload.byteLength > 0) pieces.push(message.payload);
+  return pieces;
 }
