@@ -1,6 +1,7 @@
 import { Subjects } from "@mq9/protocol";
 import { until } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { nextReadingAt } from "../src/http/rest/metrics-history.js";
 import { startTestBroker, type TestBroker } from "./harness.js";
 import { RestContract } from "./rest-contract.js";
 
@@ -18,6 +19,14 @@ interface History {
 }
 
 const last = (column: Column) => column.at(-1);
+
+describe("history readings and the broker's time", () => {
+  it("a slow reading (a backlog of millions to count) holds the next one back, to 2 % of the time", () => {
+    // Quick readings wait only for the next interval's tick.
+    expect(nextReadingAt(10_000, 40)).toBe(12_000);
+    expect(nextReadingAt(10_000, 500)).toBe(35_000);
+  });
+});
 
 describe("REST API v1 history: kept by the broker with nobody looking", () => {
   let t: TestBroker;

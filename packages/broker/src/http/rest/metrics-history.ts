@@ -81,10 +81,26 @@ class Tier {
   }
 }
 
+/**
+ * The share of the broker's time readings may take. Counting a mailbox's messages and a group's
+ * lag reads every row they hold: on a backlog of millions one reading holds the event loop for
+ * a good part of a second, so readings then come less often instead of every interval.
+ */
+const MAX_READING_SHARE = 0.02;
+
+/**
+ * The earliest the reading after one that started at `startedAt` and took `tookMs` may start:
+ * a reading as quick as most waits only for the next interval's tick.
+ */
+export function nextReadingAt(startedAt: number, tookMs: number): number {
+  return startedAt + tookMs / MAX_READING_SHARE;
+}
+
 /** Sums of fine readings until a coarse sample is due, averaged per field (NaN skipped). */
 class Averager {
   private readonly sums = new Map<string, { sum: number[]; n: number[] }>();
-  count = 0;
+  /** When the first reading summed was taken (undefined: none yet). */
+  since?: number;
 
   add(key: string, values: readonly number[]): void {
     let entry = this.sums.get(key);
@@ -106,7 +122,7 @@ class Averager {
 
   clear(): void {
     this.sums.clear();
-    this.count = 0;
+    this.since = undefined;
   }
 }
 
@@ -140,6 +156,8 @@ export class MetricsHistory {
   private latest?: Reading;
   private readonly timer: NodeJS.Timeout;
   private running = false;
+  /** No reading starts before this (see nextReadingAt). */
+  private nextAt = 0;
 
   constructor(private readonly options: MetricsHistoryOptions) {
     const intervalMs = options.intervalMs ?? 5_000;
@@ -265,17 +283,22 @@ export class MetricsHistory {
   }
 
   private async tick(): Promise<void> {
-    // A slow store must not stack readings up.
-    if (this.running) return;
+    // A slow store must not stack readings up, nor readings take the broker's time.
+    const startedAt = Date.now();
+    if (this.running || startedAt < this.nextAt) return;
     this.running = true;
     try {
       const reading = await this.read();
+      this.nextAt = nextReadingAt(startedAt, Date.now() - startedAt);
       this.latest = reading;
       this.fine.record(reading, this.mailboxes, this.groups);
+      this.averager.since ??= reading.at;
       this.averager.add("", reading.global);
       for (const [key, values] of reading.mailboxes) this.averager.add(`m${key}`, values);
       for (const [key, values] of reading.groups) this.averager.add(`g${key}`, values);
-      if (++this.averager.count >= this.coarseEvery) {
+      // By time, not by count: readings may come less often than every interval.
+      const fine = this.fine.intervalMs;
+      if (reading.at - this.averager.since >= (this.coarseEvery - 1) * fine - fine / 2) {
         const average = (prefix: string, keys: Iterable<string>) =>
           new Map([...keys].map((key) => [key, this.averager.take(`${prefix}${key}`) ?? []]));
         this.coarse.record(
