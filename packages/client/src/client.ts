@@ -103,8 +103,8 @@ export class Mq9Client {
     this.mux = new RequestMux(nats, this.watcher);
     this.source = {
       connection: this.watcher,
-      fetchItems: (mailAddress, body, maxWaitMs, signal) =>
-        this.fetchItems(mailAddress, body, maxWaitMs, signal),
+      fetchItems: (mailAddress, body, maxWaitMs, signal, lateItems) =>
+        this.fetchItems(mailAddress, body, maxWaitMs, signal, lateItems),
       ack: (mailAddress, group, msgId) => this.ack(mailAddress, group, msgId),
       nak: (mailAddress, group, msgId, options) => this.nak(mailAddress, group, msgId, options),
       logger: this.logger,
@@ -434,13 +434,19 @@ export class Mq9Client {
     body: FetchRequest,
     maxWaitMs: number,
     signal?: AbortSignal,
+    lateItems?: (items: MessageItem[]) => void,
   ): Promise<MessageItem[]> {
     const subject = Subjects.fetch(mailAddress);
     // The broker may hold a FETCH for its long-poll, so the timeout starts after that.
     return this.mux.request(
       subject,
       json(body),
-      { timeoutMs: this.requestTimeoutMs + maxWaitMs, signal, longPoll: maxWaitMs > 0 },
+      {
+        timeoutMs: this.requestTimeoutMs + maxWaitMs,
+        signal,
+        longPoll: maxWaitMs > 0,
+        lateReply: lateItems,
+      },
       body.payload_format === "raw" ? readReply.rawMessages : readReply.messages,
     );
   }

@@ -101,12 +101,13 @@ export interface ConsumeOptions {
 /** What a consumer needs from the client: two requests and the connection's state. */
 export interface ConsumerSource {
   readonly connection: ConnectionWatcher;
-  /** One FETCH; `signal` abandons it (on stop). */
+  /** One FETCH; `signal` abandons it (on stop), and what it still brings goes to `lateItems`. */
   fetchItems(
     mailAddress: string,
     body: FetchRequest,
     maxWaitMs: number,
     signal: AbortSignal,
+    lateItems?: (items: MessageItem[]) => void,
   ): Promise<MessageItem[]>;
   /** One ACK. */
   ack(mailAddress: string, group: string, msgId: number): Promise<void>;
@@ -136,6 +137,8 @@ export const DEFAULT_RETRY_DELAYS_MS = [1_000, 5_000, 30_000];
 
 /** The protocol's default lease, assumed when the consumer does not set one. */
 const DEFAULT_LEASE_MS = 30_000;
+/** The NAK reason of messages a stopping consumer gives back unhandled. */
+const GIVEN_BACK = "given back unhandled: the consumer stopped";
 
 function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
   let resolve!: (value: T) => void;
@@ -344,8 +347,11 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
           this.releaseSlot();
           const startedAt = performance.now();
           const items = await this.fetchBatch();
-          // Messages that arrive while stopping are left alone; their lease brings them back.
-          if (this.state !== "running") break;
+          // Messages that arrive while stopping go back to the group at once.
+          if (this.state !== "running") {
+            this.returnUnhandled(items);
+            break;
+          }
           if (items.length > 0) await this.dispatch(items, handler, startedAt);
         }
       } catch (err) {
@@ -532,6 +538,7 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
           this.fetchRequest(),
           maxWaitMs,
           this.abort.signal,
+          this.returnUnhandled,
         );
         if (!this.options.group && items.length > 0) {
           this.cursor = Math.max(...items.map((item) => item.msg_id)) + 1;
@@ -551,6 +558,21 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
       }
     }
   }
+
+  /**
+   * Gives a group's messages no handler will see back now (a NAK without delay), instead of
+   * leaving them leased to a stopped consumer until the lease ends: a long-poll FETCH still
+   * waiting at stop() claims what arrives later.
+   */
+  private readonly returnUnhandled = (items: readonly MessageItem[]): void => {
+    const group = this.options.group;
+    if (!group) return;
+    for (const item of items) {
+      this.source.nak(this.mailAddress, group, item.msg_id, { delayMs: 0, reason: GIVEN_BACK }).catch(() => {
+        // The lease brings it back instead.
+      });
+    }
+  };
 
   private async ackWithRetry(group: string, msgId: number, leaseEnds: number): Promise<void> {
     const { retry } = this.options;

@@ -16,6 +16,11 @@ export interface MuxRequestOptions {
   headers?: EncodedHeaders;
   /** Abandons the request locally (the broker may still act on it). */
   signal?: AbortSignal;
+  /**
+   * With `signal`: a reply that comes after the abort, until the request's timeout, goes here
+   * instead of nowhere (what a FETCH claimed after its consumer stopped can be given back).
+   */
+  lateReply?: (value: never) => void;
   /** A FETCH that may wait for messages: it does not count as traffic in flight. */
   longPoll?: boolean;
   /**
@@ -126,7 +131,12 @@ export class RequestMux {
         entry.signal = signal;
         entry.onAbort = () => {
           if (!this.pending.has(token)) return;
-          this.settle(token, entry);
+          const lateReply = options.lateReply as ((value: unknown) => void) | undefined;
+          if (lateReply) {
+            // Still waited for until its timeout; a failure then has nobody to tell.
+            entry.resolve = lateReply;
+            entry.reject = () => {};
+          } else this.settle(token, entry);
           reject(abortError(subject));
         };
         signal.addEventListener("abort", entry.onAbort, { once: true });

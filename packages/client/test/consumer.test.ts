@@ -143,6 +143,23 @@ describe("consume with a handler", () => {
     expect(proxy.sent.split('"payload_format":"raw"').length).toBe(rawAsks);
   });
 
+  it("a long-poll FETCH still waiting at stop() gives back what it claims: the next consumer gets it at once", async () => {
+    const { client, box } = await setup();
+    const first = client.consume(box, () => {}, { group: "g", deliver: "earliest", maxWaitMs: 3000 });
+    // Its long-poll FETCH is waiting at the broker when it stops.
+    await sleep(300);
+    await first.stop();
+    await client.send(box, "late");
+    const got: ConsumedMessage[] = [];
+    // The default lease is 30 s: without the give-back this consumer would wait that long.
+    const second = client.consume(box, (m) => void got.push(m), { group: "g", maxWaitMs: 500 });
+    await eventually(() => got.length === 1, 5000);
+    await second.stop();
+    expect(got[0].text()).toBe("late");
+    // Its first delivery went to the stopped consumer's FETCH.
+    expect(got[0].deliveryCount).toBe(2);
+  });
+
   it("starts every handler of a fetched batch before any of them goes on past an await", async () => {
     const { client, box } = await setup();
     for (let i = 0; i < 8; i++) await client.send(box, `m${i}`);
