@@ -12,6 +12,8 @@ export interface Lease extends LeaseTimes {
   rank: number;
   batch: number;
   pos: number;
+  /** The ids of the claim's batch in order, shared by its leases: what an ACK of one covers. */
+  batchIds?: readonly number[];
   /** The consumer holding it (FETCH `member`, else its connection's name). */
   member?: string;
   /** Why the last delivery failed (a NAK's reason). */
@@ -106,38 +108,42 @@ export class GroupLeases {
    * Returns the leases made, in order.
    */
   lease(messages: readonly { id: number; rank: number }[], untilMs: number, member?: string): Lease[] {
-    if (this.undo) {
-      const before = {
-        delivered: [...this.delivered],
-        nextBatch: this.nextBatch,
-        ids: messages.map((m) => m.id),
-      };
-      const previous = before.ids.map((id) => this.leases.get(id));
-      const prior = before.ids.map((id) => this.prior.get(id));
-      this.undo.push(() => {
-        before.ids.forEach((id, i) => {
-          const lease = previous[i];
-          if (lease) this.leases.set(id, lease);
-          else this.leases.delete(id);
-          const known = prior[i];
-          if (known) this.prior.set(id, known);
-        });
-        this.delivered.splice(0, 3, ...before.delivered);
-        this.nextBatch = before.nextBatch;
-      });
-    }
     const batch = this.nextBatch++;
-    const made: Lease[] = [];
+    const made: Lease[] = new Array(messages.length);
+    const batchIds = messages.map((m) => m.id);
+    // What the undo puts back: most claims lease fresh messages, with nothing to remember per message.
+    const delivered = this.undo ? [...this.delivered] : undefined;
+    const replaced: { id: number; lease?: Lease; prior?: PriorDeliveries }[] = [];
     for (let pos = 0; pos < messages.length; pos++) {
       const { id, rank } = messages[pos];
-      const count = this.deliveries(id) + 1;
-      const lease: Lease = { rank, batch, pos, untilMs, count };
-      if (member !== undefined) lease.member = member;
-      if (this.leases.get(id)?.saved || this.prior.has(id)) lease.saved = true;
+      const previous = this.leases.get(id);
+      const known = this.prior.size > 0 ? this.prior.get(id) : undefined;
+      if (delivered && (previous || known)) replaced.push({ id, lease: previous, prior: known });
+      const lease: Lease = {
+        rank,
+        batch,
+        pos,
+        batchIds,
+        untilMs,
+        count: (previous?.count ?? known?.count ?? 0) + 1,
+        member,
+        saved: previous?.saved === true || known !== undefined ? true : undefined,
+      };
       this.leases.set(id, lease);
-      this.prior.delete(id);
-      made.push(lease);
+      if (known) this.prior.delete(id);
+      made[pos] = lease;
       if (id > this.delivered[rank]) this.delivered[rank] = id;
+    }
+    if (delivered) {
+      this.undo!.push(() => {
+        for (const id of batchIds) this.leases.delete(id);
+        for (const { id, lease, prior } of replaced) {
+          if (lease) this.leases.set(id, lease);
+          if (prior) this.prior.set(id, prior);
+        }
+        this.delivered.splice(0, 3, ...delivered);
+        this.nextBatch = batch;
+      });
     }
     return made;
   }
@@ -268,19 +274,29 @@ export class GroupLeases {
     // A lease given back (or held for dead letters) stands alone.
     if (acked.batch < 0) return new Map([[id, acked.rank]]);
     const covered = new Map<number, number>();
-    for (const [other, lease] of this.leases) {
-      if (lease.batch === acked.batch && lease.pos <= acked.pos) covered.set(other, lease.rank);
+    // Those of its batch still held as they were leased (not given back, not leased again).
+    const ids = acked.batchIds ?? [];
+    for (let pos = 0; pos <= acked.pos && pos < ids.length; pos++) {
+      const lease = this.leases.get(ids[pos]);
+      if (lease !== undefined && lease.batch === acked.batch && lease.pos === pos)
+        covered.set(ids[pos], lease.rank);
     }
     return covered;
   }
 
   /** Takes ACKed messages out of flight. */
   release(ids: Iterable<number>): void {
+    const released: [number, Lease][] = [];
     for (const id of ids) {
       const lease = this.leases.get(id);
       if (!lease) continue;
       this.leases.delete(id);
-      this.undo?.push(() => this.leases.set(id, lease));
+      released.push([id, lease]);
+    }
+    if (released.length > 0) {
+      this.undo?.push(() => {
+        for (const [id, lease] of released) this.leases.set(id, lease);
+      });
     }
   }
 
