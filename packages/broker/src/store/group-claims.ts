@@ -67,6 +67,12 @@ export interface ClaimReads {
 export class GroupClaims {
   /** What each consumer group has in flight, by mailbox id and group name (memory only). */
   private readonly inFlight = new Map<number, Map<string, GroupLeases>>();
+  /**
+   * The groups' rows as the database holds them, by mailbox id and group name: this class is the
+   * only writer of the groups table (forgetMailbox follows a mailbox's drop), so a FETCH or ACK
+   * reads its group without a read transaction of its own.
+   */
+  private readonly rows = new Map<number, Map<string, GroupRow>>();
 
   constructor(
     private readonly stmt: GroupStatements,
@@ -75,7 +81,34 @@ export class GroupClaims {
   ) {}
 
   exists(mbox: number, group: string): boolean {
-    return this.stmt.get.get(mbox, group) !== undefined;
+    return this.rowOf(mbox, group) !== undefined;
+  }
+
+  /** The group's row (see `rows`); undefined when there is no such group. */
+  private rowOf(mbox: number, group: string): GroupRow | undefined {
+    const cached = this.rows.get(mbox)?.get(group);
+    if (cached !== undefined) return cached;
+    const row = this.stmt.get.get(mbox, group);
+    if (row !== undefined) this.keepRow(mbox, group, row);
+    return row;
+  }
+
+  private keepRow(mbox: number, group: string, row: GroupRow): void {
+    let groups = this.rows.get(mbox);
+    if (!groups) {
+      groups = new Map();
+      this.rows.set(mbox, groups);
+    }
+    groups.set(group, row);
+  }
+
+  /** Changes a kept row in step with a write; the change is undone with the write's (see GroupLeases.change). */
+  private changeRow(leases: GroupLeases, row: GroupRow, change: Partial<GroupRow>): void {
+    const before: Partial<GroupRow> = {};
+    for (const key of Object.keys(change) as (keyof GroupRow)[])
+      (before as Record<string, unknown>)[key] = row[key];
+    Object.assign(row, change);
+    leases.onUndo(() => Object.assign(row, before));
   }
 
   /**
@@ -84,19 +117,23 @@ export class GroupClaims {
    */
   claim(mbox: number, group: string, options: ClaimOptions): StoredMessage[] {
     this.transactions.deferred();
-    const stored = this.stmt.get.get(mbox, group);
+    const stored = this.rowOf(mbox, group);
     // A reset starts over from `start`, keeping only the batch numbering.
     const existing = options.reset ? undefined : stored;
-    const takeAndLease = (cursors: number[], leases: GroupLeases) => {
+    /** Leases what the claim takes; `write` runs its writes (a policy, delivery counts) atomically. */
+    const takeAndLease = (
+      cursors: number[],
+      leases: GroupLeases,
+      row: GroupRow | undefined,
+      write: (writes: () => void) => void,
+    ) => {
       const policy = changedPolicy(leases.policy, options.policy);
       if (policy) {
-        this.stmt.setPolicy.run(
-          policy.maxDeliver ?? null,
-          policy.backoffMs ? JSON.stringify(policy.backoffMs) : null,
-          mbox,
-          group,
-        );
+        const before = leases.policy;
         leases.policy = policy;
+        leases.onUndo(() => {
+          leases.policy = before;
+        });
       }
       const candidates = this.claimable(mbox, group, cursors, leases, options);
       // Used up before a restart: held for the dead-letter sweep, not delivered again.
@@ -110,20 +147,33 @@ export class GroupClaims {
         options.nowMs + options.leaseMs,
         options.member,
       );
-      for (let i = 0; i < taken.length; i++) {
-        const lease = made[i];
-        // Counts past the first are kept, so a restart does not give a failing message more tries.
-        if (lease.count > 1) this.saveCount(mbox, group, taken[i].id, lease);
-        // Each read builds its messages afresh: setting the count shares nothing.
-        taken[i].deliveryCount = lease.count;
+      // Counts past the first are kept, so a restart does not give a failing message more tries.
+      const counted = made.some((lease) => lease.count > 1);
+      // Most claims write nothing: their reads need no transaction of their own.
+      if (policy || counted) {
+        write(() => {
+          if (policy) {
+            const maxDeliver = policy.maxDeliver ?? null;
+            const backoff = policy.backoffMs ? JSON.stringify(policy.backoffMs) : null;
+            this.stmt.setPolicy.run(maxDeliver, backoff, mbox, group);
+            if (row) this.changeRow(leases, row, { max_deliver: maxDeliver, backoff });
+          }
+          for (let i = 0; i < taken.length; i++) {
+            if (made[i].count > 1) this.saveCount(mbox, group, taken[i].id, made[i]);
+          }
+        });
       }
+      // Each read builds its messages afresh: setting the count shares nothing.
+      for (let i = 0; i < taken.length; i++) taken[i].deliveryCount = made[i].count;
       return taken;
     };
     if (existing) {
       const leases = this.leasesOf(mbox, group, existing);
       const cursors = [existing.cursor0, existing.cursor1, existing.cursor2];
-      // A claim that fails (a record that cannot be read) leases nothing.
-      return leases.change(() => this.transactions.atomically(() => takeAndLease(cursors, leases)));
+      // A claim that fails (a record that cannot be read, a write) leases nothing.
+      return leases.change(() =>
+        takeAndLease(cursors, leases, existing, (writes) => this.transactions.atomically(writes)),
+      );
     }
     const from = options.start.fromId;
     const cursors = [from, from, from];
@@ -132,10 +182,12 @@ export class GroupClaims {
     const taken = this.transactions.atomically(() => {
       if (options.reset) this.stmt.clearDeliveries.run(mbox, group);
       this.stmt.upsert.run({ mbox, name: group, c0: from, c1: from, c2: from, batch });
-      return takeAndLease(cursors, leases);
+      return takeAndLease(cursors, leases, undefined, (writes) => writes());
     });
     // Kept only once the group's row is written: a failed claim leaves the group as it was.
     this.groupsOf(mbox).set(group, leases);
+    const row = this.stmt.get.get(mbox, group);
+    if (row) this.keepRow(mbox, group, row);
     return taken;
   }
 
@@ -144,16 +196,18 @@ export class GroupClaims {
    * delivered to the group. An ACK whose write fails is undone in memory as well.
    */
   ack(mbox: number, group: string, msgId: number, nowMs: number): boolean {
-    const state = this.stmt.get.get(mbox, group);
+    const state = this.rowOf(mbox, group);
     if (!state) return false;
-    const cursors = [state.cursor0, state.cursor1, state.cursor2];
     const leases = this.leasesOf(mbox, group, state);
     const covered = leases.coveredBy(msgId);
-    if (!covered) return leases.acked.has(msgId) || this.isBelowCursor(mbox, msgId, cursors);
+    if (!covered) {
+      const cursors = [state.cursor0, state.cursor1, state.cursor2];
+      return leases.acked.has(msgId) || this.isBelowCursor(mbox, msgId, cursors);
+    }
     // Its messages then stay leased, and come back once the lease runs out (an error reply
     // means nothing changed).
     return leases.change(() =>
-      this.transactions.committed(() => this.release(mbox, group, cursors, leases, covered, nowMs)),
+      this.transactions.committed(() => this.release(mbox, group, state, leases, covered, nowMs)),
     );
   }
 
@@ -162,7 +216,7 @@ export class GroupClaims {
    * lease as it was.
    */
   nak(mbox: number, group: string, msgId: number, options: NakOptions): NakResult {
-    const state = this.stmt.get.get(mbox, group);
+    const state = this.rowOf(mbox, group);
     if (!state) return { found: false, deadLetter: false };
     const leases = this.leasesOf(mbox, group, state);
     const lease = leases.leaseOf(msgId);
@@ -204,7 +258,7 @@ export class GroupClaims {
 
   /** Ends the group's hold on dead letters stored elsewhere: they count as ACKed, and as dead-lettered. */
   settleDeadLetters(mbox: number, group: string, msgIds: readonly number[], nowMs: number): void {
-    const state = this.stmt.get.get(mbox, group);
+    const state = this.rowOf(mbox, group);
     if (!state) return;
     const leases = this.leasesOf(mbox, group, state);
     const held = new Map<number, number>();
@@ -213,11 +267,11 @@ export class GroupClaims {
       if (lease && leases.isExhausted(lease, nowMs)) held.set(id, lease.rank);
     }
     if (held.size === 0) return;
-    const cursors = [state.cursor0, state.cursor1, state.cursor2];
     leases.change(() =>
       this.transactions.committed(() => {
-        this.release(mbox, group, cursors, leases, held, nowMs);
+        this.release(mbox, group, state, leases, held, nowMs);
         this.stmt.addDeadLettered.run(held.size, mbox, group);
+        this.changeRow(leases, state, { dead_lettered: state.dead_lettered + held.size });
       }),
     );
   }
@@ -226,11 +280,12 @@ export class GroupClaims {
   private release(
     mbox: number,
     group: string,
-    cursors: readonly number[],
+    row: GroupRow,
     leases: GroupLeases,
     covered: ReadonlyMap<number, number>,
     nowMs: number,
   ): true {
+    const cursors = [row.cursor0, row.cursor1, row.cursor2];
     const counted = [...covered.keys()].filter((id) => leases.leaseOf(id)?.saved);
     leases.release(covered.keys());
     const moved = leases.cursorsAfterRelease(cursors);
@@ -254,6 +309,7 @@ export class GroupClaims {
     for (const id of counted) if (!written.has(id)) this.stmt.removeCount.run(mbox, group, id);
     if (next.some((cursor, rank) => cursor !== cursors[rank])) {
       this.stmt.setCursors.run(next[0], next[1], next[2], mbox, group);
+      this.changeRow(leases, row, { cursor0: next[0], cursor1: next[1], cursor2: next[2] });
     }
     return true;
   }
@@ -265,7 +321,7 @@ export class GroupClaims {
 
   /** What the group holds in flight (see LeaseInspection.groupLeases); undefined without the group. */
   leaseReport(mbox: number, group: string, nowMs: number, limit: number): GroupLeaseReport | undefined {
-    const state = this.stmt.get.get(mbox, group);
+    const state = this.rowOf(mbox, group);
     if (!state) return undefined;
     const leases = this.leasesOf(mbox, group, state);
     const held = [...leases.allLeases()].sort(([a], [b]) => a - b);
@@ -283,7 +339,7 @@ export class GroupClaims {
 
   /** Ends a member's running leases now (see LeaseInspection.releaseMemberLeases). */
   releaseMember(mbox: number, group: string, member: string | undefined, nowMs: number): number | undefined {
-    const state = this.stmt.get.get(mbox, group);
+    const state = this.rowOf(mbox, group);
     if (!state) return undefined;
     return this.leasesOf(mbox, group, state).endLeasesOf(member, nowMs);
   }
@@ -307,6 +363,7 @@ export class GroupClaims {
    */
   forgetMailbox(mbox: number): void {
     this.inFlight.delete(mbox);
+    this.rows.delete(mbox);
   }
 
   private groupsOf(mbox: number): Map<string, GroupLeases> {

@@ -93,6 +93,11 @@ export class GroupLeases {
     }
   }
 
+  /** Puts something else back too when the change running now fails (see `change`). */
+  onUndo(undo: () => void): void {
+    this.undo?.push(undo);
+  }
+
   /** How many times the message has been delivered to the group (0: never, as far as it knows). */
   deliveries(id: number): number {
     return this.leases.get(id)?.count ?? this.prior.get(id)?.count ?? 0;
