@@ -25,6 +25,7 @@ export default defineConfig({
       "@mq9/client": src("client"),
       "@mq9/agent/internal": fileURLToPath(new URL("./packages/agent/src/internal.ts", import.meta.url)),
       "@mq9/agent": src("agent"),
+      "@mq9/tools": src("tools"),
       "@mq9/mcp": src("mcp"),
       "@mq9/bridge": src("bridge"),
       "@mq9/gateway": src("gateway"),

@@ -1,7 +1,7 @@
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { ToolContext } from "@mq9/tools";
 import type { FastifyInstance } from "fastify";
 import { createMcpServer } from "./mcp-server.js";
-import type { ToolContext } from "./tools.js";
 
 /** Options of `mountMcp`. */
 export interface McpRoutesOptions {

@@ -10,9 +10,15 @@
  * await serveMcpStdio({ server: "mq9://127.0.0.1:4332" }); // until the host closes stdin
  * ```
  */
+
+// The tool definitions live in @mq9/tools; re-exported for those who took them from here.
+export {
+  SharedToolContext,
+  strictJsonSchema,
+  TOOLS,
+  type ToolContext,
+  type ToolDefinition,
+} from "@mq9/tools";
 export { type McpRoutesOptions, mountMcp } from "./http-routes.js";
 export { createMcpServer, SERVER_INFO } from "./mcp-server.js";
 export { type McpStdioOptions, serveMcpStdio } from "./stdio.js";
-export { strictJsonSchema } from "./strict-schema.js";
-export { SharedToolContext } from "./tool-context.js";
-export { TOOLS, type ToolContext, type ToolDefinition } from "./tools.js";

@@ -4,9 +4,8 @@ import {
   type CallToolResult,
   ListToolsRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { strictJsonSchema } from "./strict-schema.js";
+import { strictJsonSchema, TOOLS, type ToolContext } from "@mq9/tools";
 import { failure, ok } from "./tool-result.js";
-import { TOOLS, type ToolContext } from "./tools.js";
 
 export const SERVER_INFO = { name: "mq9", version: "0.1.0" };
 

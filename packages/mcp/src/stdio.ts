@@ -1,7 +1,7 @@
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { type ConnectOptions, connect } from "@mq9/client";
+import { SharedToolContext } from "@mq9/tools";
 import { createMcpServer } from "./mcp-server.js";
-import { SharedToolContext } from "./tool-context.js";
 
 /** Options of `serveMcpStdio`. */
 export interface McpStdioOptions {
