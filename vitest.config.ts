@@ -24,6 +24,7 @@ export default defineConfig({
       "@mq9/client/a2a": fileURLToPath(new URL("./packages/client/src/a2a/index.ts", import.meta.url)),
       "@mq9/client": src("client"),
       "@mq9/agent/internal": fileURLToPath(new URL("./packages/agent/src/internal.ts", import.meta.url)),
+      "@mq9/agent/a2a": fileURLToPath(new URL("./packages/agent/src/a2a/index.ts", import.meta.url)),
       "@mq9/agent": src("agent"),
       "@mq9/tools": src("tools"),
       "@mq9/mcp": src("mcp"),
