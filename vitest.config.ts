@@ -28,6 +28,9 @@ export default defineConfig({
       "@mq9/agent": src("agent"),
       "@mq9/tools": src("tools"),
       "@mq9/mcp": src("mcp"),
+      "@mq9/langchain": src("langchain"),
+      "@mq9/ai-sdk": src("ai-sdk"),
+      "@mq9/openai-agents": src("openai-agents"),
       "@mq9/bridge": src("bridge"),
       "@mq9/gateway": src("gateway"),
       "@mq9/orchestrator/defaults": fileURLToPath(

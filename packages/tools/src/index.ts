@@ -18,6 +18,7 @@
  * @module
  */
 export { parseToolArguments, runTool, ToolArgumentsError } from "./run-tool.js";
+export { type Mq9ToolsOptions, selectTools } from "./selected-tools.js";
 export { strictJsonSchema } from "./strict-schema.js";
 export { SharedToolContext } from "./tool-context.js";
 export { TOOLS, type ToolContext, type ToolDefinition } from "./tools.js";

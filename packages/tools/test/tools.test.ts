@@ -2,7 +2,14 @@ import type { Mq9Client } from "@mq9/client";
 import { A2AClient } from "@mq9/client/a2a";
 import { boxName, startBroker, type TestBroker } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runTool, strictJsonSchema, TOOLS, ToolArgumentsError, type ToolContext } from "../src/index.js";
+import {
+  runTool,
+  selectTools,
+  strictJsonSchema,
+  TOOLS,
+  ToolArgumentsError,
+  type ToolContext,
+} from "../src/index.js";
 
 const tool = (name: string) => TOOLS.find((t) => t.name === name)!;
 
@@ -60,5 +67,23 @@ describe("runTool — against a real broker", () => {
     expect((error as Error).message).toMatch(/^invalid arguments for mq9_send_message: payload: .*string/);
     expect((error as Error).message).toMatch(/colour/);
     expect(await client.query(name, {})).toEqual([]);
+  });
+});
+
+describe("selectTools", () => {
+  it("picks tools by name and refuses an unknown one, naming the tools there are", async () => {
+    const t = await startBroker({ registry: false });
+    try {
+      const client = await t.client();
+      const { tools, context } = selectTools({ client, tools: ["mq9_wait", "mq9_send_message"] });
+      expect(tools.map((tool) => tool.name)).toEqual(["mq9_wait", "mq9_send_message"]);
+      expect(context.client).toBe(client);
+      expect(() => selectTools({ client, tools: ["mq9_send"] })).toThrow(
+        /unknown mq9 tool 'mq9_send'; the tools are mq9_create_mailbox, /,
+      );
+      await context.a2a.close();
+    } finally {
+      await t.close();
+    }
   });
 });
