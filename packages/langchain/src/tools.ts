@@ -1,12 +1,14 @@
 import { DynamicStructuredTool, type StructuredTool } from "@langchain/core/tools";
 import type { JsonSchema7ObjectType } from "@langchain/core/utils/json_schema";
-import { type Mq9ToolsOptions, runTool, selectTools, strictJsonSchema } from "@mq9/tools";
+import { lenientJsonSchema, type Mq9ToolsOptions, runTool, selectTools } from "@mq9/tools";
 
 /**
  * The mq9 tools as LangChain tools, for `model.bindTools(…)`, a LangGraph `ToolNode` or an
- * agent. The model sees the same names, descriptions and (strict) JSON schemas as over MCP;
- * each call's arguments are checked with the same schema, and a failure throws with the
- * broker's or the agent's own words (a `ToolNode` hands them to the model).
+ * agent. The model sees the same names, descriptions and argument schemas as over MCP, with
+ * only the required arguments in `required`: LangChain checks each call against the schema it
+ * shows, and a model may leave an optional argument out. The arguments are checked again with
+ * the tool's zod schema, and a failure throws with the broker's or the agent's own words (a
+ * `ToolNode` hands them to the model).
  */
 export function mq9Tools(options: Mq9ToolsOptions): StructuredTool[] {
   const { tools, context } = selectTools(options);
@@ -15,7 +17,7 @@ export function mq9Tools(options: Mq9ToolsOptions): StructuredTool[] {
       new DynamicStructuredTool({
         name: definition.name,
         description: definition.description,
-        schema: strictJsonSchema(definition.input) as JsonSchema7ObjectType,
+        schema: lenientJsonSchema(definition.input) as JsonSchema7ObjectType,
         verboseParsingErrors: true,
         func: async (input, _runManager, config) =>
           JSON.stringify(await runTool(definition, input, context, config?.signal)),

@@ -59,16 +59,17 @@ describe("@mq9/langchain — the mq9 tools in a LangGraph graph, against a real 
   it("offers every tool with the MCP server's names, descriptions and schemas", () => {
     const call = mq9Tools({ client }).find((tool) => tool.name === "mq9_call_agent")!;
     expect(call.description).toMatch(/^Give a task to an A2A agent/);
-    expect(call.schema).toMatchObject({ type: "object", additionalProperties: false });
+    expect(call.schema).toMatchObject({
+      type: "object",
+      required: ["agent", "message"],
+      additionalProperties: false,
+    });
   });
 
-  it("a fake chat model calls mq9_call_agent: the agent served with `mq9 agent serve` answers", async () => {
+  it("a fake chat model calls mq9_call_agent (optional arguments left out): `mq9 agent serve` answers", async () => {
     const graph = toolCallingGraph(mq9Tools({ client, tools: ["mq9_call_agent"] }), "mq9_call_agent", {
       agent: "Shouter",
       message: "hello from langgraph",
-      task_id: null,
-      context_id: null,
-      timeout_seconds: null,
     });
     const { messages } = await graph.invoke({ messages: [{ role: "user", content: "Ask the shouter." }] });
     const answer = JSON.parse(lastText(messages));

@@ -50,6 +50,7 @@ export {
 } from "./broker-kinds.js";
 export { MQ9_CLI, SERVE_ON_FREE_PORTS } from "./cli.js";
 export { type CommandAgent, type CommandAgentOptions, serveCommandAgent } from "./command-agent.js";
+export { docsExample, runDocsExample } from "./doc-examples.js";
 export { eventually, sleep, until } from "./eventually.js";
 export { DESIGN_TEMPLATE } from "./fixtures.js";
 export { freePort } from "./free-port.js";

@@ -17,6 +17,7 @@
  *
  * @module
  */
+export { lenientJsonSchema } from "./json-schema.js";
 export { parseToolArguments, runTool, ToolArgumentsError } from "./run-tool.js";
 export { type Mq9ToolsOptions, selectTools } from "./selected-tools.js";
 export { strictJsonSchema } from "./strict-schema.js";

@@ -3,6 +3,7 @@ import { A2AClient } from "@mq9/client/a2a";
 import { boxName, startBroker, type TestBroker } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  lenientJsonSchema,
   runTool,
   selectTools,
   strictJsonSchema,
@@ -85,5 +86,15 @@ describe("selectTools", () => {
     } finally {
       await t.close();
     }
+  });
+});
+
+describe("lenientJsonSchema", () => {
+  it("requires only the required arguments; the properties are the strict form's", () => {
+    const send = tool("mq9_send_message");
+    const lenient = lenientJsonSchema(send.input);
+    expect(lenient.required).toEqual(["mail_address", "payload"]);
+    expect(lenient.additionalProperties).toBe(false);
+    expect(lenient.properties).toEqual(strictJsonSchema(send.input).properties);
   });
 });
