@@ -34,8 +34,11 @@ function textOf(content: unknown): string {
  * mailbox. Each task invokes the graph with the task's message (and, for a graph without a
  * checkpointer, the task's conversation so far); the text of the last message of the result
  * is the answer. The A2A context id is the graph's `thread_id`, so a checkpointer keeps a
- * conversation across tasks. A failure fails the task; a cancel aborts the run. Registered
- * and heartbeated while the process runs; tasks sent while it is down wait in the mailbox.
+ * conversation across tasks. An `interrupt(question)` in the graph pauses the task
+ * (input-required); the caller's follow-up resumes it with `Command({ resume: answer })`,
+ * which needs a checkpointer and `@langchain/langgraph`. A failure fails the task; a cancel
+ * aborts the run. Registered and heartbeated while the process runs; tasks sent while it is
+ * down wait in the mailbox.
  */
 export function serveGraph(
   client: Mq9Client,
@@ -46,13 +49,26 @@ export function serveGraph(
   return serveTextAgent(client, {
     ...options,
     answer: async ({ text, history, contextId, signal }) => {
-      const earlier: Message[] = graph.checkpointer
-        ? []
-        : history.map((m) => ({ role: m.role === "agent" ? "assistant" : "user", content: m.text }));
-      const state = (await graph.invoke(
-        { [key]: [...earlier, { role: "user", content: text }] },
-        { configurable: { thread_id: contextId }, signal },
-      )) as Record<string, unknown>;
+      let input: unknown;
+      if (graph.checkpointer && history.length > 0) {
+        // A follow-up of an input-required task: the answer to the graph's interrupt().
+        const { Command } = await import("@langchain/langgraph");
+        input = new Command({ resume: text });
+      } else {
+        const earlier: Message[] = graph.checkpointer
+          ? []
+          : history.map((m) => ({ role: m.role === "agent" ? "assistant" : "user", content: m.text }));
+        input = { [key]: [...earlier, { role: "user", content: text }] };
+      }
+      const state = (await graph.invoke(input, { configurable: { thread_id: contextId }, signal })) as Record<
+        string,
+        unknown
+      >;
+      const interrupts = state?.__interrupt__;
+      if (Array.isArray(interrupts) && interrupts.length > 0) {
+        const value = (interrupts[0] as { value?: unknown }).value;
+        return { question: typeof value === "string" ? value : JSON.stringify(value) };
+      }
       const messages = state?.[key];
       if (!Array.isArray(messages) || messages.length === 0) {
         throw new Error(`the graph's result has no '${key}' list; set messagesKey to its message list`);

@@ -1,7 +1,7 @@
 import { AIMessage, AIMessageChunk, type BaseMessage, ToolMessage } from "@langchain/core/messages";
 import type { StructuredTool } from "@langchain/core/tools";
 import { FakeListChatModel, FakeStreamingChatModel } from "@langchain/core/utils/testing";
-import { END, MemorySaver, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
+import { END, interrupt, MemorySaver, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { ToolNode, toolsCondition } from "@langchain/langgraph/prebuilt";
 import type { Mq9Client } from "@mq9/client";
 import { A2AClient, partsText } from "@mq9/client/a2a";
@@ -135,6 +135,31 @@ describe("@mq9/langchain — serveGraph: a LangGraph graph as an A2A agent", () 
     expect(partsText(second.task?.artifacts?.[0]?.parts)).toBe("pong (2 from you)");
     const other = await caller.send("Pong Graph", "ping", { contextId: "thread-2" });
     expect(partsText(other.task?.artifacts?.[0]?.parts)).toBe("pong (1 from you)");
+    await served.stop();
+    await caller.close();
+  });
+
+  it("an interrupt() asks the caller (input-required); the follow-up resumes the graph", async () => {
+    const graph = new StateGraph(MessagesAnnotation)
+      .addNode("agent", async (state) => {
+        const version = interrupt("Which Python version?") as string;
+        return { messages: [new AIMessage(`${state.messages[0].content} for Python ${version}`)] };
+      })
+      .addEdge(START, "agent")
+      .compile({ checkpointer: new MemorySaver() });
+    const served = await serveGraph(await t.client(), graph, {
+      card: { name: "Asking Graph", description: "Asks first." },
+    });
+    const caller = new A2AClient(await t.client(), { timeoutMs: 20_000 });
+    const first = await caller.send("Asking Graph", "write hello");
+    expect(first.task?.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    expect(partsText(first.task?.status.message?.parts)).toBe("Which Python version?");
+    const second = await caller.send("Asking Graph", "3.12", {
+      taskId: first.task!.id,
+      contextId: first.task!.contextId,
+    });
+    expect(second.task?.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(partsText(second.task?.artifacts?.[0]?.parts)).toBe("write hello for Python 3.12");
     await served.stop();
     await caller.close();
   });
