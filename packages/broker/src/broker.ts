@@ -16,6 +16,8 @@ import { Mq9Service } from "./service/mq9-service.js";
 import { ServerInfo } from "./service/server-info.js";
 import { SqliteStore, type SyncMode } from "./store/sqlite-store.js";
 import type { Store } from "./store/store.js";
+import type { OtlpTelemetry } from "./telemetry/otlp-telemetry.js";
+import type { TelemetryOptions } from "./telemetry/telemetry-options.js";
 import type { BrokerTransport } from "./transport/broker-transport.js";
 import { ClusterTransport } from "./transport/cluster-transport.js";
 import { EmbeddedTransport } from "./transport/embedded-transport.js";
@@ -65,6 +67,8 @@ export interface BrokerOptions {
   cluster?: ClusterOptions;
   /** The HTTP server (/healthz, /metrics, routes of higher layers); off unless given. */
   http?: BrokerHttpOptions;
+  /** Export the broker's spans over OTLP/HTTP (docs/observability.md); off unless given. */
+  telemetry?: TelemetryOptions;
   logger?: Logger;
 }
 
@@ -168,6 +172,9 @@ export class Broker {
   private closing?: Promise<void>;
   private restApi?: RestApi;
   private markClosing: () => void = () => {};
+  /** Set when `telemetry` is configured: the OTLP export of the broker's spans. */
+  telemetry?: Pick<OtlpTelemetry, "flush">;
+  private telemetryExport?: OtlpTelemetry;
 
   private constructor(
     /** Where clients connect: the listener's address, or the cluster's first NATS server. */
@@ -194,7 +201,13 @@ export class Broker {
     const store = options.store ?? openEmbeddedStore(options, logger);
     let transport: BrokerTransport | undefined;
     let registry: Registry | undefined;
+    let telemetry: OtlpTelemetry | undefined;
     try {
+      if (options.telemetry) {
+        // Only now: a broker without OTLP export never loads the OpenTelemetry SDK.
+        const { OtlpTelemetry } = await import("./telemetry/otlp-telemetry.js");
+        telemetry = OtlpTelemetry.start(options.telemetry);
+      }
       // One guard for both ports: a guesser is slowed on the HTTP port by failures on the NATS port too.
       const authGuard = AuthGuard.from(options.auth, options.authThrottle, logger);
       transport = await openTransport(options, store, logger, authGuard);
@@ -239,7 +252,15 @@ export class Broker {
           return { cluster: view.cluster, node: view.node, peers };
         },
       });
-      const service = new Mq9Service(engine, logger, metrics, registry, served.isolatesClients, serverInfo);
+      const service = new Mq9Service(
+        engine,
+        logger,
+        metrics,
+        registry,
+        served.isolatesClients,
+        serverInfo,
+        telemetry,
+      );
       const address = await served.serve(service);
       let closing = false;
       metrics.watchHealth(() => !closing && served.health().ok);
@@ -277,6 +298,8 @@ export class Broker {
       engine.start();
       const broker = new Broker(address.host, address.port, engine, metrics, served, store, http, registry);
       broker.restApi = restApi;
+      broker.telemetry = telemetry;
+      broker.telemetryExport = telemetry;
       broker.markClosing = () => {
         closing = true;
       };
@@ -285,6 +308,7 @@ export class Broker {
       await transport?.close();
       await registry?.close();
       await store.close();
+      await telemetry?.shutdown();
       throw err;
     }
   }
@@ -311,6 +335,7 @@ export class Broker {
       await this.transport.close(options.drainTimeoutMs ?? 5_000);
       await this.registry?.close();
       await this.store.close();
+      await this.telemetryExport?.shutdown();
     })();
     return this.closing;
   }

@@ -51,11 +51,20 @@ import {
 import { RequestMux } from "./request-mux.js";
 import {
   type EncodedHeaders,
+  encodedHeaders,
   type SendOptions,
   type SendRetryOptions,
   sendHeaders,
   sendRetryOf,
 } from "./send-options.js";
+import {
+  endSpan,
+  fetched as fetchedSpan,
+  MessagingAttributes,
+  type StartedSpan,
+  startFetchSpan,
+  startSendSpan,
+} from "./tracing.js";
 
 /** Options of an Mq9Client built on a NATS connection you opened yourself. */
 export interface Mq9ClientOptions {
@@ -148,18 +157,38 @@ export class Mq9Client {
     let subject: string;
     let body: Uint8Array;
     let headers: EncodedHeaders | undefined;
+    let traced: StartedSpan | undefined;
     try {
-      subject = Subjects.send(targetAddress(target));
+      const address = targetAddress(target);
+      subject = Subjects.send(address);
       body = encodePayload(payload);
-      headers = sendHeaders(options);
+      traced = startSendSpan(address, body.length);
+      // Headers the caller gave win over the span's, a traceparent of their own included.
+      headers = sendHeaders(
+        traced ? { ...options, headers: { ...traced.headers, ...options?.headers } } : options,
+      );
     } catch (err) {
+      if (traced) endSpan(traced.span, err);
       return Promise.reject(err);
     }
-    return this.mux.request(
+    const sent = this.mux.request(
       subject,
       body,
       { timeoutMs: this.requestTimeoutMs, headers, atOnce: true },
       readReply.send,
+    );
+    if (traced === undefined) return sent;
+    const { span } = traced;
+    return sent.then(
+      (msgId) => {
+        if (msgId >= 0) span.setAttribute(MessagingAttributes.messageId, String(msgId));
+        endSpan(span);
+        return msgId;
+      },
+      (err: unknown) => {
+        endSpan(span, err);
+        throw err;
+      },
     );
   }
 
@@ -196,8 +225,21 @@ export class Mq9Client {
   /** Fetches the next messages: critical first, then urgent, then normal, FIFO within each. */
   async fetch(mailbox: string, options: FetchOptions = {}): Promise<Mq9Message[]> {
     const maxWaitMs = options.maxWaitMs ?? Defaults.fetchMaxWaitMs;
-    const fetched = await this.fetchItems(targetAddress(mailbox), fetchBody(options), maxWaitMs);
-    return fetched.map((item) => new Mq9Message(item));
+    const address = targetAddress(mailbox);
+    const body = fetchBody(options);
+    const traced = startFetchSpan(address, body.group_name ?? undefined);
+    try {
+      const items = await this.fetchItems(address, body, maxWaitMs, undefined, undefined, traced?.headers);
+      const messages = items.map((item) => new Mq9Message(item));
+      if (traced) {
+        fetchedSpan(traced.span, messages);
+        endSpan(traced.span);
+      }
+      return messages;
+    } catch (err) {
+      if (traced) endSpan(traced.span, err);
+      throw err;
+    }
   }
 
   /** Acknowledges `msgId` for a group, and every message delivered before it in the same FETCH reply. */
@@ -435,8 +477,10 @@ export class Mq9Client {
     maxWaitMs: number,
     signal?: AbortSignal,
     lateItems?: (items: MessageItem[]) => void,
+    trace?: Record<string, string>,
   ): Promise<MessageItem[]> {
     const subject = Subjects.fetch(mailAddress);
+    const headers = trace && encodedHeaders(trace);
     // The broker may hold a FETCH for its long-poll, so the timeout starts after that.
     return this.mux.request(
       subject,
@@ -446,6 +490,7 @@ export class Mq9Client {
         signal,
         longPoll: maxWaitMs > 0,
         lateReply: lateItems,
+        headers,
       },
       body.payload_format === "raw" ? readReply.rawMessages : readReply.messages,
     );

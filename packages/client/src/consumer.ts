@@ -1,10 +1,12 @@
 import { type DeliverPolicy, type FetchRequest, type MessageItem, Mq9Error } from "@mq9/protocol";
+import { context } from "@opentelemetry/api";
 import { DEFAULT_RETRY, pause, type RetryOptions, retryDelay } from "./backoff.js";
 import { BatchAcker } from "./batch-acker.js";
 import type { ConnectionWatcher } from "./connection-watcher.js";
 import type { ClientLogger } from "./logger.js";
 import { Mq9Message } from "./message.js";
 import { fetchBody, type NakOptions } from "./request-bodies.js";
+import { endSpan, startProcessSpan } from "./tracing.js";
 
 /** A message handed out by a consumer; `ack()` acknowledges it through the consumer's group. */
 export class ConsumedMessage extends Mq9Message {
@@ -427,11 +429,14 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
   ): void {
     /** Why the handler threw, for its NAK; undefined when it did not (or a for-await loop was left). */
     let failure: string | undefined;
+    const traced = startProcessSpan(this.mailAddress, message.group, message.msgId, message.headers);
     const outcome = (async () => {
       try {
-        await handler(message);
+        await (traced ? context.with(traced.context, handler, undefined, message) : handler(message));
+        if (traced) endSpan(traced.span);
         return true;
       } catch (err) {
+        if (traced) endSpan(traced.span, err instanceof LeftLoop ? undefined : err);
         if (err instanceof LeftLoop) return false;
         const error = toError(err);
         this.options.onError(error, message);

@@ -1,4 +1,4 @@
-import { Headers, Mq9Error, type Priority } from "@mq9/protocol";
+import { encodeHeaderBlock, Headers, Mq9Error, type Priority } from "@mq9/protocol";
 
 /** Options of one SEND; each becomes an `mq9-*` header. */
 export interface SendOptions {
@@ -141,5 +141,11 @@ export function sendHeaders(options: SendOptions | undefined): EncodedHeaders | 
     text += `\r\n${name}: ${value.trim()}`;
   }
   const block: Uint8Array = Buffer.from(`${text}\r\n\r\n`);
+  return { encode: () => block };
+}
+
+/** A header block of `headers` as they are (names and values already valid). */
+export function encodedHeaders(headers: Readonly<Record<string, string>>): EncodedHeaders {
+  const block = encodeHeaderBlock(Object.entries(headers));
   return { encode: () => block };
 }

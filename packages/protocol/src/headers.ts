@@ -29,6 +29,9 @@ export const Headers = {
   a2aType: "mq9-a2a-type",
   a2aLast: "mq9-a2a-last",
   a2aTaskId: "mq9-a2a-task-id",
+  /** W3C trace context (https://www.w3.org/TR/trace-context/): kept with a message like any other header. */
+  traceparent: "traceparent",
+  tracestate: "tracestate",
 } as const;
 
 const HEADER_VERSION_LINE = "NATS/1.0";

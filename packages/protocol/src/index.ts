@@ -129,6 +129,7 @@ export {
   parseMq9Subject,
   Subjects,
 } from "./subjects.js";
+export { formatTraceparent, isTraceId, parseTraceparent, type TraceParent } from "./trace-context.js";
 export { TwoGenerationMap } from "./two-generation-map.js";
 export {
   MAX_BACKOFF_STEPS,

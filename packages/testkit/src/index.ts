@@ -65,6 +65,7 @@ export {
   startNatsServers,
 } from "./nats-servers.js";
 export { ensureOptionalNodePackages, node22, optionalNodePackages } from "./optional-node.js";
+export { OtlpReceiver, type ReceivedSpan } from "./otlp-receiver.js";
 export { type PgBouncer, pgbouncerMissing, startPgBouncer } from "./pgbouncer.js";
 export {
   freshSchema,
@@ -93,4 +94,5 @@ export {
 } from "./sample-agents.js";
 export { runSchemathesis, type SchemathesisOptions, type SchemathesisRun } from "./schemathesis.js";
 export { type ServeProcess, type SpawnServeOptions, spawnServe } from "./serve.js";
+export { registerTestTracing, type TestTracing } from "./test-tracing.js";
 export { writeWheel } from "./wheels.js";

@@ -226,6 +226,8 @@ export class MessagingEngine {
     request: FetchRequest,
     signal?: AbortSignal,
     undelivered?: AbortSignal,
+    /** Told when the FETCH starts waiting for messages; the function it returns, when it stops (tracing). */
+    onWait?: () => () => void,
   ): Promise<StoredMessage[]> {
     const group = request.group_name || undefined;
     const limit = request.config?.num_msgs ?? Defaults.fetchNumMsgs;
@@ -276,7 +278,9 @@ export class MessagingEngine {
             this.giveBackIfUndelivered(mailbox, group, items, nowMs + leaseMs, undelivered);
           if (items.length > 0 || nowMs >= deadlineMs || this.closing) return items;
           const timer = sleep(deadlineMs - nowMs);
+          const waited = onWait?.();
           await Promise.race([watch.fired, timer.done, this.closed.promise, gone]);
+          waited?.();
           timer.cancel();
         } finally {
           watch.cancel();

@@ -20,6 +20,7 @@ import type { Principal } from "../auth/principal.js";
 import type { MessagingEngine } from "../engine/messaging-engine.js";
 import type { Logger } from "../logger.js";
 import type { Registry } from "../registry.js";
+import type { RequestSpan, RequestTracing } from "../telemetry/request-tracing.js";
 import type { Mq9Request, Mq9RequestHandler, Mq9Respond } from "../transport/mq9-request.js";
 import { InspectionRequests } from "./inspection-requests.js";
 import { MailboxOwnership } from "./ownership.js";
@@ -34,6 +35,18 @@ import type { ServerInfo } from "./server-info.js";
  */
 function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** Ends a SEND's spans: its store commit, then the request, with the stored message's id. */
+function endSendSpan(
+  span: RequestSpan,
+  committed: (() => void) | undefined,
+  err: unknown,
+  msgId?: number,
+): void {
+  committed?.();
+  if (err === undefined && msgId !== undefined && msgId >= 0) span.set("messaging.message.id", String(msgId));
+  span.end(err);
 }
 
 /**
@@ -53,6 +66,8 @@ export class Mq9Service implements Mq9RequestHandler {
     private readonly registry?: Registry,
     isolated = false,
     serverInfo?: ServerInfo,
+    /** The broker's spans; undefined when tracing is off. */
+    private readonly tracing?: RequestTracing,
   ) {
     this.ownership = isolated ? new MailboxOwnership(engine) : undefined;
     this.inspection = new InspectionRequests(engine, this.ownership, serverInfo);
@@ -71,9 +86,12 @@ export class Mq9Service implements Mq9RequestHandler {
       return;
     }
     const started = performance.now();
+    const span = this.tracing?.request(command.op, command.mailAddress, request.header);
+    const committed = span?.child("mq9 store commit");
     const done = (err: unknown, msgId?: number, duplicate?: boolean) => {
       const failed = err !== undefined;
       this.observer?.observe(command.op, failed, (performance.now() - started) / 1000, command.mailAddress);
+      if (span) endSendSpan(span, committed, err, msgId);
       respond(
         failed ? JSON.stringify(this.errorReply(err, request)) : encodeSendReply(msgId as number, duplicate),
         true,
@@ -89,17 +107,21 @@ export class Mq9Service implements Mq9RequestHandler {
   /** Always resolves with the reply envelope; failures become `{error}`. */
   async handle(request: Mq9Request, command = parseMq9Subject(request.subject)): Promise<ReplyBody> {
     const started = performance.now();
+    const mailAddress = command !== undefined && "mailAddress" in command ? command.mailAddress : undefined;
+    const span = this.tracing?.request(command?.op ?? "unknown", mailAddress, request.header);
     let reply: ReplyBody;
     try {
-      reply = { error: "", ...(await this.dispatch(command, request)) };
+      reply = { error: "", ...(await this.dispatch(command, request, span)) };
+      span?.end();
     } catch (err) {
       reply = this.errorReply(err, request);
+      span?.end(err);
     }
     this.observer?.observe(
       command?.op ?? "unknown",
       reply.error !== "",
       (performance.now() - started) / 1000,
-      command !== undefined && "mailAddress" in command ? command.mailAddress : undefined,
+      mailAddress,
     );
     return reply;
   }
@@ -114,6 +136,7 @@ export class Mq9Service implements Mq9RequestHandler {
   private async dispatch(
     command: Mq9Command | undefined,
     request: Mq9Request,
+    span?: RequestSpan,
   ): Promise<Record<string, unknown>> {
     const engine = this.engine;
     const ownership = this.ownership;
@@ -126,10 +149,14 @@ export class Mq9Service implements Mq9RequestHandler {
       }
       case "msg.send": {
         const { mailAddress } = command;
+        const committed = span?.child("mq9 store commit");
         const sent = await new Promise<{ msg_id?: number; duplicate?: true }>((resolve, reject) =>
-          engine.send(mailAddress, request.payload, request.header, (err, id, duplicate) =>
-            err === undefined ? resolve(duplicate ? { msg_id: id, duplicate } : { msg_id: id }) : reject(err),
-          ),
+          engine.send(mailAddress, request.payload, request.header, (err, id, duplicate) => {
+            committed?.();
+            if (err !== undefined) return reject(err);
+            if (span && id !== undefined && id >= 0) span.set("messaging.message.id", String(id));
+            resolve(duplicate ? { msg_id: id, duplicate } : { msg_id: id });
+          }),
         );
         return sent;
       }
@@ -137,7 +164,15 @@ export class Mq9Service implements Mq9RequestHandler {
         const fetch = requestValue(parseFetchRequest(request.payload));
         if (fetch.member === undefined && request.clientName) fetch.member = request.clientName.slice(0, 128);
         if (ownership) await ownership.check(caller, command.mailAddress, "FETCH from it");
-        const messages = await engine.fetch(command.mailAddress, fetch, request.signal, request.undelivered);
+        const messages = await engine.fetch(
+          command.mailAddress,
+          fetch,
+          request.signal,
+          request.undelivered,
+          span && (() => span.child("mq9 long-poll wait")),
+        );
+        span?.set("messaging.batch.message_count", messages.length);
+        if (fetch.group_name) span?.set("messaging.consumer.group.name", fetch.group_name);
         const headerParts = { bytes: fetch.include_header !== false, map: fetch.include_headers !== false };
         return { messages, headerParts, rawPayloads: fetch.payload_format === "raw" };
       }
