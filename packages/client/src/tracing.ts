@@ -10,11 +10,18 @@ import {
   SpanKind,
   SpanStatusCode,
   TraceFlags,
+  type Tracer,
   trace,
 } from "@opentelemetry/api";
 
-// Only the API: without an SDK registered by the application every span is a no-op.
-const tracer = trace.getTracer("@mq9/client");
+/**
+ * Only the API: without an SDK registered by the application every span is a no-op. Asked for
+ * at each use, not kept: a tracer taken before the application registers its SDK through another
+ * copy of the API would stay a no-op.
+ */
+function tracer(): Tracer {
+  return trace.getTracer("@mq9/client");
+}
 
 /** Span attribute names of the OpenTelemetry semantic conventions for messaging. */
 export const MessagingAttributes = {
@@ -83,7 +90,7 @@ function started(span: Span): StartedSpan | undefined {
 /** A producer span for one SEND, a child of the active context. */
 export function startSendSpan(address: string, bodySize: number): StartedSpan | undefined {
   return started(
-    tracer.startSpan(`send ${address}`, {
+    tracer().startSpan(`send ${address}`, {
       kind: SpanKind.PRODUCER,
       attributes: { ...operation("send", "send", address), [MessagingAttributes.bodySize]: bodySize },
     }),
@@ -94,7 +101,7 @@ export function startSendSpan(address: string, bodySize: number): StartedSpan | 
 export function startFetchSpan(address: string, group: string | undefined): StartedSpan | undefined {
   const attributes = operation("receive", "fetch", address);
   if (group) attributes[MessagingAttributes.consumerGroup] = group;
-  return started(tracer.startSpan(`fetch ${address}`, { kind: SpanKind.CLIENT, attributes }));
+  return started(tracer().startSpan(`fetch ${address}`, { kind: SpanKind.CLIENT, attributes }));
 }
 
 /** Marks what FETCH received: how many, and a link to each message's producer. */
@@ -127,7 +134,7 @@ export function startProcessSpan(
   const attributes = operation("process", "process", address);
   attributes[MessagingAttributes.messageId] = String(msgId);
   if (group) attributes[MessagingAttributes.consumerGroup] = group;
-  const span = tracer.startSpan(
+  const span = tracer().startSpan(
     `process ${address}`,
     { kind: SpanKind.CONSUMER, attributes, links: producer ? [{ context: producer }] : undefined },
     parent,

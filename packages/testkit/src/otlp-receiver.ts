@@ -18,6 +18,9 @@ export interface ReceivedSpan {
   links: { traceId: string; spanId: string }[];
   /** OTLP's status code: 0 unset, 1 ok, 2 error. */
   status: number;
+  /** Start and end, Unix ms (fractions kept). */
+  startMs: number;
+  endMs: number;
 }
 
 type AnyValue = {
@@ -36,6 +39,8 @@ type JsonSpan = {
   attributes?: KeyValue[];
   links?: { traceId: string; spanId: string }[];
   status?: { code?: number };
+  startTimeUnixNano?: string | number;
+  endTimeUnixNano?: string | number;
 };
 type ExportRequest = {
   resourceSpans?: {
@@ -131,6 +136,8 @@ export class OtlpReceiver {
               spanId: hex(link.spanId),
             })),
             status: span.status?.code ?? 0,
+            startMs: Number(BigInt(span.startTimeUnixNano ?? 0) / 1000n) / 1000,
+            endMs: Number(BigInt(span.endTimeUnixNano ?? 0) / 1000n) / 1000,
           });
         }
       }

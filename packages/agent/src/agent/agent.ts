@@ -252,9 +252,9 @@ export abstract class Agent {
       maxDeliver: this.maxDeliver,
       // The SDK's own steps, for a lease that ran out (a crash) as for an answer that failed to send.
       backoffMs: DEFAULT_RETRY_DELAYS_MS,
-      // The envelope is the JSON payload; the headers only mirror it for plain mq9 tools.
+      // The envelope is the JSON payload; the headers mirror it for plain mq9 tools, and their
+      // decoded map (kept) carries the W3C trace context the handling's span follows.
       headerBytes: false,
-      headerMap: false,
       onError: (error) => {
         if (!this.stopped) this.onError(error);
       },

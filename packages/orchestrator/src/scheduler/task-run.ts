@@ -1,6 +1,8 @@
 import { type DeadLetters, type Envelope, newId, readEnvelope } from "@mq9/agent/internal";
 import type { Priority } from "@mq9/protocol";
+import { context } from "@opentelemetry/api";
 import { OrchestratorError } from "../errors.js";
+import { TaskTracing } from "../observability/task-tracing.js";
 import type { Router } from "../routing/router.js";
 import type { StepTemplate, TaskTemplate } from "../templates/task-template.js";
 import { compensationsOwed, errorText, recordAttempt, retryBackoffMs } from "./attempts.js";
@@ -116,6 +118,8 @@ export class TaskRun {
   private told: boolean;
   /** Steps whose end was told to onStep. */
   private readonly stepsTold: Set<string>;
+  /** The task's spans (OpenTelemetry): no-ops unless the application registered an SDK. */
+  private readonly tracing: TaskTracing;
 
   constructor(
     state: TaskState,
@@ -125,6 +129,7 @@ export class TaskRun {
     this.state = state;
     this.version = template;
     this.timers = new TaskTimers(host.now);
+    this.tracing = new TaskTracing(state);
     this.told = isTerminal(state.status);
     this.stepsTold = new Set(state.order.filter((id) => isTerminal(state.steps[id].status)));
   }
@@ -229,6 +234,7 @@ export class TaskRun {
     if (isTerminal(state.status)) await this.advanceCompensation();
     state.updated_at = host.now();
     await host.store.save(state);
+    this.tracing.sync(host.now());
     host.onChange?.(snapshot(state));
     const waits =
       !isTerminal(state.status) || state.compensation_status === "running"
@@ -397,7 +403,9 @@ export class TaskRun {
     await Promise.all(
       live.map(async ({ work, spec, envelope, mailbox }) => {
         try {
-          await host.post.send(mailbox, envelope);
+          // In the hop's context: the message carries it to the agent, whose spans follow.
+          const hop = this.tracing.hop(work, envelope.target, envelope.msg_id, host.now());
+          await context.with(hop, () => host.post.send(mailbox, envelope));
         } catch (err) {
           if (inFlight(work, envelope.msg_id)) {
             this.attemptFailed(work, spec, "failed", `could not send it: ${(err as Error).message}`);
