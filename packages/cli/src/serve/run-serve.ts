@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
-import { Broker, type BrokerHttpOptions, type BrokerOptions, type Logger } from "@mq9/broker";
+import { Broker, type BrokerHttpOptions, type BrokerOptions, type Logger, otlpFromEnv } from "@mq9/broker";
 import type { RestApi } from "@mq9/broker/internal";
 import { type RegistrySettings, registryFactory } from "@mq9/registry";
 import { say } from "../shared/output.js";
@@ -108,6 +108,11 @@ function brokerOptions(
       openPath: ServeDashboard.openPath,
     },
     registry: registryFactory(optionsFor("registry", config, SETTINGS) as RegistrySettings),
+    // This process is the application: its orchestrator and apps trace into the broker's export.
+    telemetry:
+      config.telemetry.otlpEndpoint !== undefined || otlpFromEnv(process.env)
+        ? { otlpEndpoint: config.telemetry.otlpEndpoint, global: true }
+        : undefined,
     logger,
   };
 }
@@ -184,6 +189,14 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
   };
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("SIGTERM", () => stop("SIGTERM"));
+  if (broker.telemetry) {
+    const env = process.env;
+    const to =
+      config.telemetry.otlpEndpoint ??
+      env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+      env.OTEL_EXPORTER_OTLP_ENDPOINT;
+    logger.info({ otlpEndpoint: to }, `tracing: spans exported over OTLP/HTTP to ${to}`);
+  }
   // Ready only once a signal drains: whoever waits for this line may stop the broker at once.
   const scheme = config.tls.cert ? "mq9s" : "mq9";
   const http = broker.http;

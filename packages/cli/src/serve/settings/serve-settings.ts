@@ -731,6 +731,19 @@ export const SERVE_SETTINGS = {
       reads: "cluster",
     }),
   },
+  telemetry: {
+    otlpEndpoint: setting({
+      type: matching(
+        (value) => /^https?:\/\/[^\s/]+/.test(value),
+        "must be an http:// or https:// URL, e.g. http://localhost:4318",
+        "URL",
+      ),
+      flag: "otlp-endpoint",
+      help: "OTLP/HTTP receiver of the broker's and orchestrator's spans, e.g. http://localhost:4318 (docs/observability.md); the standard OTEL_EXPORTER_OTLP_ENDPOINT also turns export on",
+      reads: "broker",
+      option: false,
+    }),
+  },
   log: {
     level: setting({
       type: choice(["trace", "debug", "info", "warn", "error", "fatal", "silent"]),
