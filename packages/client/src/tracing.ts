@@ -11,6 +11,7 @@ import {
   SpanStatusCode,
   TraceFlags,
   type Tracer,
+  type TracerProvider,
   trace,
 } from "@opentelemetry/api";
 
@@ -19,8 +20,15 @@ import {
  * at each use, not kept: a tracer taken before the application registers its SDK through another
  * copy of the API would stay a no-op.
  */
+let provider: TracerProvider | undefined;
+let cached: Tracer | undefined;
 function tracer(): Tracer {
-  return trace.getTracer("@mq9/client");
+  const current = trace.getTracerProvider();
+  if (current !== provider || cached === undefined) {
+    provider = current;
+    cached = current.getTracer("@mq9/client");
+  }
+  return cached;
 }
 
 /** Span attribute names of the OpenTelemetry semantic conventions for messaging. */

@@ -266,6 +266,18 @@ describe("send and fetch", () => {
   });
 });
 
+describe("trace context without an OpenTelemetry SDK", () => {
+  it("a SEND carries no traceparent of its own, and one given by hand travels as it is", async () => {
+    const box = await client.createMailbox({ name: boxName("untraced") });
+    await client.send(box, "plain");
+    const given = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    await client.send(box, "handed on", { headers: { traceparent: given, tracestate: "k=v" } });
+    const [plain, handed] = await client.fetch(box, { deliver: "earliest" });
+    expect(plain.header).toBeNull();
+    expect(handed.headers).toMatchObject({ traceparent: given, tracestate: "k=v" });
+  });
+});
+
 describe("groups and ACK", () => {
   it("a group member does not get a leased message again; after the lease it does", async () => {
     const box = await client.createMailbox({ name: boxName() });

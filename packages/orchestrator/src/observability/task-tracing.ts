@@ -8,6 +8,7 @@ import {
   SpanStatusCode,
   TraceFlags,
   type Tracer,
+  type TracerProvider,
   trace,
 } from "@opentelemetry/api";
 import { isTerminal, type StepStatus, type TaskState, type WorkState } from "../scheduler/task-state.js";
@@ -17,8 +18,15 @@ import { isTerminal, type StepStatus, type TaskState, type WorkState } from "../
  * OTLP export), and nowhere without one. Asked for at each use: a tracer taken before the SDK is
  * registered through another copy of the API would stay a no-op.
  */
+let provider: TracerProvider | undefined;
+let cached: Tracer | undefined;
 function tracer(): Tracer {
-  return trace.getTracer("@mq9/orchestrator");
+  const current = trace.getTracerProvider();
+  if (current !== provider || cached === undefined) {
+    provider = current;
+    cached = current.getTracer("@mq9/orchestrator");
+  }
+  return cached;
 }
 
 /**
