@@ -4,6 +4,7 @@
 import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { connect } from "@mq9/client";
+import { startOtlpSink } from "./otlp-sink.js";
 import {
   freePort,
   MQ9_CLI,
@@ -59,7 +60,7 @@ export function start(cfg) {
 }
 
 /** Starts our broker; with `permissions`, users are configured and the client is one of them. */
-export async function startWith({ payload, drainBatch }, { permissions }) {
+export async function startWith({ payload, drainBatch }, { permissions, otlp = false }) {
   if (!existsSync(MQ9_CLI)) {
     throw new NotMeasured(`${path.relative(REPO_ROOT, MQ9_CLI)} does not exist (the CLI is not built yet)`);
   }
@@ -67,6 +68,7 @@ export async function startWith({ payload, drainBatch }, { permissions }) {
   const dir = makeTempDir("mq9");
   let server;
   let client;
+  let sink;
   try {
     try {
       // Messaging only: the registry's embedder and the orchestrator would only add their start-up
@@ -76,6 +78,10 @@ export async function startWith({ payload, drainBatch }, { permissions }) {
         const file = path.join(dir, "mq9-users.json");
         writeFileSync(file, JSON.stringify(PERMISSIONS_CONFIG));
         configArgs.push("--config", file);
+      }
+      if (otlp) {
+        sink = await startOtlpSink();
+        configArgs.push("--otlp-endpoint", sink.url);
       }
       server = await startBroker(port, dir, [
         ...configArgs,
@@ -185,6 +191,10 @@ export async function startWith({ payload, drainBatch }, { permissions }) {
       async close() {
         await client.close().catch(() => {});
         await server.stop();
+        if (sink) {
+          progress(`OTLP sink: ${sink.counts.requests} exports, ${(sink.counts.bytes / 1e6).toFixed(1)} MB`);
+          await sink.close();
+        }
         removeTempDir(dir);
       },
     };
@@ -194,6 +204,7 @@ export async function startWith({ payload, drainBatch }, { permissions }) {
       await server.stop();
       err.details ??= server.output();
     }
+    await sink?.close();
     removeTempDir(dir);
     throw err;
   }

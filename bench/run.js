@@ -9,6 +9,7 @@ import { performance } from "node:perf_hooks";
 import { runClusterBench } from "./cluster.js";
 import * as jetstream from "./jetstream.js";
 import * as mq9 from "./mq9.js";
+import * as mq9Otlp from "./mq9-otlp.js";
 import * as mq9Permissions from "./mq9-permissions.js";
 import { runOrchestratorBench } from "./orchestrator.js";
 import { binaryVersion, cleanupAll, cpuMeter, findBinary, installCleanupHandlers, progress } from "./proc.js";
@@ -16,7 +17,8 @@ import * as redis from "./redis.js";
 import { runRegistryBench } from "./registry.js";
 import { measureDrain, measureSend } from "./stats.js";
 
-const SYSTEMS = [mq9, mq9Permissions, jetstream, redis];
+// BENCH_OTLP=1 adds our broker with OTLP tracing on: what tracing costs, next to it off.
+const SYSTEMS = [mq9, mq9Permissions, jetstream, redis, ...(process.env.BENCH_OTLP === "1" ? [mq9Otlp] : [])];
 
 const USAGE = `usage: node bench/run.js [--quick] [--registry] [--orchestrator] [--cluster] [--help]
 
@@ -51,6 +53,8 @@ environment (defaults in brackets, quick-run defaults after the slash):
   BENCH_ORCH_MESSAGES   --orchestrator: routed messages of the loaded run     [30000 / 3000]
   BENCH_ORCH_TASKS      --orchestrator: 0 skips the task phases (split, bulkhead)   [1]
   BENCH_ORCH_SERVE_ARGS --orchestrator: extra flags of mq9 serve, e.g. "--poll-batch 512"   []
+  BENCH_OTLP            1: adds mq9-otlp, our broker exporting its spans over OTLP/HTTP to a sink
+                        in this process (--otlp-endpoint), and the tracing on / off ratios   [0]
   BENCH_MQ9_RAW         0: mq9's drains and consume loop ask for base64 payloads, not raw ones
                         (raw: an mq9 extension, @mq9/client's default)                [1]
   BENCH_MQ9_NODE_ARGS   node flags for our broker (every bench), e.g. "--cpu-prof --cpu-prof-dir=DIR"   [none]
@@ -448,6 +452,13 @@ function report(cfg, results, machine, totalMs) {
   add("SEND@1 p50 latency", "Redis / mq9", rd?.seq?.p50, ours?.seq?.p50, 0.77);
   add(`SEND@${c} throughput`, "permissions on / off", perms?.par?.rate, ours?.par?.rate, 0.95);
   add("SEND@1 p50 latency", "permissions off / on", ours?.seq?.p50, perms?.seq?.p50, 0.95);
+  const otlp = peer("mq9-otlp");
+  if (otlp) {
+    add(`SEND@${c} throughput`, "OTLP tracing on / off", otlp?.par?.rate, ours?.par?.rate);
+    add("SEND@1 p50 latency", "OTLP tracing off / on", ours?.seq?.p50, otlp?.seq?.p50);
+    add(`drain FETCH(${cfg.drainBatch})+ACK`, "OTLP tracing on / off", otlp?.drain?.rate, ours?.drain?.rate);
+    add("consume loop", "OTLP tracing on / off", otlp?.consume?.rate, ours?.consume?.rate);
+  }
   add(`drain FETCH(${cfg.drainBatch})+ACK`, "mq9 / JetStream", ours?.drain?.rate, js?.drain?.rate, 2);
   add(`drain FETCH(${cfg.drainBatch})+ACK`, "mq9 / Redis", ours?.drain?.rate, rd?.drain?.rate, 1);
   add("drain FETCH(1)+ACK", "mq9 / Redis", ours?.drain1?.rate, rd?.drain1?.rate);
