@@ -13,6 +13,7 @@ import { type Logger, silentLogger } from "./logger.js";
 import type { NatsListenerOptions } from "./nats/index.js";
 import type { Registry, RegistryFactory } from "./registry.js";
 import { Mq9Service } from "./service/mq9-service.js";
+import type { RequestObserver } from "./service/request-observer.js";
 import { ServerInfo } from "./service/server-info.js";
 import { SqliteStore, type SyncMode } from "./store/sqlite-store.js";
 import type { Store } from "./store/store.js";
@@ -252,10 +253,19 @@ export class Broker {
           return { cluster: view.cluster, node: view.node, peers };
         },
       });
+      const otlpMetrics = telemetry?.requestMetrics;
+      const observer: RequestObserver = otlpMetrics
+        ? {
+            observe: (op, failed, seconds, mailAddress) => {
+              metrics.observe(op, failed, seconds, mailAddress);
+              otlpMetrics.observe(op, failed, seconds);
+            },
+          }
+        : metrics;
       const service = new Mq9Service(
         engine,
         logger,
-        metrics,
+        observer,
         registry,
         served.isolatesClients,
         serverInfo,

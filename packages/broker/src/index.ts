@@ -48,4 +48,4 @@ export type {
 export type { SharedDatabase } from "./store/shared-database.js";
 export type { SyncMode } from "./store/sqlite-store.js";
 export { StorageError } from "./store/storage-error.js";
-export { otlpFromEnv, type TelemetryOptions } from "./telemetry/telemetry-options.js";
+export { otlpFromEnv, otlpMetricsFromEnv, type TelemetryOptions } from "./telemetry/telemetry-options.js";

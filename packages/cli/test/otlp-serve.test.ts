@@ -1,7 +1,7 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { Subjects } from "@mq9/protocol";
-import { OtlpReceiver } from "@mq9/testkit";
+import { OtlpReceiver, until } from "@mq9/testkit";
 import { connect, headers as natsHeaders } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, type ServeProcess, spawnServe, tempDir } from "./cli-harness.js";
@@ -70,6 +70,21 @@ describe("mq9 serve exports its spans over OTLP/HTTP", () => {
       "messaging.system": "mq9",
       "messaging.destination.name": "otlp.flag",
     });
+  });
+
+  it("--otlp-metrics: the request metrics go to /v1/metrics of the same endpoint", async () => {
+    const started = await serve(["--otlp-endpoint", receiver.url, "--otlp-metrics"], {
+      OTEL_SERVICE_NAME: "mq9-metrics",
+      OTEL_METRIC_EXPORT_INTERVAL: "200",
+    });
+    await tracedSend(started.port, "otlp.metrics");
+    const exported = () => JSON.stringify(receiver.metrics);
+    await until(
+      "the request metrics",
+      () => exported().includes('"mq9-metrics"') && exported().includes("mq9.broker.request.duration"),
+    );
+    expect(exported()).toContain("mq9.broker.requests");
+    expect(exported()).toContain('"msg.send"');
   });
 
   it("OTEL_EXPORTER_OTLP_ENDPOINT alone turns export on", async () => {

@@ -16,6 +16,7 @@ import {
 } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
+import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import {
   defaultResource,
@@ -23,7 +24,9 @@ import {
   envDetector,
   resourceFromAttributes,
 } from "@opentelemetry/resources";
+import { MeterProvider, PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics";
 import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import type { RequestObserver } from "../service/request-observer.js";
 import type { RequestSpan, RequestTracing } from "./request-tracing.js";
 import type { TelemetryOptions } from "./telemetry-options.js";
 
@@ -71,6 +74,35 @@ class OtlpRequestSpan implements RequestSpan {
   }
 }
 
+/** The broker's request metrics, exported over OTLP: a count and a duration histogram per request kind. */
+class OtlpRequestMetrics implements RequestObserver {
+  private readonly requests;
+  private readonly duration;
+
+  constructor(readonly provider: MeterProvider) {
+    const meter = provider.getMeter("@mq9/broker");
+    this.requests = meter.createCounter("mq9.broker.requests", {
+      description: "mq9 requests answered, by request kind and outcome",
+    });
+    this.duration = meter.createHistogram("mq9.broker.request.duration", {
+      description: "time to answer an mq9 request (a FETCH's long-poll included)",
+      unit: "s",
+    });
+  }
+
+  observe(op: string, failed: boolean, seconds: number): void {
+    const attributes = { "messaging.operation.name": op, outcome: failed ? "error" : "ok" };
+    this.requests.add(1, attributes);
+    this.duration.record(seconds, attributes);
+  }
+}
+
+/** OTEL_METRIC_EXPORT_INTERVAL, when it is a number of ms. */
+function envIntervalMs(): number | undefined {
+  const value = Number(process.env.OTEL_METRIC_EXPORT_INTERVAL);
+  return Number.isFinite(value) && value > 0 ? value : undefined;
+}
+
 /** The broker's OTLP export: its tracer provider, the service's request spans, and shutdown. */
 export class OtlpTelemetry implements RequestTracing {
   private readonly tracer: Tracer;
@@ -78,6 +110,8 @@ export class OtlpTelemetry implements RequestTracing {
   private constructor(
     readonly tracerProvider: TracerProvider & { shutdown(): Promise<void>; forceFlush(): Promise<void> },
     private readonly global: boolean,
+    /** Set with `metrics`: told about every request, as the Prometheus metrics are. */
+    readonly requestMetrics?: OtlpRequestMetrics,
   ) {
     this.tracer = tracerProvider.getTracer("@mq9/broker");
   }
@@ -97,7 +131,15 @@ export class OtlpTelemetry implements RequestTracing {
       propagation.setGlobalPropagator(new W3CTraceContextPropagator());
       context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
     }
-    return new OtlpTelemetry(provider, options.global === true);
+    let metrics: OtlpRequestMetrics | undefined;
+    if (options.metrics) {
+      const reader = new PeriodicExportingMetricReader({
+        exporter: new OTLPMetricExporter(base === undefined ? {} : { url: `${base}/v1/metrics` }),
+        exportIntervalMillis: options.metricsIntervalMs ?? envIntervalMs() ?? 60_000,
+      });
+      metrics = new OtlpRequestMetrics(new MeterProvider({ resource, readers: [reader] }));
+    }
+    return new OtlpTelemetry(provider, options.global === true, metrics);
   }
 
   request(op: string, mailAddress: string | undefined, header: Uint8Array | undefined): RequestSpan {
@@ -108,13 +150,15 @@ export class OtlpTelemetry implements RequestTracing {
   }
 
   /** Sends the spans still buffered. */
-  flush(): Promise<void> {
-    return this.tracerProvider.forceFlush();
+  async flush(): Promise<void> {
+    await this.tracerProvider.forceFlush();
+    await this.requestMetrics?.provider.forceFlush();
   }
 
   /** Sends what is buffered, then stops exporting. */
   async shutdown(): Promise<void> {
     await this.tracerProvider.shutdown();
+    await this.requestMetrics?.provider.shutdown();
     if (this.global) {
       trace.disable();
       propagation.disable();

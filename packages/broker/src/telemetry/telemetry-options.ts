@@ -30,3 +30,8 @@ export function otlpFromEnv(env: NodeJS.ProcessEnv = process.env): boolean {
   if (env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === "none") return false;
   return Boolean(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim());
 }
+
+/** Whether OTEL_METRICS_EXPORTER names `otlp` (it is a comma-separated list). */
+export function otlpMetricsFromEnv(env: NodeJS.ProcessEnv = process.env): boolean {
+  return (env.OTEL_METRICS_EXPORTER ?? "").split(",").some((name) => name.trim().toLowerCase() === "otlp");
+}

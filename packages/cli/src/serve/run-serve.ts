@@ -1,6 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
-import { Broker, type BrokerHttpOptions, type BrokerOptions, type Logger, otlpFromEnv } from "@mq9/broker";
+import {
+  Broker,
+  type BrokerHttpOptions,
+  type BrokerOptions,
+  type Logger,
+  otlpFromEnv,
+  otlpMetricsFromEnv,
+} from "@mq9/broker";
 import type { RestApi } from "@mq9/broker/internal";
 import { type RegistrySettings, registryFactory } from "@mq9/registry";
 import { say } from "../shared/output.js";
@@ -111,7 +118,11 @@ function brokerOptions(
     // This process is the application: its orchestrator and apps trace into the broker's export.
     telemetry:
       config.telemetry.otlpEndpoint !== undefined || otlpFromEnv(process.env)
-        ? { otlpEndpoint: config.telemetry.otlpEndpoint, global: true }
+        ? {
+            otlpEndpoint: config.telemetry.otlpEndpoint,
+            metrics: config.telemetry.otlpMetrics || otlpMetricsFromEnv(process.env),
+            global: true,
+          }
         : undefined,
     logger,
   };

@@ -743,6 +743,14 @@ export const SERVE_SETTINGS = {
       reads: "broker",
       option: false,
     }),
+    otlpMetrics: setting({
+      type: onOff(),
+      default: false,
+      flag: "otlp-metrics",
+      help: "also export the broker's request metrics (count and duration per request kind) over OTLP to the same endpoint; OTEL_METRICS_EXPORTER=otlp does too",
+      reads: "broker",
+      option: false,
+    }),
   },
   log: {
     level: setting({
