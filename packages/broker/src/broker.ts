@@ -17,6 +17,7 @@ import type { RequestObserver } from "./service/request-observer.js";
 import { ServerInfo } from "./service/server-info.js";
 import { SqliteStore, type SyncMode } from "./store/sqlite-store.js";
 import type { Store } from "./store/store.js";
+import { loadOtlpTelemetry } from "./telemetry/load-otlp.js";
 import type { OtlpTelemetry } from "./telemetry/otlp-telemetry.js";
 import type { TelemetryOptions } from "./telemetry/telemetry-options.js";
 import type { BrokerTransport } from "./transport/broker-transport.js";
@@ -206,7 +207,7 @@ export class Broker {
     try {
       if (options.telemetry) {
         // Only now: a broker without OTLP export never loads the OpenTelemetry SDK.
-        const { OtlpTelemetry } = await import("./telemetry/otlp-telemetry.js");
+        const { OtlpTelemetry } = await loadOtlpTelemetry();
         telemetry = OtlpTelemetry.start(options.telemetry);
       }
       // One guard for both ports: a guesser is slowed on the HTTP port by failures on the NATS port too.

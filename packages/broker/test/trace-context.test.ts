@@ -1,7 +1,9 @@
+import { readFileSync } from "node:fs";
 import { Subjects } from "@mq9/protocol";
 import type { TestBroker } from "@mq9/testkit";
 import { onEachBrokerKind } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { otlpPackages } from "../src/telemetry/load-otlp.js";
 
 const TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 const TRACESTATE = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7";
@@ -42,5 +44,23 @@ onEachBrokerKind((start) => {
       expect(plain?.header).toBeNull();
       expect(plain?.headers?.traceparent).toBeUndefined();
     });
+  });
+});
+
+describe("OTLP export's SDK, an optional peer of the broker", () => {
+  it("the install line names each SDK package at the version the checkout tests", () => {
+    const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+      devDependencies: Record<string, string>;
+      dependencies: Record<string, string>;
+    };
+    const sdk = Object.entries(manifest.devDependencies).filter(([name]) =>
+      name.startsWith("@opentelemetry/"),
+    );
+    expect(sdk.length).toBeGreaterThan(0);
+    expect(otlpPackages()).toEqual(sdk.map(([name, version]) => `${name}@${version}`));
+    // The API alone is what a broker without export loads.
+    expect(Object.keys(manifest.dependencies).filter((name) => name.startsWith("@opentelemetry/"))).toEqual([
+      "@opentelemetry/api",
+    ]);
   });
 });

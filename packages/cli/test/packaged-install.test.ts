@@ -26,7 +26,16 @@ const hello = docExample("README.md", "hello-mjs");
  * What a default install must not bring: the optional parts and their model chains. The ONNX
  * runtime is in it (the default embedder runs on it); its web build is not.
  */
-const OPTIONAL = ["onnxruntime-web", "hnswlib-node", "@lancedb", "apache-arrow", "@huggingface"];
+const OPTIONAL = [
+  "onnxruntime-web",
+  "hnswlib-node",
+  "@lancedb",
+  "apache-arrow",
+  "@huggingface",
+  // OTLP export's SDK (the API, a few kilobytes, stays).
+  "@opentelemetry/sdk-trace-base",
+  "@opentelemetry/exporter-trace-otlp-http",
+];
 
 /** Every package folder under a node_modules tree, by name (`@scope/name` for scoped ones). */
 function installedNames(dir: string, found = new Set<string>()): Set<string> {
@@ -132,6 +141,23 @@ describe("the packed packages, installed as README.md says", () => {
     const dashboard = await fetch(`http://127.0.0.1:${httpPort}/`);
     expect(dashboard.status).toBe(200);
     expect(await dashboard.text()).toMatch(/<html/i);
+
+    // OTLP export asks for the SDK the install left out, by name and version.
+    const refused = await sh(
+      "sh",
+      [
+        "-c",
+        "timeout 60 mq9 serve --port 0 --http-port 0 --data ./otlp-data --otlp-endpoint http://127.0.0.1:4318",
+      ],
+      cwd,
+      onPath,
+    ).then(
+      () => "mq9 serve started",
+      (err: Error) => err.message,
+    );
+    expect(refused).toMatch(
+      /OTLP export needs the OpenTelemetry SDK, which a default install leaves out: npm install @opentelemetry\/context-async-hooks@2\.12\.0 /,
+    );
   }, 900_000);
 
   it("an application installs the SDK and sends, fetches and discovers, with types", async () => {
