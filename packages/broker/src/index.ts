@@ -30,6 +30,7 @@ export {
 } from "./auth/index.js";
 export { Broker, type BrokerHttpOptions, type BrokerOptions } from "./broker.js";
 export { BrokerDefaults } from "./broker-defaults.js";
+export type { ClusterIdentity } from "./cluster/account-identity.js";
 export type { ClusterMember } from "./cluster/cluster-members.js";
 export type { ClusterRoster, ClusterView } from "./cluster/cluster-node.js";
 export { publisherProblem } from "./http/ard/ard-identifier.js";

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { UserOptions } from "../src/index.js";
 import { encodeBody, startTestBroker, type TestBroker, tempDir, texts } from "./harness.js";
 import { RawClient, sleep } from "./nats-harness.js";
+import { ownershipSuite } from "./ownership-suite.js";
 
 const USERS: UserOptions[] = [
   { user: "alice", password: "alice-pw", permissions: "agent" },
@@ -129,31 +130,7 @@ describe("isolation between clients (several users)", () => {
     raw.destroy();
   });
 
-  it("another user may SEND to a mailbox but not FETCH, ACK, QUERY or DELETE it; nothing changes", async () => {
-    const { mail_address: box } = await as(alice)<{ mail_address: string }>(Subjects.mailboxCreate, {
-      name: "alice.private",
-    });
-    expect(box).toBe("alice.private");
-    const sent = await as(bob)<{ msg_id: number }>(Subjects.send(box), "from bob");
-    expect(sent.error).toBe("");
-    const denied = /^permission denied: mailbox alice\.private belongs to another user/;
-    const fetch = await as(bob)(Subjects.fetch(box), { group_name: "g", deliver: "earliest" });
-    expect(fetch.error).toMatch(denied);
-    expect(fetch.messages).toBeUndefined();
-    expect((await as(bob)(Subjects.fetch(box), { deliver: "earliest" })).error).toMatch(denied);
-    expect((await as(bob)(Subjects.query(box), {})).error).toMatch(denied);
-    expect((await as(bob)(Subjects.ack(box), { group_name: "g", msg_id: sent.msg_id })).error).toMatch(
-      denied,
-    );
-    expect((await as(bob)(Subjects.delete(box, sent.msg_id), undefined)).error).toMatch(denied);
-    // Nothing changed: the message is there, and group g has not been handed it.
-    expect(texts(await as(alice)(Subjects.query(box), {}))).toEqual(["from bob"]);
-    const own = await as(alice)(Subjects.fetch(box), { group_name: "g", deliver: "earliest" });
-    expect(texts(own)).toEqual(["from bob"]);
-    // The admin may do everything.
-    expect((await as(root)(Subjects.query(box), {})).error).toBe("");
-    expect((await as(root)(Subjects.delete(box, sent.msg_id), undefined)).error).toBe("");
-  });
+  ownershipSuite(() => ({ request: t.request, alice, bob, root }));
 
   it("a mailboxes grant lets a user read mailboxes it did not create", async () => {
     await as(root)(Subjects.mailboxCreate, { name: "shared.inbox" });
@@ -161,45 +138,6 @@ describe("isolation between clients (several users)", () => {
     const erin = await t.nats({ user: "erin", pass: "erin-pw" });
     expect(texts(await as(erin)(Subjects.query("shared.inbox"), {}))).toEqual(["for the team"]);
     expect((await as(erin)(Subjects.query("alice.private"), {})).error).toMatch(/^permission denied/);
-  });
-
-  it("registrations belong to their user: no overwrite, no namesake, no UNREGISTER or REPORT by others", async () => {
-    await as(alice)(Subjects.mailboxCreate, { name: "alice.inbox" });
-    await as(bob)(Subjects.mailboxCreate, { name: "bob.inbox" });
-    const card = { mailbox: "alice.inbox", name: "alice.agent", description: "alice's agent" };
-    expect((await as(alice)(Subjects.agentRegister, card)).error).toBe("");
-    const overwrite = await as(bob)(Subjects.agentRegister, { ...card, description: "bob was here" });
-    expect(overwrite.error).toMatch(
-      /^permission denied: the registration of alice\.inbox belongs to another user/,
-    );
-    const namesake = await as(bob)(Subjects.agentRegister, { mailbox: "bob.inbox", name: "alice.agent" });
-    expect(namesake.error).toMatch(
-      /^permission denied: the agent name 'alice\.agent' is registered by another user/,
-    );
-    const foreign = await as(bob)(Subjects.agentRegister, { mailbox: "alice.private", name: "bob.fake" });
-    expect(foreign.error).toMatch(/^permission denied: mailbox alice\.private belongs to another user/);
-    expect((await as(bob)(Subjects.agentUnregister, { mailbox: "alice.inbox" })).error).toMatch(
-      /^permission denied/,
-    );
-    expect((await as(bob)(Subjects.agentUnregister, { name: "alice.agent" })).error).toBe("");
-    expect((await as(bob)(Subjects.agentReport, { mailbox: "alice.inbox", status: "hacked" })).error).toMatch(
-      /^permission denied/,
-    );
-    expect((await as(bob)(Subjects.agentReport, { name: "alice.agent", status: "hacked" })).error).toBe(
-      "agent not found",
-    );
-    const listed = await as(bob)<{ agents: { mailbox: string; description: string; _status?: unknown }[] }>(
-      Subjects.agentDiscover,
-      { include_status: true },
-    );
-    const alices = listed.agents.filter((a) => a.mailbox === "alice.inbox");
-    expect(alices).toHaveLength(1);
-    expect(alices[0].description).toBe("alice's agent");
-    expect(alices[0]._status).toBeNull();
-    expect(listed.agents.some((a) => a.mailbox === "alice.private")).toBe(false);
-    // The owner and the admin may.
-    expect((await as(alice)(Subjects.agentReport, { name: "alice.agent", status: "ok" })).error).toBe("");
-    expect((await as(root)(Subjects.agentUnregister, { mailbox: "alice.inbox" })).error).toBe("");
   });
 
   it("REGISTER refuses a mailbox that is not a mail address", async () => {

@@ -68,6 +68,8 @@ export interface PostgresPlacement {
   schema?: string;
   /** Connections per node (default 4). */
   poolSize?: number;
+  /** Cluster options every node gets besides its server and id (credentials, identity). */
+  node?: Partial<NonNullable<BrokerOptions["cluster"]>>;
 }
 
 /** Starts a real embedded broker (SQLite, or the `store` given) on a free port. */
@@ -96,7 +98,7 @@ export function startBrokerCluster(
   placement: PostgresPlacement = {},
 ): Promise<TestBroker> {
   const nodes = natsUrls.map((server, i) => ({
-    cluster: { servers: [server], nodeId: String.fromCharCode(97 + i) },
+    cluster: { ...placement.node, servers: [server], nodeId: String.fromCharCode(97 + i) },
   }));
   return startNodes(options, nodes, postgresStores(postgresUrl, placement));
 }

@@ -62,6 +62,9 @@ export {
   type NatsServers,
   type NatsServersOptions,
   natsServerMissing,
+  type SecuredNatsOptions,
+  type SecuredNatsUser,
+  securedNatsConfig,
   startNatsServers,
 } from "./nats-servers.js";
 export { ensureOptionalNodePackages, node22, optionalNodePackages } from "./optional-node.js";

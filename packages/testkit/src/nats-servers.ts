@@ -32,6 +32,23 @@ export interface NatsServersOptions {
   name?: string;
 }
 
+/** One account per user (or team); `account` is the prefix the mq9 nodes read as the requester. */
+export interface SecuredNatsUser {
+  account: string;
+  user: string;
+  password: string;
+}
+
+/** The mq9 nodes' NATS users and the users' accounts of a secured cluster's nats-server config. */
+export interface SecuredNatsOptions {
+  nodes: { user: string; password: string }[];
+  users: SecuredNatsUser[];
+}
+
+interface SecuredConfigScript {
+  securedNatsConfig(options: SecuredNatsOptions): string;
+}
+
 interface NatsClusterScript {
   findNatsServer(): string | undefined;
   startNatsCluster(options: NatsServersOptions): Promise<NatsServers>;
@@ -41,6 +58,15 @@ interface NatsClusterScript {
 const script = (await import(
   pathToFileURL(join(repoRoot, "scripts/local-cluster/nats-cluster.js")).href
 )) as NatsClusterScript;
+
+const secured = (await import(
+  pathToFileURL(join(repoRoot, "scripts/local-cluster/secured-nats-config.js")).href
+)) as SecuredConfigScript;
+
+/** The nats-server config of a secured mq9 cluster (docs/cluster.md, "One NATS account per user"). */
+export function securedNatsConfig(options: SecuredNatsOptions): string {
+  return secured.securedNatsConfig(options);
+}
 
 /** Starts routed nats-servers on free ports and resolves once their routes are up. */
 export function startNatsServers(options: NatsServersOptions = {}): Promise<NatsServers> {

@@ -1,3 +1,5 @@
+import type { ClusterIdentity } from "./account-identity.js";
+
 /** How a cluster node reaches the NATS cluster it serves. */
 export interface ClusterOptions {
   /** nats-server URLs of the cluster (`nats://host:4222`); the client fails over between them. */
@@ -21,6 +23,11 @@ export interface ClusterOptions {
    * http://<the HTTP server's host, or this machine's name when it binds every address>:<port>.
    */
   httpUrl?: string;
+  /**
+   * How the node learns who sent a request; without one it does not, and enforces no ownership
+   * (each user's rights are then only what nats-server's permissions give it).
+   */
+  identity?: ClusterIdentity;
   /** How often the node tells the others it is there (default 2 s); missing after three silent intervals. */
   presenceIntervalMs?: number;
   /**

@@ -1,3 +1,4 @@
+import { AccountIdentity } from "../cluster/account-identity.js";
 import type { ForgetOutcome } from "../cluster/cluster-members.js";
 import { type ClusterNode, type ClusterView, startClusterNode } from "../cluster/cluster-node.js";
 import type { ClusterOptions } from "../cluster/cluster-options.js";
@@ -14,9 +15,8 @@ import { QueueGroupRequests } from "./queue-group-requests.js";
  * presence, notifier); clients connect to the cluster's nats-servers.
  */
 export class ClusterTransport implements BrokerTransport {
-  /** A node's service is not told who asked (the cluster's nats-servers check permissions). */
-  readonly isolatesClients = false;
   private readonly requests: QueueGroupRequests;
+  private readonly identity: AccountIdentity;
   private readonly queueGroup: string;
 
   private constructor(
@@ -26,7 +26,13 @@ export class ClusterTransport implements BrokerTransport {
     readonly defaultHttpHost: string,
   ) {
     this.queueGroup = options.queueGroup ?? "mq9";
-    this.requests = new QueueGroupRequests(node.connection, this.queueGroup, logger);
+    this.identity = new AccountIdentity(options.identity);
+    this.requests = new QueueGroupRequests(node.connection, this.queueGroup, logger, this.identity);
+  }
+
+  /** Whether the nodes learn who asked (an identity), so the service enforces ownership. */
+  get isolatesClients(): boolean {
+    return this.identity.isolates;
   }
 
   /**
@@ -94,9 +100,10 @@ export class ClusterTransport implements BrokerTransport {
     this.requests.serve(handler);
     this.node.start();
     const { nodeId, servers } = this.options;
+    const subjects = this.identity.subjects().map((s) => s.subject);
     this.logger.info(
-      { node: nodeId, servers },
-      `cluster node ${nodeId} serving $mq9.AI.> in queue group ${this.queueGroup}`,
+      { node: nodeId, servers, identity: this.options.identity?.kind ?? "none" },
+      `cluster node ${nodeId} serving ${subjects.join(" and ")} in queue group ${this.queueGroup}`,
     );
     const first = new URL(servers[0].includes("://") ? servers[0] : `nats://${servers[0]}`);
     return { host: first.hostname, port: Number(first.port || 4222) };

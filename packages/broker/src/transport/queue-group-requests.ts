@@ -1,5 +1,6 @@
-import type { ReplyPayload } from "@mq9/protocol";
+import { encodeReply, errorReplyOf, Mq9Error, type ReplyPayload } from "@mq9/protocol";
 import type { Msg, NatsConnection, Subscription } from "nats";
+import { AccountIdentity, type RequestSubject } from "../cluster/account-identity.js";
 import { logRefusedSubscription } from "../cluster/refused-subscription.js";
 import type { Logger } from "../logger.js";
 import type { Mq9Request, Mq9RequestHandler } from "./mq9-request.js";
@@ -12,10 +13,11 @@ const FETCH_SUBJECTS = "$mq9.AI.MSG.FETCH.";
  * A cluster node's request path, the counterpart of the embedded listener's: serves `$mq9.AI.>`
  * from a NATS cluster in one queue group, so each request goes to one node and a node that dies
  * stops receiving them at once. Each message becomes an Mq9Request for the handler, its reply
- * goes back through NATS. The subscription survives reconnects (the client resubscribes).
+ * goes back through NATS. The subscription survives reconnects (the client resubscribes). With an
+ * identity (cluster/account-identity.ts) the requester is read from the subject's account prefix.
  */
 export class QueueGroupRequests {
-  private subscription?: Subscription;
+  private subscriptions: Subscription[] = [];
   private inFlight = 0;
   private idle?: () => void;
   private readonly undelivered: UndeliveredReplies;
@@ -25,29 +27,42 @@ export class QueueGroupRequests {
     private readonly connection: NatsConnection,
     private readonly queueGroup: string,
     private readonly logger: Logger,
+    private readonly identity = new AccountIdentity(undefined),
   ) {
     this.undelivered = new UndeliveredReplies(connection, logger);
   }
 
   /** Starts taking requests; `handler` answers each. */
   serve(handler: Mq9RequestHandler): void {
-    this.subscription = this.connection.subscribe("$mq9.AI.>", {
+    this.subscriptions = this.identity.subjects().map((on) => this.subscribe(on, handler));
+  }
+
+  private subscribe(on: RequestSubject, handler: Mq9RequestHandler): Subscription {
+    return this.connection.subscribe(on.subject, {
       queue: this.queueGroup,
       callback: (err, msg) => {
         if (err) {
           this.refusal = err;
-          logRefusedSubscription(this.logger, "$mq9.AI.>", err, "this node receives no request");
+          logRefusedSubscription(this.logger, on.subject, err, "this node receives no request");
+          return;
+        }
+        const { subject, principal, imported, refusal } = this.identity.identify(msg.subject, on.prefixed);
+        if (refusal !== undefined) {
+          if (msg.reply)
+            msg.respond(replyBytes(encodeReply(errorReplyOf(new Mq9Error("PERMISSION_DENIED", refusal)))));
           return;
         }
         this.inFlight++;
         let answered = false;
+        // A reply that crossed into another account does not bring its no-responders status back.
         const watched =
-          msg.reply && msg.subject.startsWith(FETCH_SUBJECTS) ? new AbortController() : undefined;
+          msg.reply && !imported && subject.startsWith(FETCH_SUBJECTS) ? new AbortController() : undefined;
         const request: Mq9Request = {
-          subject: msg.subject,
+          subject,
           header: rawHeader(msg),
           payload: msg.data,
           undelivered: watched?.signal,
+          principal,
         };
         handler.answer(request, (reply) => {
           if (answered) return;
@@ -79,9 +94,9 @@ export class QueueGroupRequests {
 
   /** Stops taking new requests; those in hand are still answered. */
   async stopReceiving(): Promise<void> {
-    const sub = this.subscription;
-    this.subscription = undefined;
-    if (sub && !sub.isClosed()) await sub.drain().catch(() => {});
+    const subs = this.subscriptions;
+    this.subscriptions = [];
+    await Promise.all(subs.filter((sub) => !sub.isClosed()).map((sub) => sub.drain().catch(() => {})));
   }
 
   /** Stops taking requests and waits (up to `timeoutMs`) for those in hand; the connection stays open. */
