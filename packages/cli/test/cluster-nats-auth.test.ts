@@ -88,7 +88,8 @@ describe.skipIf(missing !== undefined)(
         nodeId,
         nats: servers,
         postgres: pg.url,
-        args: ["--postgres-schema", schema, ...flags],
+        // These tests are about the NATS side; the HTTP API's auth is cluster-http-auth.test.ts's.
+        args: ["--http-without-auth", "--postgres-schema", schema, ...flags],
       });
       nodes.push(node);
       return node;
@@ -245,6 +246,7 @@ describe.skipIf(missing !== undefined)(
         startTimeoutMs: 15_000,
         args: [
           ...LIGHT_NODE,
+          "--http-without-auth",
           "--postgres-schema",
           "perm",
           "--nats-user",

@@ -135,7 +135,8 @@ describe.skipIf(missing !== undefined)(
         nodeId,
         nats: servers,
         postgres: pg.url,
-        args: ["--postgres-schema", nodeId.replace(/-/g, "_"), ...flags],
+        // These tests are about the NATS side; the HTTP API's auth is cluster-http-auth.test.ts's.
+        args: ["--http-without-auth", "--postgres-schema", nodeId.replace(/-/g, "_"), ...flags],
       });
       nodes.push(node);
       return node;

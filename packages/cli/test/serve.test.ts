@@ -178,4 +178,37 @@ describe("configuration", () => {
     expect(nodeToken).toThrow("--nats-token is a cluster node's setting");
     expect(nodeToken).not.toThrow(/s3cret/);
   });
+
+  it("a cluster node with a secured NATS side refuses an open HTTP API unless told so", () => {
+    const node = { cluster: "on", nats: "nats://n1:4222", postgres: "postgres://mq9@db/mq9" };
+    const open =
+      /its HTTP API would be open: .*Give it --token \(or auth\.users with an admin\), or pass --http-without-auth/;
+    for (const secured of [
+      { natsUser: "mq9-a", natsPassword: "pw" },
+      { natsToken: "t0ken" },
+      { natsCreds: "/etc/mq9/node.creds" },
+      { clusterIdentity: "account-prefix" },
+    ]) {
+      expect(() => loadServeConfig({ flags: { ...node, ...secured } }), JSON.stringify(secured)).toThrow(
+        open,
+      );
+      expect(loadServeConfig({ flags: { ...node, ...secured, token: "http-token" } }).cluster.enabled).toBe(
+        true,
+      );
+      const withoutAuth = loadServeConfig({ flags: { ...node, ...secured, httpWithoutAuth: "on" } });
+      expect(withoutAuth.cluster.httpWithoutAuth).toBe(true);
+    }
+    // A NATS side without credentials stays as before: nothing to protect that HTTP would open.
+    expect(loadServeConfig({ flags: node }).cluster.httpWithoutAuth).toBe(false);
+    expect(() => loadServeConfig({ flags: { ...node, clusterAdmins: "ops" } })).toThrow(
+      "--cluster-admins names accounts of --cluster-identity account-prefix",
+    );
+    const prefixed = loadServeConfig({
+      flags: { ...node, clusterIdentity: "account-prefix", clusterAdmins: "ops,audit", token: "t" },
+    });
+    expect(prefixed.cluster.admins).toEqual(["ops", "audit"]);
+    expect(() => loadServeConfig({ flags: { clusterIdentity: "account-prefix" } })).toThrow(
+      "--cluster-identity is a cluster node's setting",
+    );
+  });
 });

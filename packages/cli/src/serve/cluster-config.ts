@@ -12,6 +12,8 @@ const NODE_ONLY = [
   "natsTlsCa",
   "natsTlsCert",
   "natsTlsKey",
+  "admins",
+  "httpWithoutAuth",
 ] as const;
 
 /**
@@ -19,8 +21,17 @@ const NODE_ONLY = [
  * alone: one broker, with its own listener, on the PostgreSQL store. The checks across the
  * cluster's settings (the settings themselves are declared in settings/serve-settings.ts).
  */
-export function checkClusterSettings(cluster: ServeConfig["cluster"], ctx: z.RefinementCtx): void {
+export function checkClusterSettings(config: ServeConfig, ctx: z.RefinementCtx): void {
+  const cluster = config.cluster;
   if (!cluster.enabled) {
+    if (cluster.identity !== "none") {
+      ctx.addIssue({
+        code: "custom",
+        path: ["cluster", "identity"],
+        message:
+          "--cluster-identity is a cluster node's setting: add --cluster (with --nats and --postgres), or leave it out",
+      });
+    }
     // A broker of its own listens itself: a NATS cluster given without --cluster would be ignored.
     if (cluster.nats.length > 0) {
       ctx.addIssue({
@@ -31,7 +42,8 @@ export function checkClusterSettings(cluster: ServeConfig["cluster"], ctx: z.Ref
       });
     }
     for (const key of NODE_ONLY) {
-      if (cluster[key] === undefined) continue;
+      const value = cluster[key];
+      if (value === undefined || value === false || (Array.isArray(value) && value.length === 0)) continue;
       ctx.addIssue({
         code: "custom",
         path: ["cluster", key],
@@ -47,6 +59,23 @@ export function checkClusterSettings(cluster: ServeConfig["cluster"], ctx: z.Ref
       message: "--cluster needs --nats nats://host:4222[,…]",
     });
   }
+  if (cluster.admins.length > 0 && cluster.identity !== "account-prefix") {
+    ctx.addIssue({
+      code: "custom",
+      path: ["cluster", "admins"],
+      message:
+        "--cluster-admins names accounts of --cluster-identity account-prefix: add it, or leave --cluster-admins out (without an identity every requester may do everything)",
+    });
+  }
+  const secured = securedBy(cluster);
+  const httpAuth = config.auth.token ?? config.auth.user ?? config.auth.users;
+  if (secured !== undefined && httpAuth === undefined && !cluster.httpWithoutAuth) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["auth", "token"],
+      message: `this node's NATS side is secured (${secured}) but its HTTP API would be open: anyone who reaches --http-port could read, purge and delete every mailbox and use MCP and the dashboard with the node's rights. Give it --token (or auth.users with an admin), or pass --http-without-auth to run it open on purpose`,
+    });
+  }
   if (!cluster.postgres) {
     ctx.addIssue({
       code: "custom",
@@ -54,4 +83,14 @@ export function checkClusterSettings(cluster: ServeConfig["cluster"], ctx: z.Ref
       message: "--cluster needs --postgres postgres://user@host/db (the shared store)",
     });
   }
+}
+
+/** What secures a node's NATS side, named for the refusal of an open HTTP API; undefined: nothing. */
+function securedBy(cluster: ServeConfig["cluster"]): string | undefined {
+  if (cluster.identity !== "none") return `--cluster-identity ${cluster.identity}`;
+  if (cluster.natsCreds) return "--nats-creds";
+  if (cluster.natsToken) return "--nats-token";
+  if (cluster.natsUser) return "--nats-user";
+  if (cluster.natsTlsCert) return "--nats-tls-cert";
+  return undefined;
 }

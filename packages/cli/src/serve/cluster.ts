@@ -38,6 +38,10 @@ export async function postgresBrokerOptions(
       queueGroup: cluster.queueGroup,
       httpUrl: cluster.nodeHttpUrl?.replace(/\/$/, ""),
       downRetentionMs: cluster.downRetentionS * 1000,
+      identity:
+        cluster.identity === "account-prefix"
+          ? { kind: "account-prefix", admins: cluster.admins }
+          : undefined,
     },
   };
 }

@@ -64,7 +64,7 @@ function checkAcrossSettings(config: ServeConfig, ctx: z.RefinementCtx): void {
       ctx.addIssue({ code: "custom", path: ["storage", key], message: SQLITE_ONLY_ON_POSTGRES[key] });
     }
   }
-  checkClusterSettings(config.cluster, ctx);
+  checkClusterSettings(config, ctx);
 }
 
 /** Everything `mq9 serve` can be told, with defaults; file, env (MQ9_*) and flags all feed it. */

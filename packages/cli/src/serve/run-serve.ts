@@ -216,6 +216,12 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
       { node: broker.cluster.options.nodeId, nats: config.cluster.nats, httpPort: http?.port },
       `mq9 cluster node ${broker.cluster.options.nodeId} ready: clients connect to ${config.cluster.nats.join(", ")}; HTTP on http://${http?.host}:${http?.port}`,
     );
+    if (config.cluster.httpWithoutAuth) {
+      logger.warn(
+        { httpPort: http?.port },
+        `--http-without-auth: the HTTP API of this node (http://${http?.host}:${http?.port}: mailboxes, messages, agents, MCP, A2A, the dashboard) is open to anyone who reaches it, with the node's rights, although its NATS side is secured; give it --token to close it`,
+      );
+    }
   } else
     logger.info(
       {

@@ -730,6 +730,27 @@ export const SERVE_SETTINGS = {
       help: "cluster mode: the NATS queue group the nodes serve mq9's subjects in",
       reads: "cluster",
     }),
+    identity: setting({
+      type: choice(["none", "account-prefix"]),
+      default: "none",
+      flag: "cluster-identity",
+      help: "cluster mode: how nodes learn who sent a request: none (no ownership), or account-prefix (one NATS account per user, docs/cluster.md)",
+      reads: "cluster",
+    }),
+    admins: setting({
+      type: list(),
+      default: [],
+      flag: "cluster-admins",
+      help: "with --cluster-identity account-prefix: the accounts whose requests may act on every mailbox and registration",
+      reads: "cluster",
+    }),
+    httpWithoutAuth: setting({
+      type: onOff(),
+      default: false,
+      flag: "http-without-auth",
+      help: "cluster mode: serve the HTTP API without --token although the NATS connection is secured (logged as a warning at start)",
+      reads: "cluster",
+    }),
   },
   telemetry: {
     otlpEndpoint: setting({
