@@ -3,17 +3,36 @@
 // nats-servers joined by routes, a private PostgreSQL (initdb in .mq9-cluster/), three
 // `mq9 serve --cluster` nodes — running in the background until cluster:down. State, data and
 // logs live in .mq9-cluster/ of the current directory (MQ9_CLUSTER_DIR to choose another).
+// `cluster:up -- --secured`: the nodes in a NATS account of their own, users alice, bob and ops
+// each in theirs (docs/cluster.md, "One NATS account per user"), the nodes' HTTP API behind a token.
 import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { MQ9_CLI, startMq9Node } from "./local-cluster/mq9-node.js";
 import { startNatsCluster } from "./local-cluster/nats-cluster.js";
 import { startPrivatePostgres } from "./local-cluster/private-postgres.js";
+import { securedNatsConfig } from "./local-cluster/secured-nats-config.js";
 
 const dir = resolve(process.env.MQ9_CLUSTER_DIR ?? ".mq9-cluster");
 const stateFile = join(dir, "state.json");
 const NODES = Number(process.env.MQ9_CLUSTER_NODES ?? 3);
+const SECURED = process.argv.includes("--secured");
+
+const secret = () => randomBytes(18).toString("base64url");
+
+/**
+ * The secured variant's credentials: the nodes' NATS user, one user per account (its name is the
+ * prefix the nodes read as the requester; ops is the nodes' --cluster-admins), the HTTP token.
+ */
+function securedSetup() {
+  return {
+    node: { user: "mq9-node", password: secret() },
+    users: ["alice", "bob", "ops"].map((name) => ({ account: name, user: name, password: secret() })),
+    httpToken: secret(),
+  };
+}
 
 function alive(pid) {
   try {
@@ -61,8 +80,10 @@ async function up() {
     process.stdout.write(
       `PostgreSQL runs as the postgres OS user, which cannot enter ${dir}: its data goes to ${pgDir}\n`,
     );
+  const secured = SECURED ? securedSetup() : undefined;
+  const natsConfig = secured ? securedNatsConfig({ nodes: [secured.node], users: secured.users }) : undefined;
   const [nats, pg] = await Promise.all([
-    startNatsCluster({ size: 3, logDir: dir, tmpDir: dir, keep: true }),
+    startNatsCluster({ size: 3, logDir: dir, tmpDir: dir, keep: true, config: natsConfig }),
     startPrivatePostgres({ tmpDir: pgDir, keep: true, fsync: true }),
   ]);
   const state = {
@@ -73,7 +94,31 @@ async function up() {
   writeFileSync(stateFile, JSON.stringify(state, null, 2));
   // For a shell: `. .mq9-cluster/env` points the mq9 CLI (and MQ9_POSTGRES users) at this cluster.
   const env = [`export MQ9_SERVER=${nats.urls[0]}`, `export MQ9_POSTGRES=${pg.url}`];
-  writeFileSync(join(dir, "env"), `${env.join("\n")}\n`);
+  if (secured) {
+    // The NATS side's credentials are each user's (alice.env…); `env` is the operator's HTTP side.
+    env.push("unset MQ9_USER MQ9_PASSWORD", `export MQ9_TOKEN=${secured.httpToken}`);
+    for (const u of secured.users) {
+      const lines = [
+        `export MQ9_SERVER=${nats.urls[0]}`,
+        `export MQ9_USER=${u.user}`,
+        `export MQ9_PASSWORD=${u.password}`,
+      ];
+      writeFileSync(join(dir, `${u.user}.env`), `${[...lines, "unset MQ9_TOKEN"].join("\n")}\n`, {
+        mode: 0o600,
+      });
+    }
+  }
+  writeFileSync(join(dir, "env"), `${env.join("\n")}\n`, { mode: 0o600 });
+  // Secrets go to the nodes by environment, not on their command lines (which ps shows).
+  const securedEnv = secured
+    ? {
+        MQ9_NATS_USER: secured.node.user,
+        MQ9_NATS_PASSWORD: secured.node.password,
+        MQ9_CLUSTER_IDENTITY: "account-prefix",
+        MQ9_CLUSTER_ADMINS: "ops",
+        MQ9_TOKEN: secured.httpToken,
+      }
+    : {};
   for (let i = 0; i < NODES; i++) {
     const nodeId = String.fromCharCode(97 + i);
     // Each node starts at "its" server; the client fails over to the others.
@@ -85,6 +130,7 @@ async function up() {
       dataDir: join(dir, `node-${nodeId}`),
       logFile: join(dir, `node-${nodeId}.log`),
       args: process.env.MQ9_CLUSTER_ARGS ? process.env.MQ9_CLUSTER_ARGS.split(" ") : [],
+      env: securedEnv,
     });
     state.nodes.push({ nodeId, pid: node.pid, http: `http://127.0.0.1:${node.httpPort}` });
     writeFileSync(stateFile, JSON.stringify(state, null, 2));
@@ -93,8 +139,13 @@ async function up() {
   writeFileSync(join(dir, "env"), `${[...env, `export MQ9_HTTP=${state.nodes[0].http}`].join("\n")}\n`);
   process.stdout.write(
     [
-      "mq9 cluster is up:",
+      `mq9 cluster is up${secured ? " (secured: one NATS account per user, HTTP behind a token)" : ""}:`,
       `  NATS (clients connect here): ${nats.urls.join(",")}`,
+      ...(secured
+        ? [
+            `  users: alice, bob, ops (an admin): . ${join(dir, "alice.env")} (and bob.env, ops.env) to act as one`,
+          ]
+        : []),
       `  PostgreSQL: ${pg.url}`,
       ...state.nodes.map((n) => `  node ${n.nodeId}: ${n.http}/healthz (pid ${n.pid})`),
       `  logs and data: ${dir} (. ${join(dir, "env")} sets MQ9_SERVER and MQ9_HTTP for the mq9 CLI)`,
@@ -136,6 +187,6 @@ const command = process.argv[2];
 if (command === "up") await up();
 else if (command === "down") await down();
 else {
-  process.stderr.write("usage: node scripts/cluster.js up|down\n");
+  process.stderr.write("usage: node scripts/cluster.js up [--secured] | down\n");
   process.exit(2);
 }

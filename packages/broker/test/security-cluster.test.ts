@@ -2,11 +2,14 @@
 // gives the nodes an account of their own and each user one that imports the nodes' service
 // under its own prefix (docs/cluster.md, "One NATS account per user"). The ownership suite one
 // broker passes runs here too, plus what only a cluster has: the nodes' own subjects.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { Subjects } from "@mq9/protocol";
 import {
   type NatsServers,
   natsServerMissing,
   postgresMissing,
+  repoRoot,
   securedNatsConfig,
   startBrokerCluster,
   startNatsServers,
@@ -18,12 +21,17 @@ import { AccountIdentity } from "../src/cluster/account-identity.js";
 import { sleep, type TestBroker } from "./harness.js";
 import { ownershipSuite } from "./ownership-suite.js";
 
-const NODE = { user: "mq9-node", password: "node-pw" };
-const USERS = [
-  { account: "alice", user: "alice", password: "alice-pw" },
-  { account: "bob", user: "bob", password: "bob-pw" },
-  { account: "root", user: "root", password: "root-pw" },
-];
+// The users of docs/cluster.md's accounts block, which these nats-servers run as printed.
+const NODE = { user: "mq9-node", password: "change-me" };
+const USERS = ["alice", "bob", "ops"].map((name) => ({ account: name, user: name, password: "change-me" }));
+
+/** The accounts block of docs/cluster.md ("One NATS account per user"), as printed there. */
+function documentedAccounts(): string {
+  const page = readFileSync(join(repoRoot, "docs/cluster.md"), "utf8");
+  const block = /```text\n(# nats-server\.conf, on every server of the cluster[\s\S]*?)```/.exec(page);
+  if (!block) throw new Error("docs/cluster.md has no '# nats-server.conf, on every server' block");
+  return block[1];
+}
 
 const missing = postgresMissing() ?? natsServerMissing();
 
@@ -39,17 +47,17 @@ describe.skipIf(missing !== undefined)(
     let node: NatsConnection;
 
     beforeAll(async () => {
-      nats = await startNatsServers({ size: 2, config: securedNatsConfig({ nodes: [NODE], users: USERS }) });
+      nats = await startNatsServers({ size: 2, config: documentedAccounts() });
       const started = await startBrokerCluster(
         db.pg.url,
         nats.urls,
         { registry: { embedder: "none" } },
-        { node: { ...NODE, identity: { kind: "account-prefix", admins: ["root"] } } },
+        { node: { ...NODE, identity: { kind: "account-prefix", admins: ["ops"] } } },
       );
       // Each user's connections alternate between the two nats-servers, so requests cross routes.
-      alice = await started.nats({ user: "alice", pass: "alice-pw" });
-      bob = await started.nats({ user: "bob", pass: "bob-pw" });
-      root = await started.nats({ user: "root", pass: "root-pw" });
+      alice = await started.nats({ user: "alice", pass: "change-me" });
+      bob = await started.nats({ user: "bob", pass: "change-me" });
+      root = await started.nats({ user: "ops", pass: "change-me" });
       node = await started.nats({ user: NODE.user, pass: NODE.password });
       t = Object.assign(started, { nc: alice });
     }, 120_000);
@@ -114,6 +122,16 @@ describe.skipIf(missing !== undefined)(
 );
 
 describe("account-prefix identity", () => {
+  it("npm run cluster:up -- --secured writes the documented accounts block (its passwords aside)", () => {
+    const generated = securedNatsConfig({ nodes: [NODE], users: USERS });
+    const shape = (config: string) =>
+      config
+        .split("\n")
+        .map((line) => line.replace(/#.*$/, "").trim())
+        .filter((line) => line !== "");
+    expect(shape(generated)).toEqual(shape(documentedAccounts()));
+  });
+
   it("reads the requester from the prefix, the nodes' account as admin, and reserves its name", () => {
     const identity = new AccountIdentity({ kind: "account-prefix", admins: ["ops"] });
     expect(identity.subjects().map((s) => s.subject)).toEqual(["*.$mq9.AI.>", "$mq9.AI.>"]);

@@ -11,12 +11,12 @@ import { REPO_ROOT } from "./doc-examples.js";
 
 const missing = brokerKindMissing("cluster");
 
-/** The "Try it on one machine" block of docs/cluster.md (skipped by the doc test: it is run here). */
-function tryItBlock(): string {
+/** The block of docs/cluster.md that starts with `first` (skipped by the doc test: it is run here). */
+function tryItBlock(first = "npm run cluster:up\n"): string {
   const block = shellBlocks("docs/cluster.md", readPage("docs/cluster.md")).find((b) =>
-    b.script.startsWith("npm run cluster:up\n"),
+    b.script.startsWith(first),
   );
-  if (!block) throw new Error("docs/cluster.md has no block starting with `npm run cluster:up`");
+  if (!block) throw new Error(`docs/cluster.md has no block starting with \`${first.trim()}\``);
   return block.script;
 }
 
@@ -111,6 +111,25 @@ describe.skipIf(missing !== undefined)(
       expect(output).toMatch(/stopped PostgreSQL/);
       for (const pid of pids) expect(alive(pid), `node pid ${pid}`).toBe(false);
       for (const port of natsPorts) expect(await accepts(port), `nats port ${port}`).toBe(false);
+      expect(existsSync(dir)).toBe(false);
+    }, 420_000);
+
+    it("--secured: one NATS account per user, the mailbox its creator's, the HTTP API behind a token", async () => {
+      const script = tryItBlock("npm run cluster:up -- --secured\n").replaceAll(".mq9-cluster/", `${dir}/`);
+      const { code, output } = await run(script, env);
+      expect(code, output).toBe(0);
+      expect(output).toMatch(
+        /mq9 cluster is up \(secured: one NATS account per user, HTTP behind a token\):/,
+      );
+      // Bob may send to alice's mailbox, not read it; alice reads both messages.
+      expect(output).toContain(
+        "permission denied: mailbox alice.inbox belongs to another user; only its owner may FETCH from it",
+      );
+      expect(output).toContain("bob may not read alice.inbox");
+      expect(output).toMatch(/for alice only[\s\S]*bob may send/);
+      expect(output).toMatch(/^cluster \S+: 3 nodes up, 0 missing, 0 down, as node a hears them$/m);
+      expect(output).toContain("without the token: 401");
+      expect(output).toMatch(/stopped PostgreSQL/);
       expect(existsSync(dir)).toBe(false);
     }, 420_000);
   },
