@@ -275,6 +275,9 @@ describe.skipIf(missing !== undefined)(
       );
       // No node was refused anything along the way.
       for (const node of [b1, b2, a]) expect(node.output(), node.nodeId).not.toMatch(PERMISSION_VIOLATION);
+      // Open on purpose (--http-without-auth): the API answers without a token, and the log says so.
+      expect((await fetch(`http://127.0.0.1:${b1.httpPort}/api/v1/mailboxes`)).status).toBe(200);
+      expect(b1.output()).toContain("--http-without-auth: the HTTP API of this node (http://127.0.0.1:");
     }, 240_000);
 
     it("operator mode — a node and agents connect with .creds files; a user of an unknown account is refused", async () => {

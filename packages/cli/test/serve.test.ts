@@ -187,7 +187,7 @@ describe("configuration", () => {
       { natsUser: "mq9-a", natsPassword: "pw" },
       { natsToken: "t0ken" },
       { natsCreds: "/etc/mq9/node.creds" },
-      { clusterIdentity: "account-prefix" },
+      { clusterIdentity: "account-prefix", natsUser: "mq9-node", natsPassword: "pw" },
     ]) {
       expect(() => loadServeConfig({ flags: { ...node, ...secured } }), JSON.stringify(secured)).toThrow(
         open,
@@ -203,8 +203,18 @@ describe("configuration", () => {
     expect(() => loadServeConfig({ flags: { ...node, clusterAdmins: "ops" } })).toThrow(
       "--cluster-admins names accounts of --cluster-identity account-prefix",
     );
+    expect(() =>
+      loadServeConfig({ flags: { ...node, clusterIdentity: "account-prefix", token: "t" } }),
+    ).toThrow("--cluster-identity account-prefix needs the node's own NATS user");
     const prefixed = loadServeConfig({
-      flags: { ...node, clusterIdentity: "account-prefix", clusterAdmins: "ops,audit", token: "t" },
+      flags: {
+        ...node,
+        clusterIdentity: "account-prefix",
+        clusterAdmins: "ops,audit",
+        natsUser: "mq9-node",
+        natsPassword: "pw",
+        token: "t",
+      },
     });
     expect(prefixed.cluster.admins).toEqual(["ops", "audit"]);
     expect(() => loadServeConfig({ flags: { clusterIdentity: "account-prefix" } })).toThrow(

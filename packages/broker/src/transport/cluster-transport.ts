@@ -105,6 +105,11 @@ export class ClusterTransport implements BrokerTransport {
       { node: nodeId, servers, identity: this.options.identity?.kind ?? "none" },
       `cluster node ${nodeId} serving ${subjects.join(" and ")} in queue group ${this.queueGroup}`,
     );
+    if (this.identity.isolates) {
+      this.logger.info(
+        `cluster node ${nodeId}: the requester is the account prefix of each request (<account>.$mq9.AI.…); requests on $mq9.AI.> itself come from the nodes' own NATS account and act as the admin mq9-internal, so only mq9 nodes may have users in that account`,
+      );
+    }
     const first = new URL(servers[0].includes("://") ? servers[0] : `nats://${servers[0]}`);
     return { host: first.hostname, port: Number(first.port || 4222) };
   }

@@ -67,6 +67,18 @@ export function checkClusterSettings(config: ServeConfig, ctx: z.RefinementCtx):
         "--cluster-admins names accounts of --cluster-identity account-prefix: add it, or leave --cluster-admins out (without an identity every requester may do everything)",
     });
   }
+  if (
+    cluster.identity === "account-prefix" &&
+    !(cluster.natsUser || cluster.natsToken || cluster.natsCreds)
+  ) {
+    // Without a user of its own the node is no account's member, and anyone could publish in its.
+    ctx.addIssue({
+      code: "custom",
+      path: ["cluster", "identity"],
+      message:
+        "--cluster-identity account-prefix needs the node's own NATS user (--nats-user, --nats-token or --nats-creds) in an account of the nodes alone: the nats-servers' accounts are what make the prefix the requester (docs/cluster.md, One NATS account per user)",
+    });
+  }
   const secured = securedBy(cluster);
   const httpAuth = config.auth.token ?? config.auth.user ?? config.auth.users;
   if (secured !== undefined && httpAuth === undefined && !cluster.httpWithoutAuth) {
