@@ -47,6 +47,14 @@ function documentedPermissions(): string {
   return block[1];
 }
 
+/** The accounts block of docs/cluster.md ("One NATS account per user"), as printed there. */
+function documentedAccounts(): string {
+  const page = readFileSync(join(REPO_ROOT, "docs/cluster.md"), "utf8");
+  const block = /```text\n(# nats-server\.conf, on every server of the cluster[\s\S]*?)```/.exec(page);
+  if (!block) throw new Error("docs/cluster.md has no '# nats-server.conf, on every server' block");
+  return block[1];
+}
+
 /** The permissions the node's minimal set and an agent's, as a user JWT carries them. */
 const NODE_WITH_APPS: Partial<User> = {
   sub: { allow: ["$mq9.AI.>", "_mq9.cluster.>", "_INBOX.>"], deny: [] },
@@ -278,6 +286,29 @@ describe.skipIf(missing !== undefined)(
       // Open on purpose (--http-without-auth): the API answers without a token, and the log says so.
       expect((await fetch(`http://127.0.0.1:${b1.httpPort}/api/v1/mailboxes`)).status).toBe(200);
       expect(b1.output()).toContain("--http-without-auth: the HTTP API of this node (http://127.0.0.1:");
+    }, 240_000);
+
+    it("one account per user — a node's MCP, A2A gateway and orchestrator serve an agent of a user's account", async () => {
+      const nats = await startNats(2, documentedAccounts());
+      const node = await startOn("acc", nats.urls, "accounts", [
+        ...WITH_ORCHESTRATOR,
+        "--nats-user",
+        "mq9-node",
+        "--nats-password",
+        "change-me",
+        "--cluster-identity",
+        "account-prefix",
+        "--cluster-admins",
+        "ops",
+      ]);
+      // The agent registers and reads its mailbox as alice; the apps act as mq9-internal, an admin.
+      await expectAppsServe(
+        node,
+        { servers: nats.urls, options: { user: "alice", password: "change-me" } },
+        "apps.acc",
+      );
+      expect(node.output()).toContain("the requester is the account prefix of each request");
+      expect(node.output()).not.toMatch(PERMISSION_VIOLATION);
     }, 240_000);
 
     it("operator mode — a node and agents connect with .creds files; a user of an unknown account is refused", async () => {
