@@ -387,5 +387,108 @@ resolver_preload: {
         /cannot reach the NATS cluster at .*[Aa]uthorization [Vv]iolation/,
       );
     }, 240_000);
+
+    it("operator mode, one account per user — the importing account's public key is the requester", async () => {
+      const options = { algorithm: Algorithms.v2 };
+      const operator = createOperator() as KeyPair;
+      const [mq9, alice, bob, mallory] = [0, 1, 2, 3].map(() => createAccount() as KeyPair);
+      const limits = {
+        subs: -1,
+        conn: -1,
+        leaf: -1,
+        imports: -1,
+        exports: -1,
+        data: -1,
+        payload: -1,
+        wildcards: true,
+      };
+      const signed = { ...options, signer: operator };
+      type AccountClaims = Parameters<typeof encodeAccount>[2];
+      // One export for every account: nats-server lets an account import it only with its own public
+      // key in the first token (account_token_position 1).
+      const exports = [{ name: "mq9", subject: "*.$mq9.AI.>", type: "service", account_token_position: 1 }];
+      const importOf = (prefix: KeyPair) => ({
+        name: "mq9",
+        subject: `${prefix.getPublicKey()}.$mq9.AI.>`,
+        account: mq9.getPublicKey(),
+        type: "service",
+        local_subject: "$mq9.AI.>",
+      });
+      const jwts = [
+        [mq9, await encodeAccount("MQ9", mq9, { limits, exports } as unknown as AccountClaims, signed)],
+        [
+          alice,
+          await encodeAccount(
+            "alice",
+            alice,
+            { limits, imports: [importOf(alice)] } as unknown as AccountClaims,
+            signed,
+          ),
+        ],
+        [
+          bob,
+          await encodeAccount(
+            "bob",
+            bob,
+            { limits, imports: [importOf(bob)] } as unknown as AccountClaims,
+            signed,
+          ),
+        ],
+        // Mallory's account imports alice's prefix: the servers do not honour it.
+        [
+          mallory,
+          await encodeAccount(
+            "mallory",
+            mallory,
+            { limits, imports: [importOf(alice)] } as unknown as AccountClaims,
+            signed,
+          ),
+        ],
+      ] as const;
+      const nats = await startNats(
+        2,
+        `operator: ${await encodeOperator("mq9-test", operator, {}, options)}
+resolver: MEMORY
+resolver_preload: {
+${jwts.map(([account, jwt]) => `  ${account.getPublicKey()}: ${jwt}`).join("\n")}
+}
+`,
+      );
+      const credsOf = async (name: string, account: KeyPair) => {
+        const user = createUser() as KeyPair;
+        const file = join(dir, `${name}.creds`);
+        writeFileSync(file, fmtCreds(await encodeUser(name, user, account, {}, options), user));
+        return file;
+      };
+      await startOn("acc-jwt", nats.urls, "accjwt", [
+        "--nats-creds",
+        await credsOf("acc-node", mq9),
+        "--cluster-identity",
+        "account-prefix",
+      ]);
+      const as = async (name: string, account: KeyPair) => {
+        const nc = await connect({
+          servers: nats.urls,
+          authenticator: credsAuthenticator(readFileSync(await credsOf(name, account))),
+        });
+        conns.push(nc);
+        return mq9Client(nc);
+      };
+      const [a, b, m] = [await as("alice", alice), await as("bob", bob), await as("mallory", mallory)];
+      expect(await a("$mq9.AI.MAILBOX.CREATE", { name: "jwt.alice" })).toEqual({
+        error: "",
+        mail_address: "jwt.alice",
+      });
+      expect((await b("$mq9.AI.MSG.SEND.jwt.alice", "from bob")).error).toBe("");
+      const denied = await b("$mq9.AI.MSG.FETCH.jwt.alice", { group_name: "g", deliver: "earliest" });
+      expect(denied.error).toMatch(/^permission denied: mailbox jwt\.alice belongs to another user/);
+      expect(
+        payloads(await a("$mq9.AI.MSG.FETCH.jwt.alice", { group_name: "g", deliver: "earliest" })),
+      ).toEqual(["from bob"]);
+      // Mallory's import of alice's prefix reaches no node: nothing answers it.
+      await expect(m("$mq9.AI.MSG.QUERY.jwt.alice", {}, { timeout: 1000 })).rejects.toThrow(
+        /503|TIMEOUT|no responders/i,
+      );
+    }, 240_000);
   },
 );

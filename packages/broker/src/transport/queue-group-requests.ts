@@ -48,8 +48,12 @@ export class QueueGroupRequests {
         }
         const { subject, principal, imported, refusal } = this.identity.identify(msg.subject, on.prefixed);
         if (refusal !== undefined) {
-          if (msg.reply)
-            msg.respond(replyBytes(encodeReply(errorReplyOf(new Mq9Error("PERMISSION_DENIED", refusal)))));
+          try {
+            if (msg.reply)
+              msg.respond(replyBytes(encodeReply(errorReplyOf(new Mq9Error("PERMISSION_DENIED", refusal)))));
+          } catch {
+            // The connection is closing; the requester times out.
+          }
           return;
         }
         this.inFlight++;
