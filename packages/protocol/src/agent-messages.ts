@@ -14,6 +14,25 @@ export interface AgentRegistration {
   agent_card?: Record<string, unknown>;
   /** Seconds without REGISTER or REPORT after which the agent is no longer discovered; 0 = never. */
   ttl?: number;
+  /** mq9 extension: what is registered; `"agent"` when left out (see McpServerRegistration). */
+  kind?: "agent";
+  [field: string]: unknown;
+}
+
+/**
+ * mq9 extension, REGISTER of an MCP server: reached by its `url` (its endpoint, or its server
+ * card's URL), with no mailbox; found by DISCOVER only when its `kind` filter asks for MCP servers.
+ */
+export interface McpServerRegistration {
+  kind: "mcp-server";
+  /** An absolute http(s) URL: the server's key, so registering it again replaces it. */
+  url: string;
+  name?: string;
+  description?: string;
+  tags?: string[];
+  /** The MCP server card (`name`, `description`, `tools`, …): its tools are searched as skills. */
+  server_card?: Record<string, unknown>;
+  ttl?: number;
   [field: string]: unknown;
 }
 
@@ -21,6 +40,8 @@ export interface AgentRegistration {
 export interface AgentUnregisterRequest {
   name?: string;
   mailbox?: string;
+  /** mq9 extension: an MCP server, by the `url` it was registered with. */
+  url?: string;
 }
 
 /** AGENT.REPORT (heartbeat): `name` and/or `mailbox`, a status text and any extra keys. */
@@ -61,6 +82,11 @@ export interface AgentDiscoverRequest {
    * body as JSON), so the reply is about half the size.
    */
   include_agent_info?: boolean;
+  /**
+   * mq9 extension: which kinds of registration to answer, `"agent"` (the default, so that
+   * `discover(...)[0].mailbox` is always a mailbox), `"mcp-server"`, or both in an array.
+   */
+  kind?: "agent" | "mcp-server" | ("agent" | "mcp-server")[];
   [field: string]: unknown;
 }
 

@@ -10,10 +10,33 @@ export interface SkillText {
   examples: string[];
 }
 
+/**
+ * What a registration describes (REGISTER's `kind`): an agent reached by its mailbox (the
+ * default), or an MCP server reached by its URL, which has no mailbox.
+ */
+export type ResourceKind = "agent" | "mcp-server";
+
+/** Every resource kind, the default first. */
+export const RESOURCE_KINDS: readonly ResourceKind[] = ["agent", "mcp-server"];
+
+/** Fields that only an agent's registration may carry: an MCP server has no mailbox and no A2A card. */
+const AGENT_ONLY_FIELDS = ["mailbox", "agent_card", "agentCard", "payload", "skills"] as const;
+
+/**
+ * The registry's key of an MCP server: its URL behind a prefix no mail address can have (mail
+ * addresses hold no ':'), so the two kinds never share a key.
+ */
+export function mcpServerKey(url: string): string {
+  return `mcp-server:${url}`;
+}
+
 /** What a registry derives from a REGISTER body; the body itself is kept verbatim. */
 export interface ParsedRegistration {
-  /** The key: the bare mail address (a `mq9://host/` prefix stripped). */
+  /** The key: the bare mail address (a `mq9://host/` prefix stripped), or an MCP server's mcpServerKey. */
   mailbox: string;
+  kind: ResourceKind;
+  /** An MCP server's URL (normalised); undefined for agents. */
+  url?: string;
   name: string;
   /** Prose about the agent: description, card description and prose payload, deduplicated. */
   description: string;
@@ -133,6 +156,8 @@ function readRegistration(body: Uint8Array, limits: RegistrationLimits): ParsedR
     strictUtf8: true,
     emptyError: new BodyError(Errors.emptyRegistration, true),
   });
+  const kind = readKind(obj.kind);
+  if (kind === "mcp-server") return readMcpServer(obj, json, limits);
 
   if (obj.mailbox === undefined || obj.mailbox === null) {
     fail("missing field 'mailbox': give the mail_address where other agents can send to this agent");
@@ -184,6 +209,7 @@ function readRegistration(body: Uint8Array, limits: RegistrationLimits): ParsedR
 
   return {
     mailbox,
+    kind,
     name,
     description,
     version: text(obj.version) ?? text(card.version),
@@ -192,6 +218,97 @@ function readRegistration(body: Uint8Array, limits: RegistrationLimits): ParsedR
     ttlS,
     bodyJson: json,
     agentInfo,
+    hasOwnName: text(obj.name) !== undefined,
+  };
+}
+
+/** REGISTER's `kind`: absent (or null) is an agent. */
+export function readKind(value: unknown): ResourceKind {
+  if (value === undefined || value === null) return "agent";
+  if (typeof value !== "string" || !(RESOURCE_KINDS as readonly string[]).includes(value)) {
+    fail(
+      `unknown 'kind' ${JSON.stringify(value)}: give ${RESOURCE_KINDS.map((k) => `"${k}"`).join(" or ")} (agent when left out)`,
+    );
+  }
+  return value as ResourceKind;
+}
+
+/** An MCP server's URL: absolute http(s), normalised so that one server has one key. */
+export function readServerUrl(value: unknown, field = "url"): string {
+  if (value === undefined || value === null || value === "") {
+    fail(
+      `an MCP server needs '${field}': where it is reached (its endpoint, or its server card's URL), e.g. "https://tools.example.com/mcp"`,
+    );
+  }
+  if (typeof value !== "string") fail(`'${field}' must be a string (an http(s) URL)`);
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    fail(`'${field}' ${JSON.stringify(value)} is not a URL; give an absolute http(s) URL`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    fail(`'${field}' must be an http(s) URL, got ${JSON.stringify(value)}`);
+  }
+  if (url.href.length > MAX_MAILBOX_LENGTH)
+    fail(`'${field}' must be at most ${MAX_MAILBOX_LENGTH} characters`);
+  return url.href;
+}
+
+/**
+ * An MCP server's registration: `url` (required), its server card inline in `server_card`
+ * (optional; its tools are indexed as skills), and the fields every registration has.
+ */
+function readMcpServer(obj: JsonObject, json: string, limits: RegistrationLimits): ParsedRegistration {
+  for (const field of AGENT_ONLY_FIELDS) {
+    if (obj[field] !== undefined) {
+      fail(
+        `'${field}' belongs to agents: an MCP server (kind "mcp-server") is reached by its 'url' and has no ${field === "mailbox" ? "mailbox" : "A2A card"}; drop '${field}' or register an agent`,
+      );
+    }
+  }
+  const url = readServerUrl(obj.url);
+  let ttlS: number | undefined;
+  if (obj.ttl !== undefined && obj.ttl !== null) {
+    if (typeof obj.ttl !== "number" || !Number.isSafeInteger(obj.ttl) || obj.ttl < 0) {
+      fail(`'ttl' must be a non-negative whole number of seconds, got ${JSON.stringify(obj.ttl)}`);
+    }
+    ttlS = obj.ttl;
+  }
+  if (obj.name !== undefined && obj.name !== null && typeof obj.name !== "string") {
+    fail(`'name' must be a string, got ${JSON.stringify(obj.name)}`);
+  }
+  if (obj.server_card !== undefined && obj.server_card !== null && !isObject(obj.server_card)) {
+    fail("'server_card' must be a JSON object (the MCP server card)");
+  }
+  const card: JsonObject = isObject(obj.server_card) ? obj.server_card : {};
+  const rawTools = Array.isArray(card.tools) ? card.tools : [];
+  if (rawTools.length > limits.maxSkills) {
+    fail(
+      `the server card has ${rawTools.length} tools; at most ${limits.maxSkills} are accepted (registry.maxSkills)`,
+    );
+  }
+  const tools = rawTools.map(readSkill).filter((s): s is SkillText => s !== undefined);
+  const serverInfo = isObject(card.serverInfo) ? card.serverInfo : {};
+  const name = text(obj.name) ?? text(card.name) ?? text(serverInfo.name) ?? new URL(url).host;
+  const descriptions = [text(obj.description), text(card.description)].filter(
+    (s): s is string => s !== undefined,
+  );
+  const tagSet = new Set<string>();
+  for (const tag of [...strings(obj.tags), ...strings(card.tags)]) tagSet.add(normalizeTag(tag));
+  tagSet.delete("");
+  return {
+    mailbox: mcpServerKey(url),
+    kind: "mcp-server",
+    url,
+    name,
+    description: [...new Set(descriptions)].join(" "),
+    version: text(obj.version) ?? text(card.version) ?? text(serverInfo.version),
+    tags: [...tagSet],
+    skills: tools,
+    ttlS,
+    bodyJson: json,
+    agentInfo: isObject(obj.server_card) ? JSON.stringify(obj.server_card) : json,
     hasOwnName: text(obj.name) !== undefined,
   };
 }

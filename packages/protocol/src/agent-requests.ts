@@ -1,4 +1,11 @@
-import { bareMailbox, normalizeTag } from "./agent-registration.js";
+import {
+  bareMailbox,
+  mcpServerKey,
+  normalizeTag,
+  RESOURCE_KINDS,
+  type ResourceKind,
+  readServerUrl,
+} from "./agent-registration.js";
 import { suggestion } from "./closest-name.js";
 import { Defaults } from "./defaults.js";
 import { Errors } from "./errors.js";
@@ -36,6 +43,8 @@ export interface ParsedDiscoverRequest {
   limit: number;
   /** Agents skipped before this page: `offset` when given, else (page - 1) * limit. */
   offset: number;
+  /** The kinds of registration answered: agents only unless `kind` asks for more. */
+  kinds: ResourceKind[];
 }
 
 /** Every field DISCOVER reads; anything else is a typo the caller should hear about. */
@@ -53,6 +62,7 @@ const DISCOVER_FIELDS = [
   "limit",
   "page",
   "offset",
+  "kind",
 ] as const;
 
 /** Likely meanings of misspelled DISCOVER fields, for the error text. */
@@ -75,6 +85,8 @@ const DISCOVER_TYPOS: Record<string, string> = {
   threshold: "min_score",
   score: "include_score",
   status: "include_status",
+  type: "kind",
+  kinds: "kind",
 };
 
 /** DISCOVER never returns more than this many agents in one page. */
@@ -107,6 +119,12 @@ function optionalBool(obj: JsonObject, field: string, absent = false): boolean {
 function readSelector(obj: JsonObject): AgentSelector {
   const mailbox = optionalString(obj, "mailbox");
   const name = optionalString(obj, "name");
+  if (obj.url !== undefined && obj.url !== null) {
+    // An MCP server by its URL: the key it is stored under.
+    if (mailbox !== undefined)
+      throw new BodyError("give 'mailbox' (an agent) or 'url' (an MCP server), not both");
+    return { mailbox: mcpServerKey(readServerUrl(obj.url)), name };
+  }
   if (mailbox === undefined && name === undefined) {
     if (obj.name === "") throw new BodyError(Errors.agentNameEmpty, true);
     throw new BodyError("give the agent's 'mailbox' or 'name'");
@@ -158,6 +176,21 @@ function readTags(obj: JsonObject): string[] | undefined {
   return cleaned.length > 0 ? [...new Set(cleaned)] : undefined;
 }
 
+/** DISCOVER's `kind`: one kind or an array of them; agents only when left out. */
+function readKinds(obj: JsonObject): ResourceKind[] {
+  const value = obj.kind;
+  if (value === undefined || value === null) return ["agent"];
+  const raw = Array.isArray(value) ? value : [value];
+  const known = RESOURCE_KINDS as readonly unknown[];
+  const bad = raw.find((kind) => !known.includes(kind));
+  if (bad !== undefined || raw.length === 0) {
+    throw new BodyError(
+      `'kind' must be ${RESOURCE_KINDS.map((k) => `"${k}"`).join(" or ")}, or an array of them; got ${JSON.stringify(bad ?? value)}`,
+    );
+  }
+  return [...new Set(raw as ResourceKind[])];
+}
+
 function readMinScore(obj: JsonObject): number | undefined {
   const value = obj.min_score;
   if (value === undefined || value === null) return undefined;
@@ -197,5 +230,6 @@ function readDiscover(obj: JsonObject): ParsedDiscoverRequest {
     minScore: readMinScore(obj),
     limit,
     offset: offset ?? (page - 1) * limit,
+    kinds: readKinds(obj),
   };
 }

@@ -22,14 +22,18 @@ export type {
   AgentRegistration,
   AgentReportRequest,
   AgentUnregisterRequest,
+  McpServerRegistration,
 } from "./agent-messages.js";
 export {
   bareMailbox,
   DEFAULT_REGISTRATION_LIMITS,
+  mcpServerKey,
   normalizeTag,
   type ParsedRegistration,
   parseRegisterRequest,
+  RESOURCE_KINDS,
   type RegistrationLimits,
+  type ResourceKind,
   type SkillText,
 } from "./agent-registration.js";
 export {

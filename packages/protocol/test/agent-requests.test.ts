@@ -50,6 +50,49 @@ describe("AGENT.* request validators", () => {
     ).toMatchObject({ ok: false, error: expect.stringContaining("the card has 3 skills; at most 2") });
   });
 
+  it("REGISTER of an MCP server: keyed by its normalised url, its card's tools indexed as skills", () => {
+    const parsed = parseRegisterRequest(
+      body({
+        kind: "mcp-server",
+        url: "https://Tools.Example.com/mcp",
+        tags: ["Weather"],
+        server_card: {
+          name: "weather",
+          version: "1.0",
+          tools: [{ name: "get_weather", description: "now" }],
+        },
+      }),
+    );
+    expect(parsed).toMatchObject({
+      ok: true,
+      value: {
+        kind: "mcp-server",
+        mailbox: "mcp-server:https://tools.example.com/mcp",
+        url: "https://tools.example.com/mcp",
+        name: "weather",
+        version: "1.0",
+        tags: ["weather"],
+        skills: [{ name: "get_weather", description: "now" }],
+      },
+    });
+    // Without a name anywhere, the host names it; an agent is still the default kind.
+    expect(parseRegisterRequest(body({ kind: "mcp-server", url: "http://h.test:81/x" }))).toMatchObject({
+      value: { name: "h.test:81" },
+    });
+    expect(parseRegisterRequest(body({ mailbox: "a.b" }))).toMatchObject({ value: { kind: "agent" } });
+    expect(parseRegisterRequest(body({ kind: "agent", mailbox: "a.b" }))).toMatchObject({
+      value: { kind: "agent", mailbox: "a.b" },
+    });
+    expect(parseUnregisterRequest(body({ url: "https://tools.example.com/mcp" }))).toEqual({
+      ok: true,
+      value: { mailbox: "mcp-server:https://tools.example.com/mcp" },
+    });
+    expect(parseDiscoverRequest(body({}))).toMatchObject({ value: { kinds: ["agent"] } });
+    expect(parseDiscoverRequest(body({ kind: ["mcp-server", "agent", "agent"] }))).toMatchObject({
+      value: { kinds: ["mcp-server", "agent"] },
+    });
+  });
+
   it("UNREGISTER and REPORT name an agent by mailbox or name; REPORT keeps its body as the status", () => {
     expect(parseUnregisterRequest(body({ name: " a " }))).toEqual({
       ok: true,

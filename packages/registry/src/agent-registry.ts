@@ -92,8 +92,19 @@ function toDocs(reg: ParsedRegistration): SkillDoc[] {
   }));
 }
 
+/** Whether a row is of a kind the filter keeps. */
+function kindKept(row: AgentRow, filter: AgentFilter): boolean {
+  return filter.kinds === undefined || filter.kinds.includes(row.kind ?? "agent");
+}
+
+/**
+ * Whether a filter narrows the candidates enough to list them before a vector query. Asking for
+ * agents only does not (MCP servers are few: their hits are dropped afterwards); asking for no
+ * agents does (the few servers are the candidates).
+ */
 function hasFilter(filter: AgentFilter): boolean {
   return (
+    (filter.kinds !== undefined && !filter.kinds.includes("agent")) ||
     filter.online === true ||
     (filter.tags !== undefined && filter.tags.length > 0) ||
     filter.mailbox !== undefined ||
@@ -199,7 +210,8 @@ export class AgentRegistry implements Registry {
     standing?: (mailbox: string) => Promise<MailboxStanding>,
   ): Promise<void> {
     const reg = requestValue(parseRegisterRequest(body, this.limits));
-    const invalid = mailAddressError(reg.mailbox);
+    const server = reg.kind !== "agent";
+    const invalid = server ? undefined : mailAddressError(reg.mailbox);
     if (invalid !== undefined) {
       throw new Mq9Error(
         "INVALID_REQUEST",
@@ -211,7 +223,9 @@ export class AgentRegistry implements Registry {
     if (caller !== undefined) {
       await this.catchUp();
       const [existing] = await this.store.select({ mailbox: reg.mailbox }, now);
-      const mailboxStanding = caller.admin ? "allowed" : ((await standing?.(reg.mailbox)) ?? "allowed");
+      // An MCP server has no mailbox to vet: its URL is its key, and its first registrant owns it.
+      const mailboxStanding =
+        caller.admin || server ? "allowed" : ((await standing?.(reg.mailbox)) ?? "allowed");
       // The mailbox's creator takes over a registration of it that another user made.
       if (
         existing !== undefined &&
@@ -237,6 +251,7 @@ export class AgentRegistry implements Registry {
     const row: AgentRow = {
       owner,
       mailbox: reg.mailbox,
+      ...(server ? { kind: reg.kind } : {}),
       name: reg.name,
       bodyJson: reg.bodyJson,
       agentInfo: reg.agentInfo,
@@ -302,6 +317,7 @@ export class AgentRegistry implements Registry {
       online: request.online,
       mailbox: request.mailbox,
       name: request.name,
+      kinds: request.kinds,
     };
     const now = this.now();
     const { offset, limit } = request;
@@ -539,14 +555,19 @@ export class AgentRegistry implements Registry {
         ranked.push({ mailbox: hit.agent, score: hit.score });
       }
       // A filter's candidates are live already; otherwise skip expired registrations not purged yet.
-      const live = allowed ? ranked : await this.liveFirst(ranked, need, now);
+      const live = allowed ? ranked : await this.liveFirst(ranked, filter, need, now);
       if (live.length >= need || exhausted) return live;
       k *= 4;
     }
   }
 
-  /** The live agents among `ranked`, in order, looked up only until `need` of them are found. */
-  private async liveFirst(ranked: RankedAgent[], need: number, now: number): Promise<RankedAgent[]> {
+  /** The live agents of the filter's kinds among `ranked`, in order, looked up only until `need` of them are found. */
+  private async liveFirst(
+    ranked: RankedAgent[],
+    filter: AgentFilter,
+    need: number,
+    now: number,
+  ): Promise<RankedAgent[]> {
     const live: RankedAgent[] = [];
     for (let from = 0; from < ranked.length && live.length < need; ) {
       const slice = ranked.slice(from, from + need - live.length);
@@ -557,7 +578,9 @@ export class AgentRegistry implements Registry {
             slice.map((r) => r.mailbox),
             now,
           )
-        ).map((row) => row.mailbox),
+        )
+          .filter((row) => kindKept(row, filter))
+          .map((row) => row.mailbox),
       );
       for (const r of slice) if (found.has(r.mailbox)) live.push(r);
     }

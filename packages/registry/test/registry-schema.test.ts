@@ -118,7 +118,7 @@ describe("registry.db layout", () => {
     await store.put(row, []);
     await store.close();
     const raw = new Database(join(dir, "registry.db"));
-    raw.exec("ALTER TABLE agents DROP COLUMN owner");
+    raw.exec("ALTER TABLE agents DROP COLUMN owner; ALTER TABLE agents DROP COLUMN kind");
     raw.pragma("user_version = 1");
     raw.close();
     store = new SqliteRegistryStore({ dataDir: dir });
@@ -133,6 +133,41 @@ describe("registry.db layout", () => {
     }
     const reopened = new SqliteRegistryStore({ dataDir: dir });
     expect((await reopened.get(["agent.two"], 2))[0]?.owner).toBe("alice");
+    await reopened.close();
+  });
+
+  it("upgrades a version 2 file to 3: registrations stay agents, and MCP servers keep their kind", async () => {
+    const dir = tempDir();
+    let store = new SqliteRegistryStore({ dataDir: dir });
+    const row = {
+      mailbox: "agent.one",
+      name: "one",
+      bodyJson: '{"mailbox":"agent.one","name":"one"}',
+      agentInfo: "one",
+      hasOwnName: true,
+      tags: [],
+      ttlS: 0,
+      registeredMs: 1,
+      lastSeenMs: 1,
+    };
+    await store.put(row, []);
+    await store.close();
+    const raw = new Database(join(dir, "registry.db"));
+    raw.exec("ALTER TABLE agents DROP COLUMN kind");
+    raw.pragma("user_version = 2");
+    raw.close();
+    store = new SqliteRegistryStore({ dataDir: dir });
+    try {
+      expect((await store.get(["agent.one"], 2))[0].kind).toBeUndefined();
+      await store.put({ ...row, mailbox: "mcp-server:https://h.test/mcp", kind: "mcp-server" }, []);
+    } finally {
+      await store.close();
+    }
+    const reopened = new SqliteRegistryStore({ dataDir: dir });
+    expect((await reopened.get(["mcp-server:https://h.test/mcp"], 2))[0]?.kind).toBe("mcp-server");
+    expect((await reopened.list({ kinds: ["agent"] }, 2, 0, 10)).map((r) => r.mailbox)).toEqual([
+      "agent.one",
+    ]);
     await reopened.close();
   });
 });

@@ -315,6 +315,53 @@ export function registryStoreConformance(name: string, factory: RegistryStoreFac
       expect(mailboxes(await store.list({ online: true }, T0 + 60_000, 0, 100))).toEqual([]);
     });
 
+    it("kinds — MCP servers are kept apart from agents by the kind filter in every read, and across a reopen", async () => {
+      const server = (key: string, extra: Partial<AgentRow> = {}) =>
+        agent(`mcp-server:https://${key}/mcp`, { name: key.split(".")[0], kind: "mcp-server", ...extra });
+      await store.put(agent("a.inbox", { name: "alpha", tags: ["x"] }), [
+        doc("weather", "weather for agents"),
+      ]);
+      await store.put(agent("b.inbox", { name: "beta" }), []);
+      await store.put(server("tools.example.com", { tags: ["x"], ttlS: 60 }), [
+        doc("get_weather", "current weather for a city"),
+      ]);
+      await store.put(server("more.example.com"), []);
+      const agents = ["a.inbox", "b.inbox"];
+      const servers = ["mcp-server:https://more.example.com/mcp", "mcp-server:https://tools.example.com/mcp"];
+      const cases: [Parameters<RegistryStore["list"]>[0], string[]][] = [
+        [{}, [...agents, ...servers]],
+        [{ kinds: ["agent"] }, agents],
+        [{ kinds: ["mcp-server"] }, servers],
+        [{ kinds: ["agent", "mcp-server"] }, [...agents, ...servers]],
+        [{ kinds: ["agent"], tags: ["x"] }, ["a.inbox"]],
+        [{ kinds: ["mcp-server"], tags: ["x"] }, [servers[1]]],
+        [{ kinds: ["mcp-server"], online: true }, [servers[1]]],
+        [{ kinds: ["agent"], mailbox: servers[0] }, []],
+        [{ kinds: ["mcp-server"], name: "more" }, [servers[0]]],
+      ];
+      for (const [filter, expected] of cases) {
+        const what = JSON.stringify(filter);
+        expect(sorted(await store.list(filter, T0, 0, 100)), what).toEqual([...expected].sort());
+        expect(await store.countMatching(filter, T0), what).toBe(expected.length);
+        expect([...(await store.candidates(filter, T0))].sort(), what).toEqual([...expected].sort());
+      }
+      expect(mailboxes(await store.search("weather", { kinds: ["agent"] }, T0, 0, 10))).toEqual(["a.inbox"]);
+      expect(mailboxes(await store.search("weather", { kinds: ["mcp-server"] }, T0, 0, 10))).toEqual([
+        servers[1],
+      ]);
+      expect(await store.countSearch("weather", { kinds: ["mcp-server"] }, T0)).toBe(1);
+      // An expired server is counted out of its kind, and agents alone still count right.
+      expect(await store.countMatching({ kinds: ["agent"] }, T0 + 60_000)).toBe(2);
+      expect(await store.countMatching({ kinds: ["mcp-server"] }, T0 + 60_000)).toBe(1);
+
+      store = await factory.reopen(store);
+      const [row] = await store.get([servers[1]], T0);
+      expect(row.kind).toBe("mcp-server");
+      expect((await store.get(["a.inbox"], T0))[0].kind).toBeUndefined();
+      expect(sorted(await store.list({ kinds: ["mcp-server"] }, T0, 0, 100))).toEqual(servers);
+      expect(await store.countMatching({ kinds: ["agent"] }, T0)).toBe(2);
+    });
+
     it("search — one hit per agent at its best doc, best first, under the filter; paginated and counted", async () => {
       await store.put(agent("inv.inbox", { name: "invoices", tags: ["finance"] }), [
         doc("translate invoices", "translates invoices between languages"),

@@ -1,6 +1,6 @@
 import type { Logger } from "@mq9/broker";
 import { type ClusterLock, postgresError, withCheckedOutClient } from "@mq9/broker/internal";
-import type { AgentSelector } from "@mq9/protocol";
+import type { AgentSelector, ResourceKind } from "@mq9/protocol";
 import type pg from "pg";
 import type { VectorItem, VectorStore } from "../vectors/vector-store.js";
 import { IndexedRegistryReads } from "./indexed-registry-reads.js";
@@ -35,6 +35,7 @@ interface AgentDbRow {
   status: string | null;
   change: number;
   docs_change: number;
+  kind: string;
 }
 
 interface DocDbRow extends SkillDocRow {
@@ -57,6 +58,7 @@ function toAgent(row: AgentDbRow): AgentRow {
     registeredMs: row.registered_ms,
     lastSeenMs: row.last_seen_ms,
     statusJson: row.status ?? undefined,
+    ...(row.kind === "agent" ? {} : { kind: row.kind as ResourceKind }),
   };
 }
 
@@ -162,13 +164,14 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
       ).rows.map((r) => r.id);
       const { rows } = await c.query<{ change: number }>(
         `INSERT INTO registry_agents (mailbox, name, body, agent_info, own_name, tags, ttl_s, registered_ms,
-           last_seen_ms, expires_ms, status, change, docs_change, owner)
-         SELECT $1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, NULL, n.c, n.c, $11
+           last_seen_ms, expires_ms, status, change, docs_change, owner, kind)
+         SELECT $1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, NULL, n.c, n.c, $11, $12
          FROM (SELECT nextval('registry_changes') AS c) AS n
          ON CONFLICT (mailbox) DO UPDATE SET name = excluded.name, body = excluded.body, agent_info = excluded.agent_info,
            own_name = excluded.own_name, tags = excluded.tags, ttl_s = excluded.ttl_s, registered_ms = excluded.registered_ms,
            last_seen_ms = excluded.last_seen_ms, expires_ms = excluded.expires_ms, status = NULL,
-           change = excluded.change, docs_change = excluded.docs_change, owner = excluded.owner
+           change = excluded.change, docs_change = excluded.docs_change, owner = excluded.owner,
+           kind = excluded.kind
          RETURNING change`,
         [
           agent.mailbox,
@@ -182,6 +185,7 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
           agent.lastSeenMs,
           expiryOf(agent.ttlS, agent.lastSeenMs),
           agent.owner ?? null,
+          agent.kind ?? "agent",
         ],
       );
       const ids: number[] = [];

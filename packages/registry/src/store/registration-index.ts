@@ -1,4 +1,5 @@
 import { foldName } from "@mq9/broker/internal";
+import { RESOURCE_KINDS, type ResourceKind } from "@mq9/protocol";
 import { forEachOwner, hasOwner, TagBitmaps } from "../search/tag-bitmaps.js";
 import { LiveCount } from "./live-count.js";
 import type { AgentFilter, AgentRow } from "./registry-store.js";
@@ -8,6 +9,7 @@ export interface IndexedRegistration {
   /** A small number naming the agent in the full-text index; reused after the agent is gone. */
   readonly owner: number;
   readonly mailbox: string;
+  readonly kind: ResourceKind;
   readonly name: string;
   readonly tags: ReadonlySet<string>;
   readonly ttlS: number;
@@ -21,6 +23,13 @@ export interface IndexedRegistration {
 /** When a registration with this ttl, last heard from at `lastSeenMs`, expires (null: never). */
 export function expiryOf(ttlS: number, lastSeenMs: number): number | null {
   return ttlS > 0 ? lastSeenMs + ttlS * 1000 : null;
+}
+
+/** The one kind a filter keeps, or undefined when it keeps every kind. */
+function onlyKind(filter: AgentFilter): ResourceKind | undefined {
+  const kinds = filter.kinds;
+  if (kinds === undefined || RESOURCE_KINDS.every((kind) => kinds.includes(kind))) return undefined;
+  return kinds[0];
 }
 
 /** Discovery's default order: by name, then mailbox. */
@@ -43,6 +52,11 @@ export class RegistrationIndex {
   /** Every entry, by name then mailbox. */
   private readonly ordered: IndexedRegistration[] = [];
   private readonly live = new LiveCount();
+  /**
+   * The registrations that are not agents (MCP servers): few, so a query for them alone walks
+   * this set, and agents alone are counted as everyone minus them.
+   */
+  private readonly others = new Set<IndexedRegistration>();
 
   get size(): number {
     return this.byMailbox.size;
@@ -54,6 +68,7 @@ export class RegistrationIndex {
     const entry: IndexedRegistration = {
       owner: this.freeOwners.pop() ?? this.byOwner.length,
       mailbox: record.mailbox,
+      kind: record.kind ?? "agent",
       name: record.name,
       tags: new Set(record.tags),
       ttlS: record.ttlS,
@@ -73,6 +88,7 @@ export class RegistrationIndex {
     for (const tag of entry.tags) this.tagBits.add(tag, entry.owner);
     this.ordered.splice(this.position(entry), 0, entry);
     this.live.added(entry.expiresMs);
+    if (entry.kind !== "agent") this.others.add(entry);
     return entry;
   }
 
@@ -89,6 +105,7 @@ export class RegistrationIndex {
     for (const tag of entry.tags) this.tagBits.remove(tag, entry.owner);
     this.ordered.splice(this.position(entry), 1);
     this.live.removed(entry.expiresMs);
+    this.others.delete(entry);
     return entry;
   }
 
@@ -136,8 +153,9 @@ export class RegistrationIndex {
     return entry.expiresMs === null || entry.expiresMs > nowMs;
   }
 
-  /** Live, and kept by `online` (only agents that heartbeat, i.e. have a ttl). */
+  /** Live, of a kind the filter keeps, and kept by `online` (only agents that heartbeat, i.e. have a ttl). */
   private passesLiveness(entry: IndexedRegistration, filter: AgentFilter, nowMs: number): boolean {
+    if (filter.kinds !== undefined && !filter.kinds.includes(entry.kind)) return false;
     return this.isLive(entry, nowMs) && !(filter.online && entry.ttlS <= 0);
   }
 
@@ -154,7 +172,14 @@ export class RegistrationIndex {
   matching(filter: AgentFilter, nowMs: number): IndexedRegistration[] {
     const direct = this.direct(filter);
     if (direct) return direct.filter((entry) => this.accepts(entry, filter, nowMs));
+    const kind = onlyKind(filter);
+    if (kind !== undefined && kind !== "agent") return this.matchingOthers(filter, nowMs);
     return this.matchingTagged(filter, nowMs, this.tagged(filter)?.bits);
+  }
+
+  /** The live registrations that are not agents and pass the filter. */
+  private matchingOthers(filter: AgentFilter, nowMs: number): IndexedRegistration[] {
+    return [...this.others].filter((entry) => this.accepts(entry, filter, nowMs));
   }
 
   /** How many live entries pass the filter. */
@@ -164,7 +189,11 @@ export class RegistrationIndex {
       (filter.tags?.length ?? 0) > 0 ||
       filter.mailbox !== undefined ||
       filter.name !== undefined;
-    return narrowed ? this.matching(filter, nowMs).length : this.liveCount(nowMs);
+    if (narrowed) return this.matching(filter, nowMs).length;
+    const kind = onlyKind(filter);
+    if (kind === undefined) return this.liveCount(nowMs);
+    const others = this.matchingOthers({ kinds: RESOURCE_KINDS.filter((k) => k !== "agent") }, nowMs).length;
+    return kind === "agent" ? this.liveCount(nowMs) - others : this.matchingOthers(filter, nowMs).length;
   }
 
   /** The few entries a mailbox or name lookup can match; undefined when the filter names neither. */
@@ -183,6 +212,11 @@ export class RegistrationIndex {
     if (direct) {
       return direct
         .filter((entry) => this.accepts(entry, filter, nowMs))
+        .sort((a, b) => (before(a, b) ? -1 : 1))
+        .slice(offset, offset + limit);
+    }
+    if (onlyKind(filter) !== undefined && onlyKind(filter) !== "agent") {
+      return this.matchingOthers(filter, nowMs)
         .sort((a, b) => (before(a, b) ? -1 : 1))
         .slice(offset, offset + limit);
     }

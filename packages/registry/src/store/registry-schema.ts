@@ -1,7 +1,7 @@
 import type { SqliteDriver as Database } from "@mq9/broker/internal";
 
 /** Bumped whenever the layout below changes; `user_version` of registry.db. */
-export const REGISTRY_SCHEMA_VERSION = 2;
+export const REGISTRY_SCHEMA_VERSION = 3;
 
 const TABLES = `
 CREATE TABLE IF NOT EXISTS agents (
@@ -16,7 +16,8 @@ CREATE TABLE IF NOT EXISTS agents (
   last_seen_ms INTEGER NOT NULL,
   expires_ms INTEGER,
   status TEXT,
-  owner TEXT
+  owner TEXT,
+  kind TEXT NOT NULL DEFAULT 'agent'
 );
 CREATE INDEX IF NOT EXISTS agents_by_name ON agents(name);
 CREATE INDEX IF NOT EXISTS agents_by_expiry ON agents(expires_ms) WHERE expires_ms IS NOT NULL;
@@ -85,6 +86,14 @@ function upgradeFromVersion1(db: Database.Database): void {
   if (!columns.some((c) => c.name === "owner")) db.exec("ALTER TABLE agents ADD COLUMN owner TEXT");
 }
 
+/** Version 3 records what each registration describes: an agent (all before it) or an MCP server. */
+function upgradeFromVersion2(db: Database.Database): void {
+  const columns = db.pragma("table_info(agents)") as { name: string }[];
+  if (!columns.some((c) => c.name === "kind")) {
+    db.exec("ALTER TABLE agents ADD COLUMN kind TEXT NOT NULL DEFAULT 'agent'");
+  }
+}
+
 /** Creates the registry's tables, or upgrades those of an earlier version in one transaction. */
 export function openRegistrySchema(db: Database.Database): void {
   const version = db.pragma("user_version", { simple: true }) as number;
@@ -96,8 +105,10 @@ export function openRegistrySchema(db: Database.Database): void {
   if (version === REGISTRY_SCHEMA_VERSION) return;
   db.transaction(() => {
     if (hasTable(db, "skill_fts")) upgradeFromVersion0(db);
-    else if (version === 1) upgradeFromVersion1(db);
-    else db.exec(TABLES);
+    else if (version === 1 || version === 2) {
+      if (version === 1) upgradeFromVersion1(db);
+      upgradeFromVersion2(db);
+    } else db.exec(TABLES);
     db.pragma(`user_version = ${REGISTRY_SCHEMA_VERSION}`);
   })();
 }

@@ -1,9 +1,12 @@
 import type { OwnedRegistrations } from "@mq9/broker";
-import type { AgentSelector } from "@mq9/protocol";
+import type { AgentSelector, ResourceKind } from "@mq9/protocol";
 
 /** One registration as stored. Times are unix milliseconds. */
 export interface AgentRow {
+  /** The key: an agent's mailbox, or an MCP server's mcpServerKey. */
   mailbox: string;
+  /** What the registration describes; undefined is an agent (rows stored before kinds). */
+  kind?: ResourceKind;
   name: string;
   /** The REGISTER body exactly as received. */
   bodyJson: string;
@@ -48,6 +51,8 @@ export interface AgentFilter {
   name?: string;
   /** Only agents with a ttl that were heard from within it. */
   online?: boolean;
+  /** Only registrations of these kinds; every kind when undefined. */
+  kinds?: readonly ResourceKind[];
 }
 
 /** What a write removed: registrations and the ids of their docs (whose vectors must go too). */

@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { StorageError } from "@mq9/broker";
 import { SqliteDriver as Database } from "@mq9/broker/internal";
-import type { AgentSelector } from "@mq9/protocol";
+import type { AgentSelector, ResourceKind } from "@mq9/protocol";
 import { IndexedRegistryReads } from "./indexed-registry-reads.js";
 import { expiryOf } from "./registration-index.js";
 import { openRegistrySchema } from "./registry-schema.js";
@@ -31,6 +31,7 @@ interface AgentDbRow {
   expires_ms: number | null;
   status: string | null;
   owner: string | null;
+  kind: string;
 }
 
 function toAgent(row: AgentDbRow): AgentRow {
@@ -46,6 +47,7 @@ function toAgent(row: AgentDbRow): AgentRow {
     lastSeenMs: row.last_seen_ms,
     statusJson: row.status ?? undefined,
     owner: row.owner ?? undefined,
+    ...(row.kind === "agent" ? {} : { kind: row.kind as ResourceKind }),
   };
 }
 
@@ -79,8 +81,8 @@ export class SqliteRegistryStore extends IndexedRegistryReads implements Registr
     this.stmt = {
       insertAgent: db.prepare(
         `INSERT INTO agents
-           (mailbox, name, body, agent_info, own_name, tags, ttl_s, registered_ms, last_seen_ms, expires_ms, status, owner)
-         VALUES (@mailbox, @name, @body, @agent_info, @own_name, @tags, @ttl_s, @registered_ms, @last_seen_ms, @expires_ms, NULL, @owner)`,
+           (mailbox, name, body, agent_info, own_name, tags, ttl_s, registered_ms, last_seen_ms, expires_ms, status, owner, kind)
+         VALUES (@mailbox, @name, @body, @agent_info, @own_name, @tags, @ttl_s, @registered_ms, @last_seen_ms, @expires_ms, NULL, @owner, @kind)`,
       ),
       deleteAgent: db.prepare("DELETE FROM agents WHERE mailbox = ?"),
       docIdsOf: db.prepare<[string], { id: number }>("SELECT id FROM skill_docs WHERE mailbox = ?"),
@@ -175,6 +177,7 @@ export class SqliteRegistryStore extends IndexedRegistryReads implements Registr
         last_seen_ms: agent.lastSeenMs,
         expires_ms: expiresMs,
         owner: agent.owner ?? null,
+        kind: agent.kind ?? "agent",
       });
       const ids: number[] = [];
       for (const doc of docs) {

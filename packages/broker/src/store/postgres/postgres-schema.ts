@@ -813,6 +813,10 @@ BEGIN
 END
 $fn$;
 `,
+  // What each registration describes: an agent (every row before) or an MCP server, as in SQLite.
+  `
+ALTER TABLE registry_agents ADD COLUMN kind text NOT NULL DEFAULT 'agent';
+`,
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;
