@@ -505,6 +505,7 @@ describe("ARD import over REST", () => {
         { identifier: "urn:air:publisher.test:agent:one", name: "one", mailbox: "pub.one" },
         { identifier: "urn:air:publisher.test:agent:two", name: "two", mailbox: "pub.two" },
       ],
+      servers: [],
       skipped: [{ identifier: "urn:air:publisher.test:mcp:tools", type: "application/mcp-server-card+json" }],
       from: `${siteUrl}/.well-known/ai-catalog.json`,
     });

@@ -2,12 +2,14 @@ import { Defaults, Subjects } from "@mq9/protocol";
 import type { Principal } from "../../auth/principal.js";
 import type { Mq9Service } from "../../service/mq9-service.js";
 import { callMq9 } from "../rest/mq9-call.js";
-import { type CatalogEntry, catalogEntryOf, type EntryContext } from "./ard-entry.js";
+import { type CatalogEntry, catalogEntryOf, type EntryContext, serverSegment } from "./ard-entry.js";
 
 type Json = Record<string, unknown>;
 
 /** A DISCOVER page's size while the catalog reads every match (DISCOVER's own maximum). */
 const DISCOVER_PAGE = 1000;
+/** ARD lists agents and MCP servers alike; DISCOVER answers agents alone unless asked. */
+const EVERY_KIND = ["agent", "mcp-server"];
 /** Most registrations one search, listing or facet count reads. */
 export const MAX_MATCHES = 10_000;
 
@@ -29,10 +31,21 @@ export class ArdCatalog {
     private readonly minScore: number = Defaults.intentMinScore,
   ) {}
 
-  /** Every live registration, in name order. */
+  /** Every live registration, agents and MCP servers, in name order. */
   async all(context: EntryContext, principal?: Principal): Promise<CatalogEntry[]> {
-    const entries = await this.discover({ include_status: true }, principal);
+    const entries = await this.discover({ include_status: true, kind: EVERY_KIND }, principal);
     return entries.map((entry) => catalogEntryOf(entry, context));
+  }
+
+  /** One MCP server by its identifier's name segment (serverSegment of its URL), or undefined. */
+  async server(
+    segment: string,
+    context: EntryContext,
+    principal?: Principal,
+  ): Promise<CatalogEntry | undefined> {
+    const entries = await this.discover({ include_status: true, kind: "mcp-server" }, principal);
+    const found = entries.find((entry) => serverSegment(String(entry.url)) === segment);
+    return found === undefined ? undefined : catalogEntryOf(found, context);
   }
 
   /** One registration by mailbox, or undefined. */
@@ -52,7 +65,14 @@ export class ArdCatalog {
    */
   async search(text: string, context: EntryContext, principal?: Principal): Promise<ScoredEntry[]> {
     const entries = await this.discover(
-      { semantic: text, text, min_score: this.minScore, include_score: true, include_status: true },
+      {
+        semantic: text,
+        text,
+        min_score: this.minScore,
+        include_score: true,
+        include_status: true,
+        kind: EVERY_KIND,
+      },
       principal,
     );
     return entries.map((entry, rank) => ({

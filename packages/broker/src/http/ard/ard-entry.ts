@@ -69,8 +69,55 @@ function representativeQueries(skills: Json[]): string[] | undefined {
   return examples.length >= 2 ? examples : undefined;
 }
 
+/**
+ * The name segment of an MCP server's identifier: its URL's host and path, with every character a
+ * URN segment may not hold made a '-' (`https://tools.example.com/mcp` → `tools.example.com-mcp`).
+ */
+export function serverSegment(url: string): string {
+  const { host, pathname } = new URL(url);
+  return `${host}${pathname}`
+    .replace(/[^a-zA-Z0-9._-]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .toLowerCase();
+}
+
+/**
+ * An MCP server's registration as a catalog entry: its card inline (`data`) when it registered
+ * one, else a reference to its URL; tools are its capabilities.
+ */
+function serverEntryOf(entry: Json, context: EntryContext): CatalogEntry {
+  const url = String(entry.url);
+  const card = isObject(entry.server_card) ? entry.server_card : undefined;
+  const tools = Array.isArray(card?.tools) ? card.tools.filter(isObject) : [];
+  const description = [entry.description, card?.description].find(
+    (d): d is string => typeof d === "string" && d.trim() !== "",
+  );
+  const tags = [...new Set([...texts(entry.tags), ...texts(card?.tags)])];
+  const capabilities = [
+    ...new Set(tools.map((tool) => tool.name).filter((name): name is string => typeof name === "string")),
+  ];
+  const version = [entry.version, card?.version].find((v): v is string => typeof v === "string");
+  const result: CatalogEntry = {
+    identifier: ardIdentifier(context.publisher, "mcp", serverSegment(url)),
+    displayName: typeof entry.name === "string" && entry.name !== "" ? entry.name : url,
+    type: ArdTypes.mcp,
+  };
+  if (card) result.data = card;
+  else result.url = url;
+  if (description !== undefined) result.description = description;
+  if (tags.length > 0) result.tags = tags;
+  if (capabilities.length > 0) result.capabilities = capabilities;
+  if (version !== undefined) result.version = version;
+  if (typeof entry._last_seen === "number")
+    result.updatedAt = new Date(entry._last_seen * 1000).toISOString();
+  // mq9's own: where the server is, which `data` does not say.
+  result.metadata = { "mq9.url": url };
+  return result;
+}
+
 /** A registration (a DISCOVER entry with `_last_seen`) as an ARD catalog entry. */
 export function catalogEntryOf(entry: Json, context: EntryContext): CatalogEntry {
+  if (entry.kind === "mcp-server") return serverEntryOf(entry, context);
   const mailbox = String(entry.mailbox);
   const { card, a2a } = cardOf(entry);
   const skills = Array.isArray(card.skills) ? card.skills.filter(isObject) : [];

@@ -11,6 +11,7 @@ import {
   MANIFEST_PATHS,
   mailboxFor,
   readManifest,
+  serverRegistration,
 } from "./ard-manifest.js";
 
 /** How long each document of an import (the manifest, a nested catalog, a card) may take to arrive. */
@@ -19,6 +20,8 @@ const FETCH_TIMEOUT_MS = 10_000;
 /** What an import registered and what it left aside. */
 export interface ImportOutcome {
   imported: { identifier: string; name: string; mailbox: string }[];
+  /** MCP servers, registered by URL. */
+  servers: { identifier: string; name: string; url: string }[];
   skipped: { identifier: string; type: string }[];
   from: string;
 }
@@ -54,12 +57,12 @@ async function fetchManifest(source: string): Promise<{ manifest: unknown; from:
 }
 
 /**
- * Reads a publisher's manifest, checks it whole, and registers its A2A cards as the caller, all
- * or nothing: a REGISTER refused midway takes back the ones made before it.
+ * Reads a publisher's manifest, checks it whole, and registers its A2A cards and MCP servers as
+ * the caller, all or nothing: a REGISTER refused midway takes back the ones made before it.
  */
 export async function importManifest(
   service: Mq9Service,
-  request: { source: string; mailbox: string; ttl?: number },
+  request: { source: string; mailbox?: string; ttl?: number },
   principal: Principal | undefined,
 ): Promise<ImportOutcome> {
   const { manifest, from } = await fetchManifest(request.source);
@@ -72,7 +75,11 @@ export async function importManifest(
     if (err instanceof ArdManifestError) throw invalidArgument(err.message);
     throw err;
   }
-  if (contents.cards.length > 1 && !request.mailbox.includes("{name}")) {
+  const template = request.mailbox;
+  if (contents.cards.length > 0 && template === undefined) {
+    throw invalidArgument(`${from} lists A2A cards: give the mailbox they are registered under`);
+  }
+  if (contents.cards.length > 1 && !template!.includes("{name}")) {
     throw invalidArgument(`${from} lists ${contents.cards.length} cards: give a mailbox with {name} in it`);
   }
   const bodies = contents.cards.map(({ identifier, card }) => ({
@@ -80,24 +87,30 @@ export async function importManifest(
     name: String(card.name),
     body: {
       ...card,
-      mailbox: mailboxFor(request.mailbox, String(card.name)),
+      mailbox: mailboxFor(template!, String(card.name)),
       ...(request.ttl !== undefined ? { ttl: request.ttl } : {}),
     },
   }));
-  const done: string[] = [];
+  // Taken back by what names each: an agent by its mailbox, a server by its url.
+  const done: Record<string, string>[] = [];
   try {
     for (const { body } of bodies) {
       await callMq9(service, Subjects.agentRegister, body, { principal });
-      done.push(body.mailbox);
+      done.push({ mailbox: body.mailbox });
+    }
+    for (const server of contents.servers) {
+      await callMq9(service, Subjects.agentRegister, serverRegistration(server, request.ttl), { principal });
+      done.push({ url: server.url });
     }
   } catch (err) {
-    for (const mailbox of done) {
-      await callMq9(service, Subjects.agentUnregister, { mailbox }, { principal }).catch(() => {});
+    for (const selector of done) {
+      await callMq9(service, Subjects.agentUnregister, selector, { principal }).catch(() => {});
     }
     throw err;
   }
   return {
     imported: bodies.map(({ identifier, name, body }) => ({ identifier, name, mailbox: body.mailbox })),
+    servers: contents.servers.map(({ identifier, name, url }) => ({ identifier, name, url })),
     skipped: contents.skipped,
     from,
   };

@@ -22,6 +22,8 @@ type Json = Record<string, unknown>;
 
 /** ARD's media types the importer acts on. */
 const A2A_TYPES = new Set(["application/a2a-agent-card+json", "application/agent-card+json"]);
+/** MCP server cards: ARD's name, and the one before ADR-0008 renamed it. */
+const MCP_TYPES = new Set(["application/mcp-server-card+json", "application/mcp-server+json"]);
 const CATALOG_TYPE = "application/ai-catalog+json";
 const REGISTRY_TYPES = new Set(["application/ai-registry+json", "application/ai-registry"]);
 
@@ -39,11 +41,30 @@ export interface ListedCard {
   card: Json;
 }
 
+/** An MCP server a manifest lists: registered by its URL (the entry's, or its inline card's). */
+export interface ListedServer {
+  identifier: string;
+  name: string;
+  url: string;
+  description?: string;
+  tags?: string[];
+  /** The server card, when the entry carries it inline (`data`). */
+  card?: Json;
+}
+
 /** What a manifest (with its nested catalogs) holds for the importer. */
 export interface ManifestContents {
   cards: ListedCard[];
-  /** Entries of other types (MCP servers, skills, data sets), by identifier and type: not imported. */
+  servers: ListedServer[];
+  /** Entries of other types (skills, data sets), and MCP cards with no URL, by identifier and type: not imported. */
   skipped: { identifier: string; type: string }[];
+}
+
+/** Where an inline MCP server card says the server is: its `url`, or its first remote's. */
+function serverUrlOf(card: Json): string | undefined {
+  const remotes = Array.isArray(card.remotes) ? card.remotes : [];
+  const candidates = [card.url, ...remotes.map((remote) => (isObject(remote) ? remote.url : undefined))];
+  return candidates.find((url): url is string => typeof url === "string" && /^https?:\/\//i.test(url));
 }
 
 const isObject = (value: unknown): value is Json =>
@@ -119,7 +140,7 @@ export async function readManifest(
   from: string,
   fetchJson: FetchJson,
 ): Promise<ManifestContents> {
-  const contents: ManifestContents = { cards: [], skipped: [] };
+  const contents: ManifestContents = { cards: [], servers: [], skipped: [] };
   const seen = new Set<string>();
   const walk = async (value: unknown, where: string, depth: number): Promise<void> => {
     if (!isObject(value))
@@ -153,6 +174,22 @@ export async function readManifest(
           );
         }
         contents.cards.push({ identifier, card });
+      } else if (MCP_TYPES.has(type)) {
+        // Registered by URL: a referenced card is not fetched (ARD's url may be the endpoint itself).
+        const listed = entry as Json & { displayName: string; url?: string; data?: Json };
+        const url = listed.url ?? serverUrlOf(listed.data!);
+        if (url === undefined) {
+          contents.skipped.push({ identifier, type });
+          continue;
+        }
+        contents.servers.push({
+          identifier,
+          name: listed.displayName,
+          url,
+          ...(typeof listed.description === "string" ? { description: listed.description } : {}),
+          ...(Array.isArray(listed.tags) ? { tags: listed.tags as string[] } : {}),
+          ...(listed.data !== undefined ? { card: listed.data } : {}),
+        });
       } else if (type === CATALOG_TYPE) {
         if (depth >= MAX_NESTING)
           throw new ArdManifestError(`${label}: catalogs nest deeper than ${MAX_NESTING} levels`);
@@ -164,6 +201,19 @@ export async function readManifest(
   };
   await walk(manifest, from, 0);
   return contents;
+}
+
+/** The REGISTER body of an MCP server a manifest lists. */
+export function serverRegistration(server: ListedServer, ttl?: number): Json {
+  return {
+    kind: "mcp-server",
+    url: server.url,
+    name: server.name,
+    ...(server.description !== undefined ? { description: server.description } : {}),
+    ...(server.tags !== undefined ? { tags: server.tags } : {}),
+    ...(server.card !== undefined ? { server_card: server.card } : {}),
+    ...(ttl !== undefined ? { ttl } : {}),
+  };
 }
 
 /** A card's mailbox from a `--mailbox` template: `{name}` is the card's name in mailbox form. */

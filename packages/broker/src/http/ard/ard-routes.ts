@@ -206,7 +206,8 @@ export function mountArdRoutes(
     method: "GET",
     path: `${ARD_API_PATH}/agents/:identifier`,
     tag: "ARD",
-    summary: "One registration by its ARD identifier (urn:air:<publisher>:agent:<mailbox>)",
+    summary:
+      "One registration by its ARD identifier (urn:air:<publisher>:agent:<mailbox>, or urn:air:<publisher>:mcp:<host-path> for an MCP server)",
     params: ArdIdentifierParams,
     responses: { 200: { description: "the entry", schema: CatalogEntrySchema } },
     errors: [400, 404, 503],
@@ -217,8 +218,19 @@ export function mountArdRoutes(
       if ("problem" in parsed) throw invalidArgument(parsed.problem);
       const [kind, name] = parsed.segments;
       const missing = `no registration has the identifier ${params.identifier}`;
-      if (parsed.publisher !== publisher || parsed.segments.length !== 2 || kind !== "agent") {
-        throw notFound(`${missing}: this registry's identifiers read urn:air:${publisher}:agent:<mailbox>`);
+      if (
+        parsed.publisher !== publisher ||
+        parsed.segments.length !== 2 ||
+        (kind !== "agent" && kind !== "mcp")
+      ) {
+        throw notFound(
+          `${missing}: this registry's identifiers read urn:air:${publisher}:agent:<mailbox> or urn:air:${publisher}:mcp:<server>`,
+        );
+      }
+      if (kind === "mcp") {
+        const server = await catalog.server(name, contextOf(request), principal);
+        if (!server) throw notFound(`${missing} (no live MCP server has it)`);
+        return { status: 200, body: server };
       }
       const entry = await catalog.one(name, contextOf(request), principal);
       if (!entry) throw notFound(`${missing} (no live agent registered mailbox ${name})`);

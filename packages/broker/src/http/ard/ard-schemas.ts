@@ -149,7 +149,10 @@ export const ArdImportBody = z.strictObject({
   mailbox: z
     .string()
     .min(1)
-    .describe("the mailbox each card is registered under; {name} is the card's name in mailbox form"),
+    .optional()
+    .describe(
+      "the mailbox each A2A card is registered under; {name} is the card's name in mailbox form (needed when the manifest lists A2A cards; MCP servers are registered by URL)",
+    ),
   ttl: z
     .number()
     .int()
@@ -160,6 +163,9 @@ export const ArdImportBody = z.strictObject({
 
 export const ArdImportResponse = z.object({
   imported: z.array(z.object({ identifier: z.string(), name: z.string(), mailbox: z.string() })),
+  servers: z
+    .array(z.object({ identifier: z.string(), name: z.string(), url: z.string() }))
+    .describe("the MCP servers registered, by URL"),
   skipped: z.array(z.object({ identifier: z.string(), type: z.string() })),
   from: z.string(),
 });
