@@ -114,7 +114,23 @@ describe("mq9 agent import reads a publisher's ARD manifest", () => {
       .map((line) => (JSON.parse(line) as Json).mailbox as string)
       .sort();
   };
+  const serverUrls = async () => {
+    const { stdout } = await cli("agent", "discover", "--kind", "mcp-server", "--json");
+    return stdout
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => (JSON.parse(line) as Json).url as string)
+      .filter((url) => url !== `http://127.0.0.1:${serve.httpPort}/mcp`) // mq9's own MCP endpoint
+      .sort();
+  };
   const manifest = (entries: Json[]) => ({ specVersion: "1.0", host: { displayName: "Publisher" }, entries });
+  const server = (name: string) => ({
+    identifier: `urn:air:publisher.test:mcp:${name}`,
+    displayName: name,
+    type: "application/mcp-server-card+json",
+    url: `https://${name}.example.com/mcp`,
+  });
   const entry = (name: string, rest: Json) => ({
     identifier: `urn:air:publisher.test:agent:${name}`,
     displayName: name,
@@ -133,7 +149,7 @@ describe("mq9 agent import reads a publisher's ARD manifest", () => {
     rmSync(data, { recursive: true, force: true });
   });
 
-  it("imports every A2A card, by url, inline and in nested catalogs; skips other types and says so", async () => {
+  it("imports every A2A card, by url, inline and in nested catalogs, and MCP servers by url; skips other types and says so", async () => {
     site.served.set("/cards/alpha.json", a2aCard("alpha"));
     site.served.set("/cards/gamma.json", a2aCard("gamma"));
     site.served.set(
@@ -157,6 +173,12 @@ describe("mq9 agent import reads a publisher's ARD manifest", () => {
           type: "application/ai-catalog+json",
           url: `${site.url}/catalogs/more.json`,
         },
+        {
+          identifier: "urn:air:publisher.test:skill:pptx",
+          displayName: "pptx",
+          type: "application/ai-skill",
+          url: `${site.url}/skills/pptx`,
+        },
       ]),
     );
     const host = site.url.replace("http://", "");
@@ -164,10 +186,10 @@ describe("mq9 agent import reads a publisher's ARD manifest", () => {
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
     expect(result.stdout).toContain("imported alpha → pub.alpha");
-    expect(result.stdout).toContain(
-      "skipped urn:air:publisher.test:server:weather (application/mcp-server-card+json)",
-    );
+    expect(result.stdout).toContain(`imported MCP server Weather → ${site.url}/mcp/weather.json`);
+    expect(result.stdout).toContain("skipped urn:air:publisher.test:skill:pptx (application/ai-skill)");
     expect(await names()).toEqual(["pub.alpha", "pub.beta", "pub.gamma"]);
+    expect(await serverUrls()).toEqual([`${site.url}/mcp/weather.json`]);
   });
 
   it("falls back to ai-catalog.json", async () => {
@@ -243,11 +265,16 @@ describe("mq9 agent import reads a publisher's ARD manifest", () => {
     );
   });
 
-  it("--every re-crawls and removes what left the manifest", async () => {
+  it("--every re-crawls and removes what left the manifest, agents and MCP servers alike", async () => {
     site.served.delete("/.well-known/ai-catalog.json");
     site.served.set(
       "/.well-known/ard.json",
-      manifest([entry("left", { data: a2aCard("left") }), entry("stays", { data: a2aCard("stays") })]),
+      manifest([
+        entry("left", { data: a2aCard("left") }),
+        entry("stays", { data: a2aCard("stays") }),
+        server("gone"),
+        server("kept"),
+      ]),
     );
     const child = spawn(
       process.execPath,
@@ -274,10 +301,19 @@ describe("mq9 agent import reads a publisher's ARD manifest", () => {
       expect(await check()).toBe(true);
     };
     await waitFor(async () => (await names()).includes("crawl.left"));
-    site.served.set("/.well-known/ard.json", manifest([entry("stays", { data: a2aCard("stays") })]));
+    expect(await serverUrls()).toEqual(
+      expect.arrayContaining(["https://gone.example.com/mcp", "https://kept.example.com/mcp"]),
+    );
+    site.served.set(
+      "/.well-known/ard.json",
+      manifest([entry("stays", { data: a2aCard("stays") }), server("kept")]),
+    );
     await waitFor(async () => !(await names()).includes("crawl.left"));
+    await waitFor(async () => !(await serverUrls()).includes("https://gone.example.com/mcp"));
     expect(await names()).toContain("crawl.stays");
+    expect(await serverUrls()).toContain("https://kept.example.com/mcp");
     expect(out).toContain("removed crawl.left");
+    expect(out).toContain("removed MCP server https://gone.example.com/mcp");
     child.kill("SIGTERM");
     await new Promise((resolve) => child.once("exit", resolve));
   });

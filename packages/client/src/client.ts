@@ -15,6 +15,7 @@ import {
   type MailboxListReply,
   type MailboxPurgeReply,
   type MailboxSummary,
+  type McpServerRegistration,
   type MessageItem,
   Mq9Error,
   type Mq9Reply,
@@ -375,8 +376,8 @@ export class Mq9Client {
     return info;
   }
 
-  /** Registers (or re-registers) an agent; the body is stored and returned by discover() as given. */
-  async register(agent: AgentRegistration): Promise<void> {
+  /** Registers (or re-registers) an agent, or an MCP server (`kind: "mcp-server"`); the body is stored and returned by discover() as given. */
+  async register(agent: AgentRegistration | McpServerRegistration): Promise<void> {
     await this.call(Subjects.agentRegister, json(requireObject(agent, "register")), readReply.envelope);
   }
 

@@ -30,6 +30,7 @@ export type {
   LeaseSummary,
   MailboxInfoReply,
   MailboxSummary,
+  McpServerRegistration,
   Mq9ErrorCode,
   Priority,
   ServerInfoReply,

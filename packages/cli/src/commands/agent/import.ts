@@ -3,9 +3,11 @@ import {
   ArdManifestError,
   fetchJsonDocument,
   isManifest,
+  type ListedServer,
   MANIFEST_PATHS,
   mailboxFor,
   readManifest,
+  serverRegistration,
 } from "@mq9/broker/ard-manifest";
 import type { AgentRegistration } from "@mq9/client";
 import type { Command } from "commander";
@@ -19,7 +21,7 @@ import {
 import { printJson } from "../../shared/output.js";
 
 interface ImportFlags extends ConnectionFlags {
-  mailbox: string;
+  mailbox?: string;
   name?: string;
   ttl?: number;
   every?: number;
@@ -51,7 +53,12 @@ function sourceUrl(source: string): string | undefined {
 async function readCards(
   source: string,
   timeoutMs: number,
-): Promise<{ cards: Card[]; from: string; skipped: { identifier: string; type: string }[] }> {
+): Promise<{
+  cards: Card[];
+  servers: ListedServer[];
+  from: string;
+  skipped: { identifier: string; type: string }[];
+}> {
   let value: unknown;
   let from = source;
   const url = sourceUrl(source);
@@ -86,7 +93,12 @@ async function readCards(
     const contents = await readManifest(value, from, (url) => fetchJson(url, timeoutMs)).catch((err) => {
       throw err instanceof ArdManifestError ? new UsageError(err.message) : err;
     });
-    return { cards: contents.cards.map((listed) => listed.card), from, skipped: contents.skipped };
+    return {
+      cards: contents.cards.map((listed) => listed.card),
+      servers: contents.servers,
+      from,
+      skipped: contents.skipped,
+    };
   }
   const cards = Array.isArray(value) ? value : [value];
   for (const card of cards) {
@@ -99,22 +111,22 @@ async function readCards(
       throw new UsageError(`${from} does not hold an A2A agent card (a JSON object with a name)`);
     }
   }
-  return { cards: cards as Card[], from, skipped: [] };
+  return { cards: cards as Card[], servers: [], from, skipped: [] };
 }
 
-/** `mq9 agent import <url-or-file>`: registers A2A cards (v1.0 or v0.3) under a mailbox. */
+/** `mq9 agent import <url-or-file>`: registers A2A cards (v1.0 or v0.3) under a mailbox, and a manifest's MCP servers by URL. */
 export function registerAgentImport(agent: Command): void {
   clientCommand(agent.command("import"))
     .description(
-      "register A2A agent cards read from a publisher's ARD manifest (/.well-known/ard.json), a card URL (its /.well-known/agent-card.json) or a file",
+      "register A2A agent cards (and a manifest's MCP servers, by URL) read from a publisher's ARD manifest (/.well-known/ard.json), a card URL (its /.well-known/agent-card.json) or a file",
     )
     .argument(
       "<url-or-file>",
       "a domain or https://host (its ARD manifest, else its card), a manifest or card URL, or a JSON file with a manifest, a card or an array of cards",
     )
-    .requiredOption(
+    .option(
       "--mailbox <mail_address>",
-      "mailbox the agent reads; with several cards use {name} in it",
+      "mailbox the agent reads; with several cards use {name} in it (needed when there are A2A cards)",
     )
     .option("--name <name>", "register under this name instead of the card's")
     .option(
@@ -124,7 +136,7 @@ export function registerAgentImport(agent: Command): void {
     )
     .option(
       "--every <seconds>",
-      "re-crawl the source this often until stopped, removing agents that left its manifest",
+      "re-crawl the source this often until stopped, removing agents and MCP servers that left its manifest",
       integer("--every"),
     )
     .addHelpText(
@@ -133,41 +145,60 @@ export function registerAgentImport(agent: Command): void {
 Examples:
   mq9 agent import https://agent.example.com --mailbox agents.invoice
   mq9 agent import agents.example.com --mailbox "agents.{name}" --every 3600
+  mq9 agent import tools.example.com          (a manifest of MCP servers only: no --mailbox)
   mq9 agent import cards.json --mailbox "agents.{name}" --ttl 3600`,
     )
     .action((source: string, flags: ImportFlags) =>
       withClient(flags, async (client) => {
+        // What the last round registered: agents by mailbox, MCP servers by url.
         let imported = new Set<string>();
+        let importedServers = new Set<string>();
         const once = async () => {
-          const { cards, from, skipped } = await readCards(source, flags.timeout);
-          if (cards.length > 1 && !flags.mailbox.includes("{name}")) {
+          const { cards, servers, from, skipped } = await readCards(source, flags.timeout);
+          const template = flags.mailbox;
+          if (cards.length > 0 && template === undefined) {
+            throw new UsageError(`${from} holds A2A cards: give --mailbox (with {name} in it for several)`);
+          }
+          if (cards.length > 1 && !template!.includes("{name}")) {
             throw new UsageError(`${from} holds ${cards.length} cards: give --mailbox with {name} in it`);
           }
           const bodies = cards.map((card) => {
-            const mailbox = mailboxFor(flags.mailbox, String(card.name));
+            const mailbox = mailboxFor(template!, String(card.name));
             const body: AgentRegistration & { mailbox: string } = { ...card, mailbox };
             if (flags.name !== undefined) body.name = flags.name;
             if (flags.ttl !== undefined) body.ttl = flags.ttl;
             return body;
           });
           // All or nothing: a REGISTER refused midway takes back the ones this round made.
-          const done: string[] = [];
+          const done: { mailbox?: string; url?: string }[] = [];
           try {
             for (const body of bodies) {
               await client.register(body);
-              done.push(body.mailbox);
+              done.push({ mailbox: body.mailbox });
+            }
+            for (const server of servers) {
+              await client.register(serverRegistration(server, flags.ttl));
+              done.push({ url: server.url });
             }
           } catch (err) {
-            for (const mailbox of done) await client.unregister({ mailbox }).catch(() => {});
+            for (const selector of done) await client.unregister(selector).catch(() => {});
             throw err;
           }
           for (const body of bodies) {
             if (flags.json) printJson({ imported: true, name: body.name, mailbox: body.mailbox, from });
             else process.stdout.write(`imported ${body.name} → ${body.mailbox} (from ${from})\n`);
           }
+          for (const server of servers) {
+            if (flags.json)
+              printJson({ imported: true, kind: "mcp-server", name: server.name, url: server.url, from });
+            else process.stdout.write(`imported MCP server ${server.name} → ${server.url} (from ${from})\n`);
+          }
           for (const { identifier, type } of skipped) {
             if (flags.json) printJson({ skipped: identifier, type });
-            else process.stdout.write(`skipped ${identifier} (${type}): only A2A agent cards are imported\n`);
+            else
+              process.stdout.write(
+                `skipped ${identifier} (${type}): only A2A agent cards and MCP servers with a URL are imported\n`,
+              );
           }
           // A re-crawl removes what left the manifest since the last round.
           const now = new Set(bodies.map((body) => body.mailbox));
@@ -177,7 +208,15 @@ Examples:
             if (flags.json) printJson({ removed: true, mailbox });
             else process.stdout.write(`removed ${mailbox}: it left ${from}\n`);
           }
+          const nowServers = new Set(servers.map((server) => server.url));
+          for (const url of importedServers) {
+            if (nowServers.has(url)) continue;
+            await client.unregister({ url });
+            if (flags.json) printJson({ removed: true, kind: "mcp-server", url });
+            else process.stdout.write(`removed MCP server ${url}: it left ${from}\n`);
+          }
           imported = now;
+          importedServers = nowServers;
         };
         await once();
         if (flags.every === undefined) return;

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { AgentManifest, ResolvedManifest } from "@mq9/agent";
-import type { AgentEntry, AgentRegistration } from "@mq9/client";
+import type { AgentEntry, AgentRegistration, McpServerRegistration } from "@mq9/client";
 import { agentInfoOf } from "@mq9/client";
 import { type Command, InvalidArgumentError } from "commander";
 import {
@@ -15,6 +15,8 @@ import { cell, printJson, printTable, say } from "../../shared/output.js";
 interface SelectorFlags extends ConnectionFlags {
   name?: string;
   mailbox?: string;
+  /** An MCP server, by its URL. */
+  mcpServer?: string;
 }
 
 interface RegisterFlags extends SelectorFlags {
@@ -28,6 +30,7 @@ interface ReportFlags extends SelectorFlags {
 }
 
 interface DiscoverFlags extends ConnectionFlags {
+  kind?: string;
   semantic?: string;
   minScore?: number;
   limit?: number;
@@ -82,9 +85,16 @@ function score(value: string): number {
   return n;
 }
 
-function selector(flags: SelectorFlags): { name?: string; mailbox?: string } {
+function selector(flags: SelectorFlags): { name?: string; mailbox?: string; url?: string } {
+  if (flags.mcpServer !== undefined) {
+    if (flags.mailbox !== undefined)
+      throw new UsageError("give --mailbox (an agent) or --mcp-server, not both");
+    return { url: flags.mcpServer };
+  }
   if (flags.name === undefined && flags.mailbox === undefined) {
-    throw new UsageError("name the agent with --mailbox and/or --name");
+    throw new UsageError(
+      "name the agent with --mailbox and/or --name (an MCP server with --mcp-server <url>)",
+    );
   }
   const body: { name?: string; mailbox?: string } = {};
   if (flags.name !== undefined) body.name = flags.name;
@@ -92,9 +102,40 @@ function selector(flags: SelectorFlags): { name?: string; mailbox?: string } {
   return body;
 }
 
+/** DISCOVER's kind from --kind: agent (the default), mcp-server, or all. */
+function kindOf(value: string): string | string[] {
+  if (value === "all") return ["agent", "mcp-server"];
+  if (value === "agent" || value === "mcp-server") return value;
+  throw new UsageError(`--kind must be agent, mcp-server or all, got '${value}'`);
+}
+
+/**
+ * The registration of an MCP server: its URL, its server card from the file (if any) and the
+ * flags an MCP server may carry; agent-only flags are refused.
+ */
+async function serverRegistration(
+  card: string | undefined,
+  flags: RegisterFlags,
+): Promise<McpServerRegistration> {
+  for (const [flag, value] of [
+    ["--mailbox", flags.mailbox],
+    ["--payload", flags.payload],
+    ["--manifest", flags.manifest],
+  ] as const) {
+    if (value !== undefined) {
+      throw new UsageError(`${flag} belongs to agents: an MCP server is reached by its --mcp-server URL`);
+    }
+  }
+  const body: McpServerRegistration = { kind: "mcp-server", url: flags.mcpServer! };
+  if (card !== undefined) body.server_card = await readJsonObject(card);
+  if (flags.name !== undefined) body.name = flags.name;
+  if (flags.ttl !== undefined) body.ttl = flags.ttl;
+  return body;
+}
+
 /** The prose a DISCOVER entry carries, wherever its registration put it. */
 function description(agent: AgentEntry): string {
-  const card = agent.agent_card as { description?: unknown } | undefined;
+  const card = (agent.agent_card ?? agent.server_card) as { description?: unknown } | undefined;
   for (const candidate of [agent.payload, agent.description, card?.description]) {
     if (typeof candidate === "string" && candidate !== "") return candidate;
   }
@@ -128,10 +169,19 @@ async function manifestRegistration(
 /** `mq9 agent register|unregister|report|get|discover`: the registry through the client SDK. */
 export function registerRegistryCommands(agent: Command): void {
   clientCommand(agent.command("register"))
-    .description("register an agent (re-registering the same mailbox replaces it)")
-    .argument("[card]", "JSON file with the registration or A2A AgentCard body ('-' = stdin)")
+    .description(
+      "register an agent (re-registering the same mailbox replaces it), or an MCP server with --mcp-server",
+    )
+    .argument(
+      "[card]",
+      "JSON file with the registration or A2A AgentCard body; with --mcp-server, the MCP server card ('-' = stdin)",
+    )
     .option("--name <name>", "agent name")
     .option("--mailbox <mail_address>", "where the agent reads its mail")
+    .option(
+      "--mcp-server <url>",
+      "register an MCP server reached at this URL instead of an agent (no mailbox; found by discover --kind mcp-server)",
+    )
     .option("--payload <text>", "what the agent does, in prose")
     .option(
       "--manifest <file>",
@@ -148,10 +198,19 @@ export function registerRegistryCommands(agent: Command): void {
 Examples:
   mq9 agent register --name translator --mailbox agents.translator --payload "Translates EN, ZH, JA"
   mq9 agent register card.json --mailbox agents.translator --ttl 120
-  mq9 agent register --manifest intent_agent.json`,
+  mq9 agent register --manifest intent_agent.json
+  mq9 agent register server-card.json --mcp-server https://tools.example.com/mcp`,
     )
     .action((card: string | undefined, flags: RegisterFlags) =>
       withClient(flags, async (client) => {
+        if (flags.mcpServer !== undefined) {
+          const server = await serverRegistration(card, flags);
+          await client.register(server);
+          if (flags.json)
+            printJson({ registered: true, kind: "mcp-server", name: server.name, url: server.url });
+          else process.stdout.write(`registered MCP server ${server.name ?? server.url}\n`);
+          return;
+        }
         if (flags.manifest !== undefined) {
           if (card !== undefined) throw new UsageError("give a card file or --manifest, not both");
           const manifest = await manifestRegistration(flags);
@@ -176,16 +235,20 @@ Examples:
     );
 
   clientCommand(agent.command("unregister"))
-    .description("remove an agent from the registry")
+    .description("remove an agent (or an MCP server) from the registry")
     .option("--mailbox <mail_address>", "the agent's mailbox")
     .option("--name <name>", "the agent's name")
-    .addHelpText("after", "\nExamples:\n  mq9 agent unregister --mailbox agents.translator")
+    .option("--mcp-server <url>", "the MCP server registered with this URL")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  mq9 agent unregister --mailbox agents.translator\n  mq9 agent unregister --mcp-server https://tools.example.com/mcp",
+    )
     .action((flags: SelectorFlags) =>
       withClient(flags, async (client) => {
         const body = selector(flags);
         await client.unregister(body);
         if (flags.json) printJson({ unregistered: true, ...body });
-        else process.stdout.write(`unregistered ${body.name ?? body.mailbox}\n`);
+        else process.stdout.write(`unregistered ${body.name ?? body.mailbox ?? body.url}\n`);
       }),
     );
 
@@ -193,6 +256,7 @@ Examples:
     .description("report an agent's status (a heartbeat)")
     .option("--mailbox <mail_address>", "the agent's mailbox")
     .option("--name <name>", "the agent's name")
+    .option("--mcp-server <url>", "the MCP server registered with this URL")
     .option("--info <text>", "status text (report_info)")
     .addHelpText(
       "after",
@@ -203,7 +267,7 @@ Examples:
         const body = { ...selector(flags), ...(flags.info === undefined ? {} : { report_info: flags.info }) };
         await client.report(body);
         if (flags.json) printJson({ reported: true, ...body });
-        else process.stdout.write(`reported ${body.name ?? body.mailbox}\n`);
+        else process.stdout.write(`reported ${body.name ?? body.mailbox ?? body.url}\n`);
       }),
     );
 
@@ -233,6 +297,7 @@ Examples:
     .description("find agents: all of them, by full text, or by a natural-language --semantic query")
     .argument("[text]", "full-text query; omitted: list agents")
     .option("--semantic <query>", "natural-language query (wins over text)")
+    .option("--kind <kind>", "what to find: agent (the default), mcp-server, or all")
     .option("-n, --limit <n>", "agents per page (default 20)", integer("--limit", 1))
     .option("--page <n>", "page, from 1", integer("--page", 1))
     .option("--min-score <score>", "with --semantic: only agents scoring at least this (0..1)", score)
@@ -242,7 +307,8 @@ Examples:
 Examples:
   mq9 agent discover                            # everyone, 20 per page
   mq9 agent discover translator
-  mq9 agent discover --semantic "who can translate Japanese?" --limit 3 --json`,
+  mq9 agent discover --semantic "who can translate Japanese?" --limit 3 --json
+  mq9 agent discover weather --kind mcp-server`,
     )
     .action((text: string | undefined, flags: DiscoverFlags) =>
       withClient(flags, async (client) => {
@@ -252,6 +318,7 @@ Examples:
         if (flags.limit !== undefined) query.limit = flags.limit;
         if (flags.page !== undefined) query.page = flags.page;
         if (flags.minScore !== undefined) query.min_score = flags.minScore;
+        if (flags.kind !== undefined) query.kind = kindOf(flags.kind);
         const reply = await client.discoverPage(query);
         const agents = reply.agents;
         // A fallback ranking, a trimmed page or skills not yet searchable: said on stderr, never hidden.
@@ -261,9 +328,15 @@ Examples:
         } else if (agents.length === 0) {
           process.stdout.write("(no agents)\n");
         } else {
+          // An MCP server has a URL where an agent has a mailbox.
+          const servers = flags.kind !== undefined && flags.kind !== "agent";
           printTable(
-            ["NAME", "MAILBOX", "DESCRIPTION"],
-            agents.map((a) => [String(a.name ?? "-"), String(a.mailbox ?? "-"), cell(description(a))]),
+            ["NAME", servers ? "MAILBOX OR URL" : "MAILBOX", "DESCRIPTION"],
+            agents.map((a) => [
+              String(a.name ?? "-"),
+              String(a.mailbox ?? a.url ?? "-"),
+              cell(description(a)),
+            ]),
           );
         }
       }),
