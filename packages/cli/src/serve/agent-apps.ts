@@ -1,9 +1,11 @@
+import type { Logger } from "@mq9/broker";
 import { connect, type Mq9Client } from "@mq9/client";
 import { mountA2AGateway } from "@mq9/gateway";
 import { mountMcp, SharedToolContext } from "@mq9/mcp";
 import type { FastifyInstance } from "fastify";
 import { type AppConnection, appConnection } from "./app-connection.js";
 import type { ServeConfig } from "./config.js";
+import { OwnMcpRegistration } from "./mcp-registration.js";
 
 /**
  * The agent-facing apps of a `mq9 serve` process on its HTTP port: the MCP endpoint
@@ -14,6 +16,7 @@ export class ServeAgentApps {
   private target: AppConnection | undefined;
   private client: Promise<Mq9Client> | undefined;
   private readonly tools = new SharedToolContext(() => this.connection());
+  private ownMcp: OwnMcpRegistration | undefined;
 
   constructor(private readonly config: ServeConfig) {}
 
@@ -27,7 +30,17 @@ export class ServeAgentApps {
     this.target = appConnection(this.config, host, port, "mq9-http-apps");
   }
 
+  /**
+   * Registers the MCP endpoint these apps serve (at `url`) as an MCP server resource, kept alive
+   * by heartbeats until close(); resolves once the first REGISTER is answered.
+   */
+  async registerMcp(url: string, logger: Logger): Promise<void> {
+    this.ownMcp = new OwnMcpRegistration(() => this.connection(), url, logger);
+    await this.ownMcp.start();
+  }
+
   async close(): Promise<void> {
+    await this.ownMcp?.close();
     await this.tools.close();
     const client = await this.client?.catch(() => undefined);
     await client?.close();

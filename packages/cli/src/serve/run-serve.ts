@@ -16,6 +16,7 @@ import { postgresBrokerOptions } from "./cluster.js";
 import { ConfigError, loadServeConfig, type ServeConfig } from "./config.js";
 import { ServeDashboard } from "./dashboard.js";
 import { createLogger } from "./logger.js";
+import { ownMcpUrl } from "./mcp-registration.js";
 import { ServeOrchestrator } from "./orchestrator.js";
 import { OrchestratorLeadership } from "./orchestrator-leadership.js";
 import { optionsFor } from "./settings/component-options.js";
@@ -156,6 +157,11 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
     process.exit(1);
   }
   agentApps.start(broker.host, broker.port);
+  // The MCP endpoint is served on the HTTP port: with it, it is an MCP server of the registry.
+  if (broker.http) {
+    const nodeUrl = config.cluster.enabled ? config.cluster.nodeHttpUrl : undefined;
+    await agentApps.registerMcp(ownMcpUrl(broker.http.host, broker.http.port, nodeUrl), logger);
+  }
   // On a shared store (a cluster, or brokers sharing PostgreSQL), one at a time runs the orchestrator.
   const shared = clustered?.store?.sharedDatabase();
   const leadership =
