@@ -68,6 +68,8 @@ export type AgentEntry = z.output<typeof schema.AgentEntry>;
 /** GET /api/v1/agents and POST /api/v1/agents/discover */
 export type AgentList = z.output<typeof schema.Agents>;
 export type DiscoverRequest = z.input<typeof schema.DiscoverBody>;
+export type RegisterRequest = z.input<typeof schema.RegisterBody>;
+export type UnregisterRequest = z.input<typeof schema.UnregisterBody>;
 
 /** One sample of the live stream (GET /api/v1/stream) and of the history. */
 export type MetricsSample = z.output<typeof schema.MetricsSample>;

@@ -35,6 +35,8 @@ describe("REST API v1 against its OpenAPI document", () => {
       "POST /api/v1/mailboxes/{address}/ack",
       "DELETE /api/v1/mailboxes/{address}/messages/{msg_id}",
       "GET /api/v1/agents",
+      "POST /api/v1/agents",
+      "POST /api/v1/agents/unregister",
       "POST /api/v1/agents/discover",
       "GET /api/v1/metrics/summary",
       "GET /api/v1/stream",
@@ -835,6 +837,47 @@ describe("REST API v1 against its OpenAPI document", () => {
       url: `/api/v1/agents/${"m".repeat(5000)}`,
       status: 414,
       error: /the URL is too long/,
+    });
+
+    // Registration, of an agent or an MCP server, and its removal.
+    await c.check({
+      method: "POST",
+      path: "/api/v1/agents",
+      url: "/api/v1/agents",
+      body: { kind: "mcp-server", url: "https://contract.example.com/mcp", name: "contract-tools" },
+      status: 200,
+    });
+    await c.check({
+      method: "POST",
+      path: "/api/v1/agents",
+      url: "/api/v1/agents",
+      body: { kind: "mcp-server", mailbox: "agents.contract" },
+      status: 400,
+      error: /'mailbox' belongs to agents/,
+    });
+    const servers = await c.check({
+      method: "GET",
+      path: "/api/v1/agents",
+      url: "/api/v1/agents?kind=mcp-server",
+      status: 200,
+    });
+    expect((servers.body as { agents: { name: string }[] }).agents.map((a) => a.name)).toEqual([
+      "contract-tools",
+    ]);
+    await c.check({
+      method: "POST",
+      path: "/api/v1/agents/unregister",
+      url: "/api/v1/agents/unregister",
+      body: { url: "https://contract.example.com/mcp" },
+      status: 200,
+    });
+    await c.check({
+      method: "POST",
+      path: "/api/v1/agents/unregister",
+      url: "/api/v1/agents/unregister",
+      body: {},
+      status: 400,
+      error: /give the agent's 'mailbox' or 'name'/,
     });
 
     const path = "/api/v1/agents/discover";

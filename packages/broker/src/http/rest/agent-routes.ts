@@ -2,11 +2,30 @@ import { Subjects } from "@mq9/protocol";
 import type { Registry } from "../../registry.js";
 import type { Mq9Service } from "../../service/mq9-service.js";
 import { ApiError } from "./api-error.js";
-import { AgentEntry, AgentListQuery, AgentParams, Agents, DiscoverBody, NOT_BLANK } from "./api-schemas.js";
+import {
+  AgentEntry,
+  AgentListQuery,
+  AgentParams,
+  Agents,
+  DiscoverBody,
+  NOT_BLANK,
+  RegisterBody,
+  Registered,
+  UnregisterBody,
+  Unregistered,
+} from "./api-schemas.js";
 import { callMq9 } from "./mq9-call.js";
 import type { RestRouter } from "./rest-router.js";
 
-type Entry = Record<string, unknown> & { mailbox?: string };
+type Entry = Record<string, unknown> & { mailbox?: string; url?: string };
+
+/** DISCOVER's `kind` for the API's kind filter: agents unless asked. */
+function kindsOf(kind: "agent" | "mcp-server" | "all" | undefined): string | string[] | undefined {
+  return kind === "all" ? ["agent", "mcp-server"] : kind;
+}
+
+/** What names a registration among the heartbeating: an agent's mailbox, an MCP server's url. */
+const keyOf = (entry: Entry) => String(entry.mailbox ?? entry.url);
 
 function registryOff(): ApiError {
   return new ApiError(
@@ -18,13 +37,14 @@ function registryOff(): ApiError {
 
 /** The mailboxes of agents that heartbeat (registered with a ttl, and within it). */
 async function heartbeating(registry: Registry): Promise<Set<string>> {
-  const body = Buffer.from(JSON.stringify({ online: true, limit: 1000, include_agent_info: false }));
+  const body = Buffer.from(
+    JSON.stringify({ online: true, limit: 1000, include_agent_info: false, kind: ["agent", "mcp-server"] }),
+  );
   const { agents } = await registry.discover(body);
   return new Set(
-    agents.map((pieces) => {
-      const entry = JSON.parse(Buffer.concat(pieces.map((piece) => Buffer.from(piece))).toString()) as Entry;
-      return String(entry.mailbox);
-    }),
+    agents.map((pieces) =>
+      keyOf(JSON.parse(Buffer.concat(pieces.map((piece) => Buffer.from(piece))).toString()) as Entry),
+    ),
   );
 }
 
@@ -36,6 +56,7 @@ function discoverRequest(body: {
   online?: boolean;
   limit?: number;
   page?: number;
+  kind?: "agent" | "mcp-server" | "all";
 }): Record<string, unknown> {
   // Blank as the document says it (NOT_BLANK), not as String.trim, which knows more spaces.
   const query =
@@ -66,6 +87,7 @@ function discoverRequest(body: {
     page: body.page,
     include_status: true,
     include_score: true,
+    kind: kindsOf(body.kind),
   };
 }
 
@@ -80,7 +102,7 @@ export function mountAgentRoutes(router: RestRouter, service: Mq9Service, regist
     method: "GET",
     path: "/api/v1/agents",
     tag: "Agents",
-    summary: "List registered agents with their last heartbeat and status",
+    summary: "List registered agents (and, with kind, MCP servers) with their last heartbeat and status",
     query: AgentListQuery,
     responses: { 200: { description: "agents by name", schema: Agents } },
     errors: [400, 503],
@@ -91,12 +113,13 @@ export function mountAgentRoutes(router: RestRouter, service: Mq9Service, regist
         limit: query.limit ?? 200,
         page: query.page,
         include_status: true,
+        kind: kindsOf(query.kind),
       };
       const reply = await callMq9(service, Subjects.agentDiscover, request, { principal });
       const online = await heartbeating(registry);
       const agents = (reply.agents as Entry[]).map((agent) => ({
         ...agent,
-        online: online.has(String(agent.mailbox)),
+        online: online.has(keyOf(agent)),
       }));
       return { status: 200, body: { agents } };
     },
@@ -117,6 +140,37 @@ export function mountAgentRoutes(router: RestRouter, service: Mq9Service, regist
       const entry = JSON.parse(Buffer.concat(pieces.map((piece) => Buffer.from(piece))).toString()) as Entry;
       const online = await heartbeating(registry);
       return { status: 200, body: { ...entry, online: online.has(params.mailbox) } };
+    },
+  });
+
+  router.add({
+    method: "POST",
+    path: "/api/v1/agents",
+    tag: "Agents",
+    summary:
+      "Register an agent (its card, with mailbox) or an MCP server (kind mcp-server, url, server_card): REGISTER as the caller",
+    body: RegisterBody,
+    responses: { 200: { description: "registered (or replaced)", schema: Registered } },
+    errors: [400, 403, 503],
+    handler: async ({ body, principal }) => {
+      registryOn();
+      await callMq9(service, Subjects.agentRegister, body, { principal });
+      return { status: 200, body: { registered: true as const, kind: body.kind ?? "agent" } };
+    },
+  });
+
+  router.add({
+    method: "POST",
+    path: "/api/v1/agents/unregister",
+    tag: "Agents",
+    summary: "Remove an agent (by mailbox and/or name) or an MCP server (by url): UNREGISTER as the caller",
+    body: UnregisterBody,
+    responses: { 200: { description: "removed (an unknown one is not an error)", schema: Unregistered } },
+    errors: [400, 403, 503],
+    handler: async ({ body, principal }) => {
+      registryOn();
+      await callMq9(service, Subjects.agentUnregister, body, { principal });
+      return { status: 200, body: { unregistered: true as const } };
     },
   });
 

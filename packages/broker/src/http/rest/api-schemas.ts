@@ -385,11 +385,20 @@ export const Retried = z.object({
   retried: z.number().int().describe("dead letters sent back to their mailbox"),
 });
 
+/** What a registration describes: an agent (the default) or an MCP server (mq9's REGISTER `kind`). */
+const ResourceKind = z.enum(["agent", "mcp-server"]);
+/** Which kinds a listing or discovery answers: agents unless asked. */
+const KindFilter = z
+  .enum(["agent", "mcp-server", "all"])
+  .describe("agent (the default), mcp-server, or all: MCP servers have a url and no mailbox");
+
 /** A DISCOVER entry: the registered body as it was, plus the broker's own fields. */
 export const AgentEntry = z
   .looseObject({
     name: z.string(),
-    mailbox: z.string(),
+    mailbox: z.string().optional().describe("an agent's mailbox (an MCP server has a url instead)"),
+    kind: ResourceKind.optional().describe("mcp-server for an MCP server; absent or agent for an agent"),
+    url: z.string().optional().describe("an MCP server's URL"),
     agent_info: z.string().optional(),
     _status: z.unknown().optional().describe("the last REPORT body"),
     _last_seen: z.number().int().optional().describe("unix seconds of the last REGISTER or REPORT"),
@@ -400,6 +409,7 @@ export const AgentEntry = z
 
 export const AgentListQuery = z.object({
   online: queryFlag.optional().describe("only agents that heartbeat"),
+  kind: KindFilter.optional(),
   limit: queryInt(1, 1000).optional().describe("default 200"),
   page: queryInt(1, 1_000_000).optional(),
 });
@@ -429,6 +439,7 @@ export const DiscoverBody = z
     online: z.boolean().optional(),
     limit: z.number().int().min(1).max(1000).optional(),
     page: z.number().int().min(1).optional(),
+    kind: KindFilter.optional(),
   })
   .meta({
     id: "DiscoverRequest",
@@ -441,6 +452,52 @@ export const DiscoverBody = z
       },
     ],
   });
+
+/**
+ * A REGISTER body: an agent (its card, with `mailbox`) or an MCP server (`kind: "mcp-server"`,
+ * `url`, its card in `server_card`); the broker checks it as REGISTER does over NATS.
+ */
+export const RegisterBody = z
+  .looseObject({
+    kind: ResourceKind.optional().describe("what is registered; agent when left out"),
+    mailbox: z.string().optional().describe("an agent's mail_address (agents only)"),
+    url: z
+      .string()
+      .optional()
+      .describe(
+        "an MCP server's http(s) URL: its key, so registering it again replaces it (MCP servers only)",
+      ),
+    name: z.string().optional(),
+    description: z.string().optional(),
+    tags: z.array(z.string()).optional(),
+    server_card: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe("an MCP server's card (name, description, tools): its tools are searched as skills"),
+    ttl: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe("seconds without REGISTER or REPORT before it is dropped; 0 = never"),
+  })
+  .meta({ id: "RegisterRequest" });
+
+export const Registered = z.object({
+  registered: z.literal(true),
+  kind: ResourceKind,
+});
+
+/** An UNREGISTER: an agent by mailbox and/or name, or an MCP server by url. */
+export const UnregisterBody = z
+  .strictObject({
+    mailbox: z.string().min(1).optional(),
+    name: z.string().min(1).optional(),
+    url: z.string().min(1).optional().describe("an MCP server, by the URL it was registered with"),
+  })
+  .meta({ id: "UnregisterRequest" });
+
+export const Unregistered = z.object({ unregistered: z.literal(true) });
 
 export const MetricsSample = z
   .object({

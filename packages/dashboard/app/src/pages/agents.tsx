@@ -93,7 +93,7 @@ function Discovery({ onPick }: { onPick: (mailbox: string) => void }) {
               </tr>
             )}
             {result.agents.map((a) => (
-              <tr key={a.mailbox} onClick={() => onPick(a.mailbox)} data-agent={a.name}>
+              <tr key={a.mailbox} onClick={() => onPick(a.mailbox!)} data-agent={a.name}>
                 <td>{a.name}</td>
                 <td class="muted">{a.mailbox}</td>
                 <td class="num" data-col="score">
@@ -146,7 +146,7 @@ export function Agents({ selected }: { selected?: string }) {
           </thead>
           <tbody>
             {shown.map((a) => (
-              <tr key={a.mailbox} onClick={() => pick(a.mailbox)} data-agent={a.name}>
+              <tr key={a.mailbox} onClick={() => pick(a.mailbox!)} data-agent={a.name}>
                 <td>{a.name}</td>
                 <td class="muted">{a.mailbox}</td>
                 <td>
