@@ -130,6 +130,40 @@ function toolSuite(transportName: string, open: () => Promise<Client>, broker: (
       expect(gone.data.agents.map((a: Json) => a.name)).not.toContain(name);
     });
 
+    it("mq9_discover_agents finds MCP servers only when kind asks for them", async () => {
+      const slug = transportName.toLowerCase().replace(/[^a-z0-9]+/g, "-");
+      const url = `https://${slug}.tools.example.com/mcp`;
+      const other = await broker().client();
+      await other.register({
+        kind: "mcp-server",
+        url,
+        name: `contract-tools-${slug}`,
+        server_card: { tools: [{ name: "review_contract", description: "Reviews legal contracts" }] },
+      });
+      try {
+        const agents = await call(client, "mq9_discover_agents", { text: "review_contract" });
+        expect(agents.data.agents).toEqual([]);
+        const servers = await call(client, "mq9_discover_agents", {
+          text: "review_contract",
+          kind: "mcp-server",
+        });
+        expect(servers.data.agents).toEqual([
+          {
+            name: `contract-tools-${slug}`,
+            kind: "mcp-server",
+            url,
+            tools: [{ name: "review_contract", description: "Reviews legal contracts" }],
+          },
+        ]);
+        const all = await call(client, "mq9_discover_agents", { text: "review_contract", kind: "all" });
+        expect(all.data.agents.map((a: Json) => a.url)).toEqual([url]);
+        const bad = await call(client, "mq9_discover_agents", { kind: "tools" });
+        expect(bad.result.isError).toBe(true);
+      } finally {
+        await other.unregister({ url });
+      }
+    });
+
     it("mq9_call_agent: discovers by meaning, delegates, answers a question with task_id", async () => {
       const found = await call(client, "mq9_discover_agents", {
         semantic: "an agent that can write Python",

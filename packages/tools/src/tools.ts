@@ -233,6 +233,10 @@ export const TOOLS: ToolDefinition[] = [
       semantic: optText("What you need, in plain language"),
       limit: optInt("At most this many (default 20)", 1),
       page: optInt("Page, from 1", 1),
+      kind: z
+        .enum(["agent", "mcp-server", "all"])
+        .nullish()
+        .describe("What to find: agents (default), MCP servers (reached by url, not by mail), or all"),
     }),
     annotations: { readOnlyHint: true },
     async run(args, { client }) {
@@ -240,9 +244,23 @@ export const TOOLS: ToolDefinition[] = [
       for (const field of ["text", "semantic", "limit", "page"]) {
         if (args[field] !== undefined && args[field] !== null) query[field] = args[field];
       }
+      if (args.kind === "all") query.kind = ["agent", "mcp-server"];
+      else if (typeof args.kind === "string") query.kind = args.kind;
       const agents = await client.discover(query);
       return {
         agents: agents.map((agent) => {
+          if (agent.kind === "mcp-server") {
+            // An MCP server: connect to its url; its tools say what it offers.
+            const card = (agent.server_card ?? undefined) as Json | undefined;
+            const tools = Array.isArray(card?.tools) ? card.tools : [];
+            return {
+              name: agent.name,
+              kind: "mcp-server",
+              url: agent.url,
+              description: agent.description ?? card?.description,
+              tools: tools.map((tool: Json) => ({ name: tool.name, description: tool.description })),
+            };
+          }
           const card = (agent.agent_card ?? undefined) as Json | undefined;
           const view: Record<string, unknown> = {
             name: agent.name,
