@@ -30,12 +30,12 @@ describe("REST: registering MCP servers", () => {
   const names = (answer: { body: Json }) => (answer.body.agents as Json[]).map((a) => a.name);
 
   it("POST /api/v1/agents registers an agent or an MCP server; listings keep agents apart", async () => {
-    expect(await http("POST", "/api/v1/agents", server)).toEqual({
+    expect(await http("POST", "/api/v1/agents/register", server)).toEqual({
       status: 200,
       body: { registered: true, kind: "mcp-server" },
     });
     expect(
-      await http("POST", "/api/v1/agents", {
+      await http("POST", "/api/v1/agents/register", {
         name: "forecaster",
         mailbox: "rest.forecaster",
         payload: "weather",
@@ -57,16 +57,19 @@ describe("REST: registering MCP servers", () => {
   it("bad registrations are 400 with REGISTER's reason and change nothing; unregister by url", async () => {
     const before = await http("GET", "/api/v1/agents?kind=all");
     const refused: [Json, RegExp][] = [
-      [{ kind: "mcp-server", name: "x" }, /an MCP server needs 'url'/],
+      [{ kind: "mcp-server", name: "x" }, /invalid request: body/],
+      [{ kind: "mcp-server", url: "https://x.example.com/mcp", mailbox: "x.y" }, /invalid request: body/],
+      [{ kind: "tool", url: "https://x.example.com/mcp" }, /invalid request: body/],
+      [{ kind: "mcp-server", url: "ftp://x.example.com/mcp" }, /invalid request: body/],
+      [{ kind: "mcp-server", url: "https://x.example.com/mcp", ttl: -1 }, /invalid request: body/],
+      // What only REGISTER knows comes back in its words.
       [
-        { kind: "mcp-server", url: "https://x.example.com/mcp", mailbox: "x.y" },
-        /'mailbox' belongs to agents/,
+        { mailbox: "x.y", skills: Array.from({ length: 300 }, (_, i) => ({ name: `s${i}` })) },
+        /invalid AGENT.REGISTER payload: the card has 300 skills/,
       ],
-      [{ kind: "tool", url: "https://x.example.com/mcp" }, /body.kind/],
-      [{ kind: "mcp-server", url: "https://x.example.com/mcp", ttl: -1 }, /body.ttl/],
     ];
     for (const [body, error] of refused) {
-      const answer = await http("POST", "/api/v1/agents", body);
+      const answer = await http("POST", "/api/v1/agents/register", body);
       expect(answer.status, JSON.stringify(body)).toBe(400);
       expect(answer.body.error, JSON.stringify(body)).toMatch(error);
     }
@@ -86,7 +89,7 @@ describe("REST: registering MCP servers", () => {
       paths: Record<string, Record<string, { requestBody?: Json; parameters?: { name: string }[] }>>;
     };
     const bodyOf = (path: string) => JSON.stringify(doc.paths[path].post.requestBody);
-    expect(bodyOf("/api/v1/agents")).toContain("server_card");
+    expect(bodyOf("/api/v1/agents/register")).toContain("server_card");
     expect(bodyOf("/api/v1/agents/unregister")).toContain("url");
     expect(bodyOf("/api/v1/agents/discover")).toContain("mcp-server");
     expect(doc.paths["/api/v1/agents"].get.parameters?.map((p) => p.name)).toContain("kind");

@@ -60,7 +60,8 @@ export const ArdExploreBody = z.strictObject({
   }),
 });
 
-const LIST_VALUE = `(?:'[^']*'|"[^"]*"|[^ '"]+)`;
+// A bare value holds no white space at all, as the listing's reader (parseListFilter) takes it.
+const LIST_VALUE = `(?:'[^']*'|"[^"]*"|[^\\s'"]+)`;
 const LIST_DATE = `\\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\\d|3[01])(?:T(?:[01]\\d|2[0-3]):[0-5]\\d(?::[0-5]\\d(?:\\.\\d{1,3})?)?(?:Z|[+-](?:[01]\\d|2[0-3]):[0-5]\\d))?`;
 const LIST_CLAUSE = `(?:(?:type|publisherId|displayName|tags|capabilities|version|identifier) *[=:] *${LIST_VALUE}|updatedAfter *> *(?:'${LIST_DATE}'|"${LIST_DATE}"|${LIST_DATE}))`;
 /** Appendix A's filter as the listing reads it: clauses joined by AND. */

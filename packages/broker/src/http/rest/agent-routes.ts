@@ -145,7 +145,7 @@ export function mountAgentRoutes(router: RestRouter, service: Mq9Service, regist
 
   router.add({
     method: "POST",
-    path: "/api/v1/agents",
+    path: "/api/v1/agents/register",
     tag: "Agents",
     summary:
       "Register an agent (its card, with mailbox) or an MCP server (kind mcp-server, url, server_card): REGISTER as the caller",
@@ -155,7 +155,7 @@ export function mountAgentRoutes(router: RestRouter, service: Mq9Service, regist
     handler: async ({ body, principal }) => {
       registryOn();
       await callMq9(service, Subjects.agentRegister, body, { principal });
-      return { status: 200, body: { registered: true as const, kind: body.kind ?? "agent" } };
+      return { status: 200, body: { registered: true as const, kind: body.kind ?? ("agent" as const) } };
     },
   });
 

@@ -453,34 +453,68 @@ export const DiscoverBody = z
     ],
   });
 
+// An MCP server's URL as the WHATWG URL parser takes it: a dotted IPv4 address, or a host name
+// whose labels hold no "--" (no punycode to check) and whose last label starts with a letter
+// (else the parser reads the host as an IPv4 number).
+const LABEL = "[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*";
+const OCTET = "(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
+const PORT = "(?:6553[0-5]|655[0-2]\\d|65[0-4]\\d{2}|6[0-4]\\d{3}|[1-5]\\d{4}|[1-9]\\d{0,3})";
+const SERVER_URL = new RegExp(
+  `^https?://(?:(?:${OCTET}\\.){3}${OCTET}|(?:${LABEL}\\.)*[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*)(?::${PORT})?(?:/[!-~]*)?$`,
+);
+/** An MCP server's URL as REGISTER takes it: absolute http(s), a host name or address, a port that exists. */
+const ServerUrl = z
+  .string()
+  .max(400)
+  .regex(SERVER_URL, "must be an http(s) URL, e.g. https://tools.example.com/mcp");
+/** A mail address as REGISTER takes an agent's mailbox. */
+const MailAddress = z
+  .string()
+  .max(128)
+  .regex(/^[a-z0-9]+(?:\.[a-z0-9]+)*$/, "must be a mail address: lowercase letters, digits and single dots");
+const Ttl = z
+  .number()
+  .int()
+  .min(0)
+  .max(Number.MAX_SAFE_INTEGER)
+  .optional()
+  .describe("seconds without REGISTER or REPORT before it is dropped; 0 = never");
+
+/** An agent's REGISTER body: its card (any fields), with the mailbox it reads. */
+const AgentRegistration = z
+  .looseObject({
+    kind: z.literal("agent").optional().describe("what is registered; agent when left out"),
+    mailbox: MailAddress.describe("the mailbox the agent reads"),
+    name: z.string().optional(),
+    description: z.string().optional(),
+    payload: z.string().optional().describe("what the agent does, in prose, or its A2A card as JSON"),
+    ttl: Ttl,
+  })
+  .meta({ id: "AgentRegistration" });
+
+/** An MCP server's REGISTER body: no mailbox, reached by its url. */
+const McpServerRegistration = z
+  .strictObject({
+    kind: z.literal("mcp-server"),
+    url: ServerUrl.describe("where the server is reached: its key, so registering it again replaces it"),
+    name: z.string().optional(),
+    description: z.string().optional(),
+    version: z.string().optional(),
+    tags: z.array(z.string()).optional(),
+    server_card: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe("the MCP server card (name, description, tools): its tools are searched as skills"),
+    ttl: Ttl,
+  })
+  .meta({ id: "McpServerRegistration" });
+
 /**
  * A REGISTER body: an agent (its card, with `mailbox`) or an MCP server (`kind: "mcp-server"`,
  * `url`, its card in `server_card`); the broker checks it as REGISTER does over NATS.
  */
 export const RegisterBody = z
-  .looseObject({
-    kind: ResourceKind.optional().describe("what is registered; agent when left out"),
-    mailbox: z.string().optional().describe("an agent's mail_address (agents only)"),
-    url: z
-      .string()
-      .optional()
-      .describe(
-        "an MCP server's http(s) URL: its key, so registering it again replaces it (MCP servers only)",
-      ),
-    name: z.string().optional(),
-    description: z.string().optional(),
-    tags: z.array(z.string()).optional(),
-    server_card: z
-      .record(z.string(), z.unknown())
-      .optional()
-      .describe("an MCP server's card (name, description, tools): its tools are searched as skills"),
-    ttl: z
-      .number()
-      .int()
-      .min(0)
-      .optional()
-      .describe("seconds without REGISTER or REPORT before it is dropped; 0 = never"),
-  })
+  .union([AgentRegistration, McpServerRegistration])
   .meta({ id: "RegisterRequest" });
 
 export const Registered = z.object({
@@ -488,13 +522,19 @@ export const Registered = z.object({
   kind: ResourceKind,
 });
 
+// Blank as UNREGISTER reads it (String.trim's white space), the byte order mark included.
+const NotBlank = z
+  .string()
+  .max(1024)
+  .regex(/[^\s\uFEFF]/, "must not be blank");
+
 /** An UNREGISTER: an agent by mailbox and/or name, or an MCP server by url. */
 export const UnregisterBody = z
-  .strictObject({
-    mailbox: z.string().min(1).optional(),
-    name: z.string().min(1).optional(),
-    url: z.string().min(1).optional().describe("an MCP server, by the URL it was registered with"),
-  })
+  .union([
+    z.strictObject({ mailbox: NotBlank, name: NotBlank.optional() }),
+    z.strictObject({ name: NotBlank }),
+    z.strictObject({ url: ServerUrl.describe("an MCP server, by the URL it was registered with") }),
+  ])
   .meta({ id: "UnregisterRequest" });
 
 export const Unregistered = z.object({ unregistered: z.literal(true) });
