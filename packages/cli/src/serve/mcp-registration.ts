@@ -11,6 +11,28 @@ import { SERVER_INFO, TOOLS } from "@mq9/mcp";
 export const OWN_MCP_TTL_S = 60;
 /** A heartbeat every third of the ttl, so that one lost heartbeat does not expire it. */
 const HEARTBEAT_MS = (OWN_MCP_TTL_S * 1000) / 3;
+/**
+ * How long start and shutdown wait for their REGISTER and UNREGISTER: a cluster's request may
+ * land on a node that is stopping too, and neither may hold the broker up (the REGISTER goes on
+ * in the background; a registration left behind expires with its ttl).
+ */
+const WAIT_MS = 2_000;
+
+/** Resolves when `work` settles or after `ms`, whichever is first; never rejects. */
+function within(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+    timer.unref();
+  });
+  return Promise.race([
+    work.then(
+      () => {},
+      () => {},
+    ),
+    late,
+  ]).finally(() => clearTimeout(timer));
+}
 
 /** The URL another host reaches this process's MCP endpoint at: a wildcard bind by the machine's name. */
 export function ownMcpUrl(httpHost: string, httpPort: number, nodeHttpUrl?: string): string {
@@ -61,9 +83,9 @@ export class OwnMcpRegistration {
     return this.body.url;
   }
 
-  /** Registers now; resolves once the first REGISTER is answered (or failed and was logged). */
+  /** Registers now; resolves once the first REGISTER is answered (or failed and was logged), or after WAIT_MS. */
   async start(): Promise<void> {
-    await this.register();
+    await within(this.register(), WAIT_MS);
     this.timer = setInterval(() => void this.heartbeat(), HEARTBEAT_MS);
     this.timer.unref();
   }
@@ -91,10 +113,10 @@ export class OwnMcpRegistration {
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    try {
-      await (await this.client()).unregister({ url: this.body.url });
-    } catch (err) {
-      this.logger.debug({ err }, "could not unregister this broker's MCP endpoint; it expires with its ttl");
-    }
+    const gone = (async () => (await this.client()).unregister({ url: this.body.url }))();
+    gone.catch((err) =>
+      this.logger.debug({ err }, "could not unregister this broker's MCP endpoint; it expires with its ttl"),
+    );
+    await within(gone, WAIT_MS);
   }
 }
