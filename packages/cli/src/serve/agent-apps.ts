@@ -1,4 +1,4 @@
-import type { Logger } from "@mq9/broker";
+import type { Logger, Registry } from "@mq9/broker";
 import { connect, type Mq9Client } from "@mq9/client";
 import { mountA2AGateway } from "@mq9/gateway";
 import { mountMcp, SharedToolContext } from "@mq9/mcp";
@@ -34,8 +34,8 @@ export class ServeAgentApps {
    * Registers the MCP endpoint these apps serve (at `url`) as an MCP server resource, kept alive
    * by heartbeats until close(); resolves once the first REGISTER is answered.
    */
-  async registerMcp(url: string, logger: Logger): Promise<void> {
-    this.ownMcp = new OwnMcpRegistration(() => this.connection(), url, logger);
+  async registerMcp(registry: Registry, url: string, logger: Logger): Promise<void> {
+    this.ownMcp = new OwnMcpRegistration(registry, url, logger);
     await this.ownMcp.start();
   }
 

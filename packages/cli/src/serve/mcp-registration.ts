@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
-import type { Logger } from "@mq9/broker";
-import type { McpServerRegistration, Mq9Client } from "@mq9/client";
+import type { Logger, Registry } from "@mq9/broker";
+import type { McpServerRegistration } from "@mq9/client";
 import { Mq9Error } from "@mq9/client";
 import { SERVER_INFO, TOOLS } from "@mq9/mcp";
 
@@ -12,9 +12,9 @@ export const OWN_MCP_TTL_S = 60;
 /** A heartbeat every third of the ttl, so that one lost heartbeat does not expire it. */
 const HEARTBEAT_MS = (OWN_MCP_TTL_S * 1000) / 3;
 /**
- * How long start and shutdown wait for their REGISTER and UNREGISTER: a cluster's request may
- * land on a node that is stopping too, and neither may hold the broker up (the REGISTER goes on
- * in the background; a registration left behind expires with its ttl).
+ * How long start and shutdown wait for their REGISTER and UNREGISTER: neither may hold the broker
+ * up should its database be slow (the REGISTER goes on in the background; a registration left
+ * behind expires with its ttl).
  */
 const WAIT_MS = 2_000;
 
@@ -62,17 +62,21 @@ export function ownMcpRegistration(url: string): McpServerRegistration {
   };
 }
 
+const json = (value: unknown) => Buffer.from(JSON.stringify(value));
+
 /**
  * Keeps this process's MCP endpoint registered as an MCP server while it runs: registered at
  * start, renewed by heartbeats (registered again should it have expired or been removed), and
- * unregistered at shutdown. Failures are logged; they never stop the broker.
+ * unregistered at shutdown. It asks the broker's registry in-process, as the broker itself (an
+ * admin's registration when users are configured), so no NATS permission or other node is in
+ * the way. Failures are logged; they never stop the broker.
  */
 export class OwnMcpRegistration {
   private timer: NodeJS.Timeout | undefined;
   private readonly body: McpServerRegistration;
 
   constructor(
-    private readonly client: () => Promise<Mq9Client>,
+    private readonly registry: Registry,
     url: string,
     private readonly logger: Logger,
   ) {
@@ -92,7 +96,7 @@ export class OwnMcpRegistration {
 
   private async register(): Promise<void> {
     try {
-      await (await this.client()).register(this.body);
+      await this.registry.register(json(this.body));
       this.logger.debug({ url: this.body.url }, "registered this broker's MCP endpoint as an MCP server");
     } catch (err) {
       this.logger.warn({ err }, `could not register this broker's MCP endpoint: ${(err as Error).message}`);
@@ -101,7 +105,7 @@ export class OwnMcpRegistration {
 
   private async heartbeat(): Promise<void> {
     try {
-      await (await this.client()).report({ url: this.body.url });
+      await this.registry.report(json({ url: this.body.url }));
     } catch (err) {
       // Expired (a long pause) or removed by hand: it is this process's, so it comes back.
       if (err instanceof Mq9Error && err.code === "AGENT_NOT_FOUND") await this.register();
@@ -113,7 +117,7 @@ export class OwnMcpRegistration {
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    const gone = (async () => (await this.client()).unregister({ url: this.body.url }))();
+    const gone = this.registry.unregister(json({ url: this.body.url }));
     gone.catch((err) =>
       this.logger.debug({ err }, "could not unregister this broker's MCP endpoint; it expires with its ttl"),
     );

@@ -158,9 +158,10 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
   }
   agentApps.start(broker.host, broker.port);
   // The MCP endpoint is served on the HTTP port: with it, it is an MCP server of the registry.
-  if (broker.http) {
+  if (broker.http && broker.registry) {
     const nodeUrl = config.cluster.enabled ? config.cluster.nodeHttpUrl : undefined;
-    await agentApps.registerMcp(ownMcpUrl(broker.http.host, broker.http.port, nodeUrl), logger);
+    const url = ownMcpUrl(broker.http.host, broker.http.port, nodeUrl);
+    await agentApps.registerMcp(broker.registry, url, logger);
   }
   // On a shared store (a cluster, or brokers sharing PostgreSQL), one at a time runs the orchestrator.
   const shared = clustered?.store?.sharedDatabase();
