@@ -56,4 +56,10 @@ export type { Payload } from "./payload.js";
 export type { CreateMailboxOptions, FetchOptions, NakOptions, QueryOptions } from "./request-bodies.js";
 export type { SendOptions, SendRetryOptions } from "./send-options.js";
 export { parseServerUrl, type ServerAddress } from "./server-url.js";
-export { MESSAGING_SYSTEM, MessagingAttributes, messageSpanContext, traceHeaders } from "./tracing.js";
+export {
+  currentTracer,
+  MESSAGING_SYSTEM,
+  MessagingAttributes,
+  messageSpanContext,
+  traceHeaders,
+} from "./tracing.js";

@@ -16,20 +16,24 @@ import {
 } from "@opentelemetry/api";
 
 /**
- * Only the API: without an SDK registered by the application every span is a no-op. Asked for
- * at each use, not kept: a tracer taken before the application registers its SDK through another
- * copy of the API would stay a no-op.
+ * A tracer of the registered provider, through the API only: without an SDK registered by the
+ * application every span is a no-op. Looked up again when the provider changed: a tracer taken
+ * before the application registers its SDK through another copy of the API would stay a no-op.
  */
-let provider: TracerProvider | undefined;
-let cached: Tracer | undefined;
-function tracer(): Tracer {
-  const current = trace.getTracerProvider();
-  if (current !== provider || cached === undefined) {
-    provider = current;
-    cached = current.getTracer("@mq9/client");
-  }
-  return cached;
+export function currentTracer(name: string): () => Tracer {
+  let provider: TracerProvider | undefined;
+  let cached: Tracer | undefined;
+  return () => {
+    const current = trace.getTracerProvider();
+    if (current !== provider || cached === undefined) {
+      provider = current;
+      cached = current.getTracer(name);
+    }
+    return cached;
+  };
 }
+
+const tracer = currentTracer("@mq9/client");
 
 /** Span attribute names of the OpenTelemetry semantic conventions for messaging. */
 export const MessagingAttributes = {

@@ -1,3 +1,4 @@
+import { currentTracer } from "@mq9/client";
 import { isTraceId } from "@mq9/protocol";
 import {
   type Attributes,
@@ -7,27 +8,15 @@ import {
   SpanKind,
   SpanStatusCode,
   TraceFlags,
-  type Tracer,
-  type TracerProvider,
   trace,
 } from "@opentelemetry/api";
 import { isTerminal, type StepStatus, type TaskState, type WorkState } from "../scheduler/task-state.js";
 
 /**
- * The API only: spans go wherever the application registered an SDK (mq9 serve: the broker's
- * OTLP export), and nowhere without one. Asked for at each use: a tracer taken before the SDK is
- * registered through another copy of the API would stay a no-op.
+ * Spans go wherever the application registered an SDK (mq9 serve: the broker's OTLP export), and
+ * nowhere without one.
  */
-let provider: TracerProvider | undefined;
-let cached: Tracer | undefined;
-function tracer(): Tracer {
-  const current = trace.getTracerProvider();
-  if (current !== provider || cached === undefined) {
-    provider = current;
-    cached = current.getTracer("@mq9/orchestrator");
-  }
-  return cached;
-}
+const tracer = currentTracer("@mq9/orchestrator");
 
 /**
  * The context a task's spans descend from: the envelope's trace id, so that the dashboard's task
