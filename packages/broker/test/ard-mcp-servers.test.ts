@@ -279,4 +279,33 @@ describe("ARD import of MCP servers", () => {
     expect(refused.body.message).toMatch(/300 tools/);
     expect(await servers()).toEqual(before);
   });
+
+  it("a refused re-import puts back an MCP server it had replaced", async () => {
+    await t.request(Subjects.agentRegister, {
+      kind: "mcp-server",
+      url: "https://kept.example.com/mcp",
+      name: "kept",
+      description: "the kept tools",
+    });
+    const before = await servers();
+    served.set("/again.json", {
+      specVersion: "1.0",
+      entries: [
+        serverEntry("kept", { url: "https://kept.example.com/mcp", description: "changed" }),
+        serverEntry("huge", {
+          data: {
+            name: "huge",
+            url: "https://huge.example.com/mcp",
+            tools: Array.from({ length: 300 }, (_, i) => ({ name: `t${i}` })),
+          },
+        }),
+      ],
+    });
+    const refused = await http(base, "POST", "/api/v1/ard/import", { source: `${siteUrl}/again.json` });
+    expect(refused).toMatchObject({ status: 400, body: { errorCode: "INVALID_ARGUMENT" } });
+    expect(await servers()).toEqual(before);
+    const [kept] = (await t.request(Subjects.agentDiscover, { kind: "mcp-server", name: "kept" }))
+      .agents as Json[];
+    expect(kept.description).toBe("the kept tools");
+  });
 });

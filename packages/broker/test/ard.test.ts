@@ -550,4 +550,26 @@ describe("ARD import over REST", () => {
     expect(single.body.message).toMatch(/give a mailbox with \{name\}/);
     expect(await mailboxes()).toEqual(before);
   });
+
+  it("a refused re-import puts back the registrations it had replaced, as they were", async () => {
+    await t.request(Subjects.agentRegister, { ...card("kept"), mailbox: "pub.kept", tags: ["old"] });
+    const before = await mailboxes();
+    const huge = { ...card("huge"), skills: Array.from({ length: 300 }, (_, i) => ({ name: `s${i}` })) };
+    served.set(
+      "/again.json",
+      manifest([
+        entry("kept", { data: { ...card("kept"), description: "kept, changed" } }),
+        entry("new", { data: card("new") }),
+        entry("huge", { data: huge }),
+      ]),
+    );
+    const refused = await http(base, "POST", "/api/v1/ard/import", {
+      source: `${siteUrl}/again.json`,
+      mailbox: "pub.{name}",
+    });
+    expect(refused).toMatchObject({ status: 400, body: { errorCode: "INVALID_ARGUMENT" } });
+    expect(await mailboxes()).toEqual(before);
+    const [kept] = (await t.request(Subjects.agentDiscover, { mailbox: "pub.kept" })).agents as Json[];
+    expect(kept).toMatchObject({ description: "kept agent", tags: ["old"] });
+  });
 });

@@ -241,17 +241,26 @@ describe("mq9 agent import reads a publisher's ARD manifest", () => {
       expect(result.code).toBe(2);
       expect(result.stderr).toMatch(error);
     }
-    // A REGISTER refused midway (too many skills) takes back the cards registered before it.
+    // A REGISTER refused midway (too many skills) takes back the cards registered before it, and
+    // puts back the earlier registration of alpha that it had replaced.
     const tooMany = a2aCard("huge", { skills: Array.from({ length: 300 }, (_, i) => ({ name: `s${i}` })) });
     const file = join(data, "refused.json");
     writeFileSync(
       file,
-      JSON.stringify(manifest([entry("fine", { data: a2aCard("fine") }), entry("huge", { data: tooMany })])),
+      JSON.stringify(
+        manifest([
+          entry("alpha", { data: a2aCard("alpha", { description: "alpha, changed" }) }),
+          entry("fine", { data: a2aCard("fine") }),
+          entry("huge", { data: tooMany }),
+        ]),
+      ),
     );
     const refused = await cli("agent", "import", file, "--mailbox", "pub.{name}");
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toMatch(/skills/);
     expect(await names()).toEqual(before);
+    const alpha = await cli("agent", "get", "--mailbox", "pub.alpha", "--json");
+    expect(JSON.parse(alpha.stdout)).toMatchObject({ description: "alpha does its job" });
   });
 
   it("an unreachable publisher gets a clear error", async () => {

@@ -13,6 +13,7 @@ import {
   readManifest,
   serverRegistration,
 } from "./ard-manifest.js";
+import { lookupRequest, type RegistrationCalls, registerAll } from "./register-all.js";
 
 /** How long each document of an import (the manifest, a nested catalog, a card) may take to arrive. */
 const FETCH_TIMEOUT_MS = 10_000;
@@ -58,7 +59,7 @@ async function fetchManifest(source: string): Promise<{ manifest: unknown; from:
 
 /**
  * Reads a publisher's manifest, checks it whole, and registers its A2A cards and MCP servers as
- * the caller, all or nothing: a REGISTER refused midway takes back the ones made before it.
+ * the caller, all or nothing: a REGISTER refused midway puts back what the ones before it replaced.
  */
 export async function importManifest(
   service: Mq9Service,
@@ -91,23 +92,22 @@ export async function importManifest(
       ...(request.ttl !== undefined ? { ttl: request.ttl } : {}),
     },
   }));
-  // Taken back by what names each: an agent by its mailbox, a server by its url.
-  const done: Record<string, string>[] = [];
-  try {
-    for (const { body } of bodies) {
+  const calls: RegistrationCalls = {
+    register: async (body) => {
       await callMq9(service, Subjects.agentRegister, body, { principal });
-      done.push({ mailbox: body.mailbox });
-    }
-    for (const server of contents.servers) {
-      await callMq9(service, Subjects.agentRegister, serverRegistration(server, request.ttl), { principal });
-      done.push({ url: server.url });
-    }
-  } catch (err) {
-    for (const selector of done) {
-      await callMq9(service, Subjects.agentUnregister, selector, { principal }).catch(() => {});
-    }
-    throw err;
-  }
+    },
+    unregister: async (selector) => {
+      await callMq9(service, Subjects.agentUnregister, selector, { principal });
+    },
+    lookup: async (key) => {
+      const reply = await callMq9(service, Subjects.agentDiscover, lookupRequest(key), { principal });
+      return (reply.agents as Record<string, unknown>[])[0];
+    },
+  };
+  await registerAll(calls, [
+    ...bodies.map(({ body }) => body),
+    ...contents.servers.map((server) => serverRegistration(server, request.ttl)),
+  ]);
   return {
     imported: bodies.map(({ identifier, name, body }) => ({ identifier, name, mailbox: body.mailbox })),
     servers: contents.servers.map(({ identifier, name, url }) => ({ identifier, name, url })),

@@ -9,6 +9,7 @@ import {
   readManifest,
   serverRegistration,
 } from "@mq9/broker/ard-manifest";
+import { lookupRequest, registerAll } from "@mq9/broker/register-all";
 import type { AgentRegistration } from "@mq9/client";
 import type { Command } from "commander";
 import {
@@ -169,21 +170,15 @@ Examples:
             if (flags.ttl !== undefined) body.ttl = flags.ttl;
             return body;
           });
-          // All or nothing: a REGISTER refused midway takes back the ones this round made.
-          const done: { mailbox?: string; url?: string }[] = [];
-          try {
-            for (const body of bodies) {
-              await client.register(body);
-              done.push({ mailbox: body.mailbox });
-            }
-            for (const server of servers) {
-              await client.register(serverRegistration(server, flags.ttl));
-              done.push({ url: server.url });
-            }
-          } catch (err) {
-            for (const selector of done) await client.unregister(selector).catch(() => {});
-            throw err;
-          }
+          // All or nothing: a REGISTER refused midway puts back what this round replaced.
+          await registerAll(
+            {
+              register: (body) => client.register(body as AgentRegistration),
+              unregister: (selector) => client.unregister(selector),
+              lookup: async (key) => (await client.discover(lookupRequest(key)))[0],
+            },
+            [...bodies, ...servers.map((server) => serverRegistration(server, flags.ttl))],
+          );
           for (const body of bodies) {
             if (flags.json) printJson({ imported: true, name: body.name, mailbox: body.mailbox, from });
             else process.stdout.write(`imported ${body.name} → ${body.mailbox} (from ${from})\n`);
