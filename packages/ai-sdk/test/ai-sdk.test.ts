@@ -1,7 +1,7 @@
 import type { LanguageModelV3CallOptions, LanguageModelV3GenerateResult } from "@ai-sdk/provider";
 import type { Mq9Client } from "@mq9/client";
 import { A2AClient, partsText } from "@mq9/client/a2a";
-import { boxName, type CommandAgent, serveCommandAgent, startBroker, type TestBroker } from "@mq9/testkit";
+import { boxName, type ShouterBroker, startBroker, startShouterBroker, type TestBroker } from "@mq9/testkit";
 import { generateText, stepCountIs, ToolLoopAgent } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -48,23 +48,14 @@ function scriptedModel(toolName: string, input: Json) {
 }
 
 describe("@mq9/ai-sdk — the mq9 tools in generateText, against a real broker", () => {
-  let t: TestBroker;
+  let shouting: ShouterBroker;
   let client: Mq9Client;
-  let shouter: CommandAgent;
 
   beforeAll(async () => {
-    t = await startBroker({ registry: { embedder: "none" } });
-    client = await t.client();
-    shouter = await serveCommandAgent(t.url, {
-      name: "Shouter",
-      description: "Repeats the task text in capitals.",
-      exec: "tr a-z A-Z",
-    });
+    shouting = await startShouterBroker();
+    ({ client } = shouting);
   });
-  afterAll(async () => {
-    await shouter?.stop();
-    await t.close();
-  });
+  afterAll(() => shouting?.close());
 
   it("offers every tool with the MCP server's names and descriptions", () => {
     const tools = mq9Tools({ client });

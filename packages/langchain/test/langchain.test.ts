@@ -5,7 +5,7 @@ import { END, interrupt, MemorySaver, MessagesAnnotation, START, StateGraph } fr
 import { ToolNode, toolsCondition } from "@langchain/langgraph/prebuilt";
 import type { Mq9Client } from "@mq9/client";
 import { A2AClient, partsText } from "@mq9/client/a2a";
-import { boxName, type CommandAgent, serveCommandAgent, startBroker, type TestBroker } from "@mq9/testkit";
+import { boxName, type ShouterBroker, startBroker, startShouterBroker, type TestBroker } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mq9Tools, serveGraph } from "../src/index.js";
 
@@ -38,23 +38,14 @@ function toolCallingGraph(tools: StructuredTool[], name: string, args: Json) {
 const lastText = (messages: BaseMessage[]) => String(messages.at(-1)?.content);
 
 describe("@mq9/langchain — the mq9 tools in a LangGraph graph, against a real broker", () => {
-  let t: TestBroker;
+  let shouting: ShouterBroker;
   let client: Mq9Client;
-  let shouter: CommandAgent;
 
   beforeAll(async () => {
-    t = await startBroker({ registry: { embedder: "none" } });
-    client = await t.client();
-    shouter = await serveCommandAgent(t.url, {
-      name: "Shouter",
-      description: "Repeats the task text in capitals.",
-      exec: "tr a-z A-Z",
-    });
+    shouting = await startShouterBroker();
+    ({ client } = shouting);
   });
-  afterAll(async () => {
-    await shouter?.stop();
-    await t.close();
-  });
+  afterAll(() => shouting?.close());
 
   it("offers every tool with the MCP server's names, descriptions and schemas", () => {
     const call = mq9Tools({ client }).find((tool) => tool.name === "mq9_call_agent")!;

@@ -1,6 +1,6 @@
 import type { Mq9Client } from "@mq9/client";
 import { A2AClient, partsText } from "@mq9/client/a2a";
-import { boxName, type CommandAgent, serveCommandAgent, startBroker, type TestBroker } from "@mq9/testkit";
+import { boxName, type ShouterBroker, startBroker, startShouterBroker, type TestBroker } from "@mq9/testkit";
 import {
   Agent,
   type AgentOutputItem,
@@ -54,23 +54,14 @@ const callOnce = (name: string, args: Json) =>
 const runner = new Runner({ tracingDisabled: true });
 
 describe("@mq9/openai-agents — the mq9 tools in an Agent, against a real broker", () => {
-  let t: TestBroker;
+  let shouting: ShouterBroker;
   let client: Mq9Client;
-  let shouter: CommandAgent;
 
   beforeAll(async () => {
-    t = await startBroker({ registry: { embedder: "none" } });
-    client = await t.client();
-    shouter = await serveCommandAgent(t.url, {
-      name: "Shouter",
-      description: "Repeats the task text in capitals.",
-      exec: "tr a-z A-Z",
-    });
+    shouting = await startShouterBroker();
+    ({ client } = shouting);
   });
-  afterAll(async () => {
-    await shouter?.stop();
-    await t.close();
-  });
+  afterAll(() => shouting?.close());
 
   it("offers every tool with the MCP server's names and strict schemas", () => {
     const tools = mq9Tools({ client });

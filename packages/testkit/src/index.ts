@@ -97,5 +97,6 @@ export {
 } from "./sample-agents.js";
 export { runSchemathesis, type SchemathesisOptions, type SchemathesisRun } from "./schemathesis.js";
 export { type ServeProcess, type SpawnServeOptions, spawnServe } from "./serve.js";
+export { type ShouterBroker, startShouterBroker } from "./shouter-broker.js";
 export { registerTestTracing, type TestTracing } from "./test-tracing.js";
 export { writeWheel } from "./wheels.js";
