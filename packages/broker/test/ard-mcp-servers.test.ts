@@ -1,5 +1,6 @@
 import type { AddressInfo } from "node:net";
 import { Subjects } from "@mq9/protocol";
+import { weatherToolsServer } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestBroker, type TestBroker } from "./harness.js";
 
@@ -16,20 +17,7 @@ const forecaster = {
   description: "An agent that forecasts the weather",
   skills: [{ name: "forecast", description: "Forecast the weather for a city", tags: ["weather"] }],
 };
-const weatherTools = {
-  kind: "mcp-server",
-  url: "https://tools.example.com/mcp",
-  description: "Live weather data for any city",
-  tags: ["weather"],
-  server_card: {
-    name: "weather-tools",
-    version: "1.2.0",
-    tools: [
-      { name: "get_weather", description: "Current weather and wind for a city" },
-      { name: "get_forecast", description: "Five-day weather forecast" },
-    ],
-  },
-};
+const weatherTools = weatherToolsServer;
 const ledger = {
   kind: "mcp-server",
   url: "http://127.0.0.1:9/ledger/mcp",

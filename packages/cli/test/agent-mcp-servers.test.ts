@@ -1,21 +1,10 @@
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, type ServeProcess, spawnServe, tempDir } from "./cli-harness.js";
+import { jsonLines, runCli, type ServeProcess, spawnServe, stopServe, tempDir } from "./cli-harness.js";
 
-type Json = Record<string, unknown>;
-
-const lines = (stdout: string) =>
-  stdout
-    .trim()
-    .split("\n")
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as Json);
-
-async function stop(serve: ServeProcess): Promise<void> {
-  serve.child.kill("SIGTERM");
-  await serve.exited;
-}
+const lines = jsonLines;
+const stop = stopServe;
 
 describe("mq9 agent register --mcp-server", () => {
   const data = tempDir();

@@ -29,3 +29,18 @@ export const runCli = (args: string[], env: NodeJS.ProcessEnv = {}) => run(args,
 export function tempDir(prefix = "mq9-cli-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
+
+/** A command's `--json` output: one JSON object per line. */
+export function jsonLines(stdout: string): Record<string, unknown>[] {
+  return stdout
+    .trim()
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+/** SIGTERM to a spawned `mq9 serve`, then waits for it to exit. */
+export async function stopServe(serve: ServeProcess): Promise<void> {
+  serve.child.kill("SIGTERM");
+  await serve.exited;
+}

@@ -1,24 +1,12 @@
 import { rmSync } from "node:fs";
 import { Subjects } from "@mq9/protocol";
+import { weatherToolsServer } from "@mq9/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestBroker, type TestBroker } from "./harness.js";
 
 type Json = Record<string, unknown>;
 
-const weatherServer = {
-  kind: "mcp-server",
-  url: "https://tools.example.com/mcp",
-  description: "Live weather data for any city",
-  tags: ["weather"],
-  server_card: {
-    name: "weather-tools",
-    version: "1.2.0",
-    tools: [
-      { name: "get_weather", description: "Current weather and wind for a city" },
-      { name: "get_forecast", description: "Five-day forecast" },
-    ],
-  },
-};
+const weatherServer = weatherToolsServer;
 const weatherAgent = {
   name: "forecaster",
   mailbox: "agents.forecaster",

@@ -88,6 +88,7 @@ export {
   venvDir,
 } from "./python-env.js";
 export { randomHeaderBlocks } from "./random-header-blocks.js";
+export { weatherToolsServer } from "./registry-fixtures.js";
 export {
   contentAnalysisTemplates,
   repoRoot,
