@@ -25,7 +25,13 @@ import {
 import type { NatsConnection } from "nats";
 import { pause, retryDelay } from "./backoff.js";
 import { ConnectionWatcher } from "./connection-watcher.js";
-import { type ConsumeOptions, Consumer, type ConsumerSource, type MessageHandler } from "./consumer.js";
+import {
+  type ConsumeOptions,
+  Consumer,
+  type ConsumerSource,
+  type FetchCall,
+  type MessageHandler,
+} from "./consumer.js";
 import { Heartbeat, type HeartbeatOptions } from "./heartbeat.js";
 import {
   type GroupResetPosition,
@@ -113,8 +119,7 @@ export class Mq9Client {
     this.mux = new RequestMux(nats, this.watcher);
     this.source = {
       connection: this.watcher,
-      fetchItems: (mailAddress, body, maxWaitMs, signal, lateItems) =>
-        this.fetchItems(mailAddress, body, maxWaitMs, signal, lateItems),
+      fetchItems: (mailAddress, body, call) => this.fetchItems(mailAddress, body, call),
       ack: (mailAddress, group, msgId) => this.ack(mailAddress, group, msgId),
       nak: (mailAddress, group, msgId, options) => this.nak(mailAddress, group, msgId, options),
       logger: this.logger,
@@ -230,7 +235,7 @@ export class Mq9Client {
     const body = fetchBody(options);
     const traced = startFetchSpan(address, body.group_name ?? undefined);
     try {
-      const items = await this.fetchItems(address, body, maxWaitMs, undefined, undefined, traced?.headers);
+      const items = await this.fetchItems(address, body, { maxWaitMs, trace: traced?.headers });
       const messages = items.map((item) => new Mq9Message(item));
       if (traced) {
         fetchedSpan(traced.span, messages);
@@ -475,10 +480,7 @@ export class Mq9Client {
   private fetchItems(
     mailAddress: string,
     body: FetchRequest,
-    maxWaitMs: number,
-    signal?: AbortSignal,
-    lateItems?: (items: MessageItem[]) => void,
-    trace?: Record<string, string>,
+    { maxWaitMs, signal, lateItems, trace }: FetchCall,
   ): Promise<MessageItem[]> {
     const subject = Subjects.fetch(mailAddress);
     const headers = trace && encodedHeaders(trace);

@@ -100,17 +100,22 @@ export interface ConsumeOptions {
   onError?: (error: Error, message?: ConsumedMessage) => void;
 }
 
+/** How one FETCH is made, beside its body. */
+export interface FetchCall {
+  /** The long-poll the body asks for: the reply's timeout starts after it. */
+  maxWaitMs: number;
+  /** Abandons the FETCH (on stop); what it still brings goes to `lateItems`. */
+  signal?: AbortSignal;
+  lateItems?: (items: MessageItem[]) => void;
+  /** Trace-context headers to send with it. */
+  trace?: Record<string, string>;
+}
+
 /** What a consumer needs from the client: two requests and the connection's state. */
 export interface ConsumerSource {
   readonly connection: ConnectionWatcher;
-  /** One FETCH; `signal` abandons it (on stop), and what it still brings goes to `lateItems`. */
-  fetchItems(
-    mailAddress: string,
-    body: FetchRequest,
-    maxWaitMs: number,
-    signal: AbortSignal,
-    lateItems?: (items: MessageItem[]) => void,
-  ): Promise<MessageItem[]>;
+  /** One FETCH. */
+  fetchItems(mailAddress: string, body: FetchRequest, call: FetchCall): Promise<MessageItem[]>;
   /** One ACK. */
   ack(mailAddress: string, group: string, msgId: number): Promise<void>;
   /** One NAK. */
@@ -538,13 +543,11 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
     for (let attempt = 0; ; attempt++) {
       const started = performance.now();
       try {
-        const items = await this.source.fetchItems(
-          this.mailAddress,
-          this.fetchRequest(),
+        const items = await this.source.fetchItems(this.mailAddress, this.fetchRequest(), {
           maxWaitMs,
-          this.abort.signal,
-          this.returnUnhandled,
-        );
+          signal: this.abort.signal,
+          lateItems: this.returnUnhandled,
+        });
         if (!this.options.group && items.length > 0) {
           this.cursor = Math.max(...items.map((item) => item.msg_id)) + 1;
         }
