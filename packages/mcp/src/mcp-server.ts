@@ -4,7 +4,7 @@ import {
   type CallToolResult,
   ListToolsRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { strictJsonSchema, TOOLS, type ToolContext } from "@mq9/tools";
+import { runTool, strictJsonSchema, TOOLS, type ToolContext } from "@mq9/tools";
 import { failure, ok } from "./tool-result.js";
 
 export const SERVER_INFO = { name: "mq9", version: "0.1.0" };
@@ -30,13 +30,8 @@ export function createMcpServer(context: () => Promise<ToolContext>): Server {
     if (!tool) {
       return failure(`unknown tool ${request.params.name}; the tools are ${[...byName.keys()].join(", ")}`);
     }
-    const parsed = tool.input.safeParse(request.params.arguments ?? {});
-    if (!parsed.success) {
-      const problems = parsed.error.issues.map((i) => `${i.path.join(".") || "arguments"}: ${i.message}`);
-      return failure(`invalid arguments for ${tool.name}: ${problems.join("; ")}`);
-    }
     try {
-      return ok(await tool.run(parsed.data as Record<string, unknown>, await context(), extra.signal));
+      return ok(await runTool(tool, request.params.arguments, await context(), extra.signal));
     } catch (err) {
       return failure(err instanceof Error ? err.message : String(err));
     }
