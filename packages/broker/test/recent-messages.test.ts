@@ -49,18 +49,37 @@ describe("recent messages", () => {
     expect(recent.get(20_000)?.payload[999]).toBe(20_000 & 0xff);
   });
 
-  it("says from which id on it may hold messages: none while empty, none older than its oldest", () => {
+  it("answers a class read only from where every message of the class is kept", () => {
     const recent = new RecentMessages(3 * (1000 + 128));
-    expect(recent.mayHoldFrom(1)).toBe(false);
+    const ids = (from: number) => recent.classMessages(1, 1, from, 0, 0, 10)?.map((m) => m.id);
+    expect(ids(1)).toBeUndefined();
     for (let id = 1; id <= 5; id++) keep(recent, [row(id, 1000)]);
-    expect([1, 2, 3, 4, 5, 6].map((id) => recent.mayHoldFrom(id))).toEqual([
-      false,
-      false,
-      true,
-      true,
-      true,
-      true,
+    // 1 and 2 were dropped for room.
+    expect([1, 2, 3, 4, 6].map(ids)).toEqual([undefined, undefined, [3, 4, 5], [4, 5], []]);
+    recent.notKept(1, 1, 6);
+    keep(recent, [row(7, 10)]);
+    expect([5, 6, 7].map(ids)).toEqual([undefined, undefined, [7]]);
+  });
+
+  it("leaves out of a class read what was deleted, replaced by key, expired or created before", () => {
+    const recent = new RecentMessages(1 << 20);
+    keep(recent, [
+      row(1, 1, { key: "k" }),
+      row(2, 1),
+      row(3, 1, { expiresMs: 100 }),
+      row(4, 1, { createdMs: 50 }),
+      row(5, 1, { key: "k", priority: 0 }),
     ]);
+    recent.delete(2);
+    const ids = (rank: number, nowMs: number, fromCreatedMs: number) =>
+      recent.classMessages(1, rank, 1, nowMs, fromCreatedMs, 10)?.map((m) => m.id);
+    expect(ids(1, 99, 0)).toEqual([3, 4]);
+    expect(ids(1, 100, 0)).toEqual([4]);
+    expect(ids(1, 0, 4)).toEqual([4]);
+    expect(ids(0, 0, 0)).toEqual([5]);
+    expect(recent.get(2)).toBeUndefined();
+    // Another mailbox holds none of them.
+    expect(recent.classMessages(2, 1, 1, 0, 0, 10)).toEqual([]);
   });
 
   it("gives back each message as it was stored", () => {

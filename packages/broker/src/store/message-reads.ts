@@ -73,28 +73,44 @@ export class MessageReads {
     this.recent.keep(rows);
   }
 
-  /** Notes a message stored with `id` in the class `rank` (a promoted delayed one). */
-  raiseNewest(mbox: number, rank: number, id: number): void {
+  /**
+   * Notes a delayed message that became due, stored with `id` in the class `rank` (it is not kept
+   * in memory; reads of its class from below it ask the database). Call it before the messages
+   * it replaces by key (see deleted).
+   */
+  promoted(mbox: number, rank: number, id: number): void {
+    this.raiseNewest(mbox, rank, id);
+    this.recent.notKept(mbox, rank, id);
+  }
+
+  private raiseNewest(mbox: number, rank: number, id: number): void {
     const newest = this.newestIdsOf(mbox);
     if (id > newest[rank]) newest[rank] = id;
+  }
+
+  /** Notes messages deleted from the database, once the delete is committed. */
+  deleted(ids: Iterable<number>): void {
+    for (const id of ids) this.recent.delete(id);
   }
 
   /** Forgets what is known of a mailbox that was dropped. */
   forgetMailbox(mbox: number): void {
     this.newestIds.delete(mbox);
+    this.recent.forgetMailbox(mbox);
+  }
+
+  /** Notes that every message of a mailbox was deleted (a purge): it is still there, empty. */
+  emptied(mbox: number): void {
+    this.recent.forgetMailbox(mbox);
   }
 
   /** A class's live messages from `fromId` in id order, the bytes of recent ones from memory, of the rest from the log. */
   readonly classMessages: ClassRead = (mbox, rank, fromId, nowMs, fromCreatedMs, limit) => {
     // A consumer that has caught up asks for ids past the newest: no query needed.
     if (fromId > this.newestIdsOf(mbox)[rank]) return [];
-    // A consumer keeping up finds every message in memory: its ids come from the class index
-    // alone, without a look at each row. Else the rows are read, as below.
-    if (this.recent.mayHoldFrom(fromId)) {
-      const ids = this.stmt.classIds.all(mbox, rank, fromId, nowMs, fromCreatedMs, limit);
-      const hot = this.recentOnly(ids);
-      if (hot) return hot;
-    }
+    // A consumer keeping up finds every message in memory, and which ones there are: no SQL.
+    const hot = this.recent.classMessages(mbox, rank, fromId, nowMs, fromCreatedMs, limit);
+    if (hot) return hot;
     const rows = this.stmt.classRows.all(mbox, rank, fromId, nowMs, fromCreatedMs, limit).map(messageRowOf);
     const messages: (StoredMessage | undefined)[] = rows.map((row) => this.recent.get(row.msg_id));
     const cold = rows.filter((_, i) => messages[i] === undefined);
@@ -117,17 +133,6 @@ export class MessageReads {
       return storedMessage(row, read ?? { header: row.header, payload: row.payload ?? EMPTY });
     });
   };
-
-  /** The messages of `ids` when every one of them is kept in memory, else undefined. */
-  private recentOnly(ids: readonly number[]): StoredMessage[] | undefined {
-    const messages: StoredMessage[] = [];
-    for (const id of ids) {
-      const message = this.recent.get(id);
-      if (message === undefined) return undefined;
-      messages.push(message);
-    }
-    return messages;
-  }
 
   private newestIdsOf(mbox: number): number[] {
     let newest = this.newestIds.get(mbox);

@@ -1,9 +1,13 @@
 import { PRIORITIES } from "@mq9/protocol";
 import type { AppendedRow } from "./appended-rows.js";
+import { KeptClasses } from "./kept-classes.js";
 import type { StoredMessage } from "./store.js";
 
-/** Numbers kept per message: id, priority, created, expires (NaN: never), bytes' place, header length (NONE: no header), payload length. */
-const FIELDS = 7;
+/**
+ * Numbers kept per message: id, priority, created, expires (NaN: never), bytes' place, header
+ * length (NONE: no header), payload length, mailbox id, deleted (1) or not (0).
+ */
+const FIELDS = 9;
 const NONE = -1;
 /** Entries the index starts with; it doubles as needed, up to what the byte budget allows. */
 const INITIAL_ENTRIES = 1024;
@@ -14,9 +18,10 @@ const ROW_OVERHEAD = 128;
 /**
  * The most recently stored messages, up to a byte budget, oldest dropped
  * first. A claim right after a SEND (a consumer keeping up) finds its
- * messages here instead of reading each row and its bytes back. Ids are never
- * reused and stored messages never change, so an entry of a message deleted
- * since is harmless: lookups start from ids the database still has.
+ * messages here instead of reading each row and its bytes back, and a class
+ * read finds which messages there are (see KeptClasses) without asking SQLite:
+ * the store tells this cache of every message it deletes, so what it lists is
+ * exactly what the database holds from each class's floor on.
  *
  * Numbers go into one typed-array ring and bytes are copied into one buffer
  * allocated up front, written round and round. Keeping the log records' own
@@ -41,6 +46,13 @@ export class RecentMessages {
   private written = 0;
   /** Keys and tags of kept messages that have either, by id. */
   private readonly strings = new Map<number, readonly [string | null, string | null]>();
+  /** Which kept messages each mailbox's classes hold. */
+  private readonly classes = new KeptClasses();
+  /**
+   * Every message stored from this id on is kept or known to the class index (Infinity until
+   * the first is kept): below it, messages were dropped or stored before this cache began.
+   */
+  private coveredFrom = Number.POSITIVE_INFINITY;
 
   constructor(private readonly maxBytes: number) {
     this.buffer = Buffer.allocUnsafeSlow(Math.max(maxBytes, 0));
@@ -51,11 +63,20 @@ export class RecentMessages {
     if (this.maxBytes <= 0 || rows.length === 0) return;
     // Lookups search by id: an id not above the newest (a store reopened) starts afresh.
     if (this.count > 0 && rows[0].id <= this.newestId()) this.clear();
+    if (this.coveredFrom === Number.POSITIVE_INFINITY) this.coveredFrom = rows[0].id;
     for (const row of rows) {
+      // As the row writer does: the message stored with the key before is gone.
+      if (row.key !== null) {
+        const replaced = this.classes.replaceKey(row.mbox, row.key, row.id);
+        if (replaced !== undefined) this.delete(replaced);
+      }
       const headerLength = row.header?.length ?? 0;
       const length = headerLength + row.payload.length;
       // Too big to keep: it is read from the log, as a dropped one is.
-      if (length + ROW_OVERHEAD > this.maxBytes) continue;
+      if (length + ROW_OVERHEAD > this.maxBytes) {
+        this.classes.notKept(row.mbox, row.priority, row.id);
+        continue;
+      }
       const at = this.place(length);
       if (row.header) this.buffer.set(row.header, at % this.buffer.length);
       this.buffer.set(row.payload, (at % this.buffer.length) + headerLength);
@@ -69,6 +90,9 @@ export class RecentMessages {
       e[i + 4] = at;
       e[i + 5] = row.header ? headerLength : NONE;
       e[i + 6] = row.payload.length;
+      e[i + 7] = row.mbox;
+      e[i + 8] = 0;
+      this.classes.add(row.mbox, row.priority, row.id);
       this.count++;
       this.bytes += length + ROW_OVERHEAD;
       if (row.key !== null || row.tags !== null) this.strings.set(row.id, [row.key, row.tags]);
@@ -76,15 +100,59 @@ export class RecentMessages {
     }
   }
 
-  /** Whether messages from `id` on may be kept here (none older than the oldest kept one is). */
-  mayHoldFrom(id: number): boolean {
-    return this.count > 0 && id >= this.entries[this.head * FIELDS];
+  /** A message of the class stored but not kept (a delayed one that became due): reads below it ask the database. */
+  notKept(mbox: number, rank: number, id: number): void {
+    this.classes.notKept(mbox, rank, id);
+  }
+
+  /** A message was deleted from the database (call once its delete is committed). */
+  delete(id: number): void {
+    const i = this.find(id);
+    if (i !== undefined) this.entries[i + 8] = 1;
+  }
+
+  /** Every message of the mailbox was deleted (the mailbox dropped or purged). */
+  forgetMailbox(mbox: number): void {
+    this.classes.forgetMailbox(mbox);
+  }
+
+  /**
+   * The class's live messages from `fromId` on as the database would return them (see
+   * MessageReads.classMessages); undefined when some of them may not be kept here.
+   */
+  classMessages(
+    mbox: number,
+    rank: number,
+    fromId: number,
+    nowMs: number,
+    fromCreatedMs: number,
+    limit: number,
+  ): StoredMessage[] | undefined {
+    if (fromId < this.coveredFrom) return undefined;
+    const listed = this.classes.idsFrom(mbox, rank, fromId);
+    if (!listed) return undefined;
+    const { ids } = listed;
+    const e = this.entries;
+    const messages: StoredMessage[] = [];
+    for (let k = listed.at; k < ids.length && messages.length < limit; k++) {
+      const i = this.find(ids[k]);
+      // Listed but not here: not expected; the database answers.
+      if (i === undefined) return undefined;
+      if (e[i + 8] === 1 || e[i + 3] <= nowMs || e[i + 2] < fromCreatedMs) continue;
+      messages.push(this.messageAt(i));
+    }
+    return messages;
   }
 
   get(id: number): StoredMessage | undefined {
     const i = this.find(id);
-    if (i === undefined) return undefined;
+    if (i === undefined || this.entries[i + 8] === 1) return undefined;
+    return this.messageAt(i);
+  }
+
+  private messageAt(i: number): StoredMessage {
     const e = this.entries;
+    const id = e[i];
     const at = e[i + 4] % this.buffer.length;
     const headerLength = e[i + 5];
     const payloadAt = at + Math.max(headerLength, 0);
@@ -139,14 +207,20 @@ export class RecentMessages {
   private dropOldest(): void {
     const i = this.head * FIELDS;
     const e = this.entries;
+    const id = e[i];
     this.bytes -= Math.max(e[i + 5], 0) + e[i + 6] + ROW_OVERHEAD;
-    if (this.strings.size > 0) this.strings.delete(e[i]);
+    const strings = this.strings.size > 0 ? this.strings.get(id) : undefined;
+    if (strings) this.strings.delete(id);
+    this.classes.dropOldest(e[i + 7], e[i + 1], id, strings?.[0] ?? null);
+    if (id >= this.coveredFrom) this.coveredFrom = id + 1;
     this.head = (this.head + 1) % this.capacity;
     this.count--;
   }
 
   private clear(): void {
     while (this.count > 0) this.dropOldest();
+    this.classes.clear();
+    this.coveredFrom = Number.POSITIVE_INFINITY;
   }
 
   /** Twice the room, the kept messages moved to the start in order. */

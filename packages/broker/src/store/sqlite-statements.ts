@@ -83,11 +83,6 @@ export interface MessageStatements {
     [mbox: number, rank: number, fromId: number, nowMs: number, fromCreatedMs: number, limit: number],
     RawMessageRow
   >;
-  /** The ids classRows would return, read from the class index alone (plucked). */
-  classIds: Statement<
-    [mbox: number, rank: number, fromId: number, nowMs: number, fromCreatedMs: number, limit: number],
-    number
-  >;
   newestByClass: Statement<[mbox: number], { priority: number; id: number }>;
   firstIdFrom: Statement<[mbox: number, createdMs: number], MinId>;
   priorityOf: Statement<[mbox: number, msgId: number], { priority: number }>;
@@ -214,11 +209,6 @@ export function prepareStatements(db: Database.Database): SqliteStatements {
           `SELECT ${MESSAGE_READ_COLUMNS} FROM messages WHERE mbox = ? AND priority = ? AND msg_id >= ? AND ${LIVE} AND created_ms >= ? ORDER BY msg_id LIMIT ?`,
         )
         .raw(),
-      classIds: db
-        .prepare<[number, number, number, number, number, number], number>(
-          `SELECT msg_id FROM messages WHERE mbox = ? AND priority = ? AND msg_id >= ? AND ${LIVE} AND created_ms >= ? ORDER BY msg_id LIMIT ?`,
-        )
-        .pluck(),
       newestByClass: db.prepare(
         "SELECT priority, max(msg_id) AS id FROM messages WHERE mbox = ? GROUP BY priority",
       ),

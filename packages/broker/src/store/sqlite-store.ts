@@ -178,6 +178,11 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection, One
   private readonly where: string;
   /** `inboxes.json` in the data directory (absent for an in-memory store). */
   private readonly inboxes?: InboxBindingsFile;
+  /**
+   * Set while delayed messages are promoted: the ids they replace by key, told to the reads once
+   * committed (SENDs' replacements are known from their rows).
+   */
+  private replacedIds?: number[];
   /** Owned by this process alone; appends on this thread. */
   readonly capabilities: StoreCapabilities = { shared: false, appendsElsewhere: false };
 
@@ -195,8 +200,9 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection, One
       options.reserveBytes ?? DEFAULT_RESERVE_BYTES,
     );
     this.stmt = prepareStatements(db);
-    this.rows = new MessageRowWriter(db, (located) => {
+    this.rows = new MessageRowWriter(db, (located, msgId) => {
       if (located) this.log?.released(located);
+      this.replacedIds?.push(msgId);
     });
     this.mailboxes = new MailboxRows(this.stmt.mailboxes);
     if (!inMemory) {
@@ -554,7 +560,10 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection, One
       });
       // Only once the delete is committed: a failed one leaves the message leased as it was.
       this.claims.forgetMessage(box.id, msgId);
-      if (deleted) this.released([deleted]);
+      if (deleted) {
+        this.released([deleted]);
+        this.reads.deleted([msgId]);
+      }
       return deleted !== undefined;
     });
   }
@@ -568,13 +577,22 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection, One
           this.stmt.delayed.remove.run(row.id);
           const box = this.stmt.mailboxes.byId.get(row.mbox);
           if (!box) continue;
-          this.rows.insertMessage(row, next, nowMs);
-          this.reads.raiseNewest(row.mbox, row.priority, next++);
+          // Before its row: reads of the class stop trusting memory below it even if this fails.
+          this.reads.promoted(row.mbox, row.priority, next);
+          this.rows.insertMessage(row, next++, nowMs);
           addresses.add(box.address);
         }
         return [...addresses];
       };
-      const outcome = this.pacer.committed(touched);
+      const replaced: number[] = [];
+      this.replacedIds = replaced;
+      let outcome: string[];
+      try {
+        outcome = this.pacer.committed(touched);
+      } finally {
+        this.replacedIds = undefined;
+      }
+      this.reads.deleted(replaced);
       this.ids.advanceTo(next);
       return outcome;
     });
@@ -588,7 +606,7 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection, One
 
   async purgeExpired(nowMs: number): Promise<PurgeResult> {
     return this.pacer.turn(() => {
-      return this.pacer.committed(() => {
+      const { result, expiredMessages } = this.pacer.committed(() => {
         const expired = this.stmt.mailboxes.expired.all(nowMs);
         for (const row of expired) this.dropMailbox(row);
         const expiredMessages = this.stmt.messages.expire.all(nowMs);
@@ -596,8 +614,10 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection, One
         const messages = expiredMessages.length;
         this.stmt.sendKeys.expire.run(nowMs);
         this.sendKeys.sweep(nowMs);
-        return { mailboxes: expired.map((row) => row.address), messages };
+        return { result: { mailboxes: expired.map((row) => row.address), messages }, expiredMessages };
       });
+      this.reads.deleted(expiredMessages.map((row) => row.msg_id));
+      return result;
     });
   }
 
@@ -641,6 +661,7 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection, One
         this.stmt.delayed.removeOf.run(box.id);
         this.stmt.groups.removeDeliveriesOf.run(box.id);
         this.claims.forgetMailbox(box.id);
+        this.reads.emptied(box.id);
         return dropped.length;
       });
     });
@@ -674,6 +695,7 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection, One
     // Only once committed, as for one DELETE: a failed purge leaves the leases as they were.
     for (const row of dropped) this.claims.forgetMessage(mbox, row.msg_id);
     this.released(dropped);
+    this.reads.deleted(dropped.map((row) => row.msg_id));
     return dropped.length;
   }
 
