@@ -252,16 +252,15 @@ export class MessagingEngine {
       !fromNext && (oneTrip || group === undefined || reset || !(await this.store.hasGroup(mailbox, group)));
     const start = needsStart ? await this.resolveStart(mailbox, request) : { fromId: 0 };
     let checked = !oneTrip;
+    // Set up only once the FETCH has to wait: most find messages, or do not wait, at once.
     let stopWaiting = () => {};
-    const gone = new Promise<void>((resolve) => {
-      stopWaiting = resolve;
-    });
-    signal?.addEventListener("abort", stopWaiting);
+    let gone: Promise<void> | undefined;
     try {
       for (;;) {
         // Nobody would receive these messages: leasing them would only delay them.
         if (signal?.aborted) return [];
-        const watch = this.notifier.watch(mailbox);
+        // Watched from before the claim, so that a SEND after the claim's read wakes the wait.
+        const watch = gone === undefined ? undefined : this.notifier.watch(mailbox);
         try {
           const nowMs = this.now();
           const read = { limit, maxBytes: this.fetchMaxBytes, nowMs };
@@ -277,17 +276,25 @@ export class MessagingEngine {
           if (group && items.length > 0)
             this.giveBackIfUndelivered(mailbox, group, items, nowMs + leaseMs, undelivered);
           if (items.length > 0 || nowMs >= deadlineMs || this.closing) return items;
+          if (watch === undefined) {
+            // Empty without a watch: claim once more with one set, then wait.
+            gone = new Promise<void>((resolve) => {
+              stopWaiting = resolve;
+            });
+            signal?.addEventListener("abort", stopWaiting);
+            continue;
+          }
           const timer = sleep(deadlineMs - nowMs);
           const waited = onWait?.();
           await Promise.race([watch.fired, timer.done, this.closed.promise, gone]);
           waited?.();
           timer.cancel();
         } finally {
-          watch.cancel();
+          watch?.cancel();
         }
       }
     } finally {
-      signal?.removeEventListener("abort", stopWaiting);
+      if (gone !== undefined) signal?.removeEventListener("abort", stopWaiting);
     }
   }
 
