@@ -1,0 +1,119 @@
+// FETCH(BATCH)+ACK against a fresh broker of this checkout (or BENCH_MQ9_CLI), as the bench's
+// drains do, and the broker's CPU per message: all threads, its main thread, user and system.
+// Quicker than a bench run for A/B of the consume path; not part of `npm run bench`.
+//
+//   N=10000 ROUNDS=3 BATCH=1 node bench/consume-probe.js
+//   PRE=150000     first send and drain this many (FETCH(100)), as the bench does before FETCH(1)
+//   STRACE=file    count the broker's system calls during the last round (strace -c -f)
+//   PERF=file      record the broker with perf during the last round (add
+//                  BENCH_MQ9_NODE_ARGS=--perf-basic-prof for JavaScript frames)
+import { connect } from "@mq9/client";
+import { cpuTimes, freePort, makeTempDir, removeTempDir, startMq9Serve } from "./proc.js";
+
+const N = Number(process.env.N ?? 5000);
+const port = await freePort();
+const dir = makeTempDir("mq9");
+const server = await startMq9Serve({
+  port,
+  dir,
+  args: ["--log-level", "warn", "--http-port", "0", "--registry-embedder", "none", "--orchestrator", "off"],
+});
+let client;
+for (let i = 0; ; i++) {
+  try {
+    client = await connect(`nats://127.0.0.1:${port}`, { reconnect: false });
+    break;
+  } catch (e) {
+    if (i > 50) throw e;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+for (let i = 0; ; i++) {
+  try {
+    await client.createMailbox({ name: "q" });
+    break;
+  } catch (e) {
+    if (i > 50) throw e;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+const payload = Buffer.alloc(1024, 1);
+const fetchOptions = {
+  group: "g",
+  deliver: "earliest",
+  batch: Number(process.env.BATCH ?? 1),
+  maxWaitMs: 0,
+  member: "bench-1",
+  rawPayloads: true,
+};
+async function round() {
+  const sends = [];
+  for (let i = 0; i < N; i++) {
+    sends.push(client.send("q", payload));
+    if (sends.length >= 64) await sends.shift();
+  }
+  await Promise.all(sends);
+  let pendingAck = Promise.resolve();
+  let tracer;
+  if (process.env.PERF) {
+    const { spawn } = await import("node:child_process");
+    tracer = spawn("perf", ["record", "-F", "2000", "-g", "-p", String(server.pid), "-o", process.env.PERF], {
+      stdio: "ignore",
+    });
+    await new Promise((r) => setTimeout(r, 1500));
+  }
+  if (process.env.STRACE) {
+    const { spawn } = await import("node:child_process");
+    tracer = spawn("strace", ["-c", "-f", "-p", String(server.pid), "-o", process.env.STRACE]);
+    await new Promise((r) => setTimeout(r, 1500));
+  }
+  const { readFileSync } = await import("node:fs");
+  const us = () => {
+    const f = readFileSync(`/proc/${server.pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return [Number(f[11]), Number(f[12])];
+  };
+  const u0 = us();
+  const c0 = cpuTimes(server.pid);
+  const t0 = performance.now();
+  let got = 0;
+  for (;;) {
+    const ms = await client.fetch("q", fetchOptions);
+    await pendingAck;
+    if (ms.length === 0) break;
+    got += ms.length;
+    pendingAck = client.ack("q", "g", ms[ms.length - 1].msgId);
+  }
+  await pendingAck;
+  if (tracer) {
+    tracer.kill("SIGINT");
+    await new Promise((r) => tracer.on("exit", r));
+  }
+  const elapsedMs = performance.now() - t0;
+  const c1 = cpuTimes(server.pid);
+  const u1 = us();
+  const perMessage = (ms) => ((ms * 1000) / got).toFixed(1);
+  console.log(
+    `FETCH(${fetchOptions.batch})+ACK ${got} messages: ${((got / elapsedMs) * 1000).toFixed(0)} msg/s; ` +
+      `broker CPU µs/msg ${perMessage(c1.allMs - c0.allMs)} (main thread ${perMessage(c1.mainMs - c0.mainMs)}; ` +
+      `user ${perMessage((u1[0] - u0[0]) * 10)}, system ${perMessage((u1[1] - u0[1]) * 10)})`,
+  );
+}
+if (process.env.PRE) {
+  const sends = [];
+  for (let i = 0; i < Number(process.env.PRE); i++) {
+    sends.push(client.send("q", payload));
+    if (sends.length >= 64) await sends.shift();
+  }
+  await Promise.all(sends);
+  for (;;) {
+    const ms = await client.fetch("q", { ...fetchOptions, batch: 100 });
+    if (ms.length === 0) break;
+    await client.ack("q", "g", ms[ms.length - 1].msgId);
+  }
+  console.log("pre-drained", process.env.PRE);
+}
+for (let r = 0; r < Number(process.env.ROUNDS ?? 3); r++) await round();
+await client.close();
+await server.stop();
+removeTempDir(dir);
+process.exit(0);
