@@ -128,6 +128,9 @@ describe("recent messages", () => {
     keep(recent, [row(10, 4), row(11, 4)]);
     keep(recent, [row(3, 4)]);
     expect(kept(recent, [3, 10, 11])).toEqual([3]);
+    // Messages 10 and 11 may still exist: class reads from below them go to the database.
+    expect(recent.classMessages(1, 1, 3, 0, 0, 10)).toBeUndefined();
+    expect(recent.classMessages(1, 1, 12, 0, 0, 10)).toEqual([]);
   });
 
   it("keeps every byte right over many laps of its buffer, with sizes that do not fit its ends", () => {

@@ -61,8 +61,13 @@ export class RecentMessages {
   /** Keeps rows stored together, in id order. */
   keep(rows: readonly AppendedRow[]): void {
     if (this.maxBytes <= 0 || rows.length === 0) return;
-    // Lookups search by id: an id not above the newest (a store reopened) starts afresh.
-    if (this.count > 0 && rows[0].id <= this.newestId()) this.clear();
+    // Lookups search by id: an id not above the newest (a store reopened) starts afresh, and
+    // trusts no class read below the ids it has seen, whose messages it no longer lists.
+    if (this.count > 0 && rows[0].id <= this.newestId()) {
+      const newest = this.newestId();
+      this.clear();
+      this.coveredFrom = newest + 1;
+    }
     if (this.coveredFrom === Number.POSITIVE_INFINITY) this.coveredFrom = rows[0].id;
     for (const row of rows) {
       // As the row writer does: the message stored with the key before is gone.
