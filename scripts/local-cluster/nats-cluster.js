@@ -31,13 +31,13 @@ async function routesUp(monitorPort, want) {
 }
 
 /**
- * Starts `size` routed nats-servers (default 3). Options: jetstream (file storage in a temp dir),
+ * Starts `size` routed nats-servers (default 3). Options: bin (another nats-server binary), jetstream (file storage in a temp dir),
  * config (nats-server config text for every server, e.g. tls and authorization blocks),
  * name (cluster name), tmpDir, logDir (detached servers that log there and outlive this process). Returns { servers: [{ url, port, pid, stop(), kill(), start() }], urls,
  * stop() }; each server can be killed (SIGKILL) and started again on the same ports.
  */
 export async function startNatsCluster(options = {}) {
-  const bin = findNatsServer();
+  const bin = options.bin ?? findNatsServer();
   if (!bin)
     throw new Error("nats-server is not installed: apt-get install nats-server, or set MQ9_NATS_SERVER");
   const size = options.size ?? 3;

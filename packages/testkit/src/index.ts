@@ -71,6 +71,12 @@ export { ensureOptionalNodePackages, node22, optionalNodePackages } from "./opti
 export { OtlpReceiver, type ReceivedSpan } from "./otlp-receiver.js";
 export { type PgBouncer, pgbouncerMissing, startPgBouncer } from "./pgbouncer.js";
 export {
+  PINNED_NATS_SERVER_VERSION,
+  pinnedNatsServer,
+  pinnedNatsServerMissing,
+  systemAccountNatsConfig,
+} from "./pinned-nats-server.js";
+export {
   freshSchema,
   type PostgresStandby,
   type PrivatePostgres,

@@ -30,6 +30,8 @@ export interface NatsServersOptions {
   config?: string;
   jetstream?: boolean;
   name?: string;
+  /** Another nats-server binary than the system's (pinnedNatsServer()). */
+  bin?: string;
 }
 
 /** One account per user (or team); `account` is the prefix the mq9 nodes read as the requester. */

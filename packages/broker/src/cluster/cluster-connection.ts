@@ -4,11 +4,16 @@ import type { Logger } from "../logger.js";
 import type { ClusterOptions } from "./cluster-options.js";
 import { PERMISSIONS_HINT } from "./refused-subscription.js";
 
+/** A node's NATS connection's name, which the nats-servers' CONNZ lists it by. */
+export function connectionName(nodeId: string, purpose: string): string {
+  return `mq9-${nodeId}-${purpose}`;
+}
+
 /** Connect options for the NATS cluster: reconnect for ever, auth and TLS passed through. */
 export function natsConnectOptions(options: ClusterOptions, purpose: string): ConnectionOptions {
   const connectOptions: ConnectionOptions = {
     servers: options.servers,
-    name: `mq9-${options.nodeId}-${purpose}`,
+    name: connectionName(options.nodeId, purpose),
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
     waitOnFirstConnect: false,

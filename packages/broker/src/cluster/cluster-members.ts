@@ -20,10 +20,22 @@ export const DOWN_RETENTION_MS = 24 * 60 * 60 * 1000;
 /** What forget() did: `forgotten`, or why not. */
 export type ForgetOutcome = "forgotten" | "unknown" | "up" | "self";
 
+/**
+ * A node's request-serving NATS connection as its nats-server knows it (INFO's server_id and
+ * client_id, and the connection's name): what finds it in CONNZ, and what a system user closes.
+ */
+export interface NatsConnectionRef {
+  server_id: string;
+  client_id: number;
+  name: string;
+}
+
 /** What a node tells of itself that its call does not. */
 export interface NodeDetails {
   /** The nats-server it is connected to now. */
   natsServer?: string;
+  /** Its connection on that server, while connected. */
+  natsConnection?: NatsConnectionRef;
   /** The port of its HTTP server (/healthz, /api, the dashboard), when it runs one… */
   httpPort?: number;
   /** …and its URL as other hosts reach it. */
@@ -35,6 +47,7 @@ export interface NodeDetails {
 interface NodeNews extends NodeCall {
   started_at: number;
   nats_server?: string;
+  nats_connection?: NatsConnectionRef;
   http_port?: number;
   http_url?: string;
   duties: string[];
@@ -61,6 +74,8 @@ export interface ClusterMember {
   /** Milliseconds since its last news; 0 for this node. */
   last_heard_ms: number;
   nats_server: string | null;
+  /** Its request-serving connection on that server, as it last told. */
+  nats_connection: NatsConnectionRef | null;
   http_port: number | null;
   http_url: string | null;
   duties: string[];
@@ -130,6 +145,7 @@ export class ClusterMembers {
       started_at: this.startedAt,
       last_heard_ms: 0,
       nats_server: details.natsServer ?? null,
+      nats_connection: details.natsConnection ?? null,
       http_port: details.httpPort ?? null,
       http_url: details.httpUrl ?? null,
       duties: details.duties,
@@ -147,6 +163,7 @@ export class ClusterMembers {
           started_at: news.started_at,
           last_heard_ms: silentMs,
           nats_server: news.nats_server ?? null,
+          nats_connection: news.nats_connection ?? null,
           http_port: news.http_port ?? null,
           http_url: news.http_url ?? null,
           duties: news.duties,
@@ -211,6 +228,7 @@ export class ClusterMembers {
       ...this.self,
       started_at: this.startedAt,
       nats_server: details.natsServer,
+      nats_connection: details.natsConnection,
       http_port: details.httpPort,
       http_url: details.httpUrl,
       duties: details.duties,
@@ -307,7 +325,7 @@ export class ClusterMembers {
       } else if (!heard.missing && state !== "up") {
         heard.missing = true;
         this.logger.warn(
-          `node ${heard.news.node} has not been heard for ${silentS} s: it died or lost its NATS connection; the other nodes take its requests, and its leases come back when they expire`,
+          `node ${heard.news.node} has not been heard for ${silentS} s: it died or lost its NATS connection; the other nodes take its requests (a hung node's only once its connection closes: docs/cluster.md, Hung nodes), and its leases come back when they expire`,
         );
       }
     }
@@ -332,6 +350,7 @@ function parseNews(data: Uint8Array): NodeNews | undefined {
       cluster: news.cluster as string,
       started_at: news.started_at,
       nats_server: typeof news.nats_server === "string" ? news.nats_server : undefined,
+      nats_connection: connectionRefOf(news.nats_connection),
       http_port: typeof news.http_port === "number" ? news.http_port : undefined,
       http_url: typeof news.http_url === "string" ? news.http_url : undefined,
       duties: Array.isArray(news.duties) ? news.duties.filter((d) => typeof d === "string") : [],
@@ -341,4 +360,12 @@ function parseNews(data: Uint8Array): NodeNews | undefined {
   } catch {
     return undefined;
   }
+}
+
+function connectionRefOf(value: unknown): NatsConnectionRef | undefined {
+  const ref = value as Partial<NatsConnectionRef> | undefined;
+  if (typeof ref !== "object" || ref === null) return undefined;
+  if (typeof ref.server_id !== "string" || typeof ref.name !== "string") return undefined;
+  if (!Number.isSafeInteger(ref.client_id) || (ref.client_id as number) < 0) return undefined;
+  return { server_id: ref.server_id, client_id: ref.client_id as number, name: ref.name };
 }

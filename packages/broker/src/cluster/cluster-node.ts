@@ -6,11 +6,20 @@ import type { BrokerMetrics } from "../http/broker-metrics.js";
 import type { Logger } from "../logger.js";
 import type { HeldDuties } from "../store/postgres/cluster-lock.js";
 import type { Store, StoreHealth } from "../store/store.js";
-import { connectToCluster } from "./cluster-connection.js";
-import { type ClusterMember, ClusterMembers, type ForgetOutcome, tally } from "./cluster-members.js";
+import { connectionName, connectToCluster } from "./cluster-connection.js";
+import {
+  type ClusterMember,
+  ClusterMembers,
+  type ForgetOutcome,
+  type NatsConnectionRef,
+  PRESENCE_INTERVAL_MS,
+  tally,
+} from "./cluster-members.js";
 import type { ClusterOptions } from "./cluster-options.js";
+import { DROP_MISSING_AFTER_MS, HungNodes } from "./hung-nodes.js";
 import { NatsNotifier } from "./nats-notifier.js";
 import { RollCall, sharedIdWarning } from "./roll-call.js";
+import { SystemAccount } from "./system-account.js";
 
 /** The cluster as one node sees it: GET /api/v1/cluster. */
 export interface ClusterView {
@@ -45,6 +54,7 @@ export class ClusterNode {
   private store?: Store;
   private rollCall?: RollCall;
   private members?: ClusterMembers;
+  private hung?: HungNodes;
   private clusterId?: string;
   private duties?: HeldDuties;
   /** Where this node's HTTP server listens, for the roster. */
@@ -55,6 +65,8 @@ export class ClusterNode {
     readonly options: ClusterOptions,
     readonly connection: NatsConnection,
     private readonly logger: Logger,
+    /** Opt-in: the system-account connection that closes a hung node's connection. */
+    private readonly system?: SystemAccount,
   ) {
     // Unique per process, so a node restarted under the same id never mistakes old news for its own.
     this.instance = `${options.nodeId}/${randomBytes(4).toString("hex")}`;
@@ -69,6 +81,14 @@ export class ClusterNode {
   /** The server this node is connected to now. */
   get server(): string | undefined {
     return this.connection.getServer() || undefined;
+  }
+
+  /** The connection requests come in on, as its nats-server knows it, while connected. */
+  private get connectionRef(): NatsConnectionRef | undefined {
+    const info = this.connected ? this.connection.info : undefined;
+    if (!info) return undefined;
+    const name = connectionName(this.options.nodeId, "broker");
+    return { server_id: info.server_id, client_id: info.client_id, name };
   }
 
   /**
@@ -86,6 +106,7 @@ export class ClusterNode {
       self,
       () => ({
         natsServer: this.server,
+        natsConnection: this.connectionRef,
         httpPort: this.httpPort,
         httpUrl: this.httpUrl,
         duties: this.duties?.list() ?? [],
@@ -94,6 +115,14 @@ export class ClusterNode {
       this.options.presenceIntervalMs,
       this.options.downRetentionMs,
     );
+    const intervalMs = this.options.presenceIntervalMs ?? PRESENCE_INTERVAL_MS;
+    this.hung = new HungNodes(this.members, this.logger, {
+      // Never before the node is missing: three silent intervals, and one to spare.
+      dropAfterMs: Math.max(this.options.dropMissingAfterMs ?? DROP_MISSING_AFTER_MS, 4 * intervalMs),
+      intervalMs,
+      system: this.system,
+      connected: () => this.connected,
+    });
     const answers = await this.rollCall.call();
     if (answers.some((a) => a.cluster === clusterId && a.node === self.node)) {
       this.logger.warn(sharedIdWarning(self.node));
@@ -109,6 +138,7 @@ export class ClusterNode {
   /** Starts telling the other nodes of this one, once it takes requests. */
   start(): void {
     this.members?.start();
+    this.hung?.start();
   }
 
   advertiseHttp(port: number, host: string): void {
@@ -183,13 +213,16 @@ export class ClusterNode {
 
   /** Tells the other nodes this one is going (it takes no more requests). */
   leave(): void {
+    this.hung?.stop();
     this.members?.leave();
   }
 
   /** Leaves the cluster and closes the connection, flushing what is queued on it. */
   async close(): Promise<void> {
+    this.hung?.stop();
     this.members?.leave();
     this.rollCall?.close();
+    await this.system?.close();
     if (!this.connection.isClosed()) await this.connection.drain().catch(() => this.connection.close());
   }
 }
@@ -199,5 +232,12 @@ export async function startClusterNode(options: ClusterOptions, logger: Logger):
   if (options.servers.length === 0)
     throw new Error("cluster mode needs at least one NATS server URL (--nats)");
   const connection = await connectToCluster(options, "broker", logger);
-  return new ClusterNode(options, connection, logger);
+  if (!options.systemAccount) return new ClusterNode(options, connection, logger);
+  try {
+    const system = await SystemAccount.connect(options, options.systemAccount, logger);
+    return new ClusterNode(options, connection, logger, system);
+  } catch (err) {
+    await connection.close();
+    throw err;
+  }
 }

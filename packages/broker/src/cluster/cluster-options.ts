@@ -1,5 +1,13 @@
 import type { ClusterIdentity } from "./account-identity.js";
 
+/** A user of the NATS system account: what lets a node drop a hung node's connection. */
+export interface SystemAccountCredential {
+  user?: string;
+  password?: string;
+  /** A .creds file of a system-account user (operator mode). */
+  credsFile?: string;
+}
+
 /** How a cluster node reaches the NATS cluster it serves. */
 export interface ClusterOptions {
   /** nats-server URLs of the cluster (`nats://host:4222`); the client fails over between them. */
@@ -35,4 +43,12 @@ export interface ClusterOptions {
    * unless an operator forgets it first (default 24 h).
    */
   downRetentionMs?: number;
+  /**
+   * How long another node may go unheard before this cluster treats it as hung: one node then
+   * drops its NATS connection (with `systemAccount`) or logs how to (default 20 s; more than three
+   * presence intervals).
+   */
+  dropMissingAfterMs?: number;
+  /** Opt-in: a system-account user, so the node can ask nats-server to close a hung node's connection. */
+  systemAccount?: SystemAccountCredential;
 }

@@ -14,7 +14,13 @@ const NODE_ONLY = [
   "natsTlsKey",
   "admins",
   "httpWithoutAuth",
+  "natsSystemUser",
+  "natsSystemPassword",
+  "natsSystemCreds",
 ] as const;
+
+/** A node is missing after three silent presence intervals of 2 s: a hung node is one silent longer. */
+const MISSING_AFTER_S = 6;
 
 /**
  * `mq9 serve --cluster`: the NATS cluster to attach to and the shared PostgreSQL. `--postgres`
@@ -79,6 +85,7 @@ export function checkClusterSettings(config: ServeConfig, ctx: z.RefinementCtx):
         "--cluster-identity account-prefix needs the node's own NATS user (--nats-user, --nats-token or --nats-creds) in an account of the nodes alone: the nats-servers' accounts are what make the prefix the requester (docs/cluster.md, One NATS account per user)",
     });
   }
+  checkSystemAccount(cluster, ctx);
   const secured = securedBy(cluster);
   const httpAuth = config.auth.token ?? config.auth.user ?? config.auth.users;
   if (secured !== undefined && httpAuth === undefined && !cluster.httpWithoutAuth) {
@@ -105,4 +112,30 @@ function securedBy(cluster: ServeConfig["cluster"]): string | undefined {
   if (cluster.natsUser) return "--nats-user";
   if (cluster.natsTlsCert) return "--nats-tls-cert";
   return undefined;
+}
+
+/** The opt-in system-account user that drops hung nodes: one way to log in, and a bound past missing. */
+function checkSystemAccount(cluster: ServeConfig["cluster"], ctx: z.RefinementCtx): void {
+  if (cluster.natsSystemPassword !== undefined && cluster.natsSystemUser === undefined) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["cluster", "natsSystemPassword"],
+      message: "--nats-system-password is the password of --nats-system-user: give the user too",
+    });
+  }
+  if (cluster.natsSystemUser !== undefined && cluster.natsSystemCreds !== undefined) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["cluster", "natsSystemCreds"],
+      message:
+        "--nats-system-user and --nats-system-creds are two ways to log in as the system account's user: give one",
+    });
+  }
+  if (cluster.dropMissingAfterS <= MISSING_AFTER_S) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["cluster", "dropMissingAfterS"],
+      message: `--drop-missing-after must be more than ${MISSING_AFTER_S} s: a node is only missing after three silent presence intervals of 2 s, and one merely slow must not be dropped`,
+    });
+  }
 }

@@ -38,6 +38,15 @@ export async function postgresBrokerOptions(
       queueGroup: cluster.queueGroup,
       httpUrl: cluster.nodeHttpUrl?.replace(/\/$/, ""),
       downRetentionMs: cluster.downRetentionS * 1000,
+      dropMissingAfterMs: cluster.dropMissingAfterS * 1000,
+      systemAccount:
+        cluster.natsSystemUser || cluster.natsSystemCreds
+          ? {
+              user: cluster.natsSystemUser,
+              password: cluster.natsSystemPassword,
+              credsFile: cluster.natsSystemCreds,
+            }
+          : undefined,
       identity:
         cluster.identity === "account-prefix"
           ? { kind: "account-prefix", admins: cluster.admins }

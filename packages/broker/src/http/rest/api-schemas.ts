@@ -653,6 +653,16 @@ export const ClusterNodeInfo = z
     started_at: z.number().int().describe("unix milliseconds"),
     last_heard_ms: z.number().int().describe("milliseconds since its last presence news; 0 for this node"),
     nats_server: z.string().nullable().describe("the nats-server it is connected to"),
+    nats_connection: z
+      .object({
+        server_id: z.string().describe("the nats-server's id (its INFO server_id)"),
+        client_id: z.number().int().describe("the connection's id on that server (CONNZ cid)"),
+        name: z.string().describe("the connection's name: mq9-<node>-broker"),
+      })
+      .nullable()
+      .describe(
+        "the connection it takes requests on, as it last told: what CONNZ lists, and what a system user closes for a hung node",
+      ),
     http_port: z.number().int().nullable().describe("its HTTP server's port"),
     http_url: z
       .string()

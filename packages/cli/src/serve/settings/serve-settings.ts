@@ -723,6 +723,33 @@ export const SERVE_SETTINGS = {
       help: "cluster mode: how long a node that is down stays in the roster unless forgotten (mq9 cluster forget)",
       reads: "cluster",
     }),
+    dropMissingAfterS: setting({
+      type: whole(1),
+      default: 20,
+      unit: "seconds",
+      flag: "drop-missing-after",
+      help: "cluster mode: how long a node may go unheard (more than 6 s) before one node drops its NATS connection as hung (with --nats-system-user or --nats-system-creds) or logs how to (docs/cluster.md, Hung nodes)",
+      reads: "cluster",
+    }),
+    natsSystemUser: setting({
+      type: text(),
+      flag: "nats-system-user",
+      help: "cluster mode, opt-in: a user of the NATS system account, with which a node drops a hung node's connection (nats-server 2.10.0 or newer)",
+      reads: "cluster",
+    }),
+    natsSystemPassword: setting({
+      type: anyText(),
+      flag: "nats-system-password",
+      help: "cluster mode: password for --nats-system-user",
+      reads: "cluster",
+      secret: true,
+    }),
+    natsSystemCreds: setting({
+      type: text(),
+      flag: "nats-system-creds",
+      help: "cluster mode, opt-in: a .creds file of a NATS system-account user (operator mode), as --nats-system-user",
+      reads: "cluster",
+    }),
     queueGroup: setting({
       type: text(),
       default: "mq9",

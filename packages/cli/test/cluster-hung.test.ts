@@ -1,0 +1,269 @@
+import {
+  brokerKindMissing,
+  type NatsServers,
+  PINNED_NATS_SERVER_VERSION,
+  type PrivatePostgres,
+  pinnedNatsServer,
+  pinnedNatsServerMissing,
+  startNatsServers,
+  startPrivatePostgres,
+  systemAccountNatsConfig,
+} from "@mq9/testkit";
+import type { NatsConnection } from "nats";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  answered,
+  connectTo,
+  eventually,
+  everything,
+  expectStoredOnce,
+  type Mq9NodeProcess,
+  mq9Client,
+  startNode,
+} from "./cluster-harness.js";
+
+// A hung node (SIGSTOP: its connection stays open) keeps its share of the queue group's requests
+// until its connection closes. These tests stop a node under a steady load and watch what the
+// other nodes do once it has been silent for --drop-missing-after.
+const missing = brokerKindMissing("cluster");
+const SYSTEM = { user: "sys", password: "sys-secret" };
+const DROP_AFTER_S = "8";
+const WITH_SYSTEM_USER = [
+  "--nats-system-user",
+  SYSTEM.user,
+  "--nats-system-password",
+  SYSTEM.password,
+  "--drop-missing-after",
+  DROP_AFTER_S,
+];
+
+interface Sent {
+  body: string;
+  /** The msg_id of an answered SEND; undefined while waiting or after a timeout. */
+  msgId?: number;
+  failed?: string;
+  done: boolean;
+}
+
+/** One SEND every `everyMs`, each on its own (a hung node holds some, the others go on). */
+function steadyLoad(nc: NatsConnection, mailbox: string, everyMs = 40) {
+  const via = mq9Client(nc);
+  const sent: Sent[] = [];
+  const timer = setInterval(() => {
+    const entry: Sent = { body: `m${sent.length}`, done: false };
+    sent.push(entry);
+    via(`$mq9.AI.MSG.SEND.${mailbox}`, entry.body, { timeout: 1_500 })
+      .then((reply) => {
+        if (reply.error === "" && typeof reply.msg_id === "number") entry.msgId = reply.msg_id;
+        else entry.failed = reply.error;
+      })
+      .catch((err: Error) => {
+        entry.failed = err.message;
+      })
+      .finally(() => {
+        entry.done = true;
+      });
+  }, everyMs);
+  return {
+    sent,
+    stop: () => clearInterval(timer),
+    acked: () => new Map(sent.filter((s) => s.msgId !== undefined).map((s) => [s.body, s.msgId as number])),
+  };
+}
+
+const lines = (node: Mq9NodeProcess, has: string) =>
+  node
+    .output()
+    .split("\n")
+    .filter((line) => line.includes(has));
+
+const heardAgain = async (observer: Mq9NodeProcess, node: string) => {
+  const res = await fetch(`http://127.0.0.1:${observer.httpPort}/api/v1/cluster`);
+  const roster = (await res.json()) as { nodes: { node: string; state: string }[] };
+  return roster.nodes.some((n) => n.node === node && n.state === "up");
+};
+
+const pinnedMissing = missing ?? pinnedNatsServerMissing();
+
+describe.skipIf(pinnedMissing !== undefined)(
+  `hung nodes, nats-server ${PINNED_NATS_SERVER_VERSION}${pinnedMissing ? ` (skipped: ${pinnedMissing})` : ""}`,
+  () => {
+    let nats: NatsServers;
+    let pg: PrivatePostgres;
+    const nodes: Record<string, Mq9NodeProcess> = {};
+    let nc: NatsConnection;
+
+    beforeAll(async () => {
+      [nats, pg] = await Promise.all([
+        startNatsServers({ size: 3, bin: pinnedNatsServer(), config: systemAccountNatsConfig(SYSTEM) }),
+        startPrivatePostgres(),
+      ]);
+      const start = async (nodeId: string, server: number) => {
+        nodes[nodeId] = await startNode({
+          nodeId,
+          nats: [nats.urls[server]],
+          postgres: pg.url,
+          args: WITH_SYSTEM_USER,
+        });
+      };
+      await Promise.all([start("a", 0), start("b", 1), start("c", 2)]);
+      nc = await connectTo(nats.urls);
+    }, 240_000);
+
+    afterAll(async () => {
+      for (const node of Object.values(nodes)) process.kill(node.pid, "SIGCONT");
+      await nc?.close().catch(() => {});
+      await Promise.all(Object.values(nodes).map((node) => node.stop()));
+      await nats?.stop();
+      await pg?.stop();
+    }, 120_000);
+
+    it("one node drops a stopped node's connection; requests then all answer, and it rejoins on SIGCONT", async () => {
+      const { a, b, c } = nodes;
+      const via = mq9Client(nc);
+      expect((await via("$mq9.AI.MAILBOX.CREATE", { name: "hung", ttl: 3600 })).error).toBe("");
+      const load = steadyLoad(nc, "hung");
+      try {
+        await eventually(async () => (await answered(c, "msg.send")) > 0, 20_000, "c to answer a SEND");
+        const stoppedAt = load.sent.length;
+        process.kill(c.pid, "SIGSTOP");
+        try {
+          // a is the first node up by id: it acts for the cluster, once.
+          await eventually(
+            async () => lines(a, "dropped its NATS connection").length > 0,
+            60_000,
+            "a to drop c's connection",
+          );
+          const droppedAt = load.sent.length;
+          expect(lines(a, "dropped its NATS connection")[0]).toMatch(
+            /node c looks hung: not heard for \d+ s/,
+          );
+          expect(lines(a, "dropped its NATS connection")[0]).toContain("named mq9-c-broker");
+          // While c hung, its share timed out: the hang was real.
+          await eventually(
+            async () => load.sent.slice(stoppedAt, droppedAt).every((s) => s.done) || undefined,
+            10_000,
+            "the requests before the drop to end",
+          );
+          expect(load.sent.slice(stoppedAt, droppedAt).some((s) => s.failed !== undefined)).toBe(true);
+          // After the drop, 100 consecutive requests all answer.
+          await eventually(
+            async () => load.sent.length >= droppedAt + 100 && load.sent[droppedAt + 99].done,
+            60_000,
+            "100 requests after the drop",
+          );
+          const after = load.sent.slice(droppedAt, droppedAt + 100);
+          expect(after.filter((s) => s.msgId === undefined).map((s) => `${s.body}: ${s.failed}`)).toEqual([]);
+          expect(lines(b, "looks hung")).toEqual([]);
+        } finally {
+          process.kill(c.pid, "SIGCONT");
+        }
+        // It reconnects, is heard again and takes requests again.
+        await eventually(() => heardAgain(a, "c"), 30_000, "a to hear c again");
+        const before = await answered(c, "msg.send");
+        await eventually(async () => (await answered(c, "msg.send")) > before, 30_000, "c to answer again");
+        expect(lines(a, "dropped its NATS connection")).toHaveLength(1);
+      } finally {
+        load.stop();
+      }
+      await eventually(async () => load.sent.every((s) => s.done) || undefined, 10_000, "the load to end");
+      // Nothing acknowledged is lost, nothing is stored twice.
+      expectStoredOnce(load.acked(), await everything(via, "hung"));
+    }, 240_000);
+  },
+);
+
+describe.skipIf(missing !== undefined)(
+  `hung nodes, Debian's nats-server${missing ? ` (skipped: ${missing})` : ""}`,
+  () => {
+    let nats: NatsServers;
+    let pg: PrivatePostgres;
+    const nodes: Record<string, Mq9NodeProcess> = {};
+    let nc: NatsConnection;
+
+    beforeAll(async () => {
+      [nats, pg] = await Promise.all([
+        startNatsServers({ size: 2, config: systemAccountNatsConfig(SYSTEM) }),
+        startPrivatePostgres(),
+      ]);
+      // a has the system user (but no KICK to send); b has none.
+      nodes.a = await startNode({
+        nodeId: "a",
+        nats: [nats.urls[0]],
+        postgres: pg.url,
+        args: WITH_SYSTEM_USER,
+      });
+      nodes.b = await startNode({
+        nodeId: "b",
+        nats: [nats.urls[1]],
+        postgres: pg.url,
+        args: ["--drop-missing-after", DROP_AFTER_S],
+      });
+      nc = await connectTo(nats.urls);
+    }, 240_000);
+
+    afterAll(async () => {
+      for (const node of Object.values(nodes)) process.kill(node.pid, "SIGCONT");
+      await nc?.close().catch(() => {});
+      await Promise.all(Object.values(nodes).map((node) => node.stop()));
+      await nats?.stop();
+      await pg?.stop();
+    }, 120_000);
+
+    it("a node whose user is not of the system account does not start", async () => {
+      const refused = startNode({
+        nodeId: "x",
+        nats: [nats.urls[0]],
+        postgres: pg.url,
+        args: ["--nats-system-user", "app", "--nats-system-password", "app"],
+      });
+      await expect(refused).rejects.toThrow(/not a user of the system account/);
+    }, 60_000);
+
+    it("the node with a system user says it cannot drop; the one without says what to do", async () => {
+      const { a, b } = nodes;
+      expect(lines(a, "has no request to close a client connection")[0]).toMatch(/nats-server 2\.9\.\d+/);
+      const via = mq9Client(nc);
+      expect((await via("$mq9.AI.MAILBOX.CREATE", { name: "hung29", ttl: 3600 })).error).toBe("");
+      const load = steadyLoad(nc, "hung29", 100);
+      try {
+        process.kill(b.pid, "SIGSTOP");
+        try {
+          const said = await eventually(
+            async () => lines(a, "node b looks hung")[0],
+            60_000,
+            "a's line on b",
+          );
+          expect(said).toContain("could not drop its NATS connection");
+          expect(said).toContain("older than 2.10.0");
+          expect(said).toMatch(/\$SYS\.REQ\.SERVER\.\w+\.KICK with \{\\?"cid\\?":\d+\}/);
+        } finally {
+          process.kill(b.pid, "SIGCONT");
+        }
+        await eventually(() => heardAgain(a, "b"), 30_000, "a to hear b again");
+        await eventually(() => heardAgain(b, "a"), 30_000, "b to hear a");
+        process.kill(a.pid, "SIGSTOP");
+        try {
+          const said = await eventually(
+            async () => lines(b, "node a looks hung")[0],
+            60_000,
+            "b's line on a",
+          );
+          expect(said).toContain("Stop or restart node a");
+          expect(said).toContain("named mq9-a-broker");
+          expect(said).toContain("--nats-system-user");
+        } finally {
+          process.kill(a.pid, "SIGCONT");
+        }
+        await eventually(() => heardAgain(b, "a"), 30_000, "b to hear a again");
+        // Once each: the line is not repeated at every look.
+        expect(lines(a, "node b looks hung")).toHaveLength(1);
+        expect(lines(b, "node a looks hung")).toHaveLength(1);
+      } finally {
+        load.stop();
+      }
+      await eventually(async () => load.sent.every((s) => s.done) || undefined, 10_000, "the load to end");
+      expectStoredOnce(load.acked(), await everything(via, "hung29"));
+    }, 240_000);
+  },
+);
