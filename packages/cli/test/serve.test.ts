@@ -221,4 +221,36 @@ describe("configuration", () => {
       "--cluster-identity is a cluster node's setting",
     );
   });
+
+  it("the system-account user that drops hung nodes: file, env or flags, one way to log in, a bound past missing", () => {
+    const node = { cluster: "on", nats: "nats://n1:4222", postgres: "postgres://mq9@db/mq9" };
+    expect(loadServeConfig({ flags: node }).cluster).toMatchObject({ dropMissingAfterS: 20 });
+    expect(loadServeConfig({ flags: node }).cluster.natsSystemUser).toBeUndefined();
+    const file = join(tempDir(), "mq9.json");
+    writeFileSync(file, JSON.stringify({ cluster: { natsSystemUser: "sys", dropMissingAfterS: 30 } }));
+    const fromFile = loadServeConfig({ file, env: { MQ9_NATS_SYSTEM_PASSWORD: "pw" }, flags: node });
+    expect(fromFile.cluster).toMatchObject({
+      natsSystemUser: "sys",
+      natsSystemPassword: "pw",
+      dropMissingAfterS: 30,
+    });
+    const fromEnv = loadServeConfig({
+      env: { MQ9_NATS_SYSTEM_CREDS: "/etc/mq9/sys.creds", MQ9_DROP_MISSING_AFTER: "12" },
+      flags: node,
+    });
+    expect(fromEnv.cluster).toMatchObject({ natsSystemCreds: "/etc/mq9/sys.creds", dropMissingAfterS: 12 });
+    expect(() => loadServeConfig({ flags: { ...node, dropMissingAfter: "6" } })).toThrow(
+      "--drop-missing-after must be more than 6 s",
+    );
+    expect(() => loadServeConfig({ flags: { ...node, natsSystemPassword: "hush" } })).toThrow(
+      "--nats-system-password is the password of --nats-system-user",
+    );
+    expect(() => loadServeConfig({ flags: { ...node, natsSystemPassword: "hush" } })).not.toThrow(/hush/);
+    expect(() =>
+      loadServeConfig({ flags: { ...node, natsSystemUser: "sys", natsSystemCreds: "/etc/mq9/sys.creds" } }),
+    ).toThrow("--nats-system-user and --nats-system-creds are two ways");
+    expect(() => loadServeConfig({ flags: { natsSystemUser: "sys" } })).toThrow(
+      "--nats-system-user is a cluster node's setting",
+    );
+  });
 });
