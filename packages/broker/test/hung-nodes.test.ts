@@ -103,6 +103,23 @@ describe("hung nodes", () => {
     expect(c.logged().filter((m) => m.startsWith("node again looks hung"))[1]).toContain('{"cid":9}');
   });
 
+  it("a silent node whose news names an up node's connection is left alone, said once", async () => {
+    const e = await node("e");
+    const live = setInterval(() => news("f", { nats_connection: CONNECTION }), INTERVAL_MS);
+    try {
+      news("ghost", { nats_connection: CONNECTION });
+      await waitUntil(() => e.logged().some((m) => m.startsWith("node ghost is silent")), 5_000, "e's line");
+      expect(e.logged().find((m) => m.startsWith("node ghost is silent"))).toContain(
+        "is node f's, which is up: left alone",
+      );
+      await waitUntil(() => e.members.list().some((m) => m.node === "ghost" && m.state === "down"), 5_000);
+      expect(e.logged().filter((m) => m.startsWith("node ghost is silent"))).toHaveLength(1);
+      expect(e.logged().filter((m) => m.includes("looks hung"))).toEqual([]);
+    } finally {
+      clearInterval(live);
+    }
+  });
+
   it("news with a malformed connection keeps the node, without its connection", async () => {
     const d = await node("d");
     news("odd", { nats_connection: { server_id: "S", client_id: "7", name: "x" } });

@@ -77,6 +77,11 @@ const lines = (node: Mq9NodeProcess, has: string) =>
     .split("\n")
     .filter((line) => line.includes(has));
 
+const clusterOf = async (node: Mq9NodeProcess) => {
+  const res = await fetch(`http://127.0.0.1:${node.httpPort}/api/v1/cluster`);
+  return ((await res.json()) as { cluster: string }).cluster;
+};
+
 const heardAgain = async (observer: Mq9NodeProcess, node: string) => {
   const res = await fetch(`http://127.0.0.1:${observer.httpPort}/api/v1/cluster`);
   const roster = (await res.json()) as { nodes: { node: string; state: string }[] };
@@ -170,6 +175,40 @@ describe.skipIf(pinnedMissing !== undefined)(
       // Nothing acknowledged is lost, nothing is stored twice.
       expectStoredOnce(load.acked(), await everything(via, "hung"));
     }, 240_000);
+
+    it("forged presence news naming another client's connection gets it logged, not closed", async () => {
+      const victim = await connectTo([nats.urls[0]]);
+      try {
+        const info = victim.info;
+        if (!info) throw new Error("not connected");
+        const forged = { server_id: info.server_id, client_id: info.client_id, name: "mq9-zz-broker" };
+        nc.publish(
+          "_mq9.cluster.presence",
+          JSON.stringify({
+            node: "zz",
+            instance: "zz/1",
+            cluster: await clusterOf(nodes.a),
+            started_at: 1,
+            duties: [],
+            nats_connection: forged,
+          }),
+        );
+        const said = await eventually(
+          async () => lines(nodes.a, "node zz looks hung")[0],
+          60_000,
+          "a's line on zz",
+        );
+        expect(said).toContain(`connection ${info.client_id} on nats-server ${info.server_id} is named`);
+        expect(said).toContain("not mq9-zz-broker: not that node's, so it is left alone");
+        expect(victim.isClosed()).toBe(false);
+        expect(await mq9Client(victim)("$mq9.AI.MAILBOX.CREATE", { name: "still.here", ttl: 60 })).toEqual({
+          error: "",
+          mail_address: "still.here",
+        });
+      } finally {
+        await victim.close();
+      }
+    }, 120_000);
   },
 );
 

@@ -60,6 +60,15 @@ export class HungNodes {
         const key = `${node.instance} ${ref?.server_id} ${ref?.client_id}`;
         if (this.handled.has(key)) continue;
         this.handled.add(key);
+        const owner = ref
+          ? nodes.find((n) => n.state === "up" && sameConnection(n.nats_connection, ref))
+          : undefined;
+        if (owner) {
+          this.logger.error(
+            `node ${node.node} is silent, but the NATS connection its news named (client id ${ref?.client_id} on server ${ref?.server_id}) is node ${owner.node}'s, which is up: left alone (forged presence news? keep _mq9.cluster.> to the nodes' NATS users)`,
+          );
+          continue;
+        }
         await this.act(node, ref);
       }
     } finally {
@@ -77,12 +86,14 @@ export class HungNodes {
       this.logger.warn(`${silent}${without}: ${advice(node, ref, system !== undefined)}`);
       return;
     }
-    const outcome: KickOutcome = await system.kick(ref.server_id, ref.client_id);
+    const outcome: KickOutcome = await system.kick(ref.server_id, ref.client_id, ref.name);
     const connection = describe(node, ref);
     if (outcome.kind === "dropped") {
       this.logger.warn(
         `${silent}: dropped its NATS connection (${connection}) as hung, so the nats-servers stop handing it requests; if it resumes, it reconnects and rejoins`,
       );
+    } else if (outcome.kind === "refused") {
+      this.logger.error(`${silent}: ${outcome.why}`);
     } else if (outcome.kind === "gone") {
       this.logger.info(`${silent}: its NATS connection (${connection}) is closed already (${outcome.why})`);
     } else {
@@ -104,6 +115,10 @@ function actorOf(nodes: ClusterMember[]): ClusterMember | undefined {
   return nodes
     .filter((n) => n.state === "up")
     .sort((a, b) => a.node.localeCompare(b.node) || a.instance.localeCompare(b.instance))[0];
+}
+
+function sameConnection(a: NatsConnectionRef | null, b: NatsConnectionRef): boolean {
+  return a !== null && a.server_id === b.server_id && a.client_id === b.client_id;
 }
 
 function describe(node: ClusterMember, ref: NatsConnectionRef | null): string {

@@ -12,6 +12,8 @@ export type KickOutcome =
   | { kind: "dropped" }
   /** nats-server knows no such connection (closed already, or dropped by another node). */
   | { kind: "gone"; why: string }
+  /** The connection is not the one the node's news named: left alone. */
+  | { kind: "refused"; why: string }
   /** No nats-server answers the request: older than KICK_SINCE, or unreachable. */
   | { kind: "unsupported"; why: string }
   | { kind: "failed"; why: string };
@@ -67,35 +69,65 @@ export class SystemAccount {
     return new SystemAccount(connection);
   }
 
-  /** Asks the nats-server `serverId` to close its client connection `cid`. */
-  async kick(serverId: string, cid: number): Promise<KickOutcome> {
+  /**
+   * Asks the nats-server `serverId` to close its client connection `cid`, once CONNZ shows it is
+   * open under `name`: presence news is only as trustworthy as the permissions on its subject, so
+   * a connection that is not the named node's is left alone.
+   */
+  async kick(serverId: string, cid: number, name: string): Promise<KickOutcome> {
+    const connz = await this.ask(serverId, "CONNZ", { cid });
+    if ("kind" in connz) return connz;
+    const open = (connz.data as { connections?: { cid?: number; name?: string }[] } | undefined)?.connections;
+    const found = open?.find((c) => c.cid === cid);
+    if (connz.error !== undefined || !found) {
+      return { kind: "gone", why: connz.error ?? `nats-server ${serverId} has no open connection ${cid}` };
+    }
+    if (found.name !== name) {
+      return {
+        kind: "refused",
+        why: `connection ${cid} on nats-server ${serverId} is named ${JSON.stringify(found.name ?? "")}, not ${name}: not that node's, so it is left alone (forged presence news? keep _mq9.cluster.> to the nodes' NATS users)`,
+      };
+    }
+    const kicked = await this.ask(serverId, "KICK", { cid });
+    if ("kind" in kicked) return kicked;
+    if (kicked.error === undefined) return { kind: "dropped" };
+    return /no such client/i.test(kicked.error)
+      ? { kind: "gone", why: kicked.error }
+      : { kind: "failed", why: kicked.error };
+  }
+
+  /** One system request to one server: its answer's data and error, or why there is none. */
+  private async ask(
+    serverId: string,
+    request: "CONNZ" | "KICK",
+    body: object,
+  ): Promise<{ data?: unknown; error?: string } | KickOutcome> {
+    const subject = `$SYS.REQ.SERVER.${serverId}.${request}`;
     let data: Uint8Array;
     try {
-      const reply = await this.connection.request(
-        `$SYS.REQ.SERVER.${serverId}.KICK`,
-        JSON.stringify({ cid }),
-        { timeout: REQUEST_MS },
-      );
-      data = reply.data;
+      data = (await this.connection.request(subject, JSON.stringify(body), { timeout: REQUEST_MS })).data;
     } catch (err) {
       const code = (err as { code?: string }).code;
       if (code === ErrorCode.NoResponders || code === ErrorCode.Timeout) {
-        return {
-          kind: "unsupported",
-          why: `no nats-server answers $SYS.REQ.SERVER.${serverId}.KICK (${code === ErrorCode.Timeout ? "timed out" : "no responders"}): nats-server older than ${KICK_SINCE}, or that server is gone`,
-        };
+        const why = `no nats-server answers ${subject} (${code === ErrorCode.Timeout ? "timed out" : "no responders"})`;
+        return request === "KICK"
+          ? {
+              kind: "unsupported",
+              why: `${why}: nats-server older than ${KICK_SINCE}, or that server is gone`,
+            }
+          : { kind: "failed", why: `${why}: that server is gone or unreachable` };
       }
       return { kind: "failed", why: (err as Error).message };
     }
-    let answer: { error?: { description?: string } };
     try {
-      answer = JSON.parse(Buffer.from(data).toString("utf8")) as typeof answer;
+      const answer = JSON.parse(Buffer.from(data).toString("utf8")) as {
+        data?: unknown;
+        error?: { description?: string };
+      };
+      return { data: answer.data, error: answer.error ? (answer.error.description ?? "error") : undefined };
     } catch {
-      return { kind: "failed", why: "nats-server's answer is not JSON" };
+      return { kind: "failed", why: `nats-server's answer to ${subject} is not JSON` };
     }
-    const error = answer.error?.description;
-    if (error === undefined) return { kind: "dropped" };
-    return /no such client/i.test(error) ? { kind: "gone", why: error } : { kind: "failed", why: error };
   }
 
   async close(): Promise<void> {
