@@ -9,7 +9,7 @@ import {
   startPrivatePostgres,
   systemAccountNatsConfig,
 } from "@mq9/testkit";
-import type { NatsConnection } from "nats";
+import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   answered,
@@ -177,11 +177,13 @@ describe.skipIf(pinnedMissing !== undefined)(
     }, 240_000);
 
     it("forged presence news naming another client's connection gets it logged, not closed", async () => {
-      const victim = await connectTo([nats.urls[0]]);
+      // An agent's connection, named as the forged news claims: the name a node's connection has
+      // (mq9-zz-broker) is what counts.
+      const victim = await connect({ servers: [nats.urls[0]], name: "agent-x" });
       try {
         const info = victim.info;
         if (!info) throw new Error("not connected");
-        const forged = { server_id: info.server_id, client_id: info.client_id, name: "mq9-zz-broker" };
+        const forged = { server_id: info.server_id, client_id: info.client_id, name: "agent-x" };
         nc.publish(
           "_mq9.cluster.presence",
           JSON.stringify({
@@ -198,7 +200,9 @@ describe.skipIf(pinnedMissing !== undefined)(
           60_000,
           "a's line on zz",
         );
-        expect(said).toContain(`connection ${info.client_id} on nats-server ${info.server_id} is named`);
+        expect(said).toContain(
+          `connection ${info.client_id} on nats-server ${info.server_id} is named agent-x, not mq9-zz-broker`,
+        );
         expect(said).toContain("not mq9-zz-broker: not that node's, so it is left alone");
         expect(victim.isClosed()).toBe(false);
         expect(await mq9Client(victim)("$mq9.AI.MAILBOX.CREATE", { name: "still.here", ttl: 60 })).toEqual({

@@ -117,8 +117,8 @@ export class ClusterNode {
     );
     const intervalMs = this.options.presenceIntervalMs ?? PRESENCE_INTERVAL_MS;
     this.hung = new HungNodes(this.members, this.logger, {
-      // Never before the node is missing: three silent intervals, and one to spare.
-      dropAfterMs: Math.max(this.options.dropMissingAfterMs ?? DROP_MISSING_AFTER_MS, 4 * intervalMs),
+      // Never before the node is missing (three silent intervals): --drop-missing-after is above 6 s.
+      dropAfterMs: Math.max(this.options.dropMissingAfterMs ?? DROP_MISSING_AFTER_MS, 3.5 * intervalMs),
       intervalMs,
       system: this.system,
       connected: () => this.connected,

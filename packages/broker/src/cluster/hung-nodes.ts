@@ -1,4 +1,5 @@
 import type { Logger } from "../logger.js";
+import { connectionName } from "./cluster-connection.js";
 import type { ClusterMember, ClusterMembers, NatsConnectionRef } from "./cluster-members.js";
 import { KICK_SINCE, type KickOutcome, type SystemAccount } from "./system-account.js";
 
@@ -86,7 +87,9 @@ export class HungNodes {
       this.logger.warn(`${silent}${without}: ${advice(node, ref, system !== undefined)}`);
       return;
     }
-    const outcome: KickOutcome = await system.kick(ref.server_id, ref.client_id, ref.name);
+    // The name a node's connection has, not the one its news claims: news can be forged.
+    const name = connectionName(node.node, "broker");
+    const outcome: KickOutcome = await system.kick(ref.server_id, ref.client_id, name);
     const connection = describe(node, ref);
     if (outcome.kind === "dropped") {
       this.logger.warn(

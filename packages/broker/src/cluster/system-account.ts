@@ -85,7 +85,7 @@ export class SystemAccount {
     if (found.name !== name) {
       return {
         kind: "refused",
-        why: `connection ${cid} on nats-server ${serverId} is named ${JSON.stringify(found.name ?? "")}, not ${name}: not that node's, so it is left alone (forged presence news? keep _mq9.cluster.> to the nodes' NATS users)`,
+        why: `connection ${cid} on nats-server ${serverId} is named ${found.name || "(no name)"}, not ${name}: not that node's, so it is left alone (forged presence news? keep _mq9.cluster.> to the nodes' NATS users)`,
       };
     }
     const kicked = await this.ask(serverId, "KICK", { cid });
