@@ -90,6 +90,19 @@ const heardAgain = async (observer: Mq9NodeProcess, node: string) => {
 
 const pinnedMissing = missing ?? pinnedNatsServerMissing();
 
+/** Wakes any stopped node, then stops the nodes, the client, the nats-servers and PostgreSQL. */
+async function stopAll(
+  nodes: Record<string, Mq9NodeProcess>,
+  nc: NatsConnection | undefined,
+  nats: NatsServers | undefined,
+  pg: PrivatePostgres | undefined,
+): Promise<void> {
+  for (const node of Object.values(nodes)) process.kill(node.pid, "SIGCONT");
+  await nc?.close().catch(() => {});
+  await Promise.all(Object.values(nodes).map((node) => node.stop()));
+  await nats?.stop();
+  await pg?.stop();
+}
 describe.skipIf(pinnedMissing !== undefined)(
   `hung nodes, nats-server ${PINNED_NATS_SERVER_VERSION}${pinnedMissing ? ` (skipped: ${pinnedMissing})` : ""}`,
   () => {
@@ -115,13 +128,7 @@ describe.skipIf(pinnedMissing !== undefined)(
       nc = await connectTo(nats.urls);
     }, 240_000);
 
-    afterAll(async () => {
-      for (const node of Object.values(nodes)) process.kill(node.pid, "SIGCONT");
-      await nc?.close().catch(() => {});
-      await Promise.all(Object.values(nodes).map((node) => node.stop()));
-      await nats?.stop();
-      await pg?.stop();
-    }, 120_000);
+    afterAll(() => stopAll(nodes, nc, nats, pg), 120_000);
 
     it("one node drops a stopped node's connection; requests then all answer, and it rejoins on SIGCONT", async () => {
       const { a, b, c } = nodes;
@@ -245,13 +252,7 @@ describe.skipIf(missing !== undefined)(
       nc = await connectTo(nats.urls);
     }, 240_000);
 
-    afterAll(async () => {
-      for (const node of Object.values(nodes)) process.kill(node.pid, "SIGCONT");
-      await nc?.close().catch(() => {});
-      await Promise.all(Object.values(nodes).map((node) => node.stop()));
-      await nats?.stop();
-      await pg?.stop();
-    }, 120_000);
+    afterAll(() => stopAll(nodes, nc, nats, pg), 120_000);
 
     it("a node whose user is not of the system account does not start", async () => {
       const refused = startNode({
