@@ -119,6 +119,23 @@ describe("message cache: a claim never returns a message the database no longer 
     expect(await drained(store, from, "g2", T0 + 2000)).toEqual(["long"]);
   });
 
+  it("message TTL: the expiry sweep ends the leases of what it deleted", async () => {
+    const { store, from } = await withMailbox();
+    await send(store, [message("short", { expiresMs: T0 + 1000 }), message("long")]);
+    const claimed = await store.claim("box", "g", {
+      start: { fromId: from },
+      reset: false,
+      limit: 2,
+      maxBytes: 1 << 20,
+      nowMs: T0,
+      leaseMs: 60_000,
+    });
+    expect(claimed).toHaveLength(2);
+    await store.purgeExpired(T0 + 2000);
+    const report = await store.groupLeases("box", "g", T0 + 2000, 10);
+    expect(report?.leases.map((lease) => lease.msgId)).toEqual([claimed[1].id]);
+  });
+
   it("key compaction: a SEND with a key replaces the message with that key, in any class", async () => {
     const { store, from } = await withMailbox();
     await send(store, [message("v1", { key: "state" }), message("other")]);

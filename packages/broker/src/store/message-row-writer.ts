@@ -80,7 +80,7 @@ const LOGGED_PLACEHOLDERS = "(?, ?, ?, NULL, NULL, NULL, x'', ?, ?, ?, ?, ?)";
 export const EMPTY = Buffer.alloc(0);
 
 /** Told of each message replaced by a newer one with its key, with where its bytes were in the log. */
-export type OnReplaced = (located: SpanLocation | undefined, msgId: number) => void;
+export type OnReplaced = (located: SpanLocation | undefined, msgId: number, mbox: number) => void;
 
 /**
  * Keyless messages are inserted this many to a statement: binding and stepping one statement per
@@ -185,7 +185,7 @@ export class MessageRowWriter {
       if (previous) {
         this.deleteMessage.run(row.mbox, previous.msg_id);
         this.deleteDeliveriesOf.run(row.mbox, previous.msg_id);
-        this.onReplaced(locationOf(previous), previous.msg_id);
+        this.onReplaced(locationOf(previous), previous.msg_id, row.mbox);
       }
     }
     this.insertOne.run(

@@ -88,7 +88,7 @@ export interface MessageStatements {
   priorityOf: Statement<[mbox: number, msgId: number], { priority: number }>;
   remove: Statement<[mbox: number, msgId: number], LocatedRow>;
   removeOf: Statement<[mbox: number], LocatedRow>;
-  expire: Statement<[nowMs: number], LocatedRow>;
+  expire: Statement<[nowMs: number], LocatedRow & { mbox: number }>;
   /** The newest id any row holds (null in an empty store). */
   newestId: Statement<[], { id: number | null }>;
   /** The next id an mq9 version before the reservation stored. */
@@ -221,7 +221,7 @@ export function prepareStatements(db: Database.Database): SqliteStatements {
       ),
       removeOf: db.prepare("DELETE FROM messages WHERE mbox = ? RETURNING msg_id, seg, seg_at, seg_len"),
       expire: db.prepare(
-        "DELETE FROM messages WHERE expires_ms IS NOT NULL AND expires_ms <= ? RETURNING msg_id, seg, seg_at, seg_len",
+        "DELETE FROM messages WHERE expires_ms IS NOT NULL AND expires_ms <= ? RETURNING mbox, msg_id, seg, seg_at, seg_len",
       ),
       newestId: db.prepare("SELECT max(msg_id) AS id FROM messages"),
       storedNextId: db.prepare("SELECT value FROM meta WHERE name = 'next_msg_id'"),

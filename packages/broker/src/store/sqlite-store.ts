@@ -182,7 +182,7 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection, One
    * Set while delayed messages are promoted: the ids they replace by key, told to the reads once
    * committed (SENDs' replacements are known from their rows).
    */
-  private replacedIds?: number[];
+  private replacedIds?: { mbox: number; msgId: number }[];
   /** Owned by this process alone; appends on this thread. */
   readonly capabilities: StoreCapabilities = { shared: false, appendsElsewhere: false };
 
@@ -200,9 +200,9 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection, One
       options.reserveBytes ?? DEFAULT_RESERVE_BYTES,
     );
     this.stmt = prepareStatements(db);
-    this.rows = new MessageRowWriter(db, (located, msgId) => {
+    this.rows = new MessageRowWriter(db, (located, msgId, mbox) => {
       if (located) this.log?.released(located);
-      this.replacedIds?.push(msgId);
+      this.replacedIds?.push({ mbox, msgId });
     });
     this.mailboxes = new MailboxRows(this.stmt.mailboxes);
     if (!inMemory) {
@@ -584,7 +584,7 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection, One
         }
         return [...addresses];
       };
-      const replaced: number[] = [];
+      const replaced: { mbox: number; msgId: number }[] = [];
       this.replacedIds = replaced;
       let outcome: string[];
       try {
@@ -592,7 +592,8 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection, One
       } finally {
         this.replacedIds = undefined;
       }
-      this.reads.deleted(replaced);
+      for (const { mbox, msgId } of replaced) this.claims.forgetMessage(mbox, msgId);
+      this.reads.deleted(replaced.map(({ msgId }) => msgId));
       this.ids.advanceTo(next);
       return outcome;
     });
@@ -616,6 +617,8 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection, One
         this.sendKeys.sweep(nowMs);
         return { result: { mailboxes: expired.map((row) => row.address), messages }, expiredMessages };
       });
+      // Only once committed, as for a DELETE: their leases end with them.
+      for (const row of expiredMessages) this.claims.forgetMessage(row.mbox, row.msg_id);
       this.reads.deleted(expiredMessages.map((row) => row.msg_id));
       return result;
     });
