@@ -42,7 +42,8 @@ environment (defaults in brackets, quick-run defaults after the slash):
   BENCH_SMALL_DRAIN     messages sent again, then drained by FETCH(1)+ACK, and sent again and
                         drained by each client's consume loop (0 skips both)   [10000 / 1000]
   BENCH_PHASE_TIMEOUT_S a phase stops early after this many seconds      [30 / 10]
-  BENCH_CLUSTER_SYSTEMS --cluster: subset of mq9-1,mq9-2,mq9-3,jetstream,pgboss
+  BENCH_CLUSTER_SYSTEMS --cluster: subset of mq9-pg,mq9-1,mq9-2,mq9-3,jetstream,pgboss
+  BENCH_CLUSTER_MAILBOXES --cluster: mailboxes of the many-mailbox run   [64]
   BENCH_STALENESS_ROUNDS --cluster: REGISTERs timed until every node DISCOVERs them   [20]
   BENCH_CLUSTER_ROUNDS  --cluster: rounds, the systems taking turns; medians reported   [3 / 1]
   BENCH_CLUSTER_WARMUP  --cluster: SENDs (64 in flight) before each system's SEND@64   [2000 / 0]
