@@ -107,6 +107,59 @@ describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${
       await Promise.all([a.close(), b.close()]);
     });
 
+    it("readers stop below ids reserved by a SEND not yet stored, and pass them once it is, in order", async () => {
+      const { a, b } = await openTwo();
+      const schema = (a as unknown as { schema: string }).schema;
+      const batch = (from: string) =>
+        Array.from({ length: 3 }, (_, i) => ({
+          mailbox: "box",
+          priority: "normal" as const,
+          payload: body(`${from}${i}`),
+          sentMs: T0,
+        }));
+      const claim = {
+        limit: 100,
+        maxBytes: 1 << 20,
+        nowMs: T0,
+        start: { fromId: 0 },
+        reset: false,
+        leaseMs: 30_000,
+      };
+      const ids = (ms: { id: number }[]) => ms.map((m) => m.id);
+      await a.append(batch("x"), T0);
+      // A SEND on another node that has reserved ids 3-5 and not committed its messages yet:
+      // its connection is alive, so readers wait for it.
+      const slow = new pg.Client({ connectionString: db.pg.url, options: `-c search_path=${schema}` });
+      await slow.connect();
+      await slow.query("UPDATE mailboxes SET next_id = next_id + 3 WHERE address = 'box' RETURNING id");
+      const { rows } = await slow.query<{ id: string }>("SELECT id FROM mailboxes WHERE address = 'box'");
+      await slow.query("INSERT INTO append_reservations (mbox, first_id) VALUES ($1, 3)", [rows[0].id]);
+      await b.append(batch("y"), T0);
+      expect(ids(await b.claim("box", "g", claim))).toEqual([0, 1, 2]);
+      expect(ids(await a.read("box", { fromId: 0 }, claim))).toEqual([0, 1, 2]);
+      expect(ids(await a.claim("box", "g", claim))).toEqual([]);
+      // Its messages commit with the reservation given up: the group takes them, then the rest.
+      await slow.query("BEGIN");
+      await slow.query("DELETE FROM append_reservations WHERE first_id = 3");
+      await slow.query(
+        `INSERT INTO messages (mbox, msg_id, priority, payload, created_ms)
+         SELECT $1, i, 2, convert_to('s' || i, 'UTF8'), $2 FROM generate_series(3, 5) AS i`,
+        [rows[0].id, T0],
+      );
+      await slow.query("COMMIT");
+      expect(ids(await a.claim("box", "g", claim))).toEqual([3, 4, 5, 6, 7, 8]);
+      // A reservation whose connection is gone holds nothing back: the next claim drops it.
+      await slow.query("UPDATE mailboxes SET next_id = next_id + 2 WHERE address = 'box'");
+      await slow.query(
+        "INSERT INTO append_reservations (mbox, first_id, made) VALUES ($1, 9, clock_timestamp() - interval '2 seconds')",
+        [rows[0].id],
+      );
+      await slow.end();
+      await a.append(batch("z"), T0);
+      expect(ids(await b.claim("box", "g", claim))).toEqual([11, 12, 13]);
+      await Promise.all([a.close(), b.close()]);
+    });
+
     it("expiry runs on the lock holder only, and passes to the other when the holder closes", async () => {
       const { a, b } = await openTwo();
       await a.createMailbox(

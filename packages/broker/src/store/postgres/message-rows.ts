@@ -143,12 +143,20 @@ export async function reserveIds(
 }
 
 /**
- * The parameters of the fixed plain-append statement (postgres-store.ts) for one mailbox's batch:
- * per-row arrays, and the payloads and headers each concatenated into one buffer that travels in
- * binary, with each row's offset and length (-1 for no header).
+ * The parameters of mq9_send (postgres-schema.ts) for a batch of plain messages: the mailboxes
+ * and how many ids each takes, then per-row arrays (each row's mailbox as a 1-based index into
+ * them), with the payloads and headers each concatenated into one buffer that travels in binary,
+ * with each row's offset and length (-1 for no header). The statement's text does not depend on
+ * the batch's size, so it is prepared once per connection. Also the mailboxes, in that order.
  */
-export function plainBatchValues(batch: readonly NewMessage[], nowMs: number): unknown[] {
+export function sendBatchValues(
+  batch: readonly NewMessage[],
+  nowMs: number,
+): { values: unknown[]; addresses: string[] } {
   const n = batch.length;
+  const index = new Map<string, number>();
+  const counts: number[] = [];
+  const boxes = new Array<number>(n);
   const priorities = new Array<number>(n);
   const tags = new Array<string | null>(n);
   const headerAt = new Array<number>(n);
@@ -163,6 +171,14 @@ export function plainBatchValues(batch: readonly NewMessage[], nowMs: number): u
   let payloadBytes = 0;
   for (let i = 0; i < n; i++) {
     const m = batch[i];
+    let box = index.get(m.mailbox);
+    if (box === undefined) {
+      box = index.size + 1;
+      index.set(m.mailbox, box);
+      counts.push(0);
+    }
+    counts[box - 1]++;
+    boxes[i] = box;
     priorities[i] = priorityRank[m.priority];
     tags[i] = m.tags ? JSON.stringify(m.tags) : null;
     headerAt[i] = headerBytes;
@@ -178,19 +194,24 @@ export function plainBatchValues(batch: readonly NewMessage[], nowMs: number): u
     created[i] = m.sentMs;
     expires[i] = m.expiresMs ?? null;
   }
-  return [
-    batch[0].mailbox,
-    n,
-    nowMs,
-    priorities,
-    tags,
-    headerLen,
-    Buffer.concat(headers, headerBytes),
-    payloadLen,
-    Buffer.concat(payloads, payloadBytes),
-    created,
-    expires,
-    headerAt,
-    payloadAt,
-  ];
+  const addresses = [...index.keys()];
+  return {
+    addresses,
+    values: [
+      addresses,
+      counts,
+      nowMs,
+      boxes,
+      priorities,
+      tags,
+      headerLen,
+      Buffer.concat(headers, headerBytes),
+      payloadLen,
+      Buffer.concat(payloads, payloadBytes),
+      created,
+      expires,
+      headerAt,
+      payloadAt,
+    ],
+  };
 }

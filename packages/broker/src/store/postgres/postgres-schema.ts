@@ -817,6 +817,296 @@ $fn$;
   `
 ALTER TABLE registry_agents ADD COLUMN kind text NOT NULL DEFAULT 'agent';
 `,
+  // SEND batches reserve their ids in a transaction of their own, committed without waiting for
+  // its flush (a crash that loses it loses no stored message: their commit flushes it first),
+  // and store their messages in a second one that deletes the reservation. So a mailbox's
+  // counter row is locked for the reservation only, and the commits of several nodes' batches
+  // overlap and share their WAL flushes instead of taking turns on the row. Readers stop at a
+  // mailbox's horizon: below the first id of a reservation still pending, ids may still appear.
+  // A reservation is given up once no append can follow it: its connection is gone (a node that
+  // died, a server restart) or it is 10 s old (a node that hangs); an append that comes after
+  // finds it gone, stores nothing and fails.
+  `
+CREATE TABLE append_reservations (
+  mbox bigint NOT NULL,
+  first_id bigint NOT NULL,
+  made timestamptz NOT NULL DEFAULT clock_timestamp(),
+  pid integer NOT NULL DEFAULT pg_backend_pid(),
+  PRIMARY KEY (mbox, first_id)
+);
+
+-- Drops the reservations of one mailbox (all when NULL) that no append can follow any more.
+CREATE FUNCTION mq9_drop_dead_reservations(p_mbox bigint) RETURNS void LANGUAGE sql VOLATILE AS $fn$
+  DELETE FROM append_reservations x
+  WHERE (p_mbox IS NULL OR x.mbox = p_mbox)
+    AND (x.made < pg_postmaster_start_time() OR x.made <= clock_timestamp() - interval '10 seconds'
+         OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = x.pid));
+$fn$;
+
+-- The lowest id of a mailbox a reader may not pass yet: below it every id is stored or never will
+-- be. Reservations pending for over a second are checked, and dropped when dead.
+CREATE FUNCTION mq9_horizon(p_mbox bigint) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  h record;
+BEGIN
+  FOR attempt IN 1..2 LOOP
+    SELECT b.next_id, r.first_id, r.made INTO h FROM mailboxes b
+      LEFT JOIN LATERAL (SELECT x.first_id, x.made FROM append_reservations x WHERE x.mbox = b.id
+                         ORDER BY x.first_id LIMIT 1) r ON true
+    WHERE b.id = p_mbox;
+    IF NOT FOUND THEN RETURN 0; END IF;
+    IF h.first_id IS NULL THEN RETURN h.next_id; END IF;
+    IF attempt = 2 OR (h.made > clock_timestamp() - interval '1 second' AND h.made >= pg_postmaster_start_time()) THEN
+      RETURN least(h.first_id, h.next_id);
+    END IF;
+    PERFORM mq9_drop_dead_reservations(p_mbox);
+  END LOOP;
+  RETURN 0;
+END
+$fn$;
+
+-- A SEND batch of plain messages in one call and two transactions. The first reserves
+-- p_counts[i] ids in each live mailbox p_addresses[i] (their rows locked in id order, so two
+-- reservations never wait on each other in a cycle) and commits without waiting for its flush;
+-- the second gives the reservations up and stores the rows, and waits for it. Rows come as arrays
+-- (p_box: each one's mailbox, 1-based into p_addresses), payloads and headers as one binary value
+-- each, cut by offset and length. Returns each mailbox's first id, NULL where it was missing or
+-- deleted meanwhile (nothing of the batch stored there). A reservation found gone (given up as
+-- dead) fails the second transaction: nothing stored.
+CREATE PROCEDURE mq9_send(p_addresses text[], p_counts integer[], p_now bigint, p_box integer[],
+                          p_priorities smallint[], p_tags text[], p_hlen integer[], p_headers bytea,
+                          p_plen integer[], p_payloads bytea, p_created bigint[], p_expires bigint[],
+                          p_hat integer[], p_pat integer[], INOUT firsts bigint[] DEFAULT NULL)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  boxes bigint[];
+  reserved integer;
+  dropped integer;
+  held bigint[];
+BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
+  PERFORM 1 FROM (SELECT b.id FROM mailboxes b
+                  WHERE b.address = ANY (p_addresses) AND (b.expires_ms IS NULL OR b.expires_ms > p_now)
+                  ORDER BY b.id FOR NO KEY UPDATE) locked;
+  WITH bumped AS (
+    UPDATE mailboxes b SET next_id = b.next_id + q.n
+    FROM unnest(p_addresses, p_counts) AS q(address, n)
+    WHERE b.address = q.address AND (b.expires_ms IS NULL OR b.expires_ms > p_now)
+    RETURNING b.address, b.id, b.next_id - q.n AS first),
+  kept AS (INSERT INTO append_reservations (mbox, first_id) SELECT bumped.id, bumped.first FROM bumped)
+  SELECT array_agg(bumped.id ORDER BY q.i), array_agg(bumped.first ORDER BY q.i) INTO boxes, firsts
+  FROM unnest(p_addresses) WITH ORDINALITY AS q(address, i) LEFT JOIN bumped ON bumped.address = q.address;
+  SELECT count(*) INTO reserved FROM unnest(boxes) x WHERE x IS NOT NULL;
+  IF reserved = 0 THEN RETURN; END IF;
+  COMMIT;
+  DELETE FROM append_reservations r USING unnest(boxes, firsts) AS q(box, first)
+  WHERE r.mbox = q.box AND r.first_id = q.first;
+  GET DIAGNOSTICS dropped = ROW_COUNT;
+  IF dropped <> reserved THEN
+    RAISE EXCEPTION 'the ids reserved for this SEND were given up before its messages were stored (the database answered too slowly); nothing was stored, send again';
+  END IF;
+  -- A mailbox deleted from now on waits for this commit, then takes these messages with it.
+  SELECT coalesce(array_agg(k.id), '{}') INTO held
+  FROM (SELECT b.id FROM mailboxes b WHERE b.id = ANY (boxes) FOR KEY SHARE) k;
+  INSERT INTO messages (mbox, msg_id, priority, msg_key, tags, header, payload, created_ms, expires_ms)
+  SELECT boxes[t.box], firsts[t.box] + row_number() OVER (PARTITION BY t.box ORDER BY t.ord) - 1, t.priority, NULL,
+         t.tags::jsonb, CASE WHEN t.hlen < 0 THEN NULL ELSE substring(p_headers FROM t.hat + 1 FOR t.hlen) END,
+         substring(p_payloads FROM t.pat + 1 FOR t.plen), t.created, t.expires
+  FROM unnest(p_box, p_priorities, p_tags, p_hlen, p_plen, p_created, p_expires, p_hat, p_pat) WITH ORDINALITY
+    AS t(box, priority, tags, hlen, plen, created, expires, hat, pat, ord)
+  WHERE boxes[t.box] = ANY (held);
+  SELECT array_agg(CASE WHEN boxes[i] = ANY (held) THEN firsts[i] END ORDER BY i) INTO firsts
+  FROM generate_subscripts(boxes, 1) AS i;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION mq9_claim_leases(p_address text, p_group text, p_from bigint, p_now bigint, p_reset boolean,
+                                 p_limit integer, p_max_bytes bigint, p_lease_until bigint,
+                                 p_member text, p_max_deliver integer, p_backoff bigint[])
+RETURNS TABLE (msg_id bigint, priority smallint, msg_key text, tags jsonb, header bytea, payload bytea,
+               created_ms bigint, expires_ms bigint, delivery_count integer)
+LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+DECLARE
+  st record;
+  r record;
+  ids bigint[] := '{}';
+  ranks smallint[] := '{}';
+  places integer[] := '{}';
+  d bigint[];
+  bytes bigint := 0;
+  taken integer := 0;
+  cur_rank integer := -1;
+  lim integer;
+  count_now integer;
+  hz bigint;
+BEGIN
+  -- Creates the group, or locks its row: claims of one group take turns, cluster-wide.
+  INSERT INTO groups AS g (mbox, name, cursor0, cursor1, cursor2, delivered0, delivered1, delivered2, next_batch,
+                           max_deliver, backoff_ms)
+  SELECT b.id, p_group, p_from, p_from, p_from, p_from - 1, p_from - 1, p_from - 1, 1, p_max_deliver, p_backoff
+  FROM mailboxes b
+  WHERE b.address = p_address AND (b.expires_ms IS NULL OR b.expires_ms > p_now)
+  ON CONFLICT (mbox, name) DO UPDATE SET
+    next_batch = g.next_batch + 1,
+    max_deliver = coalesce(p_max_deliver, g.max_deliver),
+    backoff_ms = coalesce(p_backoff, g.backoff_ms),
+    cursor0 = CASE WHEN p_reset THEN excluded.cursor0 ELSE g.cursor0 END,
+    cursor1 = CASE WHEN p_reset THEN excluded.cursor1 ELSE g.cursor1 END,
+    cursor2 = CASE WHEN p_reset THEN excluded.cursor2 ELSE g.cursor2 END,
+    delivered0 = CASE WHEN p_reset THEN excluded.delivered0 ELSE g.delivered0 END,
+    delivered1 = CASE WHEN p_reset THEN excluded.delivered1 ELSE g.delivered1 END,
+    delivered2 = CASE WHEN p_reset THEN excluded.delivered2 ELSE g.delivered2 END
+  RETURNING g.mbox, g.delivered0, g.delivered1, g.delivered2, g.next_batch - 1 AS batch, g.max_deliver,
+            g.backoff_ms INTO st;
+  IF NOT FOUND THEN RETURN; END IF;
+  hz := mq9_horizon(st.mbox);
+  SELECT coalesce(st.max_deliver, b.max_deliver, 0) INTO lim FROM mailboxes b WHERE b.id = st.mbox;
+  IF p_reset THEN
+    DELETE FROM deliveries dl WHERE dl.mbox = st.mbox AND dl.grp = p_group;
+  END IF;
+  d := ARRAY[st.delivered0, st.delivered1, st.delivered2];
+  -- Past the highest id handed out, plus what an expired lease gave back once its backoff is over
+  -- and while it has deliveries left.
+  FOR r IN
+    SELECT * FROM (
+      (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms, false AS again
+        FROM messages m
+        WHERE m.mbox = st.mbox AND m.priority = 0 AND m.msg_id > st.delivered0 AND m.msg_id < hz AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+        ORDER BY m.msg_id LIMIT p_limit)
+      UNION ALL
+      (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms, false AS again
+        FROM messages m
+        WHERE m.mbox = st.mbox AND m.priority = 1 AND m.msg_id > st.delivered1 AND m.msg_id < hz AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+        ORDER BY m.msg_id LIMIT p_limit)
+      UNION ALL
+      (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms, false AS again
+        FROM messages m
+        WHERE m.mbox = st.mbox AND m.priority = 2 AND m.msg_id > st.delivered2 AND m.msg_id < hz AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+        ORDER BY m.msg_id LIMIT p_limit)
+      UNION ALL
+      (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms, true AS again
+        FROM deliveries dl JOIN messages m ON m.mbox = dl.mbox AND m.msg_id = dl.msg_id
+        WHERE dl.mbox = st.mbox AND dl.grp = p_group AND NOT dl.acked AND dl.lease_until_ms <= p_now
+          AND NOT dl.dead AND (lim = 0 OR dl.delivery_count < lim)
+          AND coalesce(dl.retry_at_ms, dl.lease_until_ms + mq9_backoff(st.backoff_ms, dl.delivery_count)) <= p_now
+          AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+        ORDER BY dl.priority, dl.msg_id LIMIT p_limit)
+    ) c ORDER BY c.priority, c.msg_id
+  LOOP
+    -- The byte budget as the SQLite store applies it: at least one message, and a class is not
+    -- started once the budget is spent.
+    EXIT WHEN taken >= p_limit;
+    IF r.priority <> cur_rank THEN
+      EXIT WHEN bytes > 0 AND bytes >= p_max_bytes;
+      cur_rank := r.priority;
+    END IF;
+    EXIT WHEN bytes > 0 AND bytes + octet_length(r.payload) > p_max_bytes;
+    IF r.again THEN
+      -- The ACK of that lease may have deleted its row since this loop's snapshot.
+      UPDATE deliveries dl SET batch = st.batch, pos = taken + 1, lease_until_ms = p_lease_until,
+        delivery_count = dl.delivery_count + 1, retry_at_ms = NULL, member = p_member
+      WHERE dl.mbox = st.mbox AND dl.msg_id = r.msg_id AND dl.grp = p_group AND NOT dl.acked
+        AND dl.lease_until_ms <= p_now AND NOT dl.dead
+      RETURNING dl.delivery_count INTO count_now;
+      CONTINUE WHEN NOT FOUND;
+    ELSE
+      ids := ids || r.msg_id;
+      ranks := ranks || r.priority;
+      places := places || (taken + 1);
+      d[r.priority + 1] := greatest(d[r.priority + 1], r.msg_id);
+      count_now := 1;
+    END IF;
+    taken := taken + 1;
+    bytes := bytes + octet_length(r.payload);
+    msg_id := r.msg_id; priority := r.priority; msg_key := r.msg_key; tags := r.tags; header := r.header;
+    payload := r.payload; created_ms := r.created_ms; expires_ms := r.expires_ms; delivery_count := count_now;
+    RETURN NEXT;
+  END LOOP;
+  IF cardinality(ids) = 0 THEN RETURN; END IF;
+  INSERT INTO deliveries AS dl (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked, member)
+  SELECT st.mbox, p_group, t.id, t.rank, st.batch, t.pos, p_lease_until, false, p_member
+  FROM unnest(ids, ranks, places) AS t(id, rank, pos)
+  ON CONFLICT (mbox, msg_id, grp) DO UPDATE
+    SET batch = excluded.batch, pos = excluded.pos, lease_until_ms = excluded.lease_until_ms, member = excluded.member;
+  UPDATE groups g SET delivered0 = d[1], delivered1 = d[2], delivered2 = d[3]
+  WHERE g.mbox = st.mbox AND g.name = p_group;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION mq9_claim(p_address text, p_group text, p_from bigint, p_now bigint, p_reset boolean,
+                          p_limit integer, p_max_bytes bigint, p_lease_until bigint,
+                          p_member text, p_max_deliver integer, p_backoff bigint[])
+RETURNS TABLE (msg_id bigint, priority smallint, msg_key text, tags jsonb, header bytea, payload bytea,
+               created_ms bigint, expires_ms bigint, delivery_count integer)
+LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+DECLARE
+  box record;
+  st record;
+  start_id bigint;
+  hz bigint;
+BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
+  SELECT b.id, b.next_id, EXISTS (SELECT 1 FROM append_reservations r WHERE r.mbox = b.id) AS reserved INTO box
+  FROM mailboxes b
+  WHERE b.address = p_address AND (b.expires_ms IS NULL OR b.expires_ms > p_now);
+  IF NOT FOUND THEN RETURN; END IF;
+  hz := CASE WHEN box.reserved THEN mq9_horizon(box.id) ELSE box.next_id END;
+  start_id := coalesce(p_from, box.next_id);
+  IF p_reset OR EXISTS (SELECT 1 FROM deliveries dl WHERE dl.mbox = box.id AND dl.grp = p_group
+                          AND NOT dl.acked AND dl.lease_until_ms <= p_now) THEN
+    RETURN QUERY SELECT * FROM mq9_claim_leases(p_address, p_group, start_id, p_now, p_reset, p_limit, p_max_bytes,
+                                                p_lease_until, p_member, p_max_deliver, p_backoff);
+    RETURN;
+  END IF;
+  -- Creates the group, or locks its row: claims of one group take turns, cluster-wide.
+  INSERT INTO groups AS g (mbox, name, cursor0, cursor1, cursor2, delivered0, delivered1, delivered2, next_batch,
+                           max_deliver, backoff_ms)
+  VALUES (box.id, p_group, start_id, start_id, start_id, start_id - 1, start_id - 1, start_id - 1, 1,
+          p_max_deliver, p_backoff)
+  ON CONFLICT (mbox, name) DO UPDATE SET next_batch = g.next_batch + 1,
+    max_deliver = coalesce(p_max_deliver, g.max_deliver), backoff_ms = coalesce(p_backoff, g.backoff_ms)
+  RETURNING g.delivered0, g.delivered1, g.delivered2, g.next_batch - 1 AS batch INTO st;
+  RETURN QUERY
+  WITH candidates AS (
+    -- Per class, the next messages past its highest id handed out.
+    SELECT picked.* FROM (VALUES (0::smallint, st.delivered0), (1::smallint, st.delivered1), (2::smallint, st.delivered2))
+      AS k(rank, past),
+    LATERAL (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms
+             FROM messages m
+             WHERE m.mbox = box.id AND m.priority = k.rank AND m.msg_id > k.past AND m.msg_id < hz
+               AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+             ORDER BY m.msg_id LIMIT p_limit) picked),
+  placed AS (
+    SELECT c.*, row_number() OVER w AS pos,
+           coalesce(sum(octet_length(c.payload)) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before,
+           lag(c.priority) OVER w AS prev_rank
+    FROM candidates c WINDOW w AS (ORDER BY c.priority, c.msg_id)),
+  -- The byte budget as the SQLite store applies it: at least one message, none past the limit,
+  -- and a class is not started once the budget is spent; the first row over ends the claim.
+  judged AS (
+    SELECT p.*, bool_or(p.pos > p_limit OR (p.before > 0 AND (p.before + octet_length(p.payload) > p_max_bytes
+                  OR (p.prev_rank IS DISTINCT FROM p.priority AND p.before >= p_max_bytes)))) OVER (ORDER BY p.pos) AS over
+    FROM placed p),
+  taken AS (SELECT * FROM judged j WHERE NOT j.over),
+  leased AS (
+    INSERT INTO deliveries AS dl (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked, member)
+    SELECT box.id, p_group, t.msg_id, t.priority, st.batch, t.pos, p_lease_until, false, p_member FROM taken t
+    ON CONFLICT (mbox, msg_id, grp) DO UPDATE
+      SET batch = excluded.batch, pos = excluded.pos, lease_until_ms = excluded.lease_until_ms, member = excluded.member),
+  marked AS (
+    UPDATE groups g SET
+      delivered0 = greatest(g.delivered0, (SELECT max(t.msg_id) FROM taken t WHERE t.priority = 0)),
+      delivered1 = greatest(g.delivered1, (SELECT max(t.msg_id) FROM taken t WHERE t.priority = 1)),
+      delivered2 = greatest(g.delivered2, (SELECT max(t.msg_id) FROM taken t WHERE t.priority = 2))
+    WHERE g.mbox = box.id AND g.name = p_group)
+  SELECT t.msg_id, t.priority, t.msg_key, t.tags, t.header, t.payload, t.created_ms, t.expires_ms, 1
+  FROM taken t ORDER BY t.pos;
+END
+$fn$;
+
+`,
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

@@ -43,8 +43,8 @@ import {
   MESSAGE_COLUMNS,
   type MessageInsert,
   type MessageRow,
-  plainBatchValues,
   reserveIds,
+  sendBatchValues,
   storedMessage,
   takeWithinBudget,
 } from "./message-rows.js";
@@ -122,15 +122,22 @@ function named(text: string, names: readonly string[]): string {
   });
 }
 
-/** One mailbox, no keys, no idempotency keys, nothing delayed: what appendPlain takes. */
+/** No keys, no idempotency keys, nothing delayed, in any mailboxes: what appendReserved takes. */
 function isPlainBatch(batch: readonly NewMessage[]): boolean {
-  const mailbox = batch[0]?.mailbox;
-  if (mailbox === undefined) return false;
+  if (batch.length === 0) return false;
   for (const m of batch) {
-    if (m.mailbox !== mailbox || m.key !== undefined || m.dueMs !== undefined || m.dedup !== undefined)
-      return false;
+    if (m.key !== undefined || m.dueMs !== undefined || m.dedup !== undefined) return false;
   }
   return true;
+}
+
+/**
+ * Drops the id reservations no append can follow (see mq9_drop_dead_reservations): a stateless
+ * read stops at a mailbox's first pending one, so one left by a dead node or a server restart
+ * would hold it back. At open and with each health probe.
+ */
+async function dropDeadReservations(client: pg.Pool | pg.PoolClient): Promise<void> {
+  await client.query("SELECT mq9_drop_dead_reservations(NULL)");
 }
 
 /** A mailbox's idempotency key, as one string. */
@@ -220,7 +227,10 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
     pool.on("error", (err) => logger.warn({ err }, "postgres: an idle connection failed"));
     const where = describeDatabase(options.url);
     try {
-      await withCheckedOutClient(pool, (client) => migrate(client, schema, logger));
+      await withCheckedOutClient(pool, async (client) => {
+        await migrate(client, schema, logger);
+        await dropDeadReservations(client);
+      });
     } catch (err) {
       await pool.end().catch(() => {});
       throw postgresError(err, `cannot open the PostgreSQL store (schema ${schema})`, where, true);
@@ -275,7 +285,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
   }
 
   async append(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
-    if (isPlainBatch(batch)) return this.appendPlain(batch, nowMs);
+    if (isPlainBatch(batch)) return this.appendReserved(batch, nowMs);
     const keyed = batch.some((m) => m.dedup !== undefined);
     return this.transaction(
       "cannot store the message",
@@ -433,11 +443,15 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
     const perClass = (rank: number) =>
       `(SELECT ${MESSAGE_COLUMNS} FROM messages m
         WHERE m.mbox = (SELECT id FROM box) AND m.priority = ${rank} AND m.msg_id >= $from
+          AND m.msg_id < (SELECT horizon FROM box)
           AND ${LIVE_MESSAGE} AND m.created_ms >= $since ORDER BY m.msg_id LIMIT $limit)`;
     const { rows } = await this.run<MessageRow>("cannot read messages", {
       name: "mq9-read",
       text: named(
-        `WITH box AS (SELECT id FROM mailboxes WHERE address = $address AND (expires_ms IS NULL OR expires_ms > $now))
+        // Up to the horizon: past an id still reserved, a lower one may yet appear (see mq9_horizon).
+        `WITH box AS (
+           SELECT b.id, least(b.next_id, (SELECT min(r.first_id) FROM append_reservations r WHERE r.mbox = b.id)) AS horizon
+           FROM mailboxes b WHERE b.address = $address AND (b.expires_ms IS NULL OR b.expires_ms > $now))
          ${[0, 1, 2].map(perClass).join(" UNION ALL ")} ORDER BY priority, msg_id`,
         ["address", "now", "from", "since", "limit"],
       ),
@@ -697,6 +711,8 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
         text: "DELETE FROM send_keys WHERE until_ms <= $1",
         values: [nowMs],
       });
+      // Left by SENDs that failed or nodes that died, in mailboxes no group visits (see mq9_horizon).
+      await c.query("SELECT mq9_drop_dead_reservations(NULL)");
       return { mailboxes: boxes.rows.map((r) => r.address), messages: messages.rows[0]?.n ?? 0 };
     });
   }
@@ -802,6 +818,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
       const { rows } = await this.pool.query<{ version: number }>("SELECT version FROM mq9_schema_version");
       const version = rows[0]?.version ?? POSTGRES_SCHEMA_VERSION;
       if (version > POSTGRES_SCHEMA_VERSION && this.migratedTo === undefined) await this.stepAside(version);
+      else if (version === POSTGRES_SCHEMA_VERSION) await dropDeadReservations(this.pool);
       return true;
     } catch {
       return false;
@@ -864,31 +881,56 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
   }
 
   /**
-   * The usual batch (one mailbox, no key, nothing delayed) in one statement and one round trip:
-   * the counter's row lock is held until the statement's own commit, so ids still become
-   * visible in order. The statement's text does not depend on the batch's size, so it is
-   * prepared once per connection and its plan reused: the rows travel as arrays, and the
-   * payloads and headers as one binary parameter each, cut by offset and length.
+   * The usual batch (no key, nothing delayed), in one call of mq9_send: a transaction that
+   * reserves the batch's ids without waiting for its flush, then one that stores the messages
+   * and does (postgres-schema.ts says why readers still see each mailbox's ids in order). The
+   * mailboxes' rows are locked only while reserving, so other nodes' batches commit alongside
+   * this one instead of waiting for its flush.
    */
-  private async appendPlain(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
-    const { rows: first } = await this.commitOne<{ first: number }>("cannot store the message", {
-      name: "mq9-append-plain",
-      text: `WITH box AS (
-               UPDATE mailboxes SET next_id = next_id + $2
-               WHERE address = $1 AND (expires_ms IS NULL OR expires_ms > $3) RETURNING id, next_id - $2 AS first),
-             added AS (
-               INSERT INTO messages (mbox, msg_id, priority, msg_key, tags, header, payload, created_ms, expires_ms)
-               SELECT box.id, box.first + t.ord - 1, t.priority, NULL, t.tags::jsonb,
-                      CASE WHEN t.hlen < 0 THEN NULL ELSE substring($7::bytea FROM t.hat + 1 FOR t.hlen) END,
-                      substring($9::bytea FROM t.pat + 1 FOR t.plen), t.created_ms, t.expires_ms
-               FROM box, unnest($4::smallint[], $5::text[], $6::int[], $8::int[], $10::bigint[], $11::bigint[], $12::int[], $13::int[])
-                 WITH ORDINALITY AS t(priority, tags, hlen, plen, created_ms, expires_ms, hat, pat, ord))
-             SELECT first FROM box`,
-      values: plainBatchValues(batch, nowMs),
-    });
-    const start = first[0]?.first;
-    if (start === undefined) return batch.map(() => ({ missingMailbox: true }));
-    return batch.map((_, i) => ({ id: start + i }));
+  private async appendReserved(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
+    const context = "cannot store the message";
+    this.assertOpen();
+    const { values, addresses } = sendBatchValues(batch, nowMs);
+    let sent = false;
+    try {
+      const firsts = await withCheckedOutClient(this.pool, async (client, markBroken) => {
+        try {
+          sent = true;
+          const { rows } = await client.query<{ firsts: (string | null)[] | null }>({
+            name: "mq9-send",
+            text: "CALL mq9_send($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+            values,
+          });
+          return rows[0]?.firsts ?? [];
+        } catch (err) {
+          if (!failedOnServer(err)) {
+            // A statement still running after a client-side timeout: the connection is not reused.
+            markBroken(err as Error);
+          } else {
+            // The messages' transaction failed after the reservations committed: give them up,
+            // or readers would wait for them (they are this connection's: one batch at a time).
+            await client
+              .query("DELETE FROM append_reservations WHERE pid = pg_backend_pid()")
+              .catch((e: Error) => markBroken(e));
+          }
+          throw err;
+        }
+      });
+      const first = new Map<string, number>();
+      addresses.forEach((address, i) => {
+        const id = firsts[i];
+        if (id !== null && id !== undefined) first.set(address, Number(id));
+      });
+      return batch.map((m): AppendResult => {
+        const id = first.get(m.mailbox);
+        if (id === undefined) return { missingMailbox: true };
+        first.set(m.mailbox, id + 1);
+        return { id };
+      });
+    } catch (err) {
+      if (sent && !failedOnServer(err)) throw outcomeUnknownError(err, context, this.where);
+      throw postgresError(err, context, this.where);
+    }
   }
 
   /** Locks the batch's live mailboxes and reserves their ids; by address, with each one's first id. */
