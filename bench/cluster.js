@@ -123,7 +123,8 @@ async function measureLayout(system, layout, cfg, { seq }) {
 
 /** The one-mailbox run (per-mailbox order), then, where the system has it, the many-mailbox run. */
 async function measure(system, cfg) {
-  // A fresh Node process (our nodes, pg-boss's client) runs its hot paths unoptimised at first.
+  // A fresh Node process (our nodes, pg-boss's client) runs its hot paths unoptimised at first:
+  // every node needs its own warm-up, and gets a share of the SENDs.
   if (cfg.warmup > 0) {
     let n = 0;
     await measureSend(
@@ -131,7 +132,7 @@ async function measure(system, cfg) {
         const i = n++;
         return system.warmup(i % 3, i);
       },
-      { count: cfg.warmup, concurrency: 64, maxMs: cfg.phaseMs },
+      { count: cfg.warmup * (system.processes ?? 1), concurrency: 64, maxMs: cfg.phaseMs * 2 },
     );
   }
   const one = await measureLayout(system, system.one, cfg, { seq: true });
@@ -223,6 +224,7 @@ async function mq9On(nats, pg, nodeCount, cfg, run, nodes) {
       postgres: postgresPids(pg.postmasterPid),
     }),
     usesPostgres: true,
+    processes: nodes.length,
     warmup: (lane) => send(lane, "bench.q1"),
     one: { send: (lane) => send(lane, "bench.q1"), drainOnce: drainer(1) },
     many: {
@@ -453,7 +455,7 @@ export async function runClusterBench(base) {
     seq: env("BENCH_SEQ_MESSAGES", base.quick ? 200 : 1000),
     par: env("BENCH_MESSAGES", base.quick ? 2000 : 10000),
     phaseMs: base.phaseMs,
-    warmup: env("BENCH_CLUSTER_WARMUP", base.quick ? 0 : 2000),
+    warmup: env("BENCH_CLUSTER_WARMUP", base.quick ? 0 : 3000),
     rounds: env("BENCH_CLUSTER_ROUNDS", base.quick ? 1 : 3),
     mailboxes: env("BENCH_CLUSTER_MAILBOXES", 64),
   };

@@ -9,6 +9,13 @@ export type AppendDone = (err: unknown, result?: AppendResult) => void;
  * depend on one transaction per message. Each caller is answered only after
  * the commit holding its message succeeded. Callers pass a callback, not await a promise:
  * SEND is the hottest path, and a promise per message was a measurable part of its cost.
+ *
+ * A store that appends elsewhere (a database server shared by several brokers) costs a round
+ * trip and a commit per batch. Under concurrent load, when fewer messages wait than the last
+ * batch held, the next commit waits for that many, at most as long as the last commit took (and
+ * `lingerMs`). Otherwise each broker of a cluster, holding only its share of the requests, would
+ * commit ever smaller batches as brokers are added, and pay per batch what one broker pays per
+ * bigger one. A caller alone (batches of one) never waits.
  */
 export class SendBatcher {
   /** Queued messages and, at the same index, whom to tell once each is committed. */
@@ -18,17 +25,23 @@ export class SendBatcher {
   private scheduled = false;
   /** Callers of drained() waiting for the queue to empty. */
   private drainWaiters: (() => void)[] = [];
+  /** While the next commit waits for more: the size that ends the wait, and how to end it. */
+  private lingering?: { enough: number; go: () => void };
+  /** How long the last commit took (ms): the next one waits no longer for more. */
+  private lastCommitMs = 0;
 
   constructor(
     private readonly store: Store,
     private readonly onCommitted: (batch: readonly NewMessage[], results: AppendResult[]) => void,
     private readonly now: () => number = Date.now,
     private readonly maxBatch = 4096,
+    private readonly lingerMs = store.capabilities.appendsElsewhere ? 5 : 0,
   ) {}
 
   append(message: NewMessage, done: AppendDone): void {
     this.messages.push(message);
     this.dones.push(done);
+    if (this.lingering && this.messages.length >= this.lingering.enough) this.lingering.go();
     this.schedule();
   }
 
@@ -53,7 +66,7 @@ export class SendBatcher {
     while (committing) {
       const { messages, dones, results, err } = await committing;
       // A store that appends elsewhere gets what queued meanwhile before these callers are answered.
-      if (this.store.capabilities.appendsElsewhere) committing = this.commitNext();
+      if (this.store.capabilities.appendsElsewhere) committing = this.commitSoon(messages.length);
       if (err !== undefined) for (const done of dones) done(err);
       else if (results) {
         for (let i = 0; i < dones.length; i++) dones[i](undefined, results[i]);
@@ -65,6 +78,23 @@ export class SendBatcher {
     const waiters = this.drainWaiters;
     this.drainWaiters = [];
     for (const resolve of waiters) resolve();
+  }
+
+  /**
+   * The next commit: at once, or, when fewer messages wait than the last batch (`last`) held, once
+   * that many wait or the last commit's duration (at most lingerMs) passed.
+   */
+  private commitSoon(last: number): ReturnType<SendBatcher["commitNext"]> {
+    if (this.lingerMs <= 0 || last < 2 || this.messages.length >= last) return this.commitNext();
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => go(), Math.min(this.lingerMs, this.lastCommitMs));
+      const go = () => {
+        clearTimeout(timer);
+        this.lingering = undefined;
+        resolve();
+      };
+      this.lingering = { enough: last, go };
+    }).then(() => this.commitNext() ?? { messages: [], dones: [], results: [] });
   }
 
   /** Starts the commit of the queue (at most maxBatch of it); undefined when it is empty. */
@@ -83,11 +113,15 @@ export class SendBatcher {
       this.dones = [];
     }
     let appended: Promise<AppendResult[]>;
+    const started = performance.now();
     try {
       appended = this.store.append(messages, this.now());
     } catch (err) {
       appended = Promise.reject(err);
     }
+    appended = appended.finally(() => {
+      this.lastCommitMs = performance.now() - started;
+    });
     return appended.then(
       (results) => ({ messages, dones, results }),
       (err: unknown) => ({ messages, dones, err: err ?? new Error("the store failed to append") }),
