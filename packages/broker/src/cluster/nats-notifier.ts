@@ -10,7 +10,7 @@ export const WAKE_SUBJECT = "_mq9.cluster.wake";
  * Wakes long-polls across the cluster: a node that stored messages (or promoted delayed ones)
  * wakes its own waiters and tells the other nodes on one NATS subject, which they all subscribe
  * to from the start (no interest to propagate per mailbox, so a wake is never lost to a race).
- * Mailboxes notified in the same turn share one announcement. A lost announcement costs only
+ * Mailboxes notified in the same run of microtasks share one announcement. A lost announcement costs only
  * latency: a long-poll still ends at its max_wait_ms and claims again.
  */
 export class NatsNotifier implements Notifier {
@@ -50,7 +50,8 @@ export class NatsNotifier implements Notifier {
     this.pending.add(mailbox);
     if (this.scheduled) return;
     this.scheduled = true;
-    setImmediate(() => this.announce());
+    // Before the client flushes what this turn published: with a batch's replies, one write.
+    queueMicrotask(() => this.announce());
   }
 
   watch(mailbox: string): Watch {

@@ -69,8 +69,9 @@ export class SendBatcher {
       if (this.store.capabilities.appendsElsewhere) committing = this.commitSoon(messages.length);
       if (err !== undefined) for (const done of dones) done(err);
       else if (results) {
-        for (let i = 0; i < dones.length; i++) dones[i](undefined, results[i]);
+        // Wake-ups first: a cluster node's announcement then leaves in the same write as the replies.
         this.onCommitted(messages, results);
+        for (let i = 0; i < dones.length; i++) dones[i](undefined, results[i]);
       }
       if (!this.store.capabilities.appendsElsewhere) committing = this.commitNext();
     }
