@@ -470,6 +470,12 @@ export async function runClusterBench(base) {
   let chosen = [];
   const db = new PgPool({ connectionString: pg.url, max: 1 });
   cfg.databaseStats = (settle) => databaseStats(db, settle);
+  // e.g. BENCH_PG_COMMIT_DELAY=1000: PostgreSQL waits that many us before a WAL flush when other
+  // transactions are running, so the commits of several nodes share it.
+  if (process.env.BENCH_PG_COMMIT_DELAY) {
+    await db.query(`ALTER SYSTEM SET commit_delay = ${Number(process.env.BENCH_PG_COMMIT_DELAY)}`);
+    await db.query("SELECT pg_reload_conf()");
+  }
   try {
     const makers = [
       ["mq9-pg", "mq9, 1 node on PostgreSQL (own listener)", (round) => mq9System(nats, pg, 0, cfg, round)],

@@ -44,6 +44,7 @@ environment (defaults in brackets, quick-run defaults after the slash):
   BENCH_PHASE_TIMEOUT_S a phase stops early after this many seconds      [30 / 10]
   BENCH_CLUSTER_SYSTEMS --cluster: subset of mq9-pg,mq9-1,mq9-2,mq9-3,jetstream,pgboss
   BENCH_CLUSTER_MAILBOXES --cluster: mailboxes of the many-mailbox run   [64]
+  BENCH_PG_COMMIT_DELAY --cluster: PostgreSQL's commit_delay in us (flushes shared by commits)   [0]
   BENCH_STALENESS_ROUNDS --cluster: REGISTERs timed until every node DISCOVERs them   [20]
   BENCH_CLUSTER_ROUNDS  --cluster: rounds, the systems taking turns; medians reported   [3 / 1]
   BENCH_CLUSTER_WARMUP  --cluster: SENDs (64 in flight) per mq9 node before each system's runs   [3000 / 0]
