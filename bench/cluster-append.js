@@ -4,29 +4,15 @@
 // nodes), 1 KiB payloads, fsync on. Prints messages/s, WAL bytes and PostgreSQL CPU per message,
 // so the cost splits into a part per message and a part per batch (two transactions, one flush).
 // Figures only. Usage: node bench/cluster-append.js (BENCH_APPEND_MESSAGES, default 20000 per case)
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { PostgresStore } from "@mq9/broker/internal";
 import pg from "pg";
 import { startPrivatePostgres } from "../scripts/local-cluster/private-postgres.js";
-import { cpuMeter } from "./proc.js";
+import { cpuMeter, postgresPids } from "./proc.js";
 
 const MESSAGES = Number(process.env.BENCH_APPEND_MESSAGES ?? 20_000);
 const MAILBOXES = 64;
-
-/** The postmaster and its live children (see cluster.js). */
-function postgresPids(postmaster) {
-  const pids = [-postmaster, postmaster];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const text = readFileSync(`/proc/${entry}/stat`, "utf8");
-      if (Number(text.slice(text.lastIndexOf(")") + 2).split(" ")[1]) === postmaster)
-        pids.push(Number(entry));
-    } catch {}
-  }
-  return pids;
-}
 
 const db = await startPrivatePostgres({ fsync: true });
 const postmaster = Number(readFileSync(`${db.dataDir}/postmaster.pid`, "utf8").split("\n")[0]);

@@ -8,7 +8,7 @@
 // with two or more mq9 nodes how long after a REGISTER every node DISCOVERs the agent. The systems
 // take turns over several rounds (BENCH_CLUSTER_ROUNDS), after a warm-up of each (BENCH_CLUSTER_WARMUP
 // SENDs, 64 in flight); figures are medians. Figures only, no asserts.
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import os from "node:os";
 import { performance } from "node:perf_hooks";
 import { connect as mq9Connect } from "@mq9/client";
@@ -18,7 +18,7 @@ import PgBoss from "pg-boss";
 import { startMq9Node } from "../scripts/local-cluster/mq9-node.js";
 import { startNatsCluster } from "../scripts/local-cluster/nats-cluster.js";
 import { startPrivatePostgres } from "../scripts/local-cluster/private-postgres.js";
-import { cpuMeter, progress } from "./proc.js";
+import { cpuMeter, postgresPids, progress } from "./proc.js";
 import { measureSend, percentile } from "./stats.js";
 
 const env = (name, fallback) => Number(process.env[name] ?? fallback);
@@ -34,23 +34,6 @@ async function databaseStats(db, settle = false) {
     "SELECT xact_commit::float8 AS commits, pg_current_wal_lsn() - '0/0'::pg_lsn AS wal FROM pg_stat_database WHERE datname = current_database()",
   );
   return { commits: rows[0].commits, wal: Number(rows[0].wal) };
-}
-
-/**
- * Pids of PostgreSQL's processes: the postmaster and its live children. Connections come and go
- * during a phase, so the postmaster is also charged its exited children's CPU (see cpuMeter).
- */
-function postgresPids(postmaster) {
-  const pids = [-postmaster, postmaster];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const text = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const ppid = Number(text.slice(text.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid === postmaster) pids.push(Number(entry));
-    } catch {}
-  }
-  return pids;
 }
 
 const perMessage = (used, n) =>

@@ -342,3 +342,20 @@ export function startMq9Serve({ name = "mq9 broker", port, dir, args = [] }) {
     cwd: REPO_ROOT,
   });
 }
+
+/**
+ * Pids of PostgreSQL's processes: the postmaster and its live children. Connections come and go
+ * during a phase, so the postmaster is also charged its exited children's CPU (see cpuMeter).
+ */
+export function postgresPids(postmaster) {
+  const pids = [-postmaster, postmaster];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const text = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(text.slice(text.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === postmaster) pids.push(Number(entry));
+    } catch {}
+  }
+  return pids;
+}
