@@ -13,6 +13,9 @@ export default defineConfig({
       "@mq9/broker/ard-manifest": fileURLToPath(
         new URL("./packages/broker/src/http/ard/ard-manifest.ts", import.meta.url),
       ),
+      "@mq9/broker/register-all": fileURLToPath(
+        new URL("./packages/broker/src/http/ard/register-all.ts", import.meta.url),
+      ),
       "@mq9/broker": src("broker"),
       "@mq9/registry/defaults": fileURLToPath(
         new URL("./packages/registry/src/defaults.ts", import.meta.url),
