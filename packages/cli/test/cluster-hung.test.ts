@@ -90,6 +90,20 @@ const heardAgain = async (observer: Mq9NodeProcess, node: string) => {
 
 const pinnedMissing = missing ?? pinnedNatsServerMissing();
 
+/** SIGSTOPs `stopped` until `watcher` logs a line with `has` (60 s at most), SIGCONTs it, and gives the line. */
+async function lineWhileStopped(
+  stopped: Mq9NodeProcess,
+  watcher: Mq9NodeProcess,
+  has: string,
+): Promise<string> {
+  process.kill(stopped.pid, "SIGSTOP");
+  try {
+    return await eventually(async () => lines(watcher, has)[0], 60_000, `the line '${has}'`);
+  } finally {
+    process.kill(stopped.pid, "SIGCONT");
+  }
+}
+
 /** Wakes any stopped node, then stops the nodes, the client, the nats-servers and PostgreSQL. */
 async function stopAll(
   nodes: Record<string, Mq9NodeProcess>,
@@ -271,34 +285,16 @@ describe.skipIf(missing !== undefined)(
       expect((await via("$mq9.AI.MAILBOX.CREATE", { name: "hung29", ttl: 3600 })).error).toBe("");
       const load = steadyLoad(nc, "hung29", 100);
       try {
-        process.kill(b.pid, "SIGSTOP");
-        try {
-          const said = await eventually(
-            async () => lines(a, "node b looks hung")[0],
-            60_000,
-            "a's line on b",
-          );
-          expect(said).toContain("could not drop its NATS connection");
-          expect(said).toContain("older than 2.10.0");
-          expect(said).toMatch(/\$SYS\.REQ\.SERVER\.\w+\.KICK with \{\\?"cid\\?":\d+\}/);
-        } finally {
-          process.kill(b.pid, "SIGCONT");
-        }
+        const onB = await lineWhileStopped(b, a, "node b looks hung");
+        expect(onB).toContain("could not drop its NATS connection");
+        expect(onB).toContain("older than 2.10.0");
+        expect(onB).toMatch(/\$SYS\.REQ\.SERVER\.\w+\.KICK with \{\\?"cid\\?":\d+\}/);
         await eventually(() => heardAgain(a, "b"), 30_000, "a to hear b again");
         await eventually(() => heardAgain(b, "a"), 30_000, "b to hear a");
-        process.kill(a.pid, "SIGSTOP");
-        try {
-          const said = await eventually(
-            async () => lines(b, "node a looks hung")[0],
-            60_000,
-            "b's line on a",
-          );
-          expect(said).toContain("Stop or restart node a");
-          expect(said).toContain("named mq9-a-broker");
-          expect(said).toContain("--nats-system-user");
-        } finally {
-          process.kill(a.pid, "SIGCONT");
-        }
+        const onA = await lineWhileStopped(a, b, "node a looks hung");
+        expect(onA).toContain("Stop or restart node a");
+        expect(onA).toContain("named mq9-a-broker");
+        expect(onA).toContain("--nats-system-user");
         await eventually(() => heardAgain(b, "a"), 30_000, "b to hear a again");
         // Once each: the line is not repeated at every look.
         expect(lines(a, "node b looks hung")).toHaveLength(1);
