@@ -9,10 +9,12 @@ import { freePort } from "./free-port.js";
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const MQ9_CLI = join(REPO_ROOT, "packages/cli/dist/main.js");
 
+const READY_LINE = /mq9 cluster node \S+ ready:|mq9 broker ready on/;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Starts a cluster node and resolves once its /healthz answers 200. Options: nodeId (none: the
+ * Starts a cluster node and resolves once its /healthz answers 200 and, when its output is
+ * captured, once it has logged that it is ready (the line follows the HTTP port by a moment). Options: nodeId (none: the
  * node's default id), nats (URLs;
  * without them, one broker on PostgreSQL with its own listener, on `port`), postgres (URL),
  * httpPort, args (extra flags), env, nodeArgs (node flags), dataDir (its working folder),
@@ -106,7 +108,7 @@ export async function startMq9Node(options) {
     if (gone) throw new Error(`mq9 node ${options.nodeId} exited during start:\n${output}`);
     try {
       const res = await fetch(`http://127.0.0.1:${httpPort}/healthz`);
-      if (res.status === 200) return node;
+      if (res.status === 200 && (options.logFile || READY_LINE.test(output))) return node;
     } catch {}
     if (Date.now() > deadline) {
       await node.kill();
