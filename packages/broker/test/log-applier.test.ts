@@ -7,6 +7,7 @@ import type { AppendedRow } from "../src/store/appended-rows.js";
 import { LogApplier } from "../src/store/log-applier.js";
 import { positionSaver } from "../src/store/message-log.js";
 import { MessageRowWriter } from "../src/store/message-row-writer.js";
+import { PendingRows } from "../src/store/packed-rows.js";
 import { SQLITE_SCHEMA } from "../src/store/sqlite-schema.js";
 
 /** Plain SEND rows with ids from `first`, as if their records sat in segment 1. */
@@ -133,5 +134,27 @@ describe("log applier turns", () => {
     expect(workerCommits).toBeGreaterThan(0);
     expect(db.prepare("SELECT count(*) AS n FROM messages").get()).toEqual({ n: 101 });
     db.close();
+  });
+});
+
+describe("rows waiting for the worker", () => {
+  const keyed = (row: AppendedRow, key: string): AppendedRow => ({ ...row, dedup: { key, untilMs: 9_000 } });
+
+  it("idempotency keys stay beside their rows through a hand-over given back and rows added after it", () => {
+    const { db } = openDatabase();
+    const pending = new PendingRows();
+    const [a, b, c, d] = rows(0, 4);
+    pending.add([keyed(a, "ka"), b, keyed(c, "kc")]);
+    // A full disk gives the rows back; more arrive before they are handed over again.
+    const givenBack = pending.take();
+    pending.add([keyed(d, "kd")]);
+    pending.putBack(givenBack);
+    new MessageRowWriter(db, () => {}).writePacked(pending.take());
+    expect(db.prepare("SELECT id_key, msg_id FROM send_keys ORDER BY msg_id").all()).toEqual([
+      { id_key: "ka", msg_id: 0 },
+      { id_key: "kc", msg_id: 2 },
+      { id_key: "kd", msg_id: 3 },
+    ]);
+    expect(db.prepare("SELECT msg_id FROM messages ORDER BY msg_id").pluck().all()).toEqual([0, 1, 2, 3]);
   });
 });

@@ -705,6 +705,18 @@ export function storeConformance(name: string, factory: StoreFactory): void {
         expect(await store.append([message("box", "a", keyed("k"))], T0 + 60_000)).toEqual([{ id: 2 }]);
       });
 
+      it("restart — a key taken over after its window keeps the newer window, whatever rows it came with", async () => {
+        // The first SEND's row has tags, the second's is plain: a store may write them apart.
+        await store.append([message("box", "a", { ...keyed("k", T0 + 1000), tags: ["t"] })], T0);
+        expect(await store.append([message("box", "b", keyed("k", T0 + 2000))], T0 + 1000)).toEqual([
+          { id: 1 },
+        ]);
+        store = await reopen(store);
+        expect(await store.append([message("box", "b", keyed("k", T0 + 2500))], T0 + 1500)).toEqual([
+          { id: 1, duplicate: true },
+        ]);
+      });
+
       it("restart — what was leased and not ACKed comes back, an out-of-order ACK does not", async () => {
         for (const body of ["a", "b", "c", "d", "e"]) await send(body);
         const first = await store.claim("box", "g", { ...claim, limit: 2 });

@@ -205,8 +205,8 @@ export class LogApplier {
     this.cancelHandOver();
     this.busy = true;
     this.handedOver = this.appended;
-    const { packed, others } = this.unhanded.take();
-    const request: ApplyRequest = { type: "apply", to: this.end, packed, others: others.map(portable) };
+    const { packed, keys, others } = this.unhanded.take();
+    const request: ApplyRequest = { type: "apply", to: this.end, packed, keys, others: others.map(portable) };
     this.worker.postMessage(request, [packed.buffer as ArrayBuffer]);
   }
 
@@ -273,7 +273,7 @@ export class LogApplier {
    * disk must not stop reads.
    */
   private stall(reply: ApplyReply & { type: "stalled" }): void {
-    this.unhanded.putBack({ packed: reply.packed, others: reply.others });
+    this.unhanded.putBack({ packed: reply.packed, keys: reply.keys, others: reply.others });
     this.handedOver = this.applied;
     this.stalled = new Error(reply.message);
     this.options.onStalled?.(this.stalled);

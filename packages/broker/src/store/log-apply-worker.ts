@@ -13,11 +13,11 @@ export interface ApplyWorkerData {
 }
 
 /**
- * The rows of the SENDs logged up to `to`: the plain ones packed (see packRows), the others as
- * rows, whose bytes only delayed ones carry (the rest are in the log already).
+ * The rows of the SENDs logged up to `to`: the plain ones packed with their idempotency keys (see
+ * packRows), the others as rows, whose bytes only delayed ones carry (the rest are in the log already).
  */
 export type ApplyRequest =
-  | { type: "apply"; to: LogPosition; packed: Float64Array; others: AppendedRow[] }
+  | { type: "apply"; to: LogPosition; packed: Float64Array; keys: string[]; others: AppendedRow[] }
   | { type: "close" };
 
 export type ApplyReply =
@@ -29,7 +29,7 @@ export type ApplyReply =
    * Nothing was written for lack of space (a full disk): the rows come back, to be handed over
    * again later.
    */
-  | { type: "stalled"; message: string; packed: Float64Array; others: AppendedRow[] }
+  | { type: "stalled"; message: string; packed: Float64Array; keys: string[]; others: AppendedRow[] }
   | { type: "failed"; message: string };
 
 /** SQLite's codes for a write that failed for lack of space, or an I/O error a full disk causes. */
@@ -69,8 +69,8 @@ parentPort?.on("message", (request: ApplyRequest) => {
     reply = { type: "applied", released };
   } catch (err) {
     if (isRetryable(err)) {
-      const { packed, others } = request;
-      reply = { type: "stalled", message: (err as Error).message, packed, others };
+      const { packed, keys, others } = request;
+      reply = { type: "stalled", message: (err as Error).message, packed, keys, others };
       parentPort?.postMessage(reply, [packed.buffer as ArrayBuffer]);
       return;
     }

@@ -74,7 +74,7 @@ export function messageRowOf(v: RawMessageRow): MessageRow {
   };
 }
 const PLACEHOLDERS = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-/** A plain row (see packRows): no key, tags or header, its payload in the log; four values fewer to bind. */
+/** A plain row (see packRows): no compaction key or tags, its header and payload in the log; four values fewer to bind. */
 const LOGGED_PLACEHOLDERS = "(?, ?, ?, NULL, NULL, NULL, x'', ?, ?, ?, ?, ?)";
 /** The payload column of a row whose payload is in the log. */
 export const EMPTY = Buffer.alloc(0);
@@ -125,9 +125,12 @@ export class MessageRowWriter {
     this.insertDelayed = db.prepare(
       "INSERT INTO delayed (mbox, due_ms, priority, msg_key, tags, header, payload, expires_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     );
-    // A key whose window passed is taken over by the new message (see SendKeys).
+    // A key whose window passed is taken over by the new message (see SendKeys). The later window
+    // wins whatever the order rows are written in: packed rows go before the others of a batch.
     this.rememberKey = db.prepare(
-      "INSERT OR REPLACE INTO send_keys (mbox, id_key, msg_id, until_ms) VALUES (?, ?, ?, ?)",
+      `INSERT INTO send_keys (mbox, id_key, msg_id, until_ms) VALUES (?, ?, ?, ?)
+       ON CONFLICT (mbox, id_key) DO UPDATE SET msg_id = excluded.msg_id, until_ms = excluded.until_ms
+       WHERE excluded.until_ms >= send_keys.until_ms`,
     );
   }
 
@@ -140,8 +143,9 @@ export class MessageRowWriter {
   }
 
   /** writeAppended for rows already split and packed (see packRows and PendingRows). */
-  writePacked({ packed, others }: PackedRows): void {
+  writePacked({ packed, keys, others }: PackedRows): void {
     this.insertPacked(packed);
+    if (keys.length > 0) this.rememberPackedKeys(packed, keys);
     for (const row of others) {
       if (row.dedup !== undefined) this.rememberKey.run(row.mbox, row.dedup.key, row.id, row.dedup.untilMs);
       if (row.dueMs === null) {
@@ -175,6 +179,15 @@ export class MessageRowWriter {
       }
       // Spread, not one array: better-sqlite3 reads arguments directly, array elements one lookup each.
       this.loggedInsert(count).run(...values);
+    }
+  }
+
+  /** Remembers the idempotency keys of packed rows: `keys` in the order of the rows that have one. */
+  private rememberPackedKeys(packed: Float64Array, keys: readonly string[]): void {
+    let next = 0;
+    for (let at = 0; at < packed.length; at += PACKED_FIELDS) {
+      const untilMs = packed[at + 8];
+      if (!Number.isNaN(untilMs)) this.rememberKey.run(packed[at], keys[next++], packed[at + 1], untilMs);
     }
   }
 
