@@ -12,7 +12,9 @@ export interface StoreFactory {
   reopen?(previous: Store): Promise<Store>;
 }
 
-const T0 = 1_800_000_000_000;
+// Far ahead of the real clock, which a reopened store reads (idempotency keys whose window has
+// not ended at start): 1_800_000_000_000 (January 2027) would have aged into the past.
+const T0 = 4_000_000_000_000;
 const text = (s: string) => new TextEncoder().encode(s);
 const decode = (b: Uint8Array) => new TextDecoder().decode(b);
 
