@@ -17,6 +17,7 @@
  */
 
 export { foldName, tokenUserName, UserDirectory } from "./auth/index.js";
+export { newClusterInstance } from "./cluster/cluster-node.js";
 export { MessagingEngine, type MessagingEngineOptions } from "./engine/messaging-engine.js";
 export { LocalNotifier, type Notifier, type Watch } from "./engine/notifier.js";
 export { BrokerMetrics } from "./http/broker-metrics.js";

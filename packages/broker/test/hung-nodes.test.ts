@@ -50,7 +50,7 @@ describe("hung nodes", () => {
       hung.stop();
       members.leave();
     });
-    return { members, logged: () => logger.entries.map((e) => String(e.msg ?? e.obj)) };
+    return { members, hung, logged: () => logger.entries.map((e) => String(e.msg ?? e.obj)) };
   };
   const news = (id: string, extra: Record<string, unknown> = {}) =>
     nc.publish(
@@ -87,6 +87,19 @@ describe("hung nodes", () => {
       expect(a.logged().some((m) => m.startsWith("node slow has not been heard"))).toBe(true);
     } finally {
       clearInterval(slow);
+    }
+  });
+
+  it("a node that was paused itself judges no one on its first look after the pause", async () => {
+    const a = await node("a");
+    const alive = setInterval(() => news("alive", { nats_connection: CONNECTION }), INTERVAL_MS);
+    try {
+      await waitUntil(() => a.members.list().some((m) => m.node === "alive"), 5_000, "a to hear alive");
+      // The look a paused process makes when it resumes: late, before the news queued meanwhile.
+      await a.hung.check(Date.now() + 10 * DROP_AFTER_MS);
+      expect(a.logged().filter((m) => m.includes("node alive looks hung"))).toEqual([]);
+    } finally {
+      clearInterval(alive);
     }
   });
 

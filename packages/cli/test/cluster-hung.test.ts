@@ -90,6 +90,31 @@ const heardAgain = async (observer: Mq9NodeProcess, node: string) => {
 
 const pinnedMissing = missing ?? pinnedNatsServerMissing();
 
+/** The once-per-cluster works a node says it holds (its own roster entry). */
+const dutiesOf = async (node: Mq9NodeProcess): Promise<string[]> => {
+  const res = await fetch(`http://127.0.0.1:${node.httpPort}/api/v1/cluster`);
+  const roster = (await res.json()) as { nodes: { self: boolean; duties: string[] }[] };
+  return roster.nodes.find((n) => n.self)?.duties ?? [];
+};
+
+/** The once-per-cluster works `observer` last heard `nodeId` say it holds. */
+const dutiesHeard = async (observer: Mq9NodeProcess, nodeId: string): Promise<string[]> => {
+  const res = await fetch(`http://127.0.0.1:${observer.httpPort}/api/v1/cluster`);
+  const roster = (await res.json()) as { nodes: { node: string; duties: string[] }[] };
+  return roster.nodes.find((n) => n.node === nodeId)?.duties ?? [];
+};
+
+/** The nodes' `mq9_cluster_duty` for `duty`, summed: 1 when exactly one node runs it. */
+const dutySum = async (nodes: Mq9NodeProcess[], duty: string): Promise<number> => {
+  let sum = 0;
+  for (const node of nodes) {
+    const text = await (await fetch(`http://127.0.0.1:${node.httpPort}/metrics`)).text();
+    const line = text.split("\n").find((l) => l.startsWith(`mq9_cluster_duty{duty="${duty}"}`));
+    sum += Number(line?.split(" ")[1] ?? 0);
+  }
+  return sum;
+};
+
 /** SIGSTOPs `stopped` until `watcher` logs a line with `has` (60 s at most), SIGCONTs it, and gives the line. */
 async function lineWhileStopped(
   stopped: Mq9NodeProcess,
@@ -304,6 +329,55 @@ describe.skipIf(missing !== undefined)(
       }
       await eventually(async () => load.sent.every((s) => s.done) || undefined, 10_000, "the load to end");
       expectStoredOnce(load.acked(), await everything(via, "hung29"));
+    }, 240_000);
+
+    it("a hung node's PostgreSQL sessions are ended: its once-per-cluster work moves while it hangs", async () => {
+      const { a, b } = nodes;
+      const holder = await eventually(
+        async () =>
+          (await dutiesOf(a)).includes("expiry") ? a : (await dutiesOf(b)).includes("expiry") ? b : undefined,
+        30_000,
+        "a node to run expiry",
+      );
+      const [stopped, other] = holder === a ? [a, b] : [b, a];
+      const stoppedId = holder === a ? "a" : "b";
+      const ended = `PostgreSQL sessions of hung node ${stoppedId} (`;
+      // The other node has heard that the holder runs it (presence news come every interval).
+      await eventually(
+        async () => (await dutiesHeard(other, stoppedId)).includes("expiry") || undefined,
+        30_000,
+        `the other node to hear that ${stoppedId} runs expiry`,
+      );
+      const before = lines(other, ended).length;
+      process.kill(stopped.pid, "SIGSTOP");
+      try {
+        const said = await eventually(
+          async () => lines(other, ended)[before],
+          60_000,
+          `the other node to end ${stoppedId}'s sessions`,
+        );
+        expect(said).toMatch(/ended the \d+ PostgreSQL sessions of hung node/);
+        expect(said).toMatch(/so its once-per-cluster locks are free: [^;]*expiry[^;]* move to another node/);
+        // The work moves while the node still hangs.
+        await eventually(
+          async () => (await dutiesOf(other)).includes("expiry") || undefined,
+          30_000,
+          "the other node to run expiry",
+        );
+      } finally {
+        process.kill(stopped.pid, "SIGCONT");
+      }
+      // Resumed, it finds its lock gone and does not run expiry beside the other node.
+      await eventually(() => heardAgain(other, stoppedId), 30_000, `${stoppedId} to be heard again`);
+      await eventually(
+        async () => (await dutiesOf(stopped)).includes("expiry") === false || undefined,
+        30_000,
+        "the resumed node to drop expiry",
+      );
+      expect(await dutySum([a, b], "expiry")).toBe(1);
+      // And it serves again: a request through its nats-server's queue group answers.
+      const via = mq9Client(nc);
+      expect((await via("$mq9.AI.MAILBOX.CREATE", { name: "after.resume", ttl: 60 })).error).toBe("");
     }, 240_000);
   },
 );

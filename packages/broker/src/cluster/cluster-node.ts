@@ -69,7 +69,7 @@ export class ClusterNode {
     private readonly system?: SystemAccount,
   ) {
     // Unique per process, so a node restarted under the same id never mistakes old news for its own.
-    this.instance = `${options.nodeId}/${randomBytes(4).toString("hex")}`;
+    this.instance = options.instance ?? newClusterInstance(options.nodeId);
     this.notifier = new NatsNotifier(connection, this.instance, logger);
   }
 
@@ -96,7 +96,11 @@ export class ClusterNode {
    * roll itself: refused when a node of another mq9 cluster answers, since both would take every
    * request of this NATS account; warned when a node of this one answers under the same id.
    */
-  async join(clusterId: string, duties?: HeldDuties): Promise<void> {
+  async join(
+    clusterId: string,
+    duties?: HeldDuties,
+    endSessionsOf?: (instance: string) => Promise<number>,
+  ): Promise<void> {
     const self = { node: this.options.nodeId, instance: this.instance, cluster: clusterId };
     this.clusterId = clusterId;
     this.duties = duties;
@@ -121,6 +125,7 @@ export class ClusterNode {
       dropAfterMs: Math.max(this.options.dropMissingAfterMs ?? DROP_MISSING_AFTER_MS, 3.5 * intervalMs),
       intervalMs,
       system: this.system,
+      endSessionsOf,
       connected: () => this.connected,
     });
     const answers = await this.rollCall.call();
@@ -225,6 +230,11 @@ export class ClusterNode {
     await this.system?.close();
     if (!this.connection.isClosed()) await this.connection.drain().catch(() => this.connection.close());
   }
+}
+
+/** A name for this process as a node: `<node id>/<hex token>`, unique per process. */
+export function newClusterInstance(nodeId: string): string {
+  return `${nodeId}/${randomBytes(4).toString("hex")}`;
 }
 
 /** Connects to the NATS cluster and returns the node (taking no requests: see ClusterTransport). */

@@ -14,6 +14,11 @@ export interface ClusterOptions {
   servers: string[];
   /** This node's name, in logs, /healthz and the NATS connection name. */
   nodeId: string;
+  /**
+   * This process as a node (`<node id>/<hex token>`, see newClusterInstance), when its database
+   * connections were opened under it before the node started; made here otherwise.
+   */
+  instance?: string;
   token?: string;
   user?: string;
   password?: string;

@@ -13,6 +13,11 @@ export interface HungNodesOptions {
   intervalMs: number;
   /** Without it the node only logs what the operator should do. */
   system?: SystemAccount;
+  /**
+   * Ends a node process's sessions on the shared database (by its instance): a hung node's
+   * session keeps its once-per-cluster locks (expiry, the orchestrator…) for as long as it hangs.
+   */
+  endSessionsOf?: (instance: string) => Promise<number>;
   /** Whether this node is connected to NATS now: a node cut off hears no one and judges no one. */
   connected: () => boolean;
 }
@@ -30,6 +35,9 @@ export class HungNodes {
   private checking = false;
   /** Connections this node acted on: `<instance> <server id> <client id>`. */
   private readonly handled = new Set<string>();
+  /** When the last look ran, and since when this process has run without a pause. */
+  private lastCheckMs?: number;
+  private awakeSinceMs = Date.now();
 
   constructor(
     private readonly members: ClusterMembers,
@@ -39,6 +47,7 @@ export class HungNodes {
 
   start(): void {
     if (this.timer) return;
+    this.awakeSinceMs = Date.now();
     this.timer = setInterval(() => void this.check(), this.options.intervalMs);
     this.timer.unref();
   }
@@ -50,13 +59,22 @@ export class HungNodes {
   /** Acts on every node silent for the bound, when this node is the one to act. */
   async check(now = Date.now()): Promise<void> {
     if (this.checking || !this.options.connected()) return;
+    // A look far later than its interval means this process was paused itself (SIGSTOP, a
+    // paused VM, a stalled event loop): every other node then looks silent, and only news heard
+    // since it resumed counts.
+    const pausedMs = Math.max(2 * this.options.intervalMs, this.options.dropAfterMs / 4);
+    if (this.lastCheckMs !== undefined && now - this.lastCheckMs > pausedMs) {
+      this.awakeSinceMs = now;
+    }
+    this.lastCheckMs = now;
     this.checking = true;
     try {
       const nodes = this.members.list(now);
-      this.forgetGone(nodes);
+      this.forgetHeard(nodes);
       if (actorOf(nodes) !== nodes[0]) return;
       for (const node of nodes) {
-        if (node.self || node.last_heard_ms < this.options.dropAfterMs) continue;
+        const silentMs = Math.min(node.last_heard_ms, now - this.awakeSinceMs);
+        if (node.self || silentMs < this.options.dropAfterMs) continue;
         const ref = node.nats_connection;
         const key = `${node.instance} ${ref?.server_id} ${ref?.client_id}`;
         if (this.handled.has(key)) continue;
@@ -81,6 +99,7 @@ export class HungNodes {
     const heard = Math.round(node.last_heard_ms / 1000);
     const bound = Math.round(this.options.dropAfterMs / 1000);
     const silent = `node ${node.node} looks hung: not heard for ${heard} s (--drop-missing-after ${bound} s)`;
+    await this.endSessions(node);
     const system = this.options.system;
     if (!system || !ref) {
       const without = system ? " (it did not tell its connection's id: an older mq9?)" : "";
@@ -106,10 +125,36 @@ export class HungNodes {
     }
   }
 
-  /** Keeps `handled` to the nodes still listed. */
-  private forgetGone(nodes: ClusterMember[]): void {
-    const listed = new Set(nodes.map((n) => n.instance));
-    for (const key of this.handled) if (!listed.has(key.split(" ")[0])) this.handled.delete(key);
+  /**
+   * Frees what the node holds on the database, whether or not its NATS connection can be closed:
+   * its once-per-cluster work moves to another node (a dead node's sessions are gone already).
+   */
+  private async endSessions(node: ClusterMember): Promise<void> {
+    if (!this.options.endSessionsOf) return;
+    const whose = `hung node ${node.node} (${node.instance})`;
+    try {
+      const ended = await this.options.endSessionsOf(node.instance);
+      if (ended === 0) return;
+      const duties = node.duties.length > 0 ? `: ${node.duties.join(", ")} move to another node` : "";
+      this.logger.warn(
+        `ended the ${ended} PostgreSQL session${ended === 1 ? "" : "s"} of ${whose}, so its once-per-cluster locks are free${duties}; if it resumes, it connects again`,
+      );
+    } catch (err) {
+      this.logger.error(
+        `could not end the PostgreSQL sessions of ${whose}: ${(err as Error).message}; its once-per-cluster work (${node.duties.join(", ") || "none now"}) waits until it resumes or is stopped (nodes end each other's sessions as the same PostgreSQL role, or with pg_signal_backend)`,
+      );
+    }
+  }
+
+  /**
+   * Keeps `handled` to the nodes still listed and silent: a node heard again since it was acted
+   * on is acted on again if it hangs again (on the same connection, where it could not be closed).
+   */
+  private forgetHeard(nodes: ClusterMember[]): void {
+    const silent = new Set(
+      nodes.filter((n) => n.last_heard_ms >= this.options.dropAfterMs).map((n) => n.instance),
+    );
+    for (const key of this.handled) if (!silent.has(key.split(" ")[0])) this.handled.delete(key);
   }
 }
 

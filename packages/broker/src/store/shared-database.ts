@@ -15,6 +15,11 @@ export interface SharedDatabase {
   clusterId(): Promise<string>;
   /** A once-per-cluster lock: one holder at a time among the brokers on this database. */
   clusterLock(name: string, what: string): ClusterLock;
+  /**
+   * Ends the database sessions of another node process (a hung node's, by its instance), which
+   * frees its once-per-cluster locks; resolves to how many were ended.
+   */
+  endSessionsOf(instance: string): Promise<number>;
   /** The once-per-cluster works this process holds now, for the cluster's roster of nodes. */
   readonly duties: HeldDuties;
   /** Connections to the database (the store's own pool); close its users before the store. */

@@ -48,7 +48,7 @@ export class ClusterTransport implements BrokerTransport {
     const node = await startClusterNode(options, logger);
     try {
       const shared = store.sharedDatabase();
-      if (shared) await node.join(await shared.clusterId(), shared.duties);
+      if (shared) await node.join(await shared.clusterId(), shared.duties, (i) => shared.endSessionsOf(i));
     } catch (err) {
       await node.close();
       throw err;

@@ -1,5 +1,5 @@
 import type { BrokerOptions, Logger } from "@mq9/broker";
-import { PostgresStore } from "@mq9/broker/internal";
+import { newClusterInstance, PostgresStore } from "@mq9/broker/internal";
 import type { ServeConfig } from "./config.js";
 import { nodeIdOf } from "./node-id.js";
 
@@ -13,14 +13,17 @@ export async function postgresBrokerOptions(
 ): Promise<Pick<BrokerOptions, "store" | "cluster"> | undefined> {
   const cluster = config.cluster;
   if (!cluster.enabled && cluster.postgres === undefined) return undefined;
+  // A node's database sessions carry its instance, so a node that finds it hung can end them.
+  const nodeId = cluster.enabled ? nodeIdOf(config) : undefined;
+  const instance = nodeId === undefined ? undefined : newClusterInstance(nodeId);
   const store = await PostgresStore.open({
     url: cluster.postgres ?? "",
     schema: cluster.postgresSchema,
     poolSize: cluster.postgresPool,
+    instance,
     logger,
   });
-  if (!cluster.enabled) return { store };
-  const nodeId = nodeIdOf(config);
+  if (nodeId === undefined) return { store };
   const tls =
     cluster.natsTlsCa || cluster.natsTlsCert
       ? { caFile: cluster.natsTlsCa, certFile: cluster.natsTlsCert, keyFile: cluster.natsTlsKey }
@@ -30,6 +33,7 @@ export async function postgresBrokerOptions(
     cluster: {
       servers: cluster.nats,
       nodeId,
+      instance,
       token: cluster.natsToken,
       user: cluster.natsUser,
       password: cluster.natsPassword,

@@ -48,6 +48,7 @@ import {
   storedMessage,
   takeWithinBudget,
 } from "./message-rows.js";
+import { endSessionsOf, postgresApplicationName } from "./node-sessions.js";
 import {
   describeDatabase,
   failedOnServer,
@@ -87,6 +88,11 @@ export interface PostgresStoreOptions {
   connectTimeoutMs?: number;
   /** TLS to the database: CA and client certificates, as node's tls options take them. */
   ssl?: pg.ClientConfig["ssl"];
+  /**
+   * The node process whose connections these are (a cluster node's instance, `<node id>/<token>`):
+   * named after it on the server, so another node can end them when this one hangs.
+   */
+  instance?: string;
   logger?: Logger;
 }
 
@@ -219,7 +225,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
       connectionTimeoutMillis: options.connectTimeoutMs ?? 3_000,
       query_timeout: options.queryTimeoutMs ?? 4_000,
       options: `-c search_path=${schema}`,
-      application_name: "mq9",
+      application_name: options.instance ? postgresApplicationName(options.instance) : "mq9",
       types,
     };
     const pool = new pg.Pool({ ...clientConfig, max: options.poolSize ?? 10, keepAlive: true });
@@ -749,6 +755,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
       duties: this.duties,
       pool: this.pool,
       clusterLock: (name, what) => this.clusterLock(name, what),
+      endSessionsOf: (instance) => endSessionsOf(this.pool, instance),
       schema: this.schema,
       logger: this.logger,
       where: this.where,
