@@ -5,6 +5,12 @@ import type { Registry } from "../registry.js";
 import type { RequestObserver } from "../service/request-observer.js";
 import { RequestMetrics } from "./request-metrics.js";
 
+/**
+ * How often the event-loop delay histogram (mq9_nodejs_eventloop_lag_p50_seconds and the like)
+ * takes a sample. prom-client's default of 10 ms woke every broker 100 times a second, idle or not.
+ */
+const EVENT_LOOP_SAMPLE_MS = 1_000;
+
 /** Prometheus metrics of one broker, in a registry of its own (several brokers may share a process). */
 export class BrokerMetrics implements RequestObserver {
   readonly registry = new MetricsRegistry();
@@ -13,8 +19,13 @@ export class BrokerMetrics implements RequestObserver {
   readonly deadLettered: Counter;
 
   constructor(connections: () => number) {
-    // prom-client's names already start with process_ or nodejs_: the prefix is only ours.
-    collectDefaultMetrics({ register: this.registry, prefix: "mq9_" });
+    // prom-client's names already start with process_ or nodejs_: the prefix is only ours. Its
+    // event-loop delay histogram samples on a timer of this period, which wakes an idle process.
+    collectDefaultMetrics({
+      register: this.registry,
+      prefix: "mq9_",
+      eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS,
+    });
     this.requests = new RequestMetrics(this.registry);
     this.deadLettered = new Counter({
       name: "mq9_dead_letters_total",
