@@ -8,8 +8,12 @@ import { expiryOf } from "./registration-index.js";
 import type { AgentRow, RegistryStore, Removed, SkillDoc, StoredDoc } from "./registry-store.js";
 import { type SkillDocRow, toStoredDoc } from "./skill-doc-row.js";
 
-/** How often a node reads the registry's changes: the bound on how stale its DISCOVER answers are. */
-const FOLLOW_INTERVAL_MS = 200;
+/**
+ * How often a node reads the registry's changes unasked: how stale the reads that do not catch up
+ * first (lists of the HTTP API) may be. DISCOVER and lookups catch up (see catchUp), so an idle
+ * node need not poll more often.
+ */
+const FOLLOW_INTERVAL_MS = 1_000;
 /** A doc whose node has not embedded it after this long is embedded by whichever node looks. */
 const ORPHAN_AFTER_MS = 60_000;
 /**
