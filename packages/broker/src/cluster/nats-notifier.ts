@@ -6,6 +6,9 @@ import { logRefusedSubscription } from "./refused-subscription.js";
 /** The subject every node of an mq9 cluster announces new messages on. */
 export const WAKE_SUBJECT = "_mq9.cluster.wake";
 
+/** How long a wait's claim waits at most for the subscription's confirmation. */
+const READY_WAIT_MS = 1_000;
+
 /** How long a node keeps hearing the news after its last long-poll ended: a consumer's next one comes soon. */
 export const WAKE_LINGER_MS = 30_000;
 
@@ -86,7 +89,8 @@ export class NatsNotifier implements Notifier {
   private listen(): Promise<void> | undefined {
     if (this.ready) return undefined;
     if (this.subscribed) return this.subscribed;
-    if (this.connection.isClosed()) return undefined;
+    // Subscribed, its confirmation overdue (reconnecting): it comes with the new connection.
+    if (this.subscription || this.connection.isClosed()) return undefined;
     let subscription: Subscription;
     try {
       subscription = this.connection.subscribe(WAKE_SUBJECT, {
@@ -105,13 +109,19 @@ export class NatsNotifier implements Notifier {
       return undefined;
     }
     this.subscription = subscription;
-    const subscribed = this.connection.flush().then(
+    let timer: NodeJS.Timeout | undefined;
+    const confirmed = this.connection.flush().then(
       () => {
         if (this.subscription === subscription) this.ready = true;
       },
-      // Closing or cut off: the claim goes ahead, and the wait ends at its max_wait_ms at worst.
+      // Closing: the claim goes ahead, and the wait ends at its max_wait_ms at worst.
       () => {},
     );
+    // Reconnecting, the flush waits for the new connection: the claim does not.
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, READY_WAIT_MS);
+    });
+    const subscribed = Promise.race([confirmed, late]).finally(() => clearTimeout(timer));
     this.subscribed = subscribed.finally(() => {
       if (this.subscription === subscription) this.subscribed = undefined;
     });
