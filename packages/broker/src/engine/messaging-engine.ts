@@ -262,7 +262,6 @@ export class MessagingEngine {
         // Watched from before the claim, so that a SEND after the claim's read wakes the wait.
         const watch = gone === undefined ? undefined : this.notifier.watch(mailbox);
         try {
-          if (watch?.ready) await watch.ready;
           const nowMs = this.now();
           const read = { limit, maxBytes: this.fetchMaxBytes, nowMs };
           const items = group

@@ -2,11 +2,6 @@
 export interface Watch {
   /** Resolves at the next notify() of the mailbox (never rejects). */
   readonly fired: Promise<void>;
-  /**
-   * Present while the watch does not hear every notify yet (a cluster node subscribing to the
-   * other nodes' news): what is read after it resolves is older than any notify it misses.
-   */
-  readonly ready?: Promise<void>;
   cancel(): void;
 }
 
