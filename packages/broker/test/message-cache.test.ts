@@ -136,6 +136,41 @@ describe("message cache: a claim never returns a message the database no longer 
     expect(report?.leases.map((lease) => lease.msgId)).toEqual([claimed[1].id]);
   });
 
+  // The row that replaces by key is written on the worker (many rows at once), on the calling
+  // thread within a turn (a few), or by the store itself (no worker): each commit must end the
+  // replaced message's leases, as a MSG.DELETE does.
+  for (const [how, rowsOnWorker, others] of [
+    ["by the row worker", true, 40],
+    ["on the calling thread in a turn", true, 0],
+    ["without a row worker", false, 0],
+  ] as const) {
+    it(`key compaction by a SEND ends the leases of the message it replaced (rows written ${how})`, async () => {
+      const store = new SqliteStore({
+        dataDir: mkdtempSync(join(tmpdir(), "mq9-cache-")),
+        rowsOnWorker,
+      });
+      open.push(store);
+      await store.createMailbox({ address: "box", ttlSeconds: 0, desc: "", createdMs: T0 }, T0);
+      const from = await store.nextMessageId("box");
+      await send(store, [message("v1", { key: "state" }), message("other")]);
+      const claimed = await store.claim("box", "g", {
+        start: { fromId: from },
+        reset: false,
+        limit: 2,
+        maxBytes: 1 << 20,
+        nowMs: T0,
+        leaseMs: 60_000,
+      });
+      expect(claimed.map((m) => Buffer.from(m.payload).toString())).toEqual(["v1", "other"]);
+      const fillers = Array.from({ length: others }, (_, i) => message(`filler ${i}`));
+      await send(store, [message("v2", { key: "state" }), ...fillers]);
+      // A change committed at once: without a worker, the SEND's rows commit with it.
+      await store.createMailbox({ address: "other", ttlSeconds: 0, desc: "", createdMs: T0 }, T0);
+      const report = await store.groupLeases("box", "g", T0 + 1, 100);
+      expect(report?.leases.map((lease) => lease.msgId)).toEqual([claimed[1].id]);
+    });
+  }
+
   it("key compaction: a SEND with a key replaces the message with that key, in any class", async () => {
     const { store, from } = await withMailbox();
     await send(store, [message("v1", { key: "state" }), message("other")]);

@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import type { AppendedRow } from "./appended-rows.js";
 import { ApplierFailed, LogApplier } from "./log-applier.js";
 import type { MessageLog } from "./message-log.js";
-import type { MessageRowWriter } from "./message-row-writer.js";
+import type { MessageRowWriter, ReplacedMessage } from "./message-row-writer.js";
 import type { TransactionStatements } from "./sqlite-statements.js";
 import { isOutOfSpace, StorageError } from "./storage-error.js";
 
@@ -17,6 +17,11 @@ export interface CommitPacerHooks {
   afterWorkerCommit: () => void;
   /** A write failed (one for lack of space makes the storage "full"). */
   onFailure: (err: unknown) => void;
+  /**
+   * Messages that SENDs (or due delayed messages) replaced by key, once the commit that deleted
+   * them is done, on either connection: their leases end with them.
+   */
+  replacedCommitted: (replaced: readonly ReplacedMessage[]) => void;
 }
 
 export interface CommitPacerOptions {
@@ -54,6 +59,8 @@ export class CommitPacer {
   /** One transaction wrapper for every change: better-sqlite3 builds a costly new one per transaction() call. */
   private readonly runAtomically: (change: () => unknown) => unknown;
   private readonly db: Database.Database;
+  /** Messages replaced by key in the transaction open on this connection (see noteReplaced). */
+  private replacedHere: ReplacedMessage[] = [];
 
   constructor(private readonly options: CommitPacerOptions) {
     this.db = options.db;
@@ -70,8 +77,9 @@ export class CommitPacer {
     this.applier = LogApplier.start({ file, synchronous }, log.end, {
       intervalMs: this.options.commitIntervalMs,
       maxRows: MAX_UNCOMMITTED_ROWS,
-      onApplied: (released) => {
+      onApplied: (released, replaced) => {
         for (const located of released) log.released(located);
+        if (replaced.length > 0) hooks.replacedCommitted(replaced);
         hooks.afterWorkerCommit();
       },
       writeHere: (packed, to) =>
@@ -170,7 +178,32 @@ export class CommitPacer {
 
   /** Runs `change` in a transaction, or in a savepoint when one is open already. */
   atomically<T>(change: () => T): T {
-    return this.runAtomically(change) as T;
+    const mark = this.replacedHere.length;
+    let result: T;
+    try {
+      result = this.runAtomically(change) as T;
+    } catch (err) {
+      // Rolled back: what it replaced is still there.
+      this.replacedHere.length = mark;
+      throw err;
+    }
+    if (!this.db.inTransaction) this.tellReplaced();
+    return result;
+  }
+
+  /**
+   * Notes a message that a row written on this connection replaced by key (the row writer's
+   * callback): told with replacedCommitted once its transaction commits, forgotten if it rolls back.
+   */
+  noteReplaced(mbox: number, msgId: number): void {
+    this.replacedHere.push({ mbox, msgId });
+  }
+
+  private tellReplaced(): void {
+    if (this.replacedHere.length === 0) return;
+    const replaced = this.replacedHere;
+    this.replacedHere = [];
+    this.options.hooks.replacedCommitted(replaced);
   }
 
   /**
@@ -191,6 +224,7 @@ export class CommitPacer {
     this.options.log?.saveApplied();
     this.options.stmt.commit.run();
     this.uncommittedRows = 0;
+    this.tellReplaced();
     this.options.hooks.afterCommit();
   }
 

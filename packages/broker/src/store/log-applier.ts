@@ -2,6 +2,7 @@ import { Worker } from "node:worker_threads";
 import { compiledWorkerUrl } from "../compiled-worker.js";
 import type { AppendedRow, SpanLocation } from "./appended-rows.js";
 import type { ApplyReply, ApplyRequest, ApplyWorkerData } from "./log-apply-worker.js";
+import type { ReplacedMessage } from "./message-row-writer.js";
 import { type PackedRows, PendingRows } from "./packed-rows.js";
 import type { LogPosition } from "./segment-log.js";
 
@@ -30,8 +31,11 @@ export interface LogApplierOptions {
   intervalMs: number;
   /** Rows after which they are handed over without waiting for the interval. */
   maxRows: number;
-  /** After each commit of the worker, with the messages that SENDs with their keys replaced. */
-  onApplied: (released: SpanLocation[]) => void;
+  /**
+   * After each commit of the worker, with the messages that SENDs with their keys replaced and
+   * where their bytes were in the log.
+   */
+  onApplied: (released: SpanLocation[], replaced: ReplacedMessage[]) => void;
   /** The worker failed; turns not run yet are rejected with ApplierFailed. */
   onFailed: (err: Error) => void;
   /** The worker could not write for lack of space; it tries again later. */
@@ -230,7 +234,7 @@ export class LogApplier {
     this.applied = this.handedOver;
     this.runningTurns = true;
     try {
-      this.options.onApplied(reply.released);
+      this.options.onApplied(reply.released, reply.replaced);
     } finally {
       this.runningTurns = false;
     }

@@ -4,7 +4,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import Database from "better-sqlite3";
 import type { AppendedRow, SpanLocation } from "./appended-rows.js";
 import { positionSaver } from "./message-log.js";
-import { MessageRowWriter } from "./message-row-writer.js";
+import { MessageRowWriter, type ReplacedMessage } from "./message-row-writer.js";
 import type { LogPosition } from "./segment-log.js";
 
 export interface ApplyWorkerData {
@@ -23,8 +23,11 @@ export type ApplyRequest =
 export type ApplyReply =
   /** The worker has opened its connection: from now on it takes rows. */
   | { type: "ready" }
-  /** The records up to the request's `to` are committed; `released` are messages their keys replaced. */
-  | { type: "applied"; released: SpanLocation[] }
+  /**
+   * The records up to the request's `to` are committed; `replaced` are the messages their keys
+   * replaced, `released` where those had their bytes in the log.
+   */
+  | { type: "applied"; released: SpanLocation[]; replaced: ReplacedMessage[] }
   /**
    * Nothing was written for lack of space (a full disk): the rows come back, to be handed over
    * again later.
@@ -45,8 +48,10 @@ const db = new Database(file, { timeout: 5000 });
 db.pragma(`synchronous = ${synchronous}`);
 db.pragma("wal_autocheckpoint = 0");
 let released: SpanLocation[] = [];
-const rows = new MessageRowWriter(db, (located) => {
+let replaced: ReplacedMessage[] = [];
+const rows = new MessageRowWriter(db, (located, msgId, mbox) => {
   if (located) released.push(located);
+  replaced.push({ mbox, msgId });
 });
 const savePosition = positionSaver(db);
 const apply = db.transaction((request: ApplyRequest & { type: "apply" }) => {
@@ -65,8 +70,9 @@ parentPort?.on("message", (request: ApplyRequest) => {
   let reply: ApplyReply;
   try {
     released = [];
+    replaced = [];
     apply(request);
-    reply = { type: "applied", released };
+    reply = { type: "applied", released, replaced };
   } catch (err) {
     if (isRetryable(err)) {
       const { packed, keys, others } = request;

@@ -79,6 +79,12 @@ const LOGGED_PLACEHOLDERS = "(?, ?, ?, NULL, NULL, NULL, x'', ?, ?, ?, ?, ?)";
 /** The payload column of a row whose payload is in the log. */
 export const EMPTY = Buffer.alloc(0);
 
+/** A message that a newer one with its key replaced: deleted with its deliveries in the same commit. */
+export interface ReplacedMessage {
+  mbox: number;
+  msgId: number;
+}
+
 /** Told of each message replaced by a newer one with its key, with where its bytes were in the log. */
 export type OnReplaced = (located: SpanLocation | undefined, msgId: number, mbox: number) => void;
 

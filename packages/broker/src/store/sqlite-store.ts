@@ -21,6 +21,7 @@ import {
   MessageRowWriter,
   messageRowOf,
   type RawMessageRow,
+  type ReplacedMessage,
 } from "./message-row-writer.js";
 import type { OneTripRequests } from "./one-trip-requests.js";
 import type { CorruptRecordError } from "./record-checks.js";
@@ -178,11 +179,6 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection, One
   private readonly where: string;
   /** `inboxes.json` in the data directory (absent for an in-memory store). */
   private readonly inboxes?: InboxBindingsFile;
-  /**
-   * Set while delayed messages are promoted: the ids they replace by key, told to the reads once
-   * committed (SENDs' replacements are known from their rows).
-   */
-  private replacedIds?: { mbox: number; msgId: number }[];
   /** Owned by this process alone; appends on this thread. */
   readonly capabilities: StoreCapabilities = { shared: false, appendsElsewhere: false };
 
@@ -202,7 +198,7 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection, One
     this.stmt = prepareStatements(db);
     this.rows = new MessageRowWriter(db, (located, msgId, mbox) => {
       if (located) this.log?.released(located);
-      this.replacedIds?.push({ mbox, msgId });
+      this.pacer.noteReplaced(mbox, msgId);
     });
     this.mailboxes = new MailboxRows(this.stmt.mailboxes);
     if (!inMemory) {
@@ -219,6 +215,7 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection, One
         afterCommit: () => this.upkeep.afterCommit(),
         afterWorkerCommit: () => this.upkeep.afterWorkerCommit(),
         onFailure: this.space.noteFailure,
+        replacedCommitted: (replaced) => this.endReplaced(replaced),
       },
     });
     this.upkeep = new DiskUpkeep(
@@ -584,16 +581,8 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection, One
         }
         return [...addresses];
       };
-      const replaced: { mbox: number; msgId: number }[] = [];
-      this.replacedIds = replaced;
-      let outcome: string[];
-      try {
-        outcome = this.pacer.committed(touched);
-      } finally {
-        this.replacedIds = undefined;
-      }
-      for (const { mbox, msgId } of replaced) this.claims.forgetMessage(mbox, msgId);
-      this.reads.deleted(replaced.map(({ msgId }) => msgId));
+      // What the promoted rows replace by key is told once committed (see endReplaced).
+      const outcome = this.pacer.committed(touched);
       this.ids.advanceTo(next);
       return outcome;
     });
@@ -681,6 +670,15 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection, One
       this.pacer.settle();
       return true;
     });
+  }
+
+  /**
+   * Messages replaced by key (by a SEND's row, on the worker or here, or by a promoted delayed
+   * one), once the delete is committed: as for a DELETE, their leases end and reads forget them.
+   */
+  private endReplaced(replaced: readonly ReplacedMessage[]): void {
+    for (const { mbox, msgId } of replaced) this.claims.forgetMessage(mbox, msgId);
+    this.reads.deleted(replaced.map(({ msgId }) => msgId));
   }
 
   /** Deletes the stored messages of a mailbox that match `filter`, with their deliveries. */
