@@ -4,11 +4,15 @@
 //
 //   N=10000 ROUNDS=3 BATCH=1 node bench/consume-probe.js
 //   PRE=150000     first send and drain this many (FETCH(100)), as the bench does before FETCH(1)
+//   CACHE_BYTES=0  the broker's --message-cache-bytes: 0 reads every message back from the log, as
+//                  a drain of a backlog larger than the cache mostly does
+//   GAP_MS=2000    idle this long before and after the drain of each round, so a --cpu-prof
+//                  profile of the broker shows the drains apart (see bench/profile-phases.js)
 //   STRACE=file    count the broker's system calls during the last round (strace -c -f)
 //   PERF=file      record the broker with perf during the last round (add
 //                  BENCH_MQ9_NODE_ARGS=--perf-basic-prof for JavaScript frames)
 import { connect } from "@mq9/client";
-import { cpuTimes, freePort, makeTempDir, removeTempDir, startMq9Serve } from "./proc.js";
+import { cpuTimes, freePort, makeTempDir, removeTempDir, startMq9Serve, threadCpuTimes } from "./proc.js";
 
 const N = Number(process.env.N ?? 5000);
 const port = await freePort();
@@ -16,7 +20,10 @@ const dir = makeTempDir("mq9");
 const server = await startMq9Serve({
   port,
   dir,
-  args: ["--log-level", "warn", "--http-port", "0", "--registry-embedder", "none", "--orchestrator", "off"],
+  args: [
+    ...["--log-level", "warn", "--http-port", "0", "--registry-embedder", "none", "--orchestrator", "off"],
+    ...(process.env.CACHE_BYTES === undefined ? [] : ["--message-cache-bytes", process.env.CACHE_BYTES]),
+  ],
 });
 let client;
 for (let i = 0; ; i++) {
@@ -53,6 +60,7 @@ async function round() {
     if (sends.length >= 64) await sends.shift();
   }
   await Promise.all(sends);
+  if (process.env.GAP_MS) await new Promise((r) => setTimeout(r, Number(process.env.GAP_MS)));
   let pendingAck = Promise.resolve();
   let tracer;
   if (process.env.PERF) {
@@ -74,6 +82,7 @@ async function round() {
   };
   const u0 = us();
   const c0 = cpuTimes(server.pid);
+  const threads0 = threadCpuTimes(server.pid);
   const t0 = performance.now();
   let got = 0;
   for (;;) {
@@ -91,12 +100,21 @@ async function round() {
   const elapsedMs = performance.now() - t0;
   const c1 = cpuTimes(server.pid);
   const u1 = us();
+  const threads1 = threadCpuTimes(server.pid);
+  if (process.env.GAP_MS) await new Promise((r) => setTimeout(r, Number(process.env.GAP_MS)));
   const perMessage = (ms) => ((ms * 1000) / got).toFixed(1);
   console.log(
     `FETCH(${fetchOptions.batch})+ACK ${got} messages: ${((got / elapsedMs) * 1000).toFixed(0)} msg/s; ` +
       `broker CPU µs/msg ${perMessage(c1.allMs - c0.allMs)} (main thread ${perMessage(c1.mainMs - c0.mainMs)}; ` +
       `user ${perMessage((u1[0] - u0[0]) * 10)}, system ${perMessage((u1[1] - u0[1]) * 10)})`,
   );
+  // Threads other than the main one that used CPU during the drain (row worker, GC, libuv).
+  const others = [];
+  for (const [tid, t] of threads1 ?? []) {
+    const used = t.ms - (threads0?.get(tid)?.ms ?? 0);
+    if (tid !== String(server.pid) && used > 0) others.push(`${t.name} ${perMessage(used)}`);
+  }
+  if (others.length > 0) console.log(`  other threads µs/msg: ${others.join(", ")}`);
 }
 if (process.env.PRE) {
   const sends = [];
