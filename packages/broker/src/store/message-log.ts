@@ -10,7 +10,7 @@ import {
   splitSpan,
 } from "./appended-rows.js";
 import { parseJournal } from "./legacy-journal.js";
-import { type CheckedRecord, CorruptRecordError } from "./record-checks.js";
+import { CorruptRecordError } from "./record-checks.js";
 import { RECORD_HEADER } from "./record-framing.js";
 import {
   DEFAULT_SEGMENT_BYTES,
@@ -110,46 +110,27 @@ export class MessageLog {
 
   /**
    * The headers and payloads of several rows (undefined where a row has none in the log): spans
-   * close together in one segment are read with one read, as messages sent in a row are.
+   * close together in one segment, as messages sent in a row are, are read with one read, which
+   * takes along the whole records whose checksums are still to be checked, so those are checked
+   * from the same bytes. A span whose record does not check out gets the error instead of its
+   * bytes; the others of its read are served all the same.
    */
   readMany(
     locations: readonly (SpanLocation | undefined)[],
   ): (MessageBytes | CorruptRecordError | undefined)[] {
     const out: (MessageBytes | CorruptRecordError | undefined)[] = new Array(locations.length);
-    // Each span's record is checked against its CRC first: a span whose record does not
-    // check out gets the error instead of its bytes, and is not read with its neighbours. A
-    // record read whole for its first check serves its spans from those bytes, not a second read.
-    let checked: CheckedRecord | undefined;
-    const readable = locations.map((at, k) => {
-      if (at === undefined) return undefined;
-      try {
-        checked = this.segments.check(at.segment, at.offset, at.length) ?? checked;
-        if (checked !== undefined && checked.segment === at.segment) {
-          const from = at.offset - checked.start;
-          if (from >= 0 && from + at.length <= checked.bytes.length) {
-            out[k] = splitSpan(checked.bytes.subarray(from, from + at.length));
-            return undefined;
-          }
-        }
-        return at;
-      } catch (err) {
-        if (!(err instanceof CorruptRecordError)) throw err;
-        out[k] = err;
-        return undefined;
-      }
-    });
     let i = 0;
-    while (i < readable.length) {
-      const first = readable[i];
+    while (i < locations.length) {
+      const first = locations[i];
       if (first === undefined) {
         i++;
         continue;
       }
-      // Extend the read while the next span follows closely in the same segment.
+      // Extend the run while the next span follows closely in the same segment.
       let end = first.offset + first.length;
       let j = i + 1;
-      for (; j < readable.length; j++) {
-        const next = readable[j];
+      for (; j < locations.length; j++) {
+        const next = locations[j];
         if (next === undefined || next.segment !== first.segment) break;
         if (
           next.offset < end ||
@@ -159,14 +140,46 @@ export class MessageLog {
           break;
         end = next.offset + next.length;
       }
-      const bytes = this.segments.read(first.segment, first.offset, end - first.offset);
-      for (let k = i; k < j; k++) {
-        const at = readable[k] as SpanLocation;
-        out[k] = splitSpan(bytes.subarray(at.offset - first.offset, at.offset - first.offset + at.length));
-      }
+      this.readRun(locations as readonly SpanLocation[], i, j, out);
       i = j;
     }
     return out;
+  }
+
+  /** Reads the spans `from` to `to` (one segment, ascending) with one read into `out`. */
+  private readRun(
+    locations: readonly SpanLocation[],
+    from: number,
+    to: number,
+    out: (MessageBytes | CorruptRecordError | undefined)[],
+  ): void {
+    const first = locations[from];
+    const last = locations[to - 1];
+    const { segment } = first;
+    // Records in between lie whole inside the run; the first and last may stick out of it.
+    let start = first.offset;
+    let end = last.offset + last.length;
+    start = Math.min(
+      start,
+      this.segments.uncheckedRecord(segment, first.offset, first.length)?.start ?? start,
+    );
+    end = Math.max(end, this.segments.uncheckedRecord(segment, last.offset, last.length)?.end ?? end);
+    const read = { start, bytes: this.segments.readUpTo(segment, start, end - start) };
+    for (let k = from; k < to; k++) {
+      const at = locations[k];
+      try {
+        this.segments.check(segment, at.offset, at.length, read);
+      } catch (err) {
+        if (!(err instanceof CorruptRecordError)) throw err;
+        out[k] = err;
+        continue;
+      }
+      const bytes =
+        at.offset + at.length <= start + read.bytes.length
+          ? read.bytes.subarray(at.offset - start, at.offset - start + at.length)
+          : this.segments.read(segment, at.offset, at.length);
+      out[k] = splitSpan(bytes);
+    }
   }
 
   stored(located: SpanLocation, id: number): void {

@@ -6,6 +6,8 @@ export type SegmentReader = (offset: number, length: number) => Buffer;
 
 /** Bytes read at a time while looking for the records of a segment. */
 const SCAN_CHUNK = 1024 * 1024;
+/** A record longer than this has the next record's header read alone (see walk). */
+const LARGE_RECORD = 16 * 1024;
 
 const UNCHECKED = 0;
 const GOOD = 1;
@@ -126,6 +128,33 @@ export class RecordChecks {
     return checked;
   }
 
+  /**
+   * Where the record holding the span starts and ends when its checksum is still to be checked
+   * (walking the segment as far as needed to find it); undefined when it checked out already or
+   * no whole record holds the span (check() then says why).
+   */
+  uncheckedRecord(
+    segment: number,
+    offset: number,
+    length: number,
+    read: SegmentReader,
+    size: number,
+  ): { start: number; end: number } | undefined {
+    if (this.allGood.has(segment)) return undefined;
+    let records = this.segments.get(segment);
+    if (!records) {
+      records = new SegmentRecords(this.fileHeader);
+      this.segments.set(segment, records);
+    }
+    let i = records.find(offset, length);
+    if (i < 0 && records.walked < size) {
+      this.walk(records, read, size);
+      i = records.find(offset, length);
+    }
+    if (i < 0 || records.states[i] !== UNCHECKED) return undefined;
+    return { start: records.starts[i], end: records.ends[i] };
+  }
+
   /** Forgets a deleted segment. */
   forget(segment: number): void {
     this.segments.delete(segment);
@@ -148,13 +177,18 @@ export class RecordChecks {
     let at = records.walked;
     let chunk: Buffer = Buffer.alloc(0);
     let chunkAt = 0;
+    let lastLength = 0;
     while (at + RECORD_HEADER <= size) {
       if (at < chunkAt || at + RECORD_HEADER > chunkAt + chunk.length) {
         chunkAt = at;
-        chunk = read(at, Math.min(SCAN_CHUNK, size - at));
+        // After a large record the next is likely large too: its header alone, not the bytes
+        // of the records a chunk would hold (the walk would read the whole segment).
+        const want = lastLength > LARGE_RECORD ? RECORD_HEADER : SCAN_CHUNK;
+        chunk = read(at, Math.min(want, size - at));
         if (chunk.length < RECORD_HEADER) break;
       }
-      const end = at + RECORD_HEADER + chunk.readUInt32LE(at - chunkAt);
+      lastLength = chunk.readUInt32LE(at - chunkAt);
+      const end = at + RECORD_HEADER + lastLength;
       // A record running past the end is being written, torn, or has a damaged length: the
       // messages it would hold are not found in a whole record, which fails their reads.
       if (end > size) break;

@@ -24,6 +24,12 @@ const FILE_HEADER = 16;
 export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
 const SEGMENT_FILE = /^(\d{12})\.seg$/;
 
+/** Bytes of a segment read already, from byte `start`. */
+export interface ReadBytes {
+  start: number;
+  bytes: Buffer;
+}
+
 /** A place in the log: the byte `offset` of segment number `segment`. */
 export interface LogPosition {
   segment: number;
@@ -185,16 +191,39 @@ export class SegmentLog {
    * segment whose checksum matches (checked the first time, see RecordChecks). Returns the
    * record when it was read to be checked now.
    */
-  check(segment: number, offset: number, length: number): CheckedRecord | undefined {
+  check(segment: number, offset: number, length: number, read?: ReadBytes): CheckedRecord | undefined {
     const closed = segment !== this.currentSegment;
     const size = closed ? this.sizeOf(segment) : this.size;
-    return this.checks.check(segment, offset, length, (at, n) => this.readUpTo(segment, at, n), size, closed);
+    return this.checks.check(segment, offset, length, this.readerOf(segment, read), size, closed);
+  }
+
+  /**
+   * Where the record holding the span starts and ends while its checksum is still to be checked
+   * (see RecordChecks.uncheckedRecord): a read of the span can take the whole record along.
+   */
+  uncheckedRecord(
+    segment: number,
+    offset: number,
+    length: number,
+  ): { start: number; end: number } | undefined {
+    const size = segment !== this.currentSegment ? this.sizeOf(segment) : this.size;
+    return this.checks.uncheckedRecord(segment, offset, length, this.readerOf(segment), size);
+  }
+
+  /** Reads of one segment: from `read`'s bytes where they hold what is asked for, else from the file. */
+  private readerOf(segment: number, read?: ReadBytes): (at: number, n: number) => Buffer {
+    if (!read) return (at, n) => this.readUpTo(segment, at, n);
+    const end = read.start + read.bytes.length;
+    return (at, n) =>
+      at >= read.start && at + n <= end
+        ? read.bytes.subarray(at - read.start, at - read.start + n)
+        : this.readUpTo(segment, at, n);
   }
 
   /** Up to `length` bytes at `offset` of a segment (fewer at its end). */
-  private readUpTo(segment: number, offset: number, length: number): Buffer {
+  readUpTo(segment: number, offset: number, length: number): Buffer {
     const bytes = Buffer.allocUnsafe(length);
-    const fd = this.readerOf(segment);
+    const fd = this.fdOf(segment);
     let done = 0;
     while (done < length) {
       const n = readSync(fd, bytes, done, length - done, offset + done);
@@ -207,7 +236,7 @@ export class SegmentLog {
   private sizeOf(segment: number): number {
     let size = this.sizes.get(segment);
     if (size === undefined) {
-      size = fstatSync(this.readerOf(segment)).size;
+      size = fstatSync(this.fdOf(segment)).size;
       this.sizes.set(segment, size);
     }
     return size;
@@ -263,7 +292,7 @@ export class SegmentLog {
     }
   }
 
-  private readerOf(segment: number): number {
+  private fdOf(segment: number): number {
     let fd = this.readers.get(segment);
     if (fd === undefined) {
       fd = openSync(this.fileOf(segment), "r");
