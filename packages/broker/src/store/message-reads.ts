@@ -1,7 +1,13 @@
 import { PRIORITIES } from "@mq9/protocol";
 import type { AppendedRow } from "./appended-rows.js";
 import type { MessageBytes, MessageLog } from "./message-log.js";
-import { EMPTY, locationOf, type MessageRow, messageRowOf } from "./message-row-writer.js";
+import {
+  EMPTY,
+  locatedMessageRowOf,
+  locationOf,
+  type MessageRow,
+  messageRowOf,
+} from "./message-row-writer.js";
 import { RecentMessages } from "./recent-messages.js";
 import { CorruptRecordError } from "./record-checks.js";
 import type { MessageStatements } from "./sqlite-statements.js";
@@ -111,7 +117,7 @@ export class MessageReads {
     // A consumer keeping up finds every message in memory, and which ones there are: no SQL.
     const hot = this.recent.classMessages(mbox, rank, fromId, nowMs, fromCreatedMs, limit);
     if (hot) return hot;
-    const rows = this.stmt.classRows.all(mbox, rank, fromId, nowMs, fromCreatedMs, limit).map(messageRowOf);
+    const rows = this.classRows(mbox, rank, fromId, nowMs, fromCreatedMs, limit);
     const messages: (StoredMessage | undefined)[] = rows.map((row) => this.recent.get(row.msg_id));
     const cold = rows.filter((_, i) => messages[i] === undefined);
     if (cold.length === 0) return messages as StoredMessage[];
@@ -133,6 +139,29 @@ export class MessageReads {
       return storedMessage(row, read ?? { header: row.header, payload: row.payload ?? EMPTY });
     });
   };
+
+  /** The rows of a class read: with the log, only where each message's bytes are, when all are there. */
+  private classRows(
+    mbox: number,
+    rank: number,
+    fromId: number,
+    nowMs: number,
+    fromCreatedMs: number,
+    limit: number,
+  ): MessageRow[] {
+    if (this.log) {
+      const located = this.stmt.classLocated.all(mbox, rank, fromId, nowMs, fromCreatedMs, limit);
+      const rows: MessageRow[] = new Array(located.length);
+      let whole = true;
+      for (let i = 0; i < located.length && whole; i++) {
+        rows[i] = locatedMessageRowOf(located[i], rank);
+        // A row holding its bytes itself (a delayed message that became due): read them all whole.
+        whole = rows[i].seg !== null;
+      }
+      if (whole) return rows;
+    }
+    return this.stmt.classRows.all(mbox, rank, fromId, nowMs, fromCreatedMs, limit).map(messageRowOf);
+  }
 
   private newestIdsOf(mbox: number): number[] {
     let newest = this.newestIds.get(mbox);

@@ -73,6 +73,42 @@ export function messageRowOf(v: RawMessageRow): MessageRow {
     seg_len: v[10],
   };
 }
+/**
+ * The columns a class read selects where rows point into the log: neither the priority (the
+ * class read asks for one) nor header and payload (in the log); fewer values for better-sqlite3
+ * to make per row. A row that holds its bytes itself is read with MESSAGE_READ_COLUMNS.
+ */
+export const LOCATED_READ_COLUMNS = "msg_id, msg_key, tags, created_ms, expires_ms, seg, seg_at, seg_len";
+
+/** LOCATED_READ_COLUMNS as a statement in raw mode returns them. */
+export type RawLocatedRow = [
+  number,
+  string | null,
+  string | null,
+  number,
+  number | null,
+  number | null,
+  number | null,
+  number | null,
+];
+
+/** The row of raw LOCATED_READ_COLUMNS values read from the class `rank` (see messageRowOf). */
+export function locatedMessageRowOf(v: RawLocatedRow, rank: number): MessageRow {
+  return {
+    msg_id: v[0],
+    priority: rank,
+    msg_key: v[1],
+    tags: v[2],
+    header: null,
+    payload: null,
+    created_ms: v[3],
+    expires_ms: v[4],
+    seg: v[5],
+    seg_at: v[6],
+    seg_len: v[7],
+  };
+}
+
 const PLACEHOLDERS = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 /** A plain row (see packRows): no compaction key or tags, its header and payload in the log; four values fewer to bind. */
 const LOGGED_PLACEHOLDERS = "(?, ?, ?, NULL, NULL, NULL, x'', ?, ?, ?, ?, ?)";

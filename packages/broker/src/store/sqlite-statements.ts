@@ -1,8 +1,10 @@
 import type Database from "better-sqlite3";
 import {
+  LOCATED_READ_COLUMNS,
   type LocatedRow,
   MESSAGE_READ_COLUMNS,
   type MessageRow,
+  type RawLocatedRow,
   type RawMessageRow,
 } from "./message-row-writer.js";
 
@@ -82,6 +84,11 @@ export interface MessageStatements {
   classRows: Statement<
     [mbox: number, rank: number, fromId: number, nowMs: number, fromCreatedMs: number, limit: number],
     RawMessageRow
+  >;
+  /** classRows with LOCATED_READ_COLUMNS, for rows whose bytes are in the log. */
+  classLocated: Statement<
+    [mbox: number, rank: number, fromId: number, nowMs: number, fromCreatedMs: number, limit: number],
+    RawLocatedRow
   >;
   newestByClass: Statement<[mbox: number], { priority: number; id: number }>;
   firstIdFrom: Statement<[mbox: number, createdMs: number], MinId>;
@@ -207,6 +214,11 @@ export function prepareStatements(db: Database.Database): SqliteStatements {
       classRows: db
         .prepare<[number, number, number, number, number, number], RawMessageRow>(
           `SELECT ${MESSAGE_READ_COLUMNS} FROM messages WHERE mbox = ? AND priority = ? AND msg_id >= ? AND ${LIVE} AND created_ms >= ? ORDER BY msg_id LIMIT ?`,
+        )
+        .raw(),
+      classLocated: db
+        .prepare<[number, number, number, number, number, number], RawLocatedRow>(
+          `SELECT ${LOCATED_READ_COLUMNS} FROM messages WHERE mbox = ? AND priority = ? AND msg_id >= ? AND ${LIVE} AND created_ms >= ? ORDER BY msg_id LIMIT ?`,
         )
         .raw(),
       newestByClass: db.prepare(
