@@ -27,12 +27,14 @@ export class CorruptRecordError extends Error {
   }
 }
 
-/** A record just read and checked: where it starts in its segment, and its bytes. */
-export interface CheckedRecord {
-  segment: number;
+/** Where a record that checked out starts and ends in its segment: every span inside is good. */
+export interface CheckedBytes {
   start: number;
-  bytes: Buffer;
+  end: number;
 }
+
+/** What check() answers for a segment whose every record checked out. */
+const WHOLE_SEGMENT: CheckedBytes = { start: 0, end: Number.POSITIVE_INFINITY };
 
 /** What is known of one segment's records: where each starts and ends, and its check. */
 class SegmentRecords {
@@ -83,9 +85,9 @@ export class RecordChecks {
 
   /**
    * Throws CorruptRecordError unless the span lies inside one record whose checksum matches.
-   * `size` is the segment's length now; `closed` says it is not written any more. When the
-   * record was read to be checked now, returns it (whole, header included), so the caller
-   * need not read its messages a second time.
+   * `size` is the segment's length now; `closed` says it is not written any more. Returns the
+   * bytes known good with it (the record, or the whole segment), so that the caller need not
+   * ask again for the other spans there.
    */
   check(
     segment: number,
@@ -94,8 +96,8 @@ export class RecordChecks {
     read: SegmentReader,
     size: number,
     closed: boolean,
-  ): CheckedRecord | undefined {
-    if (this.allGood.has(segment)) return undefined;
+  ): CheckedBytes {
+    if (this.allGood.has(segment)) return WHOLE_SEGMENT;
     let records = this.segments.get(segment);
     if (!records) {
       records = new SegmentRecords(this.fileHeader);
@@ -113,7 +115,7 @@ export class RecordChecks {
         "no whole record holds this message (a length field is damaged)",
       );
     }
-    const checked = records.states[i] === UNCHECKED ? this.verify(segment, records, i, read) : undefined;
+    if (records.states[i] === UNCHECKED) this.verify(segment, records, i, read);
     if (records.states[i] === BAD) {
       throw new CorruptRecordError(
         segment,
@@ -121,11 +123,12 @@ export class RecordChecks {
         "the record's bytes do not match its checksum",
       );
     }
+    const good = { start: records.starts[i], end: records.ends[i] };
     if (closed && records.unchecked === 0 && records.walked >= size) {
       this.segments.delete(segment);
       this.allGood.add(segment);
     }
-    return checked;
+    return good;
   }
 
   /**
@@ -161,7 +164,7 @@ export class RecordChecks {
     this.allGood.delete(segment);
   }
 
-  private verify(segment: number, records: SegmentRecords, i: number, read: SegmentReader): CheckedRecord {
+  private verify(segment: number, records: SegmentRecords, i: number, read: SegmentReader): void {
     const start = records.starts[i];
     const bytes = read(start, records.ends[i] - start);
     const good = crc32(bytes.subarray(RECORD_HEADER)) === bytes.readUInt32LE(4);
@@ -169,7 +172,6 @@ export class RecordChecks {
     records.unchecked--;
     if (!good)
       this.onCorrupt(new CorruptRecordError(segment, start, "the record's bytes do not match its checksum"));
-    return { segment, start, bytes };
   }
 
   /** Walks record headers from where the last walk stopped, reading only headers of large records. */

@@ -13,7 +13,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
-import { type CheckedRecord, CorruptRecordError, RecordChecks } from "./record-checks.js";
+import { type CheckedBytes, CorruptRecordError, RecordChecks } from "./record-checks.js";
 import { type CorruptStretch, RECORD_HEADER, scanSegmentRecords } from "./record-framing.js";
 
 const MAGIC = 0x4d513953; // "MQ9S"
@@ -188,10 +188,10 @@ export class SegmentLog {
 
   /**
    * Throws CorruptRecordError unless `length` bytes at `offset` lie in one record of the
-   * segment whose checksum matches (checked the first time, see RecordChecks). Returns the
-   * record when it was read to be checked now.
+   * segment whose checksum matches (checked the first time, see RecordChecks, from `read`'s
+   * bytes where they hold the record). Returns where the bytes known good with it lie.
    */
-  check(segment: number, offset: number, length: number, read?: ReadBytes): CheckedRecord | undefined {
+  check(segment: number, offset: number, length: number, read?: ReadBytes): CheckedBytes {
     const closed = segment !== this.currentSegment;
     const size = closed ? this.sizeOf(segment) : this.size;
     return this.checks.check(segment, offset, length, this.readerOf(segment, read), size, closed);
