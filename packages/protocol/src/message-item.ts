@@ -51,35 +51,43 @@ export function writeMessageItem(
   parts: ItemHeaderParts = BOTH,
   raw = false,
 ): void {
+  // ASCII pieces are joined and written with one call where they meet: each write crosses
+  // into C++, and an item of a plain message is then written with one call in raw form.
+  let pending: string;
   if (raw) {
     // The payload follows the reply's JSON (see encodeReply); the item says how long it is.
-    out.ascii(`{"msg_id":${message.id},"payload_len":${message.payload.byteLength},"priority":"`);
+    pending = `{"msg_id":${message.id},"payload_len":${message.payload.byteLength},"priority":"${message.priority}`;
   } else {
     out.ascii(`{"msg_id":${message.id},"payload":"`);
     out.base64(message.payload);
-    out.ascii('","priority":"');
+    pending = `","priority":"${message.priority}`;
   }
-  out.ascii(message.priority);
   if (message.header) {
-    if (parts.bytes) out.ascii(`","header":${headerBytesJson(message.header)}`);
-    else out.ascii('"');
+    pending += parts.bytes ? `","header":${headerBytesJson(message.header)}` : '"';
     if (parts.map) {
-      out.ascii(',"headers":');
+      out.ascii(`${pending},"headers":`);
       out.text(headerBlockJson(message.header));
+      pending = "";
     }
   } else {
-    out.ascii('","header":null');
+    pending += '","header":null';
   }
   if (message.key !== undefined) {
-    out.ascii(',"key":');
+    out.ascii(`${pending},"key":`);
     out.text(JSON.stringify(message.key));
+    pending = "";
   }
   if (message.tags) {
-    out.ascii(',"tags":');
+    out.ascii(`${pending},"tags":`);
     out.text(JSON.stringify(message.tags));
+    pending = "";
   }
-  out.ascii(`,"create_time":${Math.floor(message.createdMs / 1000)}`);
-  out.ascii(message.deliveryCount === undefined ? "}" : `,"delivery_count":${message.deliveryCount}}`);
+  pending += `,"create_time":${Math.floor(message.createdMs / 1000)}`;
+  out.ascii(
+    message.deliveryCount === undefined
+      ? `${pending}}`
+      : `${pending},"delivery_count":${message.deliveryCount}}`,
+  );
 }
 
 /** One message item as JSON text (see writeMessageItem). */
