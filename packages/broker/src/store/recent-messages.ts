@@ -192,6 +192,9 @@ export class RecentMessages {
 
   /** Where `id`'s numbers start in `entries`: a binary search, the ring being in id order. */
   private find(id: number): number | undefined {
+    // Kept ids ascend through the ring: one older than the oldest kept (a consumer far behind,
+    // reading from the log) is not here, and needs no search.
+    if (this.count === 0 || id < this.entries[this.head * FIELDS] || id > this.newestId()) return undefined;
     let low = 0;
     let high = this.count - 1;
     while (low <= high) {
