@@ -112,7 +112,7 @@ async function round() {
   const others = [];
   for (const [tid, t] of threads1 ?? []) {
     const used = t.ms - (threads0?.get(tid)?.ms ?? 0);
-    if (tid !== String(server.pid) && used > 0) others.push(`${t.name} ${perMessage(used)}`);
+    if (tid !== String(server.pid) && used > 0) others.push(`${t.name}:${tid} ${perMessage(used)}`);
   }
   if (others.length > 0) console.log(`  other threads µs/msg: ${others.join(", ")}`);
 }
