@@ -14,7 +14,8 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Starts a cluster node and resolves once its /healthz answers 200 and, when its output is
- * captured, once it has logged that it is ready (the line follows the HTTP port by a moment). Options: nodeId (none: the
+ * captured at info level or below, once it has logged that it is ready (the line follows the
+ * HTTP port by a moment). Options: nodeId (none: the
  * node's default id), nats (URLs;
  * without them, one broker on PostgreSQL with its own listener, on `port`), postgres (URL),
  * httpPort, args (extra flags), env, nodeArgs (node flags), dataDir (its working folder),
@@ -103,12 +104,17 @@ export async function startMq9Node(options) {
       clearTimeout(timer);
     },
   };
+  // The ready line is an info line: not there in a log file read elsewhere, nor below info.
+  const level = (options.args ?? [])[(options.args ?? []).indexOf("--log-level") + 1];
+  const waitsForReadyLine =
+    !options.logFile &&
+    !((options.args ?? []).includes("--log-level") && /^(warn|error|fatal|silent)$/.test(level));
   const deadline = Date.now() + (options.startTimeoutMs ?? 60_000);
   for (;;) {
     if (gone) throw new Error(`mq9 node ${options.nodeId} exited during start:\n${output}`);
     try {
       const res = await fetch(`http://127.0.0.1:${httpPort}/healthz`);
-      if (res.status === 200 && (options.logFile || READY_LINE.test(output))) return node;
+      if (res.status === 200 && (!waitsForReadyLine || READY_LINE.test(output))) return node;
     } catch {}
     if (Date.now() > deadline) {
       await node.kill();
