@@ -34,6 +34,8 @@ export const RegistryDefaults = {
   embedderTimeoutSeconds: 30,
   /** Further attempts after a 429, a 5xx or a network error from an openai embedder's server. */
   embedderRetries: 3,
+  /** While a batch of queries is in the model, ms others wait to share the next call (0: never). */
+  queryWindowMs: 8,
   /** Load the embedder's model at start rather than at the first registration. */
   preloadEmbedder: true,
 } as const;

@@ -59,6 +59,8 @@ export interface RegistrySettings {
   threaded?: boolean;
   /** Embedding worker threads, each with its own copy of the model (default one per core, at most 4). */
   embedderWorkers?: number;
+  /** While a batch of queries is in the model, how long others wait to share the next call (ms; 0: never). */
+  queryWindowMs?: number;
   /** Seconds for registrations without `ttl`; 0 = never expire. */
   defaultTtlS?: number;
   annThreshold?: number;
@@ -171,7 +173,12 @@ function buildEmbedder(settings: RegistrySettings, logger: RegistryContext["logg
     inline = new UseEmbedder();
   }
   if (settings.threaded === false) return inline;
-  const threaded = new ThreadedEmbedder({ spec, id: inline.id, workers: settings.embedderWorkers });
+  const threaded = new ThreadedEmbedder({
+    spec,
+    id: inline.id,
+    workers: settings.embedderWorkers,
+    queryWindowMs: settings.queryWindowMs,
+  });
   logger.info(`agent registry: embedder ${inline.id} on ${threaded.parallelism} worker threads`);
   return threaded;
 }

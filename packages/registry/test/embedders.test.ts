@@ -2,6 +2,7 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { lengthGroups } from "../src/embedding/onnx-embedder.js";
+import { queryHoldMs } from "../src/embedding/threaded-embedder.js";
 import { OnnxEmbedder, ThreadedEmbedder, UseEmbedder } from "../src/index.js";
 import { embedderConformance } from "./embedder-conformance.js";
 import { tempDir } from "./harness.js";
@@ -113,6 +114,49 @@ describe("ThreadedEmbedder scheduling", () => {
       expect(queriesAfter).toBe(8);
     } finally {
       await embedder.close();
+    }
+  });
+});
+
+describe("ThreadedEmbedder query window", () => {
+  const state = { windowMs: 8, queryBatchInModel: true, waitingTexts: 3, fullBatch: 16, oldestWaitedMs: 2 };
+
+  it("holds a few queries only while another query batch is in the model, and only up to the window", () => {
+    expect(queryHoldMs(state)).toBe(6);
+    expect(queryHoldMs({ ...state, oldestWaitedMs: 8 })).toBe(0);
+    expect(queryHoldMs({ ...state, oldestWaitedMs: 30 })).toBe(0);
+    // An idle model (or one busy with skills only) takes a lone query at once.
+    expect(queryHoldMs({ ...state, queryBatchInModel: false })).toBe(0);
+    // A full batch goes at once.
+    expect(queryHoldMs({ ...state, waitingTexts: 16 })).toBe(0);
+    expect(queryHoldMs({ ...state, waitingTexts: 2, fullBatch: 2 })).toBe(0);
+    expect(queryHoldMs({ ...state, windowMs: 0 })).toBe(0);
+  });
+
+  it("gives every query its own vector when queries trickle in and are held to share calls", async () => {
+    const embedder = new ThreadedEmbedder({
+      spec: { kind: "onnx", modelDir: tinyBert },
+      id: "w",
+      workers: 2,
+      queryWindowMs: 50,
+    });
+    const single = new OnnxEmbedder({ modelDir: tinyBert });
+    try {
+      await embedder.load();
+      const texts = Array.from({ length: 48 }, (_, i) => `query ${"word ".repeat(i % 9)}${i}`);
+      const asked: Promise<Float32Array[]>[] = [];
+      for (const text of texts) {
+        asked.push(embedder.embed([text], { purpose: "query" }));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      const vectors = (await Promise.all(asked)).flat();
+      const reference = await single.embed(texts, { purpose: "query" });
+      vectors.forEach((v, i) => {
+        expect(Array.from(v)).toEqual(Array.from(reference[i]).map((x) => expect.closeTo(x, 5)));
+      });
+    } finally {
+      await embedder.close();
+      await single.close();
     }
   });
 });

@@ -1,7 +1,9 @@
 import { availableParallelism } from "node:os";
+import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { compiledWorkerUrl } from "../compiled-worker.js";
+import { RegistryDefaults } from "../defaults.js";
 import { type Embedder, EmbedderUnavailableError, type EmbedOptions, type EmbedPurpose } from "./embedder.js";
 import type { EmbedderSpec } from "./embedder-factory.js";
 import type { WorkerReply, WorkerRequest } from "./embedding-worker.js";
@@ -19,10 +21,42 @@ export interface ThreadedEmbedderOptions {
   documentChunk?: number;
   /** Worker threads, each with its own copy of the model (default: one per core, at most 4). */
   workers?: number;
+  /**
+   * While another query batch is in the model, how long waiting queries may be held for more to
+   * join them before an idle worker takes them (default QUERY_WINDOW_MS; 0: never held).
+   */
+  queryWindowMs?: number;
+}
+
+/**
+ * How long queries may wait for company while the model is busy with others. A batch of 16 or
+ * more costs the model markedly less per query than a few; the wait is bounded so that a lightly
+ * loaded registry answers in about the time it did without it.
+ */
+export const QUERY_WINDOW_MS = RegistryDefaults.queryWindowMs;
+/** Queries waiting that make a batch full enough to go without waiting longer. */
+export const FULL_QUERY_BATCH = 16;
+
+/**
+ * How much longer waiting queries stay queued for company (ms; 0: they go now). Only while
+ * another query batch is in the model: a lone query on an idle model goes at once, and a batch
+ * already full goes at once.
+ */
+export function queryHoldMs(state: {
+  windowMs: number;
+  queryBatchInModel: boolean;
+  waitingTexts: number;
+  fullBatch: number;
+  oldestWaitedMs: number;
+}): number {
+  if (state.windowMs <= 0 || !state.queryBatchInModel || state.waitingTexts >= state.fullBatch) return 0;
+  return Math.max(0, state.windowMs - state.oldestWaitedMs);
 }
 
 interface Job {
   texts: string[];
+  /** When the job was queued (performance.now()): how long it has waited for company. */
+  queuedAt: number;
   resolve(vectors: Float32Array[]): void;
   reject(err: Error): void;
 }
@@ -30,7 +64,7 @@ interface Job {
 /** One worker thread and the batch it is running. */
 interface Slot {
   worker: Worker;
-  inFlight?: { seq: number; jobs: Job[] };
+  inFlight?: { seq: number; jobs: Job[]; purpose: EmbedPurpose };
 }
 
 function workerUrl(): URL {
@@ -78,7 +112,10 @@ export class ThreadedEmbedder implements Embedder {
   readonly parallelism: number;
   private readonly maxBatch: number;
   private readonly documentChunk: number;
+  private readonly queryWindowMs: number;
   private pumpScheduled = false;
+  /** Pumps when the oldest held query's window ends. */
+  private windowTimer?: NodeJS.Timeout;
   /** Query batches run in a row while documents waited. */
   private queryStreak = 0;
   private slots: Slot[] = [];
@@ -91,6 +128,7 @@ export class ThreadedEmbedder implements Embedder {
     this.id = options.id;
     this.maxBatch = options.maxBatch ?? 32;
     this.documentChunk = Math.max(1, options.documentChunk ?? 16);
+    this.queryWindowMs = Math.max(0, options.queryWindowMs ?? QUERY_WINDOW_MS);
     this.parallelism = Math.max(1, Math.floor(options.workers ?? defaultWorkers()));
   }
 
@@ -145,13 +183,14 @@ export class ThreadedEmbedder implements Embedder {
     const purpose = options.purpose ?? "document";
     return new Promise<Float32Array[]>((resolve, reject) => {
       if (purpose === "query" || texts.length <= this.documentChunk) {
-        this.queues[purpose].push({ texts, resolve, reject });
+        this.queues[purpose].push({ texts, queuedAt: performance.now(), resolve, reject });
       } else {
         const vectors = new Array<Float32Array>(texts.length);
         let left = texts.length;
         for (const chunk of chunksByLength(texts, this.documentChunk)) {
           this.queues.document.push({
             texts: chunk.map((i) => texts[i]),
+            queuedAt: performance.now(),
             resolve: (part) => {
               chunk.forEach((i, k) => {
                 vectors[i] = part[k];
@@ -189,6 +228,7 @@ export class ThreadedEmbedder implements Embedder {
       const purpose: EmbedPurpose = this.queues.query.length > 0 && !skillsTurn ? "query" : "document";
       const queue = this.queues[purpose];
       if (queue.length === 0) return;
+      if (purpose === "query" && this.holdQueries()) return;
       this.queryStreak = purpose === "query" && this.queues.document.length > 0 ? this.queryStreak + 1 : 0;
       // Waiting queries are shared among the idle workers: a few queries at once finish sooner on
       // every core than in one batch on one (a busy model has one idle worker, which takes them all).
@@ -201,11 +241,38 @@ export class ThreadedEmbedder implements Embedder {
         count += job.texts.length;
       }
       const seq = ++this.seq;
-      slot.inFlight = { seq, jobs };
+      slot.inFlight = { seq, jobs, purpose };
       slot.worker.ref();
       const request: WorkerRequest = { type: "embed", seq, texts: jobs.flatMap((j) => j.texts), purpose };
       slot.worker.postMessage(request);
     }
+  }
+
+  /**
+   * Whether the waiting queries stay queued for now: while another query batch is in the model,
+   * a few queries wait (up to the window) for more to join them, since a fuller batch costs less
+   * per query; a lone query on an idle model goes at once. Schedules the pump for the window's end.
+   */
+  private holdQueries(): boolean {
+    let texts = 0;
+    for (const job of this.queues.query) texts += job.texts.length;
+    const left = queryHoldMs({
+      windowMs: this.queryWindowMs,
+      queryBatchInModel: this.slots.some((s) => s.inFlight?.purpose === "query"),
+      waitingTexts: texts,
+      fullBatch: Math.min(this.maxBatch, FULL_QUERY_BATCH),
+      oldestWaitedMs: performance.now() - this.queues.query[0].queuedAt,
+    });
+    if (left === 0) return false;
+    if (this.windowTimer === undefined) {
+      this.windowTimer = setTimeout(() => {
+        this.windowTimer = undefined;
+        this.pump();
+      }, left);
+      // A query batch is in flight (its worker held), so the timer need not keep the process alive.
+      this.windowTimer.unref();
+    }
+    return true;
   }
 
   /** The waiting query texts over the idle workers. */
@@ -261,6 +328,7 @@ export class ThreadedEmbedder implements Embedder {
 
   async close(): Promise<void> {
     this.broken ??= new Error("the embedder is closed");
+    clearTimeout(this.windowTimer);
     // Not while a worker is still loading its model (see load).
     await this.loading?.catch(() => undefined);
     const slots = this.slots.splice(0);

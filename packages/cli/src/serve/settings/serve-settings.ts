@@ -404,6 +404,14 @@ export const SERVE_SETTINGS = {
       help: "embedding worker threads for use and onnx, each with its own copy of the model",
       reads: "registry",
     }),
+    queryWindowMs: setting({
+      type: whole(0),
+      default: RegistryDefaults.queryWindowMs,
+      unit: "milliseconds",
+      flag: "registry-query-window-ms",
+      help: "how long queries wait to share a model call while another batch of queries is in it (0: never)",
+      reads: "registry",
+    }),
     modelDir: setting({
       type: text(),
       flag: "registry-model-dir",
