@@ -1,0 +1,220 @@
+// The uncached semantic DISCOVER's CPU at part S's scale without embedding 100,000 skill texts
+// each run (`node bench/registry-query-cost.js`): a broker in this process whose registry embeds
+// skills from the bench's embedding cache (filled by one part S run, bench/registry-scale.js) and
+// queries through real embedding worker threads, 10,150 agents x 10 distinct skills registered,
+// then uncached queries from a client in a child process at BENCH_REG_CONCURRENCY (32) in flight.
+// Variants alternate in the one broker, BENCH_REG_COST_ROUNDS rounds of each
+// (BENCH_REG_COST_VARIANTS, e.g. "window=0,ef=128;window=8,ef=128"): `window` is the embedder's
+// query window (ms), `ef` the vector store's efSearch. Prints, per round, QPS, p50/p99, CPU per
+// query of the broker's main thread, its other threads (the embedding workers, mostly) and the
+// client, the load average, and the model's batched ceiling measured in the same process.
+import { spawn } from "node:child_process";
+import { loadavg } from "node:os";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { connect } from "@mq9/client";
+import { CachedEmbedder } from "./embedding-cache.js";
+import { cpuTimes, makeTempDir, REPO_ROOT, removeTempDir, threadCpuTimes } from "./proc.js";
+import { benchEmbedderForTools, loadRelevanceSet } from "./registry.js";
+import { syntheticCard } from "./registry-scale.js";
+import { syntheticSkills } from "./synthetic-skills.js";
+
+const BROKER = path.join(REPO_ROOT, "packages", "broker", "dist", "index.js");
+const REGISTRY = path.join(REPO_ROOT, "packages", "registry", "dist", "index.js");
+const load = () => loadavg()[0].toFixed(1);
+
+if (process.argv[2] === "client") {
+  // The client side, in its own process: warm-up, then the measured run; prints one JSON line.
+  const [, , , port, countText, concurrencyText, tag] = process.argv;
+  const { QUERIES } = await loadRelevanceSet();
+  const client = await connect(`nats://127.0.0.1:${port}`, { reconnect: false, requestTimeoutMs: 120_000 });
+  const count = Number(countText);
+  const concurrency = Number(concurrencyText);
+  let unique = 0;
+  const ask = () =>
+    client.discover({ semantic: `${QUERIES[unique % QUERIES.length].query} ${tag}${unique++}`, limit: 10 });
+  const run = async (n) => {
+    const latencies = [];
+    let next = 0;
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next++ < n) {
+          const s = performance.now();
+          await ask();
+          latencies.push(performance.now() - s);
+        }
+      }),
+    );
+    latencies.sort((a, b) => a - b);
+    return {
+      qps: n / ((performance.now() - t0) / 1000),
+      p50: latencies[Math.floor(n * 0.5)],
+      p99: latencies[Math.min(n - 1, Math.floor(n * 0.99))],
+    };
+  };
+  await run(Math.min(200, count));
+  process.send?.("measuring");
+  await new Promise((resolve) => process.once("message", resolve));
+  const cpu0 = process.cpuUsage();
+  const result = await run(count);
+  const cpu = process.cpuUsage(cpu0);
+  process.send?.({ ...result, clientUs: (cpu.user + cpu.system) / count });
+  await client.close();
+  process.exit(0);
+}
+
+const count = Number(process.env.BENCH_REG_SCALE_AGENTS ?? 10_000);
+const queries = Number(process.env.BENCH_REG_QUERIES ?? 1500);
+const concurrency = Number(process.env.BENCH_REG_CONCURRENCY ?? 32);
+const rounds = Number(process.env.BENCH_REG_COST_ROUNDS ?? 2);
+const variants = (process.env.BENCH_REG_COST_VARIANTS ?? "window=0,ef=128;window=8,ef=128")
+  .split(";")
+  .map((v) =>
+    Object.fromEntries(
+      v
+        .split(",")
+        .map((kv) => kv.split("="))
+        .map(([k, x]) => [k, Number(x)]),
+    ),
+  );
+
+const { ThreadedEmbedder, createEmbedder, registryFactory } = await import(REGISTRY);
+const { Broker } = await import(BROKER);
+const chosen = benchEmbedderForTools();
+const id = createEmbedder(chosen.spec).id;
+const threaded = new ThreadedEmbedder({ spec: chosen.spec, id });
+const cache = new CachedEmbedder(threaded);
+await cache.load();
+// Skills from the cache (misses embedded and kept), queries straight through the worker threads.
+const embedder = {
+  id,
+  parallelism: threaded.parallelism,
+  load: () => threaded.load(),
+  embed: (texts, options) =>
+    options?.purpose === "query" ? threaded.embed(texts, options) : cache.embed(texts, options),
+  close: async () => {},
+};
+
+const { AGENTS } = await loadRelevanceSet();
+const skills = syntheticSkills(count * 10);
+const mixed = Array.from({ length: count }, (_, i) => syntheticCard(i, skills));
+for (const [j, card] of AGENTS.entries()) {
+  mixed.splice(Math.floor(((j + 1) * mixed.length) / (AGENTS.length + 1)), 0, card);
+}
+
+const dir = makeTempDir("mq9-bench-cost");
+const broker = await Broker.start({ port: 0, dataDir: dir, registry: registryFactory({ embedder }) });
+const client = await connect(`nats://127.0.0.1:${broker.port}`, {
+  reconnect: false,
+  requestTimeoutMs: 600_000,
+});
+let next = 0;
+await Promise.all(
+  Array.from({ length: 32 }, async () => {
+    while (next < mixed.length) {
+      const card = mixed[next++];
+      await client.register({
+        ...card,
+        mailbox: card.mailbox ?? `agent.${card.name.replace(/[^a-z0-9]+/g, ".")}`,
+      });
+    }
+  }),
+);
+await client.close();
+await broker.registry.indexed();
+for (;;) {
+  const v = broker.registry.status().vectors;
+  if (!v || (!v.building && v.pending === 0)) break;
+  await new Promise((resolve) => setTimeout(resolve, 500));
+}
+console.log(
+  `${mixed.length} agents registered and indexed (${cache.misses} skill texts embedded, ${cache.hits} from the cache; load ${load()})`,
+);
+
+/** The model's batched ceiling: batches of 32 on every worker, as bench/registry.js measures it. */
+async function ceiling() {
+  let n = 0;
+  const batch = () => Array.from({ length: 32 }, () => `ceiling query ${n++} about invoices and flights`);
+  const lanes = (until) =>
+    Promise.all(
+      Array.from({ length: threaded.parallelism }, async () => {
+        while (n < until) await threaded.embed(batch(), { purpose: "query" });
+      }),
+    );
+  await lanes(128);
+  const start = n;
+  const t0 = performance.now();
+  await lanes(start + 1600);
+  return (n - start) / ((performance.now() - t0) / 1000);
+}
+
+// The settings under test, set on the running registry's embedder and store between rounds.
+const store = broker.registry.vectors;
+function apply(variant) {
+  if (variant.window !== undefined) threaded.queryWindowMs = variant.window;
+  if (variant.ef !== undefined) store.efSearch = variant.ef;
+}
+
+function clientRound(tag) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [
+        fileURLToPath(import.meta.url),
+        "client",
+        String(broker.port),
+        String(queries),
+        String(concurrency),
+        tag,
+      ],
+      { stdio: ["ignore", "inherit", "inherit", "ipc"] },
+    );
+    let before;
+    child.on("message", (message) => {
+      if (message === "measuring") {
+        // The embedder numbers its model calls: calls per query gives the mean batch.
+        before = { total: cpuTimes(process.pid), threads: threadCpuTimes(process.pid), calls: threaded.seq };
+        child.send("go");
+      } else {
+        const after = cpuTimes(process.pid);
+        // The other threads by name: the embedding workers, V8's helpers (garbage collection), libuv's.
+        const byName = new Map();
+        for (const [tid, t] of threadCpuTimes(process.pid)) {
+          if (Number(tid) === process.pid) continue;
+          const ms = t.ms - (before.threads.get(tid)?.ms ?? 0);
+          byName.set(t.name, (byName.get(t.name) ?? 0) + ms);
+        }
+        resolve({
+          ...message,
+          batch: queries / (threaded.seq - before.calls),
+          mainUs: ((after.mainMs - before.total.mainMs) * 1000) / queries,
+          otherUs:
+            ((after.allMs - after.mainMs - (before.total.allMs - before.total.mainMs)) * 1000) / queries,
+          threads: [...byName]
+            .filter(([, ms]) => ms > 0)
+            .map(([name, ms]) => `${name} ${((ms * 1000) / queries).toFixed(0)}`)
+            .join(", "),
+        });
+      }
+    });
+    child.on("error", reject);
+    child.on("exit", (code) => code !== 0 && reject(new Error(`client exited with ${code}`)));
+  });
+}
+
+for (let round = 1; round <= rounds; round++) {
+  for (const [v, variant] of variants.entries()) {
+    apply(variant);
+    const loadBefore = load();
+    const r = await clientRound(`#r${round}v${v}q`);
+    const ceil = await ceiling();
+    console.log(
+      `round ${round} ${JSON.stringify(variant)}: ${Math.round(r.qps)} QPS @${concurrency} (p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms), CPU µs/query main ${r.mainUs.toFixed(0)} / other threads ${r.otherUs.toFixed(0)} / client ${r.clientUs.toFixed(0)}; ceiling after ${Math.round(ceil)}/s = ${((100 * r.qps) / ceil).toFixed(0)} %; load ${loadBefore} -> ${load()}; ${r.batch.toFixed(1)} queries a model call\n    other threads, µs/query: ${r.threads}`,
+    );
+  }
+}
+await broker.close();
+await threaded.close();
+removeTempDir(dir);
