@@ -119,12 +119,12 @@ describe("ThreadedEmbedder scheduling", () => {
 });
 
 describe("ThreadedEmbedder query window", () => {
-  const state = { windowMs: 8, queryBatchInModel: true, waitingTexts: 3, fullBatch: 16, oldestWaitedMs: 2 };
+  const state = { windowMs: 8, queryBatchInModel: true, waitingTexts: 3, fullBatch: 16, heldMs: 2 };
 
   it("holds a few queries only while another query batch is in the model, and only up to the window", () => {
     expect(queryHoldMs(state)).toBe(6);
-    expect(queryHoldMs({ ...state, oldestWaitedMs: 8 })).toBe(0);
-    expect(queryHoldMs({ ...state, oldestWaitedMs: 30 })).toBe(0);
+    expect(queryHoldMs({ ...state, heldMs: 8 })).toBe(0);
+    expect(queryHoldMs({ ...state, heldMs: 30 })).toBe(0);
     // An idle model (or one busy with skills only) takes a lone query at once.
     expect(queryHoldMs({ ...state, queryBatchInModel: false })).toBe(0);
     // A full batch goes at once.

@@ -47,16 +47,16 @@ export function queryHoldMs(state: {
   queryBatchInModel: boolean;
   waitingTexts: number;
   fullBatch: number;
-  oldestWaitedMs: number;
+  /** How long the waiting queries have been held so far (not how long they have waited: most
+   * arrived while every worker was busy, and holding them from then on would hold none). */
+  heldMs: number;
 }): number {
   if (state.windowMs <= 0 || !state.queryBatchInModel || state.waitingTexts >= state.fullBatch) return 0;
-  return Math.max(0, state.windowMs - state.oldestWaitedMs);
+  return Math.max(0, state.windowMs - state.heldMs);
 }
 
 interface Job {
   texts: string[];
-  /** When the job was queued (performance.now()): how long it has waited for company. */
-  queuedAt: number;
   resolve(vectors: Float32Array[]): void;
   reject(err: Error): void;
 }
@@ -104,7 +104,8 @@ function chunksByLength(texts: string[], size: number): number[][] {
  * documents, so queries overtake a backlog of skills after at most one chunk
  * (and a steady stream of queries still lets one chunk through now and then).
  * Requests that arrive in one turn of the event loop are batched together;
- * no request waits on a timer.
+ * while a query batch is in the model, an idle worker holds a few waiting
+ * queries for up to the query window so that more share its call.
  */
 export class ThreadedEmbedder implements Embedder {
   readonly id: string;
@@ -114,8 +115,10 @@ export class ThreadedEmbedder implements Embedder {
   private readonly documentChunk: number;
   private readonly queryWindowMs: number;
   private pumpScheduled = false;
-  /** Pumps when the oldest held query's window ends. */
+  /** Pumps when the held queries' window ends. */
   private windowTimer?: NodeJS.Timeout;
+  /** When an idle worker began holding the waiting queries for company. */
+  private holdingSince?: number;
   /** Query batches run in a row while documents waited. */
   private queryStreak = 0;
   private slots: Slot[] = [];
@@ -183,14 +186,13 @@ export class ThreadedEmbedder implements Embedder {
     const purpose = options.purpose ?? "document";
     return new Promise<Float32Array[]>((resolve, reject) => {
       if (purpose === "query" || texts.length <= this.documentChunk) {
-        this.queues[purpose].push({ texts, queuedAt: performance.now(), resolve, reject });
+        this.queues[purpose].push({ texts, resolve, reject });
       } else {
         const vectors = new Array<Float32Array>(texts.length);
         let left = texts.length;
         for (const chunk of chunksByLength(texts, this.documentChunk)) {
           this.queues.document.push({
             texts: chunk.map((i) => texts[i]),
-            queuedAt: performance.now(),
             resolve: (part) => {
               chunk.forEach((i, k) => {
                 vectors[i] = part[k];
@@ -261,9 +263,13 @@ export class ThreadedEmbedder implements Embedder {
       queryBatchInModel: this.slots.some((s) => s.inFlight?.purpose === "query"),
       waitingTexts: texts,
       fullBatch: Math.min(this.maxBatch, FULL_QUERY_BATCH),
-      oldestWaitedMs: performance.now() - this.queues.query[0].queuedAt,
+      heldMs: this.holdingSince === undefined ? 0 : performance.now() - this.holdingSince,
     });
-    if (left === 0) return false;
+    if (left === 0) {
+      this.holdingSince = undefined;
+      return false;
+    }
+    this.holdingSince ??= performance.now();
     if (this.windowTimer === undefined) {
       this.windowTimer = setTimeout(() => {
         this.windowTimer = undefined;
