@@ -8,7 +8,11 @@
 // query window (ms), `ef` the vector store's efSearch. Prints, per round, QPS, p50/p99, CPU per
 // query of the broker's main thread, its other threads (the embedding workers, mostly) and the
 // client, the load average, and the model's batched ceiling measured in the same process.
+// BENCH_REG_COST_PROFILE=<file prefix> writes a CPU profile of the broker's main thread during each
+// measured round (<prefix>-<round>-<variant>.cpuprofile, for Chrome's DevTools or a script).
 import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
 import { loadavg } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
@@ -208,7 +212,19 @@ for (let round = 1; round <= rounds; round++) {
   for (const [v, variant] of variants.entries()) {
     apply(variant);
     const loadBefore = load();
+    const profile = process.env.BENCH_REG_COST_PROFILE;
+    const session = profile ? new Session() : undefined;
+    if (session) {
+      session.connect();
+      await session.post("Profiler.enable");
+      await session.post("Profiler.start");
+    }
     const r = await clientRound(`#r${round}v${v}q`);
+    if (session) {
+      const { profile: taken } = await session.post("Profiler.stop");
+      writeFileSync(`${profile}-${round}-${v}.cpuprofile`, JSON.stringify(taken));
+      session.disconnect();
+    }
     const ceil = await ceiling();
     console.log(
       `round ${round} ${JSON.stringify(variant)}: ${Math.round(r.qps)} QPS @${concurrency} (p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms), CPU µs/query main ${r.mainUs.toFixed(0)} / other threads ${r.otherUs.toFixed(0)} / client ${r.clientUs.toFixed(0)}; ceiling after ${Math.round(ceil)}/s = ${((100 * r.qps) / ceil).toFixed(0)} %; load ${loadBefore} -> ${load()}; ${r.batch.toFixed(1)} queries a model call\n    other threads, µs/query: ${r.threads}`,

@@ -123,7 +123,11 @@ async function withBroker(embedder, body) {
   const broker = await Broker.start({
     port: 0,
     dataDir: dir,
-    registry: registryFactory({ embedder: embedder.shared() }),
+    registry: registryFactory({
+      embedder: embedder.shared(),
+      // BENCH_REG_EF_SEARCH: the vector store's search breadth (the store's own default unless set).
+      ...(process.env.BENCH_REG_EF_SEARCH ? { efSearch: Number(process.env.BENCH_REG_EF_SEARCH) } : {}),
+    }),
   });
   const client = await connect(`nats://127.0.0.1:${broker.port}`, {
     reconnect: false,
