@@ -3,30 +3,16 @@
 // broker's CPU per message. Quicker than a bench run for A/B of the consume loop.
 //
 //   N=50000 ROUNDS=3 BATCH=100 node bench/consume-loop-probe.js
-//   BENCH_CLIENT_PROF=1  also write the client's own CPU profile (node --cpu-prof does it too)
-import { connect } from "@mq9/client";
-import { cpuTimes, freePort, makeTempDir, removeTempDir, startMq9Serve } from "./proc.js";
+import { sendWindow, startProbeBroker } from "./probe-broker.js";
+import { cpuTimes } from "./proc.js";
 
 const N = Number(process.env.N ?? 50_000);
 const BATCH = Number(process.env.BATCH ?? 100);
-const port = await freePort();
-const dir = makeTempDir("mq9");
-const server = await startMq9Serve({
-  port,
-  dir,
-  args: ["--log-level", "warn", "--http-port", "0", "--registry-embedder", "none", "--orchestrator", "off"],
-});
-const client = await connect(`nats://127.0.0.1:${port}`, { reconnect: false });
-await client.createMailbox({ name: "q" });
+const { server, client, stop } = await startProbeBroker();
 const payload = Buffer.alloc(1024, 1);
 
 async function round() {
-  const sends = [];
-  for (let i = 0; i < N; i++) {
-    sends.push(client.send("q", payload));
-    if (sends.length >= 64) await sends.shift();
-  }
-  await Promise.all(sends);
+  await sendWindow(client, N, payload);
   const broker0 = cpuTimes(server.pid);
   const client0 = process.cpuUsage();
   const t0 = performance.now();
@@ -54,7 +40,5 @@ async function round() {
   );
 }
 for (let r = 0; r < Number(process.env.ROUNDS ?? 3); r++) await round();
-await client.close();
-await server.stop();
-removeTempDir(dir);
+await stop();
 process.exit(0);

@@ -11,39 +11,14 @@
 //   STRACE=file    count the broker's system calls during the last round (strace -c -f)
 //   PERF=file      record the broker with perf during the last round (add
 //                  BENCH_MQ9_NODE_ARGS=--perf-basic-prof for JavaScript frames)
-import { connect } from "@mq9/client";
-import { cpuTimes, freePort, makeTempDir, removeTempDir, startMq9Serve, threadCpuTimes } from "./proc.js";
+
+import { sendWindow, startProbeBroker } from "./probe-broker.js";
+import { cpuTimes, threadCpuTimes } from "./proc.js";
 
 const N = Number(process.env.N ?? 5000);
-const port = await freePort();
-const dir = makeTempDir("mq9");
-const server = await startMq9Serve({
-  port,
-  dir,
-  args: [
-    ...["--log-level", "warn", "--http-port", "0", "--registry-embedder", "none", "--orchestrator", "off"],
-    ...(process.env.CACHE_BYTES === undefined ? [] : ["--message-cache-bytes", process.env.CACHE_BYTES]),
-  ],
-});
-let client;
-for (let i = 0; ; i++) {
-  try {
-    client = await connect(`nats://127.0.0.1:${port}`, { reconnect: false });
-    break;
-  } catch (e) {
-    if (i > 50) throw e;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-for (let i = 0; ; i++) {
-  try {
-    await client.createMailbox({ name: "q" });
-    break;
-  } catch (e) {
-    if (i > 50) throw e;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const { server, client, stop } = await startProbeBroker(
+  process.env.CACHE_BYTES === undefined ? [] : ["--message-cache-bytes", process.env.CACHE_BYTES],
+);
 const payload = Buffer.alloc(1024, 1);
 const fetchOptions = {
   group: "g",
@@ -54,12 +29,7 @@ const fetchOptions = {
   rawPayloads: true,
 };
 async function round() {
-  const sends = [];
-  for (let i = 0; i < N; i++) {
-    sends.push(client.send("q", payload));
-    if (sends.length >= 64) await sends.shift();
-  }
-  await Promise.all(sends);
+  await sendWindow(client, N, payload);
   if (process.env.GAP_MS) await new Promise((r) => setTimeout(r, Number(process.env.GAP_MS)));
   let pendingAck = Promise.resolve();
   let tracer;
@@ -117,12 +87,7 @@ async function round() {
   if (others.length > 0) console.log(`  other threads µs/msg: ${others.join(", ")}`);
 }
 if (process.env.PRE) {
-  const sends = [];
-  for (let i = 0; i < Number(process.env.PRE); i++) {
-    sends.push(client.send("q", payload));
-    if (sends.length >= 64) await sends.shift();
-  }
-  await Promise.all(sends);
+  await sendWindow(client, Number(process.env.PRE), payload);
   for (;;) {
     const ms = await client.fetch("q", { ...fetchOptions, batch: 100 });
     if (ms.length === 0) break;
@@ -131,7 +96,5 @@ if (process.env.PRE) {
   console.log("pre-drained", process.env.PRE);
 }
 for (let r = 0; r < Number(process.env.ROUNDS ?? 3); r++) await round();
-await client.close();
-await server.stop();
-removeTempDir(dir);
+await stop();
 process.exit(0);

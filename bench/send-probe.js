@@ -11,8 +11,8 @@
 //   STRACE=file                      count the broker's system calls during the last round
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { connect } from "@mq9/client";
-import { freePort, makeTempDir, removeTempDir, startMq9Serve, threadCpuTimes } from "./proc.js";
+import { sendWindow, startProbeBroker } from "./probe-broker.js";
+import { threadCpuTimes } from "./proc.js";
 import { percentile } from "./stats.js";
 
 const N = Number(process.env.N ?? 10_000);
@@ -24,15 +24,7 @@ const sendOne = () =>
   process.env.KEYED === "1"
     ? client.send("q", payload, { idempotencyKey: keyPrefix + keyed++, retry: false })
     : client.send("q", payload);
-const port = await freePort();
-const dir = makeTempDir("mq9");
-const server = await startMq9Serve({
-  port,
-  dir,
-  args: ["--log-level", "warn", "--http-port", "0", "--registry-embedder", "none", "--orchestrator", "off"],
-});
-const client = await connect(`nats://127.0.0.1:${port}`, { reconnect: false });
-await client.createMailbox({ name: "q" });
+const { server, client, stop } = await startProbeBroker();
 const payload = Buffer.alloc(1024, 1);
 
 /** CPU ms per thread name, summed over threads of the same name. */
@@ -47,15 +39,6 @@ function cpuByThread() {
 function userSystemMs() {
   const fields = readFileSync(`/proc/${server.pid}/stat`, "utf8").split(") ")[1].split(" ");
   return { user: Number(fields[11]) * 10, system: Number(fields[12]) * 10 };
-}
-
-async function sendAhead(count) {
-  const sends = [];
-  for (let i = 0; i < count; i++) {
-    sends.push(client.send("q", payload));
-    if (sends.length >= 64) await sends.shift();
-  }
-  await Promise.all(sends);
 }
 
 async function round(last) {
@@ -105,10 +88,8 @@ async function round(last) {
   );
 }
 for (let r = 0; r < ROUNDS; r++) {
-  if (process.env.PRE) await sendAhead(Number(process.env.PRE));
+  if (process.env.PRE) await sendWindow(client, Number(process.env.PRE), payload);
   await round(r === ROUNDS - 1);
 }
-await client.close();
-await server.stop();
-removeTempDir(dir);
+await stop();
 process.exit(0);

@@ -1,0 +1,52 @@
+// What the quick probes (send-probe, consume-probe, consume-loop-probe) share: a fresh broker of
+// this checkout (or BENCH_MQ9_CLI) for messaging only, a client on it, mailbox "q", and a window
+// of SENDs.
+import { connect } from "@mq9/client";
+import { freePort, makeTempDir, removeTempDir, startMq9Serve } from "./proc.js";
+
+/** Starts the broker (with `extraArgs`), connects, creates mailbox "q"; `stop()` undoes it all. */
+export async function startProbeBroker(extraArgs = []) {
+  const port = await freePort();
+  const dir = makeTempDir("mq9");
+  const server = await startMq9Serve({
+    port,
+    dir,
+    args: [
+      ...["--log-level", "warn", "--http-port", "0", "--registry-embedder", "none", "--orchestrator", "off"],
+      ...extraArgs,
+    ],
+  });
+  // The port opens before every handler is in place: the first requests may go unanswered.
+  const client = await retried(() => connect(`nats://127.0.0.1:${port}`, { reconnect: false }));
+  await retried(() => client.createMailbox({ name: "q" }));
+  return {
+    server,
+    client,
+    async stop() {
+      await client.close();
+      await server.stop();
+      removeTempDir(dir);
+    },
+  };
+}
+
+/** Sends `count` messages to "q" with `inFlight` outstanding at a time. */
+export async function sendWindow(client, count, payload, inFlight = 64) {
+  const sends = [];
+  for (let i = 0; i < count; i++) {
+    sends.push(client.send("q", payload));
+    if (sends.length >= inFlight) await sends.shift();
+  }
+  await Promise.all(sends);
+}
+
+async function retried(attempt) {
+  for (let i = 0; ; i++) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (i > 50) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
