@@ -98,16 +98,8 @@ export class RecordChecks {
     closed: boolean,
   ): CheckedBytes {
     if (this.allGood.has(segment)) return WHOLE_SEGMENT;
-    let records = this.segments.get(segment);
-    if (!records) {
-      records = new SegmentRecords(this.fileHeader);
-      this.segments.set(segment, records);
-    }
-    let i = records.find(offset, length);
-    if (i < 0 && records.walked < size) {
-      this.walk(records, read, size);
-      i = records.find(offset, length);
-    }
+    const records = this.recordsOf(segment);
+    const i = this.recordIndex(records, offset, length, read, size);
     if (i < 0) {
       throw new CorruptRecordError(
         segment,
@@ -131,6 +123,29 @@ export class RecordChecks {
     return good;
   }
 
+  private recordsOf(segment: number): SegmentRecords {
+    let records = this.segments.get(segment);
+    if (!records) {
+      records = new SegmentRecords(this.fileHeader);
+      this.segments.set(segment, records);
+    }
+    return records;
+  }
+
+  /** The index of the record holding the span, walking the segment as far as needed; -1 when none. */
+  private recordIndex(
+    records: SegmentRecords,
+    offset: number,
+    length: number,
+    read: SegmentReader,
+    size: number,
+  ): number {
+    const i = records.find(offset, length);
+    if (i >= 0 || records.walked >= size) return i;
+    this.walk(records, read, size);
+    return records.find(offset, length);
+  }
+
   /**
    * Where the record holding the span starts and ends when its checksum is still to be checked
    * (walking the segment as far as needed to find it); undefined when it checked out already or
@@ -144,16 +159,8 @@ export class RecordChecks {
     size: number,
   ): { start: number; end: number } | undefined {
     if (this.allGood.has(segment)) return undefined;
-    let records = this.segments.get(segment);
-    if (!records) {
-      records = new SegmentRecords(this.fileHeader);
-      this.segments.set(segment, records);
-    }
-    let i = records.find(offset, length);
-    if (i < 0 && records.walked < size) {
-      this.walk(records, read, size);
-      i = records.find(offset, length);
-    }
+    const records = this.recordsOf(segment);
+    const i = this.recordIndex(records, offset, length, read, size);
     if (i < 0 || records.states[i] !== UNCHECKED) return undefined;
     return { start: records.starts[i], end: records.ends[i] };
   }
