@@ -43,6 +43,12 @@ export const BrokerDefaults = {
    * client reconnecting after a broker restart comes back within it.
    */
   inboxGraceMs: 120_000,
+  /**
+   * The pacing of failed sign-ins (AuthThrottle): the wait added per recent failure of a name and
+   * its cap, the longest an attempt waits before it is refused unchecked, how long an address keeps
+   * its failures, and how many names an address may fail with before every new name waits too.
+   */
+  authThrottle: { stepMs: 250, maxDelayMs: 1_000, maxWaitMs: 1_000, forgetAfterMs: 60_000, sprayNames: 4 },
   /** The domain in the registry's ARD identifiers: RFC 2606's reserved `.localhost`, as ARD advises for local brokers. */
   ardPublisher: "agent.localhost",
 } as const;

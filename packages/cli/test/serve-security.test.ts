@@ -30,6 +30,39 @@ describe("mq9 serve — auth and TLS", () => {
     }
   });
 
+  it("--auth-throttle-max-wait-ms: a second wrong token waits its turn by default, and is refused unchecked past the wait", async () => {
+    const throttledRefusals = async (httpPort: number) => {
+      const text = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
+      const line = text.split("\n").find((l) => /^mq9_auth_throttled_total\{.*outcome="refused"/.test(l));
+      return Number(line?.split(" ").pop() ?? 0);
+    };
+    const wrongTwice = async (port: number) => {
+      for (const token of ["wrong-1", "wrong-2"]) {
+        await expect(connect({ servers: `127.0.0.1:${port}`, token, reconnect: false })).rejects.toThrow(
+          /Authorization/i,
+        );
+      }
+    };
+    const paced = await spawnServe(["--data", tempDir(), "--token", "s3cret"]);
+    const strict = await spawnServe([
+      "--data",
+      tempDir(),
+      "--token",
+      "s3cret",
+      "--auth-throttle-max-wait-ms",
+      "100",
+    ]);
+    try {
+      await wrongTwice(paced.port);
+      expect(await throttledRefusals(paced.httpPort)).toBe(0);
+      await wrongTwice(strict.port);
+      expect(await throttledRefusals(strict.httpPort)).toBe(1);
+    } finally {
+      for (const serve of [paced, strict]) serve.child.kill("SIGTERM");
+      await Promise.all([paced.exited, strict.exited]);
+    }
+  });
+
   it("--token also guards the HTTP routes (MCP, A2A, orchestrator API), not /healthz", async () => {
     const serve = await spawnServe(["--data", tempDir(), "--token", "s3cret"]);
     try {

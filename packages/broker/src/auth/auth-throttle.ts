@@ -1,3 +1,4 @@
+import { BrokerDefaults } from "../broker-defaults.js";
 import type { Logger } from "../logger.js";
 
 export interface AuthThrottleOptions {
@@ -84,11 +85,12 @@ export class AuthThrottle {
     private readonly logger: Logger,
     options: AuthThrottleOptions = {},
   ) {
-    this.stepMs = options.stepMs ?? 250;
-    this.maxDelayMs = options.maxDelayMs ?? 1000;
-    this.maxWaitMs = options.maxWaitMs ?? Math.max(1000, this.maxDelayMs);
-    this.forgetAfterMs = options.forgetAfterMs ?? 60_000;
-    this.sprayNames = options.sprayNames ?? 4;
+    const defaults = BrokerDefaults.authThrottle;
+    this.stepMs = options.stepMs ?? defaults.stepMs;
+    this.maxDelayMs = options.maxDelayMs ?? defaults.maxDelayMs;
+    this.maxWaitMs = options.maxWaitMs ?? Math.max(defaults.maxWaitMs, this.maxDelayMs);
+    this.forgetAfterMs = options.forgetAfterMs ?? defaults.forgetAfterMs;
+    this.sprayNames = options.sprayNames ?? defaults.sprayNames;
   }
 
   /**
