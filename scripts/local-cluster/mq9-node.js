@@ -19,7 +19,8 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * node's default id), nats (URLs;
  * without them, one broker on PostgreSQL with its own listener, on `port`), postgres (URL),
  * httpPort, args (extra flags), env, nodeArgs (node flags), dataDir (its working folder),
- * logFile (a detached process that logs there and outlives this one).
+ * logFile (a detached process that logs there and outlives this one), cli (another build's
+ * packages/cli/dist/main.js, for A/B).
  * Returns { nodeId, pid, httpPort, port (without nats), output(), kill(signal), stop(), exited }.
  */
 export async function startMq9Node(options) {
@@ -37,7 +38,7 @@ export async function startMq9Node(options) {
     : ["--port", String(port)];
   const args = [
     ...(options.nodeArgs ?? []),
-    MQ9_CLI,
+    options.cli ?? MQ9_CLI,
     "serve",
     ...attach,
     "--postgres",
