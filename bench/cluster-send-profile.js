@@ -1,0 +1,168 @@
+// One cluster node's SEND phase alone, at a node-of-three's share of in-flight SENDs (20) and at
+// 64: the node's CPU per message and per batch (`CALL mq9_send`), and optionally a CPU profile of
+// just that phase (the node's idle time and start-up left out). Not part of `npm run bench`.
+//
+//   N=20000 ROUNDS=3 node bench/cluster-send-profile.js
+//   PROFILE=/tmp/prof   also profile one pass per concurrency into that folder (see profile-phases.js)
+//   CLIS=a/main.js,b/main.js   A/B: the builds to run, alternating, a fresh node each round
+//   CONCURRENCY=20,64   the in-flight counts
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect } from "@mq9/client";
+import { MQ9_CLI, startMq9Node } from "../scripts/local-cluster/mq9-node.js";
+import { startNatsCluster } from "../scripts/local-cluster/nats-cluster.js";
+import { startPrivatePostgres } from "../scripts/local-cluster/private-postgres.js";
+import { processCpuMs } from "./proc.js";
+
+const N = Number(process.env.N ?? 20_000);
+const ROUNDS = Number(process.env.ROUNDS ?? 2);
+const CONCURRENCY = (process.env.CONCURRENCY ?? "20,64").split(",").map(Number);
+const CLIS = (process.env.CLIS ?? MQ9_CLI).split(",");
+const PROFILE = process.env.PROFILE;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Inside the node: counts `CALL mq9_send` (printed on SIGWINCH) and profiles between two SIGUSR2.
+const hook = join(tmpdir(), `mq9-send-profile-hook-${process.pid}.mjs`);
+writeFileSync(
+  hook,
+  `import { Session } from "node:inspector";
+import { writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+const pg = createRequire(process.argv[1])("pg");
+let sends = 0;
+const query = pg.Client.prototype.query;
+pg.Client.prototype.query = function (q, ...rest) {
+  const text = typeof q === "string" ? q : q?.text;
+  if (text?.startsWith("CALL mq9_send")) sends++;
+  return query.call(this, q, ...rest);
+};
+const session = new Session();
+session.connect();
+let on = false;
+process.on("SIGUSR2", () => {
+  if (!on) {
+    on = true;
+    session.post("Profiler.enable", () => session.post("Profiler.setSamplingInterval", { interval: 200 }, () => session.post("Profiler.start")));
+  } else {
+    on = false;
+    session.post("Profiler.stop", (err, r) => {
+      writeFileSync(process.env.MQ9_PROFILE_FILE, JSON.stringify(r.profile));
+      process.stderr.write("PROFILED\\n");
+    });
+  }
+});
+process.on("SIGWINCH", () => process.stderr.write("SENDS " + sends + "\\n"));
+`,
+);
+
+const [nats, pg] = await Promise.all([startNatsCluster({ size: 1 }), startPrivatePostgres({ fsync: true })]);
+const payload = Buffer.alloc(1024, 1);
+const loadavg = () => readFileSync("/proc/loadavg", "utf8").split(" ")[0];
+/** µs the node's main thread spent on a CPU (schedstat, finer than /proc's ticks). */
+const mainThreadUs = (pid) =>
+  Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[0]) / 1000;
+
+/** The node's count of `CALL mq9_send` so far, from its stderr. */
+async function sendsOf(node) {
+  const before = node.output().length;
+  process.kill(node.pid, "SIGWINCH");
+  for (let i = 0; i < 500; i++) {
+    const said = /SENDS (\d+)\n/.exec(node.output().slice(before));
+    if (said) return Number(said[1]);
+    await sleep(10);
+  }
+  throw new Error("the node did not say how many batches it committed");
+}
+
+async function sendAll(client, mailbox, count, inFlight) {
+  const pending = new Set();
+  for (let i = 0; i < count; i++) {
+    const p = client.send(mailbox, payload).then(() => pending.delete(p));
+    pending.add(p);
+    if (pending.size >= inFlight) await Promise.race(pending);
+  }
+  await Promise.all(pending);
+}
+
+const results = new Map();
+let run = 0;
+try {
+  for (let round = 0; round < ROUNDS; round++) {
+    // ABBA: the order alternates, so neither build always runs on a database the other warmed.
+    for (const cli of round % 2 === 0 ? CLIS : [...CLIS].reverse()) {
+      const profileFile = PROFILE ? join(PROFILE, `r${round}-b${CLIS.indexOf(cli)}`) : "";
+      if (PROFILE) mkdirSync(PROFILE, { recursive: true });
+      const node = await startMq9Node({
+        cli,
+        nodeId: "n1",
+        nats: nats.urls,
+        postgres: pg.url,
+        nodeArgs: ["--import", hook],
+        env: { MQ9_PROFILE_FILE: profileFile },
+        args: [
+          "--postgres-schema",
+          `p${run++}`,
+          "--log-level",
+          "warn",
+          "--registry-embedder",
+          "none",
+          "--orchestrator",
+          "off",
+        ],
+      });
+      const client = await connect(nats.urls[0], { requestTimeoutMs: 15_000 });
+      try {
+        await client.createMailbox({ name: "q" });
+        await sendAll(client, "q", 3000, 64);
+        for (const inFlight of CONCURRENCY) {
+          const sends0 = await sendsOf(node);
+          const cpu0 = processCpuMs(node.pid);
+          const main0 = mainThreadUs(node.pid);
+          const t0 = performance.now();
+          await sendAll(client, "q", N, inFlight);
+          const ms = performance.now() - t0;
+          const cpu = processCpuMs(node.pid) - cpu0;
+          const main = mainThreadUs(node.pid) - main0;
+          const batches = (await sendsOf(node)) - sends0;
+          const row = {
+            cpuPerMsgUs: (cpu * 1000) / N,
+            cpuPerBatchUs: (cpu * 1000) / batches,
+            mainPerBatchUs: main / batches,
+            perBatch: N / batches,
+            rate: (N / ms) * 1000,
+            load: loadavg(),
+          };
+          const key = `${cli} @${inFlight}`;
+          results.set(key, [...(results.get(key) ?? []), row]);
+          console.log(
+            `round ${round} ${cli.split("/").slice(-5, -3).join("/")} @${inFlight}: ${row.cpuPerMsgUs.toFixed(1)} us/msg, ${row.cpuPerBatchUs.toFixed(0)} us/batch (main thread ${row.mainPerBatchUs.toFixed(0)}), ${row.perBatch.toFixed(1)} msg/batch, ${row.rate.toFixed(0)} msg/s (load ${row.load})`,
+          );
+          if (PROFILE && round === 0) {
+            const outputBefore = node.output().length;
+            process.kill(node.pid, "SIGUSR2");
+            const s0 = await sendsOf(node);
+            await sendAll(client, "q", N, inFlight);
+            const s1 = await sendsOf(node);
+            process.kill(node.pid, "SIGUSR2");
+            while (!node.output().slice(outputBefore).includes("PROFILED")) await sleep(20);
+            renameSync(profileFile, `${profileFile}-c${inFlight}-batches${s1 - s0}-n${N}.cpuprofile`);
+            console.log(`  profiled: ${profileFile}-c${inFlight}-batches${s1 - s0}-n${N}.cpuprofile`);
+          }
+        }
+      } finally {
+        await client.close().catch(() => {});
+        await node.stop();
+      }
+    }
+  }
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  console.log("medians:");
+  for (const [key, rows] of results)
+    console.log(
+      `  ${key}: ${median(rows.map((r) => r.cpuPerMsgUs)).toFixed(1)} us/msg, ${median(rows.map((r) => r.cpuPerBatchUs)).toFixed(0)} us/batch (main thread ${median(rows.map((r) => r.mainPerBatchUs)).toFixed(0)}), ${median(rows.map((r) => r.perBatch)).toFixed(1)} msg/batch (loads ${rows.map((r) => r.load).join(" ")})`,
+    );
+} finally {
+  await nats.stop?.();
+  await pg.stop?.();
+}
