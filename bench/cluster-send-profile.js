@@ -37,6 +37,20 @@ pg.Client.prototype.query = function (q, ...rest) {
   if (text?.startsWith("CALL mq9_send")) sends++;
   return query.call(this, q, ...rest);
 };
+import net from "node:net";
+const writes = new Map();
+const writeGeneric = net.Socket.prototype._writeGeneric;
+net.Socket.prototype._writeGeneric = function (writev, ...rest) {
+  const to = (writev ? "writev:" : "write:") + this.remotePort;
+  writes.set(to, (writes.get(to) ?? 0) + 1);
+  return writeGeneric.call(this, writev, ...rest);
+};
+const reads = new Map();
+const push = net.Socket.prototype.push;
+net.Socket.prototype.push = function (chunk, ...rest) {
+  if (chunk) reads.set("read:" + this.remotePort, (reads.get("read:" + this.remotePort) ?? 0) + 1);
+  return push.call(this, chunk, ...rest);
+};
 const session = new Session();
 session.connect();
 let on = false;
@@ -52,7 +66,7 @@ process.on("SIGUSR2", () => {
     });
   }
 });
-process.on("SIGWINCH", () => process.stderr.write("SENDS " + sends + "\\n"));
+process.on("SIGWINCH", () => process.stderr.write("SENDS " + sends + " " + JSON.stringify(Object.fromEntries([...writes, ...reads])) + "\\n"));
 `,
 );
 
@@ -63,13 +77,13 @@ const loadavg = () => readFileSync("/proc/loadavg", "utf8").split(" ")[0];
 const mainThreadUs = (pid) =>
   Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[0]) / 1000;
 
-/** The node's count of `CALL mq9_send` so far, from its stderr. */
+/** The node's count of `CALL mq9_send` so far, and of its socket writes and reads by peer port. */
 async function sendsOf(node) {
   const before = node.output().length;
   process.kill(node.pid, "SIGWINCH");
   for (let i = 0; i < 500; i++) {
-    const said = /SENDS (\d+)\n/.exec(node.output().slice(before));
-    if (said) return Number(said[1]);
+    const said = /SENDS (\d+) (.*)\n/.exec(node.output().slice(before));
+    if (said) return { batches: Number(said[1]), io: JSON.parse(said[2]) };
     await sleep(10);
   }
   throw new Error("the node did not say how many batches it committed");
@@ -124,7 +138,18 @@ try {
           const ms = performance.now() - t0;
           const cpu = processCpuMs(node.pid) - cpu0;
           const main = mainThreadUs(node.pid) - main0;
-          const batches = (await sendsOf(node)) - sends0;
+          const sends1 = await sendsOf(node);
+          const batches = sends1.batches - sends0.batches;
+          const peer = (port) =>
+            port === new URL(pg.url).port
+              ? "PostgreSQL"
+              : nats.urls.some((u) => u.endsWith(`:${port}`))
+                ? "NATS"
+                : port;
+          const io = Object.entries(sends1.io)
+            .map(([k, v]) => [k, (v - (sends0.io[k] ?? 0)) / batches])
+            .filter(([, v]) => v >= 0.05)
+            .map(([k, v]) => `${k.split(":")[0]} ${peer(k.split(":")[1])} ${v.toFixed(2)}`);
           const row = {
             cpuPerMsgUs: (cpu * 1000) / N,
             cpuPerBatchUs: (cpu * 1000) / batches,
@@ -136,14 +161,14 @@ try {
           const key = `${cli} @${inFlight}`;
           results.set(key, [...(results.get(key) ?? []), row]);
           console.log(
-            `round ${round} ${cli.split("/").slice(-5, -3).join("/")} @${inFlight}: ${row.cpuPerMsgUs.toFixed(1)} us/msg, ${row.cpuPerBatchUs.toFixed(0)} us/batch (main thread ${row.mainPerBatchUs.toFixed(0)}), ${row.perBatch.toFixed(1)} msg/batch, ${row.rate.toFixed(0)} msg/s (load ${row.load})`,
+            `round ${round} ${cli.split("/").slice(-5, -3).join("/")} @${inFlight}: ${row.cpuPerMsgUs.toFixed(1)} us/msg, ${row.cpuPerBatchUs.toFixed(0)} us/batch (main thread ${row.mainPerBatchUs.toFixed(0)}), ${row.perBatch.toFixed(1)} msg/batch, ${row.rate.toFixed(0)} msg/s (load ${row.load})\n    per batch: ${io.join(", ")}`,
           );
           if (PROFILE && round === 0) {
             const outputBefore = node.output().length;
             process.kill(node.pid, "SIGUSR2");
-            const s0 = await sendsOf(node);
+            const s0 = (await sendsOf(node)).batches;
             await sendAll(client, "q", N, inFlight);
-            const s1 = await sendsOf(node);
+            const s1 = (await sendsOf(node)).batches;
             process.kill(node.pid, "SIGUSR2");
             while (!node.output().slice(outputBefore).includes("PROFILED")) await sleep(20);
             renameSync(profileFile, `${profileFile}-c${inFlight}-batches${s1 - s0}-n${N}.cpuprofile`);
