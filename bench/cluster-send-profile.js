@@ -6,6 +6,9 @@
 //   PROFILE=/tmp/prof   also profile one pass per concurrency into that folder (see profile-phases.js)
 //   CLIS=a/main.js,b/main.js   A/B: the builds to run, alternating, a fresh node each round
 //   CONCURRENCY=20,64   the in-flight counts
+//   WARMUP=60000        SENDs (64 in flight) before the first measured pass: a fresh node's V8 is
+//                       still compiling its hot paths for tens of thousands of messages
+//   NODE_ARGS=...       node flags for the node (e.g. --single-threaded-gc)
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,9 +16,10 @@ import { connect } from "@mq9/client";
 import { MQ9_CLI, startMq9Node } from "../scripts/local-cluster/mq9-node.js";
 import { startNatsCluster } from "../scripts/local-cluster/nats-cluster.js";
 import { startPrivatePostgres } from "../scripts/local-cluster/private-postgres.js";
-import { processCpuMs } from "./proc.js";
+import { processCpuMs, threadCpuTimes } from "./proc.js";
 
 const N = Number(process.env.N ?? 20_000);
+const WARMUP = Number(process.env.WARMUP ?? 60_000);
 const ROUNDS = Number(process.env.ROUNDS ?? 2);
 const CONCURRENCY = (process.env.CONCURRENCY ?? "20,64").split(",").map(Number);
 const CLIS = (process.env.CLIS ?? MQ9_CLI).split(",");
@@ -112,7 +116,7 @@ try {
         nodeId: "n1",
         nats: nats.urls,
         postgres: pg.url,
-        nodeArgs: ["--import", hook],
+        nodeArgs: ["--import", hook, ...(process.env.NODE_ARGS ?? "").split(" ").filter(Boolean)],
         env: { MQ9_PROFILE_FILE: profileFile },
         args: [
           "--postgres-schema",
@@ -128,16 +132,27 @@ try {
       const client = await connect(nats.urls[0], { requestTimeoutMs: 15_000 });
       try {
         await client.createMailbox({ name: "q" });
-        await sendAll(client, "q", 3000, 64);
+        await sendAll(client, "q", WARMUP, 64);
         for (const inFlight of CONCURRENCY) {
           const sends0 = await sendsOf(node);
           const cpu0 = processCpuMs(node.pid);
           const main0 = mainThreadUs(node.pid);
+          const threads0 = threadCpuTimes(node.pid);
           const t0 = performance.now();
           await sendAll(client, "q", N, inFlight);
           const ms = performance.now() - t0;
           const cpu = processCpuMs(node.pid) - cpu0;
           const main = mainThreadUs(node.pid) - main0;
+          // The other threads' CPU by name (V8's GC helpers and compiler, libuv's pool), us per message.
+          const others = new Map();
+          for (const [tid, t] of threadCpuTimes(node.pid)) {
+            if (tid === String(node.pid)) continue;
+            const ms = t.ms - (threads0.get(tid)?.ms ?? 0);
+            others.set(t.name, (others.get(t.name) ?? 0) + ms);
+          }
+          const otherThreads = [...others]
+            .filter(([, ms]) => ms > 0)
+            .map(([name, ms]) => `${name} ${((ms * 1000) / N).toFixed(1)}`);
           const sends1 = await sendsOf(node);
           const batches = sends1.batches - sends0.batches;
           const peer = (port) =>
@@ -161,7 +176,7 @@ try {
           const key = `${cli} @${inFlight}`;
           results.set(key, [...(results.get(key) ?? []), row]);
           console.log(
-            `round ${round} ${cli.split("/").slice(-5, -3).join("/")} @${inFlight}: ${row.cpuPerMsgUs.toFixed(1)} us/msg, ${row.cpuPerBatchUs.toFixed(0)} us/batch (main thread ${row.mainPerBatchUs.toFixed(0)}), ${row.perBatch.toFixed(1)} msg/batch, ${row.rate.toFixed(0)} msg/s (load ${row.load})\n    per batch: ${io.join(", ")}`,
+            `round ${round} ${cli.split("/").slice(-5, -3).join("/")} @${inFlight}: ${row.cpuPerMsgUs.toFixed(1)} us/msg, ${row.cpuPerBatchUs.toFixed(0)} us/batch (main thread ${row.mainPerBatchUs.toFixed(0)}), ${row.perBatch.toFixed(1)} msg/batch, ${row.rate.toFixed(0)} msg/s (load ${row.load})\n    per batch: ${io.join(", ")}\n    other threads, us/msg: ${otherThreads.join(", ")}`,
           );
           if (PROFILE && round === 0) {
             const outputBefore = node.output().length;
