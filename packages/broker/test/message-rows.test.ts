@@ -1,6 +1,11 @@
-import pgUtils from "pg/lib/utils.js";
+import { createRequire } from "node:module";
 import { describe, expect, it } from "vitest";
 import { numberArrayLiteral } from "../src/store/postgres/message-rows.js";
+
+/** How the pg driver writes a parameter (its module has no type declarations). */
+const pgUtils = createRequire(import.meta.url)("pg/lib/utils.js") as {
+  prepareValue: (value: unknown) => unknown;
+};
 
 describe("numberArrayLiteral", () => {
   it("writes what the pg driver writes for an array of numbers, without the quotes", () => {
