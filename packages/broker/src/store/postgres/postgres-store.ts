@@ -1011,34 +1011,6 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
     }
   }
 
-  /**
-   * One statement that is its own transaction (its commit is implied), telling a failure before it
-   * was sent, or one the server answered, from one after it was sent with no answer: the statement
-   * may then have committed, and the StorageError says the outcome is unknown.
-   */
-  private async commitOne<R extends pg.QueryResultRow>(
-    context: string,
-    config: pg.QueryConfig,
-  ): Promise<pg.QueryResult<R>> {
-    this.assertOpen();
-    let sent = false;
-    try {
-      return await withCheckedOutClient(this.pool, async (client, markBroken) => {
-        sent = true;
-        try {
-          return await client.query<R>(config);
-        } catch (err) {
-          // A statement still running after a client-side timeout: the connection is not reused.
-          if (!failedOnServer(err)) markBroken(err as Error);
-          throw err;
-        }
-      });
-    } catch (err) {
-      if (sent && !failedOnServer(err)) throw outcomeUnknownError(err, context, this.where);
-      throw postgresError(err, context, this.where);
-    }
-  }
-
   /** One statement that is its own transaction, run again on a deadlock or serialization failure. */
   private async call<R extends pg.QueryResultRow>(
     context: string,
