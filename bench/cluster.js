@@ -438,7 +438,8 @@ export async function runClusterBench(base) {
     seq: env("BENCH_SEQ_MESSAGES", base.quick ? 200 : 1000),
     par: env("BENCH_MESSAGES", base.quick ? 2000 : 10000),
     phaseMs: base.phaseMs,
-    warmup: env("BENCH_CLUSTER_WARMUP", base.quick ? 0 : 3000),
+    // Tens of thousands: a node keeps compiling its hot paths that long (bench/CLUSTER-RESULTS.md, Run O).
+    warmup: env("BENCH_CLUSTER_WARMUP", base.quick ? 0 : 30000),
     rounds: env("BENCH_CLUSTER_ROUNDS", base.quick ? 1 : 3),
     mailboxes: env("BENCH_CLUSTER_MAILBOXES", 64),
   };

@@ -47,7 +47,7 @@ environment (defaults in brackets, quick-run defaults after the slash):
   BENCH_PG_COMMIT_DELAY --cluster: PostgreSQL's commit_delay in us (flushes shared by commits)   [0]
   BENCH_STALENESS_ROUNDS --cluster: REGISTERs timed until every node DISCOVERs them   [20]
   BENCH_CLUSTER_ROUNDS  --cluster: rounds, the systems taking turns; medians reported   [3 / 1]
-  BENCH_CLUSTER_WARMUP  --cluster: SENDs (64 in flight) per mq9 node before each system's runs   [3000 / 0]
+  BENCH_CLUSTER_WARMUP  --cluster: SENDs (64 in flight) per mq9 node before each system's runs   [30000 / 0]
   BENCH_SYSTEMS         comma-separated subset of: ${SYSTEMS.map((s) => s.id).join(",")}
   BENCH_TMPDIR          where the servers' temp data dirs go             [os.tmpdir()]
   BENCH_NATS_SERVER, BENCH_REDIS_SERVER   binaries to use instead of the ones on PATH
