@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SqliteStore } from "../src/store/sqlite-store.js";
 import type { NewMessage, StoredMessage } from "../src/store/store.js";
+import { flipByteOf } from "./harness.js";
 
 // Reads of many messages take the bytes of neighbouring ones from the message log with one read,
 // which carries along the whole records whose checksums are still to be checked. No message
@@ -79,21 +80,6 @@ function sent(indexes: number[]): [string, string | undefined][] {
 }
 
 const range = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => from + k);
-
-/** Flips one byte of the first occurrence of `text` in the log segments of a closed store. */
-function flipByteOf(dataDir: string, text: string): void {
-  const dir = join(dataDir, "log");
-  for (const name of readdirSync(dir)) {
-    const file = join(dir, name);
-    const bytes = readFileSync(file);
-    const at = bytes.indexOf(text);
-    if (at < 0) continue;
-    bytes[at + 1] ^= 0x20;
-    writeFileSync(file, bytes);
-    return;
-  }
-  throw new Error(`"${text}" is in no segment`);
-}
 
 describe("message log: reads of neighbouring messages", () => {
   it("serves a read that crosses segment boundaries exactly as sent, checked records and unchecked ones alike", async () => {

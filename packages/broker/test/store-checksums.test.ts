@@ -3,22 +3,7 @@ import { join } from "node:path";
 import { Subjects } from "@mq9/protocol";
 import { describe, expect, it } from "vitest";
 import type { Logger } from "../src/index.js";
-import { startTestBroker, tempDir, texts } from "./harness.js";
-
-/** Flips one byte of the first occurrence of `text` in the log segments of a stopped broker. */
-function flipByteOf(dataDir: string, text: string): void {
-  const dir = join(dataDir, "log");
-  for (const name of readdirSync(dir)) {
-    const file = join(dir, name);
-    const bytes = readFileSync(file);
-    const at = bytes.indexOf(text);
-    if (at < 0) continue;
-    bytes[at + 2] ^= 0x20;
-    writeFileSync(file, bytes);
-    return;
-  }
-  throw new Error(`"${text}" is in no segment`);
-}
+import { flipByteOf, startTestBroker, tempDir, texts } from "./harness.js";
 
 /** A logger that keeps what was logged at error level. */
 function recordingLogger(): Logger & { errors: string[] } {
@@ -42,7 +27,7 @@ describe("stored bytes are checked on read", () => {
       expect((await first.request(Subjects.send("crc.box"), text)).error).toBe("");
     }
     await first.close();
-    flipByteOf(dataDir, "message one");
+    flipByteOf(dataDir, "message one", 2);
 
     const logger = recordingLogger();
     const t = await startTestBroker({ dataDir, logger, http: { port: 0 } });
