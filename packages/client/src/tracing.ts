@@ -5,6 +5,7 @@ import {
   context,
   createTraceState,
   isSpanContextValid,
+  ProxyTracerProvider,
   type Span,
   type SpanContext,
   SpanKind,
@@ -34,6 +35,15 @@ export function currentTracer(name: string): () => Tracer {
 }
 
 const tracer = currentTracer("@mq9/client");
+
+/**
+ * Whether no tracer provider is registered (this copy of the API's proxy has no delegate): every
+ * span would be a no-op, so none is started and a message's work allocates nothing for it.
+ */
+function tracingOff(): boolean {
+  const provider = trace.getTracerProvider();
+  return provider instanceof ProxyTracerProvider && provider.getDelegateTracer("@mq9/client") === undefined;
+}
 
 /** Span attribute names of the OpenTelemetry semantic conventions for messaging. */
 export const MessagingAttributes = {
@@ -101,6 +111,7 @@ function started(span: Span): StartedSpan | undefined {
 
 /** A producer span for one SEND, a child of the active context. */
 export function startSendSpan(address: string, bodySize: number): StartedSpan | undefined {
+  if (tracingOff()) return undefined;
   return started(
     tracer().startSpan(`send ${address}`, {
       kind: SpanKind.PRODUCER,
@@ -111,6 +122,7 @@ export function startSendSpan(address: string, bodySize: number): StartedSpan | 
 
 /** A client span for one FETCH: the broker's own FETCH span becomes its child. */
 export function startFetchSpan(address: string, group: string | undefined): StartedSpan | undefined {
+  if (tracingOff()) return undefined;
   const attributes = operation("receive", "fetch", address);
   if (group) attributes[MessagingAttributes.consumerGroup] = group;
   return started(tracer().startSpan(`fetch ${address}`, { kind: SpanKind.CLIENT, attributes }));
@@ -139,6 +151,7 @@ export function startProcessSpan(
   msgId: number,
   headers: Readonly<Record<string, string>>,
 ): { span: Span; context: Context } | undefined {
+  if (tracingOff()) return undefined;
   const producer = messageSpanContext(headers);
   const active = context.active();
   const parent =
