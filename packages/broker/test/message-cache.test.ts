@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Priority } from "@mq9/protocol";
@@ -11,13 +11,22 @@ import type { NewMessage, StoredMessage } from "../src/store/store.js";
 
 const T0 = 1_800_000_000_000;
 const open: SqliteStore[] = [];
+const dataDirs: string[] = [];
 
 afterEach(async () => {
   for (const store of open.splice(0)) await store.close();
+  for (const dir of dataDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
+/** A fresh data directory, removed after the test. */
+function dataDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "mq9-cache-"));
+  dataDirs.push(dir);
+  return dir;
+}
+
 function newStore(recentMessageBytes?: number): SqliteStore {
-  const store = new SqliteStore({ dataDir: mkdtempSync(join(tmpdir(), "mq9-cache-")), recentMessageBytes });
+  const store = new SqliteStore({ dataDir: dataDir(), recentMessageBytes });
   open.push(store);
   return store;
 }
@@ -146,7 +155,7 @@ describe("message cache: a claim never returns a message the database no longer 
   ] as const) {
     it(`key compaction by a SEND ends the leases of the message it replaced (rows written ${how})`, async () => {
       const store = new SqliteStore({
-        dataDir: mkdtempSync(join(tmpdir(), "mq9-cache-")),
+        dataDir: dataDir(),
         rowsOnWorker,
       });
       open.push(store);
