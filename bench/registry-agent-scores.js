@@ -13,7 +13,7 @@ import { performance } from "node:perf_hooks";
 import { CachedEmbedder } from "./embedding-cache.js";
 import { REPO_ROOT } from "./proc.js";
 import { benchEmbedderForTools, loadRelevanceSet } from "./registry.js";
-import { syntheticCard } from "./registry-scale.js";
+import { skillDocOf, syntheticCard } from "./registry-scale.js";
 import { doesTheJob } from "./synthetic-judgements.js";
 import { syntheticSkills } from "./synthetic-skills.js";
 
@@ -48,16 +48,7 @@ const owner = [];
 const skillOf = [];
 for (const [a, card] of mixed.entries()) {
   for (const s of card.skills) {
-    texts.push(
-      embeddingText({
-        agentName: card.name,
-        agentDescription: card.description,
-        skillName: s.name,
-        skillDescription: s.description,
-        tags: s.tags.join(" "),
-        examples: (s.examples ?? []).join("\n"),
-      }),
-    );
+    texts.push(embeddingText(skillDocOf(card, s)));
     owner.push(a);
     skillOf.push(s);
   }

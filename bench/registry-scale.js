@@ -42,6 +42,18 @@ async function cachedEmbedder(chosen) {
   return embedder;
 }
 
+/** A card's skill as the registry stores it for embedding (the doc embeddingText reads). */
+export function skillDocOf(card, skill) {
+  return {
+    agentName: card.name,
+    agentDescription: card.description,
+    skillName: skill.name,
+    skillDescription: skill.description,
+    tags: skill.tags.join(" "),
+    examples: (skill.examples ?? []).join("\n"),
+  };
+}
+
 export function syntheticCard(i, skills) {
   const own = skills.slice(i * 10, i * 10 + 10);
   return {
@@ -218,16 +230,7 @@ export async function partScaleRelevance(cfg, out, { loadRelevanceSet, chosen })
     const owner = [];
     for (const card of mixed) {
       for (const s of card.skills) {
-        texts.push(
-          embeddingText({
-            agentName: card.name,
-            agentDescription: card.description,
-            skillName: s.name,
-            skillDescription: s.description,
-            tags: s.tags.join(" "),
-            examples: (s.examples ?? []).join("\n"),
-          }),
-        );
+        texts.push(embeddingText(skillDocOf(card, s)));
         owner.push(card.name);
       }
     }
