@@ -49,18 +49,23 @@ async function send(store: SqliteStore, messages: NewMessage[]): Promise<number[
   });
 }
 
+/** The next two messages group `group` is given from `from`, leased for a minute. */
+function claimTwo(store: SqliteStore, from: number, group = "g", nowMs = T0): Promise<StoredMessage[]> {
+  return store.claim("box", group, {
+    start: { fromId: from },
+    reset: false,
+    limit: 2,
+    maxBytes: 1 << 20,
+    nowMs,
+    leaseMs: 60_000,
+  });
+}
+
 /** The bodies a new group starting at `from` is given, ACKing as it goes, all of them. */
 async function drained(store: SqliteStore, from: number, group = "g", nowMs = T0): Promise<string[]> {
   const bodies: string[] = [];
   for (;;) {
-    const claimed: StoredMessage[] = await store.claim("box", group, {
-      start: { fromId: from },
-      reset: false,
-      limit: 2,
-      maxBytes: 1 << 20,
-      nowMs,
-      leaseMs: 60_000,
-    });
+    const claimed = await claimTwo(store, from, group, nowMs);
     if (claimed.length === 0) return bodies;
     for (const m of claimed) {
       bodies.push(Buffer.from(m.payload).toString());
@@ -131,14 +136,7 @@ describe("message cache: a claim never returns a message the database no longer 
   it("message TTL: the expiry sweep ends the leases of what it deleted", async () => {
     const { store, from } = await withMailbox();
     await send(store, [message("short", { expiresMs: T0 + 1000 }), message("long")]);
-    const claimed = await store.claim("box", "g", {
-      start: { fromId: from },
-      reset: false,
-      limit: 2,
-      maxBytes: 1 << 20,
-      nowMs: T0,
-      leaseMs: 60_000,
-    });
+    const claimed = await claimTwo(store, from);
     expect(claimed).toHaveLength(2);
     await store.purgeExpired(T0 + 2000);
     const report = await store.groupLeases("box", "g", T0 + 2000, 10);
@@ -162,14 +160,7 @@ describe("message cache: a claim never returns a message the database no longer 
       await store.createMailbox({ address: "box", ttlSeconds: 0, desc: "", createdMs: T0 }, T0);
       const from = await store.nextMessageId("box");
       await send(store, [message("v1", { key: "state" }), message("other")]);
-      const claimed = await store.claim("box", "g", {
-        start: { fromId: from },
-        reset: false,
-        limit: 2,
-        maxBytes: 1 << 20,
-        nowMs: T0,
-        leaseMs: 60_000,
-      });
+      const claimed = await claimTwo(store, from);
       expect(claimed.map((m) => Buffer.from(m.payload).toString())).toEqual(["v1", "other"]);
       const fillers = Array.from({ length: others }, (_, i) => message(`filler ${i}`));
       await send(store, [message("v2", { key: "state" }), ...fillers]);
