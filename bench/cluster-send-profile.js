@@ -16,7 +16,7 @@ import { connect } from "@mq9/client";
 import { MQ9_CLI, startMq9Node } from "../scripts/local-cluster/mq9-node.js";
 import { startNatsCluster } from "../scripts/local-cluster/nats-cluster.js";
 import { startPrivatePostgres } from "../scripts/local-cluster/private-postgres.js";
-import { processCpuMs, threadCpuTimes } from "./proc.js";
+import { MESSAGING_ONLY_ARGS, processCpuMs, threadCpuTimes } from "./proc.js";
 
 const N = Number(process.env.N ?? 20_000);
 const WARMUP = Number(process.env.WARMUP ?? 60_000);
@@ -118,16 +118,7 @@ try {
         postgres: pg.url,
         nodeArgs: ["--import", hook, ...(process.env.NODE_ARGS ?? "").split(" ").filter(Boolean)],
         env: { MQ9_PROFILE_FILE: profileFile },
-        args: [
-          "--postgres-schema",
-          `p${run++}`,
-          "--log-level",
-          "warn",
-          "--registry-embedder",
-          "none",
-          "--orchestrator",
-          "off",
-        ],
+        args: ["--postgres-schema", `p${run++}`, ...MESSAGING_ONLY_ARGS],
       });
       const client = await connect(nats.urls[0], { requestTimeoutMs: 15_000 });
       try {

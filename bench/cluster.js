@@ -18,7 +18,7 @@ import PgBoss from "pg-boss";
 import { startMq9Node } from "../scripts/local-cluster/mq9-node.js";
 import { startNatsCluster } from "../scripts/local-cluster/nats-cluster.js";
 import { startPrivatePostgres } from "../scripts/local-cluster/private-postgres.js";
-import { cpuMeter, postgresPids, progress } from "./proc.js";
+import { cpuMeter, MESSAGING_ONLY_ARGS, postgresPids, progress } from "./proc.js";
 import { measureSend, percentile } from "./stats.js";
 
 const env = (name, fallback) => Number(process.env[name] ?? fallback);
@@ -145,16 +145,7 @@ async function mq9On(nats, pg, nodeCount, cfg, run, nodes) {
         postgres: pg.url,
         // e.g. BENCH_MQ9_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the nodes.
         nodeArgs: (process.env.BENCH_MQ9_NODE_ARGS ?? "").split(" ").filter(Boolean),
-        args: [
-          "--postgres-schema",
-          schema,
-          "--log-level",
-          "warn",
-          "--registry-embedder",
-          "none",
-          "--orchestrator",
-          "off",
-        ],
+        args: ["--postgres-schema", schema, ...MESSAGING_ONLY_ARGS],
       }),
     );
   }

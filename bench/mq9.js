@@ -7,6 +7,7 @@ import { connect } from "@mq9/client";
 import { startOtlpSink } from "./otlp-sink.js";
 import {
   freePort,
+  MESSAGING_ONLY_ARGS,
   MQ9_CLI,
   makeTempDir,
   NotMeasured,
@@ -83,17 +84,7 @@ export async function startWith({ payload, drainBatch }, { permissions, otlp = f
         sink = await startOtlpSink();
         configArgs.push("--otlp-endpoint", sink.url);
       }
-      server = await startBroker(port, dir, [
-        ...configArgs,
-        "--log-level",
-        "warn",
-        "--http-port",
-        "0",
-        "--registry-embedder",
-        "none",
-        "--orchestrator",
-        "off",
-      ]);
+      server = await startBroker(port, dir, [...configArgs, ...MESSAGING_ONLY_ARGS, "--http-port", "0"]);
     } catch (err) {
       // Tolerate a CLI that does not know --log-level (yet): try once more without it.
       if (!(err instanceof NotMeasured) || !/log.?level/i.test(err.details)) throw err;

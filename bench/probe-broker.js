@@ -2,7 +2,7 @@
 // this checkout (or BENCH_MQ9_CLI) for messaging only, a client on it, mailbox "q", and a window
 // of SENDs.
 import { connect } from "@mq9/client";
-import { freePort, makeTempDir, removeTempDir, startMq9Serve } from "./proc.js";
+import { freePort, MESSAGING_ONLY_ARGS, makeTempDir, removeTempDir, startMq9Serve } from "./proc.js";
 
 /** Starts the broker (with `extraArgs`), connects, creates mailbox "q"; `stop()` undoes it all. */
 export async function startProbeBroker(extraArgs = []) {
@@ -11,10 +11,7 @@ export async function startProbeBroker(extraArgs = []) {
   const server = await startMq9Serve({
     port,
     dir,
-    args: [
-      ...["--log-level", "warn", "--http-port", "0", "--registry-embedder", "none", "--orchestrator", "off"],
-      ...extraArgs,
-    ],
+    args: [...MESSAGING_ONLY_ARGS, "--http-port", "0", ...extraArgs],
   });
   // The port opens before every handler is in place: the first requests may go unanswered.
   const client = await retried(() => connect(`nats://127.0.0.1:${port}`, { reconnect: false }));

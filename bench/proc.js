@@ -23,6 +23,19 @@ export function progress(msg) {
   process.stderr.write(`[bench] ${msg}\n`);
 }
 
+/**
+ * What every messaging bench gives `mq9 serve`: quiet logs, and neither the registry's embedder
+ * nor the orchestrator, whose start-up and background work are not what it measures.
+ */
+export const MESSAGING_ONLY_ARGS = [
+  "--log-level",
+  "warn",
+  "--registry-embedder",
+  "none",
+  "--orchestrator",
+  "off",
+];
+
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A system that could not be measured; `reason` is printed as-is. */
