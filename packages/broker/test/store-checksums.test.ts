@@ -1,5 +1,4 @@
-import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
 import { Subjects } from "@mq9/protocol";
 import { describe, expect, it } from "vitest";
 import type { Logger } from "../src/index.js";

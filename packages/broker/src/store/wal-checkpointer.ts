@@ -24,6 +24,8 @@ export interface TruncateResult {
  */
 export class WalCheckpointer {
   private running = false;
+  /** Commits came while a checkpoint ran: it may not have seen them, so another one follows. */
+  private askedWhileRunning = false;
   private lastStartMs = 0;
   private timer?: NodeJS.Timeout;
   /** The worker failed or exited: nothing more to ask of it. */
@@ -48,6 +50,10 @@ export class WalCheckpointer {
         told?.({ ok: reply.ok, walBytes: reply.walBytes });
       } else onResult(reply);
       this.runWaitingTruncate();
+      if (this.askedWhileRunning) {
+        this.askedWhileRunning = false;
+        this.request();
+      }
     });
     worker.on("error", (err) => {
       this.gone = true;
@@ -73,7 +79,12 @@ export class WalCheckpointer {
 
   /** Asks for a checkpoint after new commits; coalesced to one per interval. */
   request(): void {
-    if (this.running || this.timer || this.gone) return;
+    if (this.running) {
+      // Dropping it would leave the last commits of a burst uncopied, and an idle store's WAL large.
+      this.askedWhileRunning = true;
+      return;
+    }
+    if (this.timer || this.gone) return;
     const waitMs = this.lastStartMs + MIN_INTERVAL_MS - Date.now();
     if (waitMs > 0) {
       this.timer = setTimeout(() => {
