@@ -145,11 +145,16 @@ describe.skipIf(missing !== undefined)(
         const done = await eventually(
           async () => {
             const task = await api(follower, `/tasks/${id}`);
-            return task.status === 200 && task.body.status === "completed" ? task.body : undefined;
+            if (task.status === 200 && task.body.status === "completed") return task.body;
+            // Kept as the timeout's message: where the task stands says why it did not finish.
+            throw new Error(`HTTP ${task.status} ${JSON.stringify(task.body).slice(0, 1500)}`);
           },
           120_000,
           `task ${id} to complete on ${follower.nodeId}`,
-        );
+        ).catch((err: Error) => {
+          err.message += `\nagent received ${JSON.stringify(agent.received)}\n${follower.nodeId}'s log ends:\n${follower.output().slice(-6000)}`;
+          throw err;
+        });
         expect(done.status).toBe("completed");
       }
       expect(follower.output()).toContain(RUNS);

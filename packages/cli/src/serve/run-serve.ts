@@ -18,7 +18,7 @@ import { ServeDashboard } from "./dashboard.js";
 import { createLogger } from "./logger.js";
 import { ownMcpUrl } from "./mcp-registration.js";
 import { ServeOrchestrator } from "./orchestrator.js";
-import { OrchestratorLeadership } from "./orchestrator-leadership.js";
+import { OrchestratorLeadership, SOLE_BROKER } from "./orchestrator-leadership.js";
 import { optionsFor } from "./settings/component-options.js";
 import { SETTINGS } from "./settings/serve-settings.js";
 
@@ -164,23 +164,16 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
     await agentApps.registerMcp(broker.registry, url, logger);
   }
   // On a shared store (a cluster, or brokers sharing PostgreSQL), one at a time runs the orchestrator.
+  // It starts in the background: the broker serves meanwhile, and the API answers 503 until it is up.
   const shared = clustered?.store?.sharedDatabase();
-  const leadership =
-    orchestrator.enabled && shared
-      ? new OrchestratorLeadership(
-          shared.clusterLock("orchestrator", "the orchestrator"),
-          orchestrator,
-          logger,
-        )
-      : undefined;
+  const leadership = orchestrator.enabled
+    ? new OrchestratorLeadership(
+        shared ? shared.clusterLock("orchestrator", "the orchestrator") : SOLE_BROKER,
+        orchestrator,
+        logger,
+      )
+    : undefined;
   leadership?.begin(() => orchestrator.start(broker.host, broker.port, broker.metrics.registry));
-  // In the background: the broker serves meanwhile, and the API answers 503 until it is up.
-  const orchestratorUp =
-    orchestrator.enabled && !leadership
-      ? orchestrator
-          .start(broker.host, broker.port, broker.metrics.registry)
-          .catch((err: Error) => logger.error({ err }, `the orchestrator did not start: ${err.message}`))
-      : Promise.resolve();
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -189,8 +182,7 @@ export async function serve(flags: Record<string, unknown>): Promise<void> {
     }
     stopping = true;
     logger.info(`${signal} received: draining and shutting down`);
-    orchestratorUp
-      .then(() => (leadership ? leadership.close() : orchestrator.close()))
+    Promise.resolve(leadership?.close())
       .catch((err: Error) => logger.warn(`orchestrator shutdown: ${err.message}`))
       .then(() => agentApps.close())
       .then(() => broker.close())

@@ -34,12 +34,18 @@ export class WorkPost {
     });
   }
 
-  /** Whether the attempt is in its agent's mailbox; a failed look counts as not there. */
+  /**
+   * Whether the attempt is in its agent's mailbox (not, when the mailbox is gone). Any other
+   * failed look throws rather than answering "no": sending again on a guess could run a step twice.
+   */
   async isPosted(dispatch: Dispatch): Promise<boolean> {
-    const stored = await this.client
-      .query(dispatch.mailbox, { key: queryKey(dispatch.msg_id) })
-      .catch(() => []);
-    return stored.length > 0;
+    try {
+      const stored = await this.client.query(dispatch.mailbox, { key: queryKey(dispatch.msg_id) });
+      return stored.length > 0;
+    } catch (err) {
+      if (err instanceof Mq9Error && err.code === "MAILBOX_NOT_FOUND") return false;
+      throw err;
+    }
   }
 
   /** The reply to an attempt waiting in the inbox, if any. */
