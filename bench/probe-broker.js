@@ -1,8 +1,14 @@
 // What the quick probes (send-probe, consume-probe, consume-loop-probe) share: a fresh broker of
 // this checkout (or BENCH_MQ9_CLI) for messaging only, a client on it, mailbox "q", and a window
-// of SENDs.
-import { connect } from "@mq9/client";
+// of SENDs. BENCH_CLIENT: the client build to use instead of @mq9/client (a path to a copy of an
+// older packages/client/dist/index.js inside this checkout, for A/B of the SDK in one sitting).
+import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { freePort, MESSAGING_ONLY_ARGS, makeTempDir, removeTempDir, startMq9Serve } from "./proc.js";
+
+const { connect } = await import(
+  process.env.BENCH_CLIENT ? pathToFileURL(path.resolve(process.env.BENCH_CLIENT)).href : "@mq9/client"
+);
 
 /** Starts the broker (with `extraArgs`), connects, creates mailbox "q"; `stop()` undoes it all. */
 export async function startProbeBroker(extraArgs = []) {
