@@ -28,6 +28,8 @@ export class BatchAcker {
     private readonly msgIds: readonly number[],
     private readonly sendAck: (msgId: number) => Promise<void>,
     private readonly onAcked: (msgIds: readonly number[]) => void = () => {},
+    /** Called once when `finished` turns true (everything ACKed, or an ACK failed for good). */
+    private readonly onFinished: () => void = () => {},
   ) {
     this.handled = new Array<boolean>(msgIds.length).fill(false);
     this.givenBack = new Array<boolean>(msgIds.length).fill(false);
@@ -40,27 +42,39 @@ export class BatchAcker {
   gaveBack(index: number): void {
     if (index < this.acked || this.failure) return;
     this.givenBack[index] = true;
-    void this.done(index).catch(() => {});
+    this.handledAt(index);
   }
 
   /** Marks message `index` handled; resolves once an ACK covering it is confirmed. */
   done(index: number): Promise<void> {
     if (index < this.acked) return Promise.resolve();
     if (this.failure) return Promise.reject(this.failure);
-    this.handled[index] = true;
-    while (this.prefix < this.msgIds.length && this.handled[this.prefix]) this.prefix++;
     const confirmed = new Promise<void>((resolve, reject) => {
       this.waiters.push({ index, resolve, reject });
     });
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      setImmediate(() => {
-        this.flushScheduled = false;
-        this.flush();
-      });
-    }
+    this.handledAt(index);
     return confirmed;
   }
+
+  /**
+   * Marks message `index` handled, like `done` but for a caller that does not wait for the
+   * ACK (the consumer's own autoAck): no promise per message. A failed ACK is reported by
+   * `sendAck` itself.
+   */
+  handledAt(index: number): void {
+    if (index < this.acked || this.failure) return;
+    this.handled[index] = true;
+    while (this.prefix < this.msgIds.length && this.handled[this.prefix]) this.prefix++;
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.scheduledFlush);
+    }
+  }
+
+  private readonly scheduledFlush = (): void => {
+    this.flushScheduled = false;
+    this.flush();
+  };
 
   /** True when every message is ACKed or an ACK failed for good. */
   get finished(): boolean {
@@ -93,18 +107,22 @@ export class BatchAcker {
         const covered = this.msgIds.slice(this.acked, target);
         this.acked = target;
         this.sending = undefined;
-        this.waiters = this.waiters.filter((waiter) => {
-          if (waiter.index >= target) return true;
-          waiter.resolve();
-          return false;
-        });
+        if (this.waiters.length > 0) {
+          this.waiters = this.waiters.filter((waiter) => {
+            if (waiter.index >= target) return true;
+            waiter.resolve();
+            return false;
+          });
+        }
         this.onAcked(covered);
-        this.flush();
+        if (this.finished) this.onFinished();
+        else this.flush();
       },
       (err: Error) => {
         this.sending = undefined;
         this.failure = err;
         this.abandon(err);
+        this.onFinished();
       },
     );
   }

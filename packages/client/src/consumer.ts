@@ -8,6 +8,12 @@ import { Mq9Message } from "./message.js";
 import { fetchBody, type NakOptions } from "./request-bodies.js";
 import { endSpan, startProcessSpan } from "./tracing.js";
 
+/** How a consumed message is settled through its batch: one of these per FETCH reply, not per message. */
+interface BatchSettlement {
+  ack(index: number): Promise<void>;
+  nak(index: number, options: NakOptions): Promise<{ deadLetter: boolean }>;
+}
+
 /** A message handed out by a consumer; `ack()` acknowledges it through the consumer's group. */
 export class ConsumedMessage extends Mq9Message {
   constructor(
@@ -16,8 +22,8 @@ export class ConsumedMessage extends Mq9Message {
     readonly mailAddress: string,
     /** The consumer group, or undefined for a stateless consumer. */
     readonly group: string | undefined,
-    private readonly acknowledge: () => Promise<void>,
-    private readonly giveBack: (options: NakOptions) => Promise<{ deadLetter: boolean }>,
+    private readonly batch: BatchSettlement | undefined,
+    private readonly index: number,
   ) {
     super(item);
   }
@@ -28,7 +34,7 @@ export class ConsumedMessage extends Mq9Message {
    * dead-letter mailbox. The consumer does this by itself when a handler throws.
    */
   nak(options: NakOptions = {}): Promise<{ deadLetter: boolean }> {
-    return this.giveBack(options);
+    return this.batch ? this.batch.nak(this.index, options) : Promise.reject(noGroup());
   }
 
   /**
@@ -36,7 +42,7 @@ export class ConsumedMessage extends Mq9Message {
    * (it waits for earlier messages of the same batch, since an ACK covers those too).
    */
   ack(): Promise<void> {
-    return this.acknowledge();
+    return this.batch ? this.batch.ack(this.index) : Promise.reject(noGroup());
   }
 }
 
@@ -198,7 +204,7 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
   private readonly running = new Set<Promise<void>>();
   private readonly ackers = new Set<BatchAcker>();
   /** Outcome of each handled message until it is ACKed, so a redelivery does not run the handler twice. */
-  private readonly handled = new Map<number, Promise<boolean>>();
+  private readonly handled = new Map<number, Promise<boolean> | true>();
   private freeSlots: number;
   private slotWaiters: (() => void)[] = [];
   private readonly finished = deferred<Error | undefined>();
@@ -390,32 +396,36 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
     const group = this.options.group;
     // The lease began after the FETCH was sent, so this deadline errs on the early side.
     const leaseEnds = fetchedAt + (this.options.leaseMs ?? DEFAULT_LEASE_MS);
-    const acker = group
-      ? new BatchAcker(
-          items.map((item) => item.msg_id),
-          (msgId) => this.ackWithRetry(group, msgId, leaseEnds),
-          (msgIds) => {
-            for (const msgId of msgIds) this.handled.delete(msgId);
-          },
-        )
-      : undefined;
-    if (acker) this.ackers.add(acker);
+    let acker: BatchAcker | undefined;
+    let settlement: BatchSettlement | undefined;
+    if (group) {
+      const batchAcker = new BatchAcker(
+        items.map((item) => item.msg_id),
+        (msgId) => this.ackWithRetry(group, msgId, leaseEnds),
+        (msgIds) => {
+          for (const msgId of msgIds) this.handled.delete(msgId);
+        },
+        () => this.ackers.delete(batchAcker),
+      );
+      acker = batchAcker;
+      settlement = {
+        ack: (index) => batchAcker.done(index),
+        nak: (index, options) => this.giveBack(batchAcker, index, items[index].msg_id, options),
+      };
+      this.ackers.add(batchAcker);
+    }
     const autoAck = acker !== undefined && this.options.autoAck;
     for (let index = 0; index < items.length; index++) {
-      const message = new ConsumedMessage(
-        items[index],
-        this.mailAddress,
-        group,
-        () => (acker ? this.track(acker, acker.done(index)) : Promise.reject(noGroup())),
-        (options) =>
-          acker ? this.giveBack(acker, index, items[index].msg_id, options) : Promise.reject(noGroup()),
-      );
+      const message = new ConsumedMessage(items[index], this.mailAddress, group, settlement, index);
       const earlier = autoAck ? this.handled.get(message.msgId) : undefined;
-      if (earlier) {
+      if (earlier !== undefined) {
         // Delivered again (its lease ran out before our ACK got through): ACK it, do not handle it twice.
-        void earlier.then((ok) => {
-          if (ok) this.track(acker!, acker!.done(index)).catch(() => {});
-        });
+        const again = acker as BatchAcker;
+        if (earlier === true) again.handledAt(index);
+        else
+          void earlier.then((ok) => {
+            if (ok) again.handledAt(index);
+          });
         continue;
       }
       // A free slot is taken without an await, so a batch's handlers start in one turn and
@@ -426,47 +436,93 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
     }
   }
 
+  /**
+   * Runs the handler on one message in the slot the caller took. A handler that returns without
+   * a promise (or throws at once) is done when it returns: its message is marked for the batch's
+   * ACK and its slot freed in this same call, with no promise made for it.
+   */
   private startHandler(
     handler: MessageHandler,
     message: ConsumedMessage,
     acker: BatchAcker | undefined,
     index: number,
   ): void {
-    /** Why the handler threw, for its NAK; undefined when it did not (or a for-await loop was left). */
-    let failure: string | undefined;
-    const traced = startProcessSpan(this.mailAddress, message.group, message.msgId, message.headers);
-    const outcome = (async () => {
-      try {
-        await (traced ? context.with(traced.context, handler, undefined, message) : handler(message));
+    const traced = startProcessSpan(this.mailAddress, message.group, message.msgId, message);
+    let returned: unknown;
+    try {
+      returned = traced ? context.with(traced.context, handler, undefined, message) : handler(message);
+    } catch (err) {
+      this.runTask(this.afterFailure(err, traced, message, acker, index));
+      return;
+    }
+    if (!isThenable(returned)) {
+      if (traced) endSpan(traced.span);
+      if (acker) {
+        this.remember(message.msgId, true);
+        acker.handledAt(index);
+      }
+      this.releaseSlot();
+      return;
+    }
+    /** Why the handler failed, for its NAK; undefined when it succeeded or a for-await loop was left. */
+    let failure: unknown;
+    const outcome = Promise.resolve(returned).then(
+      () => {
         if (traced) endSpan(traced.span);
         return true;
-      } catch (err) {
-        if (traced) endSpan(traced.span, err instanceof LeftLoop ? undefined : err);
-        if (err instanceof LeftLoop) return false;
-        const error = toError(err);
-        this.options.onError(error, message);
-        failure = error.message.slice(0, 1024) || error.name;
+      },
+      (err: unknown) => {
+        failure = err;
         return false;
-      }
-    })();
+      },
+    );
     if (acker) this.remember(message.msgId, outcome);
-    const task = outcome
-      .then(async (ok) => {
-        if (!acker) return;
-        if (ok) {
-          this.track(acker, acker.done(index)).catch(() => {});
-          return;
-        }
-        this.handled.delete(message.msgId);
-        if (failure !== undefined && this.options.nakOnError) {
-          await this.nakFailed(acker, index, message, failure);
-        }
-      })
-      .finally(() => {
-        this.running.delete(task);
-        this.releaseSlot();
-      });
+    this.runTask(
+      outcome.then((ok) => {
+        if (!ok) return this.afterFailure(failure, traced, message, acker, index);
+        acker?.handledAt(index);
+      }),
+    );
+  }
+
+  /**
+   * What follows a handler's throw or rejection: report it, and with a group forget the
+   * message's outcome and NAK it with the error's text (unless it was a for-await loop left).
+   */
+  private async afterFailure(
+    err: unknown,
+    traced: ReturnType<typeof startProcessSpan>,
+    message: ConsumedMessage,
+    acker: BatchAcker | undefined,
+    index: number,
+  ): Promise<void> {
+    const left = err instanceof LeftLoop;
+    if (traced) endSpan(traced.span, left ? undefined : err);
+    let reason: string | undefined;
+    if (!left) {
+      const error = toError(err);
+      this.options.onError(error, message);
+      reason = error.message.slice(0, 1024) || error.name;
+    }
+    if (!acker) return;
+    this.handled.delete(message.msgId);
+    if (reason !== undefined && this.options.nakOnError) {
+      await this.nakFailed(acker, index, message, reason);
+    }
+  }
+
+  /** Tracks a handler still running (stop() waits for it); its slot is freed when it ends. */
+  private runTask(work: Promise<void>): void {
+    const task: Promise<void> = work.then(
+      () => this.endTask(task),
+      () => this.endTask(task),
+    );
     this.running.add(task);
+  }
+
+  private endTask(task: Promise<void>): void {
+    this.running.delete(task);
+    this.releaseSlot();
   }
 
   /**
@@ -498,18 +554,10 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
     const group = this.options.group as string;
     const result = await this.source.nak(this.mailAddress, group, msgId, options);
     acker.gaveBack(index);
-    if (acker.finished) this.ackers.delete(acker);
     return result;
   }
 
-  /** Forgets a batch's acker once it has nothing left to ACK. */
-  private track(acker: BatchAcker, confirmed: Promise<void>): Promise<void> {
-    return confirmed.finally(() => {
-      if (acker.finished) this.ackers.delete(acker);
-    });
-  }
-
-  private remember(msgId: number, outcome: Promise<boolean>): void {
+  private remember(msgId: number, outcome: Promise<boolean> | true): void {
     this.handled.set(msgId, outcome);
     if (this.handled.size > MAX_REMEMBERED) {
       const oldest = this.handled.keys().next().value;
@@ -643,6 +691,14 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
     this.slotWaiters = [];
     for (const wake of waiters) wake();
   }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null &&
+    (typeof value === "object" || typeof value === "function") &&
+    typeof (value as { then?: unknown }).then === "function"
+  );
 }
 
 function toError(err: unknown): Error {

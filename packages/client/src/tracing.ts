@@ -149,10 +149,11 @@ export function startProcessSpan(
   address: string,
   group: string | undefined,
   msgId: number,
-  headers: Readonly<Record<string, string>>,
+  message: { readonly headers: Readonly<Record<string, string>> },
 ): { span: Span; context: Context } | undefined {
+  // Before the headers are read: a message decodes them on first use, which costs when nothing traces.
   if (tracingOff()) return undefined;
-  const producer = messageSpanContext(headers);
+  const producer = messageSpanContext(message.headers);
   const active = context.active();
   const parent =
     producer && trace.getSpan(active) === undefined ? trace.setSpanContext(active, producer) : active;

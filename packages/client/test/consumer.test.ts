@@ -1,39 +1,8 @@
-import { boxName, eventually, sleep, startBroker, type TestBroker } from "@mq9/testkit";
-import { afterEach, describe, expect, it } from "vitest";
+import { boxName, eventually, sleep, startBroker } from "@mq9/testkit";
+import { describe, expect, it } from "vitest";
 import { type ConsumedMessage, connect, type Mq9Client, type Mq9Error } from "../src/index.js";
+import { cleanups, leftOver, quiet, setup, setupProxied } from "./consume-fixtures.js";
 import { TcpProxy } from "./tcp-proxy.js";
-
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
-});
-
-async function setup(): Promise<{ t: TestBroker; client: Mq9Client; box: string }> {
-  const t = await startBroker();
-  cleanups.push(() => t.close());
-  const client = await t.client();
-  const box = await client.createMailbox({ name: boxName() });
-  return { t, client, box };
-}
-
-/** A client that reaches the broker through a proxy counting what it carries, and a fresh mailbox. */
-async function setupProxied(): Promise<{ proxy: TcpProxy; client: Mq9Client; box: string }> {
-  const { t } = await setup();
-  const proxy = await TcpProxy.start(t.port);
-  cleanups.push(() => proxy.close());
-  const client = await connect(proxy.url);
-  cleanups.push(() => client.close());
-  const box = await client.createMailbox({ name: boxName() });
-  return { proxy, client, box };
-}
-
-/** What is left for `group` once every lease has run out: nothing, if everything was ACKed. */
-async function leftOver(client: Mq9Client, box: string, group: string): Promise<number[]> {
-  const messages = await client.fetch(box, { group, maxWaitMs: 0, leaseMs: 60_000 });
-  return messages.map((m) => m.msgId);
-}
-
-const quiet = { onError: () => {} };
 
 describe("consume as an async iterator", () => {
   it("yields messages in priority order and ACKs each when the next is asked for", async () => {
