@@ -1,4 +1,4 @@
-import { eventually, sleep } from "@mq9/testkit";
+import { eventually, sleep, until } from "@mq9/testkit";
 import { describe, expect, it } from "vitest";
 import type { Consumer, Mq9Client } from "../src/index.js";
 import { cleanups, leftOver, quiet, setup, setupProxied } from "./consume-fixtures.js";
@@ -198,5 +198,46 @@ describe("handlers that return without a promise, with a promise, or throw", () 
     const back = await leftOver(client, box, "g");
     expect([...finished, ...back].sort((a, b) => a - b)).toEqual(ids);
     expect(back.length).toBeGreaterThan(0);
+  });
+
+  it("handlers that return without a promise fetch the next batch ahead; stopping gives that batch back at once", async () => {
+    const { client, box } = await setup();
+    const ids = await sendMany(client, box, 15);
+    const handled: number[] = [];
+    const consumer: Consumer = client.consume(
+      box,
+      (message) => {
+        handled.push(message.msgId);
+        // The first of the second batch: the third was fetched as the second arrived.
+        if (handled.length === 6) void consumer.stop();
+      },
+      { group: "g", deliver: "earliest", batch: 5, leaseMs: 60_000, maxWaitMs: 100 },
+    );
+    await consumer.closed();
+    expect(handled).toEqual(ids.slice(0, 6));
+    // Given back without waiting for its lease: delivered once to the stopped consumer already.
+    const back = await until("the batch fetched ahead, given back", async () => {
+      const messages = await client.fetch(box, { group: "g", batch: 10, maxWaitMs: 100, leaseMs: 60_000 });
+      return messages.length > 0 ? messages : undefined;
+    });
+    expect(back.map((m) => [m.msgId, m.deliveryCount])).toEqual(ids.slice(10).map((id) => [id, 2]));
+  });
+
+  it("async handlers do not fetch ahead: no batch is claimed before a handler could start on it", async () => {
+    const { client, box } = await setup();
+    const ids = await sendMany(client, box, 15);
+    const handled: number[] = [];
+    const consumer: Consumer = client.consume(
+      box,
+      async (message) => {
+        handled.push(message.msgId);
+        if (handled.length === 6) void consumer.stop();
+      },
+      { group: "g", deliver: "earliest", batch: 5, leaseMs: 60_000, maxWaitMs: 100 },
+    );
+    await consumer.closed();
+    expect(handled).toEqual(ids.slice(0, 6));
+    const rest = await client.fetch(box, { group: "g", batch: 10, maxWaitMs: 100, leaseMs: 60_000 });
+    expect(rest.map((m) => [m.msgId, m.deliveryCount])).toEqual(ids.slice(10).map((id) => [id, 1]));
   });
 });
