@@ -480,7 +480,7 @@ export class Mq9Client {
   private fetchItems(
     mailAddress: string,
     body: FetchRequest,
-    { maxWaitMs, signal, lateItems, trace }: FetchCall,
+    { maxWaitMs, signal, lateItems, trace, atOnce }: FetchCall,
   ): Promise<MessageItem[]> {
     const subject = Subjects.fetch(mailAddress);
     const headers = trace && encodedHeaders(trace);
@@ -494,6 +494,7 @@ export class Mq9Client {
         longPoll: maxWaitMs > 0,
         lateReply: lateItems,
         headers,
+        atOnce,
       },
       body.payload_format === "raw" ? readReply.rawMessages : readReply.messages,
     );

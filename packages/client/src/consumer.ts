@@ -117,6 +117,8 @@ export interface FetchCall {
   lateItems?: (items: MessageItem[]) => void;
   /** Trace-context headers to send with it. */
   trace?: Record<string, string>;
+  /** Published now even while other requests are in flight (see RequestMux's `atOnce`). */
+  atOnce?: boolean;
 }
 
 /** What a consumer needs from the client: two requests and the connection's state. */
@@ -381,7 +383,12 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
             break;
           }
           if (items.length === 0) continue;
-          if (mayFetchAhead) ahead = this.startFetch();
+          if (mayFetchAhead) {
+            ahead = this.startFetch(true);
+            // nats.js writes what was published when this run of microtasks ends: let the FETCH
+            // leave now, or it would wait for the batch's handlers and overlap nothing.
+            await undefined;
+          }
           const dispatchedAt = performance.now();
           await this.dispatch(items, handler, call.startedAt);
           mayFetchAhead = this.fetchAhead(dispatchedAt);
@@ -417,9 +424,9 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
   }
 
   /** Sends one FETCH; a failure is thrown where its items are awaited. */
-  private startFetch(): PendingFetch {
+  private startFetch(ahead = false): PendingFetch {
     const startedAt = performance.now();
-    const items = this.fetchBatch();
+    const items = this.fetchBatch(ahead);
     // Awaited later (after a batch's handlers), so a failure must not count as unhandled meanwhile.
     items.catch(() => {});
     return { items, startedAt };
@@ -636,7 +643,8 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
     });
   }
 
-  private async fetchBatch(): Promise<MessageItem[]> {
+  /** One FETCH with retries; `ahead`: fetched ahead of its handlers, so it goes out at once. */
+  private async fetchBatch(ahead = false): Promise<MessageItem[]> {
     const { maxWaitMs, retry } = this.options;
     for (let attempt = 0; ; attempt++) {
       const started = performance.now();
@@ -645,6 +653,7 @@ export class Consumer implements AsyncIterable<ConsumedMessage> {
           maxWaitMs,
           signal: this.abort.signal,
           lateItems: this.returnUnhandled,
+          atOnce: ahead,
         });
         if (!this.options.group && items.length > 0) {
           this.cursor = Math.max(...items.map((item) => item.msg_id)) + 1;
