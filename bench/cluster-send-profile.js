@@ -55,6 +55,16 @@ net.Socket.prototype.push = function (chunk, ...rest) {
   if (chunk) reads.set("read:" + this.remotePort, (reads.get("read:" + this.remotePort) ?? 0) + 1);
   return push.call(this, chunk, ...rest);
 };
+// Main-thread GC pauses by kind (minor, major, incremental, weak callbacks): count and ms.
+import { PerformanceObserver, constants as perf } from "node:perf_hooks";
+const gcKinds = { [perf.NODE_PERFORMANCE_GC_MINOR]: "minor", [perf.NODE_PERFORMANCE_GC_MAJOR]: "major", [perf.NODE_PERFORMANCE_GC_INCREMENTAL]: "incremental", [perf.NODE_PERFORMANCE_GC_WEAKCB]: "weakcb" };
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) {
+    const kind = "gc-" + (gcKinds[e.detail?.kind] ?? "other");
+    writes.set(kind, (writes.get(kind) ?? 0) + 1);
+    writes.set(kind + "-us", (writes.get(kind + "-us") ?? 0) + e.duration * 1000);
+  }
+}).observe({ entryTypes: ["gc"] });
 const session = new Session();
 session.connect();
 let on = false;
@@ -152,11 +162,22 @@ try {
               : nats.urls.some((u) => u.endsWith(`:${port}`))
                 ? "NATS"
                 : port;
+          const gc = Object.entries(sends1.io)
+            .filter(([k]) => k.startsWith("gc-") && !k.endsWith("-us"))
+            .map(([k, v]) => {
+              const us = sends1.io[`${k}-us`] - (sends0.io[`${k}-us`] ?? 0);
+              return `${k.slice(3)} ${v - (sends0.io[k] ?? 0)} (${(us / batches).toFixed(0)} us/batch)`;
+            });
           const io = Object.entries(sends1.io)
+            .filter(([k]) => !k.startsWith("gc-"))
             .map(([k, v]) => [k, (v - (sends0.io[k] ?? 0)) / batches])
             .filter(([, v]) => v >= 0.05)
             .map(([k, v]) => `${k.split(":")[0]} ${peer(k.split(":")[1])} ${v.toFixed(2)}`);
+          let gcPauseUs = 0;
+          for (const [k, v] of Object.entries(sends1.io))
+            if (k.startsWith("gc-") && k.endsWith("-us")) gcPauseUs += v - (sends0.io[k] ?? 0);
           const row = {
+            mainLessGcPerBatchUs: (main - gcPauseUs) / batches,
             cpuPerMsgUs: (cpu * 1000) / N,
             cpuPerBatchUs: (cpu * 1000) / batches,
             mainPerBatchUs: main / batches,
@@ -167,7 +188,7 @@ try {
           const key = `${cli} @${inFlight}`;
           results.set(key, [...(results.get(key) ?? []), row]);
           console.log(
-            `round ${round} ${cli.split("/").slice(-5, -3).join("/")} @${inFlight}: ${row.cpuPerMsgUs.toFixed(1)} us/msg, ${row.cpuPerBatchUs.toFixed(0)} us/batch (main thread ${row.mainPerBatchUs.toFixed(0)}), ${row.perBatch.toFixed(1)} msg/batch, ${row.rate.toFixed(0)} msg/s (load ${row.load})\n    per batch: ${io.join(", ")}\n    other threads, us/msg: ${otherThreads.join(", ")}`,
+            `round ${round} ${cli.split("/").slice(-5, -3).join("/")} @${inFlight}: ${row.cpuPerMsgUs.toFixed(1)} us/msg, ${row.cpuPerBatchUs.toFixed(0)} us/batch (main thread ${row.mainPerBatchUs.toFixed(0)}, less GC pauses ${row.mainLessGcPerBatchUs.toFixed(0)}), ${row.perBatch.toFixed(1)} msg/batch, ${row.rate.toFixed(0)} msg/s (load ${row.load})\n    per batch: ${io.join(", ")}\n    main-thread GC pauses: ${gc.join(", ")}\n    other threads, us/msg: ${otherThreads.join(", ")}`,
           );
           if (PROFILE && round === 0) {
             const outputBefore = node.output().length;
@@ -191,7 +212,7 @@ try {
   console.log("medians:");
   for (const [key, rows] of results)
     console.log(
-      `  ${key}: ${median(rows.map((r) => r.cpuPerMsgUs)).toFixed(1)} us/msg, ${median(rows.map((r) => r.cpuPerBatchUs)).toFixed(0)} us/batch (main thread ${median(rows.map((r) => r.mainPerBatchUs)).toFixed(0)}), ${median(rows.map((r) => r.perBatch)).toFixed(1)} msg/batch (loads ${rows.map((r) => r.load).join(" ")})`,
+      `  ${key}: ${median(rows.map((r) => r.cpuPerMsgUs)).toFixed(1)} us/msg, ${median(rows.map((r) => r.cpuPerBatchUs)).toFixed(0)} us/batch (main thread ${median(rows.map((r) => r.mainPerBatchUs)).toFixed(0)}, less GC pauses ${median(rows.map((r) => r.mainLessGcPerBatchUs)).toFixed(0)}), ${median(rows.map((r) => r.perBatch)).toFixed(1)} msg/batch (loads ${rows.map((r) => r.load).join(" ")})`,
     );
 } finally {
   await nats.stop?.();
