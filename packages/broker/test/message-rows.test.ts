@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import { describe, expect, it } from "vitest";
 import { numberArrayLiteral } from "../src/store/postgres/message-rows.js";
+import { parseIdArray, textArrayLiteral } from "../src/store/postgres/send-call.js";
 
 /** How the pg driver writes a parameter (its module has no type declarations). */
 const pgUtils = createRequire(import.meta.url)("pg/lib/utils.js") as {
@@ -17,5 +18,21 @@ describe("numberArrayLiteral", () => {
 
   it("writes an empty array as {}", () => {
     expect(numberArrayLiteral([])).toBe("{}");
+  });
+});
+
+describe("textArrayLiteral", () => {
+  it("writes what the pg driver writes for an array of strings", () => {
+    const values = ['a"b', "c\\d", "e,f", "{g}", "NULL", "", "plain", null, "ü ✓"];
+    expect(textArrayLiteral(values)).toBe(pgUtils.prepareValue(values));
+    expect(textArrayLiteral([])).toBe("{}");
+  });
+});
+
+describe("parseIdArray", () => {
+  it("reads a bigint[] in PostgreSQL's text form, NULL as null", () => {
+    expect(parseIdArray("{0,NULL,9007199254740991}")).toEqual([0, null, 9_007_199_254_740_991]);
+    expect(parseIdArray("{}")).toEqual([]);
+    expect(parseIdArray(null)).toEqual([]);
   });
 });

@@ -2,6 +2,7 @@ import { freshSchema, postgresMissing, usePrivatePostgres } from "@mq9/testkit";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { ClusterLock } from "../src/store/postgres/cluster-lock.js";
+import { postgresApplicationName } from "../src/store/postgres/node-sessions.js";
 import {
   POSTGRES_MIGRATIONS,
   POSTGRES_SCHEMA_VERSION,
@@ -332,6 +333,47 @@ describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${
     await store.close();
   });
 
+  it("SEND batches — their connection ended on the server is replaced; quoted names and tags arrive intact", async () => {
+    const T0 = 1_800_000_000_000;
+    const instance = `send-lane/${process.pid.toString(16)}a${Date.now().toString(16)}`;
+    const store = await PostgresStore.open({ url: db.pg.url, schema: freshSchema(), poolSize: 2, instance });
+    const admin = new pg.Client({ connectionString: db.pg.url });
+    await admin.connect();
+    // Every character a text[] literal must escape or quote.
+    const odd = 'we"ird\\box,{x} y';
+    const tags = ['a"b', "c\\d", "e,f", "NULL", ""];
+    const send = (text: string, withTags?: string[]) =>
+      store.append(
+        [{ mailbox: odd, priority: "normal", payload: body(text), tags: withTags, sentMs: T0 }],
+        T0,
+      );
+    try {
+      await store.createMailbox({ address: odd, ttlSeconds: 0, desc: "", createdMs: T0 }, T0);
+      expect(await send("m0", tags)).toEqual([{ id: 0 }]);
+      // The backend that ran the SEND ends, as a server restart or a hung-node remedy ends it.
+      const ended = await admin.query<{ pid: number }>(
+        "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'CALL mq9_send%' AND pg_terminate_backend(pid)",
+        [postgresApplicationName(instance)],
+      );
+      expect(ended.rows).toHaveLength(1);
+      while (
+        (await admin.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1", [ended.rows[0].pid])).rowCount
+      )
+        await new Promise((r) => setTimeout(r, 10));
+      expect(await send("m1")).toEqual([{ id: 1 }]);
+      expect(await send("m2", ["z"])).toEqual([{ id: 2 }]);
+      const read = await store.read(odd, { fromId: 0 }, { limit: 10, maxBytes: 1 << 20, nowMs: T0 });
+      expect(read.map((m) => [m.id, new TextDecoder().decode(m.payload), m.tags])).toEqual([
+        [0, "m0", tags],
+        [1, "m1", undefined],
+        [2, "m2", ["z"]],
+      ]);
+    } finally {
+      await admin.end();
+      await store.close();
+    }
+  });
+
   it("cluster name — one per schema, the same through every store on it, made again if deleted", async () => {
     const schema = freshSchema();
     const [a, b, other] = await Promise.all([
@@ -635,7 +677,7 @@ describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${
         .filter((entry) => entry.level === "warn")
         .map((entry) => String(entry.obj));
       expect(warnings).toEqual([
-        `cannot take the lock for expiry: PostgreSQL at 127.0.0.1:${db.pg.port}${new URL(url).pathname} has no connection left for mq9 (too many connections for role "mq9_lockless"); each broker opens up to --postgres-pool connections plus one per once-per-cluster lock: lower --postgres-pool, or raise max_connections (or the role's CONNECTION LIMIT); another broker may run it, this one tries again`,
+        `cannot take the lock for expiry: PostgreSQL at 127.0.0.1:${db.pg.port}${new URL(url).pathname} has no connection left for mq9 (too many connections for role "mq9_lockless"); each broker opens up to --postgres-pool connections plus one for SEND batches and one per once-per-cluster lock: lower --postgres-pool, or raise max_connections (or the role's CONNECTION LIMIT); another broker may run it, this one tries again`,
       ]);
       await db.pg.query("ALTER ROLE mq9_lockless CONNECTION LIMIT 1");
       expect(await lock.held()).toBe(true);

@@ -1,6 +1,7 @@
 import { PRIORITIES, priorityRank } from "@mq9/protocol";
 import type pg from "pg";
 import type { NewMessage, StoredMessage } from "../store.js";
+import { textArrayLiteral } from "./send-call.js";
 
 /** The columns every read of messages selects, in this order. */
 export const MESSAGE_COLUMNS = "msg_id, priority, msg_key, tags, header, payload, created_ms, expires_ms";
@@ -147,12 +148,13 @@ export async function reserveIds(
  * and how many ids each takes, then per-row arrays (each row's mailbox as a 1-based index into
  * them), with the payloads and headers each concatenated into one buffer that travels in binary,
  * with each row's offset and length (-1 for no header). The statement's text does not depend on
- * the batch's size, so it is prepared once per connection. Also the mailboxes, in that order.
+ * the batch's size, so it is prepared once per connection. Each value as it goes on the wire
+ * (send-call.ts): text, or a Buffer in binary. Also the mailboxes, in that order.
  */
 export function sendBatchValues(
   batch: readonly NewMessage[],
   nowMs: number,
-): { values: unknown[]; addresses: string[] } {
+): { values: (string | Buffer)[]; addresses: string[] } {
   const n = batch.length;
   const index = new Map<string, number>();
   const counts: number[] = [];
@@ -198,12 +200,12 @@ export function sendBatchValues(
   return {
     addresses,
     values: [
-      addresses,
+      textArrayLiteral(addresses),
       numberArrayLiteral(counts),
-      nowMs,
+      String(nowMs),
       numberArrayLiteral(boxes),
       numberArrayLiteral(priorities),
-      tags,
+      textArrayLiteral(tags),
       numberArrayLiteral(headerLen),
       Buffer.concat(headers, headerBytes),
       numberArrayLiteral(payloadLen),

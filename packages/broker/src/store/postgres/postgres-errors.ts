@@ -80,7 +80,7 @@ export function postgresError(err: unknown, context: string, where: string, open
   if (code === "53300") {
     // too_many_connections: the server is up, its connection slots (or the role's) are spent.
     return new StorageError(
-      `${context}: PostgreSQL at ${where} has no connection left for mq9 (${error.message}); each broker opens up to --postgres-pool connections plus one per once-per-cluster lock: lower --postgres-pool, or raise max_connections (or the role's CONNECTION LIMIT)`,
+      `${context}: PostgreSQL at ${where} has no connection left for mq9 (${error.message}); each broker opens up to --postgres-pool connections plus one for SEND batches and one per once-per-cluster lock: lower --postgres-pool, or raise max_connections (or the role's CONNECTION LIMIT)`,
       "STORE_UNAVAILABLE",
       { cause: err },
     );

@@ -74,6 +74,8 @@ import {
   releaseMemberQuery,
   settleQuery,
 } from "./redelivery-queries.js";
+import { SendCall } from "./send-call.js";
+import { SendLane } from "./send-lane.js";
 
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:port/database` (libpq-style URL; `?sslmode=…` is honoured). */
@@ -195,6 +197,8 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
         );
       }),
   };
+  /** The connection SEND batches of plain messages run on. */
+  private readonly sendLane: SendLane;
   /** Shared by a cluster; appends are statements on the database server, overlapped with replies. */
   readonly capabilities: StoreCapabilities = { shared: true, appendsElsewhere: true };
 
@@ -207,6 +211,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
   ) {
     this.where = describeDatabase(url);
     this.background = this.clusterLock("expiry", "expiry");
+    this.sendLane = new SendLane(pool, clientConfig);
   }
 
   /** Connects, creates or migrates the schema, and returns the store; fails with a StorageError saying why. */
@@ -853,6 +858,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
     this.closed = true;
     this.probe.close();
     await this.background.close();
+    await this.sendLane.close();
     await this.pool.end();
   }
 
@@ -900,15 +906,12 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
     const { values, addresses } = sendBatchValues(batch, nowMs);
     let sent = false;
     try {
-      const firsts = await withCheckedOutClient(this.pool, async (client, markBroken) => {
+      const firsts = await this.sendLane.use(async (client, markBroken) => {
         try {
           sent = true;
-          const { rows } = await client.query<{ firsts: (string | null)[] | null }>({
-            name: "mq9-send",
-            text: "CALL mq9_send($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-            values,
+          return await new Promise<(number | null)[]>((resolve, reject) => {
+            client.query(new SendCall(values, (err, ids) => (err ? reject(err) : resolve(ids ?? []))));
           });
-          return rows[0]?.firsts ?? [];
         } catch (err) {
           if (!failedOnServer(err)) {
             // A statement still running after a client-side timeout: the connection is not reused.
@@ -926,7 +929,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
       const first = new Map<string, number>();
       addresses.forEach((address, i) => {
         const id = firsts[i];
-        if (id !== null && id !== undefined) first.set(address, Number(id));
+        if (id !== null && id !== undefined) first.set(address, id);
       });
       return batch.map((m): AppendResult => {
         const id = first.get(m.mailbox);
