@@ -1107,6 +1107,95 @@ END
 $fn$;
 
 `,
+  // A claim reads each priority class with the class a constant, not a value joined from a list:
+  // with the messages' statistics gathered (autovacuum's ANALYZE, mid-drain), a plan that took the
+  // class from a list costed every class as the common one and scanned the mailbox's primary key
+  // from the class's last delivered id, reading every message of the other classes; with no
+  // critical or urgent messages, each claim read the whole mailbox twice.
+  `
+CREATE OR REPLACE FUNCTION mq9_claim(p_address text, p_group text, p_from bigint, p_now bigint, p_reset boolean,
+                          p_limit integer, p_max_bytes bigint, p_lease_until bigint,
+                          p_member text, p_max_deliver integer, p_backoff bigint[])
+RETURNS TABLE (msg_id bigint, priority smallint, msg_key text, tags jsonb, header bytea, payload bytea,
+               created_ms bigint, expires_ms bigint, delivery_count integer)
+LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+DECLARE
+  box record;
+  st record;
+  start_id bigint;
+  hz bigint;
+BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
+  SELECT b.id, b.next_id, EXISTS (SELECT 1 FROM append_reservations r WHERE r.mbox = b.id) AS reserved INTO box
+  FROM mailboxes b
+  WHERE b.address = p_address AND (b.expires_ms IS NULL OR b.expires_ms > p_now);
+  IF NOT FOUND THEN RETURN; END IF;
+  hz := CASE WHEN box.reserved THEN mq9_horizon(box.id) ELSE box.next_id END;
+  start_id := coalesce(p_from, box.next_id);
+  IF p_reset OR EXISTS (SELECT 1 FROM deliveries dl WHERE dl.mbox = box.id AND dl.grp = p_group
+                          AND NOT dl.acked AND dl.lease_until_ms <= p_now) THEN
+    RETURN QUERY SELECT * FROM mq9_claim_leases(p_address, p_group, start_id, p_now, p_reset, p_limit, p_max_bytes,
+                                                p_lease_until, p_member, p_max_deliver, p_backoff);
+    RETURN;
+  END IF;
+  -- Creates the group, or locks its row: claims of one group take turns, cluster-wide.
+  INSERT INTO groups AS g (mbox, name, cursor0, cursor1, cursor2, delivered0, delivered1, delivered2, next_batch,
+                           max_deliver, backoff_ms)
+  VALUES (box.id, p_group, start_id, start_id, start_id, start_id - 1, start_id - 1, start_id - 1, 1,
+          p_max_deliver, p_backoff)
+  ON CONFLICT (mbox, name) DO UPDATE SET next_batch = g.next_batch + 1,
+    max_deliver = coalesce(p_max_deliver, g.max_deliver), backoff_ms = coalesce(p_backoff, g.backoff_ms)
+  RETURNING g.delivered0, g.delivered1, g.delivered2, g.next_batch - 1 AS batch INTO st;
+  RETURN QUERY
+  WITH candidates AS (
+    -- Per class, the next messages past its highest id handed out; each class its own query with
+    -- its priority a constant (see the migration's comment).
+    (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms
+     FROM messages m
+     WHERE m.mbox = box.id AND m.priority = 0 AND m.msg_id > st.delivered0 AND m.msg_id < hz
+       AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+     ORDER BY m.msg_id LIMIT p_limit)
+    UNION ALL
+    (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms
+     FROM messages m
+     WHERE m.mbox = box.id AND m.priority = 1 AND m.msg_id > st.delivered1 AND m.msg_id < hz
+       AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+     ORDER BY m.msg_id LIMIT p_limit)
+    UNION ALL
+    (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms
+     FROM messages m
+     WHERE m.mbox = box.id AND m.priority = 2 AND m.msg_id > st.delivered2 AND m.msg_id < hz
+       AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
+     ORDER BY m.msg_id LIMIT p_limit)),
+  placed AS (
+    SELECT c.*, row_number() OVER w AS pos,
+           coalesce(sum(octet_length(c.payload)) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before,
+           lag(c.priority) OVER w AS prev_rank
+    FROM candidates c WINDOW w AS (ORDER BY c.priority, c.msg_id)),
+  -- The byte budget as the SQLite store applies it: at least one message, none past the limit,
+  -- and a class is not started once the budget is spent; the first row over ends the claim.
+  judged AS (
+    SELECT p.*, bool_or(p.pos > p_limit OR (p.before > 0 AND (p.before + octet_length(p.payload) > p_max_bytes
+                  OR (p.prev_rank IS DISTINCT FROM p.priority AND p.before >= p_max_bytes)))) OVER (ORDER BY p.pos) AS over
+    FROM placed p),
+  taken AS (SELECT * FROM judged j WHERE NOT j.over),
+  leased AS (
+    INSERT INTO deliveries AS dl (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked, member)
+    SELECT box.id, p_group, t.msg_id, t.priority, st.batch, t.pos, p_lease_until, false, p_member FROM taken t
+    ON CONFLICT (mbox, msg_id, grp) DO UPDATE
+      SET batch = excluded.batch, pos = excluded.pos, lease_until_ms = excluded.lease_until_ms, member = excluded.member),
+  marked AS (
+    UPDATE groups g SET
+      delivered0 = greatest(g.delivered0, (SELECT max(t.msg_id) FROM taken t WHERE t.priority = 0)),
+      delivered1 = greatest(g.delivered1, (SELECT max(t.msg_id) FROM taken t WHERE t.priority = 1)),
+      delivered2 = greatest(g.delivered2, (SELECT max(t.msg_id) FROM taken t WHERE t.priority = 2))
+    WHERE g.mbox = box.id AND g.name = p_group)
+  SELECT t.msg_id, t.priority, t.msg_key, t.tags, t.header, t.payload, t.created_ms, t.expires_ms, 1
+  FROM taken t ORDER BY t.pos;
+END
+$fn$;
+`,
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;
