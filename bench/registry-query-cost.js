@@ -8,6 +8,12 @@
 // query window (ms), `ef` the vector store's efSearch. Prints, per round, QPS, p50/p99, CPU per
 // query of the broker's main thread, its other threads (the embedding workers, mostly) and the
 // client, the load average, and the model's batched ceiling measured in the same process.
+// More variant keys: `card` the registry's card weight (its cards are embedded at the default weight
+// and kept, so 0 ranks as before cards), `cached=1` repeats the labelled set's 100 queries (each
+// asked in the warm-up first) instead of asking new ones. BENCH_REG_COST_RELEVANCE=1 also measures,
+// per variant, relevance of semantic DISCOVER (recall@5, recall@1, MRR over the top 10; direct and
+// paraphrase queries, strictly and fairly as part S counts them), first of the labelled cards alone
+// in a broker of their own, then at scale in the measured broker.
 // BENCH_REG_COST_PROFILE=<file prefix> writes a CPU profile of the broker's main thread during each
 // measured round (<prefix>-<round>-<variant>.cpuprofile, for Chrome's DevTools or a script).
 import { spawn } from "node:child_process";
@@ -21,7 +27,7 @@ import { connect } from "@mq9/client";
 import { CachedEmbedder } from "./embedding-cache.js";
 import { cpuTimes, makeTempDir, REPO_ROOT, removeTempDir, threadCpuTimes } from "./proc.js";
 import { benchEmbedderForTools, loadRelevanceSet } from "./registry.js";
-import { syntheticCard } from "./registry-scale.js";
+import { rightAnswer, syntheticCard } from "./registry-scale.js";
 import { syntheticSkills } from "./synthetic-skills.js";
 
 const BROKER = path.join(REPO_ROOT, "packages", "broker", "dist", "index.js");
@@ -36,8 +42,15 @@ if (process.argv[2] === "client") {
   const count = Number(countText);
   const concurrency = Number(concurrencyText);
   let unique = 0;
+  // A tag starting "cached" asks the same 100 queries over and over (the warm-up asks each first).
+  const cached = tag.startsWith("cached");
   const ask = () =>
-    client.discover({ semantic: `${QUERIES[unique % QUERIES.length].query} ${tag}${unique++}`, limit: 10 });
+    client.discover({
+      semantic: cached
+        ? QUERIES[unique++ % QUERIES.length].query
+        : `${QUERIES[unique % QUERIES.length].query} ${tag}${unique++}`,
+      limit: 10,
+    });
   const run = async (n) => {
     const latencies = [];
     let next = 0;
@@ -101,11 +114,61 @@ const embedder = {
   close: async () => {},
 };
 
-const { AGENTS } = await loadRelevanceSet();
+const { AGENTS, QUERIES } = await loadRelevanceSet();
+const relevance = process.env.BENCH_REG_COST_RELEVANCE === "1";
+const sets = [
+  ["direct", AGENTS.map((a) => ({ query: a.skills[0].name, expect: a.name }))],
+  ["paraphrase", QUERIES],
+];
+const mailboxOf = (card) => card.mailbox ?? `agent.${card.name.replace(/[^a-z0-9]+/g, ".")}`;
+
+/** recall@5 / recall@1 / MRR (top 10) of semantic DISCOVER over the sets, strictly and fairly. */
+async function relevanceOf(port) {
+  const asker = await connect(`nats://127.0.0.1:${port}`, { reconnect: false, requestTimeoutMs: 120_000 });
+  const rows = [];
+  for (const [label, queries] of sets) {
+    const tally = { strict: [0, 0, 0], fair: [0, 0, 0] };
+    for (const q of queries) {
+      const reply = await asker.discoverPage({ semantic: q.query, limit: 10 });
+      for (const [kind, fair] of [
+        ["strict", false],
+        ["fair", true],
+      ]) {
+        const rank = reply.agents.findIndex((a) => rightAnswer(a, q, fair));
+        if (rank >= 0 && rank < 5) tally[kind][0]++;
+        if (rank === 0) tally[kind][1]++;
+        if (rank >= 0) tally[kind][2] += 1 / (rank + 1);
+      }
+    }
+    const f = ([r5, r1, mrr]) =>
+      `${(r5 / queries.length).toFixed(2)} / ${(r1 / queries.length).toFixed(2)} / ${(mrr / queries.length).toFixed(3)}`;
+    rows.push(`${label} ${f(tally.strict)} (fair ${f(tally.fair)})`);
+  }
+  await asker.close();
+  return `recall@5 / @1 / MRR: ${rows.join("; ")}`;
+}
 const skills = syntheticSkills(count * 10);
 const mixed = Array.from({ length: count }, (_, i) => syntheticCard(i, skills));
 for (const [j, card] of AGENTS.entries()) {
   mixed.splice(Math.floor(((j + 1) * mixed.length) / (AGENTS.length + 1)), 0, card);
+}
+
+if (relevance) {
+  // The labelled cards alone, each card weight in turn in one broker.
+  const aloneDir = makeTempDir("mq9-bench-cost-alone");
+  const alone = await Broker.start({ port: 0, dataDir: aloneDir, registry: registryFactory({ embedder }) });
+  const c = await connect(`nats://127.0.0.1:${alone.port}`, { reconnect: false, requestTimeoutMs: 600_000 });
+  for (const card of AGENTS) await c.register({ ...card, mailbox: mailboxOf(card) });
+  await c.close();
+  await alone.registry.indexed();
+  for (const card of [...new Set(variants.map((v) => v.card).filter((w) => w !== undefined))]) {
+    alone.registry.cardWeight = card;
+    console.log(
+      `alone (${AGENTS.length} cards), card ${card}: ${await relevanceOf(alone.port)} (load ${load()})`,
+    );
+  }
+  await alone.close();
+  removeTempDir(aloneDir);
 }
 
 const dir = makeTempDir("mq9-bench-cost");
@@ -157,6 +220,7 @@ async function ceiling() {
 // The settings under test, set on the running registry's embedder and store between rounds.
 const store = broker.registry.vectors;
 function apply(variant) {
+  if (variant.card !== undefined) broker.registry.cardWeight = variant.card;
   if (variant.window !== undefined) threaded.queryWindowMs = variant.window;
   if (variant.ef !== undefined) store.efSearch = variant.ef;
 }
@@ -219,7 +283,10 @@ for (let round = 1; round <= rounds; round++) {
       await session.post("Profiler.enable");
       await session.post("Profiler.start");
     }
-    const r = await clientRound(`#r${round}v${v}q`);
+    if (relevance && round === 1) {
+      console.log(`at scale, ${JSON.stringify(variant)}: ${await relevanceOf(broker.port)} (load ${load()})`);
+    }
+    const r = await clientRound(`${variant.cached ? "cached" : ""}#r${round}v${v}q`);
     if (session) {
       const { profile: taken } = await session.post("Profiler.stop");
       writeFileSync(`${profile}-${round}-${v}.cpuprofile`, JSON.stringify(taken));

@@ -81,7 +81,7 @@ const warnings = new Map();
  * Whether an answer is right for a query: the labelled agent, or (`fair`) a synthetic agent with a
  * skill that does the asked job (bench/synthetic-judgements.js).
  */
-function rightAnswer(card, { query, expect }, fair) {
+export function rightAnswer(card, { query, expect }, fair) {
   if (card.name === expect) return true;
   return (
     fair &&

@@ -56,6 +56,11 @@ export interface AgentRegistryOptions {
   queryCacheSize?: number;
   /** Weight of full-text (BM25 scaled to 0..1) added to the cosine similarity in hybrid queries. */
   hybridTextWeight?: number;
+  /**
+   * An agent's semantic score is (1 − w) × its best skill's similarity + w × its card's (name and
+   * description); 0 ranks by the best skill alone and embeds no cards.
+   */
+  cardWeight?: number;
   /** Load the embedder at start (in the background) instead of at the first need. */
   preloadEmbedder?: boolean;
   /** Largest DISCOVER reply in bytes (the transport's max payload); longer pages are trimmed. */
@@ -77,6 +82,11 @@ export const QUERY_WAITS_FOR_SKILLS = 64;
 export const DEFAULT_HYBRID_TEXT_WEIGHT = 0.25;
 /** The text weight for sentence models (onnx, openai) that name none of their own. */
 export const SENTENCE_MODEL_TEXT_WEIGHT = 0.05;
+/**
+ * Agents (by their best skill) whose cards are scored for a semantic page: the card can lift an
+ * agent only from among these (a deeper pass costs the vector search more than the cards cost).
+ */
+export const CARD_RERANK_DEPTH = 50;
 
 function toDocs(reg: ParsedRegistration): SkillDoc[] {
   const base = { agentName: reg.name, agentDescription: reg.description };
@@ -135,6 +145,7 @@ export class AgentRegistry implements Registry {
   private readonly entries = new WeakMap<AgentRow, Buffer>();
   private readonly leanEntries = new WeakMap<AgentRow, Buffer>();
   private readonly hybridTextWeight: number;
+  private readonly cardWeight: number;
   private readonly embedderMissing?: string;
   private readonly calibration?: QueryCalibration;
   private readonly maxReplyBytes: number;
@@ -153,16 +164,25 @@ export class AgentRegistry implements Registry {
     };
     this.cache = new QueryVectorCache(options.queryCacheSize ?? 10_000);
     this.hybridTextWeight = options.hybridTextWeight ?? DEFAULT_HYBRID_TEXT_WEIGHT;
+    const cardWeight = options.cardWeight ?? RegistryDefaults.cardWeight;
+    if (!(cardWeight >= 0 && cardWeight <= 1)) {
+      throw new Error(`the registry's card weight must be from 0 to 1 (was ${cardWeight})`);
+    }
     this.maxReplyBytes = options.maxReplyBytes ?? Defaults.maxPayload;
     if (options.vectors && options.embedder) {
       this.vectors = options.vectors;
       this.embedder = options.embedder;
-      this.indexer = new EmbeddingIndexer(this.store, this.vectors, this.embedder, this.logger);
+      this.indexer = new EmbeddingIndexer(this.store, this.vectors, this.embedder, this.logger, {
+        cards: cardWeight > 0,
+        now: this.now,
+      });
       const shipped = this.embedder.id === USE_CALIBRATION.model ? USE_CALIBRATION.vectors() : undefined;
       this.calibration = new QueryCalibration(this.embedder, options.embedderEnglishOnly ?? false, shipped);
     } else {
       this.embedderMissing = options.embedderMissingReason ?? "no embedder is configured";
     }
+    // A store that keeps no card vectors ranks by skills alone.
+    this.cardWeight = this.indexer?.cards ? cardWeight : 0;
   }
 
   /** Starts the expiry sweep and catches the vector index up with the records; resolves when ready for requests. */
@@ -192,6 +212,7 @@ export class AgentRegistry implements Registry {
         const removed = await this.store.purgeExpired(this.now());
         if (removed.mailboxes.length === 0) return;
         this.indexer?.removeVectors(removed.docIds);
+        this.indexer?.removeCards(removed.mailboxes);
         this.logger.debug({ agents: removed.mailboxes.length }, "purged expired agent registrations");
       }
     } catch (err) {
@@ -274,6 +295,7 @@ export class AgentRegistry implements Registry {
     const selector = await this.ownSelector(requestValue(parseUnregisterRequest(body)), caller);
     const removed = await this.store.remove(selector);
     this.indexer?.removeVectors(removed.docIds);
+    this.indexer?.removeCards(removed.mailboxes);
   }
 
   /** REPORT: a heartbeat with a status; renews the ttl. Only the owner's, with `caller`. */
@@ -587,7 +609,7 @@ export class AgentRegistry implements Registry {
     return live;
   }
 
-  /** Agents by their best skill's calibrated similarity to the query, best first. */
+  /** Agents by their calibrated similarity to the query (best skill and card fused), best first. */
   private async semantic(
     query: Float32Array,
     scale: QueryScale,
@@ -595,9 +617,32 @@ export class AgentRegistry implements Registry {
     now: number,
     need: number,
   ): Promise<RankedAgent[]> {
-    return (await this.semanticRanking(query, filter, now, need))
+    if (this.cardWeight === 0) {
+      return (await this.semanticRanking(query, filter, now, need))
+        .slice(0, need)
+        .map((r) => ({ mailbox: r.mailbox, score: scale.calibrate(r.score) }));
+    }
+    const bySkill = await this.semanticRanking(query, filter, now, Math.max(need, CARD_RERANK_DEPTH));
+    return (await this.withCards(query, bySkill))
       .slice(0, need)
       .map((r) => ({ mailbox: r.mailbox, score: scale.calibrate(r.score) }));
+  }
+
+  /**
+   * Each agent's best-skill similarity fused with its card's, best first (ties in the order
+   * given). An agent whose card is not embedded yet keeps its best skill's score.
+   */
+  private async withCards(query: Float32Array, bySkill: RankedAgent[]): Promise<RankedAgent[]> {
+    const cards = await this.vectors!.cardScores!(
+      query,
+      bySkill.map((r) => r.mailbox),
+    );
+    const w = this.cardWeight;
+    const fused = bySkill.map(({ mailbox, score }) => {
+      const card = cards.get(mailbox);
+      return { mailbox, score: card === undefined ? score : (1 - w) * score + w * card };
+    });
+    return fused.sort((a, b) => b.score - a.score);
   }
 
   /**
@@ -619,12 +664,19 @@ export class AgentRegistry implements Registry {
       this.semanticRanking(query, filter, now, depth),
       this.store.search(text, filter, now, 0, depth),
     ]);
-    const cosine = new Map(bySemantic.map((r) => [r.mailbox, r.score]));
+    let cosine = new Map(bySemantic.map((r) => [r.mailbox, r.score]));
     const missing = byText.filter((r) => !cosine.has(r.mailbox)).map((r) => r.mailbox);
     if (missing.length > 0) {
       for (const hit of await this.vectors!.query(query, { agents: new Set(missing) }, missing.length * 64)) {
         if (!cosine.has(hit.agent)) cosine.set(hit.agent, hit.score);
       }
+    }
+    if (this.cardWeight > 0) {
+      const fused = await this.withCards(
+        query,
+        [...cosine].map(([mailbox, score]) => ({ mailbox, score })),
+      );
+      cosine = new Map(fused.map((r) => [r.mailbox, r.score]));
     }
     const bestText = byText[0]?.score ?? 0;
     const textScore = new Map(byText.map((r) => [r.mailbox, bestText > 0 ? r.score / bestText : 0]));
@@ -695,9 +747,15 @@ export class AgentRegistry implements Registry {
     };
   }
 
-  /** Resolves once every stored skill has its vector (for tests and benchmarks). */
+  /** Resolves once every stored skill (and card) has its vector (for tests and benchmarks). */
   async indexed(): Promise<void> {
     await this.indexer?.caughtUp();
+    await this.indexer?.cardsFilled();
+  }
+
+  /** Agents registered before card scoring whose card vector is still being embedded. */
+  get cardsPending(): number {
+    return this.indexer?.cardsPending ?? 0;
   }
 
   async close(): Promise<void> {

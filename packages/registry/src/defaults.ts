@@ -36,6 +36,8 @@ export const RegistryDefaults = {
   embedderRetries: 3,
   /** While a batch of queries is in the model, ms others wait to share the next call (0: never). */
   queryWindowMs: 8,
+  /** Share of an agent's semantic score from its card (name and description) beside its best skill; 0: skills alone. */
+  cardWeight: 0.3,
   /** Load the embedder's model at start rather than at the first registration. */
   preloadEmbedder: true,
 } as const;

@@ -69,6 +69,8 @@ export interface RegistrySettings {
   maxCardBytes?: number;
   maxSkills?: number;
   hybridTextWeight?: number;
+  /** Share of an agent's semantic score from its card (name and description); 0: its best skill alone. */
+  cardWeight?: number;
   queryCacheSize?: number;
   preloadEmbedder?: boolean;
   /** Another RegistryStore; replaces the embedded `registry.db`. */
@@ -262,6 +264,7 @@ export async function openRegistry(
     sweepIntervalMs: context.sweepIntervalMs,
     limits: { maxCardBytes: settings.maxCardBytes, maxSkills: settings.maxSkills },
     hybridTextWeight: settings.hybridTextWeight ?? (englishOnly ? undefined : SENTENCE_MODEL_TEXT_WEIGHT),
+    cardWeight: settings.cardWeight,
     queryCacheSize: settings.queryCacheSize,
     preloadEmbedder: settings.preloadEmbedder,
     maxReplyBytes: context.maxPayload,

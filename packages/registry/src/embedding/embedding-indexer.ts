@@ -1,6 +1,7 @@
 import type { Logger } from "@mq9/broker";
-import type { RegistryStore, StoredDoc } from "../store/registry-store.js";
-import type { VectorStore } from "../vectors/vector-store.js";
+import { parseRegisterRequest } from "@mq9/protocol";
+import type { AgentRow, RegistryStore, StoredDoc } from "../store/registry-store.js";
+import type { CardItem, VectorStore } from "../vectors/vector-store.js";
 import type { Embedder } from "./embedder.js";
 import { QueryVectorCache } from "./query-vector-cache.js";
 
@@ -24,6 +25,31 @@ export function embeddingText(doc: StoredDoc): string {
     .filter((p) => p !== "")
     .join(". ");
 }
+
+/** The text an agent's card vector is embedded from: its name and description. */
+export function cardText(name: string, description: string): string {
+  return [name, description]
+    .map((p) => p.trim())
+    .filter((p) => p !== "")
+    .join(". ");
+}
+
+/** A stored registration's card text, read from its body as REGISTER read it (its name alone if that fails now). */
+export function cardTextOfRow(row: AgentRow): string {
+  try {
+    const parsed = parseRegisterRequest(Buffer.from(row.bodyJson), {
+      maxCardBytes: Number.MAX_SAFE_INTEGER,
+      maxSkills: Number.MAX_SAFE_INTEGER,
+    });
+    if (parsed.ok) return cardText(parsed.value.name, parsed.value.description);
+  } catch {
+    // A body an older version accepted and this one does not: the name still describes it.
+  }
+  return cardText(row.name, "");
+}
+
+/** Agents whose card vectors are filled in per write while backfilling. */
+const CARD_BACKFILL_BATCH = 64;
 
 /** First wait before embedding again after a failure that may pass (a server down); doubles up to the cap. */
 const FIRST_RETRY_MS = 1_000;
@@ -58,13 +84,31 @@ export class EmbeddingIndexer {
   /** Agents of one kind register the same skills, and restarts re-register the same card: embed each text once. */
   private readonly recent = new QueryVectorCache(20_000);
 
+  /** Whether agents' card vectors are kept beside their skills' (the store can, and the weight is not 0). */
+  readonly cards: boolean;
+  /** The card backfill of a store opened without them, while it runs. */
+  private backfill?: Promise<void>;
+  private cardsMissing = 0;
+
   constructor(
     private readonly store: RegistryStore,
     private readonly vectors: VectorStore,
     private readonly embedder: Embedder,
     private readonly logger: Logger,
-    private readonly batchSize = 64,
-  ) {}
+    options: { cards?: boolean; now?: () => number; batchSize?: number } = {},
+  ) {
+    this.cards =
+      (options.cards ?? false) &&
+      vectors.upsertCards !== undefined &&
+      vectors.cardScores !== undefined &&
+      vectors.deleteCards !== undefined &&
+      vectors.cardAgents !== undefined;
+    this.now = options.now ?? Date.now;
+    this.batchSize = options.batchSize ?? 64;
+  }
+
+  private readonly now: () => number;
+  private readonly batchSize: number;
 
   /** Why semantic search cannot run, once the embedder has failed. */
   get unavailableReason(): string | undefined {
@@ -96,6 +140,96 @@ export class EmbeddingIndexer {
       this.enqueued = Number.MAX_SAFE_INTEGER - 1;
       this.kick();
     }
+    await this.startCards();
+  }
+
+  /**
+   * With cards on, fills in the card vectors a store lacks (one written before them) in the
+   * background; with them off, drops any, so that turning them on later fills in fresh ones
+   * rather than keeping cards of registrations changed meanwhile.
+   */
+  private async startCards(): Promise<void> {
+    const cardAgents = this.vectors.cardAgents;
+    if (cardAgents === undefined) return;
+    const have = await this.serial(() => cardAgents.call(this.vectors));
+    if (!this.cards) {
+      if (have.size > 0) await this.serial(() => this.vectors.deleteCards!([...have]));
+      return;
+    }
+    const missing: AgentRow[] = [];
+    const page = 10_000;
+    for (let offset = 0; ; offset += page) {
+      const rows = await this.store.list({}, this.now(), offset, page);
+      for (const row of rows) if (!have.has(row.mailbox)) missing.push(row);
+      if (rows.length < page) break;
+    }
+    if (missing.length === 0) return;
+    this.cardsMissing = missing.length;
+    this.logger.info(
+      { agents: missing.length },
+      "agent registry: embedding the card (name and description) of every agent registered before card scoring, in the background",
+    );
+    this.backfill = this.fillCards(missing)
+      .catch((err) => {
+        if (!this.closed)
+          this.logger.warn(
+            { err },
+            "agent registry: could not embed every card; agents without one are ranked by their skills alone",
+          );
+      })
+      .finally(() => {
+        this.backfill = undefined;
+        this.cardsMissing = 0;
+      });
+  }
+
+  private async fillCards(missing: AgentRow[]): Promise<void> {
+    let done = 0;
+    let reported = 0;
+    for (let from = 0; from < missing.length && !this.closed; from += CARD_BACKFILL_BATCH) {
+      const rows = missing.slice(from, from + CARD_BACKFILL_BATCH);
+      const texts = rows.map(cardTextOfRow);
+      const vectors = await this.embedDocs(texts);
+      if (this.closed) return;
+      await this.serial(async () => {
+        // Only registrations unchanged since they were read: a newer one brings its own card.
+        const now = new Map(
+          (
+            await this.store.get(
+              rows.map((r) => r.mailbox),
+              this.now(),
+            )
+          ).map((row) => [row.mailbox, row]),
+        );
+        const items: CardItem[] = [];
+        rows.forEach((row, i) => {
+          const current = now.get(row.mailbox);
+          if (current !== undefined && current.bodyJson === row.bodyJson) {
+            items.push({ agent: row.mailbox, vector: vectors[i] });
+          }
+        });
+        await this.vectors.upsertCards!(items);
+      });
+      done += rows.length;
+      this.cardsMissing = missing.length - done;
+      if (done === missing.length || done - reported >= Math.max(CARD_BACKFILL_BATCH, missing.length / 10)) {
+        reported = done;
+        this.logger.info(
+          { done, agents: missing.length },
+          `agent registry: card vectors ${Math.floor((100 * done) / missing.length)}% filled in`,
+        );
+      }
+    }
+  }
+
+  /** Agents whose card vector the backfill has still to embed. */
+  get cardsPending(): number {
+    return this.cardsMissing;
+  }
+
+  /** Resolves once the card backfill (if one runs) is over. */
+  async cardsFilled(): Promise<void> {
+    await this.backfill;
   }
 
   /** New docs were stored (`replaced` ones are gone). */
@@ -105,6 +239,14 @@ export class EmbeddingIndexer {
     if (this.unavailable === undefined) for (const id of ids) this.pendingIds.add(id);
     this.enqueued = Math.max(this.enqueued, ids[ids.length - 1]);
     this.kick();
+  }
+
+  /** Registrations were removed: their card vectors go (their docs' vectors go through removeVectors). */
+  removeCards(mailboxes: string[]): void {
+    if (!this.cards || mailboxes.length === 0) return;
+    void this.serial(() => this.vectors.deleteCards!(mailboxes)).catch((err) =>
+      this.logger.error({ err }, "could not delete registry card vectors"),
+    );
   }
 
   removeVectors(docIds: number[]): void {
@@ -152,7 +294,7 @@ export class EmbeddingIndexer {
       let next = this.prefetch(this.cursor);
       for (;;) {
         if (this.closed) return;
-        const { target, docs, vectors } = await next;
+        const { target, docs, vectors, cards } = await next;
         if (this.closed) return;
         if (docs.length === 0) {
           // Whatever is left was deleted before its turn (or never needed a vector).
@@ -165,6 +307,7 @@ export class EmbeddingIndexer {
         // The next page is embedded while this one is written: the model does not wait for the store.
         next = this.prefetch(docs[docs.length - 1].id);
         const embedded = await vectors;
+        const cardVectors = await cards.vectors;
         await this.serial(async () => {
           const present = new Set(
             await this.store.markEmbedded(
@@ -177,6 +320,12 @@ export class EmbeddingIndexer {
               present.has(doc.id) ? [{ id: doc.id, agent: doc.mailbox, vector: embedded[i] }] : [],
             ),
           );
+          // The card of an agent whose docs are still there: a replaced registration's docs are not.
+          const live = new Set(docs.filter((d) => present.has(d.id)).map((d) => d.mailbox));
+          const items = cards.agents.flatMap((agent, i) =>
+            live.has(agent) ? [{ agent, vector: cardVectors[i] }] : [],
+          );
+          if (items.length > 0) await this.vectors.upsertCards!(items);
         });
         for (const doc of docs) this.pendingIds.delete(doc.id);
         this.cursor = docs[docs.length - 1].id;
@@ -219,14 +368,25 @@ export class EmbeddingIndexer {
   }
 
   /** The docs after `after` waiting for vectors (one batch for each of the embedder's workers), their embedding begun. */
-  private async nextPage(
-    after: number,
-  ): Promise<{ target: number; docs: StoredDoc[]; vectors: Promise<Float32Array[]> }> {
+  private async nextPage(after: number): Promise<{
+    target: number;
+    docs: StoredDoc[];
+    vectors: Promise<Float32Array[]>;
+    cards: { agents: string[]; vectors: Promise<Float32Array[]> };
+  }> {
     const target = this.enqueued;
     const lanes = Math.max(1, this.embedder.parallelism ?? 1);
     const docs = await this.store.docsToEmbed(this.embedder.id, after, this.batchSize * lanes);
-    if (this.closed) return { target, docs: [], vectors: Promise.resolve([]) };
+    const noCards = { agents: [], vectors: Promise.resolve([]) };
+    if (this.closed) return { target, docs: [], vectors: Promise.resolve([]), cards: noCards };
     const texts = docs.map(embeddingText);
+    // Each agent's card, embedded with its docs (all of a registration's docs are new together).
+    const cardTexts = new Map<string, string>();
+    if (this.cards) {
+      for (const doc of docs) cardTexts.set(doc.mailbox, cardText(doc.agentName, doc.agentDescription));
+    }
+    const cards = { agents: [...cardTexts.keys()], vectors: this.embedDocs([...cardTexts.values()]) };
+    cards.vectors.catch(() => undefined);
     const share = Math.ceil(texts.length / lanes);
     const vectors = Promise.all(
       Array.from({ length: Math.ceil(texts.length / share) }, (_, i) =>
@@ -235,10 +395,11 @@ export class EmbeddingIndexer {
     ).then((parts) => parts.flat());
     // Awaited only after the page before it is written; a failure meanwhile is not unhandled.
     vectors.catch(() => undefined);
-    return { target, docs, vectors };
+    return { target, docs, vectors, cards };
   }
 
   private async embedDocs(texts: string[]): Promise<Float32Array[]> {
+    if (texts.length === 0) return [];
     const missing = [...new Set(texts.filter((t) => this.recent.get(t) === undefined))];
     if (missing.length > 0) {
       const fresh = await this.embedder.embed(missing, { purpose: "document" });
@@ -263,6 +424,7 @@ export class EmbeddingIndexer {
     this.closed = true;
     clearTimeout(this.retryTimer);
     await this.running;
+    await this.backfill;
     await this.chain;
     this.advance(Number.MAX_SAFE_INTEGER);
   }

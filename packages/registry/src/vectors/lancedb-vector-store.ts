@@ -4,6 +4,7 @@ import { performance } from "node:perf_hooks";
 import { type Logger, StorageError, silentLogger } from "@mq9/broker";
 import { RegistryDefaults } from "../defaults.js";
 import type {
+  CardItem,
   VectorFilter,
   VectorHit,
   VectorIndexStatus,
@@ -21,6 +22,10 @@ interface LanceRow {
   id: bigint | number;
   agent: string;
   _distance: number;
+}
+interface LancePlainQuery {
+  select(columns: string[]): LancePlainQuery;
+  toArray(): Promise<Array<{ agent: string }>>;
 }
 interface LanceVectorQuery {
   where(predicate: string): LanceVectorQuery;
@@ -43,6 +48,7 @@ interface LanceTable {
   delete(predicate: string): Promise<{ numDeletedRows: number }>;
   countRows(filter?: string): Promise<number>;
   vectorSearch(vector: Float32Array): LanceVectorQuery;
+  query(): LancePlainQuery;
   createIndex(column: string, options: { config: unknown; replace?: boolean; name?: string }): Promise<void>;
   listIndices(): Promise<Array<{ name: string }>>;
   indexStats(name: string): Promise<{ numIndexedRows: number; numUnindexedRows: number } | undefined>;
@@ -84,6 +90,8 @@ interface ArrowModule {
 }
 
 const TABLE = "vectors";
+/** Card vectors, one row per agent: read by agent (an exact scan under an `agent IN` filter), never indexed. */
+const CARDS = "cards";
 const VECTOR_INDEX = "vector_idx";
 
 /** The two packages, or a StorageError that says how to install them. */
@@ -167,6 +175,9 @@ export class LanceDbVectorStore implements VectorStore {
   private readonly optimizeEveryWrites: number;
   private readonly logger: Logger;
   private table?: LanceTable;
+  private cards?: LanceTable;
+  private cardSchema?: { fields: unknown[] };
+  private cardWritesSinceOptimize = 0;
   private dimensions?: number;
   private schema?: { fields: unknown[] };
   private rows = 0;
@@ -223,7 +234,15 @@ export class LanceDbVectorStore implements VectorStore {
   }
 
   private async load(): Promise<void> {
-    if (!(await this.db.tableNames()).includes(TABLE)) return;
+    const names = await this.db.tableNames();
+    if (names.includes(CARDS)) {
+      const cards = await this.db.openTable(CARDS);
+      const vector = (await cards.schema()).fields.find((f) => f.name === "vector");
+      if (!vector?.type.listSize) throw new Error("its cards table has no vector column");
+      this.cards = cards;
+      this.useDimensions(vector.type.listSize);
+    }
+    if (!names.includes(TABLE)) return;
     const table = await this.db.openTable(TABLE);
     const vector = (await table.schema()).fields.find((f) => f.name === "vector");
     if (!vector?.type.listSize) throw new Error("its table has no vector column");
@@ -243,6 +262,10 @@ export class LanceDbVectorStore implements VectorStore {
     this.dimensions = dims;
     this.schema = new a.Schema([
       new a.Field("id", new a.Int64(), false),
+      new a.Field("agent", new a.Utf8(), false),
+      new a.Field("vector", new a.FixedSizeList(dims, new a.Field("item", new a.Float32(), true)), false),
+    ]);
+    this.cardSchema = new a.Schema([
       new a.Field("agent", new a.Utf8(), false),
       new a.Field("vector", new a.FixedSizeList(dims, new a.Field("item", new a.Float32(), true)), false),
     ]);
@@ -284,6 +307,108 @@ export class LanceDbVectorStore implements VectorStore {
     ];
     const struct = a.makeData({ type: new a.Struct(this.schema!.fields), length: n, nullCount: 0, children });
     return new a.Table([new a.RecordBatch(this.schema, struct)]);
+  }
+
+  /** One Arrow table of card items (agent, vector). */
+  private arrowCards(items: CardItem[]): unknown {
+    const a = this.arrow;
+    const dims = this.dimensions!;
+    const n = items.length;
+    const values = new Float32Array(n * dims);
+    const offsets = new Int32Array(n + 1);
+    const encoder = new TextEncoder();
+    const names = items.map((item) => encoder.encode(item.agent));
+    const bytes = new Uint8Array(names.reduce((sum, b) => sum + b.length, 0));
+    for (let i = 0; i < n; i++) {
+      values.set(items[i].vector, i * dims);
+      bytes.set(names[i], offsets[i]);
+      offsets[i + 1] = offsets[i] + names[i].length;
+    }
+    const fields = this.cardSchema!.fields as Array<{ type: ArrowType }>;
+    const children = [
+      a.makeData({ type: fields[0].type, length: n, nullCount: 0, valueOffsets: offsets, data: bytes }),
+      a.makeData({
+        type: fields[1].type,
+        length: n,
+        nullCount: 0,
+        child: a.makeData({ type: new a.Float32(), length: n * dims, nullCount: 0, data: values }),
+      }),
+    ];
+    const struct = a.makeData({
+      type: new a.Struct(this.cardSchema!.fields),
+      length: n,
+      nullCount: 0,
+      children,
+    });
+    return new a.Table([new a.RecordBatch(this.cardSchema, struct)]);
+  }
+
+  async upsertCards(items: CardItem[]): Promise<void> {
+    if (items.length === 0) return;
+    await this.serial(async () => {
+      if (this.dimensions === undefined) this.useDimensions(items[0].vector.length);
+      for (const item of items) {
+        if (item.vector.length !== this.dimensions) {
+          throw new Error(
+            `card vector of length ${item.vector.length} for a store of length ${this.dimensions}; clear the store when the model changes`,
+          );
+        }
+      }
+      const unique = [...new Map(items.map((item) => [item.agent, item])).values()];
+      try {
+        this.cards ??= await this.db.createEmptyTable(CARDS, this.cardSchema);
+        await this.cards
+          .mergeInsert("agent")
+          .whenMatchedUpdateAll()
+          .whenNotMatchedInsertAll()
+          .execute(this.arrowCards(unique));
+      } catch (err) {
+        throw StorageError.from(err, "card vector write failed");
+      }
+      // Each write adds a fragment, and a read scans them all: compact now and then.
+      if (++this.cardWritesSinceOptimize >= this.optimizeEveryWrites) {
+        this.cardWritesSinceOptimize = 0;
+        await this.cards.optimize({ cleanupOlderThan: new Date(Date.now() - 60_000) });
+      }
+    });
+  }
+
+  async cardScores(vector: Float32Array, agents: readonly string[]): Promise<Map<string, number>> {
+    const cards = this.cards;
+    const scores = new Map<string, number>();
+    if (!cards || agents.length === 0) return scores;
+    try {
+      const rows = await cards
+        .vectorSearch(vector)
+        .distanceType("cosine")
+        .where(`agent IN (${agents.map(sqlString).join(",")})`)
+        .select(["agent", "_distance"])
+        .limit(agents.length)
+        .bypassVectorIndex()
+        .toArray();
+      for (const row of rows) scores.set(row.agent, 1 - row._distance);
+    } catch (err) {
+      throw StorageError.from(err, "card vector read failed");
+    }
+    return scores;
+  }
+
+  async deleteCards(agents: readonly string[]): Promise<void> {
+    if (agents.length === 0) return;
+    await this.serial(async () => {
+      if (!this.cards) return;
+      try {
+        await this.cards.delete(`agent IN (${agents.map(sqlString).join(",")})`);
+      } catch (err) {
+        throw StorageError.from(err, "card vector delete failed");
+      }
+    });
+  }
+
+  async cardAgents(): Promise<Set<string>> {
+    if (!this.cards) return new Set();
+    const rows = await this.cards.query().select(["agent"]).toArray();
+    return new Set(rows.map((row) => row.agent));
   }
 
   async upsert(items: VectorItem[]): Promise<void> {
@@ -391,8 +516,14 @@ export class LanceDbVectorStore implements VectorStore {
         this.table = undefined;
         await this.db.dropTable(TABLE);
       }
+      if (this.cards) {
+        this.cards.close();
+        this.cards = undefined;
+        await this.db.dropTable(CARDS);
+      }
       this.dimensions = undefined;
       this.schema = undefined;
+      this.cardSchema = undefined;
       this.rows = 0;
       this.indexed = 0;
       this.partitions = 0;
@@ -493,6 +624,8 @@ export class LanceDbVectorStore implements VectorStore {
     await this.writes;
     this.table?.close();
     this.table = undefined;
+    this.cards?.close();
+    this.cards = undefined;
     this.db.close();
   }
 }

@@ -13,6 +13,7 @@ import { type ExactIndex, IsolatedPoints, isolatedCapacity } from "./isolated-po
 import { RepeatedQueries } from "./repeated-queries.js";
 import { SharedPoints, sameVector, vectorHash } from "./shared-points.js";
 import type {
+  CardItem,
   VectorFilter,
   VectorHit,
   VectorIndexStatus,
@@ -129,6 +130,8 @@ export class LocalVectorStore implements VectorStore {
   private points = new SharedPoints();
   /** Vectors of recently scanned points (16,384 of 512 dimensions take 32 MiB). */
   private readonly pointVectors = new TwoGenerationMap<number, Float32Array>(16_384);
+  /** Card vectors read lately (null: the agent has none): a query scores its candidates' cards. */
+  private readonly cardVectors = new TwoGenerationMap<string, Float32Array | null>(16_384);
   /** Unfiltered answers kept for repeated queries (the HNSW search is most of a query's cost). */
   private readonly repeated = new RepeatedQueries();
   private hnswModule?: Promise<HnswModule | undefined>;
@@ -165,6 +168,7 @@ export class LocalVectorStore implements VectorStore {
       this.db.pragma("synchronous = NORMAL");
       this.db.exec(`
         CREATE TABLE IF NOT EXISTS vectors (id INTEGER PRIMARY KEY, agent TEXT NOT NULL, vector BLOB NOT NULL);
+        CREATE TABLE IF NOT EXISTS cards (agent TEXT PRIMARY KEY, vector BLOB NOT NULL);
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;`);
     } catch (err) {
       throw StorageError.from(err, `cannot open the vector store in ${options.dataDir}`);
@@ -176,6 +180,11 @@ export class LocalVectorStore implements VectorStore {
       vector: this.db.prepare<[number], { vector: Buffer }>("SELECT vector FROM vectors WHERE id = ?"),
       vectors: this.db.prepare<[], { id: number; vector: Buffer }>("SELECT id, vector FROM vectors"),
       clear: this.db.prepare("DELETE FROM vectors"),
+      upsertCard: this.db.prepare("INSERT OR REPLACE INTO cards (agent, vector) VALUES (?, ?)"),
+      card: this.db.prepare<[string], { vector: Buffer }>("SELECT vector FROM cards WHERE agent = ?"),
+      deleteCard: this.db.prepare("DELETE FROM cards WHERE agent = ?"),
+      cardAgents: this.db.prepare<[], { agent: string }>("SELECT agent FROM cards"),
+      clearCards: this.db.prepare("DELETE FROM cards"),
       clearMeta: this.db.prepare("DELETE FROM meta"),
       getMeta: this.db.prepare<[string], { value: string }>("SELECT value FROM meta WHERE key = ?"),
       setMeta: this.db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)"),
@@ -527,10 +536,67 @@ export class LocalVectorStore implements VectorStore {
     return this.agentOf.size;
   }
 
+  async upsertCards(items: CardItem[]): Promise<void> {
+    if (items.length === 0) return;
+    if (this.dimensions === undefined) {
+      this.dimensions = items[0].vector.length;
+      this.stmt.setMeta.run("dimensions", String(this.dimensions));
+      this.pending = new FlatVectors(this.dimensions);
+    }
+    for (const item of items) {
+      if (item.vector.length !== this.dimensions) {
+        throw new Error(
+          `card vector of length ${item.vector.length} for a store of length ${this.dimensions}; clear the store when the model changes`,
+        );
+      }
+    }
+    try {
+      this.db.transaction(() => {
+        for (const { agent, vector: v } of items) {
+          this.stmt.upsertCard.run(agent, Buffer.from(v.buffer, v.byteOffset, v.byteLength));
+        }
+      })();
+    } catch (err) {
+      throw StorageError.from(err, "card vector write failed");
+    }
+    for (const { agent, vector } of items) this.cardVectors.set(agent, Float32Array.from(vector));
+  }
+
+  async cardScores(vector: Float32Array, agents: readonly string[]): Promise<Map<string, number>> {
+    const scores = new Map<string, number>();
+    for (const agent of agents) {
+      let card = this.cardVectors.get(agent);
+      if (card === undefined) {
+        const row = this.stmt.card.get(agent);
+        card = row ? Float32Array.from(asFloats(row.vector)) : null;
+        this.cardVectors.set(agent, card);
+      }
+      if (card !== null) scores.set(agent, dot(card, vector));
+    }
+    return scores;
+  }
+
+  async deleteCards(agents: readonly string[]): Promise<void> {
+    try {
+      this.db.transaction(() => {
+        for (const agent of agents) this.stmt.deleteCard.run(agent);
+      })();
+    } catch (err) {
+      throw StorageError.from(err, "card vector delete failed");
+    }
+    for (const agent of agents) this.cardVectors.delete(agent);
+  }
+
+  async cardAgents(): Promise<Set<string>> {
+    return new Set(this.stmt.cardAgents.all().map((row) => row.agent));
+  }
+
   async clear(): Promise<void> {
     await this.building;
     this.stmt.clear.run();
+    this.stmt.clearCards.run();
     this.stmt.clearMeta.run();
+    this.cardVectors.clear();
     this.agentOf.clear();
     this.byAgent.clear();
     this.points = new SharedPoints();

@@ -23,6 +23,13 @@ export interface VectorHit {
   score: number;
 }
 
+/** An agent's card vector (its name and description): one per agent, read by agent, never searched. */
+export interface CardItem {
+  agent: string;
+  /** Unit length, as long as the store's doc vectors. */
+  vector: Float32Array;
+}
+
 /** Which vectors a delete removes; both keys may be given. */
 export interface VectorSelector {
   agents?: Iterable<string>;
@@ -43,8 +50,20 @@ export interface VectorStore {
   /** Removes the selected vectors; resolves with how many were removed. */
   delete(selector: VectorSelector): Promise<number>;
   count(): Promise<number>;
-  /** Removes everything (the model changed). */
+  /** Removes everything, card vectors too (the model changed). */
   clear(): Promise<void>;
+  /*
+   * Card vectors, beside the doc vectors: a store without them ranks agents by their skills alone.
+   * They must persist as the doc vectors do.
+   */
+  /** Inserts or replaces agents' card vectors. */
+  upsertCards?(items: CardItem[]): Promise<void>;
+  /** The cosine similarity of `vector` to the card of each of `agents` that has one. */
+  cardScores?(vector: Float32Array, agents: readonly string[]): Promise<Map<string, number>>;
+  /** Removes these agents' card vectors. */
+  deleteCards?(agents: readonly string[]): Promise<void>;
+  /** The agents that have a card vector. */
+  cardAgents?(): Promise<Set<string>>;
   close(): Promise<void>;
   /** For stores with an approximate index: how far its build is (exposed as metrics). */
   status?(): VectorIndexStatus;

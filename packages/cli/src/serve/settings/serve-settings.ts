@@ -521,6 +521,13 @@ export const SERVE_SETTINGS = {
       help: "HNSW search breadth: higher finds more, slower",
       reads: "registry",
     }),
+    cardWeight: setting({
+      type: share(),
+      default: RegistryDefaults.cardWeight,
+      flag: "registry-card-weight",
+      help: "share of an agent's semantic score from its card's name and description beside its best skill (0: the best skill alone, and no card vectors)",
+      reads: "registry",
+    }),
     maxCardBytes: setting({
       type: whole(1),
       default: RegistryDefaults.maxCardBytes,
