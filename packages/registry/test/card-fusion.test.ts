@@ -5,7 +5,13 @@ import { SqliteDriver as Database } from "@mq9/broker/internal";
 import { Subjects } from "@mq9/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { embeddingText } from "../src/embedding/embedding-indexer.js";
-import { type Embedder, type EmbedOptions, type LocalVectorStore, OnnxEmbedder } from "../src/index.js";
+import {
+  type Embedder,
+  type EmbedOptions,
+  type LocalVectorStore,
+  OnnxEmbedder,
+  type VectorStore,
+} from "../src/index.js";
 import { DEFAULT_MODEL, defaultModelsDir } from "../src/models/index.js";
 import { AGENTS } from "./fixtures/relevance-set.js";
 import { registerCards, startTestBroker, type TestBroker, tempDir } from "./harness.js";
@@ -173,21 +179,29 @@ function recordingLogger(lines: string[]): Logger {
   return logger;
 }
 
-describe("a registry written before card vectors", () => {
+/** Agents' card vectors, from the vector store the registry opened. */
+const cardAgentsOf = (t: TestBroker) =>
+  (t.broker.registry as unknown as { vectors: VectorStore }).vectors.cardAgents!();
+
+describe.each([
+  // The local store's file as older versions left it: no cards table.
+  ["the default vector store", "local" as const, (dataDir: string) => dropLocalCards(dataDir)],
+  // LanceDB creates its cards table at the first card written: at weight 0, none is.
+  ["the LanceDB vector store", "lancedb" as const, () => {}],
+])("a registry written before card vectors, in %s", (_label, vectorStore, makeOld) => {
   it("fills them in in the background after opening, and answers DISCOVER meanwhile", async () => {
     const dataDir = tempDir("mq9-card-backfill-");
     try {
-      // Written without cards (weight 0), then the cards table dropped: the file as older versions left it.
       const old = await startTestBroker({
         dataDir,
-        registry: { embedder: new OnnxEmbedder({ modelDir: MODEL_DIR }), cardWeight: 0 },
+        registry: { embedder: new OnnxEmbedder({ modelDir: MODEL_DIR }), cardWeight: 0, vectorStore },
       });
       await registerCards(old, [SKILL_MATCH, CARD_MATCH, ...AGENTS.slice(0, 40)]);
-      const before = names(await discover(old, { semantic: QUERY, tags: ["pair"], limit: 5 }));
+      const pair = { semantic: QUERY, tags: ["pair"], limit: 5 };
+      const before = names(await discover(old, pair));
+      expect((await cardAgentsOf(old)).size).toBe(0);
       await old.close();
-      const file = new Database(join(dataDir, "registry-vectors", "vectors.db"));
-      file.exec("DROP TABLE cards");
-      file.close();
+      makeOld(dataDir);
       expect(before).toEqual(["water-bot", "plant-sitter"]);
 
       const lines: string[] = [];
@@ -195,26 +209,28 @@ describe("a registry written before card vectors", () => {
       const upgraded = await startTestBroker({
         dataDir,
         logger: recordingLogger(lines),
-        registry: { embedder: gated },
+        registry: { embedder: gated, vectorStore },
       });
       try {
-        const registry = upgraded.broker.registry as unknown as {
-          cardsPending: number;
-          vectors: LocalVectorStore;
-        };
+        const registry = upgraded.broker.registry as unknown as { cardsPending: number };
         expect(registry.cardsPending).toBe(42);
         // During the backfill: answered from the skills, as before, without an error.
-        const during = await discover(upgraded, { semantic: QUERY, tags: ["pair"], limit: 5 });
-        expect(names(during)).toEqual(before);
+        expect(names(await discover(upgraded, pair))).toEqual(before);
         expect(registry.cardsPending).toBe(42);
         gated.release();
         await upgraded.broker.registry!.indexed();
         expect(registry.cardsPending).toBe(0);
-        expect((await registry.vectors.cardAgents()).size).toBe(42);
+        expect((await cardAgentsOf(upgraded)).size).toBe(42);
         expect(lines.some((l) => l.includes("registered before card scoring"))).toBe(true);
         expect(lines.some((l) => l.includes("card vectors 100% filled in"))).toBe(true);
-        const pair = { semantic: QUERY, tags: ["pair"], limit: 5 };
         expect(names(await discover(upgraded, pair))).toEqual(["plant-sitter", "water-bot"]);
+        // A registration from now on brings its card with it; an unregistered one's goes.
+        const reply = await upgraded.request(Subjects.agentUnregister, { mailbox: "agent.water.bot" });
+        expect(reply.error).toBe("");
+        await upgraded.broker.registry!.indexed();
+        expect((await cardAgentsOf(upgraded)).has("agent.water.bot")).toBe(false);
+        await registerCards(upgraded, [SKILL_MATCH]);
+        expect((await cardAgentsOf(upgraded)).has("agent.water.bot")).toBe(true);
       } finally {
         await upgraded.close();
       }
@@ -223,3 +239,9 @@ describe("a registry written before card vectors", () => {
     }
   }, 300_000);
 });
+
+function dropLocalCards(dataDir: string): void {
+  const file = new Database(join(dataDir, "registry-vectors", "vectors.db"));
+  file.exec("DROP TABLE cards");
+  file.close();
+}

@@ -198,5 +198,44 @@ export function vectorStoreConformance(name: string, options: VectorStoreSuiteOp
       expect(await again.count()).toBe(1);
       expect((await again.query(e(0), {}, 5)).map((h) => h.id)).toEqual([10]);
     });
+
+    it("keeps one card vector per agent, scored by agent and never searched (stores with cards)", async () => {
+      const { store, reopen } = await start();
+      if (!store.upsertCards) return;
+      await store.upsert([{ id: 1, agent: "a", vector: e(0) }]);
+      await store.upsertCards([
+        { agent: "a", vector: e(1) },
+        { agent: "b", vector: e(2) },
+      ]);
+      await store.upsertCards([{ agent: "a", vector: e(2) }]);
+      const scores = await store.cardScores!(e(2), ["a", "b", "c"]);
+      expect([...scores.keys()].sort()).toEqual(["a", "b"]);
+      expect(scores.get("a")).toBeCloseTo(dot(e(2), e(2)), 5);
+      expect(scores.get("b")).toBeCloseTo(dot(e(2), e(2)), 5);
+      expect((await store.cardScores!(e(0), ["a"])).get("a")).toBeCloseTo(dot(e(0), e(2)), 5);
+      // Cards are not docs: the doc search and count do not see them.
+      expect((await store.query(e(2), {}, 5)).map((h) => h.id)).toEqual([1]);
+      expect(await store.count()).toBe(1);
+      expect([...(await store.cardAgents!())].sort()).toEqual(["a", "b"]);
+      await store.deleteCards!(["b"]);
+      expect([...(await store.cardAgents!())]).toEqual(["a"]);
+      if (reopen) {
+        await store.close();
+        const again = await reopen();
+        open.push(again);
+        expect([...(await again.cardAgents!())]).toEqual(["a"]);
+        expect((await again.cardScores!(e(2), ["a"])).get("a")).toBeCloseTo(dot(e(2), e(2)), 5);
+        await again.clear();
+        expect((await again.cardAgents!()).size).toBe(0);
+        expect((await again.cardScores!(e(2), ["a"])).size).toBe(0);
+      } else {
+        await store.clear();
+        expect((await store.cardAgents!()).size).toBe(0);
+      }
+    });
   });
+}
+
+function dot(a: Float32Array, b: Float32Array): number {
+  return a.reduce((sum, x, i) => sum + x * b[i], 0);
 }
