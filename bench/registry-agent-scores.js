@@ -23,7 +23,7 @@ const count = Number(process.env.BENCH_REG_SCALE_AGENTS ?? 10_000);
 const load = () => `load ${loadavg()[0].toFixed(1)}`;
 
 const { ThreadedEmbedder, createEmbedder } = await import(REGISTRY);
-const { embeddingText } = await import(INDEXER);
+const { embeddingText, cardText } = await import(INDEXER);
 const chosen = benchEmbedderForTools();
 const embedder = new CachedEmbedder(
   new ThreadedEmbedder({ spec: chosen.spec, id: createEmbedder(chosen.spec).id }),
@@ -60,6 +60,8 @@ const t0 = performance.now();
 const vectors = await embedder.embed(texts);
 // The card's own words (its description), one vector per agent: what a card-level score would use.
 const cardVectors = await embedder.embed(mixed.map((card) => card.description));
+// The card as the registry embeds it (name and description); a synthetic agent's name carries no meaning.
+const namedVectors = await embedder.embed(mixed.map((card) => cardText(card.name, card.description)));
 console.log(
   `  ${embedder.misses} texts embedded, ${embedder.hits} from the cache, ${((performance.now() - t0) / 1000).toFixed(0)} s`,
 );
@@ -68,6 +70,8 @@ const flat = new Float32Array(vectors.length * dims);
 for (const [i, v] of vectors.entries()) flat.set(v, i * dims);
 const cardFlat = new Float32Array(cardVectors.length * dims);
 for (const [i, v] of cardVectors.entries()) cardFlat.set(v, i * dims);
+const namedFlat = new Float32Array(namedVectors.length * dims);
+for (const [i, v] of namedVectors.entries()) namedFlat.set(v, i * dims);
 
 function scoresOf(query, matrix, rows) {
   const out = new Float32Array(rows);
@@ -84,6 +88,7 @@ function scoresOf(query, matrix, rows) {
 function agentScores(query) {
   const skill = scoresOf(query, flat, vectors.length);
   const card = scoresOf(query, cardFlat, mixed.length);
+  const named = scoresOf(query, namedFlat, mixed.length);
   const best = new Float32Array(mixed.length).fill(-2);
   const second = new Float32Array(mixed.length).fill(-2);
   const bestSkill = new Int32Array(mixed.length);
@@ -95,10 +100,13 @@ function agentScores(query) {
       bestSkill[a] = i;
     } else if (skill[i] > second[a]) second[a] = skill[i];
   }
-  return { best, second, card, bestSkill };
+  return { best, second, card, named, bestSkill };
 }
 
-/** Ranking rules: an agent's score from its best skill (b), second best (s, -2 when none) and card (c). */
+/**
+ * Ranking rules: an agent's score from its best skill (b), second best (s, -2 when none), card
+ * (c, its description) and named card (n, name and description, as the registry embeds it).
+ */
 const RULES = [
   ["best skill (today)", (b) => b],
   ["card only", (_b, _s, c) => c],
@@ -108,6 +116,9 @@ const RULES = [
   ["0.7 best + 0.3 card", (b, _s, c) => 0.7 * b + 0.3 * c],
   ["0.5 best + 0.5 card", (b, _s, c) => 0.5 * b + 0.5 * c],
   ["best + 0.1 second", (b, s) => b + 0.1 * Math.max(0, s)],
+  ["0.8 best + 0.2 named card", (b, _s, _c, n) => 0.8 * b + 0.2 * n],
+  ["0.7 best + 0.3 named card", (b, _s, _c, n) => 0.7 * b + 0.3 * n],
+  ["0.6 best + 0.4 named card", (b, _s, _c, n) => 0.6 * b + 0.4 * n],
 ];
 
 function rankOf(scores, expectIndex, fairSet) {
@@ -144,7 +155,7 @@ for (const [formLabel, form] of QUERY_FORMS) {
     const tallies = RULES.map(() => ({ s5: 0, s1: 0, f5: 0, f1: 0, a5: 0, a1: 0 }));
     let judged = 0;
     for (const [q, { query, expect }] of queries.entries()) {
-      const { best, second, card, bestSkill } = agentScores(queryVectors[q]);
+      const { best, second, card, named, bestSkill } = agentScores(queryVectors[q]);
       const e = indexOf.get(expect);
       // Synthetic agents whose skills do the asked job (judged by their action and object).
       const fairSet = new Set();
@@ -155,7 +166,7 @@ for (const [formLabel, form] of QUERY_FORMS) {
       if (fairSet.size > 0) judged++;
       RULES.forEach(([, rule], r) => {
         const scores = new Float32Array(mixed.length);
-        for (let a = 0; a < mixed.length; a++) scores[a] = rule(best[a], second[a], card[a]);
+        for (let a = 0; a < mixed.length; a++) scores[a] = rule(best[a], second[a], card[a], named[a]);
         const { strict, fair } = rankOf(scores, e, fairSet);
         const t = tallies[r];
         if (strict < 5) t.s5++;

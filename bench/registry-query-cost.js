@@ -9,11 +9,12 @@
 // query of the broker's main thread, its other threads (the embedding workers, mostly) and the
 // client, the load average, and the model's batched ceiling measured in the same process.
 // More variant keys: `card` the registry's card weight (its cards are embedded at the default weight
-// and kept, so 0 ranks as before cards), `cached=1` repeats the labelled set's 100 queries (each
+// and kept, so 0 ranks as before cards), `depth` the agents re-ranked by card at least (0: only
+// those the page's own vector search finds), `text` the hybrid text weight, `cached=1` repeats the labelled set's 100 queries (each
 // asked in the warm-up first) instead of asking new ones. BENCH_REG_COST_RELEVANCE=1 also measures,
 // per variant, relevance of semantic DISCOVER (recall@5, recall@1, MRR over the top 10; direct and
 // paraphrase queries, strictly and fairly as part S counts them), first of the labelled cards alone
-// in a broker of their own, then at scale in the measured broker.
+// in a broker of their own (BENCH_REG_COST_ALONE_ONLY=1: only that), then at scale in the measured broker.
 // BENCH_REG_COST_PROFILE=<file prefix> writes a CPU profile of the broker's main thread during each
 // measured round (<prefix>-<round>-<variant>.cpuprofile, for Chrome's DevTools or a script).
 import { spawn } from "node:child_process";
@@ -126,10 +127,11 @@ const mailboxOf = (card) => card.mailbox ?? `agent.${card.name.replace(/[^a-z0-9
 async function relevanceOf(port) {
   const asker = await connect(`nats://127.0.0.1:${port}`, { reconnect: false, requestTimeoutMs: 120_000 });
   const rows = [];
-  for (const [label, queries] of sets) {
+  for (const [label, queries, hybrid] of sets.flatMap((set) => [set, [`${set[0]} hybrid`, set[1], true]])) {
     const tally = { strict: [0, 0, 0], fair: [0, 0, 0] };
     for (const q of queries) {
-      const reply = await asker.discoverPage({ semantic: q.query, limit: 10 });
+      const body = hybrid ? { semantic: q.query, text: q.query } : { semantic: q.query };
+      const reply = await asker.discoverPage({ ...body, limit: 10 });
       for (const [kind, fair] of [
         ["strict", false],
         ["fair", true],
@@ -161,14 +163,27 @@ if (relevance) {
   for (const card of AGENTS) await c.register({ ...card, mailbox: mailboxOf(card) });
   await c.close();
   await alone.registry.indexed();
-  for (const card of [...new Set(variants.map((v) => v.card).filter((w) => w !== undefined))]) {
-    alone.registry.cardWeight = card;
+  const ranking = (v) => JSON.stringify({ card: v.card, depth: v.depth, text: v.text });
+  const own = {
+    card: alone.registry.cardWeight,
+    depth: alone.registry.cardRerankDepth,
+    text: alone.registry.hybridTextWeight,
+  };
+  for (const variant of [...new Map(variants.map((v) => [ranking(v), v])).values()]) {
+    alone.registry.cardWeight = variant.card ?? own.card;
+    alone.registry.cardRerankDepth = variant.depth ?? own.depth;
+    alone.registry.hybridTextWeight = variant.text ?? own.text;
     console.log(
-      `alone (${AGENTS.length} cards), card ${card}: ${await relevanceOf(alone.port)} (load ${load()})`,
+      `alone (${AGENTS.length} cards), ${ranking(variant)}: ${await relevanceOf(alone.port)} (load ${load()})`,
     );
   }
   await alone.close();
   removeTempDir(aloneDir);
+  // BENCH_REG_COST_ALONE_ONLY=1: the labelled cards' relevance only.
+  if (process.env.BENCH_REG_COST_ALONE_ONLY === "1") {
+    await threaded.close();
+    process.exit(0);
+  }
 }
 
 const dir = makeTempDir("mq9-bench-cost");
@@ -219,8 +234,16 @@ async function ceiling() {
 
 // The settings under test, set on the running registry's embedder and store between rounds.
 const store = broker.registry.vectors;
+const registryDefaults = {
+  card: broker.registry.cardWeight,
+  depth: broker.registry.cardRerankDepth,
+  text: broker.registry.hybridTextWeight,
+};
 function apply(variant) {
-  if (variant.card !== undefined) broker.registry.cardWeight = variant.card;
+  // A key a variant leaves out is the registry's own setting, not the previous variant's.
+  broker.registry.cardWeight = variant.card ?? registryDefaults.card;
+  broker.registry.cardRerankDepth = variant.depth ?? registryDefaults.depth;
+  broker.registry.hybridTextWeight = variant.text ?? registryDefaults.text;
   if (variant.window !== undefined) threaded.queryWindowMs = variant.window;
   if (variant.ef !== undefined) store.efSearch = variant.ef;
 }

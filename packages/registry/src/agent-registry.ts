@@ -83,10 +83,11 @@ export const DEFAULT_HYBRID_TEXT_WEIGHT = 0.25;
 /** The text weight for sentence models (onnx, openai) that name none of their own. */
 export const SENTENCE_MODEL_TEXT_WEIGHT = 0.05;
 /**
- * Agents (by their best skill) whose cards are scored for a semantic page: the card can lift an
- * agent only from among these (a deeper pass costs the vector search more than the cards cost).
+ * Agents (by their best skill) whose cards a semantic page scores, at least; 0: those the page's
+ * own vector search finds. A card lifts an agent only from among them, and a deeper pass widens
+ * the graph search, which costs the main thread more than scoring the cards (bench/RESULTS.md).
  */
-export const CARD_RERANK_DEPTH = 50;
+export const CARD_RERANK_DEPTH = 0;
 
 function toDocs(reg: ParsedRegistration): SkillDoc[] {
   const base = { agentName: reg.name, agentDescription: reg.description };
@@ -146,6 +147,8 @@ export class AgentRegistry implements Registry {
   private readonly leanEntries = new WeakMap<AgentRow, Buffer>();
   private readonly hybridTextWeight: number;
   private readonly cardWeight: number;
+  /** Not a setting: the registry bench varies it (bench/registry-query-cost.js). */
+  private readonly cardRerankDepth = CARD_RERANK_DEPTH;
   private readonly embedderMissing?: string;
   private readonly calibration?: QueryCalibration;
   private readonly maxReplyBytes: number;
@@ -622,7 +625,7 @@ export class AgentRegistry implements Registry {
         .slice(0, need)
         .map((r) => ({ mailbox: r.mailbox, score: scale.calibrate(r.score) }));
     }
-    const bySkill = await this.semanticRanking(query, filter, now, Math.max(need, CARD_RERANK_DEPTH));
+    const bySkill = await this.semanticRanking(query, filter, now, Math.max(need, this.cardRerankDepth));
     return (await this.withCards(query, bySkill))
       .slice(0, need)
       .map((r) => ({ mailbox: r.mailbox, score: scale.calibrate(r.score) }));

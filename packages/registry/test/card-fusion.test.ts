@@ -100,6 +100,8 @@ describe("card-score fusion (the default model, the default vector store)", () =
       card.skills.map((s) => ({
         agent: card.name,
         text: embeddingText({
+          id: 0,
+          mailbox: "",
           agentName: card.name,
           agentDescription: card.description,
           skillName: s.name,
