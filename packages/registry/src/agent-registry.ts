@@ -564,6 +564,7 @@ export class AgentRegistry implements Registry {
     filter: AgentFilter,
     now: number,
     need: number,
+    every = false,
   ): Promise<RankedAgent[]> {
     const allowed = hasFilter(filter) ? await this.store.candidates(filter, now) : undefined;
     if (allowed?.size === 0) return [];
@@ -580,7 +581,8 @@ export class AgentRegistry implements Registry {
         ranked.push({ mailbox: hit.agent, score: hit.score });
       }
       // A filter's candidates are live already; otherwise skip expired registrations not purged yet.
-      const live = allowed ? ranked : await this.liveFirst(ranked, filter, need, now);
+      // `every`: all the live agents the search found (a re-rank by card takes them all), not only `need`.
+      const live = allowed ? ranked : await this.liveFirst(ranked, filter, every ? ranked.length : need, now);
       if (live.length >= need || exhausted) return live;
       k *= 4;
     }
@@ -625,7 +627,13 @@ export class AgentRegistry implements Registry {
         .slice(0, need)
         .map((r) => ({ mailbox: r.mailbox, score: scale.calibrate(r.score) }));
     }
-    const bySkill = await this.semanticRanking(query, filter, now, Math.max(need, this.cardRerankDepth));
+    const bySkill = await this.semanticRanking(
+      query,
+      filter,
+      now,
+      Math.max(need, this.cardRerankDepth),
+      true,
+    );
     return (await this.withCards(query, bySkill))
       .slice(0, need)
       .map((r) => ({ mailbox: r.mailbox, score: scale.calibrate(r.score) }));
