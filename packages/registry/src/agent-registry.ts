@@ -558,13 +558,13 @@ export class AgentRegistry implements Registry {
     return pending;
   }
 
-  /** Agents by their best skill's similarity to the query, best first, at least `need` of them when there are. */
+  /** Agents by their best skill's similarity to the query (or as `rerank` orders them), best first, at least `need` of them when there are. */
   private async semanticRanking(
     query: Float32Array,
     filter: AgentFilter,
     now: number,
     need: number,
-    every = false,
+    rerank?: (ranked: RankedAgent[]) => Promise<RankedAgent[]>,
   ): Promise<RankedAgent[]> {
     const allowed = hasFilter(filter) ? await this.store.candidates(filter, now) : undefined;
     if (allowed?.size === 0) return [];
@@ -581,8 +581,9 @@ export class AgentRegistry implements Registry {
         ranked.push({ mailbox: hit.agent, score: hit.score });
       }
       // A filter's candidates are live already; otherwise skip expired registrations not purged yet.
-      // `every`: all the live agents the search found (a re-rank by card takes them all), not only `need`.
-      const live = allowed ? ranked : await this.liveFirst(ranked, filter, every ? ranked.length : need, now);
+      // Every agent the search found is re-ranked, and then looked up only until `need` are live.
+      const ordered = rerank ? await rerank(ranked) : ranked;
+      const live = allowed ? ordered : await this.liveFirst(ordered, filter, need, now);
       if (live.length >= need || exhausted) return live;
       k *= 4;
     }
@@ -627,14 +628,8 @@ export class AgentRegistry implements Registry {
         .slice(0, need)
         .map((r) => ({ mailbox: r.mailbox, score: scale.calibrate(r.score) }));
     }
-    const bySkill = await this.semanticRanking(
-      query,
-      filter,
-      now,
-      Math.max(need, this.cardRerankDepth),
-      true,
-    );
-    return (await this.withCards(query, bySkill))
+    const rerank = (ranked: RankedAgent[]) => this.withCards(query, ranked);
+    return (await this.semanticRanking(query, filter, now, Math.max(need, this.cardRerankDepth), rerank))
       .slice(0, need)
       .map((r) => ({ mailbox: r.mailbox, score: scale.calibrate(r.score) }));
   }
