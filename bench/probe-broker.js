@@ -10,7 +10,7 @@ const { connect } = await import(
   process.env.BENCH_CLIENT ? pathToFileURL(path.resolve(process.env.BENCH_CLIENT)).href : "@mq9/client"
 );
 
-/** Starts the broker (with `extraArgs`), connects, creates mailbox "q"; `stop()` undoes it all. */
+/** Starts the broker (with `extraArgs`) on `port`, connects, creates mailbox "q"; `stop()` undoes it all. */
 export async function startProbeBroker(extraArgs = []) {
   const port = await freePort();
   const dir = makeTempDir("mq9");
@@ -24,6 +24,7 @@ export async function startProbeBroker(extraArgs = []) {
   await retried(() => client.createMailbox({ name: "q" }));
   return {
     server,
+    port,
     client,
     async stop() {
       await client.close();

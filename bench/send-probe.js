@@ -9,10 +9,13 @@
 //   PRE=100000                       first send this many, 64 in flight, as the bench's SEND@64 does
 //                                    before the next round's SEND@1
 //   STRACE=file                      count the broker's system calls during the last round
+//   RAW=1                            send with a bare NATS-protocol socket instead of @mq9/client
+//                                    (no keys, CONCURRENCY 1): the broker's share of the p50
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { sendWindow, startProbeBroker } from "./probe-broker.js";
 import { threadCpuTimes } from "./proc.js";
+import { rawNatsSender } from "./raw-nats-sender.js";
 import { percentile } from "./stats.js";
 
 const N = Number(process.env.N ?? 10_000);
@@ -20,11 +23,17 @@ const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 1);
 const keyPrefix = `probe-${process.pid}-`;
 let keyed = 0;
+const RAW = process.env.RAW === "1";
+if (RAW && (CONCURRENCY !== 1 || process.env.KEYED === "1"))
+  throw new Error("RAW=1 sends one at a time, keyless");
+const { server, port, client, stop } = await startProbeBroker();
+const raw = RAW ? await rawNatsSender(port, "q") : undefined;
 const sendOne = () =>
-  process.env.KEYED === "1"
-    ? client.send("q", payload, { idempotencyKey: keyPrefix + keyed++, retry: false })
-    : client.send("q", payload);
-const { server, client, stop } = await startProbeBroker();
+  raw
+    ? raw.send(payload)
+    : process.env.KEYED === "1"
+      ? client.send("q", payload, { idempotencyKey: keyPrefix + keyed++, retry: false })
+      : client.send("q", payload);
 const payload = Buffer.alloc(1024, 1);
 
 /** CPU ms per thread name, summed over threads of the same name. */
@@ -80,7 +89,7 @@ async function round(last) {
   const total = [...after].reduce((sum, [name, ms]) => sum + ms - (before.get(name) ?? 0), 0);
   const sorted = Array.from(latencies).sort((a, b) => a - b);
   console.log(
-    `SEND@${CONCURRENCY}${process.env.KEYED === "1" ? " keyed" : ""} ${N}: ${((N / elapsedMs) * 1000).toFixed(0)} msg/s, p50 ${percentile(sorted, 50).toFixed(3)} ms, ` +
+    `SEND@${CONCURRENCY}${process.env.KEYED === "1" ? " keyed" : ""}${RAW ? " raw" : ""} ${N}: ${((N / elapsedMs) * 1000).toFixed(0)} msg/s, p50 ${percentile(sorted, 50).toFixed(3)} ms, ` +
       `p99 ${percentile(sorted, 99).toFixed(3)} ms; broker CPU µs/SEND ${perSend(total)} ` +
       `(user ${perSend(times1.user - times0.user)}, system ${perSend(times1.system - times0.system)}; ${threads}); ` +
       `client CPU µs/SEND ${perSend((clientCpu.user + clientCpu.system) / 1000)}; ` +
@@ -91,5 +100,6 @@ for (let r = 0; r < ROUNDS; r++) {
   if (process.env.PRE) await sendWindow(client, Number(process.env.PRE), payload);
   await round(r === ROUNDS - 1);
 }
+raw?.close();
 await stop();
 process.exit(0);
