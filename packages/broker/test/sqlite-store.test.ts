@@ -110,6 +110,40 @@ describe("sqlite store: a write that fails changes nothing", () => {
     };
   }
 
+  it("a store that could not reserve ids when it opened reserves them at its first SEND, which then stores", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mq9-store-"));
+    const first = new SqliteStore({ dataDir: dir });
+    await first.createMailbox({ address: "box", ttlSeconds: 0, desc: "", createdMs: T0 }, T0);
+    const [before] = await first.append(
+      [{ mailbox: "box", priority: "normal", payload: Buffer.from("a"), sentMs: T0 }],
+      T0,
+    );
+    await first.close();
+    // The reservation's write fails while the store opens (as on a full disk), and only then.
+    const raw = new Database(join(dir, "mq9.db"));
+    const refuse = (event: string) =>
+      `CREATE TRIGGER refuse_${event} BEFORE ${event} ON meta WHEN NEW.name = 'ids_reserved'
+       BEGIN SELECT RAISE(ABORT, 'no room for the reservation'); END`;
+    raw.exec(`${refuse("INSERT")}; ${refuse("UPDATE")}`);
+    const store = new SqliteStore({ dataDir: dir });
+    raw.exec("DROP TRIGGER refuse_INSERT; DROP TRIGGER refuse_UPDATE");
+    raw.close();
+    try {
+      const [sent] = await store.append(
+        [{ mailbox: "box", priority: "normal", payload: Buffer.from("b"), sentMs: T0 }],
+        T0,
+      );
+      expect(sent.id).toBe(before.id + 1);
+      const read = await store.read("box", { fromId: 0 }, { limit: 10, maxBytes: 1 << 20, nowMs: T0 });
+      expect(read.map((m) => [m.id, Buffer.from(m.payload).toString()])).toEqual([
+        [before.id, "a"],
+        [sent.id, "b"],
+      ]);
+    } finally {
+      await store.close();
+    }
+  });
+
   for (const rowsOnWorker of [true, false]) {
     it(`an ACK whose write fails leaves its messages leased: they come back after the lease, and a retry acknowledges them (rows on ${rowsOnWorker ? "the worker" : "the calling thread"})`, async () => {
       const dir = mkdtempSync(join(tmpdir(), "mq9-store-"));

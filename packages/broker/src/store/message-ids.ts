@@ -43,8 +43,17 @@ export class MessageIds {
 
   /** Waits until `count` ids from the next one are covered by a committed reservation. */
   async ensure(count: number): Promise<void> {
-    while (!this.reservation.covers(this.nextId, count)) await this.reserve();
+    while (!this.covered(count)) await this.reserve();
+  }
+
+  /**
+   * Whether `count` ids from the next one are covered by a committed reservation now (the usual
+   * case: then no wait is needed); raises the reservation in the background when it runs low.
+   */
+  covered(count: number): boolean {
+    if (!this.reservation.covers(this.nextId, count)) return false;
     if (this.reservation.runningLow(this.nextId)) void this.reserve().catch(() => {});
+    return true;
   }
 
   /** Moves the sequence on to `next`, once the messages given the ids below it are stored. */

@@ -322,8 +322,20 @@ export class SqliteStore implements Store, StoreInspection, LeaseInspection, One
    * Writes the batch's record into the message log: durable once this returns. The rows reach
    * SQLite within `commitIntervalMs`, or sooner when a request needs them.
    */
-  async append(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
-    await this.ids.ensure(batch.length);
+  append(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
+    // Ids in hand (nearly always): the record is written in this call, no promise hop before it.
+    if (!this.ids.covered(batch.length)) {
+      return this.ids.ensure(batch.length).then(() => this.appendNow(batch, nowMs));
+    }
+    try {
+      return Promise.resolve(this.appendNow(batch, nowMs));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /** append() once the batch's ids are covered by a committed reservation. */
+  private appendNow(batch: readonly NewMessage[], nowMs: number): AppendResult[] {
     let next = this.ids.next;
     const rows: AppendedRow[] = [];
     // Keys first taken by this batch: by mailbox id and key, the id they stand for.
