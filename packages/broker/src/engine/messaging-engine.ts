@@ -23,6 +23,7 @@ import { isOutcomeUnknown } from "../store/storage-error.js";
 import type {
   AppendResult,
   ClaimOptions,
+  DeliveryPolicy,
   MailboxRecord,
   NewMessage,
   StartPosition,
@@ -84,6 +85,32 @@ export type GroupPosition = Pick<FetchRequest, "deliver" | "from_id" | "from_tim
 function outcomeUnknown(err: unknown): Mq9Error {
   const reason = err instanceof Error ? err.message : String(err);
   return new Mq9Error("OUTCOME_UNKNOWN", Errors.outcomeUnknown(reason), { cause: err });
+}
+
+/** Where a group starts when the request alone says it (no store query); undefined otherwise. */
+function startAtOnce(request: GroupPosition): StartPosition | undefined {
+  switch (request.deliver ?? "latest") {
+    case "earliest":
+      return { fromId: 0 };
+    case "from_id":
+      return { fromId: request.from_id ?? 0 };
+    default:
+      return undefined;
+  }
+}
+
+/** What a FETCH claims, settled before its first claim. */
+interface FetchPlan {
+  mailbox: string;
+  group: string | undefined;
+  limit: number;
+  start: StartPosition;
+  leaseMs: number;
+  member: string | undefined;
+  policy: DeliveryPolicy | undefined;
+  /** A new group starts at the next msg_id, placed by the store (see OneTripRequests). */
+  fromNext: boolean;
+  deadlineMs: number;
 }
 
 function sleep(ms: number): { done: Promise<void>; cancel(): void } {
@@ -245,30 +272,80 @@ export class MessagingEngine {
       request.config?.max_deliver !== undefined || request.config?.backoff_ms !== undefined
         ? { maxDeliver: request.config.max_deliver, backoffMs: request.config.backoff_ms }
         : undefined;
-    let reset = group !== undefined && request.force_deliver === true;
+    const reset = group !== undefined && request.force_deliver === true;
     // In one trip, "latest" is placed by the store; earliest and from_id resolve without a query.
     const fromNext = oneTrip && (request.deliver ?? "latest") === "latest";
     const needsStart =
       !fromNext && (oneTrip || group === undefined || reset || !(await this.store.hasGroup(mailbox, group)));
-    const start = needsStart ? await this.resolveStart(mailbox, request) : { fromId: 0 };
+    const start = needsStart
+      ? (startAtOnce(request) ?? (await this.resolveStart(mailbox, request)))
+      : { fromId: 0 };
+    const plan: FetchPlan = { mailbox, group, limit, start, leaseMs, member, policy, fromNext, deadlineMs };
+    // Most FETCHes find messages, or do not wait: their claim is made here, outside the waiting
+    // loop, whose frame (a try/finally around an await, in a loop) costs a FETCH's allocations.
+    if (signal?.aborted) return [];
+    const nowMs = this.now();
+    const items = await this.claimNow(plan, reset, nowMs);
     let checked = !oneTrip;
-    // Set up only once the FETCH has to wait: most find messages, or do not wait, at once.
+    // Nothing claimed in one trip: an empty mailbox waits, a missing one is an error.
+    if (!checked && items.length === 0) {
+      await this.requireMailbox(mailbox);
+      checked = true;
+    }
+    if (group && items.length > 0)
+      this.giveBackIfUndelivered(mailbox, group, items, nowMs + leaseMs, undelivered);
+    if (items.length > 0 || nowMs >= deadlineMs || this.closing) return items;
+    return this.waitForMessages(plan, checked, signal, undelivered, onWait);
+  }
+
+  /** A FETCH's claim (a group's) or read (without a group) at `nowMs`. */
+  private claimNow(plan: FetchPlan, reset: boolean, nowMs: number): Promise<StoredMessage[]> {
+    const { mailbox, group, limit, start } = plan;
+    const maxBytes = this.fetchMaxBytes;
+    if (group === undefined) return this.store.read(mailbox, start, { limit, maxBytes, nowMs });
+    // Spelled out, not spread from the read's options: a spread grown by six fields was the
+    // costliest allocation of a FETCH.
+    const options: ClaimOptions = {
+      limit,
+      maxBytes,
+      nowMs,
+      start,
+      reset,
+      leaseMs: plan.leaseMs,
+      member: plan.member,
+      policy: plan.policy,
+    };
+    return this.claim(mailbox, group, options, plan.fromNext);
+  }
+
+  /**
+   * A FETCH whose first claim found nothing and whose wait has not run out: claims again with a
+   * watch on the mailbox set, then waits for a SEND, the deadline, the requester's going or the
+   * broker's closing, and claims again.
+   */
+  private async waitForMessages(
+    plan: FetchPlan,
+    mailboxChecked: boolean,
+    signal: AbortSignal | undefined,
+    undelivered: AbortSignal | undefined,
+    onWait: (() => () => void) | undefined,
+  ): Promise<StoredMessage[]> {
+    const { mailbox, group, leaseMs, deadlineMs } = plan;
+    let checked = mailboxChecked;
     let stopWaiting = () => {};
-    let gone: Promise<void> | undefined;
+    const gone = new Promise<void>((resolve) => {
+      stopWaiting = resolve;
+    });
+    signal?.addEventListener("abort", stopWaiting);
     try {
       for (;;) {
         // Nobody would receive these messages: leasing them would only delay them.
         if (signal?.aborted) return [];
         // Watched from before the claim, so that a SEND after the claim's read wakes the wait.
-        const watch = gone === undefined ? undefined : this.notifier.watch(mailbox);
+        const watch = this.notifier.watch(mailbox);
         try {
           const nowMs = this.now();
-          const read = { limit, maxBytes: this.fetchMaxBytes, nowMs };
-          const items = group
-            ? await this.claim(mailbox, group, { ...read, start, reset, leaseMs, member, policy }, fromNext)
-            : await this.store.read(mailbox, start, read);
-          reset = false;
-          // Nothing claimed in one trip: an empty mailbox waits, a missing one is an error.
+          const items = await this.claimNow(plan, false, nowMs);
           if (!checked && items.length === 0) {
             await this.requireMailbox(mailbox);
             checked = true;
@@ -276,25 +353,17 @@ export class MessagingEngine {
           if (group && items.length > 0)
             this.giveBackIfUndelivered(mailbox, group, items, nowMs + leaseMs, undelivered);
           if (items.length > 0 || nowMs >= deadlineMs || this.closing) return items;
-          if (watch === undefined) {
-            // Empty without a watch: claim once more with one set, then wait.
-            gone = new Promise<void>((resolve) => {
-              stopWaiting = resolve;
-            });
-            signal?.addEventListener("abort", stopWaiting);
-            continue;
-          }
           const timer = sleep(deadlineMs - nowMs);
           const waited = onWait?.();
           await Promise.race([watch.fired, timer.done, this.closed.promise, gone]);
           waited?.();
           timer.cancel();
         } finally {
-          watch?.cancel();
+          watch.cancel();
         }
       }
     } finally {
-      if (gone !== undefined) signal?.removeEventListener("abort", stopWaiting);
+      signal?.removeEventListener("abort", stopWaiting);
     }
   }
 

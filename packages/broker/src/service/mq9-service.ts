@@ -49,6 +49,9 @@ function endSendSpan(
   span.end(err);
 }
 
+type FetchCommand = Extract<Mq9Command, { op: "msg.fetch" }>;
+type AckCommand = Extract<Mq9Command, { op: "msg.ack" }>;
+
 /**
  * Decodes an mq9 request, calls one engine method and builds the JSON reply. Transport-neutral:
  * every transport calls it as its Mq9RequestHandler, the REST API through handle().
@@ -111,7 +114,12 @@ export class Mq9Service implements Mq9RequestHandler {
     const span = this.tracing?.request(command?.op ?? "unknown", mailAddress, request.header);
     let reply: ReplyBody;
     try {
-      reply = { error: "", ...(await this.dispatch(command, request, span)) };
+      // FETCH and ACK, the consume path's requests, skip dispatch: an async function's frame is
+      // saved whole at each await, and dispatch's holds every command's locals.
+      // Their replies are made with `error` first: no spread into a new object either.
+      if (command?.op === "msg.fetch") reply = await this.fetch(command, request, span);
+      else if (command?.op === "msg.ack") reply = await this.ack(command, request);
+      else reply = { error: "", ...(await this.dispatch(command, request, span)) };
       span?.end();
     } catch (err) {
       reply = this.errorReply(err, request);
@@ -160,26 +168,10 @@ export class Mq9Service implements Mq9RequestHandler {
         );
         return sent;
       }
-      case "msg.fetch": {
-        const fetch = requestValue(parseFetchRequest(request.payload));
-        if (fetch.member === undefined && request.clientName) fetch.member = request.clientName.slice(0, 128);
-        if (ownership) await ownership.check(caller, command.mailAddress, "FETCH from it");
-        const messages = await engine.fetch(
-          command.mailAddress,
-          fetch,
-          request.signal,
-          request.undelivered,
-          span && (() => span.child("mq9 long-poll wait")),
-        );
-        span?.set("messaging.batch.message_count", messages.length);
-        if (fetch.group_name) span?.set("messaging.consumer.group.name", fetch.group_name);
-        const headerParts = { bytes: fetch.include_header !== false, map: fetch.include_headers !== false };
-        return { messages, headerParts, rawPayloads: fetch.payload_format === "raw" };
-      }
+      case "msg.fetch":
+        return this.fetch(command, request, span);
       case "msg.ack":
-        if (ownership) await ownership.check(caller, command.mailAddress, "ACK its messages");
-        await engine.ack(command.mailAddress, requestValue(parseAckRequest(request.payload)));
-        return {};
+        return this.ack(command, request);
       case "msg.nak":
         if (ownership) await ownership.check(caller, command.mailAddress, "NAK its messages");
         return engine.nak(command.mailAddress, requestValue(parseNakRequest(request.payload)));
@@ -244,6 +236,37 @@ export class Mq9Service implements Mq9RequestHandler {
       default:
         throw new Mq9Error("UNKNOWN_SUBJECT", Errors.unknownSubject(request.subject));
     }
+  }
+
+  private async fetch(
+    command: FetchCommand,
+    request: Mq9Request,
+    span: RequestSpan | undefined,
+  ): Promise<ReplyBody> {
+    const fetch = requestValue(parseFetchRequest(request.payload));
+    if (fetch.member === undefined && request.clientName) fetch.member = request.clientName.slice(0, 128);
+    if (this.ownership) {
+      await this.ownership.check(request.principal, command.mailAddress, "FETCH from it");
+    }
+    const messages = await this.engine.fetch(
+      command.mailAddress,
+      fetch,
+      request.signal,
+      request.undelivered,
+      span && (() => span.child("mq9 long-poll wait")),
+    );
+    span?.set("messaging.batch.message_count", messages.length);
+    if (fetch.group_name) span?.set("messaging.consumer.group.name", fetch.group_name);
+    const headerParts = { bytes: fetch.include_header !== false, map: fetch.include_headers !== false };
+    return { error: "", messages, headerParts, rawPayloads: fetch.payload_format === "raw" };
+  }
+
+  private async ack(command: AckCommand, request: Mq9Request): Promise<ReplyBody> {
+    if (this.ownership) {
+      await this.ownership.check(request.principal, command.mailAddress, "ACK its messages");
+    }
+    await this.engine.ack(command.mailAddress, requestValue(parseAckRequest(request.payload)));
+    return { error: "" };
   }
 
   /** With users configured every request has a principal; one without is refused, never trusted. */
