@@ -114,10 +114,10 @@ describe("sqlite store: a write that fails changes nothing", () => {
     const dir = mkdtempSync(join(tmpdir(), "mq9-store-"));
     const first = new SqliteStore({ dataDir: dir });
     await first.createMailbox({ address: "box", ttlSeconds: 0, desc: "", createdMs: T0 }, T0);
-    const [before] = await first.append(
+    const [before] = (await first.append(
       [{ mailbox: "box", priority: "normal", payload: Buffer.from("a"), sentMs: T0 }],
       T0,
-    );
+    )) as { id: number }[];
     await first.close();
     // The reservation's write fails while the store opens (as on a full disk), and only then.
     const raw = new Database(join(dir, "mq9.db"));
@@ -129,10 +129,10 @@ describe("sqlite store: a write that fails changes nothing", () => {
     raw.exec("DROP TRIGGER refuse_INSERT; DROP TRIGGER refuse_UPDATE");
     raw.close();
     try {
-      const [sent] = await store.append(
+      const [sent] = (await store.append(
         [{ mailbox: "box", priority: "normal", payload: Buffer.from("b"), sentMs: T0 }],
         T0,
-      );
+      )) as { id: number }[];
       expect(sent.id).toBe(before.id + 1);
       const read = await store.read("box", { fromId: 0 }, { limit: 10, maxBytes: 1 << 20, nowMs: T0 });
       expect(read.map((m) => [m.id, Buffer.from(m.payload).toString()])).toEqual([
