@@ -1,5 +1,7 @@
 import type { AppendResult, NewMessage, Store } from "../store/store.js";
 
+const RESOLVED = Promise.resolve();
+
 /** Told once the commit holding a message is done: its result, or why the commit failed. */
 export type AppendDone = (err: unknown, result?: AppendResult) => void;
 
@@ -54,11 +56,15 @@ export class SendBatcher {
   private schedule(): void {
     if (this.scheduled || this.flushing) return;
     this.scheduled = true;
-    queueMicrotask(() => {
-      this.scheduled = false;
-      void this.flush();
-    });
+    // A resolved promise's reaction, not queueMicrotask: Node wraps each queueMicrotask callback
+    // in an AsyncResource of its own, an allocation and a scope per SEND batch.
+    RESOLVED.then(this.flushScheduled);
   }
+
+  private readonly flushScheduled = (): void => {
+    this.scheduled = false;
+    void this.flush();
+  };
 
   private async flush(): Promise<void> {
     this.flushing = true;

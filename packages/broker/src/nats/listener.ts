@@ -19,6 +19,8 @@ import { type OutboundBody, OutboundMessage } from "./outbound-message.js";
 import { isWellFormedSubject } from "./subject.js";
 import { SubscriptionRouter } from "./subscription-router.js";
 
+const RESOLVED = Promise.resolve();
+
 const DEFAULT_DRAIN_TIMEOUT_MS = 2000;
 const REFUSED_GRACE_MS = 1000;
 
@@ -333,7 +335,8 @@ export class NatsListener {
     if (prompt) {
       if (this.promptFlushScheduled) return;
       this.promptFlushScheduled = true;
-      queueMicrotask(this.promptFlush);
+      // Not queueMicrotask, which wraps each callback in an AsyncResource (see SendBatcher).
+      RESOLVED.then(this.promptFlush);
     } else if (!this.promptFlushScheduled && !this.turnFlushScheduled) {
       this.turnFlushScheduled = true;
       setImmediate(this.turnFlush);
