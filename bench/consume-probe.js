@@ -11,11 +11,37 @@
 //   STRACE=file    count the broker's system calls during the last round (strace -c -f)
 //   PERF=file      record the broker with perf during the last round (add
 //                  BENCH_MQ9_NODE_ARGS=--perf-basic-prof for JavaScript frames)
+//   HEAP=1         also print the bytes the broker's heap allocated per message during the drain
+//                  (preloads bench/heap-meter.cjs into the broker)
 
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { makeTempDir } from "./proc.js";
 import { sendWindow, startProbeBroker } from "./probe-broker.js";
 import { cpuTimes, threadCpuTimes } from "./proc.js";
 
 const N = Number(process.env.N ?? 5000);
+if (process.env.HEAP) {
+  const meter = path.join(path.dirname(fileURLToPath(import.meta.url)), "heap-meter.cjs");
+  process.env.BENCH_MQ9_NODE_ARGS = `${process.env.BENCH_MQ9_NODE_ARGS ?? ""} --require ${meter}`;
+  process.env.HEAP_METER_FILE = path.join(makeTempDir("heap-meter"), "marks");
+}
+/** The broker's heap and external bytes allocated since the previous call (HEAP=1). */
+async function heapMark(pid) {
+  const before = readMarks().length;
+  process.kill(pid, "SIGUSR2");
+  while (readMarks().length === before) await new Promise((r) => setTimeout(r, 5));
+  const [, heap, , external] = readMarks().at(-1).split(" ");
+  return { heap: Number(heap), external: Number(external) };
+}
+function readMarks() {
+  try {
+    return readFileSync(process.env.HEAP_METER_FILE, "utf8").split("\n").filter(Boolean);
+  } catch {
+    return [];
+  }
+}
 const { server, client, stop } = await startProbeBroker(
   process.env.CACHE_BYTES === undefined ? [] : ["--message-cache-bytes", process.env.CACHE_BYTES],
 );
@@ -45,7 +71,7 @@ async function round() {
     tracer = spawn("strace", ["-c", "-f", "-p", String(server.pid), "-o", process.env.STRACE]);
     await new Promise((r) => setTimeout(r, 1500));
   }
-  const { readFileSync } = await import("node:fs");
+  if (process.env.HEAP) await heapMark(server.pid);
   const us = () => {
     const f = readFileSync(`/proc/${server.pid}/stat`, "utf8").split(") ")[1].split(" ");
     return [Number(f[11]), Number(f[12])];
@@ -68,6 +94,7 @@ async function round() {
     await new Promise((r) => tracer.on("exit", r));
   }
   const elapsedMs = performance.now() - t0;
+  const heap = process.env.HEAP ? await heapMark(server.pid) : undefined;
   const c1 = cpuTimes(server.pid);
   const u1 = us();
   const threads1 = threadCpuTimes(server.pid);
@@ -78,6 +105,10 @@ async function round() {
       `broker CPU µs/msg ${perMessage(c1.allMs - c0.allMs)} (main thread ${perMessage(c1.mainMs - c0.mainMs)}; ` +
       `user ${perMessage((u1[0] - u0[0]) * 10)}, system ${perMessage((u1[1] - u0[1]) * 10)})`,
   );
+  if (heap)
+    console.log(
+      `  broker allocated per message: heap ${(heap.heap / got).toFixed(0)} B, external ${(heap.external / got).toFixed(0)} B`,
+    );
   // Threads other than the main one that used CPU during the drain (row worker, GC, libuv).
   const others = [];
   for (const [tid, t] of threads1 ?? []) {
