@@ -51,43 +51,45 @@ export function writeMessageItem(
   parts: ItemHeaderParts = BOTH,
   raw = false,
 ): void {
-  // ASCII pieces are joined and written with one call where they meet: each write crosses
-  // into C++, and an item of a plain message is then written with one call in raw form.
-  let pending: string;
+  // Numbers are written as digits and constant pieces as they are: no string is made per
+  // message unless it has headers, a key or tags.
+  out.ascii('{"msg_id":');
+  out.integer(message.id);
   if (raw) {
     // The payload follows the reply's JSON (see encodeReply); the item says how long it is.
-    pending = `{"msg_id":${message.id},"payload_len":${message.payload.byteLength},"priority":"${message.priority}`;
+    out.ascii(',"payload_len":');
+    out.integer(message.payload.byteLength);
+    out.ascii(',"priority":"');
   } else {
-    out.ascii(`{"msg_id":${message.id},"payload":"`);
+    out.ascii(',"payload":"');
     out.base64(message.payload);
-    pending = `","priority":"${message.priority}`;
+    out.ascii('","priority":"');
   }
+  out.ascii(message.priority);
   if (message.header) {
-    pending += parts.bytes ? `","header":${headerBytesJson(message.header)}` : '"';
+    out.ascii(parts.bytes ? `","header":${headerBytesJson(message.header)}` : '"');
     if (parts.map) {
-      out.ascii(`${pending},"headers":`);
+      out.ascii(',"headers":');
       out.text(headerBlockJson(message.header));
-      pending = "";
     }
   } else {
-    pending += '","header":null';
+    out.ascii('","header":null');
   }
   if (message.key !== undefined) {
-    out.ascii(`${pending},"key":`);
+    out.ascii(',"key":');
     out.text(JSON.stringify(message.key));
-    pending = "";
   }
   if (message.tags) {
-    out.ascii(`${pending},"tags":`);
+    out.ascii(',"tags":');
     out.text(JSON.stringify(message.tags));
-    pending = "";
   }
-  pending += `,"create_time":${Math.floor(message.createdMs / 1000)}`;
-  out.ascii(
-    message.deliveryCount === undefined
-      ? `${pending}}`
-      : `${pending},"delivery_count":${message.deliveryCount}}`,
-  );
+  out.ascii(',"create_time":');
+  out.integer(Math.floor(message.createdMs / 1000));
+  if (message.deliveryCount !== undefined) {
+    out.ascii(',"delivery_count":');
+    out.integer(message.deliveryCount);
+  }
+  out.ascii("}");
 }
 
 /** One message item as JSON text (see writeMessageItem). */
