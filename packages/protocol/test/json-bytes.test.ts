@@ -9,7 +9,19 @@ const written = (write: (out: JsonBytes) => void, sizeHint = 1): string => {
 
 describe("JSON written straight into bytes", () => {
   it("writes whole numbers as JSON.stringify does, from 0 to the largest safe integer", () => {
-    const numbers = [0, 1, 9, 10, 99, 100, 1234567, 2 ** 31, 2 ** 32 + 1, 1_800_000_000, Number.MAX_SAFE_INTEGER];
+    const numbers = [
+      0,
+      1,
+      9,
+      10,
+      99,
+      100,
+      1234567,
+      2 ** 31,
+      2 ** 32 + 1,
+      1_800_000_000,
+      Number.MAX_SAFE_INTEGER,
+    ];
     for (let n = 0; n < 2000; n += 7) numbers.push(n);
     for (const n of numbers) expect(written((out) => out.integer(n))).toBe(JSON.stringify(n));
   });

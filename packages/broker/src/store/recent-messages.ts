@@ -138,14 +138,49 @@ export class RecentMessages {
     if (!listed) return undefined;
     const { ids } = listed;
     const e = this.entries;
-    const messages: StoredMessage[] = [];
-    for (let k = listed.at; k < ids.length && messages.length < limit; k++) {
+    const picked: number[] = [];
+    for (let k = listed.at; k < ids.length && picked.length < limit; k++) {
       const i = this.find(ids[k]);
       // Listed but not here: not expected; the database answers.
       if (i === undefined) return undefined;
       if (e[i + 8] === 1 || e[i + 3] <= nowMs || e[i + 2] < fromCreatedMs) continue;
-      messages.push(this.messageAt(i));
+      picked.push(i);
     }
+    return this.messagesAt(picked);
+  }
+
+  /**
+   * The messages at `picked` (entry places, in id order). Their bytes usually lie back to back
+   * in the buffer: then they are copied at once, and each message's bytes are a view of that
+   * copy (which a message kept alive holds whole, as a pooled Buffer holds its pool).
+   */
+  private messagesAt(picked: readonly number[]): StoredMessage[] {
+    const messages: StoredMessage[] = new Array(picked.length);
+    if (picked.length === 0) return messages;
+    const e = this.entries;
+    const size = this.buffer.length;
+    const start = e[picked[0] + 4] % size;
+    let end = start;
+    let own = 0;
+    for (const i of picked) {
+      const at = e[i + 4] % size;
+      // Before the previous one's end: the buffer wrapped around in between.
+      if (at < end) {
+        end = -1;
+        break;
+      }
+      const length = Math.max(e[i + 5], 0) + e[i + 6];
+      own += length;
+      end = at + length;
+    }
+    // Other mailboxes' messages in between would be copied too: only a little of them.
+    if (end < 0 || picked.length === 1 || end - start > 2 * own + 4096) {
+      for (let k = 0; k < picked.length; k++) messages[k] = this.messageAt(picked[k]);
+      return messages;
+    }
+    const copy = Buffer.allocUnsafeSlow(end - start);
+    this.buffer.copy(copy, 0, start, end);
+    for (let k = 0; k < picked.length; k++) messages[k] = this.messageAt(picked[k], copy, start);
     return messages;
   }
 
@@ -155,25 +190,33 @@ export class RecentMessages {
     return this.messageAt(i);
   }
 
-  private messageAt(i: number): StoredMessage {
+  /** The message at entry place `i`, its bytes copied, or viewed in `copy` (the buffer's bytes from `copiedFrom` on). */
+  private messageAt(i: number, copy?: Buffer, copiedFrom = 0): StoredMessage {
     const e = this.entries;
     const id = e[i];
     const at = e[i + 4] % this.buffer.length;
     const headerLength = e[i + 5];
     const payloadAt = at + Math.max(headerLength, 0);
-    const [key, tags] = this.strings.get(id) ?? [null, null];
+    const payloadEnd = payloadAt + e[i + 6];
+    const strings = this.strings.size > 0 ? this.strings.get(id) : undefined;
+    const tags = strings?.[1] ?? null;
     const expiresMs = e[i + 3];
     return {
       id,
       priority: PRIORITIES[e[i + 1]],
-      key: key ?? undefined,
+      key: strings?.[0] ?? undefined,
       tags: tags === null ? undefined : (JSON.parse(tags) as string[]),
-      header: headerLength === NONE ? undefined : Buffer.from(this.buffer.subarray(at, payloadAt)),
-      payload: Buffer.from(this.buffer.subarray(payloadAt, payloadAt + e[i + 6])),
+      header: headerLength === NONE ? undefined : this.bytesAt(at, payloadAt, copy, copiedFrom),
+      payload: this.bytesAt(payloadAt, payloadEnd, copy, copiedFrom),
       createdMs: e[i + 2],
       expiresMs: Number.isNaN(expiresMs) ? undefined : expiresMs,
       deliveryCount: undefined,
     };
+  }
+
+  private bytesAt(start: number, end: number, copy: Buffer | undefined, copiedFrom: number): Buffer {
+    if (copy) return copy.subarray(start - copiedFrom, end - copiedFrom);
+    return Buffer.from(this.buffer.subarray(start, end));
   }
 
   /**
