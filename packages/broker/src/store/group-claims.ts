@@ -1,5 +1,5 @@
 import { priorityRank } from "@mq9/protocol";
-import { GroupLeases, type Lease, type PriorDeliveries } from "./group-leases.js";
+import { type CoveredLeases, GroupLeases, type Lease, type PriorDeliveries } from "./group-leases.js";
 import { type GroupLeaseReport, leaseInfoOf } from "./lease-inspection.js";
 import { type ClassRead, RANKS, takeByPriority } from "./message-reads.js";
 import { type MessageRow, messageRowOf } from "./message-row-writer.js";
@@ -142,11 +142,13 @@ export class GroupClaims {
         if (leases.overLimit(leases.deliveries(m.id))) leases.holdExhausted(m.id, priorityRank[m.priority]);
         else taken.push(m);
       }
-      const made = leases.lease(
-        taken.map((m) => ({ id: m.id, rank: priorityRank[m.priority] })),
-        options.nowMs + options.leaseMs,
-        options.member,
-      );
+      const takenIds = new Array<number>(taken.length);
+      const takenRanks = new Array<number>(taken.length);
+      for (let i = 0; i < taken.length; i++) {
+        takenIds[i] = taken[i].id;
+        takenRanks[i] = priorityRank[taken[i].priority];
+      }
+      const made = leases.lease(takenIds, takenRanks, options.nowMs + options.leaseMs, options.member);
       // Counts past the first are kept, so a restart does not give a failing message more tries.
       const counted = made.some((lease) => lease.count > 1);
       // Most claims write nothing: their reads need no transaction of their own.
@@ -261,52 +263,58 @@ export class GroupClaims {
     const state = this.rowOf(mbox, group);
     if (!state) return;
     const leases = this.leasesOf(mbox, group, state);
-    const held = new Map<number, number>();
-    for (const id of msgIds) {
+    const held: CoveredLeases = { ids: [], ranks: [] };
+    for (const id of new Set(msgIds)) {
       const lease = leases.leaseOf(id);
-      if (lease && leases.isExhausted(lease, nowMs)) held.set(id, lease.rank);
+      if (lease && leases.isExhausted(lease, nowMs)) {
+        held.ids.push(id);
+        held.ranks.push(lease.rank);
+      }
     }
-    if (held.size === 0) return;
+    if (held.ids.length === 0) return;
     leases.change(() =>
       this.transactions.committed(() => {
         this.release(mbox, group, state, leases, held, nowMs);
-        this.stmt.addDeadLettered.run(held.size, mbox, group);
-        this.changeRow(leases, state, { dead_lettered: state.dead_lettered + held.size });
+        this.stmt.addDeadLettered.run(held.ids.length, mbox, group);
+        this.changeRow(leases, state, { dead_lettered: state.dead_lettered + held.ids.length });
       }),
     );
   }
 
-  /** Takes `covered` (id → rank) out of flight as ACKed, and moves the class cursors past what it can. */
+  /** Takes `covered` out of flight as ACKed, and moves the class cursors past what it can. */
   private release(
     mbox: number,
     group: string,
     row: GroupRow,
     leases: GroupLeases,
-    covered: ReadonlyMap<number, number>,
+    covered: CoveredLeases,
     nowMs: number,
   ): true {
     const cursors = [row.cursor0, row.cursor1, row.cursor2];
-    const counted = [...covered.keys()].filter((id) => leases.leaseOf(id)?.saved);
-    leases.release(covered.keys());
+    const { ids, ranks } = covered;
+    let counted: number[] | undefined;
+    for (const id of ids) if (leases.leaseOf(id)?.saved) (counted ??= []).push(id);
+    leases.release(ids);
     const moved = leases.cursorsAfterRelease(cursors);
     const next = [...cursors];
-    const written = new Set<number>();
+    let written: Set<number> | undefined;
+    // ACKs the cursor does not pass are written: they must outlive a restart. Each class's are
+    // written before its cursor is looked for below (firstUnackedFrom reads them).
+    for (let k = 0; k < ids.length; k++) {
+      const rank = ranks[k];
+      if (ids[k] < (moved[rank] ?? Number.NEGATIVE_INFINITY)) continue;
+      this.stmt.insertAcked.run(mbox, group, ids[k], rank);
+      (written ??= new Set()).add(ids[k]);
+      leases.addAcked(ids[k], rank);
+    }
     for (const rank of RANKS) {
-      // ACKs the cursor does not pass are written: they must outlive a restart.
-      const stays = moved[rank] ?? Number.NEGATIVE_INFINITY;
-      for (const [id, r] of covered) {
-        if (r !== rank || id < stays) continue;
-        this.stmt.insertAcked.run(mbox, group, id, rank);
-        written.add(id);
-        leases.addAcked(id, rank);
-      }
       next[rank] = moved[rank] ?? this.firstUnackedFrom(mbox, group, rank, cursors[rank], nowMs);
       if (next[rank] !== cursors[rank] && leases.dropAckedBelow(rank, next[rank])) {
         this.stmt.pruneDeliveries.run(mbox, group, rank, next[rank]);
       }
     }
     // A count row not turned into an ACK row goes: the message is done with.
-    for (const id of counted) if (!written.has(id)) this.stmt.removeCount.run(mbox, group, id);
+    for (const id of counted ?? []) if (!written?.has(id)) this.stmt.removeCount.run(mbox, group, id);
     if (next.some((cursor, rank) => cursor !== cursors[rank])) {
       this.stmt.setCursors.run(next[0], next[1], next[2], mbox, group);
       this.changeRow(leases, row, { cursor0: next[0], cursor1: next[1], cursor2: next[2] });

@@ -22,6 +22,12 @@ export interface Lease extends LeaseTimes {
   saved?: boolean;
 }
 
+/** Leased messages an ACK covers, in batch order, and their classes (parallel arrays). */
+export interface CoveredLeases {
+  ids: number[];
+  ranks: number[];
+}
+
 /** What a group knew of a message's deliveries before a restart (its count row). */
 export interface PriorDeliveries {
   count: number;
@@ -109,40 +115,42 @@ export class GroupLeases {
   }
 
   /**
-   * Leases a claim's messages to the group as one batch; each one's delivery count goes up.
+   * Leases a claim's messages (`ids`, of classes `ranks`) to the group as one batch; each one's
+   * delivery count goes up. The leases keep `ids` as their batch's: the caller must not change it.
    * Returns the leases made, in order.
    */
-  lease(messages: readonly { id: number; rank: number }[], untilMs: number, member?: string): Lease[] {
+  lease(ids: readonly number[], ranks: readonly number[], untilMs: number, member?: string): Lease[] {
     const batch = this.nextBatch++;
-    const made: Lease[] = new Array(messages.length);
-    const batchIds = messages.map((m) => m.id);
+    const made: Lease[] = new Array(ids.length);
     // What the undo puts back: most claims lease fresh messages, with nothing to remember per message.
     const delivered = this.undo ? [...this.delivered] : undefined;
-    const replaced: { id: number; lease?: Lease; prior?: PriorDeliveries }[] = [];
-    for (let pos = 0; pos < messages.length; pos++) {
-      const { id, rank } = messages[pos];
-      const previous = this.leases.get(id);
+    let replaced: { id: number; lease?: Lease; prior?: PriorDeliveries }[] | undefined;
+    const leases = this.leases;
+    for (let pos = 0; pos < ids.length; pos++) {
+      const id = ids[pos];
+      const rank = ranks[pos];
+      const previous = leases.get(id);
       const known = this.prior.size > 0 ? this.prior.get(id) : undefined;
-      if (delivered && (previous || known)) replaced.push({ id, lease: previous, prior: known });
+      if (delivered && (previous || known)) (replaced ??= []).push({ id, lease: previous, prior: known });
       const lease: Lease = {
         rank,
         batch,
         pos,
-        batchIds,
+        batchIds: ids,
         untilMs,
         count: (previous?.count ?? known?.count ?? 0) + 1,
         member,
         saved: previous?.saved === true || known !== undefined ? true : undefined,
       };
-      this.leases.set(id, lease);
+      leases.set(id, lease);
       if (known) this.prior.delete(id);
       made[pos] = lease;
       if (id > this.delivered[rank]) this.delivered[rank] = id;
     }
     if (delivered) {
       this.undo!.push(() => {
-        for (const id of batchIds) this.leases.delete(id);
-        for (const { id, lease, prior } of replaced) {
+        for (const id of ids) this.leases.delete(id);
+        for (const { id, lease, prior } of replaced ?? []) {
           if (lease) this.leases.set(id, lease);
           if (prior) this.prior.set(id, prior);
         }
@@ -273,34 +281,38 @@ export class GroupLeases {
   }
 
   /** The leases an ACK of `id` covers (its batch, up to its position), with their ranks; undefined when `id` is not leased. */
-  coveredBy(id: number): Map<number, number> | undefined {
+  coveredBy(id: number): CoveredLeases | undefined {
     const acked = this.leases.get(id);
     if (!acked) return undefined;
     // A lease given back (or held for dead letters) stands alone.
-    if (acked.batch < 0) return new Map([[id, acked.rank]]);
-    const covered = new Map<number, number>();
+    if (acked.batch < 0) return { ids: [id], ranks: [acked.rank] };
+    const covered: CoveredLeases = { ids: [], ranks: [] };
     // Those of its batch still held as they were leased (not given back, not leased again).
     const ids = acked.batchIds ?? [];
     for (let pos = 0; pos <= acked.pos && pos < ids.length; pos++) {
       const lease = this.leases.get(ids[pos]);
-      if (lease !== undefined && lease.batch === acked.batch && lease.pos === pos)
-        covered.set(ids[pos], lease.rank);
+      if (lease !== undefined && lease.batch === acked.batch && lease.pos === pos) {
+        covered.ids.push(ids[pos]);
+        covered.ranks.push(lease.rank);
+      }
     }
     return covered;
   }
 
   /** Takes ACKed messages out of flight. */
-  release(ids: Iterable<number>): void {
-    const released: [number, Lease][] = [];
-    for (const id of ids) {
-      const lease = this.leases.get(id);
+  release(ids: readonly number[]): void {
+    // Kept for the undo by position in `ids` (undefined: not leased), no pair per message.
+    let released: (Lease | undefined)[] | undefined;
+    for (let k = 0; k < ids.length; k++) {
+      const lease = this.leases.get(ids[k]);
       if (!lease) continue;
-      this.leases.delete(id);
-      released.push([id, lease]);
+      this.leases.delete(ids[k]);
+      if (this.undo) (released ??= new Array(ids.length))[k] = lease;
     }
-    if (released.length > 0) {
-      this.undo?.push(() => {
-        for (const [id, lease] of released) this.leases.set(id, lease);
+    if (released) {
+      const kept = released;
+      this.undo!.push(() => {
+        for (let k = 0; k < ids.length; k++) if (kept[k]) this.leases.set(ids[k], kept[k]!);
       });
     }
   }
