@@ -138,7 +138,8 @@ export class GroupClaims {
       const candidates = this.claimable(mbox, group, cursors, leases, options);
       // Used up before a restart: held for the dead-letter sweep, not delivered again.
       const taken: StoredMessage[] = [];
-      for (const m of candidates) {
+      for (let i = 0; i < candidates.length; i++) {
+        const m = candidates[i];
         if (leases.overLimit(leases.deliveries(m.id))) leases.holdExhausted(m.id, priorityRank[m.priority]);
         else taken.push(m);
       }
@@ -293,7 +294,7 @@ export class GroupClaims {
     const cursors = [row.cursor0, row.cursor1, row.cursor2];
     const { ids, ranks } = covered;
     let counted: number[] | undefined;
-    for (const id of ids) if (leases.leaseOf(id)?.saved) (counted ??= []).push(id);
+    for (let k = 0; k < ids.length; k++) if (leases.leaseOf(ids[k])?.saved) (counted ??= []).push(ids[k]);
     leases.release(ids);
     const moved = leases.cursorsAfterRelease(cursors);
     const next = [...cursors];

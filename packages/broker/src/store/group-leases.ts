@@ -330,7 +330,9 @@ export class GroupLeases {
    */
   cursorsAfterRelease(cursors: readonly number[]): (number | undefined)[] {
     const lowest = this.delivered.map((d) => d + 1);
-    for (const [id, lease] of this.leases) if (id < lowest[lease.rank]) lowest[lease.rank] = id;
+    this.leases.forEach((lease, id) => {
+      if (id < lowest[lease.rank]) lowest[lease.rank] = id;
+    });
     return cursors.map((cursor, rank) => (this.gap[rank] ? undefined : Math.max(cursor, lowest[rank])));
   }
 

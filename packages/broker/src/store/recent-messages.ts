@@ -162,7 +162,8 @@ export class RecentMessages {
     const start = e[picked[0] + 4] % size;
     let end = start;
     let own = 0;
-    for (const i of picked) {
+    for (let k = 0; k < picked.length; k++) {
+      const i = picked[k];
       const at = e[i + 4] % size;
       // Before the previous one's end: the buffer wrapped around in between.
       if (at < end) {
