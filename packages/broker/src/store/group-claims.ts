@@ -293,19 +293,19 @@ export class GroupClaims {
   ): true {
     const cursors = [row.cursor0, row.cursor1, row.cursor2];
     const { ids, ranks } = covered;
-    let counted: number[] | undefined;
-    for (let k = 0; k < ids.length; k++) if (leases.leaseOf(ids[k])?.saved) (counted ??= []).push(ids[k]);
+    const counted: number[] = [];
+    for (let k = 0; k < ids.length; k++) if (leases.leaseOf(ids[k])?.saved) counted.push(ids[k]);
     leases.release(ids);
     const moved = leases.cursorsAfterRelease(cursors);
     const next = [...cursors];
-    let written: Set<number> | undefined;
+    const written = new Set<number>();
     // ACKs the cursor does not pass are written: they must outlive a restart. Each class's are
     // written before its cursor is looked for below (firstUnackedFrom reads them).
     for (let k = 0; k < ids.length; k++) {
       const rank = ranks[k];
       if (ids[k] < (moved[rank] ?? Number.NEGATIVE_INFINITY)) continue;
       this.stmt.insertAcked.run(mbox, group, ids[k], rank);
-      (written ??= new Set()).add(ids[k]);
+      written.add(ids[k]);
       leases.addAcked(ids[k], rank);
     }
     for (const rank of RANKS) {
@@ -315,7 +315,7 @@ export class GroupClaims {
       }
     }
     // A count row not turned into an ACK row goes: the message is done with.
-    for (const id of counted ?? []) if (!written?.has(id)) this.stmt.removeCount.run(mbox, group, id);
+    for (const id of counted) if (!written.has(id)) this.stmt.removeCount.run(mbox, group, id);
     if (next.some((cursor, rank) => cursor !== cursors[rank])) {
       this.stmt.setCursors.run(next[0], next[1], next[2], mbox, group);
       this.changeRow(leases, row, { cursor0: next[0], cursor1: next[1], cursor2: next[2] });

@@ -131,7 +131,10 @@ export class GroupLeases {
       const rank = ranks[pos];
       const previous = leases.get(id);
       const known = this.prior.size > 0 ? this.prior.get(id) : undefined;
-      if (delivered && (previous || known)) (replaced ??= []).push({ id, lease: previous, prior: known });
+      if (delivered && (previous || known)) {
+        replaced ??= [];
+        replaced.push({ id, lease: previous, prior: known });
+      }
       const lease: Lease = {
         rank,
         batch,
@@ -307,7 +310,10 @@ export class GroupLeases {
       const lease = this.leases.get(ids[k]);
       if (!lease) continue;
       this.leases.delete(ids[k]);
-      if (this.undo) (released ??= new Array(ids.length))[k] = lease;
+      if (this.undo) {
+        released ??= new Array(ids.length);
+        released[k] = lease;
+      }
     }
     if (released) {
       const kept = released;
