@@ -17,9 +17,8 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { makeTempDir } from "./proc.js";
 import { sendWindow, startProbeBroker } from "./probe-broker.js";
-import { cpuTimes, threadCpuTimes } from "./proc.js";
+import { cpuTimes, makeTempDir, threadCpuTimes } from "./proc.js";
 
 const N = Number(process.env.N ?? 5000);
 if (process.env.HEAP) {
