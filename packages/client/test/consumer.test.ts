@@ -1,4 +1,4 @@
-import { boxName, eventually, sleep, startBroker } from "@mq9/testkit";
+import { boxName, eventually, sleep } from "@mq9/testkit";
 import { describe, expect, it } from "vitest";
 import { type ConsumedMessage, connect, type Mq9Client, type Mq9Error } from "../src/index.js";
 import { cleanups, leftOver, quiet, setup, setupProxied } from "./consume-fixtures.js";
