@@ -13,11 +13,13 @@ export type AppendDone = (err: unknown, result?: AppendResult) => void;
  * SEND is the hottest path, and a promise per message was a measurable part of its cost.
  *
  * A store that appends elsewhere (a database server shared by several brokers) costs a round
- * trip and a commit per batch. Under concurrent load, when fewer messages wait than the last
- * batch held, the next commit waits for that many, at most as long as the last commit took (and
- * `lingerMs`). Otherwise each broker of a cluster, holding only its share of the requests, would
- * commit ever smaller batches as brokers are added, and pay per batch what one broker pays per
- * bigger one. A caller alone (batches of one) never waits.
+ * trip and a commit per batch, and a broker commits one batch at a time. Under concurrent load
+ * the next commit waits for the callers the last one answers to send again (as many more
+ * messages as it held), at most as long as the last commit took (and `lingerMs`). Otherwise the
+ * callers split into two halves, one committing while the other waits in the queue: batches of
+ * half the requests in flight, twice the commits, and each broker of a cluster, holding only its
+ * share of the requests, pays per batch what one broker pays per bigger one. A caller alone
+ * (batches of one) never waits.
  */
 export class SendBatcher {
   /** Queued messages and, at the same index, whom to tell once each is committed. */
@@ -37,7 +39,7 @@ export class SendBatcher {
     private readonly onCommitted: (batch: readonly NewMessage[], results: AppendResult[]) => void,
     private readonly now: () => number = Date.now,
     private readonly maxBatch = 4096,
-    private readonly lingerMs = store.capabilities.appendsElsewhere ? 5 : 0,
+    private readonly lingerMs = store.capabilities.appendsElsewhere ? 20 : 0,
   ) {}
 
   append(message: NewMessage, done: AppendDone): void {
@@ -88,11 +90,12 @@ export class SendBatcher {
   }
 
   /**
-   * The next commit: at once, or, when fewer messages wait than the last batch (`last`) held, once
-   * that many wait or the last commit's duration (at most lingerMs) passed.
+   * The next commit: once `last` (the size of the batch about to be answered) more messages wait
+   * than wait now, or the last commit's duration (at most lingerMs) passed.
    */
   private commitSoon(last: number): ReturnType<SendBatcher["commitNext"]> {
-    if (this.lingerMs <= 0 || last < 2 || this.messages.length >= last) return this.commitNext();
+    if (this.lingerMs <= 0 || last < 2 || this.messages.length >= this.maxBatch) return this.commitNext();
+    const enough = Math.min(this.maxBatch, this.messages.length + last);
     return new Promise<void>((resolve) => {
       const timer = setTimeout(() => go(), Math.min(this.lingerMs, this.lastCommitMs));
       const go = () => {
@@ -100,7 +103,7 @@ export class SendBatcher {
         this.lingering = undefined;
         resolve();
       };
-      this.lingering = { enough: last, go };
+      this.lingering = { enough, go };
     }).then(() => this.commitNext() ?? { messages: [], dones: [], results: [] });
   }
 
