@@ -12,6 +12,7 @@ import type {
   VectorSelector,
   VectorStore,
 } from "./vector-store.js";
+import { checkVectorLengths } from "./vector-store.js";
 
 /*
  * The slices of @lancedb/lancedb and apache-arrow used here. Both are optional
@@ -347,13 +348,7 @@ export class LanceDbVectorStore implements VectorStore {
     if (items.length === 0) return;
     await this.serial(async () => {
       if (this.dimensions === undefined) this.useDimensions(items[0].vector.length);
-      for (const item of items) {
-        if (item.vector.length !== this.dimensions) {
-          throw new Error(
-            `card vector of length ${item.vector.length} for a store of length ${this.dimensions}; clear the store when the model changes`,
-          );
-        }
-      }
+      checkVectorLengths(items, this.dimensions, "card vector");
       const unique = [...new Map(items.map((item) => [item.agent, item])).values()];
       try {
         this.cards ??= await this.db.createEmptyTable(CARDS, this.cardSchema);
@@ -415,12 +410,8 @@ export class LanceDbVectorStore implements VectorStore {
     if (items.length === 0) return;
     await this.serial(async () => {
       if (this.dimensions === undefined) this.useDimensions(items[0].vector.length);
+      checkVectorLengths(items, this.dimensions, "vector");
       for (const item of items) {
-        if (item.vector.length !== this.dimensions) {
-          throw new Error(
-            `vector of length ${item.vector.length} for a store of length ${this.dimensions}; clear the store when the model changes`,
-          );
-        }
         if (!Number.isSafeInteger(item.id)) throw new Error(`vector id ${item.id} is not an integer`);
       }
       // One item per id: the last one wins, as a sequence of upserts would have it.

@@ -21,6 +21,7 @@ import type {
   VectorSelector,
   VectorStore,
 } from "./vector-store.js";
+import { checkVectorLengths } from "./vector-store.js";
 
 /** The slice of hnswlib-node used here (an optional dependency, so its types may be absent). */
 interface Hnsw {
@@ -346,20 +347,18 @@ export class LocalVectorStore implements VectorStore {
     }
   }
 
+  /** The first vector written sets the store's length. */
+  private adoptDimensions(length: number): void {
+    if (this.dimensions !== undefined) return;
+    this.dimensions = length;
+    this.stmt.setMeta.run("dimensions", String(length));
+    this.pending = new FlatVectors(length);
+  }
+
   async upsert(items: VectorItem[]): Promise<void> {
     if (items.length === 0) return;
-    if (this.dimensions === undefined) {
-      this.dimensions = items[0].vector.length;
-      this.stmt.setMeta.run("dimensions", String(this.dimensions));
-      this.pending = new FlatVectors(this.dimensions);
-    }
-    for (const item of items) {
-      if (item.vector.length !== this.dimensions) {
-        throw new Error(
-          `vector of length ${item.vector.length} for a store of length ${this.dimensions}; clear the store when the model changes`,
-        );
-      }
-    }
+    this.adoptDimensions(items[0].vector.length);
+    checkVectorLengths(items, this.dimensions, "vector");
     try {
       this.db.transaction(() => {
         for (const item of items) {
@@ -538,18 +537,8 @@ export class LocalVectorStore implements VectorStore {
 
   async upsertCards(items: CardItem[]): Promise<void> {
     if (items.length === 0) return;
-    if (this.dimensions === undefined) {
-      this.dimensions = items[0].vector.length;
-      this.stmt.setMeta.run("dimensions", String(this.dimensions));
-      this.pending = new FlatVectors(this.dimensions);
-    }
-    for (const item of items) {
-      if (item.vector.length !== this.dimensions) {
-        throw new Error(
-          `card vector of length ${item.vector.length} for a store of length ${this.dimensions}; clear the store when the model changes`,
-        );
-      }
-    }
+    this.adoptDimensions(items[0].vector.length);
+    checkVectorLengths(items, this.dimensions, "card vector");
     try {
       this.db.transaction(() => {
         for (const { agent, vector: v } of items) {

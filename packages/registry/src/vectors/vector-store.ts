@@ -68,3 +68,18 @@ export interface VectorStore {
   /** For stores with an approximate index: how far its build is (exposed as metrics). */
   status?(): VectorIndexStatus;
 }
+
+/** Throws unless every item's vector has the store's length: a model change needs a cleared store. */
+export function checkVectorLengths(
+  items: readonly { vector: { length: number } }[],
+  dimensions: number | undefined,
+  what: "vector" | "card vector",
+): void {
+  for (const { vector } of items) {
+    if (vector.length !== dimensions) {
+      throw new Error(
+        `${what} of length ${vector.length} for a store of length ${dimensions}; clear the store when the model changes`,
+      );
+    }
+  }
+}

@@ -1,4 +1,36 @@
 /**
+ * The end of mq9_claim in the migrations that redefine it: the candidates placed in priority
+ * then id order, cut at the claim's count and byte budget, leased and marked delivered.
+ */
+const CLAIM_TAIL = `  placed AS (
+    SELECT c.*, row_number() OVER w AS pos,
+           coalesce(sum(octet_length(c.payload)) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before,
+           lag(c.priority) OVER w AS prev_rank
+    FROM candidates c WINDOW w AS (ORDER BY c.priority, c.msg_id)),
+  -- The byte budget as the SQLite store applies it: at least one message, none past the limit,
+  -- and a class is not started once the budget is spent; the first row over ends the claim.
+  judged AS (
+    SELECT p.*, bool_or(p.pos > p_limit OR (p.before > 0 AND (p.before + octet_length(p.payload) > p_max_bytes
+                  OR (p.prev_rank IS DISTINCT FROM p.priority AND p.before >= p_max_bytes)))) OVER (ORDER BY p.pos) AS over
+    FROM placed p),
+  taken AS (SELECT * FROM judged j WHERE NOT j.over),
+  leased AS (
+    INSERT INTO deliveries AS dl (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked, member)
+    SELECT box.id, p_group, t.msg_id, t.priority, st.batch, t.pos, p_lease_until, false, p_member FROM taken t
+    ON CONFLICT (mbox, msg_id, grp) DO UPDATE
+      SET batch = excluded.batch, pos = excluded.pos, lease_until_ms = excluded.lease_until_ms, member = excluded.member),
+  marked AS (
+    UPDATE groups g SET
+      delivered0 = greatest(g.delivered0, (SELECT max(t.msg_id) FROM taken t WHERE t.priority = 0)),
+      delivered1 = greatest(g.delivered1, (SELECT max(t.msg_id) FROM taken t WHERE t.priority = 1)),
+      delivered2 = greatest(g.delivered2, (SELECT max(t.msg_id) FROM taken t WHERE t.priority = 2))
+    WHERE g.mbox = box.id AND g.name = p_group)
+  SELECT t.msg_id, t.priority, t.msg_key, t.tags, t.header, t.payload, t.created_ms, t.expires_ms, 1
+  FROM taken t ORDER BY t.pos;
+END
+$fn$;`;
+
+/**
  * The PostgreSQL store's tables, as numbered migrations: migration i takes a database at version i
  * to version i + 1. Applied at start, under an advisory lock, each in its own transaction with the
  * version bump; a database at a newer version than this build knows is refused.
@@ -748,33 +780,7 @@ BEGIN
              WHERE m.mbox = box.id AND m.priority = k.rank AND m.msg_id > k.past
                AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
              ORDER BY m.msg_id LIMIT p_limit) picked),
-  placed AS (
-    SELECT c.*, row_number() OVER w AS pos,
-           coalesce(sum(octet_length(c.payload)) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before,
-           lag(c.priority) OVER w AS prev_rank
-    FROM candidates c WINDOW w AS (ORDER BY c.priority, c.msg_id)),
-  -- The byte budget as the SQLite store applies it: at least one message, none past the limit,
-  -- and a class is not started once the budget is spent; the first row over ends the claim.
-  judged AS (
-    SELECT p.*, bool_or(p.pos > p_limit OR (p.before > 0 AND (p.before + octet_length(p.payload) > p_max_bytes
-                  OR (p.prev_rank IS DISTINCT FROM p.priority AND p.before >= p_max_bytes)))) OVER (ORDER BY p.pos) AS over
-    FROM placed p),
-  taken AS (SELECT * FROM judged j WHERE NOT j.over),
-  leased AS (
-    INSERT INTO deliveries AS dl (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked, member)
-    SELECT box.id, p_group, t.msg_id, t.priority, st.batch, t.pos, p_lease_until, false, p_member FROM taken t
-    ON CONFLICT (mbox, msg_id, grp) DO UPDATE
-      SET batch = excluded.batch, pos = excluded.pos, lease_until_ms = excluded.lease_until_ms, member = excluded.member),
-  marked AS (
-    UPDATE groups g SET
-      delivered0 = greatest(g.delivered0, (SELECT max(t.msg_id) FROM taken t WHERE t.priority = 0)),
-      delivered1 = greatest(g.delivered1, (SELECT max(t.msg_id) FROM taken t WHERE t.priority = 1)),
-      delivered2 = greatest(g.delivered2, (SELECT max(t.msg_id) FROM taken t WHERE t.priority = 2))
-    WHERE g.mbox = box.id AND g.name = p_group)
-  SELECT t.msg_id, t.priority, t.msg_key, t.tags, t.header, t.payload, t.created_ms, t.expires_ms, 1
-  FROM taken t ORDER BY t.pos;
-END
-$fn$;
+${CLAIM_TAIL}
 
 CREATE OR REPLACE FUNCTION mq9_ack(p_address text, p_group text, p_msg_id bigint, p_now bigint)
 RETURNS boolean LANGUAGE plpgsql VOLATILE AS $fn$
@@ -1078,33 +1084,7 @@ BEGIN
              WHERE m.mbox = box.id AND m.priority = k.rank AND m.msg_id > k.past AND m.msg_id < hz
                AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
              ORDER BY m.msg_id LIMIT p_limit) picked),
-  placed AS (
-    SELECT c.*, row_number() OVER w AS pos,
-           coalesce(sum(octet_length(c.payload)) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before,
-           lag(c.priority) OVER w AS prev_rank
-    FROM candidates c WINDOW w AS (ORDER BY c.priority, c.msg_id)),
-  -- The byte budget as the SQLite store applies it: at least one message, none past the limit,
-  -- and a class is not started once the budget is spent; the first row over ends the claim.
-  judged AS (
-    SELECT p.*, bool_or(p.pos > p_limit OR (p.before > 0 AND (p.before + octet_length(p.payload) > p_max_bytes
-                  OR (p.prev_rank IS DISTINCT FROM p.priority AND p.before >= p_max_bytes)))) OVER (ORDER BY p.pos) AS over
-    FROM placed p),
-  taken AS (SELECT * FROM judged j WHERE NOT j.over),
-  leased AS (
-    INSERT INTO deliveries AS dl (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked, member)
-    SELECT box.id, p_group, t.msg_id, t.priority, st.batch, t.pos, p_lease_until, false, p_member FROM taken t
-    ON CONFLICT (mbox, msg_id, grp) DO UPDATE
-      SET batch = excluded.batch, pos = excluded.pos, lease_until_ms = excluded.lease_until_ms, member = excluded.member),
-  marked AS (
-    UPDATE groups g SET
-      delivered0 = greatest(g.delivered0, (SELECT max(t.msg_id) FROM taken t WHERE t.priority = 0)),
-      delivered1 = greatest(g.delivered1, (SELECT max(t.msg_id) FROM taken t WHERE t.priority = 1)),
-      delivered2 = greatest(g.delivered2, (SELECT max(t.msg_id) FROM taken t WHERE t.priority = 2))
-    WHERE g.mbox = box.id AND g.name = p_group)
-  SELECT t.msg_id, t.priority, t.msg_key, t.tags, t.header, t.payload, t.created_ms, t.expires_ms, 1
-  FROM taken t ORDER BY t.pos;
-END
-$fn$;
+${CLAIM_TAIL}
 
 `,
   // A claim reads each priority class with the class a constant, not a value joined from a list:
@@ -1168,33 +1148,7 @@ BEGIN
      WHERE m.mbox = box.id AND m.priority = 2 AND m.msg_id > st.delivered2 AND m.msg_id < hz
        AND (m.expires_ms IS NULL OR m.expires_ms > p_now)
      ORDER BY m.msg_id LIMIT p_limit)),
-  placed AS (
-    SELECT c.*, row_number() OVER w AS pos,
-           coalesce(sum(octet_length(c.payload)) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before,
-           lag(c.priority) OVER w AS prev_rank
-    FROM candidates c WINDOW w AS (ORDER BY c.priority, c.msg_id)),
-  -- The byte budget as the SQLite store applies it: at least one message, none past the limit,
-  -- and a class is not started once the budget is spent; the first row over ends the claim.
-  judged AS (
-    SELECT p.*, bool_or(p.pos > p_limit OR (p.before > 0 AND (p.before + octet_length(p.payload) > p_max_bytes
-                  OR (p.prev_rank IS DISTINCT FROM p.priority AND p.before >= p_max_bytes)))) OVER (ORDER BY p.pos) AS over
-    FROM placed p),
-  taken AS (SELECT * FROM judged j WHERE NOT j.over),
-  leased AS (
-    INSERT INTO deliveries AS dl (mbox, grp, msg_id, priority, batch, pos, lease_until_ms, acked, member)
-    SELECT box.id, p_group, t.msg_id, t.priority, st.batch, t.pos, p_lease_until, false, p_member FROM taken t
-    ON CONFLICT (mbox, msg_id, grp) DO UPDATE
-      SET batch = excluded.batch, pos = excluded.pos, lease_until_ms = excluded.lease_until_ms, member = excluded.member),
-  marked AS (
-    UPDATE groups g SET
-      delivered0 = greatest(g.delivered0, (SELECT max(t.msg_id) FROM taken t WHERE t.priority = 0)),
-      delivered1 = greatest(g.delivered1, (SELECT max(t.msg_id) FROM taken t WHERE t.priority = 1)),
-      delivered2 = greatest(g.delivered2, (SELECT max(t.msg_id) FROM taken t WHERE t.priority = 2))
-    WHERE g.mbox = box.id AND g.name = p_group)
-  SELECT t.msg_id, t.priority, t.msg_key, t.tags, t.header, t.payload, t.created_ms, t.expires_ms, 1
-  FROM taken t ORDER BY t.pos;
-END
-$fn$;
+${CLAIM_TAIL}
 `,
 ];
 
