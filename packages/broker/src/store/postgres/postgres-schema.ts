@@ -1,4 +1,45 @@
 /**
+ * The start of mq9_claim in the migrations that redefine it: the mailbox and its horizon, expired
+ * leases handed to mq9_claim_leases, the group's row locked, up to the candidates' query.
+ */
+const CLAIM_HEAD = `CREATE OR REPLACE FUNCTION mq9_claim(p_address text, p_group text, p_from bigint, p_now bigint, p_reset boolean,
+                          p_limit integer, p_max_bytes bigint, p_lease_until bigint,
+                          p_member text, p_max_deliver integer, p_backoff bigint[])
+RETURNS TABLE (msg_id bigint, priority smallint, msg_key text, tags jsonb, header bytea, payload bytea,
+               created_ms bigint, expires_ms bigint, delivery_count integer)
+LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+DECLARE
+  box record;
+  st record;
+  start_id bigint;
+  hz bigint;
+BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
+  SELECT b.id, b.next_id, EXISTS (SELECT 1 FROM append_reservations r WHERE r.mbox = b.id) AS reserved INTO box
+  FROM mailboxes b
+  WHERE b.address = p_address AND (b.expires_ms IS NULL OR b.expires_ms > p_now);
+  IF NOT FOUND THEN RETURN; END IF;
+  hz := CASE WHEN box.reserved THEN mq9_horizon(box.id) ELSE box.next_id END;
+  start_id := coalesce(p_from, box.next_id);
+  IF p_reset OR EXISTS (SELECT 1 FROM deliveries dl WHERE dl.mbox = box.id AND dl.grp = p_group
+                          AND NOT dl.acked AND dl.lease_until_ms <= p_now) THEN
+    RETURN QUERY SELECT * FROM mq9_claim_leases(p_address, p_group, start_id, p_now, p_reset, p_limit, p_max_bytes,
+                                                p_lease_until, p_member, p_max_deliver, p_backoff);
+    RETURN;
+  END IF;
+  -- Creates the group, or locks its row: claims of one group take turns, cluster-wide.
+  INSERT INTO groups AS g (mbox, name, cursor0, cursor1, cursor2, delivered0, delivered1, delivered2, next_batch,
+                           max_deliver, backoff_ms)
+  VALUES (box.id, p_group, start_id, start_id, start_id, start_id - 1, start_id - 1, start_id - 1, 1,
+          p_max_deliver, p_backoff)
+  ON CONFLICT (mbox, name) DO UPDATE SET next_batch = g.next_batch + 1,
+    max_deliver = coalesce(p_max_deliver, g.max_deliver), backoff_ms = coalesce(p_backoff, g.backoff_ms)
+  RETURNING g.delivered0, g.delivered1, g.delivered2, g.next_batch - 1 AS batch INTO st;
+  RETURN QUERY
+  WITH candidates AS (`;
+
+/**
  * The end of mq9_claim in the migrations that redefine it: the candidates placed in priority
  * then id order, cut at the claim's count and byte budget, leased and marked delivered.
  */
@@ -1040,42 +1081,7 @@ BEGIN
 END
 $fn$;
 
-CREATE OR REPLACE FUNCTION mq9_claim(p_address text, p_group text, p_from bigint, p_now bigint, p_reset boolean,
-                          p_limit integer, p_max_bytes bigint, p_lease_until bigint,
-                          p_member text, p_max_deliver integer, p_backoff bigint[])
-RETURNS TABLE (msg_id bigint, priority smallint, msg_key text, tags jsonb, header bytea, payload bytea,
-               created_ms bigint, expires_ms bigint, delivery_count integer)
-LANGUAGE plpgsql VOLATILE AS $fn$
-#variable_conflict use_column
-DECLARE
-  box record;
-  st record;
-  start_id bigint;
-  hz bigint;
-BEGIN
-  PERFORM set_config('synchronous_commit', 'off', true);
-  SELECT b.id, b.next_id, EXISTS (SELECT 1 FROM append_reservations r WHERE r.mbox = b.id) AS reserved INTO box
-  FROM mailboxes b
-  WHERE b.address = p_address AND (b.expires_ms IS NULL OR b.expires_ms > p_now);
-  IF NOT FOUND THEN RETURN; END IF;
-  hz := CASE WHEN box.reserved THEN mq9_horizon(box.id) ELSE box.next_id END;
-  start_id := coalesce(p_from, box.next_id);
-  IF p_reset OR EXISTS (SELECT 1 FROM deliveries dl WHERE dl.mbox = box.id AND dl.grp = p_group
-                          AND NOT dl.acked AND dl.lease_until_ms <= p_now) THEN
-    RETURN QUERY SELECT * FROM mq9_claim_leases(p_address, p_group, start_id, p_now, p_reset, p_limit, p_max_bytes,
-                                                p_lease_until, p_member, p_max_deliver, p_backoff);
-    RETURN;
-  END IF;
-  -- Creates the group, or locks its row: claims of one group take turns, cluster-wide.
-  INSERT INTO groups AS g (mbox, name, cursor0, cursor1, cursor2, delivered0, delivered1, delivered2, next_batch,
-                           max_deliver, backoff_ms)
-  VALUES (box.id, p_group, start_id, start_id, start_id, start_id - 1, start_id - 1, start_id - 1, 1,
-          p_max_deliver, p_backoff)
-  ON CONFLICT (mbox, name) DO UPDATE SET next_batch = g.next_batch + 1,
-    max_deliver = coalesce(p_max_deliver, g.max_deliver), backoff_ms = coalesce(p_backoff, g.backoff_ms)
-  RETURNING g.delivered0, g.delivered1, g.delivered2, g.next_batch - 1 AS batch INTO st;
-  RETURN QUERY
-  WITH candidates AS (
+${CLAIM_HEAD}
     -- Per class, the next messages past its highest id handed out.
     SELECT picked.* FROM (VALUES (0::smallint, st.delivered0), (1::smallint, st.delivered1), (2::smallint, st.delivered2))
       AS k(rank, past),
@@ -1093,42 +1099,7 @@ ${CLAIM_TAIL}
   // from the class's last delivered id, reading every message of the other classes; with no
   // critical or urgent messages, each claim read the whole mailbox twice.
   `
-CREATE OR REPLACE FUNCTION mq9_claim(p_address text, p_group text, p_from bigint, p_now bigint, p_reset boolean,
-                          p_limit integer, p_max_bytes bigint, p_lease_until bigint,
-                          p_member text, p_max_deliver integer, p_backoff bigint[])
-RETURNS TABLE (msg_id bigint, priority smallint, msg_key text, tags jsonb, header bytea, payload bytea,
-               created_ms bigint, expires_ms bigint, delivery_count integer)
-LANGUAGE plpgsql VOLATILE AS $fn$
-#variable_conflict use_column
-DECLARE
-  box record;
-  st record;
-  start_id bigint;
-  hz bigint;
-BEGIN
-  PERFORM set_config('synchronous_commit', 'off', true);
-  SELECT b.id, b.next_id, EXISTS (SELECT 1 FROM append_reservations r WHERE r.mbox = b.id) AS reserved INTO box
-  FROM mailboxes b
-  WHERE b.address = p_address AND (b.expires_ms IS NULL OR b.expires_ms > p_now);
-  IF NOT FOUND THEN RETURN; END IF;
-  hz := CASE WHEN box.reserved THEN mq9_horizon(box.id) ELSE box.next_id END;
-  start_id := coalesce(p_from, box.next_id);
-  IF p_reset OR EXISTS (SELECT 1 FROM deliveries dl WHERE dl.mbox = box.id AND dl.grp = p_group
-                          AND NOT dl.acked AND dl.lease_until_ms <= p_now) THEN
-    RETURN QUERY SELECT * FROM mq9_claim_leases(p_address, p_group, start_id, p_now, p_reset, p_limit, p_max_bytes,
-                                                p_lease_until, p_member, p_max_deliver, p_backoff);
-    RETURN;
-  END IF;
-  -- Creates the group, or locks its row: claims of one group take turns, cluster-wide.
-  INSERT INTO groups AS g (mbox, name, cursor0, cursor1, cursor2, delivered0, delivered1, delivered2, next_batch,
-                           max_deliver, backoff_ms)
-  VALUES (box.id, p_group, start_id, start_id, start_id, start_id - 1, start_id - 1, start_id - 1, 1,
-          p_max_deliver, p_backoff)
-  ON CONFLICT (mbox, name) DO UPDATE SET next_batch = g.next_batch + 1,
-    max_deliver = coalesce(p_max_deliver, g.max_deliver), backoff_ms = coalesce(p_backoff, g.backoff_ms)
-  RETURNING g.delivered0, g.delivered1, g.delivered2, g.next_batch - 1 AS batch INTO st;
-  RETURN QUERY
-  WITH candidates AS (
+${CLAIM_HEAD}
     -- Per class, the next messages past its highest id handed out; each class its own query with
     -- its priority a constant (see the migration's comment).
     (SELECT m.msg_id, m.priority, m.msg_key, m.tags, m.header, m.payload, m.created_ms, m.expires_ms
