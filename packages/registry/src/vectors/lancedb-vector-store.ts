@@ -280,68 +280,69 @@ export class LanceDbVectorStore implements VectorStore {
 
   /** One Arrow table of the items, built column by column (no per-row objects). */
   private arrowTable(items: VectorItem[]): unknown {
-    const a = this.arrow;
-    const dims = this.dimensions!;
-    const n = items.length;
-    const ids = new BigInt64Array(n);
-    const values = new Float32Array(n * dims);
-    const offsets = new Int32Array(n + 1);
-    const encoder = new TextEncoder();
-    const names = items.map((item) => encoder.encode(item.agent));
-    const bytes = new Uint8Array(names.reduce((sum, b) => sum + b.length, 0));
-    for (let i = 0; i < n; i++) {
-      ids[i] = BigInt(items[i].id);
-      values.set(items[i].vector, i * dims);
-      bytes.set(names[i], offsets[i]);
-      offsets[i + 1] = offsets[i] + names[i].length;
-    }
     const fields = this.schema!.fields as Array<{ type: ArrowType }>;
-    const children = [
-      a.makeData({ type: fields[0].type, length: n, nullCount: 0, data: ids }),
-      a.makeData({ type: fields[1].type, length: n, nullCount: 0, valueOffsets: offsets, data: bytes }),
-      a.makeData({
-        type: fields[2].type,
-        length: n,
-        nullCount: 0,
-        child: a.makeData({ type: new a.Float32(), length: n * dims, nullCount: 0, data: values }),
-      }),
-    ];
-    const struct = a.makeData({ type: new a.Struct(this.schema!.fields), length: n, nullCount: 0, children });
-    return new a.Table([new a.RecordBatch(this.schema, struct)]);
+    const ids = BigInt64Array.from(items, (item) => BigInt(item.id));
+    const idColumn = this.arrow.makeData({
+      type: fields[0].type,
+      length: items.length,
+      nullCount: 0,
+      data: ids,
+    });
+    return this.arrowBatch(this.schema, items.length, [
+      idColumn,
+      this.agentColumn(items, fields[1].type),
+      this.vectorColumn(items, fields[2].type),
+    ]);
   }
 
   /** One Arrow table of card items (agent, vector). */
   private arrowCards(items: CardItem[]): unknown {
+    const fields = this.cardSchema!.fields as Array<{ type: ArrowType }>;
+    return this.arrowBatch(this.cardSchema, items.length, [
+      this.agentColumn(items, fields[0].type),
+      this.vectorColumn(items, fields[1].type),
+    ]);
+  }
+
+  /** The items' agent names as one UTF-8 column. */
+  private agentColumn(items: readonly { agent: string }[], type: ArrowType): unknown {
+    const encoder = new TextEncoder();
+    const names = items.map((item) => encoder.encode(item.agent));
+    const offsets = new Int32Array(items.length + 1);
+    const bytes = new Uint8Array(names.reduce((sum, b) => sum + b.length, 0));
+    for (let i = 0; i < names.length; i++) {
+      bytes.set(names[i], offsets[i]);
+      offsets[i + 1] = offsets[i] + names[i].length;
+    }
+    return this.arrow.makeData({
+      type,
+      length: items.length,
+      nullCount: 0,
+      valueOffsets: offsets,
+      data: bytes,
+    });
+  }
+
+  /** The items' vectors as one fixed-size-list column over a single Float32 buffer. */
+  private vectorColumn(items: readonly { vector: Float32Array }[], type: ArrowType): unknown {
     const a = this.arrow;
     const dims = this.dimensions!;
     const n = items.length;
     const values = new Float32Array(n * dims);
-    const offsets = new Int32Array(n + 1);
-    const encoder = new TextEncoder();
-    const names = items.map((item) => encoder.encode(item.agent));
-    const bytes = new Uint8Array(names.reduce((sum, b) => sum + b.length, 0));
-    for (let i = 0; i < n; i++) {
-      values.set(items[i].vector, i * dims);
-      bytes.set(names[i], offsets[i]);
-      offsets[i + 1] = offsets[i] + names[i].length;
-    }
-    const fields = this.cardSchema!.fields as Array<{ type: ArrowType }>;
-    const children = [
-      a.makeData({ type: fields[0].type, length: n, nullCount: 0, valueOffsets: offsets, data: bytes }),
-      a.makeData({
-        type: fields[1].type,
-        length: n,
-        nullCount: 0,
-        child: a.makeData({ type: new a.Float32(), length: n * dims, nullCount: 0, data: values }),
-      }),
-    ];
-    const struct = a.makeData({
-      type: new a.Struct(this.cardSchema!.fields),
-      length: n,
-      nullCount: 0,
-      children,
-    });
-    return new a.Table([new a.RecordBatch(this.cardSchema, struct)]);
+    for (let i = 0; i < n; i++) values.set(items[i].vector, i * dims);
+    const child = a.makeData({ type: new a.Float32(), length: n * dims, nullCount: 0, data: values });
+    return a.makeData({ type, length: n, nullCount: 0, child });
+  }
+
+  /** A table of one record batch of `length` rows with these columns, in the schema's order. */
+  private arrowBatch(
+    schema: { fields: unknown[] } | undefined,
+    length: number,
+    children: unknown[],
+  ): unknown {
+    const a = this.arrow;
+    const struct = a.makeData({ type: new a.Struct(schema!.fields), length, nullCount: 0, children });
+    return new a.Table([new a.RecordBatch(schema, struct)]);
   }
 
   async upsertCards(items: CardItem[]): Promise<void> {
