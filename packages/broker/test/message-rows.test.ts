@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import { describe, expect, it } from "vitest";
-import { numberArrayLiteral } from "../src/store/postgres/message-rows.js";
-import { parseIdArray, textArrayLiteral } from "../src/store/postgres/send-call.js";
+import { numberArrayLiteral, textArrayLiteral } from "../src/store/postgres/message-rows.js";
+import { parseIdArray } from "../src/store/postgres/send-call.js";
 
 /** How the pg driver writes a parameter (its module has no type declarations). */
 const pgUtils = createRequire(import.meta.url)("pg/lib/utils.js") as {

@@ -1,7 +1,6 @@
 import { PRIORITIES, priorityRank } from "@mq9/protocol";
 import type pg from "pg";
 import type { NewMessage, StoredMessage } from "../store.js";
-import { textArrayLiteral } from "./send-call.js";
 
 /** The columns every read of messages selects, in this order. */
 export const MESSAGE_COLUMNS = "msg_id, priority, msg_key, tags, header, payload, created_ms, expires_ms";
@@ -216,6 +215,23 @@ export function sendBatchValues(
       numberArrayLiteral(payloadAt),
     ],
   };
+}
+
+/**
+ * A PostgreSQL text[] literal: every element quoted (backslash and double quote escaped), NULL
+ * for none; what pg's driver writes for an array of strings.
+ */
+export function textArrayLiteral(values: readonly (string | null | undefined)[]): string {
+  let literal = "{";
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i];
+    if (i > 0) literal += ",";
+    if (value === null || value === undefined) literal += "NULL";
+    else if (value.includes("\\") || value.includes('"'))
+      literal += `"${value.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`;
+    else literal += `"${value}"`;
+  }
+  return `${literal}}`;
 }
 
 /**

@@ -88,20 +88,3 @@ export function parseIdArray(text: string | null): (number | null)[] {
   for (const part of text.slice(1, -1).split(",")) ids.push(part === "NULL" ? null : Number(part));
   return ids;
 }
-
-/**
- * A PostgreSQL text[] literal: every element quoted (backslash and double quote escaped), NULL
- * for none; what pg's driver writes for an array of strings.
- */
-export function textArrayLiteral(values: readonly (string | null | undefined)[]): string {
-  let literal = "{";
-  for (let i = 0; i < values.length; i++) {
-    const value = values[i];
-    if (i > 0) literal += ",";
-    if (value === null || value === undefined) literal += "NULL";
-    else if (value.includes("\\") || value.includes('"'))
-      literal += `"${value.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`;
-    else literal += `"${value}"`;
-  }
-  return `${literal}}`;
-}
