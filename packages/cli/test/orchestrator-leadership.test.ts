@@ -1,21 +1,27 @@
+import type { Worker } from "node:worker_threads";
 import type { Logger } from "@mq9/broker";
 import { ClusterLock } from "@mq9/broker/internal";
-import { eventually, postgresMissing, usePrivatePostgres } from "@mq9/testkit";
+import { eventually, postgresMissing, startBroker, usePrivatePostgres } from "@mq9/testkit";
 import { describe, expect, it } from "vitest";
-import { OrchestratorLeadership } from "../src/serve/orchestrator-leadership.js";
+// Built: the orchestrator's thread runs dist/serve/orchestrator-worker.js beside it.
+import { ServeOrchestrator } from "../dist/serve/orchestrator.js";
+import { loadServeConfig } from "../src/serve/config.js";
+import { OrchestratorLeadership, SOLE_BROKER } from "../src/serve/orchestrator-leadership.js";
+import { tempDir } from "./cli-harness.js";
 
 const missing = postgresMissing();
 
-function errorsOf(): { logger: Logger; errors: string[] } {
+function errorsOf(): { logger: Logger; errors: string[]; infos: string[] } {
   const errors: string[] = [];
+  const infos: string[] = [];
   const quiet = () => {};
   const logger = {
     debug: quiet,
-    info: quiet,
+    info: (obj: object | string, msg?: string) => infos.push(String(msg ?? obj)),
     warn: quiet,
     error: (obj: object | string, msg?: string) => errors.push(String(msg ?? obj)),
   } as Logger;
-  return { logger, errors };
+  return { logger, errors, infos };
 }
 
 // The node that holds the orchestrator's lock is the only one that may run it: if its start
@@ -40,6 +46,7 @@ describe.skipIf(missing !== undefined)(
           close: async () => {
             closes++;
           },
+          onLost: () => {},
         },
         logger,
       );
@@ -71,3 +78,39 @@ describe.skipIf(missing !== undefined)(
     }, 60_000);
   },
 );
+
+// A thread that stops after a good start (an uncaught failure in it, say) would leave the API
+// answering 503 until the broker restarted: the leader starts the orchestrator again.
+describe("orchestrator leadership on one broker", () => {
+  it("starts the orchestrator again when its thread stops, with its metrics still served", async () => {
+    const { logger, errors, infos } = errorsOf();
+    const ready = () => infos.filter((line) => line.startsWith("orchestrator ready")).length;
+    const served = await startBroker();
+    const config = loadServeConfig({ flags: { data: tempDir(), templates: tempDir() } });
+    const orchestrator = new ServeOrchestrator(config, logger);
+    const leadership = new OrchestratorLeadership(SOLE_BROKER, orchestrator, logger);
+    const threadOf = () => (orchestrator as unknown as { worker?: Worker }).worker;
+    const answers = async () => {
+      const metrics = await served.broker.metrics.registry.metrics();
+      return metrics.includes("mq9_orchestrator_tasks");
+    };
+    try {
+      leadership.begin(() =>
+        orchestrator.start(served.broker.host, served.broker.port, served.broker.metrics.registry),
+      );
+      await eventually(async () => ready() === 1, 30_000);
+      expect(await answers()).toBe(true);
+      const first = threadOf()!;
+      await first.terminate();
+      // Ready again (or failing to be), its collectors served as before.
+      await eventually(async () => ready() === 2 || errors.length > 1, 30_000);
+      expect(threadOf()).not.toBe(first);
+      expect(await answers()).toBe(true);
+      expect(errors).toContain("the orchestrator's thread stopped (exit code 1); starts it again in 2 s");
+      expect(errors).toHaveLength(1);
+    } finally {
+      await leadership.close();
+      await served.close();
+    }
+  }, 90_000);
+});

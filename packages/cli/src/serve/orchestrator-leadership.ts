@@ -21,7 +21,8 @@ export const SOLE_BROKER: LeadershipLock = {
  * written before each dispatch, so no step runs twice). A holder that loses the lock stops its
  * orchestrator at once. A start that fails (the broker slow to answer under load, say) is tried
  * again while this node holds the lock: otherwise the holder would run nothing, and keep others
- * out. A broker on a store of its own leads alone (SOLE_BROKER), with the same retries.
+ * out. So is one whose thread stops after a good start. A broker on a store of its own leads
+ * alone (SOLE_BROKER), with the same retries.
  * The API routes exist on every node and answer 503 where it is not running.
  */
 export class OrchestratorLeadership {
@@ -32,9 +33,14 @@ export class OrchestratorLeadership {
 
   constructor(
     private readonly lock: LeadershipLock,
-    private readonly orchestrator: Pick<ServeOrchestrator, "close">,
+    private readonly orchestrator: Pick<ServeOrchestrator, "close" | "onLost">,
     private readonly logger: Logger,
   ) {
+    orchestrator.onLost((err) => {
+      if (!this.running || this.stopped) return;
+      this.logger.error(`${err.message}; starts it again in ${TRY_EVERY_MS / 1000} s`);
+      this.running = undefined;
+    });
     lock.onLost(() => {
       if (!this.running) return;
       this.logger.warn("orchestrator: lost its cluster lock; stopping it on this node");

@@ -34,6 +34,8 @@ export class ServeOrchestrator {
   private api?: OrchestratorApi;
   private closed?: Promise<void>;
   private exited = false;
+  private metricsExported = false;
+  private readonly lostListeners: ((err: Error) => void)[] = [];
 
   constructor(
     private readonly config: ServeConfig,
@@ -64,6 +66,11 @@ export class ServeOrchestrator {
       this.routes(scope);
     });
   };
+
+  /** Called when the thread of a started orchestrator stops without being closed. */
+  onLost(listener: (err: Error) => void): void {
+    this.lostListeners.push(listener);
+  }
 
   /**
    * Starts the worker, which connects to the broker of this process and starts the
@@ -120,6 +127,8 @@ export class ServeOrchestrator {
         failed(err);
       });
       worker.on("exit", (code) => {
+        if (this.worker !== worker) return;
+        const wasReady = this.api === calls.api;
         this.exited = true;
         this.api = undefined;
         const gone = new OrchestratorError(
@@ -128,14 +137,18 @@ export class ServeOrchestrator {
         );
         calls.failAll(gone);
         failed(gone);
+        if (wasReady && !this.closed) for (const listener of this.lostListeners) listener(gone);
       });
     }).catch(async (err: Error) => {
       await worker.terminate();
       throw err;
     });
     this.api = calls.api;
-    if (metrics)
-      exportOrchestratorMetrics(metrics, () => (this.api?.metrics ? this.api.metrics() : undefined));
+    // Once per process: a restarted orchestrator reports through the same collectors.
+    if (metrics && !this.metricsExported) {
+      this.metricsExported = true;
+      exportOrchestratorMetrics(metrics, () => this.api?.metrics?.());
+    }
     this.logger.info(
       { templates: folder, taskTypes, webhooks: settings.webhooks.length },
       existsSync(folder)
