@@ -4,7 +4,8 @@
 // `mq9 serve --cluster` nodes — running in the background until cluster:down. State, data and
 // logs live in .mq9-cluster/ of the current directory (MQ9_CLUSTER_DIR to choose another).
 // `cluster:up -- --secured`: the nodes in a NATS account of their own, users alice, bob and ops
-// each in theirs (docs/cluster.md, "One NATS account per user"), the nodes' HTTP API behind a token.
+// each in theirs (docs/cluster.md, "One NATS account per user"), the nodes' HTTP API behind a token,
+// and a system-account user with which the nodes drop a hung node (nats-server 2.10.0 or newer).
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -24,13 +25,15 @@ const secret = () => randomBytes(18).toString("base64url");
 
 /**
  * The secured variant's credentials: the nodes' NATS user, one user per account (its name is the
- * prefix the nodes read as the requester; ops is the nodes' --cluster-admins), the HTTP token.
+ * prefix the nodes read as the requester; ops is the nodes' --cluster-admins), the HTTP token, and
+ * the system-account user the nodes close a hung node's connection with.
  */
 function securedSetup() {
   return {
     node: { user: "mq9-node", password: secret() },
     users: ["alice", "bob", "ops"].map((name) => ({ account: name, user: name, password: secret() })),
     httpToken: secret(),
+    system: { user: "mq9-system", password: secret() },
   };
 }
 
@@ -81,7 +84,9 @@ async function up() {
       `PostgreSQL runs as the postgres OS user, which cannot enter ${dir}: its data goes to ${pgDir}\n`,
     );
   const secured = SECURED ? securedSetup() : undefined;
-  const natsConfig = secured ? securedNatsConfig({ nodes: [secured.node], users: secured.users }) : undefined;
+  const natsConfig = secured
+    ? securedNatsConfig({ nodes: [secured.node], users: secured.users, system: secured.system })
+    : undefined;
   const [nats, pg] = await Promise.all([
     startNatsCluster({ size: 3, logDir: dir, tmpDir: dir, keep: true, config: natsConfig }),
     startPrivatePostgres({ tmpDir: pgDir, keep: true, fsync: true }),
@@ -117,6 +122,8 @@ async function up() {
         MQ9_CLUSTER_IDENTITY: "account-prefix",
         MQ9_CLUSTER_ADMINS: "ops",
         MQ9_TOKEN: secured.httpToken,
+        MQ9_NATS_SYSTEM_USER: secured.system.user,
+        MQ9_NATS_SYSTEM_PASSWORD: secured.system.password,
       }
     : {};
   for (let i = 0; i < NODES; i++) {
@@ -144,6 +151,7 @@ async function up() {
       ...(secured
         ? [
             `  users: alice, bob, ops (an admin): . ${join(dir, "alice.env")} (and bob.env, ops.env) to act as one`,
+            "  hung nodes: the nodes drop one as the system account's mq9-system (nats-server 2.10.0 or newer; MQ9_NATS_SERVER picks the binary, an older one makes them log what to do)",
           ]
         : []),
       `  PostgreSQL: ${pg.url}`,

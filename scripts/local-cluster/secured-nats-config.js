@@ -9,13 +9,16 @@ const quoted = (value) => JSON.stringify(String(value));
 /**
  * The config text. Options: nodes ([{ user, password }]: the mq9 nodes' NATS users), users
  * ([{ account, user, password }]: one account per user or team; its name is the prefix the nodes
- * read as the requester).
+ * read as the requester), system (optional { user, password }: a user of the system account `SYS`,
+ * allowed only what a node needs to drop a hung node: docs/cluster.md, Hung nodes).
  */
-export function securedNatsConfig({ nodes, users }) {
+export function securedNatsConfig({ nodes, users, system }) {
   const accounts = [...new Set(users.map((u) => u.account))];
   for (const account of accounts) {
-    if (!/^[A-Za-z0-9_-]+$/.test(account) || account === "MQ9" || account === "mq9-internal")
-      throw new Error(`account name ${account}: letters, digits, _ and - only, and not MQ9 or mq9-internal`);
+    if (!/^[A-Za-z0-9_-]+$/.test(account) || ["MQ9", "SYS", "mq9-internal"].includes(account))
+      throw new Error(
+        `account name ${account}: letters, digits, _ and - only, and not MQ9, SYS or mq9-internal`,
+      );
   }
   const lines = [
     "accounts {",
@@ -35,7 +38,18 @@ export function securedNatsConfig({ nodes, users }) {
       `    imports = [ { service: { account: MQ9, subject: "${a}.$mq9.AI.>" }, to: "$mq9.AI.>" } ]`,
       "  }",
     ]),
+    ...(system
+      ? [
+          "  SYS {",
+          "    users = [ {",
+          `      user: ${quoted(system.user)}, password: ${quoted(system.password)}`,
+          '      permissions: { publish: ["$SYS.REQ.SERVER.PING", "$SYS.REQ.SERVER.*.CONNZ", "$SYS.REQ.SERVER.*.KICK"], subscribe: ["_INBOX.>"] }',
+          "    } ]",
+          "  }",
+        ]
+      : []),
     "}",
+    ...(system ? ["system_account: SYS"] : []),
     "",
   ];
   return lines.join("\n");

@@ -1,9 +1,9 @@
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { connect as tcpConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { brokerKindMissing } from "@mq9/testkit";
+import { brokerKindMissing, eventually, pinnedNatsServer, pinnedNatsServerMissing } from "@mq9/testkit";
 import { afterAll, describe, expect, it } from "vitest";
 import { LIGHT_NODE } from "./cluster-harness.js";
 import { readPage, shellBlocks } from "./doc-blocks.js";
@@ -132,5 +132,40 @@ describe.skipIf(missing !== undefined)(
       expect(output).toMatch(/stopped PostgreSQL/);
       expect(existsSync(dir)).toBe(false);
     }, 420_000);
+
+    // The secured variant's system-account user, with a nats-server that can close a connection:
+    // a frozen node is dropped by the others, as docs/cluster.md's Hung nodes says.
+    it.skipIf(pinnedNatsServerMissing() !== undefined)(
+      "--secured: the nodes drop a frozen node with the system-account user",
+      async () => {
+        const withKick = {
+          ...env,
+          MQ9_NATS_SERVER: pinnedNatsServer(),
+          MQ9_CLUSTER_ARGS: [...LIGHT_NODE, "--drop-missing-after", "8"].join(" "),
+        };
+        const { code, output } = await run("node scripts/cluster.js up --secured", withKick);
+        expect(code, output).toBe(0);
+        expect(output).toContain("hung nodes: the nodes drop one as the system account's mq9-system");
+        const state = JSON.parse(readFileSync(join(dir, "state.json"), "utf8")) as {
+          nodes: { nodeId: string; pid: number }[];
+        };
+        const frozen = state.nodes.find((n) => n.nodeId === "c")!;
+        const logs = () =>
+          ["a", "b"].map((id) => readFileSync(join(dir, `node-${id}.log`), "utf8")).join("\n");
+        process.kill(frozen.pid, "SIGSTOP");
+        try {
+          await eventually(
+            async () => /node c looks hung: .*: dropped its NATS connection/.test(logs()),
+            60_000,
+          );
+        } finally {
+          process.kill(frozen.pid, "SIGCONT");
+        }
+        expect(logs()).not.toContain("cannot drop hung nodes");
+        const down = await run("node scripts/cluster.js down", withKick);
+        expect(down.code, down.output).toBe(0);
+      },
+      300_000,
+    );
   },
 );
