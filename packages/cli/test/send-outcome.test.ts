@@ -13,6 +13,7 @@ import {
   connectTo,
   eventually,
   everything,
+  ids,
   type Mq9NodeProcess,
   mq9Client,
   startNode,
@@ -200,6 +201,51 @@ describe.skipIf(missing !== undefined)(
           postgresDown(serve.httpPort),
         );
       }, 240_000);
+      // The answer of one change's statement is lost on its way back (its Bind names it): the
+      // change committed, and the reply says that it may have, not that nothing changed.
+      it("an ACK or DELETE left unanswered by PostgreSQL says OUTCOME_UNKNOWN, and was made", async () => {
+        const nc = await connectTo([`127.0.0.1:${serve.port}`]);
+        const via = mq9Client(nc);
+        const unanswered = async (statement: string, subject: string, body: object) => {
+          database.muteRepliesAfter(`${statement}\u0000`);
+          try {
+            return await via(subject, body, { timeout: 20_000 });
+          } finally {
+            database.switchTo(pg.port);
+          }
+        };
+        try {
+          await via("$mq9.AI.MAILBOX.CREATE", { name: "unanswered" });
+          for (const body of ["one", "two"]) await via("$mq9.AI.MSG.SEND.unanswered", body);
+          const fetchOne = () =>
+            via("$mq9.AI.MSG.FETCH.unanswered", {
+              group_name: "g",
+              deliver: "earliest",
+              config: { num_msgs: 1, max_wait_ms: 0, lease_ms: 1_000 },
+            });
+          const [first] = ids(await fetchOne());
+          const ack = await unanswered("mq9-ack", "$mq9.AI.MSG.ACK.unanswered", {
+            group_name: "g",
+            msg_id: first,
+          });
+          expect(ack.code, JSON.stringify(ack)).toBe("OUTCOME_UNKNOWN");
+          expect(ack.error).toMatch(
+            /^outcome unknown: the change may or may not have been made \(cannot acknowledge the message: PostgreSQL at .* did not answer its commit/,
+          );
+          // Made: once its lease is over the ACKed message does not come back, the next one does.
+          await eventually(async () => (await postgresDown(serve.httpPort)) === false, 30_000);
+          await new Promise((resolve) => setTimeout(resolve, 1_500));
+          const next = await fetchOne();
+          expect(ids(next)).not.toContain(first);
+          const [second] = ids(next);
+          const deleted = await unanswered("mq9-delete", `$mq9.AI.MSG.DELETE.unanswered.${second}`, {});
+          expect(deleted.code, JSON.stringify(deleted)).toBe("OUTCOME_UNKNOWN");
+          const left = await via("$mq9.AI.MSG.QUERY.unanswered", {});
+          expect(ids(left)).toEqual([first]);
+        } finally {
+          await nc.close();
+        }
+      }, 120_000);
     });
 
     describe("a cluster of two nodes", () => {

@@ -29,6 +29,8 @@ export const Errors = {
   internal: (what: string) => `internal error: ${what}`,
   outcomeUnknown: (reason: string) =>
     `outcome unknown: the message may or may not be stored (${reason}); send it again with the same mq9-idempotency-key header and it is stored once`,
+  changeOutcomeUnknown: (reason: string) =>
+    `outcome unknown: the change may or may not have been made (${reason}); an ACK, NAK, DELETE or purge repeated changes nothing more, a MAILBOX.CREATE that was made answers MAILBOX_EXISTS`,
   notMailboxOwner: (address: string, op: string) =>
     `permission denied: mailbox ${address} belongs to another user; only its owner may ${op} (others may only SEND to it)`,
   notRegistrationOwner: (mailbox: string) =>

@@ -20,6 +20,7 @@ import type { Principal } from "../auth/principal.js";
 import type { MessagingEngine } from "../engine/messaging-engine.js";
 import type { Logger } from "../logger.js";
 import type { Registry } from "../registry.js";
+import { isOutcomeUnknown } from "../store/storage-error.js";
 import type { RequestSpan, RequestTracing } from "../telemetry/request-tracing.js";
 import type { Mq9Request, Mq9RequestHandler, Mq9Respond } from "../transport/mq9-request.js";
 import { InspectionRequests } from "./inspection-requests.js";
@@ -134,9 +135,19 @@ export class Mq9Service implements Mq9RequestHandler {
     return reply;
   }
 
-  /** The reply for a failed request: an Mq9Error's own text and code, anything else logged as internal. */
+  /**
+   * The reply for a failed request: an Mq9Error's own text and code, a change whose commit went
+   * unanswered as OUTCOME_UNKNOWN, anything else logged as internal.
+   */
   private errorReply(err: unknown, request: Mq9Request): ReplyBody {
     if (err instanceof Mq9Error) return errorReplyOf(err);
+    // A commit sent to PostgreSQL and left unanswered: the one error after which something may have changed.
+    if (isOutcomeUnknown(err)) {
+      this.logger.warn({ err, subject: request.subject }, "mq9 request's outcome unknown");
+      return errorReplyOf(
+        new Mq9Error("OUTCOME_UNKNOWN", Errors.changeOutcomeUnknown((err as Error).message)),
+      );
+    }
     this.logger.error({ err, subject: request.subject }, "mq9 request failed");
     return internalErrorReply(err);
   }

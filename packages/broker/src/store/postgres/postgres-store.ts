@@ -298,75 +298,71 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
   async append(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
     if (isPlainBatch(batch)) return this.appendReserved(batch, nowMs);
     const keyed = batch.some((m) => m.dedup !== undefined);
-    return this.transaction(
-      "cannot store the message",
-      async (c) => {
-        // The ids that keys of the batch already stand for; the batch's mailboxes stay locked, so
-        // no other SEND with one of those keys commits meanwhile.
-        const taken = keyed ? await this.takenKeys(c, batch, nowMs) : new Map<string, number>();
-        const repeats = new Map<number, number>();
-        // Ids each mailbox must hand out (delayed messages and repeats take none now).
-        const counts = new Map<string, number>();
-        batch.forEach((m, i) => {
-          // A repeat takes no id, but its mailbox must still be found live.
-          counts.set(m.mailbox, counts.get(m.mailbox) ?? 0);
-          if (m.dedup !== undefined) {
-            const key = keyOf(m.mailbox, m.dedup.key);
-            const original = taken.get(key);
-            if (original !== undefined) {
-              repeats.set(i, original);
-              return;
-            }
-            // A later message of the batch with the key repeats this one; -2 until it has its id.
-            taken.set(key, -2);
+    return this.transaction("cannot store the message", async (c) => {
+      // The ids that keys of the batch already stand for; the batch's mailboxes stay locked, so
+      // no other SEND with one of those keys commits meanwhile.
+      const taken = keyed ? await this.takenKeys(c, batch, nowMs) : new Map<string, number>();
+      const repeats = new Map<number, number>();
+      // Ids each mailbox must hand out (delayed messages and repeats take none now).
+      const counts = new Map<string, number>();
+      batch.forEach((m, i) => {
+        // A repeat takes no id, but its mailbox must still be found live.
+        counts.set(m.mailbox, counts.get(m.mailbox) ?? 0);
+        if (m.dedup !== undefined) {
+          const key = keyOf(m.mailbox, m.dedup.key);
+          const original = taken.get(key);
+          if (original !== undefined) {
+            repeats.set(i, original);
+            return;
           }
-          counts.set(m.mailbox, (counts.get(m.mailbox) ?? 0) + (m.dueMs === undefined ? 1 : 0));
-        });
-        const boxes = await this.lockForAppend(c, counts, nowMs);
-        const next = new Map<string, number>();
-        for (const [address, box] of boxes) next.set(address, box.first);
-        const rows: MessageInsert[] = [];
-        const delayed: (MessageInsert & { dueMs: number })[] = [];
-        const keys: { mbox: number; key: string; id: number; untilMs: number }[] = [];
-        const outcome = batch.map((m, i): AppendResult => {
-          const box = boxes.get(m.mailbox);
-          if (!box) return { missingMailbox: true };
-          const repeated = repeats.get(i);
-          if (repeated !== undefined) {
-            // Within the batch: the original is the first message with the key.
-            const id =
-              repeated === -2
-                ? (keys.find((k) => k.mbox === box.id && k.key === m.dedup?.key)?.id ?? -1)
-                : repeated;
-            return { id, duplicate: true };
-          }
-          const row: MessageInsert = {
-            mbox: box.id,
-            id: -1,
-            priority: priorityRank[m.priority],
-            key: m.key ?? null,
-            tags: m.tags ? JSON.stringify(m.tags) : null,
-            header: m.header ?? null,
-            payload: m.payload,
-            createdMs: m.sentMs,
-            expiresMs: m.expiresMs ?? null,
-          };
-          if (m.dueMs !== undefined) delayed.push({ ...row, dueMs: m.dueMs });
-          else {
-            row.id = next.get(m.mailbox) ?? 0;
-            next.set(m.mailbox, row.id + 1);
-            rows.push(row);
-          }
-          if (m.dedup) keys.push({ mbox: box.id, key: m.dedup.key, id: row.id, untilMs: m.dedup.untilMs });
-          return { id: row.id };
-        });
-        if (rows.length > 0) await insertMessages(c, rows);
-        if (delayed.length > 0) await this.insertDelayed(c, delayed);
-        if (keys.length > 0) await this.insertKeys(c, keys, nowMs);
-        return outcome;
-      },
-      true,
-    );
+          // A later message of the batch with the key repeats this one; -2 until it has its id.
+          taken.set(key, -2);
+        }
+        counts.set(m.mailbox, (counts.get(m.mailbox) ?? 0) + (m.dueMs === undefined ? 1 : 0));
+      });
+      const boxes = await this.lockForAppend(c, counts, nowMs);
+      const next = new Map<string, number>();
+      for (const [address, box] of boxes) next.set(address, box.first);
+      const rows: MessageInsert[] = [];
+      const delayed: (MessageInsert & { dueMs: number })[] = [];
+      const keys: { mbox: number; key: string; id: number; untilMs: number }[] = [];
+      const outcome = batch.map((m, i): AppendResult => {
+        const box = boxes.get(m.mailbox);
+        if (!box) return { missingMailbox: true };
+        const repeated = repeats.get(i);
+        if (repeated !== undefined) {
+          // Within the batch: the original is the first message with the key.
+          const id =
+            repeated === -2
+              ? (keys.find((k) => k.mbox === box.id && k.key === m.dedup?.key)?.id ?? -1)
+              : repeated;
+          return { id, duplicate: true };
+        }
+        const row: MessageInsert = {
+          mbox: box.id,
+          id: -1,
+          priority: priorityRank[m.priority],
+          key: m.key ?? null,
+          tags: m.tags ? JSON.stringify(m.tags) : null,
+          header: m.header ?? null,
+          payload: m.payload,
+          createdMs: m.sentMs,
+          expiresMs: m.expiresMs ?? null,
+        };
+        if (m.dueMs !== undefined) delayed.push({ ...row, dueMs: m.dueMs });
+        else {
+          row.id = next.get(m.mailbox) ?? 0;
+          next.set(m.mailbox, row.id + 1);
+          rows.push(row);
+        }
+        if (m.dedup) keys.push({ mbox: box.id, key: m.dedup.key, id: row.id, untilMs: m.dedup.untilMs });
+        return { id: row.id };
+      });
+      if (rows.length > 0) await insertMessages(c, rows);
+      if (delayed.length > 0) await this.insertDelayed(c, delayed);
+      if (keys.length > 0) await this.insertKeys(c, keys, nowMs);
+      return outcome;
+    });
   }
 
   /**
@@ -502,7 +498,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
    */
   /** One statement: the lease row leaves its batch and is let go (see redelivery-queries.ts). */
   async nak(mailbox: string, group: string, msgId: number, options: NakOptions): Promise<NakResult> {
-    const { rows } = await this.call<{ dead: boolean; delivery_count: number; max_deliver: number }>(
+    const { rows } = await this.write<{ dead: boolean; delivery_count: number; max_deliver: number }>(
       "cannot give the message back",
       nakQuery(mailbox, group, msgId, options),
     );
@@ -541,7 +537,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
     nowMs: number,
   ): Promise<number | undefined> {
     if (!(await this.hasGroup(mailbox, group))) return undefined;
-    const { rowCount } = await this.call(
+    const { rowCount } = await this.write(
       "cannot release the leases",
       releaseMemberQuery(mailbox, group, member, nowMs),
     );
@@ -566,7 +562,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
   }
 
   async ack(mailbox: string, group: string, msgId: number, nowMs: number): Promise<boolean> {
-    const { rows } = await this.call<{ acked: boolean }>("cannot acknowledge the message", {
+    const { rows } = await this.write<{ acked: boolean }>("cannot acknowledge the message", {
       name: "mq9-ack",
       text: "SELECT mq9_ack($1, $2, $3, $4) AS acked",
       values: [mailbox, group, msgId, nowMs],
@@ -637,7 +633,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
   }
 
   async deleteMessage(mailbox: string, msgId: number): Promise<boolean> {
-    const { rows } = await this.run<{ deleted: number }>("cannot delete the message", {
+    const { rows } = await this.write<{ deleted: number }>("cannot delete the message", {
       name: "mq9-delete",
       text: `WITH gone AS (
                DELETE FROM messages m USING mailboxes b
@@ -1014,6 +1010,34 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
     }
   }
 
+  /**
+   * A change in one statement that is its own transaction, run again on a deadlock. Sent and left
+   * unanswered (a lost connection, a timeout), it may have committed: it fails with the outcome
+   * unknown, not as a failure that changed nothing.
+   */
+  private async write<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    context: string,
+    config: pg.QueryConfig,
+  ): Promise<pg.QueryResult<R>> {
+    this.assertOpen();
+    for (let attempt = 1; ; attempt++) {
+      let sent = false;
+      try {
+        return await withCheckedOutClient(this.pool, async (client, markBroken) => {
+          sent = true;
+          return client.query<R>(config).catch((err: Error) => {
+            if (!failedOnServer(err)) markBroken(err);
+            throw err;
+          });
+        });
+      } catch (err) {
+        if (sent && !failedOnServer(err)) throw outcomeUnknownError(err, context, this.where);
+        if (sent && attempt < DEADLOCK_RETRIES && isRetryable(err)) continue;
+        throw postgresError(err, context, this.where);
+      }
+    }
+  }
+
   /** One statement that is its own transaction, run again on a deadlock or serialization failure. */
   private async call<R extends pg.QueryResultRow>(
     context: string,
@@ -1032,15 +1056,10 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
 
   /**
    * Runs `body` in one transaction (again, on a deadlock); answered only once COMMIT returned.
-   * `commitMayBeUnknown`: a COMMIT sent that got no answer (a lost connection, a server shutting
-   * down, a timeout) fails with the outcome unknown, which a SEND must say, rather than as a
-   * failure that changed nothing.
+   * A COMMIT sent that got no answer (a lost connection, a server shutting down, a timeout) fails
+   * with the outcome unknown, rather than as a failure that changed nothing.
    */
-  private async transaction<T>(
-    context: string,
-    body: (client: pg.PoolClient) => Promise<T>,
-    commitMayBeUnknown = false,
-  ): Promise<T> {
+  private async transaction<T>(context: string, body: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     this.assertOpen();
     for (let attempt = 1; ; attempt++) {
       let client: pg.PoolClient | undefined;
@@ -1066,7 +1085,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
           }
         });
       } catch (err) {
-        if (committing && commitMayBeUnknown && !failedOnServer(err)) {
+        if (committing && !failedOnServer(err)) {
           throw outcomeUnknownError(err, context, this.where);
         }
         // A failed check-out is not retried: only a transaction that ran can have deadlocked.
