@@ -7,6 +7,22 @@
 const quoted = (value) => JSON.stringify(String(value));
 
 /**
+ * The `SYS` account's lines inside `accounts { … }` (the config also needs `system_account: SYS`):
+ * its one user may only ping the servers, look up a connection and close it (docs/cluster.md,
+ * Hung nodes).
+ */
+export function systemAccountLines({ user, password }) {
+  return [
+    "  SYS {",
+    "    users = [ {",
+    `      user: ${quoted(user)}, password: ${quoted(password)}`,
+    '      permissions: { publish: ["$SYS.REQ.SERVER.PING", "$SYS.REQ.SERVER.*.CONNZ", "$SYS.REQ.SERVER.*.KICK"], subscribe: ["_INBOX.>"] }',
+    "    } ]",
+    "  }",
+  ];
+}
+
+/**
  * The config text. Options: nodes ([{ user, password }]: the mq9 nodes' NATS users), users
  * ([{ account, user, password }]: one account per user or team; its name is the prefix the nodes
  * read as the requester), system (optional { user, password }: a user of the system account `SYS`,
@@ -38,16 +54,7 @@ export function securedNatsConfig({ nodes, users, system }) {
       `    imports = [ { service: { account: MQ9, subject: "${a}.$mq9.AI.>" }, to: "$mq9.AI.>" } ]`,
       "  }",
     ]),
-    ...(system
-      ? [
-          "  SYS {",
-          "    users = [ {",
-          `      user: ${quoted(system.user)}, password: ${quoted(system.password)}`,
-          '      permissions: { publish: ["$SYS.REQ.SERVER.PING", "$SYS.REQ.SERVER.*.CONNZ", "$SYS.REQ.SERVER.*.KICK"], subscribe: ["_INBOX.>"] }',
-          "    } ]",
-          "  }",
-        ]
-      : []),
+    ...(system ? systemAccountLines(system) : []),
     "}",
     ...(system ? ["system_account: SYS"] : []),
     "",

@@ -66,6 +66,7 @@ export {
   type SecuredNatsUser,
   securedNatsConfig,
   startNatsServers,
+  systemAccountNatsConfig,
 } from "./nats-servers.js";
 export { ensureOptionalNodePackages, node22, optionalNodePackages } from "./optional-node.js";
 export { OtlpReceiver, type ReceivedSpan } from "./otlp-receiver.js";
@@ -74,7 +75,6 @@ export {
   PINNED_NATS_SERVER_VERSION,
   pinnedNatsServer,
   pinnedNatsServerMissing,
-  systemAccountNatsConfig,
 } from "./pinned-nats-server.js";
 export {
   freshSchema,

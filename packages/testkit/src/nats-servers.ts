@@ -45,10 +45,13 @@ export interface SecuredNatsUser {
 export interface SecuredNatsOptions {
   nodes: { user: string; password: string }[];
   users: SecuredNatsUser[];
+  /** A user of the system account `SYS`, for dropping hung nodes. */
+  system?: { user: string; password: string };
 }
 
 interface SecuredConfigScript {
   securedNatsConfig(options: SecuredNatsOptions): string;
+  systemAccountLines(system: { user: string; password: string }): string[];
 }
 
 interface NatsClusterScript {
@@ -68,6 +71,23 @@ const secured = (await import(
 /** The nats-server config of a secured mq9 cluster (docs/cluster.md, "One NATS account per user"). */
 export function securedNatsConfig(options: SecuredNatsOptions): string {
   return secured.securedNatsConfig(options);
+}
+
+/**
+ * A nats-server config with a system account (`SYS`) whose user may only ping the servers, look up
+ * a connection and close it (docs/cluster.md, Hung nodes), and an application account every client
+ * without credentials lands in.
+ */
+export function systemAccountNatsConfig(system: { user: string; password: string }): string {
+  return [
+    "accounts {",
+    "  APP { users = [ { user: app, password: app } ] }",
+    ...secured.systemAccountLines(system),
+    "}",
+    "system_account: SYS",
+    "no_auth_user: app",
+    "",
+  ].join("\n");
 }
 
 /** Starts routed nats-servers on free ports and resolves once their routes are up. */

@@ -22,26 +22,3 @@ export function pinnedNatsServerMissing(): string | undefined {
   if (process.env.CI) throw new Error(`CI: ${reason}`);
   return reason;
 }
-
-/**
- * A nats-server config with a system account (`SYS`) whose user may only ping the servers, look up
- * a connection and close it (docs/cluster.md, Hung nodes), and an application account every client
- * without credentials lands in.
- */
-export function systemAccountNatsConfig(system: { user: string; password: string }): string {
-  const quoted = (value: string) => JSON.stringify(value);
-  return [
-    "accounts {",
-    "  APP { users = [ { user: app, password: app } ] }",
-    "  SYS {",
-    "    users = [ {",
-    `      user: ${quoted(system.user)}, password: ${quoted(system.password)}`,
-    '      permissions: { publish: ["$SYS.REQ.SERVER.PING", "$SYS.REQ.SERVER.*.CONNZ", "$SYS.REQ.SERVER.*.KICK"], subscribe: ["_INBOX.>"] }',
-    "    } ]",
-    "  }",
-    "}",
-    "system_account: SYS",
-    "no_auth_user: app",
-    "",
-  ].join("\n");
-}
