@@ -4,6 +4,7 @@
 //
 //   N=10000 ROUNDS=3 BATCH=1 node bench/consume-probe.js
 //   PRE=150000     first send and drain this many (FETCH(100)), as the bench does before FETCH(1)
+//   KEYED=1        every SEND with an idempotency key, so every drained message has a header block
 //   CACHE_BYTES=0  the broker's --message-cache-bytes: 0 reads every message back from the log, as
 //                  a drain of a backlog larger than the cache mostly does
 //   GAP_MS=2000    idle this long before and after the drain of each round, so a --cpu-prof
@@ -78,6 +79,7 @@ async function round() {
   const u0 = us();
   const c0 = cpuTimes(server.pid);
   const threads0 = threadCpuTimes(server.pid);
+  const client0 = process.cpuUsage();
   const t0 = performance.now();
   let got = 0;
   for (;;) {
@@ -93,6 +95,7 @@ async function round() {
     await new Promise((r) => tracer.on("exit", r));
   }
   const elapsedMs = performance.now() - t0;
+  const clientCpu = process.cpuUsage(client0);
   const heap = process.env.HEAP ? await heapMark(server.pid) : undefined;
   const c1 = cpuTimes(server.pid);
   const u1 = us();
@@ -102,7 +105,9 @@ async function round() {
   console.log(
     `FETCH(${fetchOptions.batch})+ACK ${got} messages: ${((got / elapsedMs) * 1000).toFixed(0)} msg/s; ` +
       `broker CPU µs/msg ${perMessage(c1.allMs - c0.allMs)} (main thread ${perMessage(c1.mainMs - c0.mainMs)}; ` +
-      `user ${perMessage((u1[0] - u0[0]) * 10)}, system ${perMessage((u1[1] - u0[1]) * 10)})`,
+      `user ${perMessage((u1[0] - u0[0]) * 10)}, system ${perMessage((u1[1] - u0[1]) * 10)}); ` +
+      `client CPU µs/msg ${perMessage((clientCpu.user + clientCpu.system) / 1000)} ` +
+      `(load ${readFileSync("/proc/loadavg", "utf8").split(" ")[0]})`,
   );
   if (heap)
     console.log(

@@ -37,8 +37,10 @@ export async function startProbeBroker(extraArgs = []) {
 /** Sends `count` messages to "q" with `inFlight` outstanding at a time. */
 export async function sendWindow(client, count, payload, inFlight = 64) {
   const sends = [];
+  // KEYED=1: each SEND carries an idempotency key (a header block), as the bench's keyed phase does.
+  const keyed = process.env.KEYED ? `k-${Date.now()}-` : undefined;
   for (let i = 0; i < count; i++) {
-    sends.push(client.send("q", payload));
+    sends.push(client.send("q", payload, keyed ? { idempotencyKey: keyed + i } : undefined));
     if (sends.length >= inFlight) await sends.shift();
   }
   await Promise.all(sends);

@@ -18,7 +18,13 @@ function blank(byte: number): boolean {
 }
 
 /** Whether out[at, at+length) repeats one of the names written before it. */
-function repeatsName(out: Buffer, starts: number[], lengths: number[], at: number, length: number): boolean {
+function repeatsName(
+  out: Uint8Array,
+  starts: number[],
+  lengths: number[],
+  at: number,
+  length: number,
+): boolean {
   for (let n = 0; n < starts.length; n++) {
     if (lengths[n] !== length) continue;
     let k = 0;
@@ -28,28 +34,30 @@ function repeatsName(out: Buffer, starts: number[], lengths: number[], at: numbe
   return false;
 }
 
+/** The names written so far by plainBlockJsonInto (start and length in its output), reused. */
+const starts: number[] = [];
+const lengths: number[] = [];
+
 /**
- * The JSON text of a header block written byte by byte, or undefined when the block
- * needs the general path: non-ASCII or escaped characters, a repeated name, a line
- * without CRLF. Clients send plain ASCII headers, so this is the FETCH path's case.
+ * The JSON text of a header block written byte by byte into `out` from `at`, or -1 when the
+ * block needs the general path: non-ASCII or escaped characters, a repeated name, a line
+ * without CRLF. `out` must have room for `plainBlockJsonRoom(block)` bytes from `at`. Returns
+ * where the text ends. Clients send plain ASCII headers, so this is the FETCH path's case.
  */
-export function plainBlockJson(block: Uint8Array): string | undefined {
+export function plainBlockJsonInto(out: Uint8Array, at: number, block: Uint8Array): number {
   const n = block.length;
-  // Each input byte gives at most one output byte, plus 5 per line (quotes, colon, comma).
-  if (scratch.length < n * 3 + 8) scratch = Buffer.allocUnsafe(n * 3 + 8);
-  const out = scratch;
   let i = block.indexOf(LF);
-  if (i <= 0 || block[i - 1] !== CR) return undefined;
+  if (i <= 0 || block[i - 1] !== CR) return -1;
   i++;
-  let w = 0;
+  let w = at;
   out[w++] = 0x7b;
-  const starts: number[] = [];
-  const lengths: number[] = [];
+  starts.length = 0;
+  lengths.length = 0;
   while (i < n) {
     // An empty line ends the block.
     if (block[i] === CR) {
       if (block[i + 1] === LF) break;
-      return undefined;
+      return -1;
     }
     let colon = -1;
     let end = i;
@@ -57,7 +65,7 @@ export function plainBlockJson(block: Uint8Array): string | undefined {
       if (colon < 0 && block[end] === COLON) colon = end;
       end++;
     }
-    if (end + 1 >= n || block[end + 1] !== LF) return undefined;
+    if (end + 1 >= n || block[end + 1] !== LF) return -1;
     if (colon > i) {
       let nameStart = i;
       let nameEnd = colon;
@@ -72,11 +80,11 @@ export function plainBlockJson(block: Uint8Array): string | undefined {
       const nameAt = w;
       for (let k = nameStart; k < nameEnd; k++) {
         const byte = block[k];
-        if (!plain(byte)) return undefined;
+        if (!plain(byte)) return -1;
         // Names are matched case-insensitively, so the map has them lowercased.
         out[w++] = byte >= 0x41 && byte <= 0x5a ? byte + 0x20 : byte;
       }
-      if (repeatsName(out, starts, lengths, nameAt, w - nameAt)) return undefined;
+      if (repeatsName(out, starts, lengths, nameAt, w - nameAt)) return -1;
       starts.push(nameAt);
       lengths.push(w - nameAt);
       out[w++] = QUOTE;
@@ -84,7 +92,7 @@ export function plainBlockJson(block: Uint8Array): string | undefined {
       out[w++] = QUOTE;
       for (let k = valueStart; k < valueEnd; k++) {
         const byte = block[k];
-        if (!plain(byte)) return undefined;
+        if (!plain(byte)) return -1;
         out[w++] = byte;
       }
       out[w++] = QUOTE;
@@ -92,7 +100,19 @@ export function plainBlockJson(block: Uint8Array): string | undefined {
     i = end + 2;
   }
   out[w++] = 0x7d;
-  return out.toString("latin1", 0, w);
+  return w;
+}
+
+/** Bytes plainBlockJsonInto may write for `block`: each input byte gives at most one output byte, plus 5 per line. */
+export function plainBlockJsonRoom(block: Uint8Array): number {
+  return block.length * 3 + 8;
+}
+
+/** The JSON text of a header block on the byte path (see plainBlockJsonInto), or undefined. */
+export function plainBlockJson(block: Uint8Array): string | undefined {
+  if (scratch.length < plainBlockJsonRoom(block)) scratch = Buffer.allocUnsafe(plainBlockJsonRoom(block));
+  const end = plainBlockJsonInto(scratch, 0, block);
+  return end < 0 ? undefined : scratch.toString("latin1", 0, end);
 }
 
 /**

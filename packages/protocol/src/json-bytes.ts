@@ -46,6 +46,35 @@ export class JsonBytes {
     this.at += digits;
   }
 
+  /** Bytes as a JSON array of numbers (`[78,65]`), written digit by digit. */
+  byteList(bytes: Uint8Array): void {
+    this.room(bytes.length * 4 + 2);
+    const buf = this.buf;
+    let at = this.at;
+    buf[at++] = 0x5b;
+    for (let i = 0; i < bytes.length; i++) {
+      if (i > 0) buf[at++] = 0x2c;
+      const byte = bytes[i];
+      if (byte >= 100) buf[at++] = 48 + Math.floor(byte / 100);
+      if (byte >= 10) buf[at++] = 48 + (Math.floor(byte / 10) % 10);
+      buf[at++] = 48 + (byte % 10);
+    }
+    buf[at++] = 0x5d;
+    this.at = at;
+  }
+
+  /**
+   * Lets `write` put up to `room` bytes in place: it gets the writer's memory and where to start,
+   * and returns where it stopped, or -1 to write nothing. Returns whether it wrote.
+   */
+  writeWith<A>(room: number, write: (out: Buffer, at: number, arg: A) => number, arg: A): boolean {
+    this.room(room);
+    const end = write(this.buf, this.at, arg);
+    if (end < 0) return false;
+    this.at = end;
+    return true;
+  }
+
   /** Any text, as UTF-8 (at most three bytes per UTF-16 unit). */
   text(text: string): void {
     this.room(text.length * 3);

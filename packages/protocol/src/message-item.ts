@@ -1,4 +1,5 @@
-import { headerBlockJson } from "./header-block-json.js";
+import { plainBlockJsonInto, plainBlockJsonRoom } from "./header-block-json.js";
+import { headerMapJson, parseHeaderBlock } from "./headers.js";
 import { JsonBytes } from "./json-bytes.js";
 import type { Priority } from "./priority.js";
 
@@ -15,18 +16,6 @@ export interface WireMessage {
   createdMs: number;
   /** Deliveries to the group that claimed it, this one included; absent for a stateless read. */
   deliveryCount?: number;
-}
-
-/** "0".."255" and ",0"..",255": the header byte list is written from these without a join. */
-const BYTE_TEXT = Array.from({ length: 256 }, (_, b) => String(b));
-const COMMA_BYTE_TEXT = BYTE_TEXT.map((text) => `,${text}`);
-
-/** `[78,65,...]`: the raw header block as JSON numbers. */
-function headerBytesJson(header: Uint8Array): string {
-  if (header.length === 0) return "[]";
-  let out = `[${BYTE_TEXT[header[0]]}`;
-  for (let i = 1; i < header.length; i++) out += COMMA_BYTE_TEXT[header[i]];
-  return `${out}]`;
 }
 
 /** Which header forms an item carries: the raw block as bytes, the decoded map. */
@@ -66,11 +55,20 @@ export function writeMessageItem(
     out.ascii('","priority":"');
   }
   out.ascii(message.priority);
-  if (message.header) {
-    out.ascii(parts.bytes ? `","header":${headerBytesJson(message.header)}` : '"');
+  const header = message.header;
+  if (header) {
+    // Both forms are written straight from the block's bytes: no string per message.
+    if (parts.bytes) {
+      out.ascii('","header":');
+      out.byteList(header);
+    } else {
+      out.ascii('"');
+    }
     if (parts.map) {
       out.ascii(',"headers":');
-      out.text(headerBlockJson(message.header));
+      if (!out.writeWith(plainBlockJsonRoom(header), plainBlockJsonInto, header)) {
+        out.text(headerMapJson(parseHeaderBlock(header)));
+      }
     }
   } else {
     out.ascii('","header":null');

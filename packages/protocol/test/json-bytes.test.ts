@@ -26,6 +26,23 @@ describe("JSON written straight into bytes", () => {
     for (const n of numbers) expect(written((out) => out.integer(n))).toBe(JSON.stringify(n));
   });
 
+  it("writes bytes as the JSON array of their numbers, every byte value, from a tiny start", () => {
+    const all = Uint8Array.from({ length: 256 }, (_, b) => b);
+    expect(written((out) => out.byteList(all))).toBe(JSON.stringify(Array.from(all)));
+    expect(written((out) => out.byteList(new Uint8Array()))).toBe("[]");
+    expect(written((out) => out.byteList(Uint8Array.of(7)))).toBe("[7]");
+  });
+
+  it("keeps what a writeWith writer put in place, and nothing of one that gave up", () => {
+    const text = written((out) => {
+      out.ascii("a");
+      out.writeWith(100, (buf, at) => buf.write("bcd", at, "latin1") + at, undefined);
+      out.writeWith(100, (buf, at) => (buf.write("zzz", at, "latin1") ? -1 : -1), undefined);
+      out.ascii("e");
+    });
+    expect(text).toBe("abcde");
+  });
+
   it("writes other numbers as their JSON text too (negative, fractional, unsafe)", () => {
     for (const n of [-1, -0, 0.5, -12.75, 2 ** 60, 1e21])
       expect(written((out) => out.integer(n))).toBe(String(n));

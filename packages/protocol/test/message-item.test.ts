@@ -1,4 +1,6 @@
+import { randomHeaderBlocks } from "@mq9/testkit";
 import { describe, expect, it } from "vitest";
+import { headerMapJson, parseHeaderBlock } from "../src/headers.js";
 import { encodeMessageItem, type WireMessage } from "../src/message-item.js";
 import type { MessageItem } from "../src/messages.js";
 import { encodeReply, type ReplyPayload } from "../src/reply-encoding.js";
@@ -73,6 +75,40 @@ describe("message items on the wire", () => {
       priority: "normal",
       create_time: 0,
     });
+  });
+
+  it("carries any header block as its bytes and as the general path's map, plain or not", () => {
+    const alphabet = [
+      "a",
+      "B",
+      "-",
+      " ",
+      "\t",
+      ":",
+      "a:",
+      ": ",
+      "\r",
+      "\n",
+      "\r\n",
+      '"',
+      "\\",
+      "é",
+      "Z",
+      "9",
+    ];
+    for (const text of randomHeaderBlocks(11, 2000, alphabet)) {
+      const block = new TextEncoder().encode(text);
+      const message: WireMessage = {
+        id: 1,
+        priority: "normal",
+        header: block,
+        payload: new Uint8Array(),
+        createdMs: 0,
+      };
+      const item = JSON.parse(encodeMessageItem(message)) as MessageItem;
+      expect(item.header).toEqual(Array.from(block));
+      expect(item.headers).toEqual(JSON.parse(headerMapJson(parseHeaderBlock(block))));
+    }
   });
 
   it("a message sent without headers has header null and nothing optional", () => {
