@@ -165,6 +165,23 @@ export class RecordChecks {
     return { start: records.starts[i], end: records.ends[i] };
   }
 
+  /**
+   * Notes a record just appended from `start` to `end` of the segment: reads find it without
+   * walking the file for its header. Its checksum is still checked when it is first read (the
+   * disk may not hold what was written). Only a record right where the walk would look next is
+   * noted: the list of records stays in file order with nothing skipped.
+   */
+  appended(segment: number, start: number, end: number): void {
+    if (this.allGood.has(segment)) return;
+    const records = this.recordsOf(segment);
+    if (records.walked !== start) return;
+    records.starts.push(start);
+    records.ends.push(end);
+    records.states.push(UNCHECKED);
+    records.unchecked++;
+    records.walked = end;
+  }
+
   /** Forgets a deleted segment. */
   forget(segment: number): void {
     this.segments.delete(segment);

@@ -174,6 +174,7 @@ export class SegmentLog {
       throw err;
     }
     this.size = at + record.length;
+    this.checks.appended(this.currentSegment, at, this.size);
     return { segment: this.currentSegment, bodyOffset: at + RECORD_HEADER, end: this.size, body };
   }
 
