@@ -32,8 +32,8 @@ async function heapMark(pid) {
   const before = readMarks().length;
   process.kill(pid, "SIGUSR2");
   while (readMarks().length === before) await new Promise((r) => setTimeout(r, 5));
-  const [, heap, , external] = readMarks().at(-1).split(" ");
-  return { heap: Number(heap), external: Number(external) };
+  const [, heap, , external, , gcs, , gcUs, , kinds] = readMarks().at(-1).split(" ");
+  return { heap: Number(heap), external: Number(external), gcs: Number(gcs), gcUs: Number(gcUs), kinds };
 }
 function readMarks() {
   try {
@@ -111,7 +111,8 @@ async function round() {
   );
   if (heap)
     console.log(
-      `  broker allocated per message: heap ${(heap.heap / got).toFixed(0)} B, external ${(heap.external / got).toFixed(0)} B`,
+      `  broker allocated per message: heap ${(heap.heap / got).toFixed(0)} B, external ${(heap.external / got).toFixed(0)} B; ` +
+        `${heap.gcs} GCs (${heap.kinds}), their time ${((heap.gcUs ?? 0) / got).toFixed(2)} µs/msg`,
     );
   // Threads other than the main one that used CPU during the drain (row worker, GC, libuv).
   const others = [];
