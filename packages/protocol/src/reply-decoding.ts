@@ -116,9 +116,11 @@ function decodeRawMessages(data: Uint8Array, subject: string): DecodedReply<Mess
   }
   const messages = (head as Partial<MessagesReply> | null)?.messages;
   if (!Array.isArray(messages) || messages.some((m) => typeof m?.payload_len !== "number")) return undefined;
-  // One copy of the payload bytes (a Buffer's slice() would not copy): the connection may reuse
-  // the buffer `data` lies in.
-  const bytes = new Uint8Array(data.subarray(end + 1));
+  // The payloads are views of `data`, not copies: nats.js hands each reply in memory of its own
+  // (a socket read's chunk, or the buffer it gathered a longer reply in), which nothing writes
+  // again. A payload kept alive keeps the reply's bytes alive, as a copy of them would. Plain
+  // Uint8Array views, as copies were, whether `data` is a Buffer or not.
+  const bytes = new Uint8Array(data.buffer, data.byteOffset + end + 1, data.byteLength - end - 1);
   let at = 0;
   for (const item of messages) {
     const length = item.payload_len as number;

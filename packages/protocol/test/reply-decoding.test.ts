@@ -115,6 +115,21 @@ describe("reply decoding", () => {
     ).toEqual(base64.map(({ msg_id, key, tags, delivery_count }) => ({ msg_id, key, tags, delivery_count })));
   });
 
+  it("raw payloads are views of the reply's bytes, one after another, not copies", () => {
+    const head =
+      '{"error":"","messages":[{"msg_id":1,"payload_len":2,"priority":"normal","create_time":1},{"msg_id":2,"payload_len":3,"priority":"normal","create_time":1}]}';
+    // As nats.js hands it: a Buffer viewing part of a larger read.
+    const read = Buffer.from(`xx${head}\nabcdeyy`);
+    const data = read.subarray(2, read.length - 2);
+    const [first, second] = valueOfReply(decodeMessagesReply(data, "s", true));
+    expect(first.payload_bytes).toEqual(bytes("ab"));
+    expect(second.payload_bytes).toEqual(bytes("cde"));
+    expect(first.payload_bytes?.buffer).toBe(data.buffer);
+    expect(second.payload_bytes?.byteOffset).toBe(data.byteOffset + head.length + 1 + 2);
+    // Plain Uint8Arrays, as the SDK's payloads have always been.
+    expect(Object.getPrototypeOf(first.payload_bytes)).toBe(Uint8Array.prototype);
+  });
+
   it("raw payloads: lengths that do not add up to the bytes sent are a malformed reply", () => {
     const head = '{"error":"","messages":[{"msg_id":1,"payload_len":3,"priority":"normal","create_time":1}]}';
     for (const tail of ["ab", "abcd"]) {
