@@ -10,6 +10,8 @@ import { TINY_BERT_DIMENSIONS, writeTinyBert } from "./tiny-bert.js";
 
 const root = tempDir("mq9-models-");
 const tinyBert = writeTinyBert(join(root, "tiny-bert"));
+// A model whose call fails for any text with the word "poison" (see writeTinyBert).
+const brittleBert = writeTinyBert(join(root, "brittle-bert"), { unembedded: ["poison"] });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 embedderConformance("UseEmbedder (default, in this thread)", () => new UseEmbedder(), { semantic: true });
@@ -157,6 +159,119 @@ describe("ThreadedEmbedder query window", () => {
     } finally {
       await embedder.close();
       await single.close();
+    }
+  });
+});
+
+describe("ThreadedEmbedder query batches", () => {
+  it("gives each of many concurrent queries of mixed lengths its own vector, in shared calls", async () => {
+    const embedder = new ThreadedEmbedder({
+      spec: { kind: "onnx", modelDir: tinyBert },
+      id: "b",
+      workers: 2,
+    });
+    const single = new OnnxEmbedder({ modelDir: tinyBert });
+    try {
+      await embedder.load();
+      const before = embedder.batches;
+      // Single texts and calls of several texts, short and long, all asked in one turn.
+      const asks = Array.from({ length: 40 }, (_, i) =>
+        Array.from(
+          { length: 1 + (i % 3) },
+          (_, k) => `${"please ".repeat((i * 5 + k) % 13)}translate text ${i}.${k}`,
+        ),
+      );
+      const answers = await Promise.all(asks.map((texts) => embedder.embed(texts, { purpose: "query" })));
+      for (const [i, texts] of asks.entries()) {
+        expect(answers[i]).toHaveLength(texts.length);
+        const reference = await single.embed(texts, { purpose: "query" });
+        answers[i].forEach((v, k) => {
+          expect(Array.from(v)).toEqual(Array.from(reference[k]).map((x) => expect.closeTo(x, 5)));
+        });
+      }
+      // 80 texts in at most 32 a call: merged, not one call each.
+      expect(embedder.batches - before).toBeLessThan(asks.length);
+    } finally {
+      await embedder.close();
+      await single.close();
+    }
+  });
+
+  it("cuts queries beyond the batch cap into calls of at most the cap, a long call too", async () => {
+    const embedder = new ThreadedEmbedder({
+      spec: { kind: "onnx", modelDir: tinyBert },
+      id: "c",
+      workers: 1,
+      maxBatch: 4,
+    });
+    const single = new OnnxEmbedder({ modelDir: tinyBert });
+    try {
+      await embedder.load();
+      let before = embedder.batches;
+      const lone = Array.from({ length: 10 }, (_, i) =>
+        embedder.embed([`book a flight ${i}`], { purpose: "query" }),
+      );
+      await Promise.all(lone);
+      // 10 queries, 4 a call: 4 + 4 + 2.
+      expect(embedder.batches - before).toBe(3);
+      before = embedder.batches;
+      const texts = Array.from({ length: 9 }, (_, i) => `${"word ".repeat(i)}weather in rome ${i}`);
+      const vectors = await embedder.embed(texts, { purpose: "query" });
+      expect(embedder.batches - before).toBe(3);
+      const reference = await single.embed(texts, { purpose: "query" });
+      vectors.forEach((v, i) => {
+        expect(Array.from(v)).toEqual(Array.from(reference[i]).map((x) => expect.closeTo(x, 5)));
+      });
+    } finally {
+      await embedder.close();
+      await single.close();
+    }
+  });
+
+  it("a failed model call fails the queries of its batch only, with an error that says so", async () => {
+    const embedder = new ThreadedEmbedder({
+      spec: { kind: "onnx", modelDir: brittleBert },
+      id: "f",
+      workers: 1,
+      maxBatch: 2,
+    });
+    try {
+      await embedder.load();
+      // One turn, one worker, two a call: [fine, poison] then [fine, fine].
+      const asked = ["book a flight", "poison the well", "rain in paris", "pay my invoice"].map((text) =>
+        embedder.embed([text], { purpose: "query" }),
+      );
+      const settled = await Promise.allSettled(asked);
+      expect(settled.map((s) => s.status)).toEqual(["rejected", "rejected", "fulfilled", "fulfilled"]);
+      const reason = (settled[0] as PromiseRejectedResult).reason as Error;
+      expect(reason.message).toMatch(/^the embedding model failed on a batch of 2 query texts: .+/);
+      expect(reason.name).not.toBe("EmbedderUnavailableError");
+      // The embedder keeps serving.
+      expect(await embedder.embed(["weather in rome"], { purpose: "query" })).toHaveLength(1);
+    } finally {
+      await embedder.close();
+    }
+  });
+
+  it("hands a lone query to an idle worker in the turn it arrives, however long the window", async () => {
+    const embedder = new ThreadedEmbedder({
+      spec: { kind: "onnx", modelDir: tinyBert },
+      id: "l",
+      workers: 2,
+      queryWindowMs: 3_600_000,
+    });
+    try {
+      await embedder.load();
+      for (let i = 0; i < 3; i++) {
+        const before = embedder.batches;
+        const answer = embedder.embed([`find me a translator ${i}`], { purpose: "query" });
+        // The pump is scheduled once the current turn is done: two turns later the query is in a call.
+        for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
+        expect(embedder.batches - before).toBe(1);
+        await answer;
+      }
+    } finally {
+      await embedder.close();
     }
   });
 });

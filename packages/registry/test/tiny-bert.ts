@@ -87,8 +87,12 @@ const WORDS = (
 
 export const TINY_BERT_DIMENSIONS = 32;
 
-/** Writes `model.onnx` and `vocab.txt` into `dir`; returns `dir`. */
-export function writeTinyBert(dir: string): string {
+/**
+ * Writes `model.onnx` and `vocab.txt` into `dir`; returns `dir`. `unembedded` words are in the
+ * vocabulary but past the end of the model's embedding table, so a text with one of them makes
+ * the model call itself fail (onnxruntime refuses the out-of-range index), as a broken model would.
+ */
+export function writeTinyBert(dir: string, options: { unembedded?: string[] } = {}): string {
   mkdirSync(dir, { recursive: true });
   const vocab = [
     "[PAD]",
@@ -105,7 +109,7 @@ export function writeTinyBert(dir: string): string {
     "##er",
     ...WORDS,
   ];
-  writeFileSync(join(dir, "vocab.txt"), `${vocab.join("\n")}\n`);
+  writeFileSync(join(dir, "vocab.txt"), `${[...vocab, ...(options.unembedded ?? [])].join("\n")}\n`);
   const random = seededRandom(2024);
   const weights = (n: number) => Float32Array.from({ length: n }, () => random() * 2 - 1);
   const h = TINY_BERT_DIMENSIONS;

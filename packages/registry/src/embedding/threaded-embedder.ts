@@ -81,6 +81,21 @@ function reported(reply: { message: string; unavailable: boolean; retryable: boo
   return Object.assign(err, { retryable: reply.retryable });
 }
 
+/**
+ * A failed model call as the callers of its batch see it: which batch, so that a caller whose
+ * text was fine knows it failed beside others (a missing model says so by itself).
+ */
+function batchFailed(
+  reply: { message: string; unavailable: boolean; retryable: boolean },
+  batch: { texts: number; purpose: EmbedPurpose },
+): Error {
+  if (reply.unavailable) return reported(reply);
+  return reported({
+    ...reply,
+    message: `the embedding model failed on a batch of ${batch.texts} ${batch.purpose} text${batch.texts === 1 ? "" : "s"}: ${reply.message}`,
+  });
+}
+
 /** One worker per core leaves the broker's event loop to share them; past 4 the model copies cost more than they give. */
 function defaultWorkers(): number {
   return Math.max(1, Math.min(4, availableParallelism()));
@@ -88,6 +103,14 @@ function defaultWorkers(): number {
 
 /** While queries keep every worker busy, one chunk of documents runs after this many query batches. */
 const QUERY_BATCHES_PER_CHUNK = 4;
+
+/** Cuts texts into chunks of `size` in their order; indices into `texts`. */
+function chunksInOrder(texts: string[], size: number): number[][] {
+  const chunks: number[][] = [];
+  for (let i = 0; i < texts.length; i += size)
+    chunks.push(Array.from({ length: Math.min(size, texts.length - i) }, (_, k) => i + k));
+  return chunks;
+}
 
 /** Cuts texts into chunks of `size`, similar lengths together (fewer padded tokens in each); indices into `texts`. */
 function chunksByLength(texts: string[], size: number): number[][] {
@@ -133,6 +156,11 @@ export class ThreadedEmbedder implements Embedder {
     this.documentChunk = Math.max(1, options.documentChunk ?? 16);
     this.queryWindowMs = Math.max(0, options.queryWindowMs ?? QUERY_WINDOW_MS);
     this.parallelism = Math.max(1, Math.floor(options.workers ?? defaultWorkers()));
+  }
+
+  /** Batches handed to the workers so far, each one embed call in a worker: how calls are counted. */
+  get batches(): number {
+    return this.seq;
   }
 
   load(): Promise<number> {
@@ -184,14 +212,18 @@ export class ThreadedEmbedder implements Embedder {
     if (texts.length === 0) return Promise.resolve([]);
     if (this.broken) return Promise.reject(this.broken);
     const purpose = options.purpose ?? "document";
+    // No model call takes more than its cap: a larger call is cut into jobs that each fit one.
+    const cap = purpose === "query" ? this.maxBatch : this.documentChunk;
     return new Promise<Float32Array[]>((resolve, reject) => {
-      if (purpose === "query" || texts.length <= this.documentChunk) {
+      if (texts.length <= cap) {
         this.queues[purpose].push({ texts, resolve, reject });
       } else {
         const vectors = new Array<Float32Array>(texts.length);
         let left = texts.length;
-        for (const chunk of chunksByLength(texts, this.documentChunk)) {
-          this.queues.document.push({
+        // Queries keep their order (the first asked go first); documents go by length.
+        const chunks = purpose === "query" ? chunksInOrder(texts, cap) : chunksByLength(texts, cap);
+        for (const chunk of chunks) {
+          this.queues[purpose].push({
             texts: chunk.map((i) => texts[i]),
             resolve: (part) => {
               chunk.forEach((i, k) => {
@@ -295,7 +327,8 @@ export class ThreadedEmbedder implements Embedder {
     slot.inFlight = undefined;
     slot.worker.unref();
     if (reply.type === "failed") {
-      const err = reported(reply);
+      const texts = batch.jobs.reduce((n, job) => n + job.texts.length, 0);
+      const err = batchFailed(reply, { texts, purpose: batch.purpose });
       for (const job of batch.jobs) job.reject(err);
     } else {
       let offset = 0;
