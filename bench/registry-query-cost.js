@@ -7,7 +7,8 @@
 // (BENCH_REG_COST_VARIANTS, e.g. "window=0,ef=128;window=8,ef=128"): `window` is the embedder's
 // query window (ms), `ef` the vector store's efSearch. Prints, per round, QPS, p50/p99, CPU per
 // query of the broker's main thread, its other threads (the embedding workers, mostly) and the
-// client, the load average, and the model's batched ceiling measured in the same process.
+// client, the load average, and the model's batched ceiling measured in the same process, on texts
+// made as the queries are (before and after each round) and on bench/registry.js's short fixed ones.
 // More variant keys: `card` the registry's card weight (its cards are embedded at the default weight
 // and kept, so 0 ranks as before cards), `depth` the agents re-ranked by card at least (0: only
 // those the page's own vector search finds), `text` the hybrid text weight, `cached=1` repeats the labelled set's 100 queries (each
@@ -15,10 +16,11 @@
 // per variant, relevance of semantic DISCOVER (recall@5, recall@1, MRR over the top 10; direct and
 // paraphrase queries, strictly and fairly as part S counts them), first of the labelled cards alone
 // in a broker of their own (BENCH_REG_COST_ALONE_ONLY=1: only that), then at scale in the measured broker.
-// BENCH_REG_COST_PROFILE=<file prefix> writes a CPU profile of the broker's main thread during each
+// BENCH_REG_COST_TRACE=1 adds the vector searches a query makes, the k they ask for and the main
+// thread's CPU in them. BENCH_REG_COST_PROFILE=<file prefix> writes a CPU profile of the broker's main thread during each
 // measured round (<prefix>-<round>-<variant>.cpuprofile, for Chrome's DevTools or a script).
 import { spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { loadavg } from "node:os";
 import path from "node:path";
@@ -35,9 +37,23 @@ const BROKER = path.join(REPO_ROOT, "packages", "broker", "dist", "index.js");
 const REGISTRY = path.join(REPO_ROOT, "packages", "registry", "dist", "index.js");
 const load = () => loadavg()[0].toFixed(1);
 
+/**
+ * The `i`th uncached query text of a round's variant: a labelled query made unique by a suffix.
+ * BENCH_REG_QUERY_SUFFIX=number (the default) adds a number (2-4 tokens; the queries average about
+ * 13 tokens, as people's requests do); `tag` adds "#r1v0q123" as runs before 2026-12-08 did (about
+ * 8 tokens of its own: 18 a query, which costs the model 1.6 times as much). The model's ceiling is
+ * measured on texts made the same way, so that the share compares like with like.
+ */
+function uncachedQuery(QUERIES, i, round, variant) {
+  const base = QUERIES[i % QUERIES.length].query;
+  return process.env.BENCH_REG_QUERY_SUFFIX === "tag"
+    ? `${base} #r${round}v${variant}q${i}`
+    : `${base} ${(round * 100 + variant) * 100_000 + i}`;
+}
+
 if (process.argv[2] === "client") {
   // The client side, in its own process: warm-up, then the measured run; prints one JSON line.
-  const [, , , port, countText, concurrencyText, tag] = process.argv;
+  const [, , , port, countText, concurrencyText, tag, roundText, variantText] = process.argv;
   const { QUERIES } = await loadRelevanceSet();
   const client = await connect(`nats://127.0.0.1:${port}`, { reconnect: false, requestTimeoutMs: 120_000 });
   const count = Number(countText);
@@ -49,7 +65,7 @@ if (process.argv[2] === "client") {
     client.discover({
       semantic: cached
         ? QUERIES[unique++ % QUERIES.length].query
-        : `${QUERIES[unique % QUERIES.length].query} ${tag}${unique++}`,
+        : uncachedQuery(QUERIES, unique++, Number(roundText), Number(variantText)),
       limit: 10,
     });
   const run = async (n) => {
@@ -215,10 +231,18 @@ console.log(
   `${mixed.length} agents registered and indexed (${cache.misses} skill texts embedded, ${cache.hits} from the cache; load ${load()})`,
 );
 
-/** The model's batched ceiling: batches of 32 on every worker, as bench/registry.js measures it. */
-async function ceiling() {
+/**
+ * The model's batched ceiling: batches of 32 on every worker, of texts made as the round's queries
+ * are (`asked`), or of the short fixed texts bench/registry.js uses (about 12 tokens). Returns texts
+ * a second and the CPU of the threads other than the main one (the workers) per text, in µs.
+ */
+let ceilings = 0;
+async function ceiling(asked) {
   let n = 0;
-  const batch = () => Array.from({ length: 32 }, () => `ceiling query ${n++} about invoices and flights`);
+  const variant = 50 + (ceilings++ % 50);
+  const text = () =>
+    asked ? uncachedQuery(QUERIES, n++, 0, variant) : `ceiling query ${n++} about invoices and flights`;
+  const batch = () => Array.from({ length: 32 }, text);
   const lanes = (until) =>
     Promise.all(
       Array.from({ length: threaded.parallelism }, async () => {
@@ -227,13 +251,33 @@ async function ceiling() {
     );
   await lanes(128);
   const start = n;
+  const cpu0 = cpuTimes(process.pid);
   const t0 = performance.now();
   await lanes(start + 1600);
-  return (n - start) / ((performance.now() - t0) / 1000);
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = cpuTimes(process.pid);
+  const workerMs = cpu.allMs - cpu.mainMs - (cpu0.allMs - cpu0.mainMs);
+  return { rate: (n - start) / seconds, workerUs: (workerMs * 1000) / (n - start) };
 }
 
 // The settings under test, set on the running registry's embedder and store between rounds.
 const store = broker.registry.vectors;
+// BENCH_REG_COST_TRACE=1: per round, the vector searches a query makes, the k they ask for and
+// the main thread's CPU in them (the store's query is synchronous inside; the main thread's time on
+// a CPU, read from /proc, so that other processes taking the cores do not count).
+const trace = { calls: 0, ms: 0, ks: new Map() };
+const onCpuMs = () => Number(readFileSync("/proc/thread-self/schedstat", "utf8").split(" ")[0]) / 1e6;
+if (process.env.BENCH_REG_COST_TRACE === "1") {
+  const query = store.query.bind(store);
+  store.query = (vector, filter, limit) => {
+    const t0 = onCpuMs();
+    const result = query(vector, filter, limit);
+    trace.ms += onCpuMs() - t0;
+    trace.calls++;
+    trace.ks.set(limit, (trace.ks.get(limit) ?? 0) + 1);
+    return result;
+  };
+}
 const registryDefaults = {
   card: broker.registry.cardWeight,
   depth: broker.registry.cardRerankDepth,
@@ -248,7 +292,7 @@ function apply(variant) {
   if (variant.ef !== undefined) store.efSearch = variant.ef;
 }
 
-function clientRound(tag) {
+function clientRound(tag, round, v) {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
@@ -259,6 +303,8 @@ function clientRound(tag) {
         String(queries),
         String(concurrency),
         tag,
+        String(round),
+        String(v),
       ],
       { stdio: ["ignore", "inherit", "inherit", "ipc"] },
     );
@@ -266,10 +312,17 @@ function clientRound(tag) {
     child.on("message", (message) => {
       if (message === "measuring") {
         // The embedder numbers its model calls: calls per query gives the mean batch.
-        before = { total: cpuTimes(process.pid), threads: threadCpuTimes(process.pid), calls: threaded.seq };
+        before = {
+          total: cpuTimes(process.pid),
+          threads: threadCpuTimes(process.pid),
+          calls: threaded.batches,
+          trace: { calls: trace.calls, ms: trace.ms },
+        };
+        trace.ks.clear();
         child.send("go");
       } else {
         const after = cpuTimes(process.pid);
+        const searches = before.trace;
         // The other threads by name: the embedding workers, V8's helpers (garbage collection), libuv's.
         const byName = new Map();
         for (const [tid, t] of threadCpuTimes(process.pid)) {
@@ -279,10 +332,14 @@ function clientRound(tag) {
         }
         resolve({
           ...message,
-          batch: queries / (threaded.seq - before.calls),
+          batch: queries / (threaded.batches - before.calls),
           mainUs: ((after.mainMs - before.total.mainMs) * 1000) / queries,
           otherUs:
             ((after.allMs - after.mainMs - (before.total.allMs - before.total.mainMs)) * 1000) / queries,
+          searches:
+            trace.calls === searches.calls
+              ? ""
+              : `; vector searches ${((trace.calls - searches.calls) / queries).toFixed(2)} a query, ${(((trace.ms - searches.ms) * 1000) / queries).toFixed(0)} µs, k ${[...trace.ks].map(([k, n]) => `${k}×${n}`).join(" ")}`,
           threads: [...byName]
             .filter(([, ms]) => ms > 0)
             .map(([name, ms]) => `${name} ${((ms * 1000) / queries).toFixed(0)}`)
@@ -309,15 +366,22 @@ for (let round = 1; round <= rounds; round++) {
     if (relevance && round === 1) {
       console.log(`at scale, ${JSON.stringify(variant)}: ${await relevanceOf(broker.port)} (load ${load()})`);
     }
-    const r = await clientRound(`${variant.cached ? "cached" : ""}#r${round}v${v}q`);
+    // The ceiling on the round's kind of texts just before and just after it (the machine is shared).
+    const before = await ceiling(true);
+    const r = await clientRound(variant.cached ? "cached" : "uncached", round, v);
     if (session) {
       const { profile: taken } = await session.post("Profiler.stop");
       writeFileSync(`${profile}-${round}-${v}.cpuprofile`, JSON.stringify(taken));
       session.disconnect();
     }
-    const ceil = await ceiling();
+    const after = await ceiling(true);
+    const fixed = await ceiling(false);
+    const ceil = (before.rate + after.rate) / 2;
     console.log(
-      `round ${round} ${JSON.stringify(variant)}: ${Math.round(r.qps)} QPS @${concurrency} (p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms), CPU µs/query main ${r.mainUs.toFixed(0)} / other threads ${r.otherUs.toFixed(0)} / client ${r.clientUs.toFixed(0)}; ceiling after ${Math.round(ceil)}/s = ${((100 * r.qps) / ceil).toFixed(0)} %; load ${loadBefore} -> ${load()}; ${r.batch.toFixed(1)} queries a model call\n    other threads, µs/query: ${r.threads}`,
+      `round ${round} ${JSON.stringify(variant)}: ${Math.round(r.qps)} QPS @${concurrency} (p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms), CPU µs/query main ${r.mainUs.toFixed(0)} / other threads ${r.otherUs.toFixed(0)} / client ${r.clientUs.toFixed(0)}; load ${loadBefore} -> ${load()}; ${r.batch.toFixed(1)} queries a model call\n` +
+        `    ceiling on these texts ${Math.round(before.rate)} / ${Math.round(after.rate)}/s before / after (workers ${before.workerUs.toFixed(0)} / ${after.workerUs.toFixed(0)} µs a text) = ${((100 * r.qps) / ceil).toFixed(0)} %; ` +
+        `on the short fixed texts ${Math.round(fixed.rate)}/s (${fixed.workerUs.toFixed(0)} µs) = ${((100 * r.qps) / fixed.rate).toFixed(0)} %\n` +
+        `    other threads, µs/query: ${r.threads}${r.searches}`,
     );
   }
 }
