@@ -11,7 +11,7 @@
 // made as the queries are (before and after each round) and on bench/registry.js's short fixed ones.
 // More variant keys: `card` the registry's card weight (its cards are embedded at the default weight
 // and kept, so 0 ranks as before cards), `depth` the agents re-ranked by card at least (0: only
-// those the page's own vector search finds), `text` the hybrid text weight, `cached=1` repeats the labelled set's 100 queries (each
+// those the page's own vector search finds), `text` the hybrid text weight, `tag=1` makes the uncached queries unique with "#r1v0q123" (see uncachedQuery), `cached=1` repeats the labelled set's 100 queries (each
 // asked in the warm-up first) instead of asking new ones. BENCH_REG_COST_RELEVANCE=1 also measures,
 // per variant, relevance of semantic DISCOVER (recall@5, recall@1, MRR over the top 10; direct and
 // paraphrase queries, strictly and fairly as part S counts them), first of the labelled cards alone
@@ -38,17 +38,15 @@ const REGISTRY = path.join(REPO_ROOT, "packages", "registry", "dist", "index.js"
 const load = () => loadavg()[0].toFixed(1);
 
 /**
- * The `i`th uncached query text of a round's variant: a labelled query made unique by a suffix.
- * BENCH_REG_QUERY_SUFFIX=number (the default) adds a number (2-4 tokens; the queries average about
- * 13 tokens, as people's requests do); `tag` adds "#r1v0q123" as runs before 2026-12-08 did (about
- * 8 tokens of its own: 18 a query, which costs the model 1.6 times as much). The model's ceiling is
- * measured on texts made the same way, so that the share compares like with like.
+ * The `i`th uncached query text of a round's variant: a labelled query made unique by a suffix, a
+ * number (2-4 tokens; the queries average 14.3 tokens), or when `tagged` "#r1v0q123" as runs before
+ * this one did (about 8 tokens of its own: 18.4 a query, which costs the model 1.6 times as much).
+ * `tagged` is the variant key `tag=1`, or BENCH_REG_QUERY_SUFFIX=tag for every variant. The model's
+ * ceiling is measured on texts made the same way, so that the share compares like with like.
  */
-function uncachedQuery(QUERIES, i, round, variant) {
+function uncachedQuery(QUERIES, i, round, variant, tagged) {
   const base = QUERIES[i % QUERIES.length].query;
-  return process.env.BENCH_REG_QUERY_SUFFIX === "tag"
-    ? `${base} #r${round}v${variant}q${i}`
-    : `${base} ${(round * 100 + variant) * 100_000 + i}`;
+  return tagged ? `${base} #r${round}v${variant}q${i}` : `${base} ${(round * 100 + variant) * 100_000 + i}`;
 }
 
 if (process.argv[2] === "client") {
@@ -65,7 +63,7 @@ if (process.argv[2] === "client") {
     client.discover({
       semantic: cached
         ? QUERIES[unique++ % QUERIES.length].query
-        : uncachedQuery(QUERIES, unique++, Number(roundText), Number(variantText)),
+        : uncachedQuery(QUERIES, unique++, Number(roundText), Number(variantText), tag === "tagged"),
       limit: 10,
     });
   const run = async (n) => {
@@ -237,11 +235,13 @@ console.log(
  * a second and the CPU of the threads other than the main one (the workers) per text, in µs.
  */
 let ceilings = 0;
-async function ceiling(asked) {
+async function ceiling(asked, tagged) {
   let n = 0;
   const variant = 50 + (ceilings++ % 50);
   const text = () =>
-    asked ? uncachedQuery(QUERIES, n++, 0, variant) : `ceiling query ${n++} about invoices and flights`;
+    asked
+      ? uncachedQuery(QUERIES, n++, 0, variant, tagged)
+      : `ceiling query ${n++} about invoices and flights`;
   const batch = () => Array.from({ length: 32 }, text);
   const lanes = (until) =>
     Promise.all(
@@ -367,14 +367,15 @@ for (let round = 1; round <= rounds; round++) {
       console.log(`at scale, ${JSON.stringify(variant)}: ${await relevanceOf(broker.port)} (load ${load()})`);
     }
     // The ceiling on the round's kind of texts just before and just after it (the machine is shared).
-    const before = await ceiling(true);
-    const r = await clientRound(variant.cached ? "cached" : "uncached", round, v);
+    const tagged = (variant.tag ?? (process.env.BENCH_REG_QUERY_SUFFIX === "tag" ? 1 : 0)) === 1;
+    const before = await ceiling(true, tagged);
+    const r = await clientRound(variant.cached ? "cached" : tagged ? "tagged" : "uncached", round, v);
     if (session) {
       const { profile: taken } = await session.post("Profiler.stop");
       writeFileSync(`${profile}-${round}-${v}.cpuprofile`, JSON.stringify(taken));
       session.disconnect();
     }
-    const after = await ceiling(true);
+    const after = await ceiling(true, tagged);
     const fixed = await ceiling(false);
     const ceil = (before.rate + after.rate) / 2;
     console.log(
