@@ -7,6 +7,7 @@ import { boxName, eventually, sleep, startBroker, type TestBroker } from "@mq9/t
 import { connect as natsConnect, nkeys } from "nats";
 import { afterEach, describe, expect, it } from "vitest";
 import { connect, Mq9Client, Mq9Error } from "../src/index.js";
+import { failure } from "./failure.js";
 import { TcpProxy } from "./tcp-proxy.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -45,15 +46,6 @@ async function handBroker(reply?: (subject: string) => string | undefined) {
     await listener.close({ drainTimeoutMs: 0 });
   });
   return `mq9://127.0.0.1:${port}`;
-}
-
-async function failure(promise: Promise<unknown>): Promise<Mq9Error> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(Mq9Error);
-  return err as Mq9Error;
 }
 
 describe("connect", () => {

@@ -2,7 +2,8 @@ import { NatsListener } from "@mq9/broker/internal";
 import { boxName, startBroker } from "@mq9/testkit";
 import { type Msg, connect as natsConnect } from "nats";
 import { afterEach, describe, expect, it } from "vitest";
-import { connect, Mq9Error } from "../src/index.js";
+import { connect } from "../src/index.js";
+import { failure } from "./failure.js";
 import { TcpProxy } from "./tcp-proxy.js";
 
 // The SDK's request path over its one reply subscription: framing, order with other publishes,
@@ -40,15 +41,6 @@ async function handBroker(respond: (msg: Msg, seen: string[]) => void) {
 }
 
 const reply = (msg: Msg, text: string) => msg.respond(new TextEncoder().encode(text));
-
-async function failure(promise: Promise<unknown>): Promise<Mq9Error> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(Mq9Error);
-  return err as Mq9Error;
-}
 
 describe("a lone request", () => {
   it("goes out as one PUB with its reply subject and payload, headers as one HPUB", async () => {

@@ -12,6 +12,14 @@ const root = tempDir("mq9-models-");
 const tinyBert = writeTinyBert(join(root, "tiny-bert"));
 // A model whose call fails for any text with the word "poison" (see writeTinyBert).
 const brittleBert = writeTinyBert(join(root, "brittle-bert"), { unembedded: ["poison"] });
+
+/** Each vector equal to its reference to 5 decimals: batching must not change what a text gets. */
+function expectSameVectors(vectors: ArrayLike<number>[], reference: ArrayLike<number>[]): void {
+  expect(vectors).toHaveLength(reference.length);
+  vectors.forEach((v, i) => {
+    expect(Array.from(v)).toEqual(Array.from(reference[i]).map((x) => expect.closeTo(x, 5)));
+  });
+}
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 embedderConformance("UseEmbedder (default, in this thread)", () => new UseEmbedder(), { semantic: true });
@@ -80,9 +88,7 @@ describe("ThreadedEmbedder scheduling", () => {
       const [vectors] = await Promise.all([backlog, query]);
       expect(finished).toEqual(["query", "documents"]);
       const reference = await single.embed(docs);
-      vectors.forEach((v, i) => {
-        expect(Array.from(v)).toEqual(Array.from(reference[i]).map((x) => expect.closeTo(x, 5)));
-      });
+      expectSameVectors(vectors, reference);
     } finally {
       await embedder.close();
       await single.close();
@@ -153,9 +159,7 @@ describe("ThreadedEmbedder query window", () => {
       }
       const vectors = (await Promise.all(asked)).flat();
       const reference = await single.embed(texts, { purpose: "query" });
-      vectors.forEach((v, i) => {
-        expect(Array.from(v)).toEqual(Array.from(reference[i]).map((x) => expect.closeTo(x, 5)));
-      });
+      expectSameVectors(vectors, reference);
     } finally {
       await embedder.close();
       await single.close();
@@ -219,9 +223,7 @@ describe("ThreadedEmbedder query batches", () => {
       const vectors = await embedder.embed(texts, { purpose: "query" });
       expect(embedder.batches - before).toBe(3);
       const reference = await single.embed(texts, { purpose: "query" });
-      vectors.forEach((v, i) => {
-        expect(Array.from(v)).toEqual(Array.from(reference[i]).map((x) => expect.closeTo(x, 5)));
-      });
+      expectSameVectors(vectors, reference);
     } finally {
       await embedder.close();
       await single.close();

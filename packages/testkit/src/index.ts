@@ -93,7 +93,7 @@ export {
   VENV,
   venvDir,
 } from "./python-env.js";
-export { randomHeaderBlocks } from "./random-header-blocks.js";
+export { randomHeaderBlocks, TRICKY_HEADER_PIECES } from "./random-header-blocks.js";
 export { weatherToolsServer } from "./registry-fixtures.js";
 export {
   contentAnalysisTemplates,

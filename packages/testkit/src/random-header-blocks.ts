@@ -8,6 +8,29 @@ function seededRandom(seed: number): () => number {
 }
 
 /**
+ * Pieces that make header blocks hard to parse: separators in names and values, folded and bare
+ * line ends, quotes and backslashes a JSON encoder must escape, a non-ASCII letter.
+ */
+export const TRICKY_HEADER_PIECES: readonly string[] = [
+  "a",
+  "B",
+  "-",
+  " ",
+  "\t",
+  ":",
+  "a:",
+  ": ",
+  "\r",
+  "\n",
+  "\r\n",
+  '"',
+  "\\",
+  "é",
+  "Z",
+  "9",
+];
+
+/**
  * Header blocks (as text) made of random pieces, seeded so a failure can be replayed:
  * up to five lines of `minPieces..maxPieces` pieces each, a missing version-line CRLF
  * now and then, and a final empty line four times in five.
