@@ -230,7 +230,7 @@ describe("ThreadedEmbedder query batches", () => {
     }
   });
 
-  it("a failed model call fails the queries of its batch only, with an error that says so", async () => {
+  it("a failed model call is tried again caller by caller: only the text the model cannot take fails", async () => {
     const embedder = new ThreadedEmbedder({
       spec: { kind: "onnx", modelDir: brittleBert },
       id: "f",
@@ -239,14 +239,16 @@ describe("ThreadedEmbedder query batches", () => {
     });
     try {
       await embedder.load();
-      // One turn, one worker, two a call: [fine, poison] then [fine, fine].
+      // One turn, one worker, two a call: [fine, poison] fails, then each alone; [fine, fine].
+      const before = embedder.batches;
       const asked = ["book a flight", "poison the well", "rain in paris", "pay my invoice"].map((text) =>
         embedder.embed([text], { purpose: "query" }),
       );
       const settled = await Promise.allSettled(asked);
-      expect(settled.map((s) => s.status)).toEqual(["rejected", "rejected", "fulfilled", "fulfilled"]);
-      const reason = (settled[0] as PromiseRejectedResult).reason as Error;
-      expect(reason.message).toMatch(/^the embedding model failed on a batch of 2 query texts: .+/);
+      expect(settled.map((s) => s.status)).toEqual(["fulfilled", "rejected", "fulfilled", "fulfilled"]);
+      expect(embedder.batches - before).toBe(4);
+      const reason = (settled[1] as PromiseRejectedResult).reason as Error;
+      expect(reason.message).toMatch(/^the embedding model failed on a batch of 1 query text: .+/);
       expect(reason.name).not.toBe("EmbedderUnavailableError");
       // The embedder keeps serving.
       expect(await embedder.embed(["weather in rome"], { purpose: "query" })).toHaveLength(1);

@@ -59,6 +59,8 @@ interface Job {
   texts: string[];
   resolve(vectors: Float32Array[]): void;
   reject(err: Error): void;
+  /** Runs in a model call of its own: it shared one that failed. */
+  alone?: true;
 }
 
 /** One worker thread and the batch it is running. */
@@ -269,7 +271,10 @@ export class ThreadedEmbedder implements Embedder {
       const limit = purpose === "query" ? Math.min(this.maxBatch, this.queryShare()) : this.documentChunk;
       const jobs: Job[] = [];
       let count = 0;
-      while (queue.length > 0 && (jobs.length === 0 || count + queue[0].texts.length <= limit)) {
+      while (
+        queue.length > 0 &&
+        (jobs.length === 0 || (!jobs[0].alone && !queue[0].alone && count + queue[0].texts.length <= limit))
+      ) {
         const job = queue.shift()!;
         jobs.push(job);
         count += job.texts.length;
@@ -326,7 +331,12 @@ export class ThreadedEmbedder implements Embedder {
     if (!batch || reply.type === "loaded" || reply.seq !== batch.seq) return;
     slot.inFlight = undefined;
     slot.worker.unref();
-    if (reply.type === "failed") {
+    if (reply.type === "failed" && batch.jobs.length > 1 && !reply.unavailable) {
+      // One caller's text may be what the model cannot take: each caller is tried again alone,
+      // first in line, so the others get their vectors and only that one its error.
+      const queue = this.queues[batch.purpose];
+      queue.unshift(...batch.jobs.map((job): Job => ({ ...job, alone: true })));
+    } else if (reply.type === "failed") {
       const texts = batch.jobs.reduce((n, job) => n + job.texts.length, 0);
       const err = batchFailed(reply, { texts, purpose: batch.purpose });
       for (const job of batch.jobs) job.reject(err);
