@@ -1,4 +1,5 @@
 import { headerMapJson, parseHeaderBlock } from "./headers.js";
+import type { JsonBytes } from "./json-bytes.js";
 
 const CR = 0x0d;
 const LF = 0x0a;
@@ -44,7 +45,7 @@ const lengths: number[] = [];
  * without CRLF. `out` must have room for `plainBlockJsonRoom(block)` bytes from `at`. Returns
  * where the text ends. Clients send plain ASCII headers, so this is the FETCH path's case.
  */
-export function plainBlockJsonInto(out: Uint8Array, at: number, block: Uint8Array): number {
+function plainBlockJsonInto(out: Uint8Array, at: number, block: Uint8Array): number {
   const n = block.length;
   let i = block.indexOf(LF);
   if (i <= 0 || block[i - 1] !== CR) return -1;
@@ -104,7 +105,7 @@ export function plainBlockJsonInto(out: Uint8Array, at: number, block: Uint8Arra
 }
 
 /** Bytes plainBlockJsonInto may write for `block`: each input byte gives at most one output byte, plus 5 per line. */
-export function plainBlockJsonRoom(block: Uint8Array): number {
+function plainBlockJsonRoom(block: Uint8Array): number {
   return block.length * 3 + 8;
 }
 
@@ -122,4 +123,11 @@ export function plainBlockJson(block: Uint8Array): string | undefined {
  */
 export function headerBlockJson(block: Uint8Array): string {
   return plainBlockJson(block) ?? headerMapJson(parseHeaderBlock(block));
+}
+
+/** headerBlockJson's text written into `out`, straight from the block's bytes when it is plain. */
+export function writeHeaderBlockJson(out: JsonBytes, block: Uint8Array): void {
+  if (!out.writeWith(plainBlockJsonRoom(block), plainBlockJsonInto, block)) {
+    out.text(headerMapJson(parseHeaderBlock(block)));
+  }
 }

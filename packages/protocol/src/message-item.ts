@@ -1,5 +1,4 @@
-import { plainBlockJsonInto, plainBlockJsonRoom } from "./header-block-json.js";
-import { headerMapJson, parseHeaderBlock } from "./headers.js";
+import { writeHeaderBlockJson } from "./header-block-json.js";
 import { JsonBytes } from "./json-bytes.js";
 import type { Priority } from "./priority.js";
 
@@ -66,9 +65,7 @@ export function writeMessageItem(
     }
     if (parts.map) {
       out.ascii(',"headers":');
-      if (!out.writeWith(plainBlockJsonRoom(header), plainBlockJsonInto, header)) {
-        out.text(headerMapJson(parseHeaderBlock(header)));
-      }
+      writeHeaderBlockJson(out, header);
     }
   } else {
     out.ascii('","header":null');
