@@ -84,8 +84,9 @@ function reported(reply: { message: string; unavailable: boolean; retryable: boo
 }
 
 /**
- * A failed model call as the callers of its batch see it: which batch, so that a caller whose
- * text was fine knows it failed beside others (a missing model says so by itself).
+ * A failed model call as its caller sees it, the call having been its own (callers that shared a
+ * failed call are tried again alone): how many texts it held, since one caller may ask for many
+ * (a missing model says so by itself).
  */
 function batchFailed(
   reply: { message: string; unavailable: boolean; retryable: boolean },
