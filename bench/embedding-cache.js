@@ -12,6 +12,24 @@ export function embeddingCacheDir() {
   return process.env.BENCH_CACHE_DIR ?? path.join(homedir(), ".cache", "mq9-bench");
 }
 
+/** The cache file of an embedder's vectors of `dims` dimensions. */
+export function embeddingCacheFile(id, dims) {
+  return path.join(embeddingCacheDir(), `${id.replace(/[^A-Za-z0-9._-]+/g, "_")}-${dims}.bin`);
+}
+
+/** Each record of a cache file as `{ key, vector }` (key in hex), in file order; a torn last record (a run stopped mid-write) is ignored. */
+export function readCacheRecords(file, dims) {
+  const bytes = readFileSync(file);
+  const record = KEY_BYTES + dims * 4;
+  const records = [];
+  for (let at = 0; at + record <= bytes.length; at += record) {
+    const vector = new Float32Array(dims);
+    new Uint8Array(vector.buffer).set(bytes.subarray(at + KEY_BYTES, at + record));
+    records.push({ key: bytes.toString("hex", at, at + KEY_BYTES), vector });
+  }
+  return records;
+}
+
 export class CachedEmbedder {
   /** @param inner an Embedder (see packages/registry/src/embedding/embedder.ts) */
   constructor(inner) {
@@ -26,19 +44,10 @@ export class CachedEmbedder {
   async load() {
     const dims = await this.inner.load();
     this.dims = dims;
-    const dir = embeddingCacheDir();
-    mkdirSync(dir, { recursive: true });
-    this.file = path.join(dir, `${this.id.replace(/[^A-Za-z0-9._-]+/g, "_")}-${dims}.bin`);
+    mkdirSync(embeddingCacheDir(), { recursive: true });
+    this.file = embeddingCacheFile(this.id, dims);
     if (this.vectors.size === 0 && existsSync(this.file)) {
-      const bytes = readFileSync(this.file);
-      const record = KEY_BYTES + dims * 4;
-      // A torn last record (a run stopped mid-write) is ignored.
-      for (let at = 0; at + record <= bytes.length; at += record) {
-        const key = bytes.toString("hex", at, at + KEY_BYTES);
-        const copy = new Float32Array(dims);
-        new Uint8Array(copy.buffer).set(bytes.subarray(at + KEY_BYTES, at + record));
-        this.vectors.set(key, copy);
-      }
+      for (const { key, vector } of readCacheRecords(this.file, dims)) this.vectors.set(key, vector);
     }
     return dims;
   }

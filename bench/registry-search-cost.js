@@ -9,7 +9,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import path from "node:path";
-import { embeddingCacheDir } from "./embedding-cache.js";
+import { embeddingCacheFile, readCacheRecords } from "./embedding-cache.js";
 import { makeTempDir, REPO_ROOT, removeTempDir } from "./proc.js";
 import { benchEmbedderForTools, loadRelevanceSet } from "./registry.js";
 
@@ -21,17 +21,10 @@ const onCpuMs = () => Number(readFileSync("/proc/thread-self/schedstat", "utf8")
 const chosen = benchEmbedderForTools();
 const embedder = createEmbedder(chosen.spec);
 const dims = await embedder.load();
-const file = path.join(embeddingCacheDir(), `${embedder.id.replace(/[^A-Za-z0-9._-]+/g, "_")}-${dims}.bin`);
+const file = embeddingCacheFile(embedder.id, dims);
 if (!existsSync(file))
   throw new Error(`no embedding cache ${file}: run part S (bench/registry-scale.js) first`);
-const bytes = readFileSync(file);
-const record = 20 + dims * 4;
-const vectors = [];
-for (let at = 0; at + record <= bytes.length; at += record) {
-  const v = new Float32Array(dims);
-  new Uint8Array(v.buffer).set(bytes.subarray(at + 20, at + record));
-  vectors.push(v);
-}
+const vectors = readCacheRecords(file, dims).map((record) => record.vector);
 
 const keep = process.env.BENCH_REG_STORE_DIR;
 const dir = keep ?? makeTempDir("mq9-bench-search");
