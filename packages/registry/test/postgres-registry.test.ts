@@ -164,6 +164,20 @@ describe.skipIf(missing !== undefined)(`postgres registry${missing ? ` (skipped:
     expect(seen.statusJson).toContain("busy");
   });
 
+  it("a heartbeat taken by a node that has not followed the REGISTER yet: that node still finds the agent", async () => {
+    const [a, b] = await twoNodes();
+    // Several agents: the follow timer could run between one REGISTER and its heartbeat.
+    for (let i = 0; i < 3; i++) {
+      const mailbox = `early.beat${i}.inbox`;
+      await a.registry.register(json({ name: `early-beat-${i}`, mailbox, payload: "x", ttl: 600 }));
+      await b.registry.report(json({ mailbox, report_info: `beat ${i}` }));
+      const { agents } = await b.registry.discover(json({ mailbox, include_status: true }));
+      const text = agents.map((pieces) => Buffer.concat(pieces.map((p) => Buffer.from(p))).toString());
+      expect(text, `b's DISCOVER of ${mailbox}`).toHaveLength(1);
+      expect(text[0]).toContain(`beat ${i}`);
+    }
+  });
+
   it("expired registrations are purged once, by the lock holder, and vanish everywhere", async () => {
     const [a, b] = await twoNodes();
     const now = Date.now();

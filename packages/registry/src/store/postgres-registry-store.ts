@@ -243,7 +243,9 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
     });
     for (const { mailbox, change } of touched) {
       const entry = this.registrations.get(mailbox);
-      if (entry) this.registrations.touch(entry, nowMs, statusJson);
+      // A registration this node has not followed yet stays unclaimed: its next follow loads it.
+      if (!entry) continue;
+      this.registrations.touch(entry, nowMs, statusJson);
       this.changeOf.set(mailbox, change);
     }
     return touched.length;
