@@ -217,6 +217,33 @@ describe.skipIf(missing !== undefined)(`postgres registry${missing ? ` (skipped:
     await eventually(async () => (await localB.count()) === 0, "b to drop the vector");
   });
 
+  it("vectors a node stores for docs another node has replaced since: the node loads the new registration, keeps no stale vector", async () => {
+    const [a, b] = await twoNodes();
+    const localA = await LocalVectorStore.open({ dataDir: ":memory:" });
+    const localB = await LocalVectorStore.open({ dataDir: ":memory:" });
+    const vectorsA = a.shared.shareVectors(localA);
+    b.shared.shareVectors(localB);
+    opened.push(localA, localB);
+    // The vector arrives before a followed the new REGISTER, then after.
+    for (const followedFirst of [false, true]) {
+      const name = `swap-${followedFirst}`;
+      const mailbox = `swap.${followedFirst}.inbox`;
+      await a.registry.register(json({ name, mailbox, payload: `first words ${name}` }));
+      const old = (await a.shared.docsToEmbed("m1", 0, 100)).find((d) => d.mailbox === mailbox)!;
+      await eventually(async () => (await names(b.registry, { mailbox })).length === 1, "b to see it");
+      // Registered again through b while a is still embedding the first docs.
+      await b.registry.register(json({ name, mailbox, payload: `second words ${name}` }));
+      if (followedFirst) await names(a.registry, { mailbox });
+      await vectorsA.upsert([{ id: old.id, agent: mailbox, vector: new Float32Array([0.6, 0.8, 0]) }]);
+      await eventually(
+        async () => (await names(a.registry, { text: "second" })).includes(name),
+        `a to load b's registration of ${name}`,
+      );
+      expect(await names(a.registry, { text: "first" })).toEqual([]);
+      expect(await localA.count(), `${name}: the replaced doc's vector`).toBe(0);
+    }
+  });
+
   it("registrations keep their owner in PostgreSQL: other nodes and a restarted one enforce it", async () => {
     const schema = freshSchema();
     const [a, b] = await twoNodes(schema);

@@ -147,7 +147,8 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
       async upsert(items: VectorItem[]) {
         await local.upsert(items);
         for (const item of items) registry.awaiting.delete(item.id);
-        await registry.saveVectors(items);
+        const gone = await registry.saveVectors(items);
+        if (gone.length > 0) await local.delete({ ids: gone });
       },
       query: (vector, filter, limit) => local.query(vector, filter, limit),
       delete: (selector) => local.delete(selector),
@@ -450,27 +451,37 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
     super.unindex(mailbox);
   }
 
-  /** Stores the vectors the indexer computed, and tells the other nodes (the docs changed). */
-  private async saveVectors(items: VectorItem[]): Promise<void> {
-    if (items.length === 0) return;
-    await this.write("registry write failed", async (c) => {
-      await c.query(
+  /**
+   * Stores the vectors the indexer computed, and tells the other nodes (the docs changed).
+   * Resolves to the ids of docs that were gone (replaced by a later REGISTER).
+   */
+  private async saveVectors(items: VectorItem[]): Promise<number[]> {
+    if (items.length === 0) return [];
+    const stored = await this.write("registry write failed", async (c) => {
+      // Docs another node replaced meanwhile (a REGISTER again) are gone: their vectors are not stored.
+      const stored = await c.query<{ id: number; mailbox: string }>(
         `UPDATE registry_docs d SET vector = v.vector FROM unnest($1::bigint[], $2::bytea[]) AS v(id, vector)
-         WHERE d.id = v.id`,
+         WHERE d.id = v.id RETURNING d.id, d.mailbox`,
         [
           items.map((i) => i.id),
           items.map((i) => Buffer.from(i.vector.buffer, i.vector.byteOffset, i.vector.byteLength)),
         ],
       );
+      if (stored.rows.length === 0) return stored.rows;
       const { rows } = await c.query<{ mailbox: string; change: number }>(
         `UPDATE registry_agents SET change = n.c, docs_change = n.c
          FROM (SELECT nextval('registry_changes') AS c) AS n
          WHERE mailbox = ANY($1::text[]) RETURNING mailbox, change`,
-        [[...new Set(items.map((i) => i.agent))]],
+        [[...new Set(stored.rows.map((r) => r.mailbox))]],
       );
-      // Our own indexes hold these already: only the others need to reload.
-      for (const { mailbox, change } of rows) this.changeOf.set(mailbox, change);
+      // Our own indexes hold these docs: only the others need to reload.
+      for (const { mailbox, change } of rows) {
+        if (this.registrations.get(mailbox)) this.changeOf.set(mailbox, change);
+      }
+      return stored.rows;
     });
+    const kept = new Set(stored.map((r) => Number(r.id)));
+    return items.filter((i) => !kept.has(i.id)).map((i) => i.id);
   }
 
   /** The mailboxes a selector names; with `owner`, only that user's registrations. */
