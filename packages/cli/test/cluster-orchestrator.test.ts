@@ -151,8 +151,10 @@ describe.skipIf(missing !== undefined)(
           },
           120_000,
           `task ${id} to complete on ${follower.nodeId}`,
-        ).catch((err: Error) => {
-          err.message += `\nagent received ${JSON.stringify(agent.received)}\n${follower.nodeId}'s log ends:\n${follower.output().slice(-6000)}`;
+        ).catch(async (err: Error) => {
+          // What the new leader's router sees of the agent says why a step found nobody.
+          const known = JSON.stringify((await api(follower, "/orchestrator/agents")).body).slice(0, 1500);
+          err.message += `\nagent received ${JSON.stringify(agent.received)}\n${follower.nodeId}'s agents: ${known}\n${follower.nodeId}'s log ends:\n${follower.output().slice(-6000)}`;
           throw err;
         });
         expect(done.status).toBe("completed");
