@@ -203,7 +203,7 @@ describe.skipIf(missing !== undefined)(
       }, 240_000);
       // The answer of one change's statement is lost on its way back (its Bind names it): the
       // change committed, and the reply says that it may have, not that nothing changed.
-      it("an ACK or DELETE left unanswered by PostgreSQL says OUTCOME_UNKNOWN, and was made", async () => {
+      it("an ACK, DELETE or FETCH left unanswered by PostgreSQL says OUTCOME_UNKNOWN, and was made", async () => {
         const nc = await connectTo([`127.0.0.1:${serve.port}`]);
         const via = mq9Client(nc);
         const unanswered = async (statement: string, subject: string, body: object) => {
@@ -242,6 +242,22 @@ describe.skipIf(missing !== undefined)(
           expect(deleted.code, JSON.stringify(deleted)).toBe("OUTCOME_UNKNOWN");
           const left = await via("$mq9.AI.MSG.QUERY.unanswered", {});
           expect(ids(left)).toEqual([first]);
+          // A FETCH's claim leases what it returns: left unanswered, it may have leased.
+          await via("$mq9.AI.MSG.SEND.unanswered", "three");
+          await eventually(async () => (await postgresDown(serve.httpPort)) === false, 30_000);
+          const claimed = await unanswered("mq9-claim", "$mq9.AI.MSG.FETCH.unanswered", {
+            group_name: "g",
+            config: { num_msgs: 1, max_wait_ms: 0, lease_ms: 1_000 },
+          });
+          expect(claimed.code, JSON.stringify(claimed)).toBe("OUTCOME_UNKNOWN");
+          expect(claimed.error).toMatch(
+            /^outcome unknown: messages may or may not have been leased to this FETCH \(cannot fetch messages: PostgreSQL at .* did not answer its commit/,
+          );
+          // It did lease it: after its lease the message is delivered again, a second time.
+          await eventually(async () => (await postgresDown(serve.httpPort)) === false, 30_000);
+          await new Promise((resolve) => setTimeout(resolve, 1_500));
+          const again = (await fetchOne()) as { messages?: { body?: string; delivery_count?: number }[] };
+          expect(again.messages?.map((m) => m.delivery_count)).toEqual([2]);
         } finally {
           await nc.close();
         }

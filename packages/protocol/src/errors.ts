@@ -31,6 +31,8 @@ export const Errors = {
     `outcome unknown: the message may or may not be stored (${reason}); send it again with the same mq9-idempotency-key header and it is stored once`,
   changeOutcomeUnknown: (reason: string) =>
     `outcome unknown: the change may or may not have been made (${reason}); an ACK, NAK, DELETE or purge repeated changes nothing more, a MAILBOX.CREATE that was made answers MAILBOX_EXISTS`,
+  claimOutcomeUnknown: (reason: string) =>
+    `outcome unknown: messages may or may not have been leased to this FETCH (${reason}); any it leased are delivered again once their lease ends`,
   notMailboxOwner: (address: string, op: string) =>
     `permission denied: mailbox ${address} belongs to another user; only its owner may ${op} (others may only SEND to it)`,
   notRegistrationOwner: (mailbox: string) =>

@@ -123,7 +123,7 @@ export class Mq9Service implements Mq9RequestHandler {
       else reply = { error: "", ...(await this.dispatch(command, request, span)) };
       span?.end();
     } catch (err) {
-      reply = this.errorReply(err, request);
+      reply = this.errorReply(err, request, command?.op);
       span?.end(err);
     }
     this.observer?.observe(
@@ -139,14 +139,15 @@ export class Mq9Service implements Mq9RequestHandler {
    * The reply for a failed request: an Mq9Error's own text and code, a change whose commit went
    * unanswered as OUTCOME_UNKNOWN, anything else logged as internal.
    */
-  private errorReply(err: unknown, request: Mq9Request): ReplyBody {
+  private errorReply(err: unknown, request: Mq9Request, op?: string): ReplyBody {
     if (err instanceof Mq9Error) return errorReplyOf(err);
     // A commit sent to PostgreSQL and left unanswered: the one error after which something may have changed.
     if (isOutcomeUnknown(err)) {
       this.logger.warn({ err, subject: request.subject }, "mq9 request's outcome unknown");
-      return errorReplyOf(
-        new Mq9Error("OUTCOME_UNKNOWN", Errors.changeOutcomeUnknown((err as Error).message)),
-      );
+      const reason = (err as Error).message;
+      const text =
+        op === "msg.fetch" ? Errors.claimOutcomeUnknown(reason) : Errors.changeOutcomeUnknown(reason);
+      return errorReplyOf(new Mq9Error("OUTCOME_UNKNOWN", text));
     }
     this.logger.error({ err, subject: request.subject }, "mq9 request failed");
     return internalErrorReply(err);

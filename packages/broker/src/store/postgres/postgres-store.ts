@@ -865,7 +865,8 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
     fromId: number | null,
     options: Omit<ClaimOptions, "start">,
   ): Promise<StoredMessage[]> {
-    const { rows } = await this.call<MessageRow & { delivery_count: number }>("cannot fetch messages", {
+    // A claim leases what it returns: left unanswered, it may have taken leases (outcome unknown).
+    const { rows } = await this.write<MessageRow & { delivery_count: number }>("cannot fetch messages", {
       name: "mq9-claim",
       text: "SELECT * FROM mq9_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::bigint[])",
       values: [
