@@ -232,20 +232,21 @@ export class PostgresRegistryStore extends IndexedRegistryReads implements Regis
     const touched = await this.write("registry write failed", async (c) => {
       const mailboxes = await this.selected(c, selector);
       if (mailboxes.length === 0) return [];
-      const { rows } = await c.query<{ mailbox: string; change: number }>(
+      const { rows } = await c.query<{ mailbox: string; change: number; docs_change: number }>(
         `UPDATE registry_agents SET last_seen_ms = $2, status = $3,
            expires_ms = CASE WHEN ttl_s > 0 THEN $2 + ttl_s * 1000 ELSE NULL END,
            change = nextval('registry_changes')
          WHERE mailbox = ANY($1::text[]) AND (expires_ms IS NULL OR expires_ms > $2)
-         RETURNING mailbox, change`,
+         RETURNING mailbox, change, docs_change`,
         [mailboxes, nowMs, statusJson],
       );
       return rows;
     });
-    for (const { mailbox, change } of touched) {
+    for (const { mailbox, change, docs_change } of touched) {
       const entry = this.registrations.get(mailbox);
-      // A registration this node has not followed yet stays unclaimed: its next follow loads it.
-      if (!entry) continue;
+      // A registration this node has not followed yet, or not in its latest form (registered again
+      // on another node), stays unclaimed: its next follow loads it.
+      if (!entry || (this.changeOf.get(mailbox) ?? 0) < docs_change) continue;
       this.registrations.touch(entry, nowMs, statusJson);
       this.changeOf.set(mailbox, change);
     }
