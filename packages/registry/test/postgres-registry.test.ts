@@ -85,6 +85,17 @@ describe.skipIf(missing !== undefined)(`postgres registry${missing ? ` (skipped:
     return nodes;
   };
 
+  // Two nodes, each with a local vector store shared through its registry store.
+  const twoNodesWithVectors = async () => {
+    const [a, b] = await twoNodes();
+    const localA = await LocalVectorStore.open({ dataDir: ":memory:" });
+    const localB = await LocalVectorStore.open({ dataDir: ":memory:" });
+    const vectorsA = a.shared.shareVectors(localA);
+    b.shared.shareVectors(localB);
+    opened.push(localA, localB);
+    return { a, b, localA, localB, vectorsA };
+  };
+
   it("a REGISTER on one node is found by DISCOVER on the other; UNREGISTER there removes it here", async () => {
     const [a, b] = await twoNodes();
     await a.registry.register(
@@ -211,12 +222,7 @@ describe.skipIf(missing !== undefined)(`postgres registry${missing ? ` (skipped:
   });
 
   it("vectors are computed by the node that took the REGISTER and loaded by the others", async () => {
-    const [a, b] = await twoNodes();
-    const localA = await LocalVectorStore.open({ dataDir: ":memory:" });
-    const localB = await LocalVectorStore.open({ dataDir: ":memory:" });
-    const vectorsA = a.shared.shareVectors(localA);
-    b.shared.shareVectors(localB);
-    opened.push(localA, localB);
+    const { a, b, localB, vectorsA } = await twoNodesWithVectors();
     await a.registry.register(json({ name: "v", mailbox: "v.inbox", payload: "vectors" }));
     const toEmbed = await a.shared.docsToEmbed("m1", 0, 10);
     expect(toEmbed).toHaveLength(1);
@@ -234,12 +240,7 @@ describe.skipIf(missing !== undefined)(`postgres registry${missing ? ` (skipped:
   });
 
   it("vectors a node stores for docs another node has replaced since: the node loads the new registration, keeps no stale vector", async () => {
-    const [a, b] = await twoNodes();
-    const localA = await LocalVectorStore.open({ dataDir: ":memory:" });
-    const localB = await LocalVectorStore.open({ dataDir: ":memory:" });
-    const vectorsA = a.shared.shareVectors(localA);
-    b.shared.shareVectors(localB);
-    opened.push(localA, localB);
+    const { a, b, localA, vectorsA } = await twoNodesWithVectors();
     // The vector arrives before a followed the new REGISTER, then after.
     for (const followedFirst of [false, true]) {
       const name = `swap-${followedFirst}`;
