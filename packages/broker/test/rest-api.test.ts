@@ -480,13 +480,15 @@ describe("REST API v1 against its OpenAPI document", () => {
       method: "POST",
       path: fetchPath,
       url: `/api/v1/mailboxes/${address}/fetch`,
-      body: { deliver: "earliest", payload_format: "raw", config: { max_wait_ms: 0 } },
+      body: { deliver: "earliest", payload_format: "raw", header_format: "raw", config: { max_wait_ms: 0 } },
       status: 200,
     });
-    const plain = (stateless.body as { messages: { payload: unknown; payload_len?: number }[] }).messages;
-    expect(plain.map((m) => [typeof m.payload, m.payload_len])).toEqual([
-      ["string", undefined],
-      ["string", undefined],
+    const plain = (
+      stateless.body as { messages: { payload: unknown; payload_len?: number; header_len?: number }[] }
+    ).messages;
+    expect(plain.map((m) => [typeof m.payload, m.payload_len, m.header_len])).toEqual([
+      ["string", undefined, undefined],
+      ["string", undefined, undefined],
     ]);
     await c.check({
       method: "POST",

@@ -48,7 +48,10 @@ export class Mq9Message {
   /** The raw NATS header block of the SEND, or null when it was sent without one or fetched with `headerBytes: false`. */
   get header(): Uint8Array | null {
     if (this.headerBytes === undefined) {
-      this.headerBytes = Array.isArray(this.item.header) ? Uint8Array.from(this.item.header) : null;
+      const item = this.item;
+      // Raw header form: a view of the reply's bytes, as the payload is.
+      this.headerBytes =
+        item.header_bytes ?? (Array.isArray(item.header) ? Uint8Array.from(item.header) : null);
     }
     return this.headerBytes;
   }

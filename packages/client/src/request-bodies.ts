@@ -67,8 +67,9 @@ export interface FetchOptions {
   backoffMs?: readonly number[];
   /**
    * mq9 extension: the reply carries payloads as bytes after its JSON instead of base64 in it
-   * (less to encode, send and decode). A broker without it answers the usual form, read the same.
-   * Default true; false asks for the usual form.
+   * (less to encode, send and decode), and header blocks as bytes there too (`header_format`
+   * "raw", unless `headerBytes` is false). A broker without them answers the usual form, read the
+   * same. Default true; false asks for the usual form.
    */
   rawPayloads?: boolean;
 }
@@ -118,7 +119,12 @@ export function fetchBody(options: FetchOptions): FetchRequest {
   if (options.headerBytes === false) body.include_header = false;
   if (options.headerMap === false) body.include_headers = false;
   if (options.member !== undefined) body.member = options.member;
-  if (options.rawPayloads ?? true) body.payload_format = "raw";
+  if (options.rawPayloads ?? true) {
+    body.payload_format = "raw";
+    // Header blocks as bytes beside the payloads, decoded only when read; a consumer that left
+    // the bytes out keeps the reference form, whose `header` is then absent.
+    if (options.headerBytes !== false) body.header_format = "raw";
+  }
   const config: FetchConfig = {};
   if (options.batch !== undefined) config.num_msgs = options.batch;
   if (options.maxWaitMs !== undefined) config.max_wait_ms = options.maxWaitMs;

@@ -94,6 +94,9 @@ describe("consume with a handler", () => {
     await consumer.stop();
     expect([...got.values()]).toEqual(sent);
     expect(proxy.sent.split('"payload_format":"raw"').length - 1).toBeGreaterThanOrEqual(3);
+    expect(
+      proxy.sent.split('"payload_format":"raw","header_format":"raw"').length - 1,
+    ).toBeGreaterThanOrEqual(3);
     expect(await leftOver(client, box, "g")).toEqual([]);
     // rawPayloads false: the usual base64 form, asked for without the field.
     const rawAsks = proxy.sent.split('"payload_format":"raw"').length;
@@ -110,6 +113,7 @@ describe("consume with a handler", () => {
     const hex = (payloads: Iterable<Uint8Array>) => [...payloads].map((p) => Buffer.from(p).toString("hex"));
     expect(hex(got.values())).toEqual(hex(sent));
     expect(proxy.sent.split('"payload_format":"raw"').length).toBe(rawAsks);
+    expect(proxy.sent.split('"header_format"').length).toBe(rawAsks);
   });
 
   it("a long-poll FETCH still waiting at stop() gives back what it claims: the next consumer gets it at once", async () => {

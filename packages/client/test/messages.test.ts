@@ -167,6 +167,68 @@ describe("send and fetch", () => {
     expect(raw[0].headers).toEqual(base64[0].headers);
   });
 
+  it("raw headers (the default): header blocks follow the JSON before their payloads, and read the same as the JSON forms", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    await client.send(box, "p1", { key: "k", tags: ["t"], headers: { "X-Trace": " a b " } });
+    await client.send(box, "p2");
+    await client.send(box, "p3", { idempotencyKey: "once" });
+    // On the wire: header_len instead of header and headers, the block just before its payload.
+    const wire = await client.nats.request(
+      `$mq9.AI.MSG.FETCH.${box}`,
+      JSON.stringify({ deliver: "earliest", payload_format: "raw", header_format: "raw" }),
+    );
+    const newline = wire.data.indexOf(0x0a);
+    const head = JSON.parse(new TextDecoder().decode(wire.data.subarray(0, newline)));
+    const items = head.messages as Record<string, unknown>[];
+    expect(items.map((m) => [typeof m.header_len, m.header, m.headers])).toEqual([
+      ["number", undefined, undefined],
+      ["undefined", null, undefined],
+      ["number", undefined, undefined],
+    ]);
+    expect(items[0]).toMatchObject({ key: "k", tags: ["t"] });
+    const tail = Buffer.from(wire.data.subarray(newline + 1)).toString();
+    expect(tail).toMatch(
+      /^NATS\/1\.0\r\n[\s\S]*X-Trace: a b\r\n[\s\S]*\r\n\r\np1p2NATS\/1\.0\r\n[\s\S]*\r\n\r\np3$/,
+    );
+    const raw = await client.fetch(box, { deliver: "earliest" });
+    const json = await client.fetch(box, { deliver: "earliest", rawPayloads: false });
+    const hex = (bytes: Uint8Array | null) => bytes && Buffer.from(bytes).toString("hex");
+    expect(raw.map((m) => [hex(m.header), hex(m.payload), m.headers, m.key, m.tags])).toEqual(
+      json.map((m) => [hex(m.header), hex(m.payload), m.headers, m.key, m.tags]),
+    );
+    expect(raw[0].headers).toMatchObject({ "x-trace": "a b", "mq9-key": "k", "mq9-tags": "t" });
+    expect(raw[2].headers["mq9-idempotency-key"]).toBe("once");
+    expect(raw[1].header).toBeNull();
+    // headerMap false keeps the raw block, decoded on use; headerBytes false keeps the JSON map.
+    const mapless = await client.fetch(box, { deliver: "earliest", headerMap: false });
+    expect(mapless.map((m) => m.headers)).toEqual(json.map((m) => m.headers));
+    const byteless = await client.fetch(box, { deliver: "earliest", headerBytes: false });
+    expect(byteless.map((m) => [m.header, m.headers])).toEqual(json.map((m) => [null, m.headers]));
+  });
+
+  it("INVALID_REQUEST for a header_format the broker does not know, or raw without raw payloads; nothing is leased", async () => {
+    const box = await client.createMailbox({ name: boxName() });
+    await client.send(box, "x", { headers: { "x-a": "1" } });
+    for (const [body, text] of [
+      [
+        { payload_format: "raw", header_format: "bytes" },
+        "'header_format' must be one of json, raw, got 'bytes'",
+      ],
+      [{ header_format: "raw" }, `'header_format' "raw" needs 'payload_format' "raw"`],
+    ] as const) {
+      const reply = await client.nats.request(
+        `$mq9.AI.MSG.FETCH.${box}`,
+        JSON.stringify({ group_name: "g", deliver: "earliest", ...body }),
+      );
+      const answer = JSON.parse(new TextDecoder().decode(reply.data));
+      expect(answer.code).toBe("INVALID_REQUEST");
+      expect(answer.error).toContain(text);
+    }
+    const [m] = await client.fetch(box, { group: "g", deliver: "earliest" });
+    expect(m.deliveryCount).toBe(1);
+    expect(m.headers["x-a"]).toBe("1");
+  });
+
   it("rawPayloads with a group: leases, delivery counts and ACKs as with base64 replies", async () => {
     const box = await client.createMailbox({ name: boxName() });
     for (let i = 0; i < 5; i++) await client.send(box, `m${i}`);

@@ -85,6 +85,7 @@ export type {
   DeliverPolicy,
   FetchConfig,
   FetchRequest,
+  HeaderFormat,
   MailboxCreateReply,
   MailboxCreateRequest,
   MessageItem,
@@ -97,7 +98,7 @@ export type {
   RetryRequest,
   SendReply,
 } from "./messages.js";
-export { DELIVER_POLICIES, PAYLOAD_FORMATS } from "./messages.js";
+export { DELIVER_POLICIES, HEADER_FORMATS, PAYLOAD_FORMATS } from "./messages.js";
 export {
   codeForErrorText,
   isMq9ErrorCode,

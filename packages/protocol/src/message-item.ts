@@ -26,24 +26,38 @@ export interface ItemHeaderParts {
 const BOTH: ItemHeaderParts = { bytes: true, map: true };
 
 /**
+ * What of an item follows the reply's JSON as bytes instead of being written inside it: nothing
+ * (the reference form), its payload (payload_format "raw"), or its header block and then its
+ * payload (with header_format "raw" as well).
+ */
+export type ItemTail = "none" | "payload" | "header-and-payload";
+
+/** Whether `message`'s header block goes after the JSON: it has one, some form of it was asked for, and the tail carries headers. */
+export function headerInTail(message: WireMessage, parts: ItemHeaderParts, tail: ItemTail): boolean {
+  return tail === "header-and-payload" && message.header !== undefined && (parts.bytes || parts.map);
+}
+
+/**
  * The wire form of a stored message (`MessageItem`), written straight to JSON
  * bytes: payload in base64, the header block echoed as bytes (reference-broker
  * parity; left out when the FETCH asked for `include_header: false`) and as a
- * decoded map (left out for `include_headers: false`). `raw`: the item carries the payload's
- * length (`payload_len`) instead, for a reply whose payloads follow its JSON. Writing the bytes
- * directly avoids an object per message and a number per header byte on the hot FETCH path.
+ * decoded map (left out for `include_headers: false`). With a `tail` the item carries the
+ * payload's length (`payload_len`) instead of the payload, and with "header-and-payload" the
+ * header block's length (`header_len`) instead of both header forms, for a reply whose bytes
+ * follow its JSON. Writing the bytes directly avoids an object per message and a number per
+ * header byte on the hot FETCH path.
  */
 export function writeMessageItem(
   out: JsonBytes,
   message: WireMessage,
   parts: ItemHeaderParts = BOTH,
-  raw = false,
+  tail: ItemTail = "none",
 ): void {
   // Numbers are written as digits and constant pieces as they are: no string is made per
   // message unless it has headers, a key or tags.
   out.ascii('{"msg_id":');
   out.integer(message.id);
-  if (raw) {
+  if (tail !== "none") {
     // The payload follows the reply's JSON (see encodeReply); the item says how long it is.
     out.ascii(',"payload_len":');
     out.integer(message.payload.byteLength);
@@ -55,7 +69,11 @@ export function writeMessageItem(
   }
   out.ascii(message.priority);
   const header = message.header;
-  if (header) {
+  if (header && headerInTail(message, parts, tail)) {
+    // The block follows the JSON, just before the payload: the client decodes what it reads.
+    out.ascii('","header_len":');
+    out.integer(header.byteLength);
+  } else if (header) {
     // Both forms are written straight from the block's bytes: no string per message.
     if (parts.bytes) {
       out.ascii('","header":');
@@ -88,13 +106,17 @@ export function writeMessageItem(
 }
 
 /** One message item as JSON text (see writeMessageItem). */
-export function encodeMessageItem(message: WireMessage, parts: ItemHeaderParts = BOTH, raw = false): string {
-  const out = new JsonBytes(itemSizeHint(message, raw));
-  writeMessageItem(out, message, parts, raw);
+export function encodeMessageItem(
+  message: WireMessage,
+  parts: ItemHeaderParts = BOTH,
+  tail: ItemTail = "none",
+): string {
+  const out = new JsonBytes(itemSizeHint(message, tail));
+  writeMessageItem(out, message, parts, tail);
   return out.done().toString();
 }
 
 /** Bytes an item of `message` takes without its headers and strings: the writer grows past it when needed. */
-export function itemSizeHint(message: WireMessage, raw = false): number {
-  return 160 + (raw ? 0 : Math.ceil(message.payload.byteLength / 3) * 4);
+export function itemSizeHint(message: WireMessage, tail: ItemTail = "none"): number {
+  return 160 + (tail !== "none" ? 0 : Math.ceil(message.payload.byteLength / 3) * 4);
 }

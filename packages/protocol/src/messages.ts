@@ -42,6 +42,13 @@ export type DeliverPolicy = "earliest" | "latest" | "from_time" | "from_id";
  */
 export type PayloadFormat = "base64" | "raw";
 export const PAYLOAD_FORMATS: readonly PayloadFormat[] = ["base64", "raw"];
+/**
+ * How a FETCH reply with raw payloads carries each header block: "json" as the item's `header`
+ * byte list and `headers` map (the reference form), or "raw" (an mq9 extension): the block's bytes
+ * after the reply's JSON, just before its payload, see FetchRequest.header_format.
+ */
+export type HeaderFormat = "json" | "raw";
+export const HEADER_FORMATS: readonly HeaderFormat[] = ["json", "raw"];
 export const DELIVER_POLICIES: readonly DeliverPolicy[] = ["earliest", "latest", "from_time", "from_id"];
 
 export interface FetchConfig {
@@ -86,6 +93,12 @@ export interface FetchRequest {
    * order. Default "base64" (the reference form); a broker that does not know it answers that.
    */
   payload_format?: PayloadFormat;
+  /**
+   * mq9 extension, with payload_format "raw" only: "raw" sends each header block as bytes after
+   * the JSON, just before its payload; the item carries `header_len` instead of `header` and
+   * `headers`. Default "json"; a broker that does not know it answers that.
+   */
+  header_format?: HeaderFormat;
   config?: FetchConfig;
 }
 
@@ -104,6 +117,13 @@ export interface MessageItem {
    * absent when the FETCH asked for `include_header: false`.
    */
   header?: number[] | null;
+  /**
+   * Raw header form (FetchRequest.header_format "raw"): how many bytes of header block follow for
+   * this item, just before its payload; absent for a message sent without headers.
+   */
+  header_len?: number;
+  /** Set by decodeMessagesReply from a raw header form: the header block itself (never on the wire). */
+  header_bytes?: Uint8Array;
   /** Decoded header map (extra to the reference broker; ignored by SDKs that do not know it). */
   headers?: Record<string, string>;
   key?: string;

@@ -104,7 +104,10 @@ export function decodeMessagesReply(
 
 const NEWLINE = 0x0a;
 
-/** A raw FETCH reply's items with their payloads; undefined when the reply is not in that form. */
+/**
+ * A raw FETCH reply's items with their payloads, and with their header blocks where the items
+ * carry `header_len` (header_format "raw"); undefined when the reply is not in that form.
+ */
 function decodeRawMessages(data: Uint8Array, subject: string): DecodedReply<MessageItem[]> | undefined {
   const end = data.indexOf(NEWLINE);
   if (end < 0) return undefined;
@@ -123,16 +126,26 @@ function decodeRawMessages(data: Uint8Array, subject: string): DecodedReply<Mess
   const bytes = new Uint8Array(data.buffer, data.byteOffset + end + 1, data.byteLength - end - 1);
   let at = 0;
   for (const item of messages) {
-    const length = item.payload_len as number;
-    if (!Number.isSafeInteger(length) || length < 0 || at + length > bytes.length) {
-      return failed(malformedReply(subject, "payload_len"));
+    // A header block, when the item says it has one there, comes just before its payload.
+    const headerLength = item.header_len;
+    if (headerLength !== undefined) {
+      if (!validLength(headerLength, at, bytes.length)) return failed(malformedReply(subject, "header_len"));
+      item.header_bytes = bytes.subarray(at, at + headerLength);
+      at += headerLength;
     }
+    const length = item.payload_len as number;
+    if (!validLength(length, at, bytes.length)) return failed(malformedReply(subject, "payload_len"));
     item.payload = "";
     item.payload_bytes = bytes.subarray(at, at + length);
     at += length;
   }
   if (at !== bytes.length) return failed(malformedReply(subject, "payload_len"));
   return ok(messages);
+}
+
+/** Whether `length` bytes from `at` are a whole count that fits in `size`. */
+function validLength(length: unknown, at: number, size: number): boolean {
+  return typeof length === "number" && Number.isSafeInteger(length) && length >= 0 && at + length <= size;
 }
 
 /** A DELETE reply's `deleted` flag (a broker that leaves it out deleted the message). */

@@ -1,6 +1,13 @@
 import { Errors } from "./errors.js";
 import { JsonBytes } from "./json-bytes.js";
-import { type ItemHeaderParts, itemSizeHint, type WireMessage, writeMessageItem } from "./message-item.js";
+import {
+  headerInTail,
+  type ItemHeaderParts,
+  type ItemTail,
+  itemSizeHint,
+  type WireMessage,
+  writeMessageItem,
+} from "./message-item.js";
 import type { Mq9Reply } from "./messages.js";
 import type { Mq9Error, Mq9ErrorCode } from "./mq9-error.js";
 
@@ -15,6 +22,8 @@ export type ReplyBody = Mq9Reply & {
   headerParts?: ItemHeaderParts;
   /** A FETCH that asked for payload_format "raw": the payloads follow the JSON (see encodeReply). */
   rawPayloads?: boolean;
+  /** With rawPayloads, a FETCH that asked for header_format "raw": each header block follows the JSON too. */
+  rawHeaders?: boolean;
 } & Record<string, unknown>;
 
 /** A reply's JSON as a transport writes it out: text, or pieces (text or UTF-8 bytes) in order. */
@@ -51,17 +60,20 @@ export function internalErrorReply(err: unknown): ErrorReply {
  * spliced in as the UTF-8 bytes they are kept as.
  * With `rawPayloads` the items carry `payload_len`, and one newline and then every payload, back
  * to back in item order, follow the JSON: no base64, a quarter fewer bytes, the stored bytes
- * written as they are.
+ * written as they are. With `rawHeaders` as well, each item's header block goes there too, just
+ * before its payload, and the item carries `header_len` instead of the `header` byte list and
+ * the `headers` map (a keyed message's two costliest fields to write and to parse).
  */
 export function encodeReply(reply: ReplyBody): ReplyPayload {
   // Most replies (SEND, ACK, CREATE) carry neither: no copy of the object needed.
   if (reply.messages === undefined && reply.agentsJson === undefined && reply.headerParts === undefined) {
     return JSON.stringify(reply);
   }
-  const { messages, headerParts, agentsJson, rawPayloads, ...rest } = reply;
+  const { messages, headerParts, agentsJson, rawPayloads, rawHeaders, ...rest } = reply;
   if (agentsJson) return spliceAgents(JSON.stringify(rest), agentsJson);
   if (!messages) return JSON.stringify(rest);
-  return messagePieces(JSON.stringify(rest), messages, headerParts, rawPayloads === true);
+  const tail: ItemTail = rawPayloads !== true ? "none" : rawHeaders ? "header-and-payload" : "payload";
+  return messagePieces(JSON.stringify(rest), messages, headerParts ?? BOTH, tail);
 }
 
 /** DISCOVER entries arrive as UTF-8 JSON pieces: passed on as they are, not parsed and written again. */
@@ -76,29 +88,33 @@ function spliceAgents(head: string, agents: readonly (readonly Uint8Array[])[]):
 }
 
 const COMMA = Buffer.from(",");
+const BOTH: ItemHeaderParts = { bytes: true, map: true };
 const CLOSE_AGENTS = Buffer.from("]}");
 
 function messagePieces(
   head: string,
   messages: readonly WireMessage[],
-  headerParts: ItemHeaderParts | undefined,
-  raw: boolean,
+  headerParts: ItemHeaderParts,
+  tail: ItemTail,
 ): Uint8Array[] {
   let size = head.length * 3 + 16;
-  for (const message of messages) size += itemSizeHint(message, raw);
+  for (const message of messages) size += itemSizeHint(message, tail);
   const out = new JsonBytes(size);
   out.text(`${head.slice(0, -1)},"messages":[`);
   for (let i = 0; i < messages.length; i++) {
     if (i > 0) out.ascii(",");
-    writeMessageItem(out, messages[i], headerParts, raw);
+    writeMessageItem(out, messages[i], headerParts, tail);
   }
-  if (!raw) {
+  if (tail === "none") {
     out.ascii("]}");
     return [out.done()];
   }
   out.ascii("]}\n");
-  // The payloads go out as they are: the transport copies them once, into its output.
+  // The bytes go out as they are: the transport copies them once, into its output.
   const pieces: Uint8Array[] = [out.done()];
-  for (const message of messages) if (message.payload.byteLength > 0) pieces.push(message.payload);
+  for (const message of messages) {
+    if (message.header && headerInTail(message, headerParts, tail)) pieces.push(message.header);
+    if (message.payload.byteLength > 0) pieces.push(message.payload);
+  }
   return pieces;
 }

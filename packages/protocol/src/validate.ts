@@ -5,6 +5,8 @@ import {
   DELIVER_POLICIES,
   type DeliverPolicy,
   type FetchRequest,
+  HEADER_FORMATS,
+  type HeaderFormat,
   type MailboxCreateRequest,
   type NakRequest,
   PAYLOAD_FORMATS,
@@ -211,6 +213,16 @@ export function parseFetchRequest(body: Uint8Array): Parsed<FetchRequest> {
           `'payload_format' must be one of ${PAYLOAD_FORMATS.join(", ")}, got '${payloadFormat}'`,
         );
       }
+      const headerFormat = optionalString(obj, "header_format");
+      if (headerFormat !== undefined && !HEADER_FORMATS.includes(headerFormat as HeaderFormat)) {
+        throw new BodyError(
+          `'header_format' must be one of ${HEADER_FORMATS.join(", ")}, got '${headerFormat}'`,
+        );
+      }
+      // The raw header form rides on the raw payloads' bytes after the JSON.
+      if (headerFormat === "raw" && payloadFormat !== "raw") {
+        throw new BodyError("'header_format' \"raw\" needs 'payload_format' \"raw\"");
+      }
       const fetch: FetchRequest = {
         group_name: optionalString(obj, "group_name"),
         deliver: deliver as DeliverPolicy | undefined,
@@ -229,6 +241,7 @@ export function parseFetchRequest(body: Uint8Array): Parsed<FetchRequest> {
         },
       };
       if (payloadFormat !== undefined) fetch.payload_format = payloadFormat as PayloadFormat;
+      if (headerFormat !== undefined) fetch.header_format = headerFormat as HeaderFormat;
       return fetch;
     },
     (reason) => Errors.invalidPayload("MSG.FETCH", reason),

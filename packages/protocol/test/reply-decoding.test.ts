@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Errors } from "../src/errors.js";
+import { parseHeaderBlock } from "../src/headers.js";
+import type { MessageItem } from "../src/messages.js";
 import { Mq9Error } from "../src/mq9-error.js";
 import { decodeMessagesReply, decodeReply, decodeSendReply } from "../src/reply-decoding.js";
 import { encodeReply, encodeSendReply, errorReplyOf, internalErrorReply } from "../src/reply-encoding.js";
@@ -113,6 +115,92 @@ describe("reply decoding", () => {
     expect(
       raw.map(({ msg_id, key, tags, delivery_count }) => ({ msg_id, key, tags, delivery_count })),
     ).toEqual(base64.map(({ msg_id, key, tags, delivery_count }) => ({ msg_id, key, tags, delivery_count })));
+  });
+
+  it("raw headers: each block follows the JSON just before its payload and reads as the JSON forms do", () => {
+    const block = (text: string) => bytes(`NATS/1.0\r\n${text}\r\n\r\n`);
+    const messages = [
+      {
+        id: 3,
+        priority: "normal" as const,
+        header: block("mq9-idempotency-key: k-1\r\nX-Trace:  a b "),
+        payload: bytes("a\nb"),
+        createdMs: 5000,
+        deliveryCount: 1,
+      },
+      // No header block: no header_len, nothing before its payload.
+      { id: 4, priority: "urgent" as const, payload: new Uint8Array(0), createdMs: 6000, key: "k" },
+      // A header block and an empty payload: the block alone.
+      {
+        id: 5,
+        priority: "normal" as const,
+        header: block("A: 1\r\nb: 2\r\na: 3"),
+        payload: new Uint8Array(0),
+        createdMs: 7000,
+      },
+    ];
+    const join = (pieces: ReturnType<typeof encodeReply>) =>
+      Buffer.concat((typeof pieces === "string" ? [pieces] : pieces).map((p) => Buffer.from(p)));
+    const wire = join(encodeReply({ error: "", messages, rawPayloads: true, rawHeaders: true }));
+    const newline = wire.indexOf(0x0a);
+    const head = JSON.parse(wire.subarray(0, newline).toString());
+    expect(head.messages.map((m: MessageItem) => [m.header_len, m.header, m.headers])).toEqual([
+      [messages[0].header?.length, undefined, undefined],
+      [undefined, null, undefined],
+      [messages[2].header?.length, undefined, undefined],
+    ]);
+    expect(wire.subarray(newline + 1)).toEqual(
+      Buffer.concat([messages[0].header!, messages[0].payload, messages[2].header!]),
+    );
+    const raw = valueOfReply(decodeMessagesReply(wire, "s", true));
+    const json = valueOfReply(decodeMessagesReply(join(encodeReply({ error: "", messages })), "s", true));
+    expect(raw.map((m) => m.header_bytes && [...m.header_bytes])).toEqual(
+      json.map((m) => (Array.isArray(m.header) ? m.header : undefined)),
+    );
+    expect(raw.map((m) => [...(m.payload_bytes ?? [])])).toEqual([[97, 10, 98], [], []]);
+    // The map the JSON form carries is the block as parseHeaderBlock reads it.
+    expect(
+      raw.map((m) => (m.header_bytes ? Object.fromEntries(parseHeaderBlock(m.header_bytes)) : undefined)),
+    ).toEqual(json.map((m) => m.headers));
+    // Without raw payloads there is no tail: rawHeaders alone changes nothing.
+    expect(join(encodeReply({ error: "", messages, rawHeaders: true }))).toEqual(
+      join(encodeReply({ error: "", messages })),
+    );
+    // Neither header form asked for: no block anywhere.
+    const bare = join(
+      encodeReply({
+        error: "",
+        messages,
+        rawPayloads: true,
+        rawHeaders: true,
+        headerParts: { bytes: false, map: false },
+      }),
+    );
+    expect(bare.subarray(bare.indexOf(0x0a) + 1)).toEqual(Buffer.from("a\nb"));
+    const bareItems = valueOfReply(decodeMessagesReply(bare, "s", true));
+    expect(bareItems.map((m) => [m.header_len, m.header_bytes, m.header, m.headers])).toEqual([
+      [undefined, undefined, undefined, undefined],
+      [undefined, undefined, null, undefined],
+      [undefined, undefined, undefined, undefined],
+    ]);
+  });
+
+  it("raw headers: a header_len that does not fit the bytes sent is a malformed reply", () => {
+    const item = (len: string) =>
+      `{"error":"","messages":[{"msg_id":1,"payload_len":2,"priority":"normal","header_len":${len},"create_time":1}]}`;
+    for (const [len, tail] of [
+      ["5", "abcd"],
+      ["-1", "ab"],
+      ["1.5", "abc"],
+      ['"2"', "abcd"],
+    ]) {
+      expect(errorOf(decodeMessagesReply(bytes(`${item(len)}\n${tail}`), "s", true)).message).toMatch(
+        /header_len|payload_len/,
+      );
+    }
+    const [m] = valueOfReply(decodeMessagesReply(bytes(`${item("3")}\nhhhpp`), "s", true));
+    expect(m.header_bytes).toEqual(bytes("hhh"));
+    expect(m.payload_bytes).toEqual(bytes("pp"));
   });
 
   it("raw payloads are views of the reply's bytes, one after another, not copies", () => {

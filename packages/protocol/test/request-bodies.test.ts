@@ -16,4 +16,25 @@ describe("request bodies", () => {
       value: { group_name: "é" },
     });
   });
+
+  it("header_format: raw or json, raw only beside raw payloads; anything else is refused", () => {
+    expect(parseFetchRequest(text('{"payload_format":"raw","header_format":"raw"}'))).toMatchObject({
+      ok: true,
+      value: { payload_format: "raw", header_format: "raw" },
+    });
+    expect(parseFetchRequest(text('{"header_format":"json"}'))).toMatchObject({
+      ok: true,
+      value: { header_format: "json" },
+    });
+    expect(parseFetchRequest(text('{"payload_format":"raw","header_format":"bytes"}'))).toMatchObject({
+      ok: false,
+      error: expect.stringContaining("'header_format' must be one of json, raw, got 'bytes'"),
+    });
+    for (const body of ['{"header_format":"raw"}', '{"payload_format":"base64","header_format":"raw"}']) {
+      expect(parseFetchRequest(text(body))).toMatchObject({
+        ok: false,
+        error: expect.stringContaining(`'header_format' "raw" needs 'payload_format' "raw"`),
+      });
+    }
+  });
 });

@@ -270,7 +270,13 @@ export class Mq9Service implements Mq9RequestHandler {
     span?.set("messaging.batch.message_count", messages.length);
     if (fetch.group_name) span?.set("messaging.consumer.group.name", fetch.group_name);
     const headerParts = { bytes: fetch.include_header !== false, map: fetch.include_headers !== false };
-    return { error: "", messages, headerParts, rawPayloads: fetch.payload_format === "raw" };
+    return {
+      error: "",
+      messages,
+      headerParts,
+      rawPayloads: fetch.payload_format === "raw",
+      rawHeaders: fetch.header_format === "raw",
+    };
   }
 
   private async ack(command: AckCommand, request: Mq9Request): Promise<ReplyBody> {
