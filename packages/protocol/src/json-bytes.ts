@@ -6,6 +6,19 @@
 /** Text up to this long is copied by a loop in JavaScript, longer text by Buffer.write. */
 const SHORT_TEXT = 24;
 
+const MAX_UINT32 = 0xffff_ffff;
+
+/** The ASCII digits of 0 to 99, two bytes each ("00", "01", … "99"). */
+const DIGIT_PAIRS = Uint8Array.from({ length: 200 }, (_, i) =>
+  i % 2 === 0 ? 48 + Math.floor(i / 20) : 48 + ((i >> 1) % 10),
+);
+
+/** How many decimal digits a 32-bit whole number has. */
+function digitCount(value: number): number {
+  if (value < 100_000) return value < 10 ? 1 : value < 100 ? 2 : value < 1000 ? 3 : value < 10_000 ? 4 : 5;
+  return value < 1e6 ? 6 : value < 1e7 ? 7 : value < 1e8 ? 8 : value < 1e9 ? 9 : 10;
+}
+
 export class JsonBytes {
   private buf: Buffer;
   private at = 0;
@@ -30,6 +43,29 @@ export class JsonBytes {
 
   /** A whole number as JSON, its digits written without a string made for them. */
   integer(value: number): void {
+    // Ids, lengths, counts and Unix seconds fit 32 bits: digits two at a time in integer arithmetic.
+    if (value >= 0 && value <= MAX_UINT32 && Number.isInteger(value)) {
+      let rest = value >>> 0;
+      const digits = digitCount(rest);
+      this.room(digits);
+      const buf = this.buf;
+      let i = this.at + digits;
+      while (rest >= 100) {
+        const quotient = (rest / 100) >>> 0;
+        const pair = (rest - quotient * 100) << 1;
+        buf[--i] = DIGIT_PAIRS[pair + 1];
+        buf[--i] = DIGIT_PAIRS[pair];
+        rest = quotient;
+      }
+      if (rest >= 10) {
+        buf[--i] = DIGIT_PAIRS[(rest << 1) + 1];
+        buf[--i] = DIGIT_PAIRS[rest << 1];
+      } else {
+        buf[--i] = 48 + rest;
+      }
+      this.at += digits;
+      return;
+    }
     if (!Number.isSafeInteger(value) || value < 0) {
       this.ascii(String(value));
       return;

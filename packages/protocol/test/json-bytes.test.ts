@@ -23,6 +23,9 @@ describe("JSON written straight into bytes", () => {
       Number.MAX_SAFE_INTEGER,
     ];
     for (let n = 0; n < 2000; n += 7) numbers.push(n);
+    // Every digit count's edges, either side of 32 bits.
+    for (let p = 1; p <= 1e15; p *= 10) numbers.push(p - 1, p, p + 1, 2 * p, 9 * p + 9);
+    numbers.push(2 ** 32 - 2, 2 ** 32 - 1, 2 ** 32, 4_294_967_199, 1_796_140_105);
     for (const n of numbers) expect(written((out) => out.integer(n))).toBe(JSON.stringify(n));
   });
 
