@@ -5,7 +5,8 @@
 // then uncached queries from a client in a child process at BENCH_REG_CONCURRENCY (32) in flight.
 // Variants alternate in the one broker, BENCH_REG_COST_ROUNDS rounds of each
 // (BENCH_REG_COST_VARIANTS, e.g. "window=0,ef=128;window=8,ef=128"): `window` is the embedder's
-// query window (ms), `ef` the vector store's efSearch. Prints, per round, QPS, p50/p99, CPU per
+// query window (ms), `ef` the vector store's efSearch, `width` how many times the docs asked for it
+// searches at least (2). Prints, per round, QPS, p50/p99, CPU per
 // query of the broker's main thread, its other threads (the embedding workers, mostly) and the
 // client, the load average, and the model's batched ceiling measured in the same process, on texts
 // made as the queries are (before and after each round) and on bench/registry.js's short fixed ones.
@@ -282,6 +283,8 @@ const registryDefaults = {
   card: broker.registry.cardWeight,
   depth: broker.registry.cardRerankDepth,
   text: broker.registry.hybridTextWeight,
+  ef: store.efSearch,
+  width: store.searchWidth,
 };
 function apply(variant) {
   // A key a variant leaves out is the registry's own setting, not the previous variant's.
@@ -289,7 +292,8 @@ function apply(variant) {
   broker.registry.cardRerankDepth = variant.depth ?? registryDefaults.depth;
   broker.registry.hybridTextWeight = variant.text ?? registryDefaults.text;
   if (variant.window !== undefined) threaded.queryWindowMs = variant.window;
-  if (variant.ef !== undefined) store.efSearch = variant.ef;
+  store.efSearch = variant.ef ?? registryDefaults.ef;
+  store.searchWidth = variant.width ?? registryDefaults.width;
 }
 
 function clientRound(tag, round, v) {

@@ -112,6 +112,8 @@ export class LocalVectorStore implements VectorStore {
   private readonly indexFile: string;
   private readonly threshold: number;
   private readonly efSearch: number;
+  /** Not a setting: the search bench varies it (bench/registry-search-cost.js). */
+  private readonly searchWidth: number = 2;
   private readonly exactFilterLimit: number;
   private readonly sliceMs: number;
   private readonly hnswOptions: { m: number; efConstruction: number; centred: boolean };
@@ -439,7 +441,7 @@ export class LocalVectorStore implements VectorStore {
     if (!this.index || !this.space || points.pointCount === 0) return;
     // A larger graph needs a broader search for the same recall: past 256k points the breadth
     // grows with the size (500 at 1M), while the time per query stays far below the budget.
-    const ef = Math.max(this.efSearch, 2 * limit, Math.ceil(points.pointCount / 2000));
+    const ef = Math.max(this.efSearch, this.searchWidth * limit, Math.ceil(points.pointCount / 2000));
     this.index.setEf(ef);
     // The graph ranks points by their similarity in its space, which is not the exact score (the
     // mean direction's share differs from point to point): every point the search kept is scored
