@@ -6,6 +6,7 @@ import { type Logger, StorageError, silentLogger } from "@mq9/broker";
 import { SqliteDriver as Database } from "@mq9/broker/internal";
 import { TwoGenerationMap } from "@mq9/protocol";
 import { RegistryDefaults } from "../defaults.js";
+import { BestFirst } from "./best-first.js";
 import { CentredSpace, PointNorms } from "./centred-space.js";
 import { FlatVectors, TopK } from "./flat-vectors.js";
 import { chooseHnswBuild } from "./hnswlib-build.js";
@@ -137,6 +138,9 @@ export class LocalVectorStore implements VectorStore {
   private readonly cardVectors = new TwoGenerationMap<string, Float32Array | null>(16_384);
   /** Unfiltered answers kept for repeated queries (the HNSW search is most of a query's cost). */
   private readonly repeated = new RepeatedQueries();
+  /** Scratch space of `searchIndex`, kept between searches (a search runs to its end at once). */
+  private scores = new Float64Array(256);
+  private readonly bestFirst = new BestFirst();
   private hnswModule?: Promise<HnswModule | undefined>;
   private building?: Promise<void>;
   private addedSinceSave = 0;
@@ -465,21 +469,21 @@ export class LocalVectorStore implements VectorStore {
     const lone = this.isolated?.search(query.rest, limit, acceptPoint);
     if (lone && lone.neighbors.length > 0) {
       const found = new Set(neighbors);
-      lone.neighbors.forEach((label, i) => {
-        if (found.has(label)) return;
-        neighbors.push(label);
+      for (let i = 0; i < lone.neighbors.length; i++) {
+        if (found.has(lone.neighbors[i])) continue;
+        neighbors.push(lone.neighbors[i]);
         distances.push(lone.distances[i]);
-      });
+      }
     }
-    const scores = new Float64Array(neighbors.length);
-    for (let i = 0; i < neighbors.length; i++) {
-      scores[i] = this.norms.score(query, neighbors[i], 1 - distances[i]);
-    }
+    const n = neighbors.length;
+    const scores = this.scoreBuffer(n);
+    for (let i = 0; i < n; i++) scores[i] = this.norms.score(query, neighbors[i], 1 - distances[i]);
     // Best exact score first: each doc then enters `top` at its end, and once `top` is full the
     // first point at or below its floor ends the walk (no later one can enter).
-    const order = Array.from(scores.keys()).sort((a, b) => scores[b] - scores[a]);
+    const order = this.bestFirst;
+    order.start(scores, n);
     const agentOf = this.agentOf;
-    for (const i of order) {
+    for (let i = order.next(); i >= 0; i = order.next()) {
       const score = scores[i];
       if (score <= top.floor) break;
       const docs = points.docsOn(neighbors[i]);
@@ -492,6 +496,12 @@ export class LocalVectorStore implements VectorStore {
         if (!accept || accept(id)) top.offer(id, agentOf.get(id)!, score);
       }
     }
+  }
+
+  /** The exact scores of one search's points, reused from search to search. */
+  private scoreBuffer(n: number): Float64Array {
+    if (this.scores.length < n) this.scores = new Float64Array(Math.max(n, 2 * this.scores.length));
+    return this.scores;
   }
 
   /**
