@@ -261,6 +261,42 @@ async function ceiling(asked, tagged) {
   return { rate: (n - start) / seconds, workerUs: (workerMs * 1000) / (n - start) };
 }
 
+/**
+ * The store's answer to the uncached search a page of 10 makes (60 docs, no filter) against exact
+ * search over the store's own vectors, on the labelled set's paraphrases: recall@10 and @60.
+ */
+let exactAnswers;
+async function searchRecall() {
+  const queryVectors = await threaded.embed(
+    QUERIES.map((q) => q.query),
+    { purpose: "query" },
+  );
+  if (!exactAnswers) {
+    const rows = [...store.stmt.vectors.iterate()].map(({ id, vector }) => ({
+      id,
+      v: new Float32Array(vector.buffer.slice(vector.byteOffset, vector.byteOffset + vector.byteLength)),
+    }));
+    exactAnswers = queryVectors.map((q) => {
+      const scored = rows.map(({ id, v }) => {
+        let sum = 0;
+        for (let d = 0; d < v.length; d++) sum += v[d] * q[d];
+        return [id, sum];
+      });
+      const ids = scored.sort((a, b) => b[1] - a[1]).map(([id]) => id);
+      return { top10: new Set(ids.slice(0, 10)), top60: new Set(ids.slice(0, 60)) };
+    });
+  }
+  let at10 = 0;
+  let at60 = 0;
+  for (const [i, q] of queryVectors.entries()) {
+    const hits = await store.query(Float32Array.from(q), {}, 60);
+    for (const hit of hits.slice(0, 10)) if (exactAnswers[i].top10.has(hit.id)) at10++;
+    for (const hit of hits) if (exactAnswers[i].top60.has(hit.id)) at60++;
+  }
+  const n = queryVectors.length;
+  return `search recall@10 ${(at10 / (10 * n)).toFixed(3)}, @60 ${(at60 / (60 * n)).toFixed(3)} against exact`;
+}
+
 // The settings under test, set on the running registry's embedder and store between rounds.
 const store = broker.registry.vectors;
 // BENCH_REG_COST_TRACE=1: per round, the vector searches a query makes, the k they ask for and
@@ -369,6 +405,7 @@ for (let round = 1; round <= rounds; round++) {
     }
     if (relevance && round === 1) {
       console.log(`at scale, ${JSON.stringify(variant)}: ${await relevanceOf(broker.port)} (load ${load()})`);
+      console.log(`at scale, ${JSON.stringify(variant)}: ${await searchRecall()} (load ${load()})`);
     }
     // The ceiling on the round's kind of texts just before and just after it (the machine is shared).
     const tagged = (variant.tag ?? (process.env.BENCH_REG_QUERY_SUFFIX === "tag" ? 1 : 0)) === 1;
