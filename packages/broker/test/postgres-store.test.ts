@@ -161,6 +161,70 @@ describe.skipIf(missing !== undefined)(`postgres store${missing ? ` (skipped: ${
       await Promise.all([a.close(), b.close()]);
     });
 
+    it("a SEND batch is one transaction: neither its ids nor a reservation show before its commit", async () => {
+      const { a, b } = await openTwo();
+      const schema = (a as unknown as { schema: string }).schema;
+      await b.createMailbox({ address: "other", ttlSeconds: 0, desc: "", createdMs: T0 }, T0);
+      const send = (store: PostgresStore, mailbox: string, n: number) =>
+        store.append(
+          Array.from({ length: n }, (_, i) => ({
+            mailbox,
+            priority: "normal" as const,
+            payload: body(`${mailbox}${i}`),
+            sentMs: T0,
+          })),
+          T0,
+        );
+      const look = new pg.Client({ connectionString: db.pg.url, options: `-c search_path=${schema}` });
+      await look.connect();
+      const blocker = new pg.Client({ connectionString: db.pg.url, options: `-c search_path=${schema}` });
+      await blocker.connect();
+      try {
+        // Holds the messages' table, so a SEND stops at its insert, after it took its ids.
+        await blocker.query("BEGIN");
+        await blocker.query("LOCK TABLE messages IN SHARE MODE");
+        const sending = send(a, "box", 3);
+        const waiting = async () =>
+          (
+            await look.query(
+              "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'CALL mq9_send%'",
+            )
+          ).rowCount;
+        while (!(await waiting())) await new Promise((r) => setTimeout(r, 10));
+        const seen = await look.query<{ next_id: string; reserved: string }>(
+          "SELECT (SELECT next_id FROM mailboxes WHERE address = 'box') AS next_id, (SELECT count(*) FROM append_reservations) AS reserved",
+        );
+        expect(seen.rows[0]).toEqual({ next_id: "0", reserved: "0" });
+        await blocker.query("COMMIT");
+        expect(await sending).toEqual([{ id: 0 }, { id: 1 }, { id: 2 }]);
+        // Two stores' batches over the same mailboxes, locked in id order: none waits in a cycle,
+        // and each mailbox's ids are dense and in order.
+        const both = (store: PostgresStore, first: string, second: string) =>
+          store.append(
+            [first, second, first, second].map((mailbox) => ({
+              mailbox,
+              priority: "normal" as const,
+              payload: body(mailbox),
+              sentMs: T0,
+            })),
+            T0,
+          );
+        await Promise.all(
+          Array.from({ length: 10 }, () => [both(a, "box", "other"), both(b, "other", "box")]).flat(),
+        );
+        const read = async (mailbox: string) =>
+          (await b.read(mailbox, { fromId: 0 }, { limit: 1000, maxBytes: 1 << 24, nowMs: T0 })).map(
+            (m) => m.id,
+          );
+        expect(await read("box")).toEqual(Array.from({ length: 43 }, (_, i) => i));
+        expect(await read("other")).toEqual(Array.from({ length: 40 }, (_, i) => i));
+      } finally {
+        await blocker.query("ROLLBACK").catch(() => {});
+        await Promise.all([look.end(), blocker.end()]);
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
     it("expiry runs on the lock holder only, and passes to the other when the holder closes", async () => {
       const { a, b } = await openTwo();
       await a.createMailbox(

@@ -1121,6 +1121,42 @@ ${CLAIM_HEAD}
      ORDER BY m.msg_id LIMIT p_limit)),
 ${CLAIM_TAIL}
 `,
+  // A SEND batch of plain messages in one transaction again: its mailboxes' rows stay locked
+  // until its commit, so readers see each mailbox's next id move only with the messages below
+  // it, and no reservation is needed. The batches of several nodes to one mailbox take turns on
+  // its row, each waiting for the other's flush; while one waits, its node's next SENDs queue,
+  // so the cluster commits fewer, larger batches. The reservations' table and the readers'
+  // horizon stay for batches in flight while a cluster migrates; nothing writes them now.
+  `
+CREATE OR REPLACE PROCEDURE mq9_send(p_addresses text[], p_counts integer[], p_now bigint, p_box integer[],
+                          p_priorities smallint[], p_tags text[], p_hlen integer[], p_headers bytea,
+                          p_plen integer[], p_payloads bytea, p_created bigint[], p_expires bigint[],
+                          p_hat integer[], p_pat integer[], INOUT firsts bigint[] DEFAULT NULL)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  boxes bigint[];
+BEGIN
+  -- In id order, so two batches never wait on each other in a cycle; a deleted mailbox is skipped.
+  PERFORM 1 FROM (SELECT b.id FROM mailboxes b
+                  WHERE b.address = ANY (p_addresses) AND (b.expires_ms IS NULL OR b.expires_ms > p_now)
+                  ORDER BY b.id FOR NO KEY UPDATE) locked;
+  WITH bumped AS (
+    UPDATE mailboxes b SET next_id = b.next_id + q.n
+    FROM unnest(p_addresses, p_counts) AS q(address, n)
+    WHERE b.address = q.address AND (b.expires_ms IS NULL OR b.expires_ms > p_now)
+    RETURNING b.address, b.id, b.next_id - q.n AS first)
+  SELECT array_agg(bumped.id ORDER BY q.i), array_agg(bumped.first ORDER BY q.i) INTO boxes, firsts
+  FROM unnest(p_addresses) WITH ORDINALITY AS q(address, i) LEFT JOIN bumped ON bumped.address = q.address;
+  INSERT INTO messages (mbox, msg_id, priority, msg_key, tags, header, payload, created_ms, expires_ms)
+  SELECT boxes[t.box], firsts[t.box] + row_number() OVER (PARTITION BY t.box ORDER BY t.ord) - 1, t.priority, NULL,
+         t.tags::jsonb, CASE WHEN t.hlen < 0 THEN NULL ELSE substring(p_headers FROM t.hat + 1 FOR t.hlen) END,
+         substring(p_payloads FROM t.pat + 1 FOR t.plen), t.created, t.expires
+  FROM unnest(p_box, p_priorities, p_tags, p_hlen, p_plen, p_created, p_expires, p_hat, p_pat) WITH ORDINALITY
+    AS t(box, priority, tags, hlen, plen, created, expires, hat, pat, ord)
+  WHERE boxes[t.box] IS NOT NULL;
+END
+$fn$;
+`,
 ];
 
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.length;

@@ -130,7 +130,7 @@ function named(text: string, names: readonly string[]): string {
   });
 }
 
-/** No keys, no idempotency keys, nothing delayed, in any mailboxes: what appendReserved takes. */
+/** No keys, no idempotency keys, nothing delayed, in any mailboxes: what appendPlain takes. */
 function isPlainBatch(batch: readonly NewMessage[]): boolean {
   if (batch.length === 0) return false;
   for (const m of batch) {
@@ -296,7 +296,7 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
   }
 
   async append(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
-    if (isPlainBatch(batch)) return this.appendReserved(batch, nowMs);
+    if (isPlainBatch(batch)) return this.appendPlain(batch, nowMs);
     const keyed = batch.some((m) => m.dedup !== undefined);
     return this.transaction("cannot store the message", async (c) => {
       // The ids that keys of the batch already stand for; the batch's mailboxes stay locked, so
@@ -891,13 +891,11 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
   }
 
   /**
-   * The usual batch (no key, nothing delayed), in one call of mq9_send: a transaction that
-   * reserves the batch's ids without waiting for its flush, then one that stores the messages
-   * and does (postgres-schema.ts says why readers still see each mailbox's ids in order). The
-   * mailboxes' rows are locked only while reserving, so other nodes' batches commit alongside
-   * this one instead of waiting for its flush.
+   * The usual batch (no key, nothing delayed), in one call of mq9_send: one transaction that
+   * locks its mailboxes' rows (in id order), takes their next ids and stores the messages, and
+   * waits for its flush (postgres-schema.ts says why it no longer reserves ids apart).
    */
-  private async appendReserved(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
+  private async appendPlain(batch: readonly NewMessage[], nowMs: number): Promise<AppendResult[]> {
     const context = "cannot store the message";
     this.assertOpen();
     const { values, addresses } = sendBatchValues(batch, nowMs);
@@ -910,16 +908,8 @@ export class PostgresStore implements Store, StoreInspection, LeaseRelease, Leas
             client.query(new SendCall(values, (err, ids) => (err ? reject(err) : resolve(ids ?? []))));
           });
         } catch (err) {
-          if (!failedOnServer(err)) {
-            // A statement still running after a client-side timeout: the connection is not reused.
-            markBroken(err as Error);
-          } else {
-            // The messages' transaction failed after the reservations committed: give them up,
-            // or readers would wait for them (they are this connection's: one batch at a time).
-            await client
-              .query("DELETE FROM append_reservations WHERE pid = pg_backend_pid()")
-              .catch((e: Error) => markBroken(e));
-          }
+          // A statement still running after a client-side timeout: the connection is not reused.
+          if (!failedOnServer(err)) markBroken(err as Error);
           throw err;
         }
       });
