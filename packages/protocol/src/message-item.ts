@@ -23,7 +23,8 @@ export interface ItemHeaderParts {
   map: boolean;
 }
 
-const BOTH: ItemHeaderParts = { bytes: true, map: true };
+/** Both header forms: what a FETCH gets unless it leaves one out. */
+export const BOTH_HEADER_FORMS: ItemHeaderParts = { bytes: true, map: true };
 
 /**
  * What of an item follows the reply's JSON as bytes instead of being written inside it: nothing
@@ -50,7 +51,7 @@ export function headerInTail(message: WireMessage, parts: ItemHeaderParts, tail:
 export function writeMessageItem(
   out: JsonBytes,
   message: WireMessage,
-  parts: ItemHeaderParts = BOTH,
+  parts: ItemHeaderParts = BOTH_HEADER_FORMS,
   tail: ItemTail = "none",
 ): void {
   // Numbers are written as digits and constant pieces as they are: no string is made per
@@ -108,7 +109,7 @@ export function writeMessageItem(
 /** One message item as JSON text (see writeMessageItem). */
 export function encodeMessageItem(
   message: WireMessage,
-  parts: ItemHeaderParts = BOTH,
+  parts: ItemHeaderParts = BOTH_HEADER_FORMS,
   tail: ItemTail = "none",
 ): string {
   const out = new JsonBytes(itemSizeHint(message, tail));

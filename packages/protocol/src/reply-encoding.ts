@@ -1,6 +1,7 @@
 import { Errors } from "./errors.js";
 import { JsonBytes } from "./json-bytes.js";
 import {
+  BOTH_HEADER_FORMS,
   headerInTail,
   type ItemHeaderParts,
   type ItemTail,
@@ -73,7 +74,7 @@ export function encodeReply(reply: ReplyBody): ReplyPayload {
   if (agentsJson) return spliceAgents(JSON.stringify(rest), agentsJson);
   if (!messages) return JSON.stringify(rest);
   const tail: ItemTail = rawPayloads !== true ? "none" : rawHeaders ? "header-and-payload" : "payload";
-  return messagePieces(JSON.stringify(rest), messages, headerParts ?? BOTH, tail);
+  return messagePieces(JSON.stringify(rest), messages, headerParts ?? BOTH_HEADER_FORMS, tail);
 }
 
 /** DISCOVER entries arrive as UTF-8 JSON pieces: passed on as they are, not parsed and written again. */
@@ -88,7 +89,6 @@ function spliceAgents(head: string, agents: readonly (readonly Uint8Array[])[]):
 }
 
 const COMMA = Buffer.from(",");
-const BOTH: ItemHeaderParts = { bytes: true, map: true };
 const CLOSE_AGENTS = Buffer.from("]}");
 
 function messagePieces(
